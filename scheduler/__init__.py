@@ -1,0 +1,1 @@
+"""A durable job scheduler that lives in the application's own database."""

@@ -1,0 +1,64 @@
+"""Every error the scheduler raises derives from :class:`SchedulerError`.
+
+Lookups that find nothing are also :class:`LookupError`; bad arguments are also
+:class:`ValueError` (or :class:`TypeError` for values of the wrong type), so callers can
+catch them the way they would catch the builtin equivalents.
+"""
+
+from __future__ import annotations
+
+
+class SchedulerError(Exception):
+    """Root of every error raised by the scheduler package."""
+
+
+class NonRetryable(SchedulerError):
+    """Raise from a handler to dead-letter the job at once, skipping the remaining retries."""
+
+
+class InvalidArgument(SchedulerError, ValueError):
+    """An argument to a scheduler API is invalid; nothing was written."""
+
+
+class NotSerializable(SchedulerError, TypeError):
+    """Job arguments, context or a result could not be stored as JSON; nothing was written."""
+
+
+class UnknownFunction(SchedulerError, LookupError):
+    """A function name is not registered (or is registered as the wrong kind)."""
+
+
+class DuplicateName(SchedulerError, ValueError):
+    """A function or schedule name was registered twice."""
+
+
+class JobNotFound(SchedulerError, LookupError):
+    """No job has that id."""
+
+
+class ScheduleNotFound(SchedulerError, LookupError):
+    """No schedule has that name."""
+
+
+class InvalidSchedule(SchedulerError, ValueError):
+    """A cron expression, time zone, interval or schedule option is invalid."""
+
+
+class StoreError(SchedulerError):
+    """The database cannot be used as a scheduler store."""
+
+
+class NotADatabase(StoreError):
+    """The file is not a database of the expected kind; it was left untouched."""
+
+
+class SchemaTooNew(StoreError):
+    """The database was written by a newer schema version than this code knows; it was left untouched."""
+
+
+class MigrationError(StoreError):
+    """A migration is missing, edited after it was applied, or failed to apply."""
+
+
+class SchedulerClosed(SchedulerError):
+    """The scheduler is not running (not started yet, or already shut down)."""
