@@ -1,0 +1,651 @@
+"""Turn the `when` text of ``/schedule`` into an instant, and time zone names into zones.
+
+Everything here is pure: no Discord, no I/O and no clock. The caller passes "now" in, so the
+same text always gives the same answer in tests. Bad input raises :class:`InputError`, whose
+message is shown verbatim to the server admin: it says what was wrong and shows valid input.
+
+Accepted ``when`` forms (case-insensitive, extra whitespace ignored), read in the given zone:
+
+* relative: ``in 90m``, ``2h30m``, ``in 1 day 3 hours``, ``45s``, ``in an hour``, ``1.5h``
+  (``in`` optional; units s/sec/second, m/min/minute, h/hr/hour, d/day, w/wk/week);
+* a clock time: ``18:00``, ``6pm``, ``6:30 pm``, ``noon``, the next time that local time comes;
+* a day plus a time: ``today 18:00``, ``tomorrow 9am``, ``monday 09:00``, ``next fri 17:30``,
+  ``2026-12-24 18:00``, ``2026-12-24T18:00:30``, ``dec 24 18:00``, ``24 dec 2026 6pm``;
+  the time may also come first (``9am tomorrow``) and ``at`` / ``on`` may be put in;
+* a trailing zone or offset overrides the given zone: ``18:00 utc``, ``2026-12-24T18:00Z``,
+  ``18:00 +05:30``, ``9am europe/paris``;
+* a Discord timestamp ``<t:1735000000>`` / ``<t:1735000000:F>`` (any style letter), or a bare
+  epoch in seconds (10 digits) or milliseconds (13 digits).
+
+Decisions on ambiguous input:
+
+* A day without a time (``tomorrow``, ``2026-12-24``) is refused with a request for a time,
+  rather than silently meaning midnight.
+* ``monday 09:00``, ``next monday 09:00`` and ``this monday 09:00`` all mean the next Monday
+  09:00 that is still ahead (today, if today is Monday and 09:00 has not passed yet).
+* Slash or dot dates (``24/12/2026``, ``12.24``) are refused as ambiguous (day/month or
+  month/day?) with the ISO form as the suggestion; ``2026/12/24`` (year first) is accepted.
+* A bare number of any other length than 10 or 13 digits is refused: it needs a unit.
+* A local time that does not exist (skipped when clocks spring forward) is refused with the
+  first valid time after the gap as the suggestion. A local time that happens twice (clocks
+  falling back) means its first occurrence (``fold=0``).
+* The result must be after "now" and at most :data:`MAX_AHEAD` (about 5 years) later.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import re
+import zoneinfo
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta, timezone, tzinfo
+from fractions import Fraction
+from typing import Final
+from zoneinfo import ZoneInfo
+
+__all__ = [
+    "COMMON_ZONES",
+    "MAX_AHEAD",
+    "InputError",
+    "discord_timestamp",
+    "parse_duration",
+    "parse_when",
+    "resolve_timezone",
+    "timezone_choices",
+]
+
+
+class InputError(ValueError):
+    """The user's text could not be used; ``str(error)`` is a friendly message for them."""
+
+
+MAX_AHEAD: Final = timedelta(days=5 * 365 + 1)
+"""How far ahead a time may be (about 5 years)."""
+
+MAX_INPUT_LENGTH: Final = 100
+
+COMMON_ZONES: Final = (
+    "UTC",
+    "Europe/London",
+    "America/New_York",
+    "America/Chicago",
+    "America/Denver",
+    "America/Los_Angeles",
+    "Europe/Paris",
+    "Europe/Berlin",
+    "Europe/Madrid",
+    "Europe/Amsterdam",
+    "Europe/Stockholm",
+    "Europe/Warsaw",
+    "Europe/Moscow",
+    "America/Toronto",
+    "America/Sao_Paulo",
+    "America/Mexico_City",
+    "Africa/Johannesburg",
+    "Asia/Dubai",
+    "Asia/Kolkata",
+    "Asia/Singapore",
+    "Asia/Shanghai",
+    "Asia/Tokyo",
+    "Australia/Sydney",
+    "Pacific/Auckland",
+    "Pacific/Honolulu",
+)
+"""Zones offered first when nothing has been typed yet."""
+
+_PRIMARY_REGIONS: Final = frozenset(
+    {"Africa", "America", "Antarctica", "Asia", "Atlantic", "Australia", "Europe", "Indian"}
+    | {"Pacific"}
+)
+_NOT_ZONES: Final = frozenset({"Factory", "localtime", "posixrules"})
+_DISCORD_STYLES: Final = frozenset("tTdDfFR")
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+
+_UNIT_SECONDS: Final = {
+    **dict.fromkeys(("s", "sec", "secs", "second", "seconds"), 1),
+    **dict.fromkeys(("m", "min", "mins", "minute", "minutes"), 60),
+    **dict.fromkeys(("h", "hr", "hrs", "hour", "hours"), 3600),
+    **dict.fromkeys(("d", "day", "days"), 86400),
+    **dict.fromkeys(("w", "wk", "wks", "week", "weeks"), 604800),
+}
+_WEEKDAYS: Final = {
+    **dict.fromkeys(("monday", "mon"), 0),
+    **dict.fromkeys(("tuesday", "tue", "tues"), 1),
+    **dict.fromkeys(("wednesday", "wed"), 2),
+    **dict.fromkeys(("thursday", "thu", "thur", "thurs"), 3),
+    **dict.fromkeys(("friday", "fri"), 4),
+    **dict.fromkeys(("saturday", "sat"), 5),
+    **dict.fromkeys(("sunday", "sun"), 6),
+}
+_MONTH_NAMES: Final = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
+_MONTHS: Final = {
+    **{name.lower(): i for i, name in enumerate(_MONTH_NAMES, 1)},
+    **{name[:3].lower(): i for i, name in enumerate(_MONTH_NAMES, 1)},
+    "sept": 9,
+}
+
+_A = re.ASCII
+_DURATION_PART: Final = re.compile(
+    r" ?(?:, ?)?(?:and )?(?:([0-9]{1,30}(?:\.[0-9]{1,30})?) ?([a-z]+)|(an?) ([a-z]+))", _A
+)
+_DISCORD_TS: Final = re.compile(r"<t:(-?[0-9]{1,30})(?::[a-z])?>", _A)
+_CLOCK: Final = re.compile(
+    r"(?P<h>[0-9]{1,2})(?::(?P<m>[0-9]{2})(?::(?P<s>[0-9]{2}))?)? ?(?P<ampm>[ap]\.?m\.?)?", _A
+)
+_ISO_DATE: Final = re.compile(r"([0-9]{4})([-/])([0-9]{1,2})\2([0-9]{1,2})", _A)
+_ISO_T: Final = re.compile(r"^([0-9]{4}-[0-9]{1,2}-[0-9]{1,2})t(?=[0-9])", _A)
+_SLASH_DATE: Final = re.compile(r"[0-9]{1,2}[/.][0-9]{1,2}(?:[/.][0-9]{2,4})?", _A)
+_DAY_MONTH: Final = re.compile(
+    r"([0-9]{1,2})(?:st|nd|rd|th)?(?: of)? ([a-z]+)\.?(?:,? ([0-9]{4}))?", _A
+)
+_MONTH_DAY: Final = re.compile(r"([a-z]+)\.? ([0-9]{1,2})(?:st|nd|rd|th)?(?:,? ([0-9]{4}))?", _A)
+_WEEKDAY: Final = re.compile(r"(?:(?:next|this) )?([a-z]+)", _A)
+_ZONE_WORD: Final = re.compile(
+    r" ?(?<![a-z])(utc|gmt|z)(?: ?([+-])([0-9]{1,2})(?::?([0-9]{2}))?)?$", _A
+)
+_ZONE_OFFSET: Final = re.compile(
+    r" ?(?:(?<= )|(?<=:[0-9]{2})|(?<=[ap]m))([+-])([0-9]{1,2})(?::?([0-9]{2}))?$", _A
+)
+
+
+# --------------------------------------------------------------------------- public API
+
+
+def discord_timestamp(dt: datetime, style: str = "F") -> str:
+    """Render an aware datetime as Discord markup, e.g. ``<t:1725000000:F>``.
+
+    ``style`` is one of Discord's letters ``t T d D f F R``. Fractions of a second are dropped.
+    """
+    if dt.tzinfo is None or dt.utcoffset() is None:
+        raise ValueError("discord_timestamp needs an aware datetime")
+    if style not in _DISCORD_STYLES:
+        raise ValueError(f"unknown Discord timestamp style {style!r}")
+    return f"<t:{_epoch_seconds(dt)}:{style}>"
+
+
+def parse_when(text: str, tz: ZoneInfo, now: datetime) -> datetime:
+    """Read the user's ``when`` text as an aware UTC datetime strictly after ``now``.
+
+    Local times are read in ``tz`` unless the text names its own zone or offset. See the
+    module docstring for the accepted forms and the decisions taken on ambiguous input.
+    Raises :class:`InputError` (with a user-facing message) for anything unusable: unknown
+    form, a time already passed (the message shows the time understood), a time more than
+    :data:`MAX_AHEAD` away, or a local time skipped by a daylight-saving change.
+    """
+    if now.tzinfo is None or now.utcoffset() is None:
+        raise ValueError("parse_when needs an aware 'now'")
+    s = _normalize(text)
+    if len(s) > MAX_INPUT_LENGTH:
+        raise InputError(f"That's too long for a time. Try {_examples(now)}.")
+    if not s:
+        raise InputError(f"Please say when to post it, like {_examples(now)}.")
+    for parse in (_parse_discord_timestamp, _parse_epoch, _parse_relative):
+        result = parse(s, now)
+        if result is not None:
+            return _checked(result, tz, now)
+    return _parse_absolute(s, tz, now)
+
+
+def resolve_timezone(name: str) -> ZoneInfo:
+    """Find the IANA zone called ``name``, ignoring case (``europe/london`` works).
+
+    Spaces may stand for underscores (``america/new york``). An unknown name raises
+    :class:`InputError` that suggests the closest known names.
+    """
+    key = "_".join(name.strip().lower().split())
+    names = _zone_names()
+    if key in names:
+        return ZoneInfo(names[key])
+    shown = _sanitize(name)
+    if not shown:
+        raise InputError("Please give a time zone, like `Europe/London` or `America/New_York`.")
+    close = _suggest_zones(key)
+    if close:
+        listed = ", ".join(f"`{z}`" for z in close)
+        return _raise(f"I don't know the time zone `{shown}`. Did you mean {listed}?")
+    return _raise(
+        f"I don't know the time zone `{shown}`. Use a name like `Europe/London`, "
+        "`America/New_York` or `UTC` (start typing to see the list)."
+    )
+
+
+def timezone_choices(prefix: str, limit: int = 25) -> list[str]:
+    """Zone names for autocomplete that contain ``prefix`` (case-insensitive), best first.
+
+    Exact matches come first, then names starting with the text, then names with a part
+    (region, city, or word of a city) starting with it, then any other names containing it;
+    within each group the common zones lead, then the current region-style names, then the
+    rest alphabetically. An empty ``prefix`` gives :data:`COMMON_ZONES` first. At most
+    ``limit`` names are returned (Discord shows at most 25 choices).
+    """
+    if limit <= 0:
+        return []
+    key = "_".join(prefix.strip().lower().split())
+    ranked = sorted(
+        (rank, _popularity(zone), zone)
+        for zone in _zone_names().values()
+        if (rank := _match_rank(zone.lower(), key)) is not None
+    )
+    return [zone for _, _, zone in ranked[:limit]]
+
+
+def parse_duration(text: str) -> Fraction | None:
+    """Read a duration like ``2h30m``, ``1 day, 3 hours``, ``an hour`` or ``1.5h``.
+
+    ``text`` must already be lower-case with single spaces. Returns the length in seconds
+    (exact, possibly huge), or ``None`` if the text is not a duration at all.
+    """
+    total = Fraction(0)
+    pos = 0
+    while pos < len(text):
+        match = _DURATION_PART.match(text, pos)
+        if match is None or (pos == 0 and match.group(0).startswith((" ", ",", "and"))):
+            return None
+        number, unit = match.group(1) or match.group(3), match.group(2) or match.group(4)
+        if unit not in _UNIT_SECONDS:
+            return None
+        amount = Fraction(1) if number in ("a", "an") else Fraction(number)
+        total += amount * _UNIT_SECONDS[unit]
+        pos = match.end()
+    return total if pos else None
+
+
+# --------------------------------------------------------------------------- instants
+
+
+def _normalize(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def _epoch_seconds(dt: datetime) -> int:
+    return (dt - _EPOCH) // timedelta(seconds=1)
+
+
+def _raise(message: str) -> ZoneInfo:
+    raise InputError(message)
+
+
+def _examples(now: datetime) -> str:
+    return (
+        f"`in 90m`, `18:00`, `tomorrow 09:00`, `{_example_date(now.date())}` "
+        "or a Discord timestamp like `<t:1735000000>`"
+    )
+
+
+def _example_date(today: date) -> str:
+    """A date-and-time example that is still ahead, like ``2026-12-24 18:00``."""
+    year = today.year if (today.month, today.day) < (12, 24) else today.year + 1
+    return f"{year}-12-24 18:00"
+
+
+def _from_epoch(seconds: Fraction, now: datetime) -> datetime:
+    """``_EPOCH + seconds``, refusing values far outside the allowed window first."""
+    now_s = _epoch_seconds(now)
+    if seconds > now_s + MAX_AHEAD.total_seconds() + 86400:
+        raise InputError(_too_far_message(None, now))
+    if seconds < now_s - 100 * 366 * 86400:
+        raise InputError(f"That timestamp is long past. Try {_examples(now)}.")
+    return _EPOCH + timedelta(microseconds=round(seconds * 1_000_000))
+
+
+def _parse_discord_timestamp(s: str, now: datetime) -> datetime | None:
+    match = _DISCORD_TS.fullmatch(s)
+    return None if match is None else _from_epoch(Fraction(match.group(1)), now)
+
+
+def _parse_epoch(s: str, now: datetime) -> datetime | None:
+    if not (s.isascii() and s.isdigit()):
+        return None
+    if len(s) == 10:
+        return _from_epoch(Fraction(s), now)
+    if len(s) == 13:
+        return _from_epoch(Fraction(s) / 1000, now)
+    raise InputError(
+        f"A number on its own needs a unit: `in {s[:6]}m` means in {s[:6]} minutes. "
+        "For a clock time write `18:00`; a Unix timestamp has 10 digits (`1735000000`)."
+    )
+
+
+def _parse_relative(s: str, now: datetime) -> datetime | None:
+    rest = s.removeprefix("in ")
+    if rest.isascii() and rest.isdigit() and rest != s:
+        raise InputError(f"Please add a unit, like `in {rest}m` or `in {rest}h`.")
+    seconds = parse_duration(rest)
+    if seconds is None:
+        return None
+    if seconds > MAX_AHEAD.total_seconds():
+        raise InputError(_too_far_message(None, now))
+    return now.astimezone(UTC) + timedelta(microseconds=round(seconds * 1_000_000))
+
+
+def _checked(result: datetime, zone: tzinfo, now: datetime) -> datetime:
+    """Return ``result`` in UTC if it is inside the allowed window, else explain why not."""
+    if result <= now:
+        raise InputError(_past_message(_understood(result, zone)))
+    if result - now > MAX_AHEAD:
+        raise InputError(_too_far_message(_understood(result, zone), now))
+    return result.astimezone(UTC)
+
+
+def _past_message(understood: str) -> str:
+    return (
+        f"That time has already passed: I read it as {understood}. "
+        "Please give a time in the future, like `in 2h` or `tomorrow 09:00`."
+    )
+
+
+def _too_far_message(understood: str | None, now: datetime) -> str:
+    read = f" I read it as {understood}." if understood else ""
+    limit = discord_timestamp(now + MAX_AHEAD, "D")
+    return f"That's too far ahead.{read} I can schedule up to 5 years ahead (until {limit})."
+
+
+def _understood(dt: datetime, zone: tzinfo) -> str:
+    """``<t:N:F>`` plus a plain rendering in the zone used and in UTC."""
+    local = dt.astimezone(zone)
+    utc = dt.astimezone(UTC)
+    zone_name = _zone_label(zone, local)
+    plain = f"{_fmt(utc)} UTC"
+    if zone_name != "UTC":
+        plain = f"{_fmt(local)} {zone_name} = {plain}"
+    return f"{discord_timestamp(dt)} ({plain})"
+
+
+def _fmt(dt: datetime) -> str:
+    seconds = f":{dt.second:02d}" if dt.second else ""
+    return f"{dt.year:04d}-{dt.month:02d}-{dt.day:02d} {dt.hour:02d}:{dt.minute:02d}{seconds}"
+
+
+def _zone_label(zone: tzinfo, at: datetime) -> str:
+    if isinstance(zone, ZoneInfo):
+        return zone.key
+    offset = zone.utcoffset(at) or timedelta(0)
+    if not offset:
+        return "UTC"
+    sign = "-" if offset < timedelta(0) else "+"
+    minutes = abs(offset) // timedelta(minutes=1)
+    return f"UTC{sign}{minutes // 60:02d}:{minutes % 60:02d}"
+
+
+# --------------------------------------------------------------------------- absolute times
+
+
+@dataclass(frozen=True, slots=True)
+class _OnDate:
+    day: date
+
+
+@dataclass(frozen=True, slots=True)
+class _OnWeekday:
+    weekday: int
+
+
+@dataclass(frozen=True, slots=True)
+class _OnMonthDay:
+    month: int
+    day: int
+
+
+_DaySpec = _OnDate | _OnWeekday | _OnMonthDay
+
+
+def _parse_absolute(s: str, tz: ZoneInfo, now: datetime) -> datetime:
+    s, zone = _split_zone(s, tz)
+    today = now.astimezone(zone).date()
+    s = _ISO_T.sub(r"\1 ", s)
+    s = s.removeprefix("at ").removeprefix("on ")
+    clock = _parse_clock(s)
+    if clock is not None:
+        dates = [today + timedelta(days=k) for k in range(3)]
+        return _checked(_first_future(dates, clock, zone, now), zone, now)
+    parsed = _split_day_and_clock(s, today)
+    if parsed is not None:
+        spec, clock = parsed
+        return _at(spec, clock, zone, today, now)
+    if _parse_day(s, today) is not None:
+        raise InputError(f"`{s}` needs a time of day too, like `{s} 09:00` or `{s} 6pm`.")
+    if s == "now":
+        raise InputError("Please give a time in the future; for right away use `in 1m`.")
+    raise InputError(f"I couldn't read that as a time. Try {_examples(now)}.")
+
+
+def _split_zone(s: str, tz: ZoneInfo) -> tuple[str, tzinfo]:
+    """Take a trailing zone (``utc``, ``+05:30``, ``europe/paris``) off ``s``."""
+    if (match := _ZONE_WORD.search(s)) is not None:
+        offset = _offset(*match.group(2, 3, 4)) if match.group(2) else timedelta(0)
+        return s[: match.start()], timezone(offset) if offset else UTC
+    if (match := _ZONE_OFFSET.search(s)) is not None:
+        return s[: match.start()], timezone(_offset(*match.group(1, 2, 3)))
+    head, _, last = s.rpartition(" ")
+    if head and "/" in last and not last[0].isdigit():
+        return head, resolve_timezone(last)
+    return s, tz
+
+
+def _offset(sign: str, hours: str, minutes: str | None) -> timedelta:
+    offset = timedelta(hours=int(hours), minutes=int(minutes or 0))
+    if offset > timedelta(hours=14) or int(minutes or 0) > 59:
+        raise InputError("UTC offsets go from `-12:00` to `+14:00`, like `18:00 +05:30`.")
+    return -offset if sign == "-" else offset
+
+
+def _parse_clock(s: str) -> time | None:
+    """``18:00``, ``6pm``, ``6:30 pm``, ``noon``; ``None`` if ``s`` is not a clock time."""
+    if s == "noon":
+        return time(12)
+    match = _CLOCK.fullmatch(s)
+    if match is None or (match["m"] is None and match["ampm"] is None):
+        return None
+    hour, minute, second = int(match["h"]), int(match["m"] or 0), int(match["s"] or 0)
+    if minute > 59 or second > 59:
+        raise InputError(f"`{s}` isn't a valid time: minutes and seconds go up to 59.")
+    if match["ampm"]:
+        if not 1 <= hour <= 12:
+            raise InputError(f"`{s}` isn't a valid time: use `1`–`12` with am/pm, or `18:00`.")
+        hour = hour % 12 + (12 if match["ampm"].startswith("p") else 0)
+    elif hour > 23:
+        raise InputError(f"`{s}` isn't a valid time: hours go from `00` to `23` (`00:00`).")
+    return time(hour, minute, second)
+
+
+def _split_day_and_clock(s: str, today: date) -> tuple[_DaySpec, time] | None:
+    """Find a day and a clock time in ``s``, in either order (``tomorrow 9am``, ``9am fri``)."""
+    words = s.split(" ")
+    for i in range(1, len(words)):
+        left, right = " ".join(words[:i]), " ".join(words[i:])
+        for day_text, clock_text in ((left, right.removeprefix("at ")), (right, left)):
+            day_text = day_text.removeprefix("on ")
+            clock = _parse_clock(clock_text)
+            spec = _parse_day(day_text, today) if clock is not None else None
+            if spec is not None and clock is not None:
+                return spec, clock
+    return None
+
+
+def _parse_day(s: str, today: date) -> _DaySpec | None:
+    """``today``, ``tomorrow``, a weekday, or a date; ``None`` if ``s`` is not a day."""
+    if s == "today":
+        return _OnDate(today)
+    if s in ("tomorrow", "tmrw", "tmr"):
+        return _OnDate(today + timedelta(days=1))
+    if (match := _ISO_DATE.fullmatch(s)) is not None:
+        return _OnDate(_make_date(int(match[1]), int(match[3]), int(match[4]), s))
+    if _SLASH_DATE.fullmatch(s):
+        raise InputError(
+            f"I can't tell whether `{s}` is day/month or month/day. "
+            f"Please write the date as year-month-day, like `{_example_date(today)}`."
+        )
+    return _parse_named_day(s)
+
+
+def _parse_named_day(s: str) -> _DaySpec | None:
+    if (match := _WEEKDAY.fullmatch(s)) is not None and match[1] in _WEEKDAYS:
+        return _OnWeekday(_WEEKDAYS[match[1]])
+    for pattern, day_group, month_group in ((_DAY_MONTH, 1, 2), (_MONTH_DAY, 2, 1)):
+        match = pattern.fullmatch(s)
+        if match is not None and match[month_group] in _MONTHS:
+            month, day = _MONTHS[match[month_group]], int(match[day_group])
+            if match[3]:
+                return _OnDate(_make_date(int(match[3]), month, day, s))
+            _make_date(2000, month, day, s)  # a leap year: only checks the day exists
+            return _OnMonthDay(month, day)
+    return None
+
+
+def _make_date(year: int, month: int, day: int, s: str) -> date:
+    try:
+        return date(year, month, day)
+    except ValueError:
+        raise InputError(f"`{s}` isn't a real date. Check the month and day.") from None
+
+
+def _at(spec: _DaySpec, clock: time, zone: tzinfo, today: date, now: datetime) -> datetime:
+    if isinstance(spec, _OnDate):
+        return _checked(_exact(datetime.combine(spec.day, clock), zone, now), zone, now)
+    if isinstance(spec, _OnWeekday):
+        dates = [today + timedelta(days=k) for k in range(15)]
+        dates = [d for d in dates if d.weekday() == spec.weekday]
+    else:
+        dates = [
+            date(year, spec.month, spec.day)
+            for year in range(today.year, today.year + 9)
+            if spec.day <= _days_in_month(year, spec.month)
+        ]
+    return _checked(_first_future(dates, clock, zone, now), zone, now)
+
+
+def _days_in_month(year: int, month: int) -> int:
+    following = date(year + month // 12, month % 12 + 1, 1)
+    return (following - timedelta(days=1)).day
+
+
+def _exact(naive: datetime, zone: tzinfo, now: datetime) -> datetime:
+    """``naive`` read in ``zone`` (first occurrence if ambiguous); refuses skipped times."""
+    if not now.year - 2 <= naive.year <= now.year + 7:
+        return _far_from_now(naive, zone, now)
+    gap = _gap(naive, zone)
+    if gap is not None:
+        raise InputError(_gap_message(naive, zone, *gap))
+    return naive.replace(tzinfo=zone)
+
+
+def _far_from_now(naive: datetime, zone: tzinfo, now: datetime) -> datetime:
+    """Refuse a wall time years away without converting it (that could overflow)."""
+    understood = f"{discord_timestamp(naive.replace(tzinfo=zone))} ({_fmt(naive)})"
+    if naive.year > now.year:
+        raise InputError(_too_far_message(understood, now))
+    raise InputError(_past_message(understood))
+
+
+def _first_future(dates: Iterable[date], clock: time, zone: tzinfo, now: datetime) -> datetime:
+    """The first ``clock`` on one of ``dates`` that is after ``now``.
+
+    A wall time that happens twice normally means its first occurrence, but when "now" lies
+    between the two occurrences the second one is the next, so that one is taken.
+    """
+    candidate = now
+    for day in dates:
+        naive = datetime.combine(day, clock)
+        candidate = naive.replace(tzinfo=zone)
+        if candidate > now:
+            return _exact(naive, zone, now)
+        repeated = candidate.replace(fold=1)  # in a gap fold=1 is earlier, so never chosen
+        if repeated > now:
+            return repeated
+    return candidate  # not reached for the callers' date lists; _checked refuses it
+
+
+def _gap(naive: datetime, zone: tzinfo) -> tuple[datetime, datetime] | None:
+    """If ``naive`` is skipped in ``zone``, the local wall times where the skip starts and ends."""
+    aware = naive.replace(tzinfo=zone)
+    if aware.astimezone(UTC).astimezone(zone).replace(tzinfo=None) == naive:
+        return None
+    before = aware.utcoffset() or timedelta(0)
+    after = aware.replace(fold=1).utcoffset() or timedelta(0)
+    low = naive - after  # UTC, before the transition
+    high = naive - before  # UTC, at or after the transition
+    while high - low > timedelta(seconds=1):
+        middle = low + (high - low) / 2
+        if middle.replace(tzinfo=UTC).astimezone(zone).utcoffset() == after:
+            high = middle
+        else:
+            low = middle
+    high = high.replace(microsecond=0)
+    return high + before, high + after
+
+
+def _gap_message(naive: datetime, zone: tzinfo, start: datetime, end: datetime) -> str:
+    where = _zone_label(zone, naive)
+    day = f"{naive:%A} {naive.day} {naive:%B %Y}"
+    return (
+        f"{naive:%H:%M} doesn't exist on {day} in {where}: the clocks jump from "
+        f"{start:%H:%M} straight to {end:%H:%M}. "
+        f"The next valid time is {end:%H:%M}, so try `{end:%Y-%m-%d %H:%M}`."
+    )
+
+
+# --------------------------------------------------------------------------- time zones
+
+
+@functools.cache
+def _zone_names() -> dict[str, str]:
+    """Lower-case name → canonical IANA name, for every zone the system knows."""
+    return {name.lower(): name for name in zoneinfo.available_timezones() - _NOT_ZONES}
+
+
+@functools.cache
+def _city_names() -> dict[str, str]:
+    """Lower-case last component (``london``) → canonical name, for fuzzy suggestions."""
+    cities: dict[str, str] = {}
+    for zone in sorted(_zone_names().values(), key=_popularity):
+        cities.setdefault(zone.rsplit("/", 1)[-1].lower(), zone)
+    return cities
+
+
+def _popularity(zone: str) -> tuple[int, int, str]:
+    common = COMMON_ZONES.index(zone) if zone in COMMON_ZONES else len(COMMON_ZONES)
+    modern = 0 if zone.split("/", 1)[0] in _PRIMARY_REGIONS or zone == "UTC" else 1
+    return common, modern, zone
+
+
+def _match_rank(name: str, key: str) -> int | None:
+    if not key:
+        return 0
+    if name == key:
+        return 0
+    if name.startswith(key):
+        return 1
+    if re.search(r"[/_-]" + re.escape(key), name):
+        return 2
+    if key in name:
+        return 3
+    return None
+
+
+def _suggest_zones(key: str) -> list[str]:
+    suggestions = timezone_choices(key, 3) if len(key) >= 3 else []
+    names, cities = _zone_names(), _city_names()
+    suggestions += [names[n] for n in difflib.get_close_matches(key, names, n=3)]
+    city = key.rsplit("/", 1)[-1]
+    suggestions += [cities[c] for c in difflib.get_close_matches(city, cities, n=3)]
+    return list(dict.fromkeys(suggestions))[:3]
+
+
+def _sanitize(text: str) -> str:
+    cleaned = "".join(ch for ch in text.strip() if ch.isprintable() and ch != "`")
+    return cleaned[:40] + ("…" if len(cleaned) > 40 else "")
