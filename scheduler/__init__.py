@@ -1,1 +1,64 @@
-"""A durable job scheduler that lives in the application's own database."""
+"""A durable job scheduler that lives in the application's own database.
+
+Jobs are rows; a mutation's writes and its completion commit together; actions run outside
+transactions under a lease; a driver wakes on commit and on one timer, with a lease sweep as
+the only polling. See ``README.md`` and ``docs/scheduler.md``.
+"""
+
+from ._scheduler import Scheduler
+from .abc import Cursor, Db, Store
+from .clock import Clock, SystemClock
+from .context import ActionContext, TransactionContext
+from .errors import (
+    DuplicateName,
+    InvalidArgument,
+    InvalidSchedule,
+    JobNotFound,
+    MigrationError,
+    NonRetryable,
+    NotADatabase,
+    NotSerializable,
+    ScheduleNotFound,
+    SchedulerClosed,
+    SchedulerError,
+    SchemaTooNew,
+    StoreError,
+    UnknownFunction,
+)
+from .migrations import MigrationSet
+from .models import Job, JobInfo, JobKind, JobState, Retry
+from .registry import Registry
+from .stores.sqlite import SqliteStore
+
+__all__ = [
+    "ActionContext",
+    "Clock",
+    "Cursor",
+    "Db",
+    "DuplicateName",
+    "InvalidArgument",
+    "InvalidSchedule",
+    "Job",
+    "JobInfo",
+    "JobKind",
+    "JobNotFound",
+    "JobState",
+    "MigrationError",
+    "MigrationSet",
+    "NonRetryable",
+    "NotADatabase",
+    "NotSerializable",
+    "Registry",
+    "Retry",
+    "ScheduleNotFound",
+    "Scheduler",
+    "SchedulerClosed",
+    "SchedulerError",
+    "SchemaTooNew",
+    "SqliteStore",
+    "Store",
+    "StoreError",
+    "SystemClock",
+    "TransactionContext",
+    "UnknownFunction",
+]

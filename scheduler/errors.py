@@ -53,7 +53,7 @@ class NotADatabase(StoreError):
 
 
 class SchemaTooNew(StoreError):
-    """The database was written by a newer schema version than this code knows; it was left untouched."""
+    """The database was written by a newer schema than this code knows; it was left untouched."""
 
 
 class MigrationError(StoreError):

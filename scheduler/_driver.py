@@ -1,0 +1,343 @@
+"""The dispatch loop: wake on commit, one timer to the earliest due job, the sweep backstop.
+
+Nothing here polls except the lease sweep. A pass claims due work in batches, starts the
+actions (up to the concurrency limit) and runs the mutations in one write transaction, each
+in its own savepoint; completions of actions travel to the store in batches. A wake that
+lands while a pass runs causes exactly one more pass.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from . import _codec, _ops
+from ._ops import ClaimedJob, Outcome
+from .clock import TimerHandle
+from .context import ActionContext, LazySavepointDb, TransactionContext, TxScheduler
+from .errors import NonRetryable, NotSerializable, SchedulerError
+from .models import JobInfo, JobKind
+
+if TYPE_CHECKING:
+    from ._scheduler import Scheduler
+
+log = logging.getLogger("scheduler.driver")
+
+_ERROR_LIMIT = 4000
+
+
+def describe_error(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}"
+    return text if len(text) <= _ERROR_LIMIT else text[: _ERROR_LIMIT - 1] + "…"
+
+
+def job_info(job: ClaimedJob) -> JobInfo:
+    return JobInfo(
+        id=job.id,
+        fn=job.fn,
+        kind=job.kind,
+        attempt=job.attempts,
+        run_count=job.run_count,
+        name=job.name,
+        schedule_name=job.schedule_name,
+        fire_ts=job.fire_ts,
+        max_failures=job.max_failures,
+    )
+
+
+class Driver:
+    def __init__(self, sched: Scheduler) -> None:
+        self.sched = sched
+        self.store = sched.store
+        self.clock = sched.clock
+        self._wake = asyncio.Event()
+        self._timer: TimerHandle | None = None
+        self._stopping = False
+        self._passing = False
+        self._saturated = False
+        self._actions: set[asyncio.Task[None]] = set()
+        self._completions: list[Outcome] = []
+        self._flush_task: asyncio.Task[None] | None = None
+        self._loop_task: asyncio.Task[None] | None = None
+        self._sweep_task: asyncio.Task[None] | None = None
+        self._idle = asyncio.Event()
+        self.passes = 0
+        """How many dispatch passes ran (for tests and benchmarks)."""
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._loop_task = asyncio.create_task(self._loop(), name="scheduler-driver")
+        self._sweep_task = asyncio.create_task(self._sweeper(), name="scheduler-sweep")
+
+    def wake(self) -> None:
+        self._wake.set()
+        self._changed()
+
+    async def stop(self, grace: float) -> None:
+        """Stop claiming, let in-flight work finish within ``grace`` seconds, then cancel the
+        rest: mutations roll back and are released, interrupted actions are recorded."""
+        self._stopping = True
+        self._wake.set()
+        if self._timer is not None:
+            self._timer.cancel()
+        if self._sweep_task is not None:
+            self._sweep_task.cancel()
+            await asyncio.gather(self._sweep_task, return_exceptions=True)
+        waiting: set[asyncio.Task[Any]] = set(self._actions)
+        if self._loop_task is not None:
+            waiting.add(self._loop_task)
+        if waiting:
+            _, late = await asyncio.wait(waiting, timeout=grace)
+            for task in late:
+                task.cancel()
+            if late:
+                log.warning(
+                    "shutdown: cancelled %d run(s) still going after %.1fs", len(late), grace
+                )
+                await asyncio.gather(*late, return_exceptions=True)
+        await self._drain_completions()
+
+    # --- the loop ------------------------------------------------------------------------------
+
+    async def _loop(self) -> None:
+        while not self._stopping:
+            self._wake.clear()
+            self._passing = True
+            try:
+                next_due = await self._pass()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("dispatch pass failed; trying again shortly")
+                next_due = self.clock.time() + 1.0
+            finally:
+                self._passing = False
+                self.passes += 1
+                self._changed()
+            if self._stopping:
+                break
+            if self._wake.is_set():
+                continue  # woken mid-pass: one more pass
+            self._arm(next_due)
+            await self._wake.wait()
+
+    def _arm(self, ts: float | None) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if ts is not None:
+            self._timer = self.clock.call_at(ts, self._wake.set)
+
+    async def _pass(self) -> float | None:
+        sched = self.sched
+        batch = sched.batch_size
+        while True:
+            next_tick = await sched._tick_schedules()
+            now = self.clock.time()
+            free = sched.max_concurrency - len(self._actions)
+            action_limit = min(batch, free)
+            claim = await self.store.claim_due(
+                now, now + sched.lease_seconds, mutation_limit=batch, action_limit=action_limit
+            )
+            mutations = [j for j in claim.jobs if j.kind is JobKind.MUTATION]
+            actions = [j for j in claim.jobs if j.kind is JobKind.ACTION]
+            for job in actions:
+                task = asyncio.create_task(self._run_action(job), name=f"scheduler-job-{job.id}")
+                self._actions.add(task)
+            self._saturated = action_limit == 0 or len(actions) == action_limit
+            if mutations:
+                await self._run_mutations(mutations)
+            if self._stopping:
+                return None
+            full = len(mutations) == batch or (actions and len(actions) == action_limit)
+            if not full:
+                nxt = claim.next_due
+                if next_tick is not None and (nxt is None or next_tick < nxt):
+                    nxt = next_tick
+                return nxt
+
+    # --- mutations -----------------------------------------------------------------------------
+
+    async def _run_mutations(self, jobs: list[ClaimedJob]) -> None:
+        try:
+            async with self.store.transaction(self.clock.time()) as tx:
+                for job in jobs:
+                    outcomes = [await self._run_mutation(tx, job)]
+                    await tx.run(partial(_ops.complete, outcomes=outcomes))
+        except asyncio.CancelledError:
+            # Rolled back: nothing they did happened. Hand them back without counting.
+            await self._record([Outcome(j, ok=False, release=True) for j in jobs], urgent=True)
+            raise
+        except Exception as exc:
+            log.exception("mutation batch of %d job(s) failed to commit", len(jobs))
+            error = f"the transaction failed to commit: {describe_error(exc)}"
+            await self._record([Outcome(j, ok=False, error=error) for j in jobs], urgent=True)
+
+    async def _run_mutation(self, tx: Any, job: ClaimedJob) -> Outcome:
+        try:
+            reg = self.sched.registry.mutation_named(job.fn)
+        except SchedulerError as exc:
+            return Outcome(job, ok=False, error=describe_error(exc), retryable=False)
+        db = LazySavepointDb(tx, f"job_{job.id}")
+        ctx = TransactionContext(
+            db,
+            TxScheduler(self.sched, tx, db.ensure),
+            tx.state.now,
+            random.Random(_ops.job_seed(job.id, job.attempts)),
+            job_info(job),
+        )
+        try:
+            value = await reg.handler(ctx, job.args)
+            value_json = _codec.dumps(value, f"the result of {job.fn!r}")
+        except Exception as exc:
+            if db.opened:
+                await tx.rollback_to(db.savepoint)
+                await tx.release(db.savepoint)
+            return self._failure(job, exc)
+        if db.opened:
+            await tx.release(db.savepoint)
+        return Outcome(job, ok=True, value_json=value_json)
+
+    def _failure(self, job: ClaimedJob, exc: Exception) -> Outcome:
+        deterministic = isinstance(exc, NonRetryable | NotSerializable) or (
+            self.store.is_deterministic_error(exc)
+        )
+        if not isinstance(exc, NonRetryable):
+            log.warning(
+                "job %d (%s) attempt %d failed: %s",
+                job.id,
+                job.fn,
+                job.attempts + 1,
+                describe_error(exc),
+                exc_info=exc,
+            )
+        return Outcome(job, ok=False, error=describe_error(exc), retryable=not deterministic)
+
+    # --- actions -------------------------------------------------------------------------------
+
+    async def _run_action(self, job: ClaimedJob) -> None:
+        task = asyncio.current_task()
+        try:
+            outcome = await self._action_outcome(job)
+        finally:
+            if task is not None:
+                self._actions.discard(task)
+        await self._record([outcome])
+        if self._saturated and not self._stopping:
+            self.wake()
+
+    async def _action_outcome(self, job: ClaimedJob) -> Outcome:
+        try:
+            reg = self.sched.registry.get(job.fn)
+            if reg.kind is not JobKind.ACTION:
+                raise SchedulerError(f"{job.fn!r} is no longer registered as an action")
+        except SchedulerError as exc:
+            return Outcome(job, ok=False, error=describe_error(exc), retryable=False)
+        ctx = ActionContext(
+            self.sched, job_info(job), random.Random(_ops.job_seed(job.id, job.attempts))
+        )
+        try:
+            value = await reg.handler(ctx, job.args)
+            return Outcome(
+                job, ok=True, value_json=_codec.dumps(value, f"the result of {job.fn!r}")
+            )
+        except asyncio.CancelledError:
+            if job.idempotent:
+                return Outcome(job, ok=False, release=True)
+            return Outcome(
+                job,
+                ok=False,
+                error=(
+                    "interrupted by shutdown before it finished; "
+                    "it may or may not have had its effect"
+                ),
+                retryable=False,
+            )
+        except Exception as exc:
+            return self._failure(job, exc)
+
+    async def _record(self, outcomes: list[Outcome], urgent: bool = False) -> None:
+        self._completions.extend(outcomes)
+        if urgent:
+            await self._drain_completions()
+        elif self._flush_task is None or self._flush_task.done():
+            self._flush_task = asyncio.create_task(self._flush(), name="scheduler-completions")
+
+    async def _flush(self) -> None:
+        while self._completions:
+            batch, self._completions = self._completions, []
+            try:
+                report = await self.store.complete(batch, self.clock.time())
+            except Exception:
+                log.exception("could not record %d completion(s); retrying", len(batch))
+                self._completions[:0] = batch
+                await asyncio.sleep(0.2)
+                continue
+            if report.stale:
+                log.warning(
+                    "%d outcome(s) discarded: their lease had expired and the job moved on",
+                    report.stale,
+                )
+        self._changed()
+
+    async def _drain_completions(self) -> None:
+        if self._flush_task is not None and not self._flush_task.done():
+            await self._flush_task
+        if self._completions:
+            await self._flush()
+
+    # --- the sweep -----------------------------------------------------------------------------
+
+    async def _sweeper(self) -> None:
+        while not self._stopping:
+            try:
+                await self.sweep_once()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("lease sweep failed")
+            await self.clock.sleep(self.sched.sweep_seconds)
+
+    async def sweep_once(self) -> None:
+        """Reclaim expired leases, prune old terminal jobs, and wake the loop (the backstop)."""
+        now = self.clock.time()
+        report = await self.store.reclaim_expired(now)
+        if report.requeued or report.failed:
+            log.warning(
+                "lease sweep: %d job(s) back to pending, %d failed (their run was lost)",
+                report.requeued,
+                report.failed,
+            )
+        if self.sched.retention_seconds is not None:
+            await self.store.prune(now - self.sched.retention_seconds, now)
+        self.wake()
+
+    # --- idleness ------------------------------------------------------------------------------
+
+    def busy(self) -> bool:
+        return (
+            self._passing
+            or self._wake.is_set()
+            or bool(self._actions)
+            or bool(self._completions)
+            or (self._flush_task is not None and not self._flush_task.done())
+        )
+
+    def _changed(self) -> None:
+        self._idle.set()
+        self._idle = asyncio.Event()
+
+    @property
+    def change_event(self) -> asyncio.Event:
+        """An event set at the driver's next change of state (pass end, run end, wake)."""
+        return self._idle
+
+    async def heartbeat(self, job: JobInfo) -> bool:
+        now = self.clock.time()
+        return await self.store.extend_lease(
+            job.id, job.run_count, now + self.sched.lease_seconds, now
+        )

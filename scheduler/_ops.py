@@ -1,0 +1,495 @@
+"""The scheduler's database logic, written once for every store.
+
+Each operation is a generator that yields :class:`Q` (a named query with its parameters)
+and receives the query's result; it never touches a connection. A store runs it with its
+own executor: the SQLite store drives the whole generator inside its connection thread
+(one thread hop per operation), the PostgreSQL store awaits each query. The SQL text lives
+in ``scheduler/sql/<dialect>.sql``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeVar
+
+from . import _codec
+from .errors import InvalidArgument, JobNotFound
+from .models import Job, JobKind, JobState
+
+T = TypeVar("T")
+Fetch = Literal["all", "one", "none"]
+
+
+@dataclass(frozen=True, slots=True)
+class Q:
+    """A named query: ``fetch`` says whether the result is all rows, one row (or None), or
+    the number of rows changed."""
+
+    name: str
+    params: tuple[Any, ...] = ()
+    fetch: Fetch = "none"
+
+
+@dataclass(slots=True)
+class OpState:
+    """Per-transaction state shared by the operations that run in it."""
+
+    now: float
+    wake: bool = False
+    """Set when the transaction changed the set of pending jobs: the driver must look again."""
+    finished_schedules: set[str] = field(default_factory=set)
+    """Schedules whose occurrence reached a terminal state in this transaction."""
+
+
+Op = Generator[Q, Any, T]
+
+JOB_COLUMNS = 19  # columns of get_job/list_jobs before the payload columns
+
+
+@dataclass(frozen=True, slots=True)
+class NewJob:
+    """A validated job, ready to insert."""
+
+    fn: str
+    kind: JobKind
+    next_ts: float
+    max_failures: int
+    initial_backoff: float
+    backoff_base: float
+    idempotent: bool
+    args_json: str
+    context_type: str | None = None
+    context: bytes | None = None
+    idempotency_key: str | None = None
+    on_complete: str | None = None
+    name: str | None = None
+    parent_id: int | None = None
+    schedule_name: str | None = None
+    fire_ts: float | None = None
+    jitter: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimedJob:
+    """A job this process now holds a lease on."""
+
+    id: int
+    fn: str
+    kind: JobKind
+    attempts: int
+    max_failures: int
+    initial_backoff: float
+    backoff_base: float
+    run_count: int
+    next_ts: float
+    on_complete: str | None
+    name: str | None
+    idempotent: bool
+    schedule_name: str | None
+    fire_ts: float | None
+    args: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    jobs: list[ClaimedJob]
+    next_due: float | None
+    """The earliest pending ``next_ts`` after the claim (None if nothing is pending)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """How one claimed run ended.
+
+    ``release`` puts the job back to pending without counting an attempt (the run was
+    stopped before it could have had an effect, e.g. at shutdown).
+    """
+
+    job: ClaimedJob
+    ok: bool
+    value_json: str | None = None
+    error: str | None = None
+    retryable: bool = True
+    release: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ReclaimReport:
+    requeued: int = 0
+    failed: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class CompletionReport:
+    applied: int
+    stale: int
+    """Outcomes whose job had moved on (lease lost, reclaimed): discarded, fenced by run count."""
+
+
+def job_seed(job_id: int, attempt: int) -> int:
+    """The PRNG seed for a job's attempt: the same in every process and on every replay."""
+    digest = hashlib.blake2b(f"{job_id}:{attempt}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big")
+
+
+def backoff_delay(job_id: int, attempts: int, initial: float, base: float) -> float:
+    """Delay before the next attempt after ``attempts`` earlier failures (plus this one).
+
+    ``raw = initial * base ** (attempts + 1)``, times a jitter in [0.5, 1.0) drawn from the
+    job's seeded PRNG, so the whole sequence is reproducible from the job id.
+    """
+    raw = initial * base ** (attempts + 1)
+    return raw * random.Random(job_seed(job_id, attempts)).uniform(0.5, 1.0)
+
+
+# --- enqueue -------------------------------------------------------------------------------
+
+
+def enqueue(st: OpState, job: NewJob) -> Op[int]:
+    """Insert ``job``; with a live idempotency key, return the existing job's id instead."""
+    if job.idempotency_key is not None:
+        row = yield Q("job_by_key", (job.idempotency_key,), "one")
+        if row is not None:
+            return int(row[0])
+    state = JobState.PENDING
+    if job.parent_id is not None:
+        parent = yield Q("job_state", (job.parent_id,), "one")
+        if parent is None:
+            raise InvalidArgument(f"parent job {job.parent_id} does not exist")
+        if parent[0] == JobState.CANCELED:
+            state = JobState.CANCELED
+    job_id = yield from _insert(st, job, state)
+    if job_id is None:  # lost a race for the idempotency key
+        row = yield Q("job_by_key", (job.idempotency_key,), "one")
+        return int(row[0])
+    yield Q("insert_args", (job_id, job.args_json, job.context_type, job.context, None))
+    if state is JobState.CANCELED and job.on_complete is not None:
+        yield from _fire_on_complete(st, job_id, job.on_complete, '{"kind":"canceled"}')
+    return job_id
+
+
+def _insert(st: OpState, job: NewJob, state: JobState) -> Op[int | None]:
+    finished = st.now if state is JobState.CANCELED else None
+    row = yield Q(
+        "insert_job",
+        (
+            job.fn,
+            job.kind.value,
+            state.value,
+            job.next_ts,
+            job.max_failures,
+            job.initial_backoff,
+            job.backoff_base,
+            int(job.idempotent),
+            job.parent_id,
+            job.idempotency_key,
+            job.on_complete,
+            job.name,
+            job.schedule_name,
+            job.fire_ts,
+            job.jitter,
+            st.now,
+            finished,
+        ),
+        "one",
+    )
+    if row is None:
+        return None
+    if state is JobState.PENDING:
+        st.wake = True
+    return int(row[0])
+
+
+def _fire_on_complete(st: OpState, job_id: int, callback: str, result_json: str) -> Op[int]:
+    """Enqueue ``callback`` (a mutation) with ``{"job_id", "context", "result"}``.
+
+    The context is copied row to row in SQL, so it comes back byte for byte.
+    """
+    args_json = f'{{"job_id":{job_id},"result":{result_json}}}'
+    cb = NewJob(
+        fn=callback,
+        kind=JobKind.MUTATION,
+        next_ts=st.now,
+        max_failures=4,
+        initial_backoff=1.0,
+        backoff_base=2.0,
+        idempotent=False,
+        args_json=args_json,
+        name=f"on_complete of job {job_id}",
+    )
+    new_id = yield from _insert(st, cb, JobState.PENDING)
+    assert new_id is not None  # no idempotency key, so no conflict
+    copied = yield Q("insert_callback_args", (new_id, args_json, job_id))
+    if not copied:
+        yield Q("insert_args", (new_id, args_json, None, None, job_id))
+    return new_id
+
+
+# --- claim and complete --------------------------------------------------------------------
+
+
+def claim_due(st: OpState, lease_until: float, mutation_limit: int, action_limit: int) -> Op[Claim]:
+    """Move up to the given numbers of due pending jobs to ``in_progress`` under a lease.
+
+    Each claim is conditional on the job still being exactly ``pending``.
+    """
+    rows: list[Any] = []
+    for kind, limit in ((JobKind.MUTATION, mutation_limit), (JobKind.ACTION, action_limit)):
+        if limit > 0:
+            got = yield Q("claim_due", (kind.value, st.now, limit, lease_until, st.now), "all")
+            rows.extend(got)
+    jobs: list[ClaimedJob] = []
+    if rows:
+        ids = [int(r[0]) for r in rows]
+        payloads = {int(r[0]): r for r in (yield Q("claimed_args", (ids,), "all"))}
+        for r in sorted(rows, key=lambda r: (r[8], r[0])):
+            jobs.append(_claimed(r, payloads.get(int(r[0]))))
+    next_due = yield from next_due_time(st, include_actions=action_limit > 0)
+    return Claim(jobs, next_due)
+
+
+def _claimed(r: Any, payload: Any) -> ClaimedJob:
+    args: Any = None
+    if payload is not None:
+        args = _codec.loads(payload[1])
+        if payload[2] is not None:  # an on_complete callback: hand the context back
+            args["context"] = _codec.decode_context(payload[3], payload[4])
+    return ClaimedJob(
+        id=int(r[0]),
+        fn=r[1],
+        kind=JobKind(r[2]),
+        attempts=int(r[3]),
+        max_failures=int(r[4]),
+        initial_backoff=float(r[5]),
+        backoff_base=float(r[6]),
+        run_count=int(r[7]),
+        next_ts=float(r[8]),
+        on_complete=r[9],
+        name=r[10],
+        idempotent=bool(r[11]),
+        schedule_name=r[12],
+        fire_ts=None if r[13] is None else float(r[13]),
+        args=args,
+    )
+
+
+def next_due_time(st: OpState, include_actions: bool = True) -> Op[float | None]:
+    best: float | None = None
+    kinds = (JobKind.MUTATION, JobKind.ACTION) if include_actions else (JobKind.MUTATION,)
+    for kind in kinds:
+        row = yield Q("next_due", (kind.value,), "one")
+        if row is not None and (best is None or row[0] < best):
+            best = float(row[0])
+    return best
+
+
+def complete(st: OpState, outcomes: Sequence[Outcome]) -> Op[CompletionReport]:
+    """Record how runs ended, each fenced by (id, run count, in_progress).
+
+    A stale outcome (the lease was lost and the job moved on) changes nothing.
+    Terminal transitions fire ``on_complete`` in the same transaction.
+    """
+    applied = stale = 0
+    for o in outcomes:
+        j = o.job
+        fence = (j.id, j.run_count)
+        if o.release:
+            n = yield Q("release", (*fence, st.now))
+            if n:
+                st.wake = True
+        elif o.ok:
+            n = yield Q("finish_success", (*fence, st.now))
+            if n:
+                yield Q("set_result", (j.id, o.value_json))
+                value = "null" if o.value_json is None else o.value_json
+                yield from _terminal(st, j, f'{{"kind":"success","value":{value}}}')
+        elif o.retryable and j.attempts + 1 < j.max_failures:
+            delay = backoff_delay(j.id, j.attempts, j.initial_backoff, j.backoff_base)
+            n = yield Q("finish_retry", (*fence, st.now + delay, st.now))
+            if n:
+                st.wake = True
+                yield Q("set_error", (j.id, o.error))
+        else:
+            n = yield Q("finish_failed", (*fence, st.now))
+            if n:
+                yield Q("set_error", (j.id, o.error))
+                yield from _terminal(st, j, _failed_json(o.error))
+        if n:
+            applied += 1
+        else:
+            stale += 1
+    return CompletionReport(applied, stale)
+
+
+def _failed_json(error: str | None) -> str:
+    return '{"kind":"failed","error":' + _codec.dumps(error or "failed", "error") + "}"
+
+
+def _terminal(st: OpState, j: ClaimedJob, result_json: str) -> Op[None]:
+    if j.schedule_name is not None:
+        st.finished_schedules.add(j.schedule_name)
+        st.wake = True
+    if j.on_complete is not None:
+        yield from _fire_on_complete(st, j.id, j.on_complete, result_json)
+
+
+def extend_lease(st: OpState, job_id: int, run_count: int, until: float) -> Op[bool]:
+    n = yield Q("extend_lease", (job_id, run_count, until))
+    return bool(n)
+
+
+# --- the sweep -----------------------------------------------------------------------------
+
+_LEASE_LOST_ACTION = (
+    "lease expired while in progress (the process crashed or stalled); the action may or may "
+    "not have had its effect, so it is not run again"
+)
+_LEASE_LOST_BUDGET = "lease expired while in progress, and the retry budget is spent"
+
+
+def reclaim_expired(st: OpState, limit: int) -> Op[ReclaimReport]:
+    """Reclaim jobs whose lease expired: mutations (and idempotent actions) go back to pending
+    now with the attempt counted, dead-lettering once the budget is spent; other actions fail
+    with ``on_complete`` fired, since they may already have had their effect."""
+    rows = yield Q("expired_leases", (st.now, limit), "all")
+    requeued = failed = 0
+    for job_id, kind, idempotent, attempts, max_failures, run_count, on_complete, sched in rows:
+        replayable = kind == JobKind.MUTATION or bool(idempotent)
+        if replayable and attempts + 1 < max_failures:
+            n = yield Q("reclaim_pending", (job_id, run_count, st.now))
+            if n:
+                requeued += 1
+                st.wake = True
+            continue
+        error = _LEASE_LOST_BUDGET if replayable else _LEASE_LOST_ACTION
+        n = yield Q("finish_failed", (job_id, run_count, st.now))
+        if n:
+            failed += 1
+            yield Q("set_error", (job_id, error))
+            if sched is not None:
+                st.finished_schedules.add(sched)
+                st.wake = True
+            if on_complete is not None:
+                yield from _fire_on_complete(st, job_id, on_complete, _failed_json(error))
+    return ReclaimReport(requeued, failed)
+
+
+def prune(st: OpState, before: float, limit: int) -> Op[int]:
+    """Delete up to ``limit`` terminal jobs that finished before ``before``."""
+    ids = [int(r[0]) for r in (yield Q("prune_ids", (before, limit), "all"))]
+    if ids:
+        yield Q("delete_args", (ids,))
+        yield Q("delete_jobs", (ids,))
+    return len(ids)
+
+
+# --- cancel --------------------------------------------------------------------------------
+
+
+def cancel(st: OpState, job_id: int) -> Op[bool]:
+    """Cancel ``job_id`` if pending, then every pending descendant, breadth first.
+
+    Returns whether the job itself moved to ``canceled``. The walk runs even when the job
+    was already running or finished. Iterative, one query per level: no recursion limit.
+    """
+    row = yield Q("job_state", (job_id,), "one")
+    if row is None:
+        raise JobNotFound(f"no job with id {job_id}")
+    canceled_self = False
+    if row[0] == JobState.PENDING:
+        got = yield Q("cancel_many", ([job_id], st.now), "all")
+        yield from _after_cancel(st, got)
+        canceled_self = bool(got)
+    frontier = [job_id]
+    while frontier:
+        children = [int(r[0]) for r in (yield Q("children_of", (frontier,), "all"))]
+        if children:
+            got = yield Q("cancel_many", (children, st.now), "all")
+            yield from _after_cancel(st, got)
+        frontier = children
+    return canceled_self
+
+
+def _after_cancel(st: OpState, rows: Sequence[Any]) -> Op[None]:
+    for job_id, on_complete, sched in rows:
+        st.wake = True
+        if sched is not None:
+            st.finished_schedules.add(sched)
+        if on_complete is not None:
+            yield from _fire_on_complete(st, int(job_id), on_complete, '{"kind":"canceled"}')
+
+
+def retry(st: OpState, job_id: int) -> Op[bool]:
+    """Put a failed or canceled job back to pending now, with a fresh retry budget."""
+    row = yield Q("job_state", (job_id,), "one")
+    if row is None:
+        raise JobNotFound(f"no job with id {job_id}")
+    n = yield Q("retry_job", (job_id, st.now))
+    if n:
+        st.wake = True
+    return bool(n)
+
+
+# --- reads ---------------------------------------------------------------------------------
+
+
+def get_job(st: OpState, job_id: int) -> Op[Job | None]:
+    row = yield Q("get_job", (job_id,), "one")
+    return None if row is None else job_from_row(row)
+
+
+def list_jobs(
+    st: OpState,
+    state: JobState | None,
+    fn: str | None,
+    before_id: int | None,
+    limit: int,
+) -> Op[list[Job]]:
+    rows = yield Q(
+        "list_jobs", (None if state is None else state.value, fn, before_id, limit), "all"
+    )
+    return [job_from_row(r) for r in rows]
+
+
+def count_by_state(st: OpState) -> Op[dict[JobState, int]]:
+    rows = yield Q("count_by_state", (), "all")
+    counts = dict.fromkeys(JobState, 0)
+    for state, n in rows:
+        counts[JobState(state)] = int(n)
+    return counts
+
+
+def job_from_row(r: Sequence[Any]) -> Job:
+    args = _codec.loads(r[19])
+    context = _codec.decode_context(r[20], r[21])
+    if r[24] is not None and isinstance(args, dict):  # a callback: show what its handler sees
+        args = {**args, "context": context}
+        context = None
+    return Job(
+        id=int(r[0]),
+        fn=r[1],
+        kind=JobKind(r[2]),
+        state=JobState(r[3]),
+        next_ts=float(r[4]),
+        attempts=int(r[5]),
+        max_failures=int(r[6]),
+        run_count=int(r[7]),
+        lease_expires_at=None if r[8] is None else float(r[8]),
+        parent_id=None if r[9] is None else int(r[9]),
+        idempotency_key=r[10],
+        on_complete=r[11],
+        name=r[12],
+        schedule_name=r[13],
+        fire_ts=None if r[14] is None else float(r[14]),
+        jitter=None if r[15] is None else float(r[15]),
+        created_at=float(r[16]),
+        updated_at=float(r[17]),
+        finished_at=None if r[18] is None else float(r[18]),
+        args=args,
+        context=context,
+        result=_codec.loads(r[22]),
+        error=r[23],
+    )

@@ -1,0 +1,147 @@
+"""The scheduler's value types: job states, retry policy, and the job record."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from .errors import InvalidArgument
+
+
+class JobState(enum.StrEnum):
+    """The five states of a job.
+
+    ``pending`` -> ``in_progress`` -> ``success`` | ``failed``; ``pending`` -> ``canceled``.
+    A failed attempt with budget left goes back to ``pending`` with a later ``next_ts``.
+    """
+
+    PENDING = "pending"
+    IN_PROGRESS = "in_progress"
+    SUCCESS = "success"
+    FAILED = "failed"
+    CANCELED = "canceled"
+
+    @property
+    def terminal(self) -> bool:
+        return self in (JobState.SUCCESS, JobState.FAILED, JobState.CANCELED)
+
+
+class JobKind(enum.StrEnum):
+    """A mutation runs inside a write transaction; an action runs outside and may do I/O."""
+
+    MUTATION = "mutation"
+    ACTION = "action"
+
+
+def _seconds(value: timedelta | float, what: str) -> float:
+    if isinstance(value, timedelta):
+        return value.total_seconds()
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidArgument(f"{what} must be a timedelta or a number of seconds, got {value!r}")
+    return float(value)
+
+
+@dataclass(frozen=True, slots=True)
+class Retry:
+    """How many times a job may fail, and how long to wait between attempts.
+
+    After the n-th failure (``attempts`` failures before it) the job waits
+    ``initial_backoff * base ** (attempts + 1) * uniform(0.5, 1.0)`` seconds, the jitter drawn
+    from a PRNG seeded by the job id and attempt, so the sequence is reproducible. When the
+    failures reach ``max_failures`` the job is dead-lettered (``failed``).
+    """
+
+    max_failures: int = 4
+    initial_backoff: timedelta | float = timedelta(seconds=1)
+    base: float = 2.0
+
+    def __post_init__(self) -> None:
+        if isinstance(self.max_failures, bool) or not isinstance(self.max_failures, int):
+            raise InvalidArgument(f"Retry.max_failures must be an int, got {self.max_failures!r}")
+        if self.max_failures < 1:
+            raise InvalidArgument(
+                f"Retry.max_failures must be at least 1 (one attempt), got {self.max_failures}"
+            )
+        if self.backoff_seconds < 0:
+            raise InvalidArgument(
+                f"Retry.initial_backoff must not be negative, got {self.initial_backoff!r}"
+            )
+        if isinstance(self.base, bool) or not isinstance(self.base, int | float) or self.base < 1:
+            raise InvalidArgument(f"Retry.base must be a number >= 1, got {self.base!r}")
+
+    @property
+    def backoff_seconds(self) -> float:
+        return _seconds(self.initial_backoff, "Retry.initial_backoff")
+
+
+DEFAULT_MUTATION_RETRY = Retry(max_failures=4)
+DEFAULT_ACTION_RETRY = Retry(max_failures=1)
+
+
+def ts_to_datetime(ts: float) -> datetime:
+    return datetime.fromtimestamp(ts, UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """A job as stored. Times are epoch seconds (UTC); see the ``*_at`` properties for datetimes."""
+
+    id: int
+    fn: str
+    kind: JobKind
+    state: JobState
+    next_ts: float
+    attempts: int
+    max_failures: int
+    run_count: int
+    lease_expires_at: float | None
+    parent_id: int | None
+    idempotency_key: str | None
+    on_complete: str | None
+    name: str | None
+    schedule_name: str | None
+    fire_ts: float | None
+    jitter: float | None
+    created_at: float
+    updated_at: float
+    finished_at: float | None
+    args: Any = None
+    context: Any = None
+    result: Any = None
+    error: str | None = None
+
+    @property
+    def next_at(self) -> datetime:
+        return ts_to_datetime(self.next_ts)
+
+    @property
+    def created(self) -> datetime:
+        return ts_to_datetime(self.created_at)
+
+    @property
+    def finished(self) -> datetime | None:
+        return None if self.finished_at is None else ts_to_datetime(self.finished_at)
+
+
+@dataclass(frozen=True, slots=True)
+class JobInfo:
+    """What a running handler knows about its own job (``ctx.job``)."""
+
+    id: int
+    fn: str
+    kind: JobKind
+    attempt: int
+    """Failed attempts before this one (0 on the first run)."""
+    run_count: int
+    """How many times the job has been claimed, this run included (the lease fence)."""
+    name: str | None
+    schedule_name: str | None
+    fire_ts: float | None
+    max_failures: int
+
+    @property
+    def fire_time(self) -> datetime | None:
+        """For a schedule occurrence, the nominal fire time it stands for."""
+        return None if self.fire_ts is None else ts_to_datetime(self.fire_ts)

@@ -1,0 +1,119 @@
+"""Function names mapped to handlers, each declared a mutation or an action."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from .errors import DuplicateName, InvalidArgument, UnknownFunction
+from .models import DEFAULT_ACTION_RETRY, DEFAULT_MUTATION_RETRY, JobKind, Retry
+
+Handler = Callable[[Any, Any], Awaitable[Any]]
+H = TypeVar("H", bound=Handler)
+
+
+@dataclass(frozen=True, slots=True)
+class Registration:
+    name: str
+    kind: JobKind
+    handler: Handler
+    idempotent: bool
+    retry: Retry
+
+
+def _check_name(name: str) -> str:
+    if not isinstance(name, str) or not name.strip():
+        raise InvalidArgument(f"a function name must be a non-empty string, got {name!r}")
+    if len(name) > 200:
+        raise InvalidArgument(f"a function name must be at most 200 characters, got {len(name)}")
+    return name
+
+
+class Registry:
+    """Named handlers. A name is what jobs store; the kind is looked up here at enqueue time.
+
+    >>> registry = Registry()
+    >>> @registry.mutation("counters:bump")
+    ... async def bump(ctx, args): ...
+    """
+
+    def __init__(self) -> None:
+        self._entries: dict[str, Registration] = {}
+
+    def register(
+        self,
+        name: str,
+        handler: Handler,
+        kind: JobKind | str,
+        *,
+        idempotent: bool = False,
+        retry: Retry | None = None,
+    ) -> None:
+        """Register ``handler`` under ``name``; a name may be registered once."""
+        _check_name(name)
+        kind = JobKind(kind)
+        if name in self._entries:
+            raise DuplicateName(f"function {name!r} is already registered")
+        if not inspect.iscoroutinefunction(handler):
+            raise InvalidArgument(
+                f"handler for {name!r} must be an async function `async def f(ctx, args)`"
+            )
+        if kind is JobKind.MUTATION and idempotent:
+            raise InvalidArgument("idempotent=True is for actions; mutations are always replayable")
+        default = DEFAULT_MUTATION_RETRY if kind is JobKind.MUTATION else DEFAULT_ACTION_RETRY
+        self._entries[name] = Registration(name, kind, handler, idempotent, retry or default)
+
+    def mutation(self, name: str, *, retry: Retry | None = None) -> Callable[[H], H]:
+        """Decorator: ``handler(ctx, args)`` runs inside one write transaction."""
+
+        def deco(fn: H) -> H:
+            self.register(name, fn, JobKind.MUTATION, retry=retry)
+            return fn
+
+        return deco
+
+    def action(
+        self, name: str, *, idempotent: bool = False, retry: Retry | None = None
+    ) -> Callable[[H], H]:
+        """Decorator: ``handler(ctx, args)`` runs outside any transaction and may do I/O.
+
+        ``idempotent=True`` declares that running it twice is harmless: a crashed run is then
+        re-dispatched instead of failed.
+        """
+
+        def deco(fn: H) -> H:
+            self.register(name, fn, JobKind.ACTION, idempotent=idempotent, retry=retry)
+            return fn
+
+        return deco
+
+    def get(self, name: str) -> Registration:
+        """The registration for ``name``; :class:`UnknownFunction` if there is none."""
+        try:
+            return self._entries[name]
+        except (KeyError, TypeError):
+            raise UnknownFunction(f"no function is registered as {name!r}") from None
+
+    def mutation_named(self, name: str) -> Registration:
+        reg = self.get(name)
+        if reg.kind is not JobKind.MUTATION:
+            raise UnknownFunction(f"{name!r} is registered as an action, but a mutation is needed")
+        return reg
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries
+
+    def __iter__(self) -> Iterator[Registration]:
+        return iter(self._entries.values())
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def merge(self, other: Registry) -> None:
+        """Add every registration of ``other`` (names must not clash)."""
+        for reg in other:
+            if reg.name in self._entries:
+                raise DuplicateName(f"function {reg.name!r} is already registered")
+            self._entries[reg.name] = reg

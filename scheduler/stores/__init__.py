@@ -1,0 +1,1 @@
+"""Store implementations: SQLite (embedded default) and PostgreSQL (several instances)."""

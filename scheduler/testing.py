@@ -1,0 +1,106 @@
+"""Test helpers for applications that use the scheduler: a clock you move by hand."""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+
+from .errors import InvalidArgument
+
+__all__ = ["FakeClock"]
+
+
+class _FakeTimer:
+    __slots__ = ("callback", "cancelled", "ts")
+
+    def __init__(self, ts: float, callback: Callable[[], None]) -> None:
+        self.ts = ts
+        self.callback = callback
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+def _to_ts(value: datetime | float) -> float:
+    if isinstance(value, datetime):
+        if value.tzinfo is None or value.utcoffset() is None:
+            raise InvalidArgument(f"FakeClock needs an aware datetime, got naive {value!r}")
+        return value.timestamp()
+    return float(value)
+
+
+class FakeClock:
+    """A clock that only moves when told to.
+
+    Timers armed with :meth:`call_at` and sleeps started with :meth:`sleep` fire when
+    :meth:`advance` or :meth:`set` moves the clock past their time, in time order. Pass it as
+    ``Scheduler(..., clock=FakeClock(start))`` and the driver's wake timer follows it: move the
+    clock, then ``await sched.wait_idle()``.
+    """
+
+    def __init__(self, start: datetime | float | None = None) -> None:
+        self._now = (
+            _to_ts(start) if start is not None else datetime(2030, 1, 1, tzinfo=UTC).timestamp()
+        )
+        self._timers: list[tuple[float, int, _FakeTimer]] = []
+        self._seq = itertools.count()
+
+    def now(self) -> datetime:
+        return datetime.fromtimestamp(self._now, UTC)
+
+    def time(self) -> float:
+        return self._now
+
+    def call_at(self, ts: float, callback: Callable[[], None]) -> _FakeTimer:
+        timer = _FakeTimer(ts, callback)
+        if ts <= self._now:
+            asyncio.get_running_loop().call_soon(self._fire, timer)
+        else:
+            heapq.heappush(self._timers, (ts, next(self._seq), timer))
+        return timer
+
+    async def sleep(self, delay: timedelta | float) -> None:
+        seconds = delay.total_seconds() if isinstance(delay, timedelta) else float(delay)
+        if seconds <= 0:
+            await asyncio.sleep(0)
+            return
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+        def wake() -> None:
+            if not fut.done():
+                fut.set_result(None)
+
+        timer = self.call_at(self._now + seconds, wake)
+        try:
+            await fut
+        finally:
+            timer.cancel()
+
+    def advance(self, delta: timedelta | float) -> None:
+        """Move the clock forward by ``delta`` and fire every timer that came due."""
+        seconds = delta.total_seconds() if isinstance(delta, timedelta) else float(delta)
+        if seconds < 0:
+            raise InvalidArgument(f"FakeClock.advance needs a non-negative delta, got {delta!r}")
+        self.set(self._now + seconds)
+
+    def set(self, t: datetime | float) -> None:
+        """Move the clock to ``t`` (it may go backwards; timers fire only once due)."""
+        self._now = _to_ts(t)
+        while self._timers and self._timers[0][0] <= self._now:
+            _, _, timer = heapq.heappop(self._timers)
+            self._fire(timer)
+
+    @staticmethod
+    def _fire(timer: _FakeTimer) -> None:
+        if not timer.cancelled:
+            timer.cancelled = True
+            timer.callback()
+
+    @property
+    def pending_timers(self) -> int:
+        """How many timers are armed and not yet fired or cancelled."""
+        return sum(1 for _, _, t in self._timers if not t.cancelled)

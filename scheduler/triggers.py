@@ -1,0 +1,643 @@
+"""Recurrence triggers: pure functions from an instant to the next (or latest) fire time.
+
+A trigger never touches a clock, a database or an event loop; it only answers questions
+about a fixed, infinite set of *fire times* (aware instants):
+
+* :class:`Cron` — a standard 5-field cron expression read as **local wall-clock time in an
+  IANA time zone**.  Daylight-saving transitions follow one rule, stated in terms of the
+  naive local wall times the expression matches:
+
+  - a wall time that does not exist that day (it falls in a spring-forward gap) is
+    **skipped** — the job does not run that day, it is not moved to the jump instant;
+  - a wall time that happens twice (fall-back) fires **once**, at its *first* occurrence
+    (``fold=0``); the repeated pass of the hour produces nothing.
+
+  Formally: with ``E(w)`` the instant of wall time ``w`` read with ``fold=0``, the fire
+  times are ``{E(w) : w matches the expression and w exists in the zone}``.  ``E``
+  restricted to existing wall times is strictly increasing, so fire times are ordered
+  exactly like their wall times and no wall time ever fires twice.
+
+* :class:`Interval` — the absolute-time lattice ``anchor + k * every`` for every integer
+  ``k`` (unaffected by DST), computed with exact integer microseconds.
+
+Every datetime a trigger returns is aware and in UTC.  Every datetime it accepts must be
+aware; a naive one raises :class:`~scheduler.errors.InvalidSchedule`.
+
+Cron field syntax (validated here, with messages naming the field and the reason):
+numbers, ``*``, ranges ``a-b``, steps ``*/n``, ``a-b/n`` and ``a/n`` (``a`` up to the
+field's maximum), comma lists, month names ``JAN``-``DEC`` and day names ``SUN``-``SAT``
+(case-insensitive; ``SUN`` at the end of a range means 7), day-of-week 0-7 (0 and 7 are
+Sunday), ``L`` (last day of the month) in the day-of-month field, and the macros
+``@hourly @daily @midnight @weekly @monthly @yearly @annually``.  When both day-of-month
+and day-of-week are restricted (neither covers every value), a day matches if *either*
+matches (Vixie cron); when only one is restricted, only that one applies.  Whether a field
+is restricted depends on the set of values it denotes, not on its spelling (``1-31`` is the
+same as ``*``).  Expressions that can never fire (``0 0 30 2 *``) are rejected.
+
+The expression is iterated by :mod:`croniter` on *naive* wall times only (a canonical
+number-list form of the parsed fields is handed to it, so it sees exactly the schedule this
+module validated); all time-zone logic lives here.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Final, Protocol, runtime_checkable
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from croniter import CroniterBadDateError, croniter
+
+from scheduler.errors import InvalidSchedule, SchedulerError
+
+__all__ = [
+    "Cron",
+    "Interval",
+    "Trigger",
+    "trigger_from_spec",
+    "validate_timezone",
+]
+
+
+@runtime_checkable
+class Trigger(Protocol):
+    """The questions a scheduler asks about a recurrence.
+
+    Implementations are immutable and pure.  ``t`` must be an aware datetime (any zone);
+    a naive one raises :class:`InvalidSchedule`.  Results are aware datetimes in UTC.
+    """
+
+    def next_after(self, t: datetime) -> datetime:
+        """Return the first fire time strictly after ``t``.
+
+        Guarantees: the result ``r`` is ``> t``; ``next_after(u) == r`` for every ``u`` in
+        ``[t, r)`` (no fire time is skipped); iterating ``r = next_after(r)`` strictly
+        increases.
+        """
+        ...
+
+    def latest_at_or_before(self, t: datetime) -> datetime | None:
+        """Return the greatest fire time ``<= t``, or ``None`` if there is none.
+
+        It is the inverse of :meth:`next_after`: if ``p = latest_at_or_before(t)`` is not
+        ``None`` then ``p <= t < next_after(p)``.  The work is bounded no matter how far
+        back ``p`` lies.
+        """
+        ...
+
+    def describe(self) -> str:
+        """Return a short English description, e.g. ``"every 15 minutes"``."""
+        ...
+
+    def to_spec(self) -> dict[str, object]:
+        """Return a JSON-serialisable dict that :func:`trigger_from_spec` turns back into an
+        equal trigger."""
+        ...
+
+
+# ---------------------------------------------------------------------------------------
+# Shared helpers
+# ---------------------------------------------------------------------------------------
+
+_ONE_US: Final = timedelta(microseconds=1)
+_ONE_MINUTE: Final = timedelta(minutes=1)
+
+
+def _require_aware(value: object, what: str) -> datetime:
+    """Return ``value`` converted to UTC, or raise :class:`InvalidSchedule` if it is not an
+    aware datetime."""
+    if not isinstance(value, datetime):
+        raise InvalidSchedule(f"{what} must be an aware datetime, got {type(value).__name__}")
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise InvalidSchedule(
+            f"{what} must be an aware datetime (with a tzinfo), got naive {value.isoformat()}"
+        )
+    return value.astimezone(UTC)
+
+
+def validate_timezone(name: str) -> ZoneInfo:
+    """Return the :class:`~zoneinfo.ZoneInfo` for an IANA zone name such as
+    ``"Europe/London"`` or ``"UTC"``.
+
+    Raises :class:`InvalidSchedule` naming the zone if it is not a string or no such zone
+    exists (names are case-sensitive, as in the IANA database).
+    """
+    if not isinstance(name, str):
+        raise InvalidSchedule(f"time zone must be a string, got {type(name).__name__}")
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError, OSError) as exc:
+        raise InvalidSchedule(
+            f"unknown time zone {name!r} "
+            "(expected an IANA time zone name such as 'Europe/London' or 'UTC')"
+        ) from exc
+
+
+_DURATION_UNITS: Final = (
+    ("week", 7 * 86_400_000_000),
+    ("day", 86_400_000_000),
+    ("hour", 3_600_000_000),
+    ("minute", 60_000_000),
+    ("second", 1_000_000),
+    ("millisecond", 1_000),
+    ("microsecond", 1),
+)
+
+
+def _duration_parts(td: timedelta) -> tuple[int, str]:
+    """Split ``td`` into ``(count, unit)`` using the largest unit that divides it exactly."""
+    us = td // _ONE_US
+    if us == 0:
+        return 0, "second"
+    for unit, size in _DURATION_UNITS:
+        if us % size == 0:
+            return us // size, unit
+    raise AssertionError("unreachable: the microsecond unit divides everything")
+
+
+def _format_duration(td: timedelta) -> str:
+    """Return ``td`` as e.g. ``"15 minutes"``, ``"1 hour"``, ``"-5 seconds"``."""
+    count, unit = _duration_parts(td)
+    return f"{count} {unit}" if abs(count) == 1 else f"{count} {unit}s"
+
+
+# ---------------------------------------------------------------------------------------
+# Cron expression parsing
+# ---------------------------------------------------------------------------------------
+
+_MONTH_NAMES: Final = {
+    name: number
+    for number, name in enumerate(
+        ("JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC"),
+        start=1,
+    )
+}
+_DAY_NAMES: Final = {
+    name: number for number, name in enumerate(("SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"))
+}
+_MACROS: Final = {
+    "@hourly": "0 * * * *",
+    "@daily": "0 0 * * *",
+    "@midnight": "0 0 * * *",
+    "@weekly": "0 0 * * 0",
+    "@monthly": "0 0 1 * *",
+    "@yearly": "0 0 1 1 *",
+    "@annually": "0 0 1 1 *",
+}
+# Longest each month can be (February: 29, in leap years).
+_MAX_DAYS_IN_MONTH: Final = (31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+_DIGITS: Final = re.compile(r"[0-9]+")
+_L_VARIANT: Final = re.compile(r"L|L-[0-9]*|[0-9]*LW?|LW", re.IGNORECASE)
+_FIELD_LIST: Final = "minute hour day-of-month month day-of-week"
+
+
+@dataclass(frozen=True, slots=True)
+class _FieldSpec:
+    """Static description of one cron field."""
+
+    name: str
+    low: int
+    high: int  # largest number accepted in the expression (day-of-week: 7)
+    star_high: int  # upper end of '*' and of 'a/n' (day-of-week: 6)
+    names: Mapping[str, int]
+    name_hint: str
+
+    @property
+    def full(self) -> frozenset[int]:
+        """Every value the field can take after normalisation (7 -> 0 for day-of-week)."""
+        return frozenset(range(self.low, self.star_high + 1))
+
+
+_MINUTE: Final = _FieldSpec("minute", 0, 59, 59, {}, "")
+_HOUR: Final = _FieldSpec("hour", 0, 23, 23, {}, "")
+_DOM: Final = _FieldSpec("day-of-month", 1, 31, 31, {}, "")
+_MONTH: Final = _FieldSpec("month", 1, 12, 12, _MONTH_NAMES, "JAN-DEC")
+_DOW: Final = _FieldSpec("day-of-week", 0, 7, 6, _DAY_NAMES, "SUN-SAT")
+_FIELDS: Final = (_MINUTE, _HOUR, _DOM, _MONTH, _DOW)
+
+
+class _FieldError(Exception):
+    """Internal: why one field is invalid (turned into InvalidSchedule by the caller)."""
+
+
+def _parse_value(spec: _FieldSpec, text: str, *, range_end: bool = False) -> int:
+    """Parse one number or name of ``spec``'s field, checking its range."""
+    if _DIGITS.fullmatch(text):
+        number = int(text)
+        if not spec.low <= number <= spec.high:
+            raise _FieldError(f"{number} is out of range {spec.low}-{spec.high}")
+        return number
+    if text == "":
+        raise _FieldError("missing value")
+    upper = text.upper()
+    if upper in spec.names:
+        number = spec.names[upper]
+        # 'FRI-SUN' can only mean Friday through Sunday: SUN ends a range as 7.
+        if range_end and spec is _DOW and number == 0:
+            return 7
+        return number
+    if upper == "L":
+        raise _FieldError("'L' (last day of the month) is only allowed in the day-of-month field")
+    if spec.names:
+        raise _FieldError(
+            f"unknown value {text!r} (expected a number {spec.low}-{spec.high} "
+            f"or a name {spec.name_hint})"
+        )
+    raise _FieldError(f"{text!r} is not a number (expected {spec.low}-{spec.high})")
+
+
+def _parse_field(spec: _FieldSpec, text: str) -> tuple[frozenset[int], bool]:
+    """Parse one field into its set of values and whether it contains ``L``.
+
+    Day-of-week 7 is normalised to 0.  Raises :class:`_FieldError` with the reason.
+    """
+    values: set[int] = set()
+    last = False
+    for item in text.split(","):
+        if item == "":
+            raise _FieldError("empty list item")
+        if "?" in item:
+            raise _FieldError("'?' is not supported (use '*')")
+        if "#" in item:
+            raise _FieldError("'#' (nth weekday of the month) is not supported")
+        base, slash, step_text = item.partition("/")
+        step = 1
+        if slash:
+            if "/" in step_text:
+                raise _FieldError(f"{item!r} has more than one '/'")
+            if not _DIGITS.fullmatch(step_text):
+                raise _FieldError(f"step {step_text!r} is not a number")
+            step = int(step_text)
+            if step < 1:
+                raise _FieldError(f"step must be at least 1, got {step}")
+        if spec is _DOM and _L_VARIANT.fullmatch(base):
+            if base.upper() != "L":
+                raise _FieldError(
+                    f"{item!r} is not supported ('L' must stand alone: the last day of the month)"
+                )
+            if slash:
+                raise _FieldError("'L' (last day of the month) cannot take a step")
+            last = True
+            continue
+        if base == "*":
+            low, high = spec.low, spec.star_high
+        elif "-" in base:
+            start_text, _, end_text = base.partition("-")
+            if start_text == "" or end_text == "" or "-" in end_text:
+                raise _FieldError(f"malformed range {base!r} (expected start-end)")
+            low = _parse_value(spec, start_text)
+            high = _parse_value(spec, end_text, range_end=True)
+            if low > high:
+                hint = " (use 7 for Sunday at the end of a range)" if spec is _DOW else ""
+                raise _FieldError(f"range start {start_text} is after range end {end_text}{hint}")
+        else:
+            low = _parse_value(spec, base)
+            high = max(low, spec.star_high) if slash else low
+        values.update(range(low, high + 1, step))
+    if spec is _DOW and 7 in values:
+        values.discard(7)
+        values.add(0)
+    return frozenset(values), last
+
+
+def _render(values: frozenset[int], spec: _FieldSpec, *, last: bool = False) -> str:
+    """Render a parsed field in croniter's plain syntax: ``*`` if it covers every value,
+    else a sorted number list (plus ``L``)."""
+    if values == spec.full:
+        return "*"
+    items = [str(v) for v in sorted(values)]
+    if last:
+        items.append("L")
+    return ",".join(items)
+
+
+def _compile_cron(expr: str) -> str:
+    """Validate a cron expression and return its canonical croniter form.
+
+    Raises :class:`InvalidSchedule` naming the offending field and the reason.
+    """
+    stripped = expr.strip()
+    if not stripped:
+        raise InvalidSchedule(f"invalid cron expression {expr!r}: expression is empty")
+    if stripped.startswith("@"):
+        macro = _MACROS.get(stripped.lower())
+        if macro is None:
+            known = " ".join(_MACROS)
+            raise InvalidSchedule(
+                f"invalid cron expression {expr!r}: unknown macro {stripped!r} (supported: {known})"
+            )
+        stripped = macro
+    texts = stripped.split()
+    if len(texts) != len(_FIELDS):
+        raise InvalidSchedule(
+            f"invalid cron expression {expr!r}: expected {len(_FIELDS)} fields "
+            f"({_FIELD_LIST}), got {len(texts)}"
+        )
+    parsed: list[tuple[frozenset[int], bool]] = []
+    for spec, text in zip(_FIELDS, texts, strict=True):
+        try:
+            parsed.append(_parse_field(spec, text))
+        except _FieldError as exc:
+            raise InvalidSchedule(
+                f"invalid cron expression {expr!r}: {spec.name} field {text!r}: {exc}"
+            ) from None
+    (minutes, _), (hours, _), (days, last), (months, _), (weekdays, _) = parsed
+
+    dom_restricted = days != _DOM.full
+    dow_restricted = weekdays != _DOW.full
+    dom_text = _render(days, _DOM, last=last)
+    if dom_restricted and not (
+        last or any(day <= _MAX_DAYS_IN_MONTH[month - 1] for month in months for day in days)
+    ):
+        if not dow_restricted:
+            raise InvalidSchedule(
+                f"invalid cron expression {expr!r}: it can never fire: "
+                f"day-of-month {texts[2]!r} never occurs in month {texts[3]!r}"
+            )
+        # Either-matches semantics: the day-of-month half can never match, so the
+        # schedule is the day-of-week half alone (which croniter computes faster).
+        dom_text = "*"
+    return " ".join(
+        (
+            _render(minutes, _MINUTE),
+            _render(hours, _HOUR),
+            dom_text,
+            _render(months, _MONTH),
+            _render(weekdays, _DOW),
+        )
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# Cron
+# ---------------------------------------------------------------------------------------
+
+# Upper bound on consecutive candidate wall times rejected in one search (nonexistent, or
+# on the wrong side of t in a repeated hour).  A rejection run is at most one DST gap or
+# one repeated period of matching minutes -- at most a day (Samoa skipped 2011-12-30) --
+# so this bound is never reached with real time-zone data; it only guarantees termination.
+_MAX_REJECTED_CANDIDATES: Final = 20_000
+
+
+@dataclass(frozen=True, slots=True, init=False, repr=False)
+class Cron:
+    """A cron expression evaluated on local wall-clock time in an IANA time zone.
+
+    ``Cron(expr, tz=None)``: ``tz`` is a zone name, a :class:`ZoneInfo` with a key, or
+    ``None`` for UTC.  Raises :class:`InvalidSchedule` for a malformed or never-firing
+    expression or an unknown zone.  See the module docstring for the DST rules.
+
+    Equality and hashing use ``expr`` (whitespace-normalised, otherwise as written) and
+    ``tz_name``.
+    """
+
+    expr: str
+    tz_name: str
+    tz: ZoneInfo = field(compare=False)
+    _croniter_expr: str = field(compare=False)
+
+    def __init__(self, expr: str, tz: str | ZoneInfo | None = None) -> None:
+        if not isinstance(expr, str):
+            raise InvalidSchedule(f"cron expression must be a string, got {type(expr).__name__}")
+        canonical = _compile_cron(expr)
+        if tz is None:
+            zone = validate_timezone("UTC")
+        elif isinstance(tz, ZoneInfo):
+            if tz.key is None:
+                raise InvalidSchedule(
+                    "time zone has no IANA key (ZoneInfo.from_file); pass a zone name instead"
+                )
+            zone = validate_timezone(tz.key)
+        elif isinstance(tz, str):
+            zone = validate_timezone(tz)
+        else:
+            raise InvalidSchedule(
+                f"time zone must be an IANA name or a ZoneInfo, got {type(tz).__name__}"
+            )
+        object.__setattr__(self, "expr", " ".join(expr.split()))
+        object.__setattr__(self, "tz_name", zone.key)
+        object.__setattr__(self, "tz", zone)
+        object.__setattr__(self, "_croniter_expr", canonical)
+
+    def __repr__(self) -> str:
+        return f"Cron({self.expr!r}, tz={self.tz_name!r})"
+
+    def _instant(self, wall: datetime) -> datetime | None:
+        """Return the UTC instant of naive local ``wall`` read with ``fold=0`` (its first
+        occurrence), or ``None`` if ``wall`` does not exist in the zone (a DST gap)."""
+        instant = wall.replace(tzinfo=self.tz, fold=0).astimezone(UTC)
+        if instant.astimezone(self.tz).replace(tzinfo=None) != wall:
+            return None
+        return instant
+
+    def next_after(self, t: datetime) -> datetime:
+        """Return the first fire time strictly after aware ``t``, in UTC.
+
+        Every existing wall time ``w`` with ``E(w) > t`` lies after ``t``'s own wall time
+        (if ``t`` is in the repeated pass of an hour, after the whole repeated period), so
+        the matching wall times after ``t``'s minute are walked in order and the first one
+        that exists and maps past ``t`` is the answer; by monotonicity of ``E`` it is the
+        smallest.  Raises :class:`InvalidSchedule` for a naive ``t`` and
+        :class:`OverflowError` if the answer would lie beyond the datetime range.
+        """
+        t_utc = _require_aware(t, "t")
+        try:
+            start = t_utc.astimezone(self.tz).replace(tzinfo=None, second=0, microsecond=0)
+            walls = croniter(self._croniter_expr, start, ret_type=datetime)
+            for _ in range(_MAX_REJECTED_CANDIDATES):
+                instant = self._instant(walls.get_next(datetime))
+                if instant is not None and instant > t_utc:
+                    return instant
+        except (CroniterBadDateError, OverflowError, ValueError) as exc:
+            # Only the ends of the datetime range get here (croniter reports a year out of
+            # range as ValueError); `t` itself was validated above.
+            raise OverflowError(
+                f"{self.describe()} has no fire time after {t_utc.isoformat()} "
+                "within the supported datetime range"
+            ) from exc
+        raise SchedulerError(  # pragma: no cover - unreachable with real tz data
+            f"{self.describe()}: no fire time found after {t_utc.isoformat()} "
+            f"within {_MAX_REJECTED_CANDIDATES} candidate wall times"
+        )
+
+    def latest_at_or_before(self, t: datetime) -> datetime | None:
+        """Return the greatest fire time ``<= t`` (aware ``t``), in UTC.
+
+        The mirror of :meth:`next_after`: walks matching wall times downwards from ``t``'s
+        wall time (from the end of the repeated period when ``t`` is in the second pass of
+        a fall-back hour, whose first-pass fire times precede ``t``).  The work is bounded:
+        a validated expression matches an existing wall time at least every 8 years
+        (29 February across a non-leap century year), and croniter jumps by fields, not by
+        minutes.  Returns ``None`` only when the search would leave the datetime range.
+        Raises :class:`InvalidSchedule` for a naive ``t``.
+        """
+        t_utc = _require_aware(t, "t")
+        try:
+            local = t_utc.astimezone(self.tz)
+            wall = local.replace(tzinfo=None)
+            # In the second pass of a repeated period the fold=0 offset is the larger one.
+            first_pass_offset = wall.replace(tzinfo=self.tz, fold=0).utcoffset()
+            actual_offset = local.utcoffset()
+            assert first_pass_offset is not None and actual_offset is not None
+            upper = wall + max(timedelta(0), first_pass_offset - actual_offset)
+            # croniter's get_prev is strict and minute-granular: start one minute past the
+            # floor of `upper` to include `upper`'s own minute.
+            start = upper.replace(second=0, microsecond=0) + _ONE_MINUTE
+            walls = croniter(self._croniter_expr, start, ret_type=datetime)
+            for _ in range(_MAX_REJECTED_CANDIDATES):
+                instant = self._instant(walls.get_prev(datetime))
+                if instant is not None and instant <= t_utc:
+                    return instant
+        except (CroniterBadDateError, OverflowError, ValueError):
+            return None  # the search left the datetime range (see next_after)
+        raise SchedulerError(  # pragma: no cover - unreachable with real tz data
+            f"{self.describe()}: no fire time found at or before {t_utc.isoformat()} "
+            f"within {_MAX_REJECTED_CANDIDATES} candidate wall times"
+        )
+
+    def describe(self) -> str:
+        """Return e.g. ``"cron '0 9 * * 1-5' (Europe/London)"``."""
+        return f"cron {self.expr!r} ({self.tz_name})"
+
+    def to_spec(self) -> dict[str, object]:
+        """Return ``{"kind": "cron", "expr": ..., "tz": ...}``."""
+        return {"kind": "cron", "expr": self.expr, "tz": self.tz_name}
+
+
+# ---------------------------------------------------------------------------------------
+# Interval
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, init=False, repr=False)
+class Interval:
+    """Fire times ``anchor + k * every`` for every integer ``k`` (absolute time, no DST).
+
+    ``every`` must be a positive :class:`timedelta`; ``anchor`` must be aware (it is stored
+    converted to UTC and may lie in the past or the future).  Raises
+    :class:`InvalidSchedule` otherwise.  All arithmetic is exact integer microseconds.
+    """
+
+    every: timedelta
+    anchor: datetime
+
+    def __init__(self, every: timedelta, anchor: datetime) -> None:
+        if not isinstance(every, timedelta):
+            raise InvalidSchedule(f"interval must be a timedelta, got {type(every).__name__}")
+        if every <= timedelta(0):
+            raise InvalidSchedule(f"interval must be positive, got {_format_duration(every)}")
+        object.__setattr__(self, "every", every)
+        object.__setattr__(self, "anchor", _require_aware(anchor, "interval anchor"))
+
+    def __repr__(self) -> str:
+        return f"Interval(every={self.every!r}, anchor={self.anchor!r})"
+
+    def _index(self, t: datetime) -> int:
+        """Return ``k`` such that ``anchor + k*every <= t < anchor + (k+1)*every``."""
+        return ((t - self.anchor) // _ONE_US) // (self.every // _ONE_US)
+
+    def _point(self, k: int) -> datetime:
+        """Return the lattice point ``anchor + k*every`` (raises OverflowError off-range)."""
+        return self.anchor + timedelta(microseconds=k * (self.every // _ONE_US))
+
+    def next_after(self, t: datetime) -> datetime:
+        """Return the smallest lattice point strictly after aware ``t``, in UTC.
+
+        O(1).  Raises :class:`InvalidSchedule` for a naive ``t`` and :class:`OverflowError`
+        if the point lies beyond the datetime range.
+        """
+        return self._point(self._index(_require_aware(t, "t")) + 1)
+
+    def latest_at_or_before(self, t: datetime) -> datetime | None:
+        """Return the greatest lattice point ``<= t`` (aware ``t``), in UTC.
+
+        O(1).  Returns ``None`` only if that point lies before the datetime range.
+        Raises :class:`InvalidSchedule` for a naive ``t``.
+        """
+        k = self._index(_require_aware(t, "t"))
+        try:
+            return self._point(k)
+        except OverflowError:
+            return None
+
+    def count_between(self, start: datetime, end: datetime) -> int:
+        """Return how many fire times ``f`` satisfy ``start < f <= end`` (0 if
+        ``end <= start``).  O(1) and exact.  Raises :class:`InvalidSchedule` for naive
+        arguments."""
+        first = self._index(_require_aware(start, "start"))
+        last = self._index(_require_aware(end, "end"))
+        return max(0, last - first)
+
+    def describe(self) -> str:
+        """Return e.g. ``"every 15 minutes"`` or ``"every hour"``."""
+        count, unit = _duration_parts(self.every)
+        return f"every {unit}" if count == 1 else f"every {count} {unit}s"
+
+    def to_spec(self) -> dict[str, object]:
+        """Return ``{"kind": "interval", "every_us": <int>, "anchor": <ISO 8601, UTC>}``."""
+        return {
+            "kind": "interval",
+            "every_us": self.every // _ONE_US,
+            "anchor": self.anchor.isoformat(),
+        }
+
+
+# ---------------------------------------------------------------------------------------
+# Specs
+# ---------------------------------------------------------------------------------------
+
+# kind -> (required keys, optional keys)
+_SPEC_KEYS: Final[dict[str, tuple[frozenset[str], frozenset[str]]]] = {
+    "cron": (frozenset({"kind", "expr"}), frozenset({"tz"})),
+    "interval": (frozenset({"kind", "every_us", "anchor"}), frozenset()),
+}
+
+
+def trigger_from_spec(spec: dict[str, object]) -> Cron | Interval:
+    """Rebuild a trigger from :meth:`Trigger.to_spec` output.
+
+    ``{"kind": "cron", "expr": str, "tz": str}`` (``tz`` optional, default UTC) or
+    ``{"kind": "interval", "every_us": int, "anchor": ISO 8601 string with an offset}``.
+    Unknown keys, missing keys and wrong types raise :class:`InvalidSchedule`, as does
+    anything the trigger's constructor rejects.
+    """
+    if not isinstance(spec, Mapping):
+        raise InvalidSchedule(f"trigger spec must be a dict, got {type(spec).__name__}")
+    kind = spec.get("kind")
+    if not isinstance(kind, str) or kind not in _SPEC_KEYS:
+        raise InvalidSchedule(f"unknown trigger kind {kind!r} (expected 'cron' or 'interval')")
+    required, optional = _SPEC_KEYS[kind]
+    missing = sorted(required - spec.keys())
+    if missing:
+        raise InvalidSchedule(f"{kind} trigger spec is missing {', '.join(missing)}")
+    unknown = sorted(str(key) for key in spec.keys() - required - optional)
+    if unknown:
+        raise InvalidSchedule(f"{kind} trigger spec has unknown keys {', '.join(unknown)}")
+
+    if kind == "cron":
+        expr = spec["expr"]
+        tz = spec.get("tz", "UTC")
+        if not isinstance(expr, str):
+            raise InvalidSchedule(f"cron spec 'expr' must be a string, got {type(expr).__name__}")
+        if not isinstance(tz, str):
+            raise InvalidSchedule(f"cron spec 'tz' must be a string, got {type(tz).__name__}")
+        return Cron(expr, tz)
+
+    every_us = spec["every_us"]
+    anchor_text = spec["anchor"]
+    if not isinstance(every_us, int) or isinstance(every_us, bool):
+        raise InvalidSchedule(
+            f"interval spec 'every_us' must be an integer, got {type(every_us).__name__}"
+        )
+    if not isinstance(anchor_text, str):
+        raise InvalidSchedule(
+            f"interval spec 'anchor' must be an ISO 8601 string, got {type(anchor_text).__name__}"
+        )
+    try:
+        anchor = datetime.fromisoformat(anchor_text)
+        every = timedelta(microseconds=every_us)
+    except (ValueError, OverflowError) as exc:
+        raise InvalidSchedule(f"invalid interval spec: {exc}") from exc
+    return Interval(every, anchor)
