@@ -1,0 +1,45 @@
+"""Shared fixtures. Every test runs with the network guard: only loopback is reachable."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.scheduler.stores import STORE_KINDS, StoreFactory, postgres_dsn, sqlite_factory
+
+
+@pytest.fixture(autouse=True)
+def _network_guard() -> Iterator[None]:
+    try:
+        from tests.fakediscord.netguard import network_guard
+    except ImportError:  # the guard lands with the fake Discord
+        yield
+        return
+    with network_guard():
+        yield
+
+
+@pytest.fixture(params=STORE_KINDS)
+async def stores(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[StoreFactory]:
+    """A factory of stores on one fresh database, for each store kind available here."""
+    if request.param == "sqlite":
+        yield sqlite_factory(tmp_path)
+        return
+    dsn = postgres_dsn()
+    if dsn is None:
+        pytest.skip(
+            "PostgreSQL tests need a server: set CRIER_TEST_POSTGRES_DSN="
+            "postgresql://USER@HOST:PORT/DB (.ci/run sets it for the local server)"
+        )
+    try:
+        from tests.scheduler.pg import postgres_factory
+    except ImportError:
+        pytest.skip("the PostgreSQL store is not part of this build yet")
+    factory = await postgres_factory(dsn)
+    try:
+        yield factory
+    finally:
+        if factory.cleanup is not None:
+            await factory.cleanup()

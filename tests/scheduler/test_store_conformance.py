@@ -1,0 +1,459 @@
+"""The store contract, checked the same way against every store (the ``stores`` fixture).
+
+These tests talk to the store's domain methods directly, with explicit times, so they pin
+down what each method means independently of the driver.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+
+import pytest
+
+from scheduler import JobKind, JobNotFound, JobState, Store
+from scheduler._ops import ClaimedJob, NewJob, Outcome, backoff_delay, job_seed
+from tests.scheduler.stores import StoreFactory
+
+T0 = 1_900_000_000.0
+LEASE = 30.0
+
+
+def new_job(
+    fn: str = "m",
+    kind: JobKind = JobKind.MUTATION,
+    next_ts: float = T0,
+    *,
+    max_failures: int = 4,
+    args: object = None,
+    idempotent: bool = False,
+    **extra: object,
+) -> NewJob:
+    return NewJob(
+        fn=fn,
+        kind=kind,
+        next_ts=next_ts,
+        max_failures=max_failures,
+        initial_backoff=1.0,
+        backoff_base=2.0,
+        idempotent=idempotent,
+        args_json=json.dumps(args),
+        **extra,  # type: ignore[arg-type]
+    )
+
+
+@pytest.fixture
+async def store(stores: StoreFactory):
+    s = stores.new()
+    await s.open()
+    try:
+        yield s
+    finally:
+        await s.close()
+
+
+async def claim_all(store: Store, now: float, limit: int = 64) -> list[ClaimedJob]:
+    claim = await store.claim_due(now, now + LEASE, mutation_limit=limit, action_limit=limit)
+    return claim.jobs
+
+
+# --- enqueue -------------------------------------------------------------------------------
+
+
+async def test_enqueue_stores_a_pending_job_with_its_args(store: Store) -> None:
+    job_id = await store.enqueue(new_job(args={"n": 1, "s": "é"}, name="bump"), T0)
+    job = await store.get_job(job_id, T0)
+    assert job is not None
+    assert (job.state, job.fn, job.kind, job.attempts, job.run_count) == (
+        JobState.PENDING,
+        "m",
+        JobKind.MUTATION,
+        0,
+        0,
+    )
+    assert job.args == {"n": 1, "s": "é"}
+    assert job.name == "bump"
+    assert job.next_ts == T0
+    assert job.created_at == T0
+
+
+async def test_live_idempotency_key_returns_the_first_job(store: Store) -> None:
+    first = await store.enqueue(new_job(idempotency_key="k1", args=1), T0)
+    second = await store.enqueue(new_job(idempotency_key="k1", args=2), T0)
+    other = await store.enqueue(new_job(idempotency_key="k2"), T0)
+    assert first == second != other
+    assert len(await store.list_jobs(T0)) == 2
+    job = await store.get_job(first, T0)
+    assert job is not None and job.args == 1
+
+
+async def test_key_stays_taken_after_the_job_finished(store: Store) -> None:
+    first = await store.enqueue(new_job(idempotency_key="once"), T0)
+    [claimed] = await claim_all(store, T0)
+    await store.complete([Outcome(claimed, ok=True, value_json="1")], T0)
+    assert await store.enqueue(new_job(idempotency_key="once"), T0 + 5) == first
+
+
+async def test_unknown_job_is_none_or_not_found(store: Store) -> None:
+    assert await store.get_job(12345, T0) is None
+    with pytest.raises(JobNotFound):
+        await store.cancel(12345, T0)
+    with pytest.raises(JobNotFound):
+        await store.retry(12345, T0)
+
+
+# --- claim -----------------------------------------------------------------------------------
+
+
+async def test_claim_takes_only_due_jobs_in_due_order(store: Store) -> None:
+    late = await store.enqueue(new_job(next_ts=T0 + 2), T0)
+    early = await store.enqueue(new_job(next_ts=T0 + 1), T0)
+    future = await store.enqueue(new_job(next_ts=T0 + 100), T0)
+    assert await claim_all(store, T0) == []
+    claim = await store.claim_due(T0 + 2, T0 + 2 + LEASE, mutation_limit=10, action_limit=10)
+    assert [j.id for j in claim.jobs] == [early, late]
+    assert claim.next_due == T0 + 100
+    job = await store.get_job(early, T0)
+    assert job is not None
+    assert job.state is JobState.IN_PROGRESS
+    assert job.run_count == 1
+    assert job.lease_expires_at == T0 + 2 + LEASE
+    assert (await store.get_job(future, T0)).state is JobState.PENDING  # type: ignore[union-attr]
+
+
+async def test_claim_respects_limits_per_kind(store: Store) -> None:
+    for _ in range(5):
+        await store.enqueue(new_job(kind=JobKind.MUTATION), T0)
+        await store.enqueue(new_job(fn="a", kind=JobKind.ACTION), T0)
+    claim = await store.claim_due(T0, T0 + LEASE, mutation_limit=2, action_limit=3)
+    kinds = [j.kind for j in claim.jobs]
+    assert kinds.count(JobKind.MUTATION) == 2
+    assert kinds.count(JobKind.ACTION) == 3
+    assert claim.next_due == T0  # more is due now
+    claim = await store.claim_due(T0, T0 + LEASE, mutation_limit=10, action_limit=0)
+    assert [j.kind for j in claim.jobs] == [JobKind.MUTATION] * 3
+    # With no action slots, pending actions do not count for the timer.
+    assert claim.next_due is None
+
+
+async def test_a_claimed_job_is_not_claimed_again(store: Store) -> None:
+    await store.enqueue(new_job(), T0)
+    assert len(await claim_all(store, T0)) == 1
+    assert await claim_all(store, T0 + 1) == []
+
+
+async def test_two_stores_on_one_database_never_claim_the_same_job(stores: StoreFactory) -> None:
+    a, b = stores.new(), stores.again()
+    await a.open()
+    await b.open()
+    try:
+        ids = [await a.enqueue(new_job(), T0) for _ in range(300)]
+
+        async def drain(s: Store) -> list[int]:
+            got: list[int] = []
+            while True:
+                jobs = await claim_all(s, T0, limit=7)
+                if not jobs:
+                    return got
+                got.extend(j.id for j in jobs)
+
+        got_a, got_b = await asyncio.gather(drain(a), drain(b))
+        assert sorted(got_a + got_b) == sorted(ids)
+        assert not set(got_a) & set(got_b)
+    finally:
+        await a.close()
+        await b.close()
+
+
+async def test_claim_returns_args_and_next_due(store: Store) -> None:
+    await store.enqueue(new_job(args={"x": [1, 2]}), T0)
+    claim = await store.claim_due(T0, T0 + LEASE, mutation_limit=5, action_limit=5)
+    assert claim.jobs[0].args == {"x": [1, 2]}
+    assert claim.next_due is None
+
+
+# --- complete ------------------------------------------------------------------------------
+
+
+async def test_success_records_the_result(store: Store) -> None:
+    job_id = await store.enqueue(new_job(), T0)
+    [j] = await claim_all(store, T0)
+    report = await store.complete([Outcome(j, ok=True, value_json='{"v":1}')], T0 + 1)
+    assert (report.applied, report.stale) == (1, 0)
+    job = await store.get_job(job_id, T0)
+    assert job is not None
+    assert (job.state, job.result, job.finished_at, job.lease_expires_at) == (
+        JobState.SUCCESS,
+        {"v": 1},
+        T0 + 1,
+        None,
+    )
+
+
+async def test_failure_with_budget_left_retries_after_seeded_backoff(store: Store) -> None:
+    job_id = await store.enqueue(new_job(max_failures=3), T0)
+    now = T0
+    for attempt in range(2):
+        [j] = await claim_all(store, now)
+        await store.complete([Outcome(j, ok=False, error="boom")], now)
+        job = await store.get_job(job_id, now)
+        assert job is not None
+        expected = now + backoff_delay(job_id, attempt, 1.0, 2.0)
+        assert (job.state, job.attempts, job.error) == (JobState.PENDING, attempt + 1, "boom")
+        assert job.next_ts == pytest.approx(expected)
+        # The delay is initial * base**(attempts+1) times a jitter in [0.5, 1) from the seed.
+        raw = 1.0 * 2.0 ** (attempt + 1)
+        jitter = random.Random(job_seed(job_id, attempt)).uniform(0.5, 1.0)
+        assert job.next_ts - now == pytest.approx(raw * jitter)
+        assert await claim_all(store, job.next_ts - 0.001) == []
+        now = job.next_ts
+    [j] = await claim_all(store, now)
+    await store.complete([Outcome(j, ok=False, error="last")], now)
+    job = await store.get_job(job_id, now)
+    assert job is not None
+    assert (job.state, job.attempts, job.error) == (JobState.FAILED, 3, "last")
+
+
+async def test_non_retryable_failure_dead_letters_at_once(store: Store) -> None:
+    job_id = await store.enqueue(new_job(max_failures=4), T0)
+    [j] = await claim_all(store, T0)
+    await store.complete([Outcome(j, ok=False, error="bad", retryable=False)], T0)
+    job = await store.get_job(job_id, T0)
+    assert job is not None and (job.state, job.attempts) == (JobState.FAILED, 1)
+
+
+async def test_a_stale_outcome_changes_nothing(store: Store) -> None:
+    """Fenced by run count: a worker whose lease was lost cannot overwrite a newer run."""
+    job_id = await store.enqueue(new_job(), T0)
+    [old_run] = await claim_all(store, T0)
+    await store.reclaim_expired(T0 + LEASE + 1)  # the old run's lease expired: back to pending
+    [new_run] = await claim_all(store, T0 + LEASE + 1)
+    assert new_run.run_count == old_run.run_count + 1
+    report = await store.complete([Outcome(old_run, ok=True, value_json="1")], T0 + LEASE + 2)
+    assert (report.applied, report.stale) == (0, 1)
+    job = await store.get_job(job_id, T0)
+    assert job is not None and job.state is JobState.IN_PROGRESS
+    await store.complete([Outcome(new_run, ok=True, value_json="2")], T0 + LEASE + 3)
+    job = await store.get_job(job_id, T0)
+    assert job is not None and (job.state, job.result) == (JobState.SUCCESS, 2)
+
+
+async def test_release_returns_a_job_without_counting_an_attempt(store: Store) -> None:
+    job_id = await store.enqueue(new_job(), T0)
+    [j] = await claim_all(store, T0)
+    await store.complete([Outcome(j, ok=False, release=True)], T0 + 1)
+    job = await store.get_job(job_id, T0)
+    assert job is not None and (job.state, job.attempts) == (JobState.PENDING, 0)
+
+
+# --- leases and the sweep --------------------------------------------------------------------
+
+
+async def test_extend_lease_only_for_the_holder(store: Store) -> None:
+    await store.enqueue(new_job(), T0)
+    [j] = await claim_all(store, T0)
+    assert await store.extend_lease(j.id, j.run_count, T0 + 100, T0)
+    assert not await store.extend_lease(j.id, j.run_count + 1, T0 + 200, T0)
+    assert (await store.reclaim_expired(T0 + 99)).requeued == 0
+    assert (await store.reclaim_expired(T0 + 101)).requeued == 1
+
+
+async def test_reclaim_puts_a_mutation_back_with_the_attempt_counted(store: Store) -> None:
+    job_id = await store.enqueue(new_job(max_failures=2), T0)
+    [_] = await claim_all(store, T0)
+    assert (await store.reclaim_expired(T0 + LEASE - 1)).requeued == 0
+    report = await store.reclaim_expired(T0 + LEASE + 1)
+    assert (report.requeued, report.failed) == (1, 0)
+    job = await store.get_job(job_id, T0)
+    assert job is not None
+    assert (job.state, job.attempts, job.next_ts) == (JobState.PENDING, 1, T0 + LEASE + 1)
+    # The second lost run spends the budget: dead-lettered.
+    await claim_all(store, T0 + LEASE + 1)
+    report = await store.reclaim_expired(T0 + 2 * LEASE + 2)
+    assert (report.requeued, report.failed) == (0, 1)
+    job = await store.get_job(job_id, T0)
+    assert job is not None and (job.state, job.attempts) == (JobState.FAILED, 2)
+    assert "retry budget is spent" in (job.error or "")
+
+
+async def test_reclaim_fails_an_action_and_fires_on_complete(store: Store) -> None:
+    job_id = await store.enqueue(
+        new_job(fn="send", kind=JobKind.ACTION, max_failures=3, on_complete="done", context_type="json", context=b'{"k":1}'),
+        T0,
+    )
+    await claim_all(store, T0)
+    report = await store.reclaim_expired(T0 + LEASE + 1)
+    assert (report.requeued, report.failed) == (0, 1)
+    job = await store.get_job(job_id, T0)
+    assert job is not None and job.state is JobState.FAILED
+    assert "may or may not have had its effect" in (job.error or "")
+    [cb] = [j for j in await store.list_jobs(T0) if j.fn == "done"]
+    cb_full = await store.get_job(cb.id, T0)
+    assert cb_full is not None
+    assert cb_full.args["job_id"] == job_id
+    assert cb_full.args["result"]["kind"] == "failed"
+    assert cb_full.args["context"] == {"k": 1}
+
+
+async def test_reclaim_redispatches_an_idempotent_action(store: Store) -> None:
+    job_id = await store.enqueue(new_job(fn="a", kind=JobKind.ACTION, idempotent=True, max_failures=2), T0)
+    await claim_all(store, T0)
+    report = await store.reclaim_expired(T0 + LEASE + 1)
+    assert (report.requeued, report.failed) == (1, 0)
+    job = await store.get_job(job_id, T0)
+    assert job is not None and (job.state, job.attempts) == (JobState.PENDING, 1)
+
+
+# --- on_complete -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "context_type, context, expected",
+    [
+        ("bytes", bytes(range(256)), bytes(range(256))),
+        ("json", '{"a":[1,2.5,"é\\u0000"],"b":null}'.encode(), {"a": [1, 2.5, "é\x00"], "b": None}),
+    ],
+)
+async def test_on_complete_gets_the_context_back_exactly(
+    store: Store, context_type: str, context: bytes, expected: object
+) -> None:
+    job_id = await store.enqueue(
+        new_job(on_complete="cb", context_type=context_type, context=context), T0
+    )
+    [j] = await claim_all(store, T0)
+    await store.complete([Outcome(j, ok=True, value_json='"v"')], T0)
+    [cb] = await claim_all(store, T0)
+    assert cb.fn == "cb" and cb.kind is JobKind.MUTATION
+    assert cb.args == {
+        "job_id": job_id,
+        "result": {"kind": "success", "value": "v"},
+        "context": expected,
+    }
+    if context_type == "bytes":
+        assert type(cb.args["context"]) is bytes
+
+
+async def test_on_complete_fires_for_failure_and_cancel(store: Store) -> None:
+    failing = await store.enqueue(new_job(max_failures=1, on_complete="cb"), T0)
+    canceled = await store.enqueue(new_job(next_ts=T0 + 50, on_complete="cb"), T0)
+    [j] = await claim_all(store, T0)
+    await store.complete([Outcome(j, ok=False, error="ValueError: no")], T0)
+    assert await store.cancel(canceled, T0)
+    cbs = sorted(await claim_all(store, T0), key=lambda c: c.args["job_id"])
+    assert [c.args["job_id"] for c in cbs] == [failing, canceled]
+    assert cbs[0].args["result"] == {"kind": "failed", "error": "ValueError: no"}
+    assert cbs[1].args["result"] == {"kind": "canceled"}
+    assert cbs[0].args["context"] is None
+
+
+async def test_no_on_complete_for_a_retry(store: Store) -> None:
+    await store.enqueue(new_job(max_failures=2, on_complete="cb"), T0)
+    [j] = await claim_all(store, T0)
+    await store.complete([Outcome(j, ok=False, error="x")], T0)
+    assert [x.fn for x in await store.list_jobs(T0)] == ["m"]
+
+
+# --- cancel --------------------------------------------------------------------------------
+
+
+async def test_cancel_moves_only_pending_jobs(store: Store) -> None:
+    pending = await store.enqueue(new_job(next_ts=T0 + 9), T0)
+    running = await store.enqueue(new_job(), T0)
+    await claim_all(store, T0)
+    assert await store.cancel(pending, T0)
+    assert not await store.cancel(running, T0)
+    assert not await store.cancel(pending, T0)  # already canceled
+    states = {j.id: j.state for j in await store.list_jobs(T0)}
+    assert states == {pending: JobState.CANCELED, running: JobState.IN_PROGRESS}
+
+
+async def test_cancel_cascades_breadth_first_even_from_a_running_parent(store: Store) -> None:
+    root = await store.enqueue(new_job(), T0)
+    await claim_all(store, T0)  # root is running
+    kids = [await store.enqueue(new_job(next_ts=T0 + 9, parent_id=root), T0) for _ in range(3)]
+    grandkid = await store.enqueue(new_job(next_ts=T0 + 9, parent_id=kids[0], on_complete="cb"), T0)
+    assert not await store.cancel(root, T0)
+    states = {j.id: j.state for j in await store.list_jobs(T0, limit=100)}
+    assert states[root] is JobState.IN_PROGRESS
+    assert all(states[k] is JobState.CANCELED for k in [*kids, grandkid])
+    [cb] = [j for j in await store.list_jobs(T0) if j.fn == "cb"]
+    full = await store.get_job(cb.id, T0)
+    assert full is not None and full.args["job_id"] == grandkid
+
+
+async def test_cancel_cascade_over_a_10000_level_chain(store: Store) -> None:
+    ids = [await store.enqueue(new_job(next_ts=T0 + 9), T0)]
+    for _ in range(9_999):
+        ids.append(await store.enqueue(new_job(next_ts=T0 + 9, parent_id=ids[-1]), T0))
+    assert await store.cancel(ids[0], T0)
+    counts = await store.count_by_state(T0)
+    assert counts[JobState.CANCELED] == 10_000
+    assert counts[JobState.PENDING] == 0
+
+
+async def test_a_child_of_a_canceled_parent_is_born_canceled(store: Store) -> None:
+    parent = await store.enqueue(new_job(next_ts=T0 + 9), T0)
+    await store.cancel(parent, T0)
+    child = await store.enqueue(new_job(parent_id=parent, on_complete="cb"), T0)
+    job = await store.get_job(child, T0)
+    assert job is not None and job.state is JobState.CANCELED
+    [cb] = await claim_all(store, T0)
+    assert cb.args["result"] == {"kind": "canceled"} and cb.args["job_id"] == child
+
+
+# --- time, pruning, retry ------------------------------------------------------------------
+
+
+async def test_next_due_time_is_the_earliest_pending(store: Store) -> None:
+    assert await store.next_due_time(T0) is None
+    await store.enqueue(new_job(next_ts=T0 + 7), T0)
+    await store.enqueue(new_job(fn="a", kind=JobKind.ACTION, next_ts=T0 + 3), T0)
+    assert await store.next_due_time(T0) == T0 + 3
+
+
+async def test_prune_deletes_only_old_terminal_jobs(store: Store) -> None:
+    old = await store.enqueue(new_job(), T0)
+    await store.enqueue(new_job(next_ts=T0 + 1000), T0)  # pending: kept
+    [j] = await claim_all(store, T0)
+    await store.complete([Outcome(j, ok=True, value_json="1")], T0)
+    assert await store.prune(T0 - 1, T0) == 0
+    assert await store.prune(T0 + 1, T0) == 1
+    assert await store.get_job(old, T0) is None
+    assert len(await store.list_jobs(T0)) == 1
+
+
+async def test_retry_puts_a_failed_job_back_with_a_fresh_budget(store: Store) -> None:
+    job_id = await store.enqueue(new_job(max_failures=1), T0)
+    [j] = await claim_all(store, T0)
+    await store.complete([Outcome(j, ok=False, error="x")], T0)
+    assert await store.retry(job_id, T0 + 5)
+    job = await store.get_job(job_id, T0)
+    assert job is not None
+    assert (job.state, job.attempts, job.next_ts, job.finished_at) == (
+        JobState.PENDING,
+        0,
+        T0 + 5,
+        None,
+    )
+    assert not await store.retry(job_id, T0 + 6)  # pending: nothing to retry
+
+
+async def test_list_jobs_filters_and_pages(store: Store) -> None:
+    ids = [await store.enqueue(new_job(fn="a" if i % 2 else "b"), T0) for i in range(7)]
+    page = await store.list_jobs(T0, limit=3)
+    assert [j.id for j in page] == ids[::-1][:3]
+    page2 = await store.list_jobs(T0, limit=3, before_id=page[-1].id)
+    assert [j.id for j in page2] == ids[::-1][3:6]
+    assert {j.fn for j in await store.list_jobs(T0, fn="a")} == {"a"}
+    assert len(await store.list_jobs(T0, state=JobState.PENDING)) == 7
+
+
+async def test_commit_listeners_hear_about_new_pending_work(store: Store) -> None:
+    heard: list[int] = []
+    store.add_commit_listener(lambda: heard.append(1))
+    await store.enqueue(new_job(next_ts=T0 + 5), T0)
+    assert heard == [1]
+    await store.get_job(1, T0)
+    await store.next_due_time(T0)
+    assert heard == [1]  # reads are silent
