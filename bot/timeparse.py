@@ -141,9 +141,9 @@ _MONTHS: Final = {
 
 _A = re.ASCII
 _DURATION_PART: Final = re.compile(
-    r" ?(?:, ?)?(?:and )?(?:([0-9]{1,30}(?:\.[0-9]{1,30})?) ?([a-z]+)|(an?) ([a-z]+))", _A
+    r" ?(?:, ?)?(?:and )?(?:([0-9]+(?:\.[0-9]+)?) ?([a-z]+)|(an?) ([a-z]+))", _A
 )
-_DISCORD_TS: Final = re.compile(r"<t:(-?[0-9]{1,30})(?::[a-z])?>", _A)
+_DISCORD_TS: Final = re.compile(r"<t:(-?[0-9]+)(?::[a-z])?>", _A)
 _CLOCK: Final = re.compile(
     r"(?P<h>[0-9]{1,2})(?::(?P<m>[0-9]{2})(?::(?P<s>[0-9]{2}))?)? ?(?P<ampm>[ap]\.?m\.?)?", _A
 )
@@ -248,8 +248,11 @@ def parse_duration(text: str) -> Fraction | None:
     """Read a duration like ``2h30m``, ``1 day, 3 hours``, ``an hour`` or ``1.5h``.
 
     ``text`` must already be lower-case with single spaces. Returns the length in seconds
-    (exact, possibly huge), or ``None`` if the text is not a duration at all.
+    (exact, possibly huge), or ``None`` if the text is not a duration at all (or is longer
+    than :data:`MAX_INPUT_LENGTH`).
     """
+    if len(text) > MAX_INPUT_LENGTH:
+        return None
     total = Fraction(0)
     pos = 0
     while pos < len(text):
