@@ -263,7 +263,7 @@ def _months_cron(n: int, local: datetime) -> str:
 
 def _weekday_set(s: str) -> list[int] | None:
     """Cron day numbers for ``weekdays``, ``weekends``, ``every monday``, ``mon, wed and fri``."""
-    if s in ("weekdays", "every weekday", "on weekdays", "every weekday (mon-fri)"):
+    if s in ("weekdays", "every weekday", "on weekdays"):
         return [1, 2, 3, 4, 5]
     if s in ("weekends", "every weekend", "on weekends", "every weekend day"):
         return [0, 6]

@@ -217,8 +217,8 @@ def resolve_timezone(name: str) -> ZoneInfo:
     close = _suggest_zones(key)
     if close:
         listed = ", ".join(f"`{z}`" for z in close)
-        return _raise(f"I don't know the time zone `{shown}`. Did you mean {listed}?")
-    return _raise(
+        raise InputError(f"I don't know the time zone `{shown}`. Did you mean {listed}?")
+    raise InputError(
         f"I don't know the time zone `{shown}`. Use a name like `Europe/London`, "
         "`America/New_York` or `UTC` (start typing to see the list)."
     )
@@ -277,10 +277,6 @@ def _normalize(text: str) -> str:
 
 def _epoch_seconds(dt: datetime) -> int:
     return (dt - _EPOCH) // timedelta(seconds=1)
-
-
-def _raise(message: str) -> ZoneInfo:
-    raise InputError(message)
 
 
 def _examples(now: datetime) -> str:
@@ -538,18 +534,24 @@ def _days_in_month(year: int, month: int) -> int:
 
 
 def _exact(naive: datetime, zone: tzinfo, now: datetime) -> datetime:
-    """``naive`` read in ``zone`` (first occurrence if ambiguous); refuses skipped times."""
+    """``naive`` read in ``zone`` (first occurrence if ambiguous).
+
+    A future wall time skipped by a daylight-saving change is refused; a past one is
+    returned as is, for :func:`_checked` to refuse as past.
+    """
     if not now.year - 2 <= naive.year <= now.year + 7:
         return _far_from_now(naive, zone, now)
-    gap = _gap(naive, zone)
+    aware = naive.replace(tzinfo=zone)
+    gap = _gap(naive, zone) if aware > now else None
     if gap is not None:
         raise InputError(_gap_message(naive, zone, *gap))
-    return naive.replace(tzinfo=zone)
+    return aware
 
 
 def _far_from_now(naive: datetime, zone: tzinfo, now: datetime) -> datetime:
     """Refuse a wall time years away without converting it (that could overflow)."""
-    understood = f"{discord_timestamp(naive.replace(tzinfo=zone))} ({_fmt(naive)})"
+    aware = naive.replace(tzinfo=zone)
+    understood = f"{discord_timestamp(aware)} ({_fmt(naive)} {_zone_label(zone, naive)})"
     if naive.year > now.year:
         raise InputError(_too_far_message(understood, now))
     raise InputError(_past_message(understood))
@@ -595,10 +597,14 @@ def _gap(naive: datetime, zone: tzinfo) -> tuple[datetime, datetime] | None:
 def _gap_message(naive: datetime, zone: tzinfo, start: datetime, end: datetime) -> str:
     where = _zone_label(zone, naive)
     day = f"{naive:%A} {naive.day} {naive:%B %Y}"
+    same_day = start.date() == end.date()
+    jump_from, jump_to = (
+        (f"{start:%H:%M}", f"{end:%H:%M}") if same_day else (_fmt(start), _fmt(end))
+    )
     return (
         f"{naive:%H:%M} doesn't exist on {day} in {where}: the clocks jump from "
-        f"{start:%H:%M} straight to {end:%H:%M}. "
-        f"The next valid time is {end:%H:%M}, so try `{end:%Y-%m-%d %H:%M}`."
+        f"{jump_from} straight to {jump_to}. "
+        f"The next valid time is {jump_to}, so try `{_fmt(end)}`."
     )
 
 

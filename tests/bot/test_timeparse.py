@@ -238,6 +238,19 @@ def test_repeated_local_time_between_occurrences_means_the_second() -> None:
     assert parse_when("01:30", NEW_YORK, between) == utc(2026, 11, 1, 6, 30)
 
 
+def test_skipped_whole_day() -> None:
+    message = error("2011-12-30 12:00", ZoneInfo("Pacific/Apia"), utc(2011, 12, 1))
+    assert "12:00 doesn't exist on Friday 30 December 2011 in Pacific/Apia" in message
+    assert "from 2011-12-30 00:00 straight to 2011-12-31 00:00" in message
+    assert "`2011-12-31 00:00`" in message
+
+
+def test_half_hour_gap() -> None:
+    message = error("2026-10-04 02:15", ZoneInfo("Australia/Lord_Howe"), utc(2026, 9, 1))
+    assert "from 02:00 straight to 02:30" in message
+    assert "`2026-10-04 02:30`" in message
+
+
 def test_zone_without_dst_has_no_gap() -> None:
     assert parse_when("2026-03-08 02:30", KOLKATA, NOW) == utc(2026, 3, 7, 21)
 
@@ -256,8 +269,9 @@ def test_zone_without_dst_has_no_gap() -> None:
         ("<t:1700000000:R>", UTC_Z, "<t:1700000000:F> (2023-11-14 22:13:20 UTC)"),
         ("1700000000", UTC_Z, "<t:1700000000:F>"),
         ("in 0m", UTC_Z, "<t:1772884800:F> (2026-03-07 12:00 UTC)"),
-        ("1999-12-31 23:59", UTC_Z, "(1999-12-31 23:59)"),
-        ("0001-01-01 00:00", KOLKATA, "(0001-01-01 00:00)"),
+        ("1999-12-31 23:59", UTC_Z, "(1999-12-31 23:59 UTC)"),
+        ("0001-01-01 00:00", KOLKATA, "(0001-01-01 00:00 Asia/Kolkata)"),
+        ("2025-03-09 02:30", NEW_YORK, "(2025-03-09 02:30 America/New_York = "),
     ],
 )
 def test_past_times_are_refused_with_the_time_understood(
