@@ -1,0 +1,95 @@
+"""A fake Discord (REST + gateway) on 127.0.0.1 for end-to-end tests through real discord.py.
+
+Quick tour::
+
+    from tests.fakediscord import FakeDiscord, Permissions as P, overwrite, run_client
+
+    async with FakeDiscord() as fake:
+        guild = fake.add_guild(name="Test", bot_permissions=P.DEFAULT_BOT)
+        mods = guild.add_role("mods", P.MANAGE_GUILD)
+        alice = guild.add_member(name="alice", roles=[mods])
+        news = [overwrite(guild.everyone_role, deny=P.SEND_MESSAGES)]
+        chan = guild.add_channel("news", overwrites=news)
+
+        client = discord.Client(intents=discord.Intents.default(), guild_ready_timeout=0.05)
+        async with run_client(fake, client):          # or: with pointing_discord_py_at(fake): ...
+            h = await fake.invoke_command(guild, chan, alice, "schedule", {"message": "hi"})
+            cb = await h.response()                      # the callback (type, flags, content...)
+            text = await h.final_content()               # what the user finally sees
+            msg = await fake.wait_for_message(channel=chan)
+            assert not msg.pings.everyone
+
+Main modules: ``server`` (FakeDiscord, REST), ``gateway``, ``interactions`` (InteractionHandle),
+``state`` (guild/channel/role/member/message model), ``permissions``, ``ratelimit``, ``faults``,
+``netguard``, ``client`` (pointing discord.py at the fake).
+"""
+
+from .client import pointing_discord_py_at, run_client
+from .faults import Fault, FaultInjector
+from .gateway import (
+    INTENT_GUILD_MEMBERS,
+    INTENT_GUILD_PRESENCES,
+    INTENT_MESSAGE_CONTENT,
+    Gateway,
+    GatewaySession,
+)
+from .interactions import CommandNotAvailable, InteractionCallback, InteractionHandle
+from .netguard import NetworkAccessBlocked, NetworkGuard, install_network_guard, network_guard
+from .permissions import Permissions, base_permissions, channel_permissions
+from .ratelimit import RateLimiter, Storm
+from .server import ApiError, FakeDiscord, RequestRecord
+from .state import (
+    GUILD_CATEGORY,
+    GUILD_TEXT,
+    GUILD_VOICE,
+    ApplicationCommand,
+    Channel,
+    Guild,
+    Member,
+    Message,
+    Overwrite,
+    Pings,
+    Role,
+    User,
+    overwrite,
+)
+
+__all__ = [
+    "GUILD_CATEGORY",
+    "GUILD_TEXT",
+    "GUILD_VOICE",
+    "INTENT_GUILD_MEMBERS",
+    "INTENT_GUILD_PRESENCES",
+    "INTENT_MESSAGE_CONTENT",
+    "ApiError",
+    "ApplicationCommand",
+    "Channel",
+    "CommandNotAvailable",
+    "FakeDiscord",
+    "Fault",
+    "FaultInjector",
+    "Gateway",
+    "GatewaySession",
+    "Guild",
+    "InteractionCallback",
+    "InteractionHandle",
+    "Member",
+    "Message",
+    "NetworkAccessBlocked",
+    "NetworkGuard",
+    "Overwrite",
+    "Permissions",
+    "Pings",
+    "RateLimiter",
+    "RequestRecord",
+    "Role",
+    "Storm",
+    "User",
+    "base_permissions",
+    "channel_permissions",
+    "install_network_guard",
+    "network_guard",
+    "overwrite",
+    "pointing_discord_py_at",
+    "run_client",
+]
