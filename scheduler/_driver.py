@@ -268,14 +268,23 @@ class Driver:
             self._flush_task = asyncio.create_task(self._flush(), name="scheduler-completions")
 
     async def _flush(self) -> None:
+        failures = 0
         while self._completions:
             batch, self._completions = self._completions, []
             try:
                 report = await self.store.complete(batch, self.clock.time())
             except Exception:
+                failures += 1
+                if self._stopping and failures >= 3:
+                    log.exception(
+                        "could not record %d completion(s) at shutdown; their leases will "
+                        "expire and the sweep will settle them",
+                        len(batch),
+                    )
+                    continue
                 log.exception("could not record %d completion(s); retrying", len(batch))
                 self._completions[:0] = batch
-                await asyncio.sleep(0.2)
+                await asyncio.sleep(min(5.0, 0.1 * 2**failures))
                 continue
             if report.stale:
                 log.warning(

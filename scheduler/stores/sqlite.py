@@ -322,8 +322,8 @@ class SqliteStore(Store):
     async def transaction(self, now: float) -> AsyncIterator[SqliteTx]:
         state = OpState(now)
         async with self._writer_held():
-            await self._call(lambda c: c.execute("BEGIN IMMEDIATE"))
             try:
+                await self._call(lambda c: c.execute("BEGIN IMMEDIATE"))
                 yield SqliteTx(self, state)
             except BaseException:
                 await self._call(_rollback)

@@ -417,7 +417,7 @@ class TestMidnightTransitions:
 
     def test_santiago_repeated_2330_on_fall_back(self) -> None:
         cron = Cron("30 23 * * *", "America/Santiago")
-        assert run(cron, utc(2026, 4, 4), 2) == [
+        assert run(cron, utc(2026, 4, 4, 12), 2) == [
             utc(2026, 4, 5, 2, 30),  # 2026-04-04 23:30 -03 (first pass)
             utc(2026, 4, 6, 3, 30),  # 2026-04-05 23:30 -04; the repeat at 03:30Z is skipped
         ]
