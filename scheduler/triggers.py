@@ -481,7 +481,7 @@ class Cron:
             first_pass_offset = wall.replace(tzinfo=self.tz, fold=0).utcoffset()
             actual_offset = local.utcoffset()
             assert first_pass_offset is not None and actual_offset is not None
-            upper = wall
+            upper = wall + max(timedelta(0), first_pass_offset - actual_offset)
             # croniter's get_prev is strict and minute-granular: start one minute past the
             # floor of `upper` to include `upper`'s own minute.
             start = upper.replace(second=0, microsecond=0) + _ONE_MINUTE
