@@ -34,8 +34,8 @@ US = timedelta(microseconds=1)
 MINUTE = timedelta(minutes=1)
 
 
-def utc(*args: int) -> datetime:
-    return datetime(*args, tzinfo=UTC)  # type: ignore[misc]
+def utc(year: int, month: int, day: int, hour: int = 0, minute: int = 0) -> datetime:
+    return datetime(year, month, day, hour, minute, tzinfo=UTC)
 
 
 # --------------------------------------------------------------------------------------
@@ -139,7 +139,8 @@ def instant_near(draw: st.DrawFn, zone_name: str) -> datetime:
     """An aware instant in 2020-2035, often within hours of a DST transition, sometimes
     expressed in the zone itself (exercising fold=1 inputs)."""
     trans = transitions(zone_name)
-    if trans and draw(st.booleans()):
+    near_transition = draw(st.booleans())
+    if trans and near_transition:
         base = draw(st.sampled_from(trans))
         if draw(st.booleans()):
             t = base + draw(st.integers(-300, 300)) * MINUTE
