@@ -24,6 +24,16 @@ Main modules: ``server`` (FakeDiscord, REST), ``gateway``, ``interactions`` (Int
 ``netguard``, ``client`` (pointing discord.py at the fake).
 """
 
+import warnings
+
+# discord.py imports the stdlib ``audioop`` module (for voice), which is deprecated since Python
+# 3.11; under the suite's ``filterwarnings = error`` a plain ``import discord`` would then fail at
+# collection. Import it once here with just that warning silenced (the main conftest imports this
+# package for the network guard, so this happens before any test module imports discord).
+with warnings.catch_warnings():
+    warnings.filterwarnings("ignore", message=".*audioop.*", category=DeprecationWarning)
+    import discord  # noqa: F401
+
 from .client import pointing_discord_py_at, run_client
 from .faults import Fault, FaultInjector
 from .gateway import (

@@ -68,9 +68,10 @@ async def run_client(
             with contextlib.suppress(BaseException):
                 await ready
             await client.close()
+            # connect() notices the close at its next await; it may be sleeping (discord.py waits
+            # 5 s before a re-IDENTIFY), so give it a moment and then cancel it.
+            await asyncio.wait({task}, timeout=2.0)
             if not task.done():
-                with contextlib.suppress(asyncio.CancelledError):
-                    await asyncio.wait_for(task, 10)
-            else:
-                with contextlib.suppress(BaseException):
-                    task.result()
+                task.cancel()
+            with contextlib.suppress(BaseException):
+                await task

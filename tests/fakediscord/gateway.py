@@ -141,7 +141,8 @@ class GatewayConnection:
         self.writer = asyncio.create_task(self._write_loop(), name="fakediscord-gateway-writer")
 
     def enqueue(self, frame: str) -> None:
-        self.queue.put_nowait(frame)
+        if not self.closing:
+            self.queue.put_nowait(frame)
 
     def enqueue_json(self, obj: Any) -> None:
         self.enqueue(_dumps(obj))
@@ -160,6 +161,9 @@ class GatewayConnection:
                     _, code, message = item
                     with contextlib.suppress(Exception):
                         await self.ws.close(code=code, message=message.encode())
+                    while not self.queue.empty():  # nothing more will be written
+                        self.queue.get_nowait()
+                        self.queue.task_done()
                     return
                 if self.ws.closed:
                     continue
@@ -183,7 +187,8 @@ class GatewayConnection:
             await self.ws.send_str(frame)
 
     async def drain(self) -> None:
-        await self.queue.join()
+        if not self.writer.done():
+            await self.queue.join()
 
 
 class Gateway:
@@ -321,10 +326,9 @@ class Gateway:
                 self.close_codes_from_client.append(code)
                 if code in (1000, 1001) and conn.session is not None:
                     conn.session.invalidated = True
-            conn.closing = True
+            conn.close(1000)
             if conn.session is not None and conn.session.connection is conn:
                 conn.session.connection = None
-            conn.queue.put_nowait((_CLOSE, 1000, ""))
             with contextlib.suppress(BaseException):
                 await asyncio.wait_for(asyncio.shield(conn.writer), 2.0)
             self.connections.discard(conn)

@@ -1,0 +1,650 @@
+"""Tests of the fake Discord itself, driven through the real discord.py client (nothing mocked)."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import aiohttp
+import discord
+import pytest
+from discord import app_commands
+
+from tests.fakediscord import (
+    CommandNotAvailable,
+    FakeDiscord,
+    Guild,
+    Member,
+    NetworkAccessBlocked,
+    NetworkGuard,
+    channel_permissions,
+    overwrite,
+    pointing_discord_py_at,
+    run_client,
+)
+from tests.fakediscord import (
+    Permissions as P,
+)
+from tests.fakediscord.state import Channel
+
+pytestmark = pytest.mark.timeout(30)
+
+SEND_PATH = r"/channels/\d+/messages"
+
+
+@dataclass
+class World:
+    fake: FakeDiscord
+    guild: Guild
+    channel: Channel
+    alice: Member
+    mod: Member
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeDiscord]:
+    async with FakeDiscord() as f:
+        yield f
+
+
+@pytest.fixture
+def world(fake: FakeDiscord) -> World:
+    guild = fake.add_guild(name="Crier Test")
+    mods = guild.add_role("mods", P.MANAGE_GUILD)
+    channel = guild.add_channel("announcements")
+    alice = guild.add_member(name="alice")
+    mod = guild.add_member(name="mod", roles=[mods])
+    return World(fake, guild, channel, alice, mod)
+
+
+def make_client() -> tuple[discord.Client, app_commands.CommandTree[discord.Client]]:
+    client = discord.Client(intents=discord.Intents.default(), guild_ready_timeout=0.05)
+    return client, app_commands.CommandTree(client)
+
+
+@pytest.fixture
+async def bot(
+    world: World,
+) -> AsyncIterator[tuple[discord.Client, app_commands.CommandTree[discord.Client]]]:
+    client, tree = make_client()
+    async with run_client(world.fake, client):
+        yield client, tree
+
+
+def text_channel(client: discord.Client, channel: Channel) -> discord.TextChannel:
+    ch = client.get_channel(channel.id)
+    assert isinstance(ch, discord.TextChannel)
+    return ch
+
+
+# --- gateway: READY, GUILD_CREATE, RESUME --------------------------------------------------------
+
+
+async def test_ready_and_guild_create_populate_the_cache(world: World, bot) -> None:
+    client, _ = bot
+    fake = world.fake
+    assert client.user is not None and client.user.id == fake.bot_user_id
+    assert client.application_id == fake.application_id
+    guild = client.get_guild(world.guild.id)
+    assert guild is not None and guild.name == "Crier Test"
+    assert guild.owner_id == world.guild.owner_id
+    assert {c.name for c in guild.text_channels} == {"announcements"}
+    assert {r.name for r in guild.roles} >= {"@everyone", "mods", fake.bot_user.username}
+    me = guild.me
+    assert me is not None and me.id == fake.bot_user_id
+    assert any(r.id == world.guild.bot_role.id for r in me.roles)
+    # discord.py computes the same permissions as the fake (it drops voice bits in text channels)
+    perms = text_channel(client, world.channel).permissions_for(me)
+    voice = discord.Permissions.voice().value
+    assert perms.value == world.guild.bot_permissions_in(world.channel) & ~voice
+    # the client asked for transport compression and the fake honoured it
+    assert fake.gateway.compressions[0] in ("zlib-stream", "zstd-stream")
+    assert fake.gateway.identify_count == 1
+    assert fake.gateway.heartbeat_count >= 1  # discord.py heartbeats right after HELLO
+    assert fake.unknown_routes == []
+
+
+async def test_gateway_disconnect_resumes_and_replays_missed_events(world: World) -> None:
+    fake = world.fake
+    client, _ = make_client()
+    resumed = asyncio.Event()
+
+    @client.event
+    async def on_resumed() -> None:
+        resumed.set()
+
+    async with run_client(fake, client):
+        assert await fake.disconnect_gateway(code=4000) == 1
+        # a channel appears while the client is away: its CHANNEL_CREATE is buffered for RESUME
+        late = world.guild.add_channel("created-while-away")
+        await asyncio.wait_for(resumed.wait(), 5)
+        assert fake.gateway.resume_count == 1
+        assert fake.gateway.identify_count == 1
+        await fake.wait_until(lambda: client.get_channel(late.id) is not None, what="replay")
+
+        # An invalidated session cannot be resumed: RESUME gets INVALID_SESSION and the client
+        # opens a fresh connection (discord.py then sleeps 5 s before it IDENTIFYs again).
+        await fake.disconnect_gateway(code=4009)
+        await fake.wait_until(
+            lambda: fake.gateway.invalid_session_count == 1 and fake.gateway.connect_count == 3,
+            what="fresh connection after INVALID_SESSION",
+        )
+        assert fake.gateway.resume_count == 1
+
+
+async def test_wrong_token_is_a_login_failure(fake: FakeDiscord) -> None:
+    client, _ = make_client()
+    with pointing_discord_py_at(fake):
+        try:
+            with pytest.raises(discord.LoginFailure):
+                await client.login("not-the-token")
+        finally:
+            await client.close()
+    assert fake.requests[-1].status == 401
+    assert fake.invalid_request_count == 1
+
+
+async def test_privileged_intents_not_enabled_close_4014(world: World) -> None:
+    intents = discord.Intents.default()
+    intents.members = True
+    client = discord.Client(intents=intents, guild_ready_timeout=0.05)
+    with pointing_discord_py_at(world.fake):
+        try:
+            with pytest.raises(discord.PrivilegedIntentsRequired):
+                await asyncio.wait_for(client.start(world.fake.token), 10)
+        finally:
+            await client.close()
+
+
+# --- REST: messages, permissions, nonces ---------------------------------------------------------
+
+
+async def test_send_message_appears_in_fake_state(world: World, bot) -> None:
+    client, _ = bot
+    fake = world.fake
+    seen = asyncio.Event()
+
+    @client.event
+    async def on_message(message: discord.Message) -> None:
+        if message.content == "hello":
+            seen.set()
+
+    sent = await text_channel(client, world.channel).send("hello")
+    stored = fake.get_message(sent.id)
+    assert stored is not None and stored.content == "hello"
+    assert stored.author.id == fake.bot_user_id
+    assert fake.bot_messages(world.channel) == [stored]
+    await asyncio.wait_for(seen.wait(), 5)  # MESSAGE_CREATE reached the client
+
+
+async def test_nonce_enforced_dedups_a_repeated_send(world: World, bot) -> None:
+    client, _ = bot
+    fake = world.fake
+    channel = text_channel(client, world.channel)
+    first = await channel.send("once only", nonce="job-42-run-1")
+    second = await channel.send("once only", nonce="job-42-run-1")
+    assert first.id == second.id
+    assert len(fake.bot_messages(world.channel)) == 1
+    assert fake.nonce_dedup_hits == 1
+    posts = [r for r in fake.requests if r.method == "POST" and "/messages" in r.path]
+    assert posts[0].body["enforce_nonce"] is True  # discord.py sets it whenever a nonce is given
+    # a different nonce is a different message
+    third = await channel.send("once only", nonce="job-42-run-2")
+    assert third.id != first.id
+
+
+async def test_nonce_longer_than_25_chars_is_rejected(world: World, bot) -> None:
+    client, _ = bot
+    with pytest.raises(discord.HTTPException) as info:
+        await text_channel(client, world.channel).send("x", nonce="n" * 26)
+    assert info.value.status == 400 and info.value.code == 50035
+
+
+async def test_missing_permissions_and_missing_access(world: World, bot) -> None:
+    client, _ = bot
+    bot_role = world.guild.bot_role
+    world.channel.set_overwrite(bot_role, deny=P.SEND_MESSAGES)
+    await world.fake.gateway.drain()
+    with pytest.raises(discord.Forbidden) as info:
+        await text_channel(client, world.channel).send("denied")
+    assert info.value.code == 50013
+
+    world.channel.set_overwrite(bot_role, deny=P.VIEW_CHANNEL)
+    with pytest.raises(discord.Forbidden) as info:
+        await client.http.send_message(world.channel.id, params=_params("invisible"))
+    assert info.value.code == 50001
+
+    # no EMBED_LINKS (neither from @everyone nor from the bot's role) -> embeds are refused
+    world.channel.set_overwrites([overwrite(world.guild.everyone_role, deny=P.EMBED_LINKS)])
+    world.guild.set_bot_permissions(P.VIEW_CHANNEL | P.SEND_MESSAGES)
+    with pytest.raises(discord.Forbidden) as info:
+        await client.http.send_message(
+            world.channel.id, params=_params(None, embed=discord.Embed(title="t"))
+        )
+    assert info.value.code == 50013
+    assert world.fake.bot_messages() == []
+
+
+def _params(content: str | None, **kwargs):  # type: ignore[no-untyped-def]
+    from discord.http import handle_message_parameters
+
+    return handle_message_parameters(content=content, **kwargs)
+
+
+async def test_deleted_channel_is_unknown_channel(world: World, bot) -> None:
+    client, _ = bot
+    world.fake.delete_channel(world.channel)
+    await world.fake.wait_until(lambda: client.get_channel(world.channel.id) is None)
+    with pytest.raises(discord.NotFound) as info:
+        await client.get_partial_messageable(world.channel.id).send("into the void")
+    assert info.value.code == 10003
+
+
+async def test_mentions_ping_only_with_permission_and_allowed_mentions(world: World, bot) -> None:
+    client, _ = bot
+    fake = world.fake
+    channel = text_channel(client, world.channel)
+    msg = await channel.send("@everyone release!")
+    stored = fake.get_message(msg.id)
+    assert stored is not None and not stored.pings.everyone
+    assert "MENTION_EVERYONE" in stored.pings.suppressed[0]
+
+    world.guild.set_bot_permissions(P.DEFAULT_BOT | P.MENTION_EVERYONE)
+    msg = await channel.send("@everyone release!")
+    stored = fake.get_message(msg.id)
+    assert stored is not None and stored.pings.everyone and msg.mention_everyone
+
+    msg = await channel.send(
+        f"@everyone {world.alice.mention}", allowed_mentions=discord.AllowedMentions.none()
+    )
+    stored = fake.get_message(msg.id)
+    assert stored is not None and not stored.pings.anything
+    assert stored.allowed_mentions == {"parse": []}
+    assert len(stored.pings.suppressed) == 2
+
+
+# --- rate limits and faults ----------------------------------------------------------------------
+
+
+async def test_route_429_is_retried_and_the_message_created_once(world: World, bot) -> None:
+    client, _ = bot
+    fake = world.fake
+    fake.ratelimits.inject_429(times=1, method="POST", path_regex=SEND_PATH, retry_after=0.05)
+    await text_channel(client, world.channel).send("after a 429")
+    assert fake.count_429 == 1
+    assert len(fake.bot_messages(world.channel)) == 1
+    statuses = [r.status for r in fake.requests if r.method == "POST"]
+    assert statuses == [429, 200]
+
+
+async def test_global_429_is_retried(world: World, bot) -> None:
+    client, _ = bot
+    fake = world.fake
+    fake.ratelimits.inject_429(times=1, is_global=True, retry_after=0.05)
+    await text_channel(client, world.channel).send("after a global 429")
+    assert fake.count_429 == 1
+    assert len(fake.bot_messages(world.channel)) == 1
+
+
+async def test_bucket_headers_make_discord_py_wait_instead_of_429(world: World, bot) -> None:
+    client, _ = bot
+    fake = world.fake
+    fake.ratelimits.set_message_limit(2, 0.4)
+    channel = text_channel(client, world.channel)
+    started = time.monotonic()
+    for i in range(3):
+        await channel.send(f"burst {i}")
+    assert time.monotonic() - started >= 0.3  # discord.py slept on Remaining: 0
+    assert fake.count_429 == 0
+    last = [r for r in fake.requests if r.method == "POST"][-1]
+    assert last.status == 200
+
+
+async def test_exceeding_the_limit_concurrently_yields_429s_but_one_message_each(
+    world: World,
+) -> None:
+    fake = world.fake
+    fake.ratelimits.set_message_limit(2, 0.3)
+    client, _ = make_client()
+    async with run_client(fake, client):
+        # Two separate HTTP clients (as two processes would) don't share bucket state.
+        channel = text_channel(client, world.channel)
+        other, _ = make_client()
+        try:
+            with pointing_discord_py_at(fake):
+                await other.login(fake.token)
+                await asyncio.gather(
+                    *(channel.send(f"a{i}") for i in range(2)),
+                    *(
+                        other.http.send_message(world.channel.id, params=_params(f"b{i}"))
+                        for i in range(2)
+                    ),
+                )
+        finally:
+            await other.close()
+    assert fake.count_429 >= 1
+    assert len(fake.bot_messages(world.channel)) == 4
+
+
+async def test_after_effect_502_is_deduped_by_the_nonce_discord_py_adds(world: World, bot) -> None:
+    client, _ = bot
+    fake = world.fake
+    fake.faults.add(method="POST", path_regex=SEND_PATH, times=2, status=502, after_effect=True)
+    # Both first attempts DO create a message, then answer 502; discord.py retries 5xx after 1 s.
+    # Messageable.send always adds a random nonce with enforce_nonce, so its retry is deduped;
+    # a raw HTTP call without a nonce is not, and the message is duplicated.
+    # (Two channels: requests to one channel share a bucket and discord.py serialises them.)
+    raw_channel = world.guild.add_channel("raw")
+    await asyncio.gather(
+        text_channel(client, world.channel).send("via send()"),
+        client.http.send_message(raw_channel.id, params=_params("raw, no nonce")),
+    )
+    assert [m.content for m in fake.bot_messages(world.channel)] == ["via send()"]
+    assert [m.content for m in fake.bot_messages(raw_channel)] == ["raw, no nonce"] * 2
+    assert fake.nonce_dedup_hits == 1
+    assert [r.status for r in fake.requests if r.method == "POST"].count(502) == 2
+
+
+async def test_fault_with_discord_error_code(world: World, bot) -> None:
+    client, _ = bot
+    fake = world.fake
+    fake.faults.add(method="POST", path_regex=SEND_PATH, status=403, code=50013)
+    with pytest.raises(discord.Forbidden) as info:
+        await text_channel(client, world.channel).send("nope")
+    assert info.value.code == 50013
+    await text_channel(client, world.channel).send("fine now")  # the fault was consumed
+    assert len(fake.bot_messages()) == 1
+
+
+async def test_slow_response_then_late_effect(world: World, bot) -> None:
+    client, _ = bot
+    fake = world.fake
+    fake.faults.add(method="POST", path_regex=SEND_PATH, delay=0.3)
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(text_channel(client, world.channel).send("slow"), 0.1)
+    # the request had reached Discord: the message shows up anyway
+    msg = await fake.wait_for_message(lambda m: m.content == "slow", timeout=2)
+    assert msg.channel_id == world.channel.id
+
+
+async def test_dropped_connection_after_effect(world: World, bot) -> None:
+    client, _ = bot
+    fake = world.fake
+    fake.faults.add(method="POST", path_regex=SEND_PATH, disconnect=True, after_effect=True)
+    with pytest.raises(aiohttp.ClientError):
+        await text_channel(client, world.channel).send("lost response")
+    assert [m.content for m in fake.bot_messages()] == ["lost response"]
+
+
+async def test_unknown_route_is_a_logged_404(world: World, bot) -> None:
+    client, _ = bot
+    with pytest.raises(discord.NotFound) as info:
+        await client.http.request(discord.http.Route("GET", "/voice/regions"))
+    assert info.value.code == 0
+    assert world.fake.unknown_routes == [("GET", "/voice/regions")]
+
+
+# --- application commands and interactions -------------------------------------------------------
+
+
+async def test_slash_command_sync_and_invocation(world: World, bot) -> None:
+    _, tree = bot
+    fake = world.fake
+    got: dict[str, object] = {}
+
+    @tree.command(description="Schedule an announcement")
+    @app_commands.describe(message="what to say", where="channel", who="role", minutes="delay")
+    async def schedule(
+        interaction: discord.Interaction,
+        message: str,
+        where: discord.TextChannel,
+        who: discord.Role,
+        minutes: app_commands.Range[int, 1, 60] = 5,
+    ) -> None:
+        got.update(message=message, where=where, who=who, minutes=minutes, user=interaction.user)
+        resp = await interaction.response.send_message(f"scheduled: {message}", ephemeral=True)
+        got["callback_message_id"] = resp.message_id if resp else None
+
+    guild_obj = discord.Object(world.guild.id)
+    tree.copy_global_to(guild=guild_obj)
+    synced = await tree.sync(guild=guild_obj)
+    assert [c.name for c in synced] == ["schedule"]
+    assert fake.command_sync_calls[world.guild.id] == 1
+    assert fake.command_sync_calls["global"] == 0
+    registered = fake.get_command("schedule", world.guild)
+    assert registered is not None and registered.id == synced[0].id
+
+    mods = world.guild.role_named("mods")
+    handle = await fake.invoke_command(
+        world.guild,
+        world.channel,
+        world.alice,
+        "schedule",
+        {"message": "ship it", "where": world.channel, "who": mods, "minutes": 10},
+    )
+    cb = await handle.response()
+    assert cb.type == 4 and cb.ephemeral and cb.content == "scheduled: ship it"
+    assert got["message"] == "ship it" and got["minutes"] == 10
+    assert isinstance(got["where"], discord.TextChannel) and got["where"].id == world.channel.id
+    assert isinstance(got["who"], discord.Role) and got["who"].id == mods.id
+    assert isinstance(got["user"], discord.Member) and got["user"].id == world.alice.id
+    assert handle.original is not None and handle.original.ephemeral
+    await handle.wait_for(lambda h: "callback_message_id" in got)
+    assert got["callback_message_id"] == handle.original.id  # with_response=1 parsed
+    assert fake.channel_messages(world.channel) == []  # ephemeral: not in the channel
+
+    with pytest.raises(ValueError, match="max_value"):
+        await fake.invoke_command(
+            world.guild, world.channel, world.alice, "schedule",
+            {"message": "x", "where": world.channel, "who": mods, "minutes": 99},
+        )  # fmt: skip
+
+
+async def test_default_member_permissions_hide_the_command(world: World, bot) -> None:
+    _, tree = bot
+
+    @tree.command(description="Settings")
+    @app_commands.default_permissions(manage_guild=True)
+    async def settings(interaction: discord.Interaction) -> None:
+        await interaction.response.send_message("ok", ephemeral=True)
+
+    await tree.sync()
+    assert world.fake.command_sync_calls["global"] == 1
+    with pytest.raises(CommandNotAvailable):
+        await world.fake.invoke_command(world.guild, world.channel, world.alice, "settings")
+    handle = await world.fake.invoke_command(world.guild, world.channel, world.mod, "settings")
+    assert (await handle.response()).content == "ok"
+
+
+async def test_defer_then_followup_edits_the_thinking_message(world: World, bot) -> None:
+    _, tree = bot
+
+    @tree.command(description="Slow")
+    async def slow(interaction: discord.Interaction) -> None:
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        await interaction.followup.send("done", ephemeral=False)  # ephemeral comes from defer
+        await interaction.followup.send("extra")
+        await interaction.edit_original_response(content="done (edited)")
+
+    await tree.sync()
+    handle = await world.fake.invoke_command(world.guild, world.channel, world.alice, "slow")
+    cb = await handle.response()
+    assert cb.type == 5 and cb.ephemeral
+    await handle.followup(1)
+    await handle.wait_for(lambda h: h.original is not None and h.original.edit_count == 1)
+    assert await handle.final_content() == "done (edited)"
+    assert handle.original is not None and handle.original.ephemeral
+    assert handle.followups[0] is handle.original
+    assert handle.followups[1].content == "extra" and not handle.followups[1].ephemeral
+    assert [m.content for m in world.fake.channel_messages(world.channel)] == ["extra"]
+
+
+async def test_late_ack_is_unknown_interaction(world: World, bot) -> None:
+    _, tree = bot
+    world.fake.interaction_ack_timeout = 0.1
+    errors: list[BaseException] = []
+
+    @tree.command(description="Too slow")
+    async def sluggish(interaction: discord.Interaction) -> None:
+        await asyncio.sleep(0.3)
+        try:
+            await interaction.response.send_message("late")
+        except discord.NotFound as exc:
+            errors.append(exc)
+
+    await tree.sync()
+    handle = await world.fake.invoke_command(world.guild, world.channel, world.alice, "sluggish")
+    await handle.wait_for(lambda h: bool(h.callbacks))
+    assert not handle.acknowledged and handle.callbacks[0].error_code == 10062
+    await world.fake.wait_until(lambda: errors)
+    assert isinstance(errors[0], discord.NotFound) and errors[0].code == 10062
+
+
+async def test_autocomplete_round_trip(world: World, bot) -> None:
+    _, tree = bot
+    zones = ["Europe/Berlin", "Europe/London", "America/New_York"]
+
+    async def tz_complete(interaction: discord.Interaction, current: str):  # type: ignore[no-untyped-def]
+        return [app_commands.Choice(name=z, value=z) for z in zones if current.lower() in z.lower()]
+
+    @tree.command(description="Set the time zone")
+    @app_commands.autocomplete(zone=tz_complete)
+    async def timezone(interaction: discord.Interaction, zone: str) -> None:
+        await interaction.response.send_message(zone, ephemeral=True)
+
+    await tree.sync()
+    handle = await world.fake.invoke_autocomplete(
+        world.guild, world.channel, world.alice, "timezone", {"zone": "euro"}, focused="zone"
+    )
+    cb = await handle.response()
+    assert cb.type == 8
+    assert [c["value"] for c in cb.choices] == ["Europe/Berlin", "Europe/London"]
+    focused = handle.payload["data"]["options"][0]
+    assert focused == {"name": "zone", "type": 3, "value": "euro", "focused": True}
+
+
+async def test_button_click_updates_the_message(world: World, bot) -> None:
+    _, tree = bot
+    clicked_by: list[int] = []
+
+    class Confirm(discord.ui.View):
+        @discord.ui.button(
+            label="Cancel it", custom_id="confirm-cancel", style=discord.ButtonStyle.danger
+        )
+        async def confirm(
+            self, interaction: discord.Interaction, button: discord.ui.Button
+        ) -> None:
+            clicked_by.append(interaction.user.id)
+            await interaction.response.edit_message(content="cancelled", view=None)
+
+    @tree.command(description="Cancel")
+    async def cancel(interaction: discord.Interaction) -> None:
+        await interaction.response.send_message("Really cancel?", view=Confirm(), ephemeral=True)
+
+    await tree.sync()
+    handle = await world.fake.invoke_command(world.guild, world.channel, world.alice, "cancel")
+    assert (await handle.response()).components  # the button was sent
+    click = await handle.click("confirm-cancel")
+    cb = await click.response()
+    assert cb.type == 7 and cb.content == "cancelled"
+    assert clicked_by == [world.alice.id]
+    assert handle.original is not None and handle.original.content == "cancelled"
+    assert handle.original.components == []
+    # Discord's client would not let another user press a button on an ephemeral message
+    with pytest.raises(ValueError):
+        await world.fake.click_button(handle.original, "confirm-cancel", world.mod)
+
+
+async def test_modal_submit(world: World, bot) -> None:
+    _, tree = bot
+    submitted: list[str] = []
+
+    class Note(discord.ui.Modal, title="Announcement"):
+        text = discord.ui.TextInput(label="Text", custom_id="note-text", max_length=50)
+
+        async def on_submit(self, interaction: discord.Interaction) -> None:
+            submitted.append(self.text.value)
+            await interaction.response.send_message(f"saved: {self.text.value}", ephemeral=True)
+
+    @tree.command(description="Write a note")
+    async def note(interaction: discord.Interaction) -> None:
+        await interaction.response.send_modal(Note(custom_id="note-modal"))
+
+    await tree.sync()
+    handle = await world.fake.invoke_command(world.guild, world.channel, world.alice, "note")
+    cb = await handle.response()
+    assert cb.type == 9 and cb.custom_id == "note-modal" and cb.title == "Announcement"
+    with pytest.raises(ValueError, match="longer"):
+        await handle.submit_modal({"note-text": "x" * 51})
+    submit = await handle.submit_modal({"note-text": "hello modal"})
+    assert (await submit.response()).content == "saved: hello modal"
+    assert submitted == ["hello modal"]
+
+
+# --- pure parts: permissions ---------------------------------------------------------------------
+
+
+async def test_permission_algorithm(fake: FakeDiscord) -> None:
+    guild = fake.add_guild(name="Perms", everyone_permissions=P.VIEW_CHANNEL | P.SEND_MESSAGES)
+    helper = guild.add_role("helper", P.MENTION_EVERYONE)
+    admin_role = guild.add_role("admin", P.ADMINISTRATOR)
+    bob = guild.add_member(name="bob", roles=[helper])
+    boss = guild.add_member(name="boss", roles=[admin_role])
+    owner = guild.owner
+    assert owner is not None
+    quiet = guild.add_channel(
+        "quiet",
+        overwrites=[
+            overwrite(guild.everyone_role, deny=P.SEND_MESSAGES),
+            overwrite(helper, allow=P.SEND_MESSAGES | P.EMBED_LINKS),
+            overwrite(bob, deny=P.EMBED_LINKS),
+        ],
+    )
+    hidden = guild.add_channel(
+        "hidden", overwrites=[overwrite(guild.everyone_role, deny=P.VIEW_CHANNEL)]
+    )
+    bob_quiet = channel_permissions(guild, quiet, bob)
+    assert bob_quiet & P.SEND_MESSAGES and bob_quiet & P.MENTION_EVERYONE
+    assert not bob_quiet & P.EMBED_LINKS  # member overwrite wins over role overwrite
+    assert channel_permissions(guild, hidden, bob) == 0  # no VIEW_CHANNEL -> nothing
+    alice = guild.add_member(name="alice")
+    alice_quiet = channel_permissions(guild, quiet, alice)
+    assert not alice_quiet & P.SEND_MESSAGES
+    assert channel_permissions(guild, hidden, boss) == P.ALL  # administrator
+    assert channel_permissions(guild, hidden, owner) == P.ALL  # owner
+    # without SEND_MESSAGES, MENTION_EVERYONE is implicitly gone
+    guild.everyone_role.permissions |= P.MENTION_EVERYONE
+    assert not channel_permissions(guild, quiet, alice) & P.MENTION_EVERYONE
+
+
+# --- the network guard ---------------------------------------------------------------------------
+
+
+async def test_network_guard_blocks_the_internet(network_guard: NetworkGuard) -> None:
+    assert network_guard.installed
+    with (
+        socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s,
+        pytest.raises(NetworkAccessBlocked),
+    ):
+        s.connect(("93.184.216.34", 80))
+    with pytest.raises(NetworkAccessBlocked):
+        socket.getaddrinfo("discord.com", 443)
+    with pytest.raises(NetworkAccessBlocked):
+        await asyncio.get_running_loop().getaddrinfo("gateway.discord.gg", 443)
+    async with aiohttp.ClientSession() as session:
+        with pytest.raises(NetworkAccessBlocked):
+            await session.get("https://discord.com/api/v10/gateway")
+        with pytest.raises(NetworkAccessBlocked):
+            await session.get("http://93.184.216.34/")
+    # loopback stays reachable
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        with socket.create_connection(server.getsockname(), timeout=2):
+            pass
+    blocked = network_guard.take_violations()  # expected ones; don't fail the test at teardown
+    assert len(blocked) == 5, blocked
+    assert any("discord.com" in b for b in blocked)
