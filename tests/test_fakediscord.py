@@ -179,6 +179,112 @@ async def test_send_message_appears_in_fake_state(world: World, bot) -> None:
     assert fake.bot_messages(world.channel) == [stored]
     await asyncio.wait_for(seen.wait(), 5)  # MESSAGE_CREATE reached the client
 
+    edited = await sent.edit(content="hello, edited")
+    assert edited.edited_at is not None
+    assert stored.content == "hello, edited" and stored.edit_count == 1
+    fetched = await text_channel(client, world.channel).fetch_message(sent.id)
+    assert fetched.content == "hello, edited"
+    await sent.delete()
+    assert stored.deleted and fake.bot_messages() == []
+    with pytest.raises(discord.NotFound) as info:
+        await text_channel(client, world.channel).fetch_message(sent.id)
+    assert info.value.code == 10008
+
+
+async def test_fetches_parse_in_discord_py(world: World, bot) -> None:
+    client, _ = bot
+    channel = await client.fetch_channel(world.channel.id)
+    assert isinstance(channel, discord.TextChannel) and channel.name == "announcements"
+    guild = await client.fetch_guild(world.guild.id)
+    assert guild.name == "Crier Test"
+    member = await guild.fetch_member(world.alice.id)
+    assert member.name == "alice"
+    roles = await guild.fetch_roles()
+    assert {r.name for r in roles} >= {"@everyone", "mods"}
+    channels = await guild.fetch_channels()
+    assert [c.id for c in channels] == [world.channel.id]
+    user = await client.fetch_user(world.mod.id)
+    assert user.name == "mod"
+    with pytest.raises(discord.NotFound) as info:
+        await guild.fetch_member(1234567890123456789)
+    assert info.value.code == 10007
+    info_app = await client.application_info()
+    assert info_app.id == world.fake.application_id
+    assert world.fake.unknown_routes == []
+
+
+async def test_direct_messages(world: World, bot) -> None:
+    client, _ = bot
+    fake = world.fake
+    user = await client.fetch_user(world.alice.id)
+    msg = await user.send("psst")
+    dm = fake.open_dm(world.alice)
+    assert [m.content for m in fake.channel_messages(dm)] == ["psst"]
+    assert msg.channel.id == dm.id
+    world.alice.user.accepts_dms = False
+    with pytest.raises(discord.Forbidden) as info:
+        await user.send("again")
+    assert info.value.code == 50007
+
+
+async def test_user_messages_are_redacted_without_message_content_intent(world: World, bot) -> None:
+    client, _ = bot
+    received: list[discord.Message] = []
+
+    @client.event
+    async def on_message(message: discord.Message) -> None:
+        received.append(message)
+
+    world.fake.post_message(world.channel, world.alice, "secret plans")
+    world.fake.post_message(world.channel, world.alice, f"hey {world.fake.bot_user.mention}")
+    await world.fake.wait_until(lambda: len(received) == 2)
+    assert received[0].author.id == world.alice.id and received[0].content == ""
+    assert received[1].content.startswith("hey")  # mentioning the bot reveals the content
+
+
+async def test_bot_added_to_a_guild_gets_guild_create(world: World, bot) -> None:
+    client, _ = bot
+    joined: list[discord.Guild] = []
+
+    @client.event
+    async def on_guild_join(guild: discord.Guild) -> None:
+        joined.append(guild)
+
+    new = world.fake.add_guild(name="Second", channels=["general"])
+    await world.fake.wait_until(lambda: joined)
+    assert joined[0].id == new.id and [c.name for c in joined[0].channels] == ["general"]
+    world.fake.remove_guild(new)
+    await world.fake.wait_until(lambda: client.get_guild(new.id) is None)
+
+
+async def test_raw_http_shapes(fake: FakeDiscord) -> None:
+    """What discord.py relies on: exact JSON content type, rate-limit headers, 429 with Via."""
+    headers = {"Authorization": f"Bot {fake.token}"}
+    async with aiohttp.ClientSession() as session:
+        async with session.get(f"{fake.api_base}/users/@me", headers=headers) as resp:
+            assert resp.status == 200
+            assert resp.headers["Content-Type"] == "application/json"
+            for name in ("Limit", "Remaining", "Reset", "Reset-After", "Bucket"):
+                assert f"X-RateLimit-{name}" in resp.headers
+        async with session.get(
+            f"{fake.api_base}/users/@me", headers={"Authorization": "Bot x"}
+        ) as resp:
+            assert resp.status == 401
+            assert await resp.json() == {"message": "401: Unauthorized", "code": 0}
+        fake.ratelimits.inject_429(times=1, retry_after=0.25)
+        async with session.get(f"{fake.api_base}/users/@me", headers=headers) as resp:
+            assert resp.status == 429
+            assert resp.headers["Via"] == "1.1 google"
+            assert resp.headers["X-RateLimit-Scope"] == "user"
+            assert "Retry-After" in resp.headers
+            body = await resp.json()
+            assert body["retry_after"] == 0.25 and body["global"] is False
+        fake.ratelimits.inject_429(times=1, is_global=True)
+        async with session.get(f"{fake.api_base}/users/@me", headers=headers) as resp:
+            assert resp.status == 429 and resp.headers["X-RateLimit-Global"] == "true"
+            assert (await resp.json())["global"] is True
+    assert fake.count_429 == 2
+
 
 async def test_nonce_enforced_dedups_a_repeated_send(world: World, bot) -> None:
     client, _ = bot
@@ -466,8 +572,11 @@ async def test_defer_then_followup_edits_the_thinking_message(world: World, bot)
     async def slow(interaction: discord.Interaction) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
         await interaction.followup.send("done", ephemeral=False)  # ephemeral comes from defer
-        await interaction.followup.send("extra")
+        extra = await interaction.followup.send("extra", wait=True)
         await interaction.edit_original_response(content="done (edited)")
+        original = await interaction.original_response()
+        assert original.content == "done (edited)"
+        await extra.edit(content="extra (edited)")
 
     await tree.sync()
     handle = await world.fake.invoke_command(world.guild, world.channel, world.alice, "slow")
@@ -478,8 +587,9 @@ async def test_defer_then_followup_edits_the_thinking_message(world: World, bot)
     assert await handle.final_content() == "done (edited)"
     assert handle.original is not None and handle.original.ephemeral
     assert handle.followups[0] is handle.original
-    assert handle.followups[1].content == "extra" and not handle.followups[1].ephemeral
-    assert [m.content for m in world.fake.channel_messages(world.channel)] == ["extra"]
+    await handle.wait_for(lambda h: h.followups[1].edit_count == 1)
+    assert handle.followups[1].content == "extra (edited)" and not handle.followups[1].ephemeral
+    assert [m.content for m in world.fake.channel_messages(world.channel)] == ["extra (edited)"]
 
 
 async def test_late_ack_is_unknown_interaction(world: World, bot) -> None:

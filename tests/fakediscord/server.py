@@ -446,9 +446,13 @@ class FakeDiscord:
 
     def _dispatch_guild_create(self, guild: Guild) -> None:
         def transform(session: GatewaySession, _data: Any) -> Any:
-            return guild.to_gateway_dict(
+            data = guild.to_gateway_dict(
                 include_all_members=bool(session.intents & INTENT_GUILD_MEMBERS)
             )
+            # A guild the bot just joined comes without "unavailable" (discord.py then fires
+            # on_guild_join); "unavailable": false means "a guild from READY became available".
+            data.pop("unavailable", None)
+            return data
 
         self.gateway.dispatch("GUILD_CREATE", None, transform=transform)
 
