@@ -28,14 +28,19 @@ from .errors import (
 from .migrations import MigrationSet
 from .models import Job, JobInfo, JobKind, JobState, Retry
 from .registry import Registry
+from .schedules import CronJobs, ScheduleInfo, cron_jobs
 from .stores.sqlite import SqliteStore
+from .triggers import Cron, Interval
 
 __all__ = [
     "ActionContext",
     "Clock",
+    "Cron",
+    "CronJobs",
     "Cursor",
     "Db",
     "DuplicateName",
+    "Interval",
     "InvalidArgument",
     "InvalidSchedule",
     "Job",
@@ -50,6 +55,7 @@ __all__ = [
     "NotSerializable",
     "Registry",
     "Retry",
+    "ScheduleInfo",
     "ScheduleNotFound",
     "Scheduler",
     "SchedulerClosed",
@@ -61,4 +67,5 @@ __all__ = [
     "SystemClock",
     "TransactionContext",
     "UnknownFunction",
+    "cron_jobs",
 ]

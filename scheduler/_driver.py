@@ -136,7 +136,6 @@ class Driver:
         sched = self.sched
         batch = sched.batch_size
         while True:
-            next_tick = await sched._tick_schedules()
             now = self.clock.time()
             free = sched.max_concurrency - len(self._actions)
             action_limit = min(batch, free)
@@ -153,12 +152,13 @@ class Driver:
                 await self._run_mutations(mutations)
             if self._stopping:
                 return None
+            if claim.next_tick is not None and claim.next_tick <= self.clock.time():
+                await sched._tick_schedules()
+                continue  # claim what the tick made due
             full = len(mutations) == batch or (actions and len(actions) == action_limit)
             if not full:
-                nxt = claim.next_due
-                if next_tick is not None and (nxt is None or next_tick < nxt):
-                    nxt = next_tick
-                return nxt
+                times = [t for t in (claim.next_due, claim.next_tick) if t is not None]
+                return min(times, default=None)
 
     # --- mutations -----------------------------------------------------------------------------
 

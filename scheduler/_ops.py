@@ -48,6 +48,10 @@ Op = Generator[Q, Any, T]
 
 JOB_COLUMNS = 19  # columns of get_job/list_jobs before the payload columns
 
+HELD_TS = 253402300799.0
+"""``next_ts`` of a schedule occurrence waiting for the previous one to finish (9999-12-31):
+pending, but never due until :func:`release_held` gives it a real time."""
+
 
 @dataclass(frozen=True, slots=True)
 class NewJob:
@@ -98,6 +102,8 @@ class Claim:
     jobs: list[ClaimedJob]
     next_due: float | None
     """The earliest pending ``next_ts`` after the claim (None if nothing is pending)."""
+    next_tick: float | None = None
+    """The earliest ``next_fire_ts`` of an active schedule (None if there is none)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,7 +254,8 @@ def claim_due(st: OpState, lease_until: float, mutation_limit: int, action_limit
         for r in sorted(rows, key=lambda r: (r[8], r[0])):
             jobs.append(_claimed(r, payloads.get(int(r[0]))))
     next_due = yield from next_due_time(st, include_actions=action_limit > 0)
-    return Claim(jobs, next_due)
+    tick = yield Q("next_schedule_fire", (), "one")
+    return Claim(jobs, next_due, None if tick is None else float(tick[0]))
 
 
 def _claimed(r: Any, payload: Any) -> ClaimedJob:
@@ -281,7 +288,7 @@ def next_due_time(st: OpState, include_actions: bool = True) -> Op[float | None]
     kinds = (JobKind.MUTATION, JobKind.ACTION) if include_actions else (JobKind.MUTATION,)
     for kind in kinds:
         row = yield Q("next_due", (kind.value,), "one")
-        if row is not None and (best is None or row[0] < best):
+        if row is not None and row[0] < HELD_TS and (best is None or row[0] < best):
             best = float(row[0])
     return best
 
@@ -329,11 +336,21 @@ def _failed_json(error: str | None) -> str:
 
 
 def _terminal(st: OpState, j: ClaimedJob, result_json: str) -> Op[None]:
-    if j.schedule_name is not None:
-        st.finished_schedules.add(j.schedule_name)
-        st.wake = True
     if j.on_complete is not None:
         yield from _fire_on_complete(st, j.id, j.on_complete, result_json)
+    if j.schedule_name is not None:
+        yield from release_held(st, j.schedule_name)
+
+
+def release_held(st: OpState, schedule_name: str) -> Op[None]:
+    """An occurrence of ``schedule_name`` ended: if none of its occurrences is runnable any
+    more, let the oldest held one (overlap ``buffer_one``, or a ``fire_all`` backlog) run."""
+    st.finished_schedules.add(schedule_name)
+    row = yield Q("count_unheld_active", (schedule_name, HELD_TS), "one")
+    if row is not None and int(row[0]) == 0:
+        n = yield Q("release_held", (schedule_name, st.now, HELD_TS))
+        if n:
+            st.wake = True
 
 
 def extend_lease(st: OpState, job_id: int, run_count: int, until: float) -> Op[bool]:
@@ -369,11 +386,10 @@ def reclaim_expired(st: OpState, limit: int) -> Op[ReclaimReport]:
         if n:
             failed += 1
             yield Q("set_error", (job_id, error))
-            if sched is not None:
-                st.finished_schedules.add(sched)
-                st.wake = True
             if on_complete is not None:
                 yield from _fire_on_complete(st, job_id, on_complete, _failed_json(error))
+            if sched is not None:
+                yield from release_held(st, sched)
     return ReclaimReport(requeued, failed)
 
 
@@ -416,10 +432,10 @@ def cancel(st: OpState, job_id: int) -> Op[bool]:
 def _after_cancel(st: OpState, rows: Sequence[Any]) -> Op[None]:
     for job_id, on_complete, sched in rows:
         st.wake = True
-        if sched is not None:
-            st.finished_schedules.add(sched)
         if on_complete is not None:
             yield from _fire_on_complete(st, int(job_id), on_complete, '{"kind":"canceled"}')
+        if sched is not None:
+            yield from release_held(st, sched)
 
 
 def retry(st: OpState, job_id: int) -> Op[bool]:

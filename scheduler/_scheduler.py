@@ -4,21 +4,28 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 from . import _codec, _ops
+from . import _schedule_ops as schedule_ops
 from ._driver import Driver
+from ._ops import Op, OpState
+from ._schedule_ops import Target
 from .abc import Db, Store
 from .clock import Clock, SystemClock
 from .context import TransactionContext, TxScheduler
 from .errors import InvalidArgument, SchedulerClosed
 from .migrations import MigrationSet
-from .models import Job, JobInfo, JobState, Retry
+from .models import Job, JobInfo, JobState, Retry, ts_to_datetime
 from .registry import Registry
+from .schedules import CronJobs, Schedules, target_of, trigger_from_json
+from .triggers import Cron, Interval
+
+T = TypeVar("T")
 
 log = logging.getLogger("scheduler")
 
@@ -48,7 +55,7 @@ class Scheduler:
         self,
         store: Store,
         registry: Registry,
-        crons: Any = None,
+        crons: CronJobs | None = None,
         clock: Clock | None = None,
         *,
         lease: timedelta | float = timedelta(seconds=30),
@@ -84,6 +91,7 @@ class Scheduler:
         self.migrations = tuple(migrations)
         self._driver: Driver | None = None
         self._started = False
+        self._triggers: dict[str, Cron | Interval] = {}
 
     # --- lifecycle -----------------------------------------------------------------------------
 
@@ -262,14 +270,55 @@ class Scheduler:
     async def _heartbeat(self, job: JobInfo) -> bool:
         return await self._check_open().heartbeat(job)
 
-    # --- recurring schedules (filled in by the schedules engine) ---------------------------------
+    # --- recurring schedules ------------------------------------------------------------------
+
+    @property
+    def schedules(self) -> Schedules:
+        """Runtime schedules: ``create``, ``pause``, ``resume``, ``trigger``, ``backfill``,
+        ``delete``, ``get``, ``list`` (each in its own transaction; inside a transaction use
+        ``ctx.scheduler.schedules``)."""
+        return Schedules(self)
+
+    def _trigger_of(self, spec_json: str) -> Cron | Interval:
+        trig = self._triggers.get(spec_json)
+        if trig is None:
+            trig = self._triggers[spec_json] = trigger_from_json(spec_json)
+        return trig
+
+    def _target(self, fn: str) -> Target:
+        return target_of(fn, self.registry.get(fn))
+
+    def _resolve(self, fn: str) -> Target | None:
+        return self._target(fn) if fn in self.registry else None
+
+    async def _read(self, op: Callable[[OpState], Op[T]]) -> T:
+        self._check_open()
+        result: T = await self.store.read(op, self.clock.time())
+        return result
 
     async def _reconcile_crons(self) -> None:
-        return None
+        if not self.crons:
+            return
+        now = self.clock.time()
+        defs = self.crons.definitions(self, ts_to_datetime(now))
+        report = await self.store.run(lambda st: schedule_ops.reconcile(st, defs), now)
+        log.info(
+            "crons reconciled: %d added, %d changed, %d removed, %d unchanged",
+            len(report.added),
+            len(report.changed),
+            len(report.removed),
+            report.unchanged,
+        )
 
-    async def _tick_schedules(self) -> float | None:
-        """Materialize due schedule occurrences; return the next schedule fire time."""
-        return None
+    async def _tick_schedules(self) -> None:
+        """Materialize the due occurrences of every due schedule."""
+        while True:
+            n = await self.store.run(
+                lambda st: schedule_ops.tick(st, self.batch_size, self._trigger_of, self._resolve),
+                self.clock.time(),
+            )
+            if n < self.batch_size:
+                return
 
     # --- waiting -------------------------------------------------------------------------------
 
@@ -301,4 +350,5 @@ class Scheduler:
             await changed.wait()
 
     async def _next_schedule_time(self) -> float | None:
-        return None
+        result: float | None = await self.store.read(schedule_ops.next_fire, self.clock.time())
+        return result

@@ -13,6 +13,7 @@ from .models import JobInfo, Retry, ts_to_datetime
 
 if TYPE_CHECKING:
     from ._scheduler import Scheduler
+    from .schedules import TxSchedules
 
 
 class LazySavepointDb:
@@ -115,6 +116,14 @@ class TxScheduler:
         """
         done: bool = await self._run(lambda st: _ops.cancel(st, int(job_id)))
         return done
+
+    @property
+    def schedules(self) -> TxSchedules:
+        """Runtime schedules, written in this transaction (so an application row and its
+        schedule commit together)."""
+        from .schedules import TxSchedules
+
+        return TxSchedules(self._sched, self._tx, self._before_write)
 
 
 class TransactionContext:

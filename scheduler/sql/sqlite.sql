@@ -142,3 +142,88 @@ WHERE id = ?1 AND state IN ('failed', 'canceled');
 
 -- name: count_by_state
 SELECT state, count(*) FROM scheduler_jobs GROUP BY state;
+
+-- Schedules ---------------------------------------------------------------------------------
+
+-- name: insert_schedule
+INSERT INTO scheduler_schedules (
+    name, source, trigger_spec, fn, kind, idempotent, max_failures, initial_backoff,
+    backoff_base, args, overlap, catch_up, catchup_window, jitter, paused, next_fire_ts,
+    last_fire_ts, fingerprint, created_at, updated_at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?19)
+ON CONFLICT DO NOTHING
+RETURNING name;
+
+-- name: update_schedule_definition
+UPDATE scheduler_schedules
+SET trigger_spec = ?2, fn = ?3, kind = ?4, idempotent = ?5, max_failures = ?6,
+    initial_backoff = ?7, backoff_base = ?8, args = ?9, overlap = ?10, catch_up = ?11,
+    catchup_window = ?12, jitter = ?13, next_fire_ts = ?14, fingerprint = ?15,
+    last_error = NULL, updated_at = ?16
+WHERE name = ?1;
+
+-- name: get_schedule
+SELECT name, source, trigger_spec, fn, kind, idempotent, max_failures, initial_backoff,
+       backoff_base, args, overlap, catch_up, catchup_window, jitter, paused, next_fire_ts,
+       last_fire_ts, skipped, missed, fingerprint, last_error, created_at, updated_at
+FROM scheduler_schedules WHERE name = ?1;
+
+-- name: list_schedules
+SELECT name, source, trigger_spec, fn, kind, idempotent, max_failures, initial_backoff,
+       backoff_base, args, overlap, catch_up, catchup_window, jitter, paused, next_fire_ts,
+       last_fire_ts, skipped, missed, fingerprint, last_error, created_at, updated_at
+FROM scheduler_schedules
+WHERE (?1 IS NULL OR source = ?1)
+ORDER BY name;
+
+-- name: static_fingerprints
+SELECT name, fingerprint, source FROM scheduler_schedules;
+
+-- name: due_schedules
+SELECT name, source, trigger_spec, fn, kind, idempotent, max_failures, initial_backoff,
+       backoff_base, args, overlap, catch_up, catchup_window, jitter, paused, next_fire_ts,
+       last_fire_ts, skipped, missed, fingerprint, last_error, created_at, updated_at
+FROM scheduler_schedules
+WHERE paused = 0 AND next_fire_ts IS NOT NULL AND next_fire_ts <= ?1
+ORDER BY next_fire_ts
+LIMIT ?2;
+
+-- name: advance_schedule
+UPDATE scheduler_schedules
+SET next_fire_ts = ?3, last_fire_ts = ?4, skipped = skipped + ?5, missed = missed + ?6,
+    last_error = ?7, updated_at = ?8
+WHERE name = ?1 AND next_fire_ts = ?2;
+
+-- name: next_schedule_fire
+SELECT next_fire_ts FROM scheduler_schedules
+WHERE paused = 0 AND next_fire_ts IS NOT NULL
+ORDER BY next_fire_ts
+LIMIT 1;
+
+-- name: set_paused
+UPDATE scheduler_schedules SET paused = ?2, next_fire_ts = ?3, updated_at = ?4
+WHERE name = ?1;
+
+-- name: delete_schedule
+DELETE FROM scheduler_schedules WHERE name = ?1;
+
+-- name: schedule_active_jobs
+SELECT id, state, next_ts FROM scheduler_jobs
+WHERE schedule_name = ?1 AND state IN ('pending', 'in_progress')
+ORDER BY fire_ts, id;
+
+-- name: release_held
+UPDATE scheduler_jobs
+SET next_ts = max(fire_ts + coalesce(jitter, 0), ?2), updated_at = ?2
+WHERE id = (
+    SELECT id FROM scheduler_jobs
+    WHERE schedule_name = ?1 AND state = 'pending' AND next_ts = ?3
+    ORDER BY fire_ts, id
+    LIMIT 1);
+
+-- name: count_unheld_active
+SELECT count(*) FROM scheduler_jobs
+WHERE schedule_name = ?1 AND state IN ('pending', 'in_progress') AND next_ts <> ?2;
+
+-- name: schedule_pending_ids
+SELECT id FROM scheduler_jobs WHERE schedule_name = ?1 AND state = 'pending';
