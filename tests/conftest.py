@@ -9,9 +9,8 @@ import pytest
 
 from tests.scheduler.stores import STORE_KINDS, StoreFactory, postgres_dsn, sqlite_factory
 
-
 try:
-    from tests.fakediscord.netguard import network_guard  # noqa: F401  (a fixture)
+    from tests.fakediscord.netguard import network_guard
 except ImportError:  # pragma: no cover - the guard ships with the fake Discord
 
     @pytest.fixture

@@ -18,7 +18,9 @@ POSTGRES_DSN_ENV = "CRIER_TEST_POSTGRES_DSN"
 
 
 class StoreFactory:
-    def __init__(self, kind: str, make: Callable[[], Store], cleanup: Callable[[], Any] | None = None):
+    def __init__(
+        self, kind: str, make: Callable[[], Store], cleanup: Callable[[], Any] | None = None
+    ):
         self.kind = kind
         self._make = make
         self.cleanup = cleanup

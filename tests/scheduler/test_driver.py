@@ -24,6 +24,7 @@ from scheduler import (
 )
 from scheduler._ops import backoff_delay, job_seed
 from scheduler.testing import FakeClock
+from tests.scheduler.helpers import Counter, settle
 from tests.scheduler.stores import StoreFactory
 
 START = datetime(2030, 6, 1, 12, 0, tzinfo=UTC)
@@ -76,9 +77,11 @@ async def log_items(sched: Scheduler) -> list[str]:
 
 async def start(sched: Scheduler) -> Scheduler:
     await sched.start()
+    # An id that numbers itself: INTEGER PRIMARY KEY on SQLite, BIGSERIAL on PostgreSQL.
+    serial = "BIGSERIAL" if sched.store.dialect == "postgres" else "INTEGER"
     async with sched.transaction() as ctx:
         await ctx.db.execute(
-            "CREATE TABLE IF NOT EXISTS log (id INTEGER PRIMARY KEY, item TEXT UNIQUE)"
+            f"CREATE TABLE IF NOT EXISTS log (id {serial} PRIMARY KEY, item TEXT UNIQUE)"
         )
     return sched
 
@@ -303,7 +306,11 @@ async def test_on_complete_for_success_failure_and_cancel(make: Make, registry: 
     assert await sched.cancel(later)
     await sched.wait_idle()
     by_job = {r["job_id"]: r for r in results}
-    assert by_job[ok] == {"job_id": ok, "result": {"kind": "success", "value": "v"}, "context": {"n": 1}}
+    assert by_job[ok] == {
+        "job_id": ok,
+        "result": {"kind": "success", "value": "v"},
+        "context": {"n": 1},
+    }
     assert by_job[bad]["result"] == {"kind": "failed", "error": "KeyError: 'gone'"}
     assert by_job[bad]["context"] == b"\x00\x01"
     assert by_job[later] == {"job_id": later, "result": {"kind": "canceled"}, "context": "c"}
@@ -315,6 +322,7 @@ async def test_on_complete_for_success_failure_and_cancel(make: Make, registry: 
 async def test_action_concurrency_is_bounded(make: Make, registry: Registry) -> None:
     running = 0
     peak = 0
+    starts = Counter()
     release = asyncio.Event()
 
     @registry.action("slow")
@@ -322,6 +330,7 @@ async def test_action_concurrency_is_bounded(make: Make, registry: Registry) -> 
         nonlocal running, peak
         running += 1
         peak = max(peak, running)
+        starts.bump()
         await release.wait()
         running -= 1
 
@@ -329,12 +338,10 @@ async def test_action_concurrency_is_bounded(make: Make, registry: Registry) -> 
     async with sched.transaction() as ctx:
         for _ in range(10):
             await ctx.scheduler.run_after(0, "slow")
-    async with asyncio.timeout(5):
-        while running < 3:
-            await asyncio.sleep(0)
-    for _ in range(20):
-        await asyncio.sleep(0)
-    assert (running, peak) == (3, 3)
+    await starts.reach(3)
+    sched.wake()  # a pass with 7 jobs due and no free slot...
+    await settle(sched)
+    assert (running, peak) == (3, 3)  # ...starts none of them
     release.set()
     await sched.wait_idle()
     assert peak == 3
@@ -361,6 +368,7 @@ async def test_heartbeat_keeps_a_long_action_s_lease(
     go = {"beating": asyncio.Event(), "silent": asyncio.Event()}
     started = {"beating": asyncio.Event(), "silent": asyncio.Event()}
     beats: list[bool] = []
+    beat = asyncio.Event()
 
     @registry.action("long")
     async def long(ctx: Any, args: Any) -> str:
@@ -371,6 +379,7 @@ async def test_heartbeat_keeps_a_long_action_s_lease(
             except TimeoutError:
                 if args == "beating":
                     beats.append(await ctx.heartbeat())
+                    beat.set()
         return args
 
     sched = await start(make(lease=10, sweep_interval=4))
@@ -379,10 +388,8 @@ async def test_heartbeat_keeps_a_long_action_s_lease(
     await started["beating"].wait()
     await started["silent"].wait()
     for _ in range(8):  # 32 s of fake time: three leases' worth
-        n = len(beats)
-        async with asyncio.timeout(5):
-            while len(beats) == n:
-                await asyncio.sleep(0.005)
+        beat.clear()
+        await asyncio.wait_for(beat.wait(), 5)
         clock.advance(4)
     await sched.sweep()
     job = await sched.get_job(silent)
@@ -405,29 +412,31 @@ async def test_shutdown_lets_in_flight_work_finish_then_records_the_rest(
 ) -> None:
     finish_soon = asyncio.Event()
     started: list[str] = []
+    starts = Counter()
 
     @registry.action("quick")
     async def quick(ctx: Any, args: Any) -> str:
         started.append("quick")
+        starts.bump()
         await finish_soon.wait()
         return "done"
 
     @registry.action("stuck")
     async def stuck(ctx: Any, args: Any) -> None:
         started.append("stuck")
+        starts.bump()
         await asyncio.Event().wait()
 
     @registry.action("stuck-idempotent", idempotent=True)
     async def stuck_idem(ctx: Any, args: Any) -> None:
         started.append("stuck-idempotent")
+        starts.bump()
         await asyncio.Event().wait()
 
     sched = Scheduler(stores.new(), registry, clock=clock)
     await sched.start()
     ids = [await sched.run_after(0, n) for n in ("quick", "stuck", "stuck-idempotent")]
-    async with asyncio.timeout(5):
-        while len(started) < 3:
-            await asyncio.sleep(0)
+    await starts.reach(3)
     asyncio.get_running_loop().call_later(0.05, finish_soon.set)
     await sched.stop(grace=0.5)
     assert not sched.running
@@ -479,7 +488,11 @@ async def test_terminal_jobs_are_pruned_after_the_retention_period(
         (lambda s: s.run_after(0, "noop", {1, 2}), NotSerializable, "args"),
         (lambda s: s.run_after(0, "noop", float("nan")), NotSerializable, "args"),
         (lambda s: s.run_at(datetime(2030, 1, 1), "noop"), InvalidArgument, "naive"),
-        (lambda s: s.enqueue("noop", retry=Retry(max_failures=-1)), InvalidArgument, "max_failures"),
+        (
+            lambda s: s.enqueue("noop", retry=Retry(max_failures=-1)),
+            InvalidArgument,
+            "max_failures",
+        ),
         (lambda s: s.enqueue("noop", on_complete="missing"), UnknownFunction, "missing"),
         (lambda s: s.enqueue("noop", context=(1, 2)), NotSerializable, "context"),
         (lambda s: s.enqueue("noop", idempotency_key=""), InvalidArgument, "idempotency_key"),

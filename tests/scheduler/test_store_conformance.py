@@ -279,7 +279,14 @@ async def test_reclaim_puts_a_mutation_back_with_the_attempt_counted(store: Stor
 
 async def test_reclaim_fails_an_action_and_fires_on_complete(store: Store) -> None:
     job_id = await store.enqueue(
-        new_job(fn="send", kind=JobKind.ACTION, max_failures=3, on_complete="done", context_type="json", context=b'{"k":1}'),
+        new_job(
+            fn="send",
+            kind=JobKind.ACTION,
+            max_failures=3,
+            on_complete="done",
+            context_type="json",
+            context=b'{"k":1}',
+        ),
         T0,
     )
     await claim_all(store, T0)
@@ -297,7 +304,9 @@ async def test_reclaim_fails_an_action_and_fires_on_complete(store: Store) -> No
 
 
 async def test_reclaim_redispatches_an_idempotent_action(store: Store) -> None:
-    job_id = await store.enqueue(new_job(fn="a", kind=JobKind.ACTION, idempotent=True, max_failures=2), T0)
+    job_id = await store.enqueue(
+        new_job(fn="a", kind=JobKind.ACTION, idempotent=True, max_failures=2), T0
+    )
     await claim_all(store, T0)
     report = await store.reclaim_expired(T0 + LEASE + 1)
     assert (report.requeued, report.failed) == (1, 0)

@@ -1,0 +1,553 @@
+"""Recurring schedules on a FakeClock: registration, reconciliation, catch-up, overlap,
+pause/resume/trigger/backfill/delete, time zones, jitter, and racing schedulers."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from scheduler import (
+    CronJobs,
+    DuplicateName,
+    InvalidSchedule,
+    JobState,
+    Registry,
+    ScheduleNotFound,
+    Scheduler,
+    UnknownFunction,
+    cron_jobs,
+)
+from scheduler._ops import HELD_TS
+from scheduler._schedule_ops import jitter_offset, occurrence_key
+from scheduler.testing import FakeClock
+from tests.scheduler.helpers import settle
+from tests.scheduler.stores import StoreFactory
+
+START = datetime(2030, 6, 1, 12, 0, tzinfo=UTC)
+HOUR = timedelta(hours=1)
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.runs: list[tuple[str, float | None]] = []
+        self.gates: dict[str, asyncio.Event] = {}
+        self.started = asyncio.Event()
+
+
+@pytest.fixture
+def rec() -> Recorder:
+    return Recorder()
+
+
+@pytest.fixture
+def registry(rec: Recorder) -> Registry:
+    reg = Registry()
+
+    @reg.mutation("tick")
+    async def tick(ctx: Any, args: Any) -> None:
+        rec.runs.append((str(args), ctx.job.fire_ts))
+
+    @reg.action("slow")
+    async def slow(ctx: Any, args: Any) -> None:
+        rec.runs.append((str(args), ctx.job.fire_ts))
+        rec.started.set()
+        gate = rec.gates.setdefault(str(args), asyncio.Event())
+        await gate.wait()
+
+    return reg
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock(START)
+
+
+Make = Callable[..., Scheduler]
+
+
+@pytest.fixture
+async def make(stores: StoreFactory, registry: Registry, clock: FakeClock) -> AsyncIterator[Make]:
+    made: list[Scheduler] = []
+
+    def make(crons: CronJobs | None = None, **kw: Any) -> Scheduler:
+        kw.setdefault("clock", clock)
+        s = Scheduler(stores.new(), registry, crons=crons, **kw)
+        made.append(s)
+        return s
+
+    yield make
+    for s in made:
+        await s.stop(grace=0)
+
+
+async def occurrences(sched: Scheduler, name: str) -> list[Any]:
+    jobs = await sched.list_jobs(limit=10_000)
+    return sorted((j for j in jobs if j.schedule_name == name), key=lambda j: (j.fire_ts, j.id))
+
+
+async def step_to(sched: Scheduler, clock: FakeClock, t: datetime) -> None:
+    clock.set(t)
+    await sched.wait_idle()
+
+
+# --- registration --------------------------------------------------------------------------
+
+
+def test_the_six_registration_methods_and_duplicates() -> None:
+    crons = cron_jobs()
+    crons.interval("i", timedelta(minutes=5), "tick")
+    crons.cron("c", "0 3 * * *", "tick", tz="America/New_York")
+    crons.daily("d", 8, 0, "tick")
+    crons.hourly("h", 15, "tick")
+    crons.weekly("w", "friday", 17, 0, "tick")
+    crons.monthly("m", 1, 6, 0, "tick")
+    assert len(crons) == 6
+    with pytest.raises(DuplicateName, match="'d'"):
+        crons.daily("d", 9, 0, "tick")
+    with pytest.raises(InvalidSchedule, match="tz"):
+        crons.daily("x", 9, 0, "tick", tz="Europe/London")  # UTC by construction
+    with pytest.raises(InvalidSchedule, match="hour_utc"):
+        crons.daily("y", 24, 0, "tick")
+    with pytest.raises(InvalidSchedule, match="day_of_week"):
+        crons.weekly("z", "someday", 1, 0, "tick")
+    with pytest.raises(InvalidSchedule, match="minute field"):
+        crons.cron("bad", "61 * * * *", "tick")
+
+
+async def test_a_static_cron_with_an_unknown_function_fails_at_start(make: Make) -> None:
+    crons = cron_jobs()
+    crons.hourly("h", 0, "nope")
+    with pytest.raises(UnknownFunction, match="nope"):
+        await make(crons).start()
+
+
+# --- reconciliation ------------------------------------------------------------------------
+
+
+async def test_restarting_with_an_unchanged_registry_keeps_phase_and_fires_nothing_extra(
+    make: Make, clock: FakeClock, rec: Recorder
+) -> None:
+    crons = cron_jobs()
+    crons.interval("every-10m", timedelta(minutes=10), "tick", "i")
+    crons.daily("daily", 13, 0, "tick", "d")
+    a = make(crons)
+    await a.start()
+    first = {s.name: s.next_fire for s in await a.schedules.list()}
+    assert first["every-10m"] == START + timedelta(minutes=10)
+    assert first["daily"] == START + HOUR
+    await step_to(a, clock, START + timedelta(minutes=10))
+    await a.stop()
+
+    clock.set(START + timedelta(minutes=13))
+    b = make(crons)
+    await b.start()
+    await b.wait_idle()
+    after = {s.name: s.next_fire for s in await b.schedules.list()}
+    assert after == {"every-10m": START + timedelta(minutes=20), "daily": START + HOUR}
+    assert rec.runs == [("i", (START + timedelta(minutes=10)).timestamp())]
+
+
+async def test_an_edited_entry_converges_and_a_removed_one_goes(
+    make: Make, clock: FakeClock
+) -> None:
+    crons = cron_jobs()
+    crons.hourly("keep", 0, "tick")
+    crons.hourly("edit", 0, "tick")
+    crons.hourly("drop", 0, "tick", jitter=timedelta(minutes=59))
+    a = make(crons)
+    await a.start()
+    await step_to(a, clock, START + HOUR)
+    [planted] = await occurrences(a, "drop")
+    assert planted.state is JobState.PENDING  # its jitter holds it back
+    assert planted.jitter == jitter_offset("drop", (START + HOUR).timestamp(), 59 * 60.0)
+    await a.stop()
+
+    edited = cron_jobs()
+    edited.hourly("keep", 0, "tick")
+    edited.hourly("edit", 30, "tick")
+    b = make(edited)
+    await b.start()
+    names = {s.name: s for s in await b.schedules.list()}
+    assert set(names) == {"keep", "edit"}
+    assert names["edit"].next_fire == START + HOUR + timedelta(minutes=30)
+    assert names["keep"].next_fire == START + 2 * HOUR
+    job = await b.get_job(planted.id)
+    assert job is not None and job.state is JobState.CANCELED
+
+
+async def test_a_static_name_may_not_clash_with_a_runtime_schedule(make: Make) -> None:
+    a = make()
+    await a.start()
+    await a.schedules.create("shared", "0 * * * *", "tick")
+    await a.stop()
+    crons = cron_jobs()
+    crons.hourly("shared", 0, "tick")
+    with pytest.raises(DuplicateName, match="runtime"):
+        await make(crons).start()
+
+
+# --- anchoring, idempotency ----------------------------------------------------------------
+
+
+async def test_a_late_tick_does_not_shift_later_ones(
+    make: Make, clock: FakeClock, rec: Recorder
+) -> None:
+    sched = make()
+    await sched.start()
+    await sched.schedules.create("ten", timedelta(minutes=10), "tick")
+    await step_to(sched, clock, START + timedelta(minutes=10, seconds=40))  # 40 s late
+    info = await sched.schedules.get("ten")
+    assert rec.runs == [("None", (START + timedelta(minutes=10)).timestamp())]
+    assert info.next_fire == START + timedelta(minutes=20)
+    assert info.last_fire == START + timedelta(minutes=10)
+
+
+async def test_each_occurrence_has_the_name_and_time_as_its_key(
+    make: Make, clock: FakeClock
+) -> None:
+    sched = make()
+    await sched.start()
+    await sched.schedules.create("k", "*/5 * * * *", "tick")
+    await step_to(sched, clock, START + timedelta(minutes=5))
+    [job] = await occurrences(sched, "k")
+    fire = (START + timedelta(minutes=5)).timestamp()
+    assert job.idempotency_key == f"k:{fire}" == occurrence_key("k", fire)
+    assert (job.fire_ts, job.state) == (fire, JobState.SUCCESS)
+
+
+async def test_two_schedulers_racing_the_same_tick_produce_one_job(
+    make: Make, clock: FakeClock
+) -> None:
+    a, b = make(), make()
+    await a.start()
+    await b.start()
+    await a.schedules.create("race", timedelta(minutes=1), "tick")
+    for minute in range(1, 6):
+        clock.set(START + timedelta(minutes=minute))
+        await asyncio.gather(a.wait_idle(), b.wait_idle())
+    jobs = await occurrences(a, "race")
+    assert [j.fire_ts for j in jobs] == [
+        (START + timedelta(minutes=m)).timestamp() for m in range(1, 6)
+    ]
+
+
+# --- catch-up ------------------------------------------------------------------------------
+
+
+async def _downtime(
+    make: Make, clock: FakeClock, policy: str, down: timedelta, every: timedelta = HOUR, **kw: Any
+) -> Scheduler:
+    a = make()
+    await a.start()
+    await a.schedules.create("s", every, "tick", catch_up=policy, **kw)
+    await a.stop()
+    clock.set(START + down)
+    b = make()
+    await b.start()
+    await b.wait_idle()
+    return b
+
+
+async def test_catch_up_skip_drops_the_backlog(make: Make, clock: FakeClock, rec: Recorder) -> None:
+    b = await _downtime(make, clock, "skip", timedelta(hours=5, minutes=30))
+    info = await b.schedules.get("s")
+    assert rec.runs == []
+    assert info.next_fire == START + 6 * HOUR
+    assert info.missed == 5
+
+
+async def test_catch_up_skip_still_fires_a_time_reached_just_late(
+    make: Make, clock: FakeClock, rec: Recorder
+) -> None:
+    await _downtime(make, clock, "skip", timedelta(hours=5, seconds=20))
+    assert rec.runs == [("None", (START + 5 * HOUR).timestamp())]
+
+
+async def test_catch_up_fire_once_runs_once_for_the_whole_backlog(
+    make: Make, clock: FakeClock, rec: Recorder
+) -> None:
+    b = await _downtime(make, clock, "fire_once", timedelta(hours=5, minutes=30))
+    assert rec.runs == [("None", (START + 5 * HOUR).timestamp())]
+    info = await b.schedules.get("s")
+    assert (info.next_fire, info.missed) == (START + 6 * HOUR, 4)
+
+
+async def test_catch_up_fire_all_runs_every_missed_time_oldest_first_one_at_a_time(
+    make: Make, clock: FakeClock, rec: Recorder
+) -> None:
+    await _downtime(make, clock, "fire_all", timedelta(hours=5, minutes=30))
+    assert rec.runs == [("None", (START + h * HOUR).timestamp()) for h in range(1, 6)]
+
+
+async def test_catch_up_fire_all_stays_within_the_window(
+    make: Make, clock: FakeClock, rec: Recorder
+) -> None:
+    await _downtime(
+        make, clock, "fire_all", timedelta(hours=5, minutes=30), catchup_window=timedelta(hours=2)
+    )
+    assert [f for _, f in rec.runs] == [(START + h * HOUR).timestamp() for h in (4, 5)]
+
+
+async def test_catch_up_fire_all_is_capped_at_1000(make: Make, clock: FakeClock) -> None:
+    b = await _downtime(
+        make, clock, "fire_all", timedelta(hours=1), every=timedelta(seconds=1), overlap="allow_all"
+    )
+    jobs = await occurrences(b, "s")
+    assert len(jobs) == 1000
+    assert jobs[-1].fire_ts == (START + HOUR).timestamp()
+    info = await b.schedules.get("s")
+    assert (info.missed, info.next_fire) == (3600 - 1000, START + HOUR + timedelta(seconds=1))
+
+
+# --- overlap -------------------------------------------------------------------------------
+
+
+async def _overlapping(make: Make, clock: FakeClock, rec: Recorder, overlap: str) -> Scheduler:
+    sched = make(lease=timedelta(hours=1))  # the first run holds its lease throughout
+    await sched.start()
+    await sched.schedules.create("o", timedelta(minutes=1), "slow", "x", overlap=overlap)
+    clock.set(START + timedelta(minutes=1))
+    await asyncio.wait_for(rec.started.wait(), 5)
+    for m in (2, 3):
+        clock.set(START + timedelta(minutes=m))
+        await asyncio.sleep(0)
+        await settle(sched)
+    return sched
+
+
+async def test_overlap_skip_counts_skipped_times(
+    make: Make, clock: FakeClock, rec: Recorder
+) -> None:
+    sched = await _overlapping(make, clock, rec, "skip")
+    assert len(await occurrences(sched, "o")) == 1
+    assert (await sched.schedules.get("o")).skipped == 2
+
+
+async def test_overlap_buffer_one_keeps_one_waiting(
+    make: Make, clock: FakeClock, rec: Recorder
+) -> None:
+    sched = await _overlapping(make, clock, rec, "buffer_one")
+    jobs = await occurrences(sched, "o")
+    assert [j.state for j in jobs] == [JobState.IN_PROGRESS, JobState.PENDING]
+    assert jobs[1].next_ts == HELD_TS
+    assert (await sched.schedules.get("o")).skipped == 1
+    rec.gates["x"].set()
+    await sched.wait_idle()
+    jobs = await occurrences(sched, "o")
+    assert [j.state for j in jobs] == [JobState.SUCCESS, JobState.SUCCESS]
+    assert [f for _, f in rec.runs] == [(START + timedelta(minutes=m)).timestamp() for m in (1, 2)]
+
+
+async def test_overlap_allow_all_runs_them_together(
+    make: Make, clock: FakeClock, rec: Recorder
+) -> None:
+    sched = await _overlapping(make, clock, rec, "allow_all")
+    jobs = await occurrences(sched, "o")
+    assert [j.state for j in jobs] == [JobState.IN_PROGRESS] * 3
+
+
+async def test_overlap_cancel_other_cancels_the_pending_previous(
+    make: Make, clock: FakeClock, rec: Recorder
+) -> None:
+    sched = make(max_concurrency=1, lease=timedelta(hours=1))
+    await sched.start()
+    await sched.run_after(0, "slow", "hog")  # takes the only action slot
+    await asyncio.wait_for(rec.started.wait(), 5)
+    await sched.schedules.create("o", timedelta(minutes=1), "slow", "x", overlap="cancel_other")
+    for m in (1, 2):
+        clock.set(START + timedelta(minutes=m))
+        await settle(sched)
+    jobs = await occurrences(sched, "o")
+    assert [j.state for j in jobs] == [JobState.CANCELED, JobState.PENDING]
+
+
+# --- pause, resume, trigger, backfill, delete ----------------------------------------------
+
+
+async def test_pause_then_resume_does_not_replay_paused_time(
+    make: Make, clock: FakeClock, rec: Recorder
+) -> None:
+    sched = make()
+    await sched.start()
+    await sched.schedules.create("p", timedelta(minutes=10), "tick", catch_up="fire_all")
+    assert await sched.schedules.pause("p")
+    assert not await sched.schedules.pause("p")
+    await step_to(sched, clock, START + timedelta(minutes=35))
+    assert rec.runs == []
+    assert await sched.schedules.resume("p")
+    info = await sched.schedules.get("p")
+    assert (info.paused, info.next_fire) == (False, START + timedelta(minutes=40))
+    await step_to(sched, clock, START + timedelta(minutes=40))
+    assert [f for _, f in rec.runs] == [(START + timedelta(minutes=40)).timestamp()]
+
+
+async def test_trigger_runs_now_once(make: Make, clock: FakeClock, rec: Recorder) -> None:
+    sched = make()
+    await sched.start()
+    await sched.schedules.create("t", "0 0 1 1 *", "tick", "manual")
+    job_id = await sched.schedules.trigger("t")
+    await sched.wait_idle()
+    assert rec.runs == [("manual", START.timestamp())]
+    job = await sched.get_job(job_id)
+    assert job is not None and job.state is JobState.SUCCESS
+
+
+async def test_backfill_runs_missing_times_and_never_repeats_one(
+    make: Make, clock: FakeClock, rec: Recorder
+) -> None:
+    sched = make()
+    await sched.start()
+    await sched.schedules.create("b", timedelta(minutes=10), "tick")
+    await step_to(sched, clock, START + timedelta(minutes=10))
+    await step_to(sched, clock, START + timedelta(minutes=20))
+    created = await sched.schedules.backfill(
+        "b", START - timedelta(minutes=30), START + timedelta(minutes=20)
+    )
+    await sched.wait_idle()
+    assert len(created) == 4  # -30, -20, -10, 0; +10 and +20 already ran
+    fired = sorted(f for _, f in rec.runs if f is not None)
+    assert fired == [(START + timedelta(minutes=m)).timestamp() for m in range(-30, 30, 10)]
+    again = await sched.schedules.backfill(
+        "b", START - timedelta(minutes=30), START + timedelta(minutes=20)
+    )
+    assert again == []
+
+
+async def test_delete_cancels_pending_occurrences(make: Make, clock: FakeClock) -> None:
+    sched = make()
+    await sched.start()
+    await sched.schedules.create("d", "0 * * * *", "tick", jitter=timedelta(minutes=30))
+    clock.set(START + HOUR)
+    await sched.wait_idle()
+    [job] = await occurrences(sched, "d")
+    if job.state is JobState.PENDING:  # its jitter delays it
+        assert await sched.schedules.delete("d") == 1
+        assert (await sched.get_job(job.id)).state is JobState.CANCELED  # type: ignore[union-attr]
+    else:
+        assert await sched.schedules.delete("d") == 0
+    with pytest.raises(ScheduleNotFound):
+        await sched.schedules.get("d")
+
+
+# --- time zones and jitter -----------------------------------------------------------------
+
+
+async def _daily_fires(
+    make: Make, clock: FakeClock, rec: Recorder, expr: str, tz: str, start: datetime, days: int
+) -> list[datetime]:
+    clock.set(start)
+    sched = make()
+    await sched.start()
+    await sched.schedules.create("z", expr, "tick", tz=tz)
+    for _ in range(days * 24 * 4):  # step 15 minutes at a time
+        clock.advance(timedelta(minutes=15))
+        await sched.wait_idle()
+    return [datetime.fromtimestamp(f, ZoneInfo(tz)) for _, f in rec.runs if f is not None]
+
+
+async def test_a_local_time_that_happens_twice_fires_once(
+    make: Make, clock: FakeClock, rec: Recorder
+) -> None:
+    start = datetime(2026, 10, 31, 12, 0, tzinfo=UTC)
+    fires = await _daily_fires(make, clock, rec, "30 1 * * *", "America/New_York", start, 3)
+    assert [f.isoformat() for f in fires] == [
+        "2026-11-01T01:30:00-04:00",  # the first 01:30 (EDT) only
+        "2026-11-02T01:30:00-05:00",
+        "2026-11-03T01:30:00-05:00",
+    ]
+
+
+async def test_a_local_time_that_does_not_exist_is_skipped(
+    make: Make, clock: FakeClock, rec: Recorder
+) -> None:
+    start = datetime(2026, 3, 7, 12, 0, tzinfo=UTC)
+    fires = await _daily_fires(make, clock, rec, "30 2 * * *", "America/New_York", start, 3)
+    assert [f.isoformat() for f in fires] == [
+        "2026-03-09T02:30:00-04:00",  # 2026-03-08 02:30 never happened in New York
+        "2026-03-10T02:30:00-04:00",
+    ]
+
+
+async def test_jitter_is_seeded_by_name_and_time_and_recorded(make: Make, clock: FakeClock) -> None:
+    sched = make()
+    await sched.start()
+    await sched.schedules.create("j", timedelta(minutes=10), "tick", jitter=timedelta(minutes=5))
+    for m in (10, 20):
+        clock.set(START + timedelta(minutes=m))
+        await sched.wait_idle()
+    jobs = await occurrences(sched, "j")
+    assert len(jobs) == 2
+    for job in jobs:
+        assert job.fire_ts is not None and job.jitter is not None
+        expected = jitter_offset("j", job.fire_ts, 300.0)
+        assert job.jitter == pytest.approx(expected)
+        assert 0 <= job.jitter < 300
+        assert job.next_ts == pytest.approx(job.fire_ts + expected)
+    assert jobs[0].jitter != jobs[1].jitter
+
+
+# --- bad input and transactions ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args, kwargs, error, words",
+    [
+        (("x", "0 25 * * *", "tick"), {}, InvalidSchedule, "hour field"),
+        (("x", "0 9 * * *", "tick"), {"tz": "Mars/Olympus"}, InvalidSchedule, "Mars/Olympus"),
+        (("x", timedelta(0), "tick"), {}, InvalidSchedule, "positive"),
+        (("x", timedelta(minutes=-5), "tick"), {}, InvalidSchedule, "positive"),
+        (("x", "0 9 * * *", "nope"), {}, UnknownFunction, "nope"),
+        (("x", "0 9 * * *", "tick"), {"overlap": "sometimes"}, InvalidSchedule, "overlap"),
+        (("x", "0 9 * * *", "tick"), {"catch_up": "always"}, InvalidSchedule, "catch_up"),
+        (("", "0 9 * * *", "tick"), {}, InvalidSchedule, "name"),
+        (("x", 42, "tick"), {}, InvalidSchedule, "spec"),
+    ],
+)
+async def test_bad_schedules_are_refused_and_nothing_is_written(
+    make: Make, args: tuple[Any, ...], kwargs: dict[str, Any], error: type[Exception], words: str
+) -> None:
+    sched = make()
+    await sched.start()
+    with pytest.raises(error, match=words):
+        await sched.schedules.create(*args, **kwargs)
+    assert await sched.schedules.list() == []
+
+
+async def test_unknown_names_and_reversed_backfill_are_clear_errors(make: Make) -> None:
+    sched = make()
+    await sched.start()
+    for call in (
+        sched.schedules.pause("ghost"),
+        sched.schedules.resume("ghost"),
+        sched.schedules.trigger("ghost"),
+        sched.schedules.delete("ghost"),
+        sched.schedules.get("ghost"),
+    ):
+        with pytest.raises(ScheduleNotFound, match="ghost"):
+            await call
+    await sched.schedules.create("b", HOUR, "tick")
+    with pytest.raises(InvalidSchedule, match="before its start"):
+        await sched.schedules.backfill("b", START, START - HOUR)
+    with pytest.raises(DuplicateName):
+        await sched.schedules.create("b", HOUR, "tick")
+
+
+async def test_a_row_and_its_schedule_commit_or_roll_back_together(make: Make) -> None:
+    sched = make()
+    await sched.start()
+    async with sched.transaction() as ctx:
+        await ctx.db.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)")
+    with pytest.raises(RuntimeError):
+        async with sched.transaction() as ctx:
+            await ctx.db.execute("INSERT INTO notes (id, body) VALUES (1, 'hi')")
+            await ctx.scheduler.schedules.create("n", HOUR, "tick")
+            raise RuntimeError("changed my mind")
+    assert await sched.schedules.list() == []
+    async with sched.reader() as db:
+        row = await (await db.execute("SELECT count(*) FROM notes")).fetchone()
+    assert row[0] == 0
