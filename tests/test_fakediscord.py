@@ -135,6 +135,25 @@ async def test_gateway_disconnect_resumes_and_replays_missed_events(world: World
         assert fake.gateway.resume_count == 1
 
 
+async def test_reconnect_opcode_makes_the_client_resume(world: World) -> None:
+    fake = world.fake
+    client = discord.Client(intents=discord.Intents.default(), guild_ready_timeout=0.05)
+    seen: list[int] = []
+
+    @client.event
+    async def on_interaction(interaction: discord.Interaction) -> None:
+        seen.append(interaction.id)
+
+    async with run_client(fake, client):
+        fake.gateway.send_reconnect()
+        await fake.wait_until(lambda: fake.gateway.resume_count == 1, what="resume after op 7")
+        await fake.wait_for_connection()
+        assert fake.gateway.identify_count == 1
+        # interactions keep flowing on the resumed session
+        handle = await fake.invoke_command(world.guild, world.channel, world.alice, "ping")
+        await fake.wait_until(lambda: seen == [handle.id], what="INTERACTION_CREATE")
+
+
 async def test_wrong_token_is_a_login_failure(fake: FakeDiscord) -> None:
     client, _ = make_client()
     with pointing_discord_py_at(fake):

@@ -29,7 +29,10 @@ import threading
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-import pytest
+try:  # the guard itself works without pytest (e.g. in a benchmark); the fixture needs it
+    import pytest
+except ImportError:  # pragma: no cover
+    pytest = None  # type: ignore[assignment]
 
 _ENV_ALLOW = "CRIER_NETGUARD_ALLOW_HOSTS"
 
@@ -198,8 +201,7 @@ def install_network_guard(allow_hosts: Iterable[str] = ()) -> NetworkGuard:
     return _GUARD.install()
 
 
-@pytest.fixture
-def network_guard() -> Iterator[NetworkGuard]:
+def _network_guard() -> Iterator[NetworkGuard]:
     """Blocks non-loopback network access for the test; fails the test if any was attempted."""
     guard = install_network_guard()
     guard.take_violations()
@@ -210,3 +212,6 @@ def network_guard() -> Iterator[NetworkGuard]:
         guard.uninstall()
     if violations:
         pytest.fail("\n".join(violations), pytrace=False)
+
+
+network_guard = pytest.fixture(_network_guard, name="network_guard") if pytest else None
