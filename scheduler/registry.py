@@ -62,7 +62,10 @@ class Registry:
             )
         if kind is JobKind.MUTATION and idempotent:
             raise InvalidArgument("idempotent=True is for actions; mutations are always replayable")
-        default = DEFAULT_MUTATION_RETRY if kind is JobKind.MUTATION else DEFAULT_ACTION_RETRY
+        # An idempotent action is replayed like a mutation after a crash (the lost run counts
+        # as an attempt), so it gets a mutation's budget: with one attempt it could never be.
+        replayable = kind is JobKind.MUTATION or idempotent
+        default = DEFAULT_MUTATION_RETRY if replayable else DEFAULT_ACTION_RETRY
         self._entries[name] = Registration(name, kind, handler, idempotent, retry or default)
 
     def mutation(self, name: str, *, retry: Retry | None = None) -> Callable[[H], H]:
