@@ -1,0 +1,293 @@
+"""A child process for the crash and multi-process tests, and the parent's helpers to drive it.
+
+Run as ``python -m tests.scheduler.crash_worker MODE DB --migrations DIR [options]``:
+
+``enqueue-loop``
+    Enqueue far-future jobs one after another, printing ``COMMITTED <job_id>`` after each
+    commit, until killed.
+``serve``
+    Run a scheduler (``--lease``, ``--sweep``) until SIGTERM. ``--enqueue FN`` first enqueues
+    one due job of ``FN`` (printing ``ENQUEUED <job_id>``); ``--hang`` makes the ``app:*``
+    handlers print ``IN_MUTATION <job_id>`` / ``IN_ACTION <job_id>`` and then block forever,
+    so that a SIGKILL lands inside the run.
+``race``
+    Run a scheduler on the ``race:*`` handlers until SIGTERM.
+
+Every mode prints ``READY`` once its scheduler is running. Lines are flushed at once: the
+parent acts on each line as soon as it reads it.
+
+The application's own tables come from a migration set (:func:`write_app_migrations`), as a
+real application's would, so they exist before the first job runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import signal
+import sqlite3
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+APP_COMPONENT = "crash_app"
+
+APP_SQL = """\
+-- What the app:* handlers wrote (deliberately not unique: a second run would show).
+CREATE TABLE app_rows (id INTEGER PRIMARY KEY, job_id INTEGER NOT NULL, pid INTEGER NOT NULL);
+-- Runs of the app:* actions that got past their hang point.
+CREATE TABLE action_runs (id INTEGER PRIMARY KEY, job_id INTEGER NOT NULL, pid INTEGER NOT NULL);
+-- What on_complete callbacks received.
+CREATE TABLE app_callbacks (
+    id INTEGER PRIMARY KEY, job_id INTEGER NOT NULL, kind TEXT NOT NULL, error TEXT
+);
+-- The race: one row per job at most (a second run of a mutation would violate this).
+CREATE TABLE race_runs (
+    job_id INTEGER NOT NULL UNIQUE, kind TEXT NOT NULL, pid INTEGER NOT NULL
+);
+-- The race: every attempt of an action, counted separately from race_runs.
+CREATE TABLE race_attempts (id INTEGER PRIMARY KEY, job_id INTEGER NOT NULL, pid INTEGER NOT NULL);
+"""
+
+
+def write_app_migrations(root: Path) -> Path:
+    """Write the test application's migration set under ``root`` and return ``root``."""
+    folder = root / "sqlite"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "0001_crash_app.sql").write_text(APP_SQL, "utf-8")
+    return root
+
+
+# --- the child ---------------------------------------------------------------------------------
+
+
+def say(line: str) -> None:
+    print(line, flush=True)
+
+
+def build_registry(hang: bool) -> Any:
+    from scheduler import Registry
+
+    registry = Registry()
+    pid = os.getpid()
+
+    async def block() -> None:
+        await asyncio.Event().wait()
+
+    @registry.mutation("app:write")
+    async def app_write(ctx: Any, args: Any) -> int:
+        await ctx.db.execute("INSERT INTO app_rows (job_id, pid) VALUES (?, ?)", (ctx.job.id, pid))
+        if hang:
+            say(f"IN_MUTATION {ctx.job.id}")  # the insert above is not committed yet
+            await block()
+        return int(ctx.job.id)
+
+    async def act(ctx: Any, args: Any) -> str:
+        say(f"IN_ACTION {ctx.job.id}")
+        if hang:
+            await block()
+
+        async def record(tx: Any, job_id: int) -> None:
+            await tx.db.execute(
+                "INSERT INTO action_runs (job_id, pid) VALUES (?, ?)", (job_id, pid)
+            )
+
+        await ctx.run_mutation(record, ctx.job.id)
+        return "acted"
+
+    registry.register("app:act", act, "action")
+    registry.register("app:act-idempotent", act, "action", idempotent=True)
+
+    @registry.mutation("app:record")
+    async def app_record(ctx: Any, args: Any) -> None:
+        result = args["result"]
+        await ctx.db.execute(
+            "INSERT INTO app_callbacks (job_id, kind, error) VALUES (?, ?, ?)",
+            (args["job_id"], result["kind"], result.get("error")),
+        )
+
+    @registry.mutation("race:m")
+    async def race_m(ctx: Any, args: Any) -> None:
+        await ctx.db.execute(
+            "INSERT INTO race_runs (job_id, kind, pid) VALUES (?, 'mutation', ?)",
+            (ctx.job.id, pid),
+        )
+
+    @registry.action("race:a")
+    async def race_a(ctx: Any, args: Any) -> None:
+        async def record(tx: Any, job_id: int) -> None:
+            await tx.db.execute(
+                "INSERT OR IGNORE INTO race_runs (job_id, kind, pid) VALUES (?, 'action', ?)",
+                (job_id, pid),
+            )
+            await tx.db.execute(
+                "INSERT INTO race_attempts (job_id, pid) VALUES (?, ?)", (job_id, pid)
+            )
+
+        await ctx.run_mutation(record, ctx.job.id)
+
+    return registry
+
+
+async def child_main(opts: argparse.Namespace) -> None:
+    from scheduler import MigrationSet, Scheduler, SqliteStore
+
+    stop = asyncio.Event()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+    sched = Scheduler(
+        SqliteStore(opts.db),
+        build_registry(opts.hang),
+        lease=opts.lease,
+        sweep_interval=opts.sweep,
+        shutdown_grace=1.0,
+        migrations=[MigrationSet(APP_COMPONENT, Path(opts.migrations))],
+    )
+    async with sched:
+        say("READY")
+        if opts.mode == "enqueue-loop":
+            n = 0
+            while True:
+                job_id = await sched.run_after(3600, "app:write", {"n": n})
+                say(f"COMMITTED {job_id}")
+                n += 1
+        if opts.enqueue:
+            job_id = await sched.run_after(0, opts.enqueue, on_complete="app:record")
+            say(f"ENQUEUED {job_id}")
+        await stop.wait()
+    say("STOPPED")
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m tests.scheduler.crash_worker")
+    p.add_argument("mode", choices=["enqueue-loop", "serve", "race"])
+    p.add_argument("db")
+    p.add_argument("--migrations", required=True)
+    p.add_argument("--lease", type=float, default=30.0)
+    p.add_argument("--sweep", type=float, default=30.0)
+    p.add_argument("--enqueue", default=None)
+    p.add_argument("--hang", action="store_true")
+    return p.parse_args(argv)
+
+
+# --- the parent's side ---------------------------------------------------------------------------
+
+LINE_TIMEOUT = 15.0
+
+
+class Child:
+    """A worker process; its stdout is read line by line, its stderr kept in a file."""
+
+    def __init__(self, proc: asyncio.subprocess.Process, stderr_path: Path) -> None:
+        self.proc = proc
+        self.stderr_path = stderr_path
+        self.lines: list[str] = []
+
+    @classmethod
+    async def start(cls, mode: str, db: Path, migrations: Path, *args: str) -> Child:
+        stderr_path = db.parent / f"child-{time.monotonic_ns()}.stderr"
+        with stderr_path.open("wb") as err:
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                "tests.scheduler.crash_worker",
+                mode,
+                str(db),
+                "--migrations",
+                str(migrations),
+                *args,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=err,
+            )
+        return cls(proc, stderr_path)
+
+    @property
+    def stderr(self) -> str:
+        return self.stderr_path.read_text("utf-8", "replace")
+
+    async def next_line(self, within: float = LINE_TIMEOUT) -> str:
+        """The next line the child prints; fails clearly if it exits or stays silent."""
+        assert self.proc.stdout is not None
+        try:
+            raw = await asyncio.wait_for(self.proc.stdout.readline(), within)
+        except TimeoutError:
+            raise AssertionError(
+                f"child printed nothing for {within}s; stderr:\n{self.stderr}"
+            ) from None
+        if not raw:
+            await self.proc.wait()
+            raise AssertionError(
+                f"child exited ({self.proc.returncode}) before the expected line; "
+                f"stderr:\n{self.stderr}"
+            )
+        line = raw.decode().rstrip("\n")
+        self.lines.append(line)
+        return line
+
+    async def expect(self, prefix: str, within: float = LINE_TIMEOUT) -> str:
+        """Read lines until one starts with ``prefix``; return the rest of that line."""
+        while True:
+            line = await self.next_line(within)
+            if line == prefix or line.startswith(prefix + " "):
+                return line[len(prefix) :].strip()
+
+    def kill(self) -> None:
+        """SIGKILL, at once (no-op if it already exited)."""
+        if self.proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.kill()
+
+    async def rest(self) -> list[str]:
+        """Every line still to come until the child's stdout closes (it must be dying)."""
+        assert self.proc.stdout is not None
+        data = await asyncio.wait_for(self.proc.stdout.read(), LINE_TIMEOUT)
+        more = data.decode().splitlines()
+        self.lines.extend(more)
+        return more
+
+    async def terminate(self, within: float = LINE_TIMEOUT) -> int:
+        """SIGTERM (a clean shutdown), then wait for the exit code."""
+        if self.proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.terminate()
+        await self.rest()
+        return await asyncio.wait_for(self.proc.wait(), within)
+
+    async def reap(self) -> None:
+        """Kill if still running and wait for the process: no child outlives its test."""
+        self.kill()
+        await self.proc.wait()
+        if self.proc.stdout is not None:
+            with contextlib.suppress(Exception):
+                await self.proc.stdout.read()
+
+
+async def until(
+    predicate: Callable[[], bool | Awaitable[bool]], within: float, what: str = "a condition"
+) -> None:
+    """Poll ``predicate`` until it is true; fail with ``what`` once ``within`` seconds pass."""
+    deadline = time.monotonic() + within
+    while True:
+        result = predicate()
+        if not isinstance(result, bool):
+            result = await result
+        if result:
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {within}s waiting for {what}")
+        await asyncio.sleep(0.02)
+
+
+def connect(db: Path) -> sqlite3.Connection:
+    """A plain autocommit connection for the parent's checks (each query sees the latest commit)."""
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute("PRAGMA busy_timeout = 10000")
+    return conn
+
+
+if __name__ == "__main__":
+    asyncio.run(child_main(parse(sys.argv[1:])))

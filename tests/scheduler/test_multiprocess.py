@@ -1,0 +1,137 @@
+"""Three processes on one SQLite file race for the same due jobs: each job runs exactly once.
+
+The workers (``tests/scheduler/crash_worker.py race``) open a fresh file at the same moment
+(racing the migrations too), then the parent enqueues every job at once, due a moment later,
+so all three find the work and claim it concurrently. Every run records itself in an
+application table keyed UNIQUE on the job id; a second run of a mutation would violate it
+(and fail the job), and every action attempt is counted in a table of its own.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+
+from scheduler import JobKind, SqliteStore
+from scheduler._ops import NewJob, Op, OpState, enqueue
+from scheduler.migrations import MigrationSet
+from tests.scheduler.crash_worker import APP_COMPONENT, Child, connect, until, write_app_migrations
+
+WORKERS = 3
+MUTATIONS = 2000
+ACTIONS = 500
+DEADLINE = 20.0
+
+
+def job(fn: str, kind: JobKind, due: float) -> NewJob:
+    return NewJob(
+        fn=fn,
+        kind=kind,
+        next_ts=due,
+        max_failures=4 if kind is JobKind.MUTATION else 1,
+        initial_backoff=1.0,
+        backoff_base=2.0,
+        idempotent=False,
+        args_json="null",
+    )
+
+
+def enqueue_all(jobs: list[NewJob]) -> Callable[[OpState], Op[list[int]]]:
+    def op(st: OpState) -> Op[list[int]]:
+        ids: list[int] = []
+        for j in jobs:
+            ids.append((yield from enqueue(st, j)))
+        return ids
+
+    return op
+
+
+@pytest.fixture
+async def workers(tmp_path: Path) -> AsyncIterator[tuple[Path, Path, list[Child]]]:
+    db = tmp_path / "race.db"
+    migrations = write_app_migrations(tmp_path / "app_migrations")
+    started: list[Child] = []
+    try:
+        yield db, migrations, started
+    finally:
+        for child in started:
+            await child.reap()
+
+
+def count(conn: sqlite3.Connection, sql: str) -> int:
+    return int(conn.execute(sql).fetchone()[0])
+
+
+async def test_three_processes_race_for_due_work_and_each_job_runs_exactly_once(
+    workers: tuple[Path, Path, list[Child]],
+) -> None:
+    db, migrations, children = workers
+    # All three open the fresh file at once: they race the migrations as well.
+    for _ in range(WORKERS):
+        children.append(
+            await Child.start("race", db, migrations, "--lease", "30", "--sweep", "0.1")
+        )
+    for child in children:
+        await child.expect("READY")
+
+    store = SqliteStore(db)
+    await store.open([MigrationSet(APP_COMPONENT, migrations)])
+    try:
+        due = time.time() + 0.5  # every worker has found the work by then: they start together
+        jobs = [job("race:m", JobKind.MUTATION, due) for _ in range(MUTATIONS)]
+        jobs += [job("race:a", JobKind.ACTION, due) for _ in range(ACTIONS)]
+        ids: list[int] = await store.run(enqueue_all(jobs), time.time())
+    finally:
+        await store.close()
+    assert len(set(ids)) == MUTATIONS + ACTIONS
+
+    with closing(connect(db)) as conn:
+        await until(
+            lambda: (
+                count(
+                    conn,
+                    "SELECT count(*) FROM scheduler_jobs WHERE state IN "
+                    "('success', 'failed', 'canceled')",
+                )
+                == MUTATIONS + ACTIONS
+            ),
+            DEADLINE,
+            "every job to finish",
+        )
+        for child in children:
+            assert await child.terminate() == 0, child.stderr
+            assert "Traceback" not in child.stderr, child.stderr
+            assert "lease sweep" not in child.stderr, child.stderr  # no lease ever expired
+            assert "discarded" not in child.stderr, child.stderr  # no outcome was fenced off
+
+        states = dict(conn.execute("SELECT state, count(*) FROM scheduler_jobs GROUP BY state"))
+        assert states == {"success": MUTATIONS + ACTIONS}
+        assert count(conn, "SELECT count(*) FROM scheduler_jobs WHERE run_count != 1") == 0
+        assert count(conn, "SELECT count(*) FROM scheduler_jobs WHERE attempts != 0") == 0
+
+        runs = dict(conn.execute("SELECT kind, count(*) FROM race_runs GROUP BY kind"))
+        assert runs == {"mutation": MUTATIONS, "action": ACTIONS}
+        assert (
+            count(
+                conn,
+                "SELECT count(*) FROM scheduler_jobs j JOIN race_runs r ON r.job_id = j.id "
+                "WHERE (j.fn = 'race:m') = (r.kind = 'mutation')",
+            )
+            == MUTATIONS + ACTIONS
+        )
+        # Actions: every attempt counted, no job attempted twice.
+        assert count(conn, "SELECT count(*) FROM race_attempts") == ACTIONS
+        assert count(conn, "SELECT count(DISTINCT job_id) FROM race_attempts") == ACTIONS
+
+        by_pid = dict(conn.execute("SELECT pid, count(*) FROM race_runs GROUP BY pid"))
+        pids = {child.proc.pid for child in children}
+        assert set(by_pid) <= pids
+        assert len(by_pid) >= 2, f"the workers did not race: {by_pid}"
+
+        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+        print(f"runs per worker: {sorted(by_pid.values())}")
