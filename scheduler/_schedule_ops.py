@@ -447,10 +447,13 @@ def reconcile(st: OpState, defs: Sequence[ScheduleDef]) -> Op[ReconcileReport]:
     changed: list[str] = []
     unchanged = 0
     now_dt = _dt(st.now)
+    first_fire: dict[Trigger, float] = {}  # many entries share an expression
     for d in defs:
         found = existing.get(d.name)
         if found is None:
-            first = d.trigger.next_after(now_dt).timestamp()
+            first = first_fire.get(d.trigger)
+            if first is None:
+                first = first_fire[d.trigger] = d.trigger.next_after(now_dt).timestamp()
             yield Q("insert_schedule", _insert_params(st, d, first), "one")
             added.append(d.name)
             continue

@@ -19,6 +19,7 @@ from pathlib import Path
 from .errors import MigrationError
 
 _FILE = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+_COMPONENT = re.compile(r"^[a-z][a-z0-9_.-]{0,62}$")
 
 VERSION_TABLE = "scheduler_migrations"
 
@@ -41,6 +42,13 @@ class MigrationSet:
 
     component: str
     root: Traversable | Path
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.component, str) or not _COMPONENT.match(self.component):
+            raise MigrationError(
+                f"a migration component name is lowercase letters, digits, '_', '.', '-' "
+                f"(starting with a letter), got {self.component!r}"
+            )
 
     def load(self, dialect: str) -> list[Migration]:
         """The component's migrations for ``dialect``, in version order, numbered 1, 2, 3…"""

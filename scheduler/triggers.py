@@ -42,9 +42,11 @@ module validated); all time-zone logic lives here.
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from functools import lru_cache
 from typing import Final, Protocol, runtime_checkable
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -313,6 +315,30 @@ def _render(values: frozenset[int], spec: _FieldSpec, *, last: bool = False) -> 
     return ",".join(items)
 
 
+_walkers = threading.local()
+_WALKER_CACHE_SIZE: Final = 4096
+
+
+def _walker(expr: str, start: datetime) -> croniter:
+    """A croniter for ``expr`` positioned at ``start``.
+
+    Building a croniter parses and expands the expression, several times the cost of a
+    step, so one is kept per expression and thread and repositioned for each search.
+    """
+    cache: dict[str, croniter] | None = getattr(_walkers, "cache", None)
+    if cache is None:
+        cache = _walkers.cache = {}
+    it = cache.get(expr)
+    if it is None:
+        if len(cache) >= _WALKER_CACHE_SIZE:
+            cache.clear()
+        it = cache[expr] = croniter(expr, start)
+    else:
+        it.set_current(start, force=True)
+    return it
+
+
+@lru_cache(maxsize=4096)
 def _compile_cron(expr: str) -> str:
     """Validate a cron expression and return its canonical croniter form.
 
@@ -421,6 +447,10 @@ class Cron:
         object.__setattr__(self, "tz", zone)
         object.__setattr__(self, "_croniter_expr", canonical)
 
+    def _walls(self, start: datetime) -> croniter:
+        """A croniter over this expression positioned at naive ``start``."""
+        return _walker(self._croniter_expr, start)
+
     def __repr__(self) -> str:
         return f"Cron({self.expr!r}, tz={self.tz_name!r})"
 
@@ -445,7 +475,7 @@ class Cron:
         t_utc = _require_aware(t, "t")
         try:
             start = t_utc.astimezone(self.tz).replace(tzinfo=None, second=0, microsecond=0)
-            walls = croniter(self._croniter_expr, start, ret_type=datetime)
+            walls = self._walls(start)
             for _ in range(_MAX_REJECTED_CANDIDATES):
                 instant = self._instant(walls.get_next(datetime))
                 if instant is not None and instant > t_utc:
@@ -485,7 +515,7 @@ class Cron:
             # croniter's get_prev is strict and minute-granular: start one minute past the
             # floor of `upper` to include `upper`'s own minute.
             start = upper.replace(second=0, microsecond=0) + _ONE_MINUTE
-            walls = croniter(self._croniter_expr, start, ret_type=datetime)
+            walls = self._walls(start)
             for _ in range(_MAX_REJECTED_CANDIDATES):
                 instant = self._instant(walls.get_prev(datetime))
                 if instant is not None and instant <= t_utc:
