@@ -160,9 +160,13 @@ def _dt(ts: float) -> datetime:
 # --- writing definitions -----------------------------------------------------------------
 
 
-def create(st: OpState, d: ScheduleDef) -> Op[None]:
-    """Insert a schedule; its first fire is the trigger's first time after now."""
-    first = d.trigger.next_after(_dt(st.now)).timestamp()
+def create(st: OpState, d: ScheduleDef, start: float | None = None) -> Op[None]:
+    """Insert a schedule; its first fire is the trigger's first time after now, or its
+    first time at or after ``start`` when that is later."""
+    if start is not None and start > st.now:
+        first = d.trigger.next_after(_dt(start) - _US).timestamp()
+    else:
+        first = d.trigger.next_after(_dt(st.now)).timestamp()
     row = yield Q("insert_schedule", _insert_params(st, d, first), "one")
     if row is None:
         raise DuplicateName(f"a schedule named {d.name!r} already exists")

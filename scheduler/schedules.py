@@ -176,11 +176,15 @@ class TxSchedules:
         catch_up: str = "skip",
         catchup_window: timedelta | float = DEFAULT_WINDOW,
         jitter: timedelta | float = timedelta(0),
+        start: datetime | float | None = None,
     ) -> ScheduleInfo:
         """Create a runtime schedule. ``spec`` is a cron expression (evaluated in ``tz``) or
-        a ``timedelta`` interval anchored now. A taken name raises ``DuplicateName``."""
+        a ``timedelta`` interval, anchored at ``start`` (default: now). With ``start`` in the
+        future, nothing fires before it. A taken name raises ``DuplicateName``."""
         now = self._tx.state.now
-        trigger = make_trigger(spec, tz, ts_to_datetime(now))
+        begin = None if start is None else _codec.to_timestamp(start, "start")
+        anchor = now if begin is None else begin
+        trigger = make_trigger(spec, tz, ts_to_datetime(anchor))
         d = build_def(
             self._sched,
             name=name,
@@ -193,7 +197,7 @@ class TxSchedules:
             catchup_window=catchup_window,
             jitter=jitter,
         )
-        await self._run(lambda st: ops.create(st, d))
+        await self._run(lambda st: ops.create(st, d, begin))
         return await self.get(name)
 
     async def get(self, name: str) -> ScheduleInfo:

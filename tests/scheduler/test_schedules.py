@@ -551,3 +551,17 @@ async def test_a_row_and_its_schedule_commit_or_roll_back_together(make: Make) -
     async with sched.reader() as db:
         row = await (await db.execute("SELECT count(*) FROM notes")).fetchone()
     assert row[0] == 0
+
+
+async def test_start_delays_the_first_fire_and_anchors_an_interval(
+    make: Make, clock: FakeClock
+) -> None:
+    sched = make()
+    await sched.start()
+    begin = START + timedelta(hours=5, minutes=7)
+    every = await sched.schedules.create("i", timedelta(hours=2), "tick", start=begin)
+    assert every.next_fire == begin  # not START + 1h07 from the same lattice
+    cron = await sched.schedules.create("c", "0 9 * * *", "tick", start=START + timedelta(hours=12))
+    assert cron.next_fire == datetime(2030, 6, 2, 9, 0, tzinfo=UTC)  # not 2030-06-01 09:00
+    past = await sched.schedules.create("p", "0 * * * *", "tick", start=START - HOUR)
+    assert past.next_fire == START + HOUR
