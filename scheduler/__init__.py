@@ -5,6 +5,8 @@ transactions under a lease; a driver wakes on commit and on one timer, with a le
 the only polling. See ``README.md`` and ``docs/scheduler.md``.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from ._scheduler import Scheduler
 from .abc import Cursor, Db, Store
 from .clock import Clock, SystemClock
@@ -31,6 +33,9 @@ from .registry import Registry
 from .schedules import CronJobs, ScheduleInfo, cron_jobs
 from .stores.sqlite import SqliteStore
 from .triggers import Cron, Interval
+
+if TYPE_CHECKING:
+    from .stores.postgres import PostgresStore as PostgresStore
 
 __all__ = [
     "ActionContext",
@@ -69,3 +74,13 @@ __all__ = [
     "UnknownFunction",
     "cron_jobs",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # PostgresStore needs asyncpg (the ``postgres`` extra): import it only when asked for,
+    # so SQLite users never need it. (Not in __all__, so a star import never needs it either.)
+    if name == "PostgresStore":
+        from .stores.postgres import PostgresStore
+
+        return PostgresStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,720 @@
+"""The multi-instance store: PostgreSQL through an asyncpg connection pool.
+
+Any number of processes share one database. Claims lock the rows they take with
+``FOR UPDATE SKIP LOCKED``, so concurrent claimers get disjoint batches without waiting for
+each other; completions, lease extensions and reclaims are fenced by state and run count.
+A commit that changed pending work sends ``NOTIFY`` on a channel inside its transaction, and
+every store keeps one dedicated ``LISTEN`` connection (outside the pool) that wakes its
+drivers when another process commits such work; if that connection is lost it is
+re-established in the background with backoff, while the driver's lease sweep keeps work
+moving. Local commits wake local listeners at once, without waiting for the round trip.
+
+Every transaction runs at READ COMMITTED (what the claim query's ``SKIP LOCKED`` is written
+for); ``read`` runs in a read-only REPEATABLE READ transaction. Application SQL
+(``ctx.db.execute``) uses ``?`` placeholders as on SQLite; they are rewritten to ``$n`` here.
+
+Unlike SQLite, PostgreSQL aborts the whole transaction when a statement fails: only a
+``ROLLBACK TO SAVEPOINT`` (what the driver does around each mutation) makes it usable again.
+A transaction left aborted is rolled back at the end and reported with a
+:class:`~scheduler.errors.StoreError` rather than silently dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+import random
+import re
+import secrets
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager, suppress
+from functools import lru_cache
+from typing import Any, ClassVar, TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+import asyncpg
+
+from .._ops import Op, OpState, Q
+from ..abc import Cursor, Store
+from ..errors import InvalidArgument, MigrationError, SchedulerError, StoreError
+from ..migrations import (
+    VERSION_TABLE,
+    Migration,
+    MigrationSet,
+    check_applied,
+    scheduler_migrations,
+)
+from ..sql import load_queries
+
+T = TypeVar("T")
+
+log = logging.getLogger("scheduler.postgres")
+
+# asyncpg ships no type information: its connections are ``Any`` here.
+Connection = Any
+
+DEFAULT_CHANNEL = "scheduler_wake"
+_CHANNEL = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
+
+# Serializes migrators across processes (pg_advisory_xact_lock takes a bigint): "schedmig".
+_MIGRATION_LOCK = int.from_bytes(b"schedmig", "big")
+
+_VERSION_DDL = (
+    f"CREATE TABLE IF NOT EXISTS {VERSION_TABLE} ("
+    "component TEXT NOT NULL, version INTEGER NOT NULL, name TEXT NOT NULL, "
+    "checksum TEXT NOT NULL, applied_at DOUBLE PRECISION NOT NULL, "
+    "PRIMARY KEY (component, version))"
+)
+
+# asyncpg 0.30 lets a pool skip its session reset (RESET ALL, UNLISTEN *, ... on every
+# release: about half the cost of a short operation). Older versions always reset.
+_CAN_SKIP_RESET = hasattr(asyncpg.Connection, "get_reset_query")
+
+# How long a rollback may take before the connection is given up (terminated, and replaced
+# by the pool): after a cancellation the server may be slow to answer, or gone.
+_ABORT_TIMEOUT = 10.0
+
+# The store whose write transaction the current task holds, to turn a nested transaction
+# (a second connection, committing on its own, or a deadlock on the first one's row locks)
+# into a clear error. The task is recorded too: a task started inside a transaction inherits
+# this context but is free to open transactions of its own.
+_holding: contextvars.ContextVar[tuple[PostgresStore, asyncio.Task[Any] | None] | None] = (
+    contextvars.ContextVar("scheduler_postgres_writer", default=None)
+)
+
+
+# --- placeholders ------------------------------------------------------------------------
+
+
+def _is_ident_char(c: str) -> bool:
+    return c.isalnum() or c in "_$" or ord(c) >= 0x80
+
+
+_DOLLAR_TAG = re.compile(r"\$(?:[A-Za-z_\u0080-\U0010ffff][A-Za-z0-9_\u0080-\U0010ffff]*)?\$")
+_DIGITS = re.compile(r"\d+")
+
+
+def _skip_quoted(sql: str, i: int, quote: str, backslashes: bool) -> int:
+    """The index just past the literal or identifier that opens at ``sql[i]``."""
+    n = len(sql)
+    i += 1
+    while i < n:
+        c = sql[i]
+        if backslashes and c == "\\":
+            i += 2
+            continue
+        if c == quote:
+            if i + 1 < n and sql[i + 1] == quote:  # a doubled quote stands for itself
+                i += 2
+                continue
+            return i + 1
+        i += 1
+    return n
+
+
+def _skip_block_comment(sql: str, i: int) -> int:
+    """The index just past the ``/* ... */`` comment at ``sql[i]`` (they nest in PostgreSQL)."""
+    depth = 0
+    n = len(sql)
+    while i < n:
+        if sql.startswith("/*", i):
+            depth += 1
+            i += 2
+        elif sql.startswith("*/", i):
+            depth -= 1
+            i += 2
+            if depth == 0:
+                return i
+        else:
+            i += 1
+    return n
+
+
+@lru_cache(maxsize=512)
+def translate_placeholders(sql: str) -> str:
+    """Rewrite SQLite-style placeholders as PostgreSQL's ``$n``.
+
+    ``?`` becomes ``$n``, numbered as SQLite numbers them (one more than the largest number
+    used so far), and ``?NNN`` becomes ``$NNN``. Nothing inside string literals (``'...'``,
+    ``E'...'`` with backslash escapes, ``$tag$...$tag$``), quoted identifiers (``"..."``) or
+    comments (``--`` and nested ``/* */``) changes, nor do ``$n`` placeholders written as such.
+    ``??`` stands for a literal ``?``, for PostgreSQL operators spelled with one (``jsonb ??
+    'key'``); SQLite has no use for it.
+    """
+    out: list[str] = []
+    start = i = 0
+    highest = 0
+    n = len(sql)
+    while i < n:
+        c = sql[i]
+        if c == "'":
+            escaped = i > 0 and sql[i - 1] in "eE" and (i < 2 or not _is_ident_char(sql[i - 2]))
+            i = _skip_quoted(sql, i, "'", escaped)
+        elif c == '"':
+            i = _skip_quoted(sql, i, '"', False)
+        elif c == "-" and sql.startswith("--", i):
+            end = sql.find("\n", i)
+            i = n if end < 0 else end + 1
+        elif c == "/" and sql.startswith("/*", i):
+            i = _skip_block_comment(sql, i)
+        elif c == "$" and (i == 0 or not _is_ident_char(sql[i - 1])):
+            tag = _DOLLAR_TAG.match(sql, i)
+            if tag is None:
+                i += 1
+            else:
+                end = sql.find(tag.group(), tag.end())
+                i = n if end < 0 else end + len(tag.group())
+        elif c == "?":
+            if sql.startswith("??", i):
+                out.append(sql[start:i])
+                out.append("?")
+                start = i = i + 2
+                continue
+            digits = _DIGITS.match(sql, i + 1)
+            if digits is not None:
+                number = int(digits.group())
+                highest = max(highest, number)
+                end = digits.end()
+            else:
+                highest += 1
+                number = highest
+                end = i + 1
+            out.append(sql[start:i])
+            out.append(f"${number}")
+            start = i = end
+        else:
+            i += 1
+    out.append(sql[start:])
+    return "".join(out)
+
+
+def rowcount(status: str | None) -> int:
+    """The row count in a command status (``"INSERT 0 3"`` is 3, ``"CREATE TABLE"`` is -1)."""
+    if not status:
+        return -1
+    head, _, last = status.rpartition(" ")
+    return int(last) if head and last.isdigit() else -1
+
+
+def _user_params(params: Sequence[Any]) -> tuple[Any, ...]:
+    if isinstance(params, str | bytes | Mapping):
+        raise InvalidArgument(
+            "SQL parameters must be a sequence of values for the ? placeholders "
+            f"(named parameters are not supported), got {type(params).__name__}"
+        )
+    return tuple(params)
+
+
+def _quote_ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _redact(dsn: str) -> str:
+    """``dsn`` without its password, for messages."""
+    try:
+        parts = urlsplit(dsn)
+    except ValueError:
+        return "<dsn>"
+    if parts.password is None:
+        return dsn
+    host = parts.hostname or ""
+    netloc = f"{parts.username or ''}:***@{host}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+# --- cancellation-safe awaiting ------------------------------------------------------------
+
+
+async def _settle(aw: Awaitable[T]) -> T:
+    """Await ``aw`` to its end even if the caller is cancelled meanwhile (then re-raise the
+    cancellation), so a connection is never left halfway through a COMMIT or ROLLBACK."""
+    task = asyncio.ensure_future(aw)
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        while not task.done():
+            with suppress(asyncio.CancelledError):
+                await asyncio.wait({task})
+        if not task.cancelled():
+            task.exception()  # retrieved: the cancellation is what the caller sees
+        raise
+
+
+async def _abort(conn: Connection) -> None:
+    """Roll back whatever is open on ``conn``; a connection that cannot roll back is
+    terminated, so the pool replaces it instead of handing out a half-finished transaction."""
+
+    async def rollback() -> None:
+        try:
+            await conn.execute("ROLLBACK", timeout=_ABORT_TIMEOUT)
+        except Exception as exc:
+            log.warning("rollback failed (%s); dropping the connection", exc)
+            conn.terminate()
+
+    await _settle(rollback())
+
+
+# --- transactions and read access ----------------------------------------------------------
+
+
+class PostgresTx:
+    """An open READ COMMITTED write transaction on one pooled connection."""
+
+    dialect = "postgres"
+
+    def __init__(self, store: PostgresStore, conn: Connection, state: OpState) -> None:
+        self._store = store
+        self._conn = conn
+        self._state = state
+
+    @property
+    def state(self) -> OpState:
+        return self._state
+
+    async def execute(self, sql: str, params: Sequence[Any] = ()) -> Cursor:
+        self._store._touched(self._conn)
+        return await _user_execute(self._conn, sql, params)
+
+    async def executemany(self, sql: str, params: Sequence[Sequence[Any]]) -> Cursor:
+        """Run ``sql`` once per parameter row, pipelined; ``rowcount`` is -1 (PostgreSQL's
+        batch protocol reports no total)."""
+        rows = [_user_params(p) for p in params]
+        self._store._touched(self._conn)
+        await self._conn.executemany(translate_placeholders(sql), rows)
+        return Cursor([], -1)
+
+    async def run(self, op: Callable[[OpState], Op[T]]) -> T:
+        return await self._store._drive(self._conn, op(self._state))
+
+    async def savepoint(self, name: str) -> None:
+        await self._conn.execute(f"SAVEPOINT {_quote_ident(name)}")
+
+    async def release(self, name: str) -> None:
+        await self._conn.execute(f"RELEASE SAVEPOINT {_quote_ident(name)}")
+
+    async def rollback_to(self, name: str) -> None:
+        await self._conn.execute(f"ROLLBACK TO SAVEPOINT {_quote_ident(name)}")
+
+
+class PostgresReadDb:
+    """A read-only READ COMMITTED transaction: each statement sees the latest commit."""
+
+    dialect = "postgres"
+
+    def __init__(self, store: PostgresStore, conn: Connection) -> None:
+        self._store = store
+        self._conn = conn
+
+    async def execute(self, sql: str, params: Sequence[Any] = ()) -> Cursor:
+        self._store._touched(self._conn)
+        return await _user_execute(self._conn, sql, params)
+
+    async def executemany(self, sql: str, params: Sequence[Sequence[Any]]) -> Cursor:
+        raise InvalidArgument("a snapshot is read-only")
+
+
+async def _user_execute(conn: Connection, sql: str, params: Sequence[Any]) -> Cursor:
+    args = _user_params(params)
+    # A prepared statement reports both the rows and the command status (the row count).
+    stmt = await conn.prepare(translate_placeholders(sql))
+    rows: list[Any] = await stmt.fetch(*args)
+    status: str | None = stmt.get_statusmsg()
+    return Cursor(rows, rowcount(status), None)
+
+
+# --- the store -------------------------------------------------------------------------------
+
+
+class PostgresStore(Store):
+    """PostgreSQL through an asyncpg pool of ``min_size``..``max_size`` connections, plus one
+    dedicated LISTEN connection when ``listen`` is true (turn it off for tools that never run
+    a driver).
+
+    ``channel`` is the NOTIFY channel shared by every process of a deployment. The LISTEN
+    connection is checked every ``listen_check_interval`` seconds and, once lost, retried
+    with exponential backoff up to ``listen_retry_max`` seconds. Other keyword arguments go
+    to :func:`asyncpg.connect` for every connection (``ssl``, ``server_settings``, ...).
+
+    Behind a connection pooler, use session pooling: LISTEN and prepared statements need a
+    session of their own.
+    """
+
+    dialect: ClassVar[str] = "postgres"
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        min_size: int = 1,
+        max_size: int = 10,
+        channel: str = DEFAULT_CHANNEL,
+        listen: bool = True,
+        listen_check_interval: float = 30.0,
+        listen_retry_max: float = 30.0,
+        close_timeout: float = 10.0,
+        application_name: str = "scheduler",
+        **connect_kwargs: Any,
+    ) -> None:
+        super().__init__()
+        if not isinstance(dsn, str) or not dsn:
+            raise InvalidArgument(f"dsn must be a PostgreSQL connection string, got {dsn!r}")
+        if not isinstance(min_size, int) or not isinstance(max_size, int):
+            raise InvalidArgument("min_size and max_size must be ints")
+        if min_size < 0 or max_size < 1 or min_size > max_size:
+            raise InvalidArgument(
+                f"need 0 <= min_size <= max_size and max_size >= 1, got {min_size}, {max_size}"
+            )
+        if not isinstance(channel, str) or not _CHANNEL.fullmatch(channel):
+            raise InvalidArgument(
+                f"channel must be a plain identifier (letters, digits, _; at most 63), "
+                f"got {channel!r}"
+            )
+        for label, value in (
+            ("listen_check_interval", listen_check_interval),
+            ("listen_retry_max", listen_retry_max),
+            ("close_timeout", close_timeout),
+        ):
+            if not value > 0:
+                raise InvalidArgument(f"{label} must be positive, got {value!r}")
+        self.dsn = dsn
+        self.min_size = min_size
+        self.max_size = max_size
+        self.channel = channel
+        self.listen = listen
+        self.listen_check_interval = float(listen_check_interval)
+        self.listen_retry_max = float(listen_retry_max)
+        self.close_timeout = float(close_timeout)
+        self.application_name = application_name
+        self._connect_kwargs = connect_kwargs
+        self._queries = load_queries("postgres")
+        # Tags this store's NOTIFYs, so its own commits (already announced locally) are not
+        # announced twice when they come back through LISTEN.
+        self._token = secrets.token_hex(8)
+        # The wake-up and the commit in one round trip (a simple-protocol script). Both
+        # strings are checked above (an identifier, hex digits): nothing here is user data.
+        self._notify_and_commit = f"SELECT pg_notify('{channel}', '{self._token}'); COMMIT"
+        self._pool: Any = None
+        self._listen_conn: Connection | None = None
+        self._listen_task: asyncio.Task[None] | None = None
+        self._reconnects = 0
+        # Server pids of pooled connections that ran application SQL: only those get the
+        # full session reset when they go back to the pool (the scheduler's own operations
+        # leave nothing behind: they always end their transaction).
+        self._touched_pids: set[int] = set()
+
+    def __repr__(self) -> str:
+        return f"PostgresStore({_redact(self.dsn)!r})"
+
+    def _kwargs(self, application_name: str) -> dict[str, Any]:
+        kwargs = dict(self._connect_kwargs)
+        settings = {"application_name": application_name, **kwargs.pop("server_settings", {})}
+        kwargs["server_settings"] = settings
+        return kwargs
+
+    # --- opening -----------------------------------------------------------------------------
+
+    async def open(self, migrations: Sequence[MigrationSet] = ()) -> None:
+        if self._pool is not None:
+            raise SchedulerError(f"{self!r} is already open")
+        # Read every migration file before touching the database.
+        loaded = [s.load("postgres") for s in (scheduler_migrations(), *migrations)]
+        try:
+            pool_kwargs = self._kwargs(self.application_name)
+            if _CAN_SKIP_RESET:
+                pool_kwargs["reset"] = self._reset_session
+            self._pool = await asyncpg.create_pool(
+                self.dsn, min_size=self.min_size, max_size=self.max_size, **pool_kwargs
+            )
+        except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+            raise StoreError(f"cannot connect to {self!r}: {exc}") from exc
+        try:
+            async with self._pool.acquire() as conn:
+                self._touched(conn)  # migrations are application SQL too
+                await self._migrate(conn, loaded)
+            if self.listen:
+                conn = await self._connect_listener()
+                self._listen_task = asyncio.create_task(
+                    self._supervise_listener(conn), name="scheduler-postgres-listen"
+                )
+        except BaseException:
+            await self.close()
+            raise
+
+    async def _migrate(self, conn: Connection, loaded: list[list[Migration]]) -> None:
+        """Apply what is missing, one migration per transaction, under an advisory lock.
+
+        The version table is read and checked first, and again under the lock before each
+        migration: a database we must refuse (a newer schema, an edited migration) is left
+        exactly as it was.
+        """
+        where: str = f"PostgreSQL database {await conn.fetchval('SELECT current_database()')!r}"
+
+        async def check() -> dict[str, dict[int, str]]:
+            applied = await self._applied(conn)
+            for ms in loaded:
+                if ms:
+                    check_applied(ms, applied.get(ms[0].component, {}), where)
+            return applied
+
+        applied = await check()
+        for ms in loaded:
+            for m in ms:
+                if m.version in applied.get(m.component, {}):
+                    continue
+                async with conn.transaction():
+                    await conn.execute("SELECT pg_advisory_xact_lock($1)", _MIGRATION_LOCK)
+                    applied = await check()
+                    if m.version in applied.get(m.component, {}):
+                        continue  # another process applied it while we waited for the lock
+                    await conn.execute(_VERSION_DDL)
+                    try:
+                        await conn.execute(m.sql)
+                    except asyncpg.PostgresError as exc:
+                        raise MigrationError(
+                            f"{where}: migration {m.component}/{m.version:04d}_{m.name} "
+                            f"failed: {exc}"
+                        ) from exc
+                    await conn.execute(
+                        f"INSERT INTO {VERSION_TABLE} "
+                        "(component, version, name, checksum, applied_at) "
+                        "VALUES ($1, $2, $3, $4, $5)",
+                        m.component,
+                        m.version,
+                        m.name,
+                        m.checksum,
+                        time.time(),
+                    )
+                log.info("%s: applied migration %s/%04d_%s", where, m.component, m.version, m.name)
+
+    @staticmethod
+    async def _applied(conn: Connection) -> dict[str, dict[int, str]]:
+        # Asked of pg_class with the statement's snapshot, not with to_regclass: after waiting
+        # for another migrator's lock, this transaction's catalog cache may still say the
+        # table is missing (it learns of other sessions' DDL only when it locks a relation).
+        exists = await conn.fetchval(
+            "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class c "
+            "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE c.relname = $1 AND n.nspname = ANY (current_schemas(false)))",
+            VERSION_TABLE,
+        )
+        if not exists:
+            return {}
+        applied: dict[str, dict[int, str]] = {}
+        for component, version, checksum in await conn.fetch(
+            f"SELECT component, version, checksum FROM {VERSION_TABLE}"
+        ):
+            applied.setdefault(str(component), {})[int(version)] = str(checksum)
+        return applied
+
+    async def close(self) -> None:
+        task, self._listen_task = self._listen_task, None
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        conn, self._listen_conn = self._listen_conn, None
+        if conn is not None:
+            try:
+                await conn.close(timeout=self.close_timeout)
+            except Exception:
+                conn.terminate()
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            try:
+                await asyncio.wait_for(pool.close(), self.close_timeout)
+            except TimeoutError:
+                log.warning(
+                    "%r: connections still in use after %.0fs; terminating them",
+                    self,
+                    self.close_timeout,
+                )
+                pool.terminate()
+
+    def _touched(self, conn: Connection) -> None:
+        if _CAN_SKIP_RESET:
+            self._touched_pids.add(conn.get_server_pid())
+
+    async def _reset_session(self, conn: Connection) -> None:
+        """The pool's reset on release: a connection that ran application SQL (which may
+        have SET a variable, taken a session advisory lock, LISTENed) gets asyncpg's full
+        reset; one that only ran the scheduler's own queries needs none."""
+        pid = conn.get_server_pid()
+        if pid in self._touched_pids:
+            self._touched_pids.discard(pid)
+            query = conn.get_reset_query()
+            if query:
+                await conn.execute(query)
+
+    # --- the LISTEN connection ---------------------------------------------------------------
+
+    async def _connect_listener(self) -> Connection:
+        conn = await asyncpg.connect(self.dsn, **self._kwargs(f"{self.application_name}-listen"))
+        try:
+            await conn.add_listener(self.channel, self._on_notification)
+        except BaseException:
+            conn.terminate()
+            raise
+        self._listen_conn = conn
+        return conn
+
+    def _on_notification(self, conn: Connection, pid: int, channel: str, payload: str) -> None:
+        if payload != self._token:
+            self._notify()
+
+    async def _supervise_listener(self, conn: Connection) -> None:
+        """Watch the LISTEN connection; when it is lost, reconnect with backoff."""
+        while True:
+            await self._watch(conn)
+            self._listen_conn = None
+            log.warning(
+                "%r: lost the LISTEN connection; reconnecting (until then other processes' "
+                "commits are picked up by the lease sweep)",
+                self,
+            )
+            conn = await self._reconnect_listener()
+            self._reconnects += 1
+            log.info("%r: LISTEN connection re-established", self)
+            self._notify()  # commits made while it was down were not heard
+
+    async def _watch(self, conn: Connection) -> None:
+        lost = asyncio.Event()
+        conn.add_termination_listener(lambda _conn: lost.set())
+        while not lost.is_set() and not conn.is_closed():
+            try:
+                await asyncio.wait_for(lost.wait(), self.listen_check_interval)
+            except TimeoutError:
+                try:  # a connection can die silently (no FIN); ask it
+                    await conn.execute("SELECT 1", timeout=self.listen_check_interval)
+                except Exception:
+                    conn.terminate()
+                    return
+
+    async def _reconnect_listener(self) -> Connection:
+        delay = 0.0
+        while True:
+            try:
+                conn: Connection = await self._connect_listener()
+                return conn
+            except Exception as exc:
+                delay = min(self.listen_retry_max, max(0.25, delay * 2))
+                log.warning(
+                    "%r: could not re-establish the LISTEN connection (%s); retrying in %.1fs",
+                    self,
+                    exc,
+                    delay,
+                )
+            await asyncio.sleep(delay * random.uniform(0.75, 1.0))
+
+    # --- running operations ------------------------------------------------------------------
+
+    def _acquire(self) -> Any:
+        if self._pool is None:
+            raise SchedulerError(f"{self!r} is not open")
+        return self._pool.acquire()
+
+    async def _drive(self, conn: Connection, gen: Op[T]) -> T:
+        """Run a sans-IO operation to completion on ``conn``, one await per query."""
+        try:
+            q: Q = next(gen)
+            while True:
+                result = await self._query(conn, q)
+                q = gen.send(result)
+        except StopIteration as stop:
+            value: T = stop.value
+            return value
+        finally:
+            gen.close()
+
+    async def _query(self, conn: Connection, q: Q) -> Any:
+        sql = self._queries[q.name]
+        params = q.params
+        if q.name == "set_error" and isinstance(params[1], str):
+            # Error text is diagnostic and PostgreSQL text cannot hold NUL: a handler's
+            # exception message must not make its own completion unrecordable.
+            params = (params[0], params[1].replace("\x00", "\ufffd"))
+        if q.fetch == "all":
+            return await conn.fetch(sql, *params)
+        if q.fetch == "one":
+            return await conn.fetchrow(sql, *params)
+        return rowcount(await conn.execute(sql, *params))
+
+    def _enter_writer(self) -> contextvars.Token[Any]:
+        task = asyncio.current_task()
+        held = _holding.get()
+        if held is not None and held[0] is self and held[1] is task:
+            raise SchedulerError(
+                "a transaction is already open in this task: use its ctx.db / ctx.scheduler "
+                "instead of opening another one (it would commit separately, or wait for the "
+                "first one's locks forever)"
+            )
+        return _holding.set((self, task))
+
+    @asynccontextmanager
+    async def _write(self, state: OpState) -> AsyncIterator[Connection]:
+        """A READ COMMITTED transaction on a pooled connection: commits (with the wake-up
+        NOTIFY in it when ``state.wake``) on normal exit, rolls back on any exception, and
+        always gives the connection back clean, cancellation included."""
+        token = self._enter_writer()
+        try:
+            async with self._acquire() as conn:
+                try:
+                    await conn.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
+                    yield conn
+                    await _settle(self._commit(conn, state))
+                except BaseException:
+                    await _abort(conn)
+                    raise
+        finally:
+            _holding.reset(token)
+
+    async def _commit(self, conn: Connection, state: OpState) -> None:
+        status = await conn.execute(self._notify_and_commit if state.wake else "COMMIT")
+        if status != "COMMIT":
+            raise StoreError(
+                "the transaction was rolled back: a statement in it failed and the error was "
+                "caught without a ROLLBACK TO SAVEPOINT, so PostgreSQL discarded all of it"
+            )
+        if state.wake:
+            self._notify()
+
+    async def run(self, op: Callable[[OpState], Op[T]], now: float) -> T:
+        state = OpState(now)
+        async with self._write(state) as conn:
+            result = await self._drive(conn, op(state))
+        return result
+
+    async def read(self, op: Callable[[OpState], Op[T]], now: float) -> T:
+        async with self._acquire() as conn:
+            try:
+                await conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                result = await self._drive(conn, op(OpState(now)))
+            finally:
+                await _abort(conn)  # nothing to keep
+        return result
+
+    @asynccontextmanager
+    async def transaction(self, now: float) -> AsyncIterator[PostgresTx]:
+        state = OpState(now)
+        async with self._write(state) as conn:
+            yield PostgresTx(self, conn, state)
+
+    @asynccontextmanager
+    async def snapshot(self) -> AsyncIterator[PostgresReadDb]:
+        async with self._acquire() as conn:
+            try:
+                await conn.execute("BEGIN ISOLATION LEVEL READ COMMITTED READ ONLY")
+                yield PostgresReadDb(self, conn)
+            finally:
+                await _abort(conn)
+
+    def is_deterministic_error(self, exc: BaseException) -> bool:
+        """Constraint violations (unique, foreign key, check, not null) and data errors
+        (invalid text for a type, out-of-range numbers, division by zero, a parameter of
+        the wrong Python type): the same statement fails the same way on every retry."""
+        return isinstance(
+            exc,
+            asyncpg.IntegrityConstraintViolationError
+            | asyncpg.DataError
+            | asyncpg.exceptions._base.DataError,
+        )

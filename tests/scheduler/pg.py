@@ -1,0 +1,57 @@
+"""PostgreSQL databases for tests: each factory creates a fresh, uniquely named database and
+drops it afterwards, so test runs (and parallel runs by other people) never see each other."""
+
+from __future__ import annotations
+
+import secrets
+from urllib.parse import urlsplit, urlunsplit
+
+import asyncpg
+
+from scheduler.stores.postgres import PostgresStore
+from tests.scheduler.stores import StoreFactory
+
+PREFIX = "crier_test_"
+
+
+def with_database(dsn: str, database: str) -> str:
+    """``dsn`` pointing at ``database`` instead."""
+    parts = urlsplit(dsn)
+    return urlunsplit(parts._replace(path="/" + database))
+
+
+async def create_database(dsn: str) -> str:
+    """Create a fresh database on the server of ``dsn``; return its name."""
+    name = PREFIX + secrets.token_hex(6)
+    conn = await asyncpg.connect(dsn)
+    try:
+        await conn.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await conn.close()
+    return name
+
+
+async def drop_database(dsn: str, name: str) -> None:
+    """Drop ``name``, first ending any session still connected to it (a store a failed test
+    left open)."""
+    conn = await asyncpg.connect(dsn)
+    try:
+        await conn.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = $1 AND pid <> pg_backend_pid()",
+            name,
+        )
+        await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        await conn.close()
+
+
+async def postgres_factory(dsn: str) -> StoreFactory:
+    """Stores on a new database of the server at ``dsn`` (cleanup drops it)."""
+    name = await create_database(dsn)
+    db_dsn = with_database(dsn, name)
+
+    async def cleanup() -> None:
+        await drop_database(dsn, name)
+
+    return StoreFactory("postgres", lambda: PostgresStore(db_dsn), cleanup)

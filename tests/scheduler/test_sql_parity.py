@@ -1,0 +1,117 @@
+"""Both dialects say the same things: the same named queries with the same result columns,
+and the same numbered migrations for every component.
+
+A query or migration added for one store and forgotten for the other fails here, before any
+store test runs into it. The column check compiles every query on both databases (PostgreSQL
+only when ``CRIER_TEST_POSTGRES_DSN`` is set).
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import AsyncIterator
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scheduler import SqliteStore
+from scheduler.migrations import MigrationSet
+from scheduler.sql import load_queries
+from tests.scheduler.stores import postgres_dsn
+
+DIALECTS = ("sqlite", "postgres")
+MIGRATIONS = Path(__file__).resolve().parents[2] / "migrations"
+_PLAIN = re.compile(r"^[a-z_][a-z0-9_]*$")
+
+
+def test_every_query_exists_in_both_dialects() -> None:
+    sqlite, postgres = (set(load_queries(d)) for d in DIALECTS)
+    assert not sqlite - postgres, f"missing from postgres.sql: {sorted(sqlite - postgres)}"
+    assert not postgres - sqlite, f"missing from sqlite.sql: {sorted(postgres - sqlite)}"
+
+
+@pytest.mark.parametrize("component", sorted(p.name for p in MIGRATIONS.iterdir() if p.is_dir()))
+def test_every_migration_number_exists_in_both_dialects(component: str) -> None:
+    numbered = {
+        d: [(m.version, m.name) for m in MigrationSet(component, MIGRATIONS / component).load(d)]
+        for d in DIALECTS
+    }
+    assert numbered["sqlite"] == numbered["postgres"], (
+        f"{component}: the dialects' migrations differ (number and name): {numbered}"
+    )
+
+
+# --- result columns ------------------------------------------------------------------------
+
+
+def _sqlite_columns(path: Path) -> dict[str, list[str]]:
+    """Each query's result column names, by running it on an empty database with 0 for every
+    parameter (nothing matches, but the columns are known)."""
+    out: dict[str, list[str]] = {}
+    with closing(sqlite3.connect(path)) as conn:
+        for name, sql in load_queries("sqlite").items():
+            n = max((int(x) for x in re.findall(r"\?(\d+)", sql)), default=0)
+            conn.execute("SAVEPOINT probe")
+            try:
+                cur = conn.execute(sql, [0] * n)
+            except sqlite3.IntegrityError:  # an INSERT refused by a CHECK: read its RETURNING
+                out[name] = _returning(sql)
+            else:
+                out[name] = [d[0] for d in cur.description or ()]
+                cur.fetchall()
+            conn.execute("ROLLBACK TO probe")
+    return out
+
+
+def _returning(sql: str) -> list[str]:
+    clause = re.search(r"\bRETURNING\b(.*)$", sql, re.DOTALL | re.IGNORECASE)
+    if clause is None:
+        return []
+    return [c.strip().rsplit(".", 1)[-1] for c in clause.group(1).split(",")]
+
+
+@pytest.fixture
+async def postgres_columns(tmp_path: Path) -> AsyncIterator[dict[str, list[str]]]:
+    base = postgres_dsn()
+    if base is None:
+        pytest.skip("comparing result columns needs CRIER_TEST_POSTGRES_DSN")
+    asyncpg = pytest.importorskip("asyncpg")
+    from scheduler.stores.postgres import PostgresStore
+    from tests.scheduler.pg import create_database, drop_database, with_database
+
+    name = await create_database(base)
+    try:
+        dsn = with_database(base, name)
+        store = PostgresStore(dsn, listen=False)
+        await store.open()
+        await store.close()
+        conn: Any = await asyncpg.connect(dsn)
+        try:
+            out: dict[str, list[str]] = {}
+            for qname, sql in load_queries("postgres").items():
+                stmt = await conn.prepare(sql)  # compiled, not run
+                out[qname] = [a.name for a in stmt.get_attributes()]
+            yield out
+        finally:
+            await conn.close()
+    finally:
+        await drop_database(base, name)
+
+
+async def test_every_query_returns_the_same_columns_in_both_dialects(
+    tmp_path: Path, postgres_columns: dict[str, list[str]]
+) -> None:
+    path = tmp_path / "parity.db"
+    store = SqliteStore(path)
+    await store.open()
+    await store.close()
+    sqlite = _sqlite_columns(path)
+    for name, lite in sqlite.items():
+        pg = postgres_columns[name]
+        assert len(lite) == len(pg), f"{name}: {len(lite)} columns on sqlite, {len(pg)} on pg"
+        for i, (a, b) in enumerate(zip(lite, pg, strict=True)):
+            if _PLAIN.match(a) and a != "null":  # expressions are named differently
+                assert a == b, f"{name}: column {i} is {a!r} on sqlite but {b!r} on postgres"
