@@ -1,0 +1,1 @@
+"""crier: durable scheduled announcements for Discord, on the ``scheduler`` package."""

@@ -1,0 +1,254 @@
+"""The bot process: settings, logging, the Discord client, the scheduler, and their lifecycle."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import logging
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import aiohttp
+import discord
+import yarl
+from discord import app_commands
+
+from scheduler import Clock, MigrationSet, Registry, Scheduler, Store, StoreError, SystemClock
+from scheduler.migrations import packaged
+
+from .announcements import Announcements
+from .commands import Commands, PageButton, build_tree
+from .config import ConfigError, Settings, load_settings
+from .delivery import ChannelPacer, Delivery
+
+log = logging.getLogger("crier")
+
+
+def bot_migrations() -> MigrationSet:
+    return packaged("bot", "crier", "bot")
+
+
+def make_store(settings: Settings) -> Store:
+    kind, where = settings.database
+    if kind == "postgres":
+        from scheduler.stores.postgres import PostgresStore
+
+        return PostgresStore(where)
+    from scheduler import SqliteStore
+
+    return SqliteStore(Path(where))
+
+
+def point_at(settings: Settings) -> None:
+    """Send REST and gateway traffic to the configured addresses (a proxy, or a test fake)."""
+    discord.http.Route.BASE = settings.api_base
+    discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(settings.gateway_url)
+
+
+class RedactingFormatter(logging.Formatter):
+    """Never lets the token reach a log line, whatever logged it."""
+
+    def __init__(self, secret: str, fmt: str) -> None:
+        super().__init__(fmt)
+        self._secret = secret
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = super().format(record)
+        return text.replace(self._secret, "[token]") if self._secret else text
+
+
+def setup_logging(settings: Settings) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(
+        RedactingFormatter(settings.token, "%(asctime)s %(levelname)-7s %(name)s: %(message)s")
+    )
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(settings.log_level)
+    logging.getLogger("discord").setLevel(max(logging.INFO, root.level))
+
+
+class CrierBot(discord.Client):
+    """The Discord client, holding the scheduler-backed services."""
+
+    def __init__(
+        self, settings: Settings, sched: Scheduler, clock: Clock, guild_ready_timeout: float = 2.0
+    ) -> None:
+        super().__init__(
+            intents=discord.Intents.default(),
+            allowed_mentions=discord.AllowedMentions.none(),
+            guild_ready_timeout=guild_ready_timeout,
+        )
+        self.settings = settings
+        self.sched = sched
+        self.clock = clock
+        self.announcements = Announcements(sched, settings.catch_up_window)
+        self.commands = Commands(self)
+        self.tree: app_commands.CommandTree[CrierBot] = build_tree(self)
+        self.logged_in = asyncio.Event()
+        self.synced_commands: bool | None = None
+
+    async def setup_hook(self) -> None:
+        self.add_dynamic_items(PageButton)
+        self.logged_in.set()
+        await self.sync_commands()
+
+    async def sync_commands(self) -> None:
+        """Register the commands with Discord only if their definitions changed since the
+        last sync to the same place (a hash is kept in the database)."""
+        guild = self.settings.dev_guild_id
+        target = f"guild:{guild}" if guild else "global"
+        payload = json.dumps(
+            [c.to_dict(self.tree) for c in self.tree.get_commands()], sort_keys=True
+        )
+        digest = hashlib.sha256(payload.encode()).hexdigest()
+        key = f"commands:{self.application_id}:{target}"
+        async with self.sched.reader() as db:
+            row = await (
+                await db.execute("SELECT value FROM bot_meta WHERE key = ?", (key,))
+            ).fetchone()
+        if row is not None and row[0] == digest:
+            log.info("slash commands unchanged since the last sync to %s; not syncing", target)
+            self.synced_commands = False
+            return
+        if guild:
+            self.tree.copy_global_to(guild=discord.Object(guild))
+            await self.tree.sync(guild=discord.Object(guild))
+        else:
+            await self.tree.sync()
+        async with self.sched.transaction() as ctx:
+            await ctx.db.execute(
+                "INSERT INTO bot_meta (key, value) VALUES (?, ?) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (key, digest),
+            )
+        log.info("slash commands synced to %s", target)
+        self.synced_commands = True
+
+    async def on_ready(self) -> None:
+        app_id = self.application_id or 0
+        base = discord.Permissions(view_channel=True, send_messages=True)
+        pings = discord.Permissions(view_channel=True, send_messages=True, mention_everyone=True)
+        scopes = ("bot", "applications.commands")
+        log.info("connected as %s to %d server(s)", self.user, len(self.guilds))
+        log.info("invite: %s", discord.utils.oauth_url(app_id, permissions=base, scopes=scopes))
+        log.info(
+            "invite (with @everyone and role pings): %s",
+            discord.utils.oauth_url(app_id, permissions=pings, scopes=scopes),
+        )
+
+
+class Crier:
+    """Everything the bot runs, started and stopped in order."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        clock: Clock | None = None,
+        store: Store | None = None,
+        guild_ready_timeout: float = 2.0,
+    ) -> None:
+        self.settings = settings
+        self.clock: Clock = clock or SystemClock()
+        self.registry = Registry()
+        self.sched = Scheduler(
+            store or make_store(settings),
+            self.registry,
+            clock=self.clock,
+            lease=settings.lease,
+            sweep_interval=settings.sweep_interval,
+            max_concurrency=512,
+            migrations=[bot_migrations()],
+        )
+        self.bot = CrierBot(settings, self.sched, self.clock, guild_ready_timeout)
+        self.delivery = Delivery(
+            self.bot,
+            self.bot.announcements,
+            pacer=ChannelPacer(settings.send_spacing),
+            catch_up_window=settings.catch_up_window,
+            nonce_window=settings.nonce_window,
+            heartbeat_every=max(0.5, settings.lease / 3),
+            ready=self.bot.logged_in,
+        )
+        self.delivery.register(self.registry)
+
+    async def start(self) -> None:
+        """Open the database, log in, and connect in the background (returns once ready)."""
+        point_at(self.settings)
+        await self.sched.start()
+        try:
+            await self.bot.login(self.settings.token)
+            self._runner = asyncio.create_task(self.bot.connect(), name="discord-gateway")
+            ready = asyncio.create_task(self.bot.wait_until_ready())
+            done, _ = await asyncio.wait({self._runner, ready}, return_when=asyncio.FIRST_COMPLETED)
+            if self._runner in done:
+                ready.cancel()
+                self._runner.result()
+        except BaseException:
+            await self.close()
+            raise
+
+    async def wait(self) -> None:
+        await self._runner
+
+    async def close(self) -> None:
+        with contextlib.suppress(Exception):
+            await self.bot.close()
+        await self.sched.stop()
+
+
+async def run(settings: Settings) -> int:
+    """Run until SIGINT/SIGTERM or a fatal error; returns the exit code."""
+    crier = Crier(settings)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
+    try:
+        await crier.start()
+    except discord.LoginFailure:
+        return fatal(
+            "Discord rejected DISCORD_TOKEN (401 Unauthorized). Copy the bot token again from "
+            "the developer portal (Bot -> Reset Token) into .env."
+        )
+    except StoreError as exc:
+        return fatal(str(exc))
+    except (aiohttp.ClientError, OSError) as exc:
+        return fatal(f"cannot reach Discord at {settings.api_base}: {exc}")
+    waiter = asyncio.create_task(stop.wait())
+    runner = asyncio.create_task(crier.wait())
+    done, _ = await asyncio.wait({waiter, runner}, return_when=asyncio.FIRST_COMPLETED)
+    waiter.cancel()
+    log.info("shutting down")
+    await crier.close()
+    failure = runner.exception() if runner in done else None
+    if failure is not None:
+        if isinstance(failure, discord.LoginFailure):
+            return fatal("Discord rejected DISCORD_TOKEN (401 Unauthorized).")
+        log.error("the gateway connection failed: %s", failure)
+        return 1
+    return 0
+
+
+def fatal(message: str) -> int:
+    print(f"crier: {message}", file=sys.stderr)
+    return 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        settings = load_settings()
+    except ConfigError as exc:
+        print(f"crier: {exc}", file=sys.stderr)
+        return 2
+    setup_logging(settings)
+    try:
+        return asyncio.run(run(settings))
+    except KeyboardInterrupt:
+        return 130

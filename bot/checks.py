@@ -1,0 +1,130 @@
+"""Who may do what, decided in the handler (never only by Discord's UI)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import discord
+
+from .announcements import GuildSettings
+
+ROLE_MENTION = re.compile(r"<@&(\d{15,22})>")
+EVERYONE_TEXT = re.compile(r"@(everyone|here)\b")
+
+
+class Refusal(Exception):
+    """The request is refused; ``str(e)`` says why (shown to the member, ephemerally)."""
+
+
+def is_manager(member: discord.Member, settings: GuildSettings) -> bool:
+    """Manage Server (or Administrator), or the guild's configured manager role."""
+    perms = member.guild_permissions
+    if perms.administrator or perms.manage_guild:
+        return True
+    return settings.manager_role_id is not None and any(
+        r.id == settings.manager_role_id for r in member.roles
+    )
+
+
+def require_manager(member: discord.Member, settings: GuildSettings) -> None:
+    if not is_manager(member, settings):
+        role = f" or the <@&{settings.manager_role_id}> role" if settings.manager_role_id else ""
+        raise Refusal(f"You need the **Manage Server** permission{role} to manage announcements.")
+
+
+@dataclass(slots=True)
+class MentionPlan:
+    """What may ping, fixed at scheduling time from the member's rights then."""
+
+    mention: str | None = None
+    allowed: dict[str, Any] = field(
+        default_factory=lambda: {"everyone": False, "roles": [], "users": True}
+    )
+    notes: list[str] = field(default_factory=list)
+
+
+def check_channel(member: discord.Member, me: discord.Member, channel: Any) -> discord.TextChannel:
+    """The member and the bot must both be able to see and post in ``channel``."""
+    if not isinstance(channel, discord.TextChannel):
+        raise Refusal("Announcements can go to text or announcement channels only.")
+    mine = channel.permissions_for(member)
+    if not (mine.view_channel and mine.send_messages):
+        raise Refusal(
+            f"You can't post in {channel.mention} yourself, so you can't schedule "
+            "announcements there."
+        )
+    bots = channel.permissions_for(me)
+    missing = [
+        name
+        for name, ok in (("View Channel", bots.view_channel), ("Send Messages", bots.send_messages))
+        if not ok
+    ]
+    if missing:
+        raise Refusal(
+            f"I need {' and '.join(f'**{m}**' for m in missing)} in {channel.mention} "
+            "to post there. Ask an admin to grant it, then try again."
+        )
+    return channel
+
+
+def plan_mentions(
+    member: discord.Member,
+    me: discord.Member,
+    channel: discord.TextChannel,
+    role: discord.Role | None,
+    content: str,
+) -> MentionPlan:
+    """Decide what the announcement may ping. An explicit ``mention`` the member may not use
+    is refused; mentions typed in the text that the member may not use stay as text."""
+    plan = MentionPlan()
+    mine = channel.permissions_for(member)
+    bots = channel.permissions_for(me)
+    can_everyone = mine.mention_everyone and bots.mention_everyone
+
+    if role is not None:
+        if role.is_default():
+            if not mine.mention_everyone:
+                raise Refusal(
+                    f"You don't have **Mention @everyone** in {channel.mention}, so you can't "
+                    "schedule an @everyone ping there."
+                )
+            if not bots.mention_everyone:
+                raise Refusal(
+                    f"I need **Mention @everyone** in {channel.mention} to ping @everyone there."
+                )
+            plan.mention = "everyone"
+            plan.allowed["everyone"] = True
+        else:
+            if not (role.mentionable or mine.mention_everyone):
+                raise Refusal(
+                    f"{role.mention} can't be mentioned by you (it isn't mentionable and you "
+                    "don't have **Mention @everyone, @here and All Roles**)."
+                )
+            if not (role.mentionable or bots.mention_everyone):
+                raise Refusal(
+                    f"I can't ping {role.mention}: make the role mentionable or give me "
+                    "**Mention @everyone, @here and All Roles**."
+                )
+            plan.mention = f"role:{role.id}"
+            plan.allowed["roles"].append(str(role.id))
+
+    if EVERYONE_TEXT.search(content):
+        if can_everyone:
+            plan.allowed["everyone"] = True
+        else:
+            plan.notes.append("@everyone/@here in the text will show but not ping anyone.")
+    guild = channel.guild
+    for match in ROLE_MENTION.finditer(content):
+        found = guild.get_role(int(match[1]))
+        if found is None:
+            continue
+        if (found.mentionable or mine.mention_everyone) and (
+            found.mentionable or bots.mention_everyone
+        ):
+            if str(found.id) not in plan.allowed["roles"]:
+                plan.allowed["roles"].append(str(found.id))
+        else:
+            plan.notes.append(f"{found.mention} in the text will show but not ping.")
+    return plan

@@ -1,0 +1,92 @@
+"""What the bot says: confirmations, list pages, labels. Pure text, no Discord calls."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from .announcements import Announcement, Listing, mention_markup
+from .timeparse import discord_timestamp
+
+PAGE_SIZE = 6
+PREVIEW_LIMIT = 1000
+
+
+def when(dt: datetime | None) -> str:
+    if dt is None:
+        return "—"
+    return f"{discord_timestamp(dt, 'F')} ({discord_timestamp(dt, 'R')})"
+
+
+def preview(text: str, limit: int = PREVIEW_LIMIT) -> str:
+    """The message as a block quote, cut at ``limit`` characters."""
+    shown = text if len(text) <= limit else text[:limit]
+    quoted = "\n".join("> " + line if line else ">" for line in shown.split("\n"))
+    if len(text) > limit:
+        quoted += f"\n*…and {len(text) - limit} more characters*"
+    return quoted
+
+
+def confirmation(a: Announcement, first: datetime, notes: list[str]) -> str:
+    repeat = a.repeat_words or "no (posted once)"
+    lines = [
+        f"✅ Scheduled announcement **#{a.local_id}** in <#{a.channel_id}>.",
+        f"**First:** {when(first)}",
+        f"**Repeats:** {repeat}",
+        f"**Pings:** {_pings(a)}",
+    ]
+    lines += [f"ℹ️ {n}" for n in notes]
+    lines += ["**Preview:**", preview(a.text)]
+    return "\n".join(lines)
+
+
+def _pings(a: Announcement) -> str:
+    allowed = a.allowed_mentions
+    parts = []
+    if a.mention is not None:
+        parts.append(mention_markup(a.mention))
+    if allowed.get("everyone") and a.mention not in ("everyone", "here"):
+        parts.append("@everyone/@here in the text")
+    extra = [r for r in allowed.get("roles", []) if a.mention != f"role:{r}"]
+    parts += [f"<@&{r}>" for r in extra]
+    return ", ".join(parts) if parts else "no role or @everyone pings"
+
+
+STATE_ICON = {"scheduled": "🕒", "sent": "✅", "failed": "❌", "paused": "⏸️", "canceled": "🚫"}
+
+
+def listing_page(listing: Listing, page: int, guild_id: int) -> str:
+    pages = max(1, -(-listing.total // PAGE_SIZE))
+    if not listing.items:
+        return "No announcements yet. Create one with `/schedule`."
+    out = [f"**Announcements** — page {page + 1} of {pages} ({listing.total} in all)"]
+    for a in listing.items:
+        icon = STATE_ICON.get(a.state, "•")
+        head = f"{icon} **#{a.local_id}** in <#{a.channel_id}> · {a.state} · by <@{a.author_id}>"
+        lines = [head]
+        nxt = listing.next_fires.get(a.id)
+        if a.state == "scheduled":
+            lines.append(f"  next: {when(nxt)}")
+        lines.append(f"  repeats: {a.repeat_words or 'no'}")
+        if a.last_message_id is not None:
+            link = f"https://discord.com/channels/{guild_id}/{a.channel_id}/{a.last_message_id}"
+            lines.append(f"  posted: {link}")
+        if a.failure and a.state in ("failed", "paused", "scheduled"):
+            lines.append(f"  ⚠️ {a.failure}")
+        lines.append(f"  {_snippet(a.text)}")
+        out.append("\n".join(lines))
+    text = "\n".join(out)
+    return text if len(text) <= 2000 else text[:1990] + "…"
+
+
+def _snippet(text: str, width: int = 80) -> str:
+    flat = " ".join(text.split())
+    flat = flat if len(flat) <= width else flat[: width - 1] + "…"
+    return f"`{flat.replace('`', 'ˋ')}`" if flat else "`(empty)`"
+
+
+def choice_label(a: Announcement, nxt: datetime | None) -> str:
+    """An autocomplete label (Discord allows 100 characters)."""
+    when_text = nxt.astimezone(UTC).strftime("%b %d %H:%M UTC") if nxt else a.state
+    flat = " ".join(a.content.split())
+    label = f"#{a.local_id} · {when_text} · {flat}"
+    return label if len(label) <= 100 else label[:99] + "…"

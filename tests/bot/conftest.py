@@ -1,0 +1,91 @@
+"""End-to-end fixtures: a fake Discord on 127.0.0.1 and the real bot (real discord.py client)
+connected to it, on a real database."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import discord
+import pytest
+
+from bot.app import Crier
+from bot.config import Settings
+from scheduler.testing import FakeClock
+from tests.fakediscord import FakeDiscord, Guild, Member
+from tests.fakediscord import Permissions as P
+from tests.fakediscord.state import Channel
+
+NOW = datetime(2030, 3, 1, 12, 0, tzinfo=UTC)
+
+
+@dataclass
+class World:
+    fake: FakeDiscord
+    guild: Guild
+    general: Channel
+    news: Channel
+    admin: Member
+    """Has Manage Server."""
+    member: Member
+    """An ordinary member."""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeDiscord]:
+    async with FakeDiscord() as f:
+        yield f
+
+
+@pytest.fixture
+def world(fake: FakeDiscord) -> World:
+    guild = fake.add_guild(
+        name="Crier Test", bot_permissions=P.VIEW_CHANNEL | P.SEND_MESSAGES | P.MENTION_EVERYONE
+    )
+    admins = guild.add_role("admins", P.MANAGE_GUILD)
+    general = guild.add_channel("general")
+    news = guild.add_channel("news")
+    admin = guild.add_member(name="alice", roles=[admins])
+    member = guild.add_member(name="bob")
+    return World(fake, guild, general, news, admin, member)
+
+
+def settings_for(fake: FakeDiscord, db: Path, **overrides: Any) -> Settings:
+    values: dict[str, Any] = {
+        "token": fake.token,
+        "database_url": f"sqlite:///{db}",
+        "api_base": fake.api_base,
+        "gateway_url": fake.gateway_url,
+        "send_spacing": 0.05,
+    }
+    values.update(overrides)
+    return Settings(**values)
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock(NOW)
+
+
+@pytest.fixture
+async def crier(world: World, tmp_path: Path, clock: FakeClock) -> AsyncIterator[Crier]:
+    app = Crier(
+        settings_for(world.fake, tmp_path / "crier.db"), clock=clock, guild_ready_timeout=0.05
+    )
+    await app.start()
+    try:
+        yield app
+    finally:
+        await app.close()
+        restore_discord_endpoints()
+
+
+def restore_discord_endpoints() -> None:
+    discord.http.Route.BASE = "https://discord.com/api/v10"
+    import yarl
+
+    discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL("wss://gateway.discord.gg/")
