@@ -78,6 +78,9 @@ class CrierBot(discord.Client):
     def __init__(
         self, settings: Settings, sched: Scheduler, clock: Clock, guild_ready_timeout: float = 2.0
     ) -> None:
+        # The bot never joins voice: don't let discord.py warn at every start that voice
+        # libraries are missing (a bad token must give one clear line, nothing more).
+        discord.VoiceClient.warn_nacl = discord.VoiceClient.warn_dave = False
         super().__init__(
             intents=discord.Intents.default(),
             allowed_mentions=discord.AllowedMentions.none(),
