@@ -121,6 +121,7 @@ def load_settings(
     window = get("CATCH_UP_WINDOW_MINUTES")
     lease = get("SCHEDULER_LEASE_SECONDS")
     sweep = get("SCHEDULER_SWEEP_SECONDS")
+    nonce_window = get("NONCE_WINDOW_SECONDS")
     return Settings(
         token=token,
         database_url=_database_url(get("DATABASE_URL") or DEFAULT_DATABASE_URL),
@@ -140,4 +141,7 @@ def load_settings(
         sweep_interval=30.0
         if sweep is None
         else _float("SCHEDULER_SWEEP_SECONDS", sweep, 0.1, 600.0),
+        nonce_window=150.0
+        if nonce_window is None
+        else _float("NONCE_WINDOW_SECONDS", nonce_window, 1.0, 300.0),
     )
