@@ -190,6 +190,15 @@ class Announcements:
         first_ts = d.first.timestamp()
         async with self.sched.transaction() as ctx:
             now = ctx.now.timestamp()
+            # Lock the guild's settings row (creating it if need be) so that concurrent
+            # creates in one guild take their numbers one after the other: on PostgreSQL
+            # (READ COMMITTED) two of them would otherwise read the same max(local_id) and
+            # one would fail on UNIQUE (guild_id, local_id).
+            await ctx.db.execute(
+                "INSERT INTO bot_guild_settings (guild_id, updated_at) VALUES (?, ?) "
+                "ON CONFLICT (guild_id) DO UPDATE SET guild_id = excluded.guild_id",
+                (d.guild_id, now),
+            )
             cur = await ctx.db.execute(
                 "SELECT coalesce(max(local_id), 0) + 1 FROM bot_announcements WHERE guild_id = ?",
                 (d.guild_id,),
