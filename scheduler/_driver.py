@@ -165,9 +165,9 @@ class Driver:
     async def _run_mutations(self, jobs: list[ClaimedJob]) -> None:
         try:
             async with self.store.transaction(self.clock.time()) as tx:
-                for job in jobs:
-                    outcomes = [await self._run_mutation(tx, job)]
-                    await tx.run(partial(_ops.complete, outcomes=outcomes))
+                outcomes = [await self._run_mutation(tx, job) for job in jobs]
+                # Every completion commits with the batch's writes: one round trip for all.
+                await tx.run(partial(_ops.complete, outcomes=outcomes))
         except asyncio.CancelledError:
             # Rolled back: nothing they did happened. Hand them back without counting.
             await self._record([Outcome(j, ok=False, release=True) for j in jobs], urgent=True)

@@ -35,6 +35,38 @@ class Clock(Protocol):
         ...
 
 
+_EARLY = 0.0015
+
+
+class _PreciseTimer:
+    """A timer that fires at ``ts`` rather than up to a millisecond after it.
+
+    The event loop's selector rounds timeouts up to whole milliseconds, so a plain
+    ``call_later`` fires late by up to 1 ms. This one wakes ``_EARLY`` seconds before
+    ``ts`` and then yields to the loop (``call_soon``) until the time has come.
+    """
+
+    __slots__ = ("_callback", "_handle", "_loop", "_ts")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, ts: float, callback: Callable[[], None]):
+        self._loop = loop
+        self._ts = ts
+        self._callback = callback
+        delay = ts - time.time() - _EARLY
+        self._handle: asyncio.Handle = (
+            loop.call_later(delay, self._fire) if delay > 0 else loop.call_soon(self._fire)
+        )
+
+    def _fire(self) -> None:
+        if time.time() >= self._ts:
+            self._callback()
+        else:
+            self._handle = self._loop.call_soon(self._fire)
+
+    def cancel(self) -> None:
+        self._handle.cancel()
+
+
 class SystemClock:
     """The real clock: ``time.time()`` and the running event loop's timers."""
 
@@ -45,8 +77,7 @@ class SystemClock:
         return time.time()
 
     def call_at(self, ts: float, callback: Callable[[], None]) -> TimerHandle:
-        loop = asyncio.get_running_loop()
-        return loop.call_later(max(0.0, ts - time.time()), callback)
+        return _PreciseTimer(asyncio.get_running_loop(), ts, callback)
 
     async def sleep(self, delay: timedelta | float) -> None:
         seconds = delay.total_seconds() if isinstance(delay, timedelta) else float(delay)

@@ -106,7 +106,9 @@ class TxScheduler:
             parent_id=parent_id,
             now=self._tx.state.now,
         )
-        job_id: int = await self._run(lambda st: _ops.enqueue(st, job))
+        if self._before_write is not None:
+            await self._before_write()
+        job_id: int = await self._tx.enqueue(job)
         return job_id
 
     async def cancel(self, job_id: int) -> bool:

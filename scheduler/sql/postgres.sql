@@ -245,3 +245,12 @@ FROM (SELECT count(*)
 
 -- name: schedule_pending_ids
 SELECT id FROM scheduler_jobs WHERE schedule_name = $1 AND state = 'pending';
+
+-- name: insert_job_with_id
+-- Batched plain enqueues with ids allocated by the caller (used by the SQLite store; kept
+-- here so both dialects define every query).
+INSERT INTO scheduler_jobs (
+    id, fn, kind, state, next_ts, max_failures, initial_backoff, backoff_base, idempotent,
+    on_complete, name, schedule_name, fire_ts, jitter, created_at, updated_at)
+OVERRIDING SYSTEM VALUE
+VALUES ($1, $2, $3, 'pending', $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14);

@@ -36,7 +36,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 
-from .._ops import Op, OpState, Q
+from .. import _ops
+from .._ops import NewJob, Op, OpState, Q
 from ..abc import Cursor, Store
 from ..errors import InvalidArgument, MigrationError, SchedulerError, StoreError
 from ..migrations import (
@@ -287,6 +288,9 @@ class PostgresTx:
 
     async def run(self, op: Callable[[OpState], Op[T]]) -> T:
         return await self._store._drive(self._conn, op(self._state))
+
+    async def enqueue(self, job: NewJob) -> int:
+        return await self.run(lambda st: _ops.enqueue(st, job))
 
     async def savepoint(self, name: str) -> None:
         await self._conn.execute(f"SAVEPOINT {_quote_ident(name)}")

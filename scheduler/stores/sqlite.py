@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import contextvars
 import json
+import logging
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -21,7 +22,8 @@ from typing import Any, ClassVar, Literal, TypeVar
 
 import aiosqlite
 
-from .._ops import Op, OpState, Q
+from .. import _ops
+from .._ops import NewJob, Op, OpState, Q
 from ..abc import Cursor, Store
 from ..errors import InvalidArgument, MigrationError, NotADatabase, SchedulerError, StoreError
 from ..migrations import VERSION_TABLE, MigrationSet, check_applied, scheduler_migrations
@@ -30,6 +32,8 @@ from ..sql import load_queries
 T = TypeVar("T")
 
 _HEADER = b"SQLite format 3\x00"
+CHECKPOINT_EVERY = 256
+log = logging.getLogger("scheduler.sqlite")
 Synchronous = Literal["OFF", "NORMAL", "FULL", "EXTRA"]
 
 # The store whose writer the current task holds, to turn a nested transaction (which would
@@ -94,36 +98,108 @@ def _user_execute(conn: sqlite3.Connection, sql: str, params: Sequence[Any], man
     return Cursor(rows, cur.rowcount, cur.lastrowid)
 
 
+def _next_job_id(conn: sqlite3.Connection) -> int:
+    row = conn.execute("SELECT coalesce(max(id), 0) + 1 FROM scheduler_jobs").fetchone()
+    return int(row[0])
+
+
+def _insert_buffered(
+    conn: sqlite3.Connection, queries: dict[str, str], now: float, jobs: list[tuple[int, NewJob]]
+) -> None:
+    conn.executemany(
+        queries["insert_job_with_id"],
+        [
+            (
+                job_id, j.fn, j.kind.value, j.next_ts, j.max_failures, j.initial_backoff,
+                j.backoff_base, int(j.idempotent), j.on_complete, j.name, j.schedule_name,
+                j.fire_ts, j.jitter, now,
+            )
+            for job_id, j in jobs
+        ],
+    )  # fmt: skip
+    conn.executemany(
+        queries["insert_args"],
+        [(job_id, j.args_json, j.context_type, j.context, None) for job_id, j in jobs],
+    )
+
+
+def _after_inserts(
+    conn: sqlite3.Connection,
+    queries: dict[str, str],
+    now: float,
+    jobs: list[tuple[int, NewJob]],
+    fn: Callable[..., T],
+    args: tuple[Any, ...],
+) -> T:
+    _insert_buffered(conn, queries, now, jobs)
+    return fn(conn, *args)
+
+
 class SqliteTx:
-    """An open ``BEGIN IMMEDIATE`` transaction on the writer connection."""
+    """An open ``BEGIN IMMEDIATE`` transaction on the writer connection.
+
+    Plain enqueues (no idempotency key, no parent) cost no round trip: their ids are
+    allocated here (the transaction holds the write lock, so nobody else inserts) and the
+    rows are written in one batch ahead of the transaction's next statement or its commit.
+    """
 
     dialect = "sqlite"
 
     def __init__(self, store: SqliteStore, state: OpState) -> None:
         self._store = store
         self._state = state
+        self._buffer: list[tuple[int, NewJob]] = []
+        self._next_id: int | None = None
 
     @property
     def state(self) -> OpState:
         return self._state
 
+    async def _hop(self, fn: Callable[..., T], *args: Any) -> T:
+        """One round trip, preceded by the buffered inserts (in the same trip)."""
+        pending, self._buffer = self._buffer, []
+        self._next_id = None  # whatever runs next may insert jobs itself
+        if pending:
+            return await self._store._call(
+                _after_inserts, self._store._queries, self._state.now, pending, fn, args
+            )
+        return await self._store._call(fn, *args)
+
+    async def enqueue(self, job: NewJob) -> int:
+        if job.idempotency_key is not None or job.parent_id is not None:
+            return await self.run(lambda st: _ops.enqueue(st, job))
+        if self._next_id is None:
+            self._next_id = await self._hop(_next_job_id)
+        job_id = self._next_id
+        self._next_id += 1
+        self._buffer.append((job_id, job))
+        self._state.wake = True
+        return job_id
+
     async def execute(self, sql: str, params: Sequence[Any] = ()) -> Cursor:
-        return await self._store._call(_user_execute, sql, params, False)
+        return await self._hop(_user_execute, sql, params, False)
 
     async def executemany(self, sql: str, params: Sequence[Sequence[Any]]) -> Cursor:
-        return await self._store._call(_user_execute, sql, params, True)
+        return await self._hop(_user_execute, sql, params, True)
 
     async def run(self, op: Callable[[OpState], Op[T]]) -> T:
-        return await self._store._call(_drive, self._store._queries, op(self._state))
+        return await self._hop(_drive, self._store._queries, op(self._state))
 
     async def savepoint(self, name: str) -> None:
-        await self._store._call(lambda c: c.execute(f'SAVEPOINT "{name}"'))
+        await self._hop(_exec, f'SAVEPOINT "{name}"')
 
     async def release(self, name: str) -> None:
-        await self._store._call(lambda c: c.execute(f'RELEASE "{name}"'))
+        await self._hop(_exec, f'RELEASE "{name}"')
 
     async def rollback_to(self, name: str) -> None:
-        await self._store._call(lambda c: c.execute(f'ROLLBACK TO "{name}"'))
+        await self._hop(_exec, f'ROLLBACK TO "{name}"')
+
+    async def commit(self) -> None:
+        await self._hop(_exec, "COMMIT")
+
+
+def _exec(conn: sqlite3.Connection, sql: str) -> None:
+    conn.execute(sql)
 
 
 class SqliteReadDb:
@@ -172,6 +248,9 @@ class SqliteStore(Store):
         self._queries = load_queries("sqlite")
         self._writer: aiosqlite.Connection | None = None
         self._reader: aiosqlite.Connection | None = None
+        self._checkpointer: aiosqlite.Connection | None = None
+        self._checkpoint_task: asyncio.Task[None] | None = None
+        self._commits = 0
         self._lock = asyncio.Lock()
         self._read_lock = asyncio.Lock()
 
@@ -202,6 +281,8 @@ class SqliteStore(Store):
             await self._call(self._sync_open, sets)
             self._reader = await aiosqlite.connect(self.path, isolation_level=None)
             await _in_thread(self._reader, self._sync_open_reader)
+            self._checkpointer = await aiosqlite.connect(self.path, isolation_level=None)
+            await _in_thread(self._checkpointer, self._sync_open_reader)
         except sqlite3.DatabaseError as exc:
             await self.close()
             raise StoreError(
@@ -224,6 +305,9 @@ class SqliteStore(Store):
             raise StoreError(f"{self.path}: could not switch to WAL mode (got {mode!r})")
         conn.execute(f"PRAGMA synchronous = {self.synchronous}")
         conn.execute("PRAGMA foreign_keys = ON")
+        # Commits never stop to checkpoint the WAL (a stall of up to tens of milliseconds on
+        # a busy disk); a separate connection does it in the background (see _committed).
+        conn.execute("PRAGMA wal_autocheckpoint = 0")
         conn.execute(
             f"CREATE TABLE IF NOT EXISTS {VERSION_TABLE} ("
             "component TEXT NOT NULL, version INTEGER NOT NULL, name TEXT NOT NULL, "
@@ -267,8 +351,33 @@ class SqliteStore(Store):
         conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
         conn.execute("PRAGMA query_only = ON")
 
+    def _committed(self) -> None:
+        """Count commits; every ``CHECKPOINT_EVERY`` start a PASSIVE checkpoint on the
+        checkpoint connection, off the writer's path (it copies WAL frames into the database
+        without blocking writers or readers)."""
+        self._commits += 1
+        if self._commits % CHECKPOINT_EVERY or self._checkpointer is None:
+            return
+        if self._checkpoint_task is None or self._checkpoint_task.done():
+            self._checkpoint_task = asyncio.create_task(self._checkpoint())
+
+    async def _checkpoint(self) -> None:
+        conn = self._checkpointer
+        if conn is None:
+            return
+        try:
+            await _in_thread(conn, _exec, "PRAGMA wal_checkpoint(PASSIVE)")
+        except sqlite3.Error as exc:  # busy or closing: the next one will do
+            log.debug("background checkpoint skipped: %s", exc)
+
     async def close(self) -> None:
-        for name in ("_reader", "_writer"):
+        if self._checkpoint_task is not None:
+            await asyncio.gather(self._checkpoint_task, return_exceptions=True)
+            self._checkpoint_task = None
+        if self._writer is not None:
+            with contextlib.suppress(sqlite3.Error, ValueError):
+                await _in_thread(self._writer, _exec, "PRAGMA wal_checkpoint(TRUNCATE)")
+        for name in ("_checkpointer", "_reader", "_writer"):
             conn = getattr(self, name)
             setattr(self, name, None)
             if conn is not None:
@@ -311,6 +420,7 @@ class SqliteStore(Store):
         state = OpState(now)
         async with self._writer_held():
             result: T = await self._call(_in_write_tx, self._queries, op(state))
+        self._committed()
         if state.wake:
             self._notify()
         return result
@@ -323,16 +433,18 @@ class SqliteStore(Store):
         state = OpState(now)
         async with self._writer_held():
             try:
-                await self._call(lambda c: c.execute("BEGIN IMMEDIATE"))
-                yield SqliteTx(self, state)
+                await self._call(_exec, "BEGIN IMMEDIATE")
+                tx = SqliteTx(self, state)
+                yield tx
             except BaseException:
                 await self._call(_rollback)
                 raise
             try:
-                await self._call(lambda c: c.execute("COMMIT"))
+                await tx.commit()
             except BaseException:
                 await self._call(_rollback)
                 raise
+        self._committed()
         if state.wake:
             self._notify()
 
