@@ -15,7 +15,7 @@ import pytest
 from bot.app import Crier
 from bot.config import Settings
 from scheduler.testing import FakeClock
-from tests.fakediscord import FakeDiscord, Guild, Member
+from tests.fakediscord import FakeDiscord, Guild, InteractionCallback, Member
 from tests.fakediscord import Permissions as P
 from tests.fakediscord.state import Channel
 
@@ -89,3 +89,54 @@ def restore_discord_endpoints() -> None:
     import yarl
 
     discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL("wss://gateway.discord.gg/")
+
+
+# --- command-surface helpers (used by test_commands / test_permissions / test_sync) ----------
+
+TABLES = (
+    "bot_announcements",
+    "bot_guild_settings",
+    "bot_deliveries",
+    "scheduler_jobs",
+    "scheduler_schedules",
+)
+
+
+async def db_snapshot(app: Crier) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row the bot and the scheduler keep, to assert that nothing was written."""
+    out: dict[str, list[tuple[Any, ...]]] = {}
+    async with app.sched.reader() as db:
+        for table in TABLES:
+            cur = await db.execute(f"SELECT * FROM {table}")
+            out[table] = sorted(tuple(r) for r in await cur.fetchall())
+    return out
+
+
+async def run_command(
+    world: World,
+    name: str,
+    *,
+    by: Member | None = None,
+    where: Channel | None = None,
+    **options: Any,
+) -> InteractionCallback:
+    """``/name`` with ``options`` in ``world``'s guild, by ``by`` (default: the admin) in
+    channel ``where`` (default: #general); returns the bot's accepted callback."""
+    h = await world.fake.invoke_command(
+        world.guild, where or world.general, by or world.admin, name, options
+    )
+    return await h.response(timeout=5)
+
+
+@pytest.fixture
+def other(fake: FakeDiscord, world: World) -> World:
+    """A second guild the bot is in, with its own admin and channels."""
+    guild = fake.add_guild(
+        name="Other Guild", bot_permissions=P.VIEW_CHANNEL | P.SEND_MESSAGES | P.MENTION_EVERYONE
+    )
+    admins = guild.add_role("admins", P.MANAGE_GUILD)
+    general = guild.add_channel("general")
+    news = guild.add_channel("news")
+    admin = guild.add_member(name="carol", roles=[admins])
+    member = guild.add_member(name="dave")
+    return World(fake, guild, general, news, admin, member)

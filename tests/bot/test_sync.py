@@ -1,0 +1,98 @@
+"""Slash commands are synced only when their definitions change, per target (global or the
+dev guild): the hash of what was synced is kept in the database."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.app import Crier
+from scheduler.testing import FakeClock
+from tests.bot.conftest import World, restore_discord_endpoints, run_command, settings_for
+
+COMMANDS = {"schedule", "list", "cancel", "settings"}
+
+
+@pytest.fixture
+async def starts(world: World, tmp_path: Path, clock: FakeClock) -> AsyncIterator[Any]:
+    """``await start(**settings)``: start a Crier on the same database and stop it again;
+    returns whether it synced."""
+    db = tmp_path / "crier.db"
+
+    async def start(**overrides: Any) -> bool | None:
+        app = Crier(
+            settings_for(world.fake, db, **overrides), clock=clock, guild_ready_timeout=0.05
+        )
+        await app.start()
+        try:
+            return app.bot.synced_commands
+        finally:
+            await app.close()
+
+    try:
+        yield start
+    finally:
+        restore_discord_endpoints()
+
+
+async def test_sync_once_not_on_every_start(world: World, starts: Any) -> None:
+    calls = world.fake.command_sync_calls
+    assert await starts() is True
+    assert calls["global"] == 1
+    assert {name for name, _ in world.fake.global_commands} == COMMANDS
+    assert await starts() is False
+    assert await starts() is False
+    assert calls["global"] == 1
+    assert sum(calls.values()) == 1
+
+
+async def test_dev_guild_gets_its_own_sync(world: World, starts: Any) -> None:
+    calls = world.fake.command_sync_calls
+    gid = world.guild.id
+    assert await starts() is True
+    assert await starts(dev_guild_id=gid) is True
+    assert calls[gid] == 1
+    assert {name for name, _ in world.fake.guild_commands[gid]} == COMMANDS
+    assert await starts(dev_guild_id=gid) is False
+    # The global hash is still there: going back to global needs no sync either.
+    assert await starts() is False
+    assert (calls["global"], calls[gid]) == (1, 1)
+
+
+async def test_changed_definitions_are_synced_again(
+    world: World, starts: Any, tmp_path: Path, clock: FakeClock
+) -> None:
+    assert await starts() is True
+    # Stand in for an upgrade that changed the commands: the stored hash no longer matches.
+    app = Crier(settings_for(world.fake, tmp_path / "crier.db"), clock=clock)
+    await app.sched.start()
+    try:
+        async with app.sched.transaction() as ctx:
+            await ctx.db.execute("UPDATE bot_meta SET value = 'old' WHERE key LIKE 'commands:%'")
+    finally:
+        await app.sched.stop()
+    assert await starts() is True
+    assert world.fake.command_sync_calls["global"] == 2
+    assert await starts() is False
+
+
+async def test_synced_commands_are_usable_after_a_restart_without_sync(
+    world: World, tmp_path: Path, clock: FakeClock
+) -> None:
+    settings = settings_for(world.fake, tmp_path / "crier.db")
+    try:
+        for expected in (True, False):
+            app = Crier(settings, clock=clock, guild_ready_timeout=0.05)
+            await app.start()
+            try:
+                assert app.bot.synced_commands is expected
+                cb = await run_command(world, "list")
+                assert cb.ephemeral and cb.content
+            finally:
+                await app.close()
+    finally:
+        restore_discord_endpoints()
+    assert world.fake.command_sync_calls["global"] == 1
