@@ -73,6 +73,9 @@ _VERSION_DDL = (
 # release: about half the cost of a short operation). Older versions always reset.
 _CAN_SKIP_RESET = hasattr(asyncpg.Connection, "get_reset_query")
 
+# How many application statements' shapes (returns rows or not) are remembered.
+_SHAPES_KEPT = 1000
+
 # How long a rollback may take before the connection is given up (terminated, and replaced
 # by the pool): after a cancellation the server may be slow to answer, or gone.
 _ABORT_TIMEOUT = 10.0
@@ -276,7 +279,7 @@ class PostgresTx:
 
     async def execute(self, sql: str, params: Sequence[Any] = ()) -> Cursor:
         self._store._touched(self._conn)
-        return await _user_execute(self._conn, sql, params)
+        return await self._store._user_execute(self._conn, sql, params)
 
     async def executemany(self, sql: str, params: Sequence[Sequence[Any]]) -> Cursor:
         """Run ``sql`` once per parameter row, pipelined; ``rowcount`` is -1 (PostgreSQL's
@@ -313,19 +316,10 @@ class PostgresReadDb:
 
     async def execute(self, sql: str, params: Sequence[Any] = ()) -> Cursor:
         self._store._touched(self._conn)
-        return await _user_execute(self._conn, sql, params)
+        return await self._store._user_execute(self._conn, sql, params)
 
     async def executemany(self, sql: str, params: Sequence[Sequence[Any]]) -> Cursor:
         raise InvalidArgument("a snapshot is read-only")
-
-
-async def _user_execute(conn: Connection, sql: str, params: Sequence[Any]) -> Cursor:
-    args = _user_params(params)
-    # A prepared statement reports both the rows and the command status (the row count).
-    stmt = await conn.prepare(translate_placeholders(sql))
-    rows: list[Any] = await stmt.fetch(*args)
-    status: str | None = stmt.get_statusmsg()
-    return Cursor(rows, rowcount(status), None)
 
 
 # --- the store -------------------------------------------------------------------------------
@@ -407,6 +401,8 @@ class PostgresStore(Store):
         # full session reset when they go back to the pool (the scheduler's own operations
         # leave nothing behind: they always end their transaction).
         self._touched_pids: set[int] = set()
+        # Application SQL (translated) -> whether it returns rows; see _user_execute.
+        self._returns_rows: dict[str, bool] = {}
 
     def __repr__(self) -> str:
         return f"PostgresStore({_redact(self.dsn)!r})"
@@ -534,6 +530,31 @@ class PostgresStore(Store):
                     self.close_timeout,
                 )
                 pool.terminate()
+
+    async def _user_execute(self, conn: Connection, sql: str, params: Sequence[Any]) -> Cursor:
+        """Run application SQL: rows, and the row count from the command status.
+
+        The first time a statement is seen it is prepared, to learn whether it returns rows
+        (a prepared statement reports both rows and status, at the cost of a second round
+        trip). After that it takes one round trip through asyncpg's statement cache: a
+        statement that returns rows is fetched (its count is the number of rows: a SELECT's,
+        or a RETURNING's, which returns one row per row changed), any other is executed for
+        its status.
+        """
+        args = _user_params(params)
+        text = translate_placeholders(sql)
+        returns_rows = self._returns_rows.get(text)
+        if returns_rows is None:
+            stmt = await conn.prepare(text)
+            rows: list[Any] = await stmt.fetch(*args)
+            if len(self._returns_rows) >= _SHAPES_KEPT:
+                self._returns_rows.clear()
+            self._returns_rows[text] = bool(stmt.get_attributes())
+            return Cursor(rows, rowcount(stmt.get_statusmsg()), None)
+        if returns_rows:
+            rows = await conn.fetch(text, *args)
+            return Cursor(rows, len(rows), None)
+        return Cursor([], rowcount(await conn.execute(text, *args)), None)
 
     def _touched(self, conn: Connection) -> None:
         if _CAN_SKIP_RESET:

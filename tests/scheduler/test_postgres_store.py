@@ -566,6 +566,34 @@ async def test_application_sql_uses_question_marks_and_reports_rows(
 
 
 @needs_server
+async def test_a_statement_seen_before_reports_the_same_rows_and_counts(
+    dsn: str, opened: list[PostgresStore]
+) -> None:
+    """The first run of a statement learns its shape; later runs take the one-trip path."""
+    store = await open_store(dsn, opened)
+    statements = [
+        ("CREATE TABLE IF NOT EXISTS kv (k TEXT PRIMARY KEY, v INT)", ()),
+        ("INSERT INTO kv VALUES (?, ?), (?, ?) ON CONFLICT (k) DO NOTHING", ("a", 1, "b", 2)),
+        ("UPDATE kv SET v = v + 1 WHERE v >= ?", (0,)),
+        ("UPDATE kv SET v = v + 1 WHERE k = ? RETURNING k, v", ("a",)),
+        ("SELECT k, v FROM kv WHERE v > ? ORDER BY k", (0,)),
+        ("DELETE FROM kv WHERE k = ?", ("nothing",)),
+    ]
+    seen: list[list[tuple[list[tuple[Any, ...]], int]]] = []
+    for _ in range(2):
+        async with store.transaction(T0) as tx:
+            run = []
+            for sql, params in statements:
+                cur = await tx.execute(sql, params)
+                run.append(([tuple(r) for r in await cur.fetchall()], cur.rowcount))
+            await tx.execute("DELETE FROM kv")
+        seen.append(run)
+    assert seen[0] == seen[1]
+    assert [count for _, count in seen[0]] == [-1, 2, 2, 1, 2, 0]
+    assert seen[0][3][0] == [("a", 3)]
+
+
+@needs_server
 async def test_named_parameters_are_refused(dsn: str, opened: list[PostgresStore]) -> None:
     from scheduler import InvalidArgument
 
