@@ -3,7 +3,7 @@ connected to it, on a real database."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -140,3 +140,33 @@ def other(fake: FakeDiscord, world: World) -> World:
     admin = guild.add_member(name="carol", roles=[admins])
     member = guild.add_member(name="dave")
     return World(fake, guild, general, news, admin, member)
+
+
+CrierFactory = Callable[..., Awaitable[Crier]]
+
+
+@pytest.fixture
+async def crier_factory(
+    world: World, tmp_path: Path, clock: FakeClock
+) -> AsyncIterator[CrierFactory]:
+    """Start a bot (``await crier_factory(**settings_overrides)``) on the test's database and
+    FakeClock; start another after ``close()`` to model downtime and restarts. Every bot it
+    started is closed at the end."""
+    started: list[Crier] = []
+
+    async def start(**overrides: Any) -> Crier:
+        app = Crier(
+            settings_for(world.fake, tmp_path / "crier.db", **overrides),
+            clock=clock,
+            guild_ready_timeout=0.05,
+        )
+        await app.start()
+        started.append(app)
+        return app
+
+    try:
+        yield start
+    finally:
+        for app in reversed(started):
+            await app.close()
+        restore_discord_endpoints()

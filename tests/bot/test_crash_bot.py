@@ -1,0 +1,318 @@
+"""Crash safety of delivery with real processes: ``python -m bot`` against the fake Discord,
+SIGKILLed at a chosen point of a delivery, then started again on the same database.
+
+The kill point is made deterministic by the fake (it holds the send request, with or without
+having created the message) or by the bot's own per-channel spacing (a delivery waiting for its
+slot has written its ``sending`` row but sent nothing). The parent then waits for concrete
+conditions (a request at the fake, a row in the database) with deadlines, never a fixed time.
+
+The bots run with a 2 s lease and a 0.5 s sweep, so a restarted bot takes over the killed
+bot's delivery about 2 s after the kill.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import sqlite3
+import sys
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.delivery import nonce_for
+from tests.bot.conftest import World
+from tests.fakediscord import FakeDiscord
+from tests.fakediscord.state import Channel, Message
+from tests.scheduler.crash_worker import connect, until
+
+ROOT = Path(__file__).resolve().parents[2]
+DEADLINE = 20.0
+HOLD = 60.0
+"""How long the fake holds a send it was told to hold (far longer than any test waits)."""
+
+
+class Bot:
+    """One ``python -m bot`` process; its log (stderr) is kept in a file."""
+
+    def __init__(self, proc: asyncio.subprocess.Process, log_path: Path) -> None:
+        self.proc = proc
+        self.log_path = log_path
+
+    @classmethod
+    async def start(cls, env: dict[str, str], workdir: Path) -> Bot:
+        log_path = workdir / f"bot-{time.monotonic_ns()}.log"
+        with log_path.open("wb") as log:
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                "bot",
+                cwd=workdir,  # no stray .env
+                env=env,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+            )
+        return cls(proc, log_path)
+
+    @property
+    def log(self) -> str:
+        return self.log_path.read_text("utf-8", "replace")
+
+    def kill(self) -> None:
+        if self.proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.kill()
+
+    async def reap(self) -> None:
+        self.kill()
+        await self.proc.wait()
+
+
+@pytest.fixture
+async def bots() -> AsyncIterator[list[Bot]]:
+    """Every bot process a test starts; all are killed and reaped afterwards."""
+    started: list[Bot] = []
+    try:
+        yield started
+    finally:
+        for bot in started:
+            await bot.reap()
+
+
+class Harness:
+    def __init__(self, world: World, tmp_path: Path, bots: list[Bot]) -> None:
+        self.world = world
+        self.fake: FakeDiscord = world.fake
+        self.db = tmp_path / "crier.db"
+        self.workdir = tmp_path
+        self.bots = bots
+        self.env = dict(os.environ) | self.fake.env()
+        self.env |= {
+            "PYTHONPATH": str(ROOT),
+            "DATABASE_URL": f"sqlite:///{self.db}",
+            "SCHEDULER_LEASE_SECONDS": "2",
+            "SCHEDULER_SWEEP_SECONDS": "0.5",
+            "SEND_SPACING_SECONDS": "0.05",
+            "LOG_LEVEL": "INFO",
+        }
+
+    def logs(self) -> str:
+        return "\n".join(f"--- bot {i} ---\n{b.log}" for i, b in enumerate(self.bots))
+
+    async def start_bot(self, **env: str) -> Bot:
+        bot = await Bot.start(self.env | env, self.workdir)
+        self.bots.append(bot)
+        try:
+            await self.fake.wait_until(
+                lambda: (
+                    self.fake.get_command("schedule") is not None
+                    and self.fake.gateway.connected_sessions
+                ),
+                timeout=DEADLINE,
+                what="the bot to connect with its commands synced",
+            )
+        except TimeoutError:
+            raise AssertionError(f"the bot did not come up:\n{self.logs()}") from None
+        return bot
+
+    async def kill(self, bot: Bot) -> None:
+        bot.kill()
+        await bot.proc.wait()
+        await self.fake.wait_until(
+            lambda: not self.fake.gateway.connected_sessions, what="the killed bot's gateway"
+        )
+
+    async def command(self, name: str, **options: Any) -> str:
+        w = self.world
+        h = await self.fake.invoke_command(w.guild, w.general, w.admin, name, options=options)
+        content = (await h.response(timeout=DEADLINE)).content
+        assert content is not None
+        return content
+
+    async def schedule_at(self, epoch: int, message: str, channel: Channel | None = None) -> int:
+        text = await self.command(
+            "schedule", when=str(epoch), message=message, channel=channel or self.world.news
+        )
+        found = re.search(r"Scheduled announcement \*\*#(\d+)\*\*", text)
+        assert found is not None, text
+        return int(found[1])
+
+    async def schedule_soon(self, message: str, channel: Channel | None = None) -> int:
+        return await self.schedule_at(int(time.time()) + 2, message, channel)
+
+    def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
+        with closing(connect(self.db)) as conn:
+            conn.row_factory = sqlite3.Row
+            return [dict(r) for r in conn.execute(sql, params).fetchall()]
+
+    def deliveries(self) -> list[dict[str, Any]]:
+        return self.query(
+            "SELECT d.*, a.local_id, a.state AS ann_state, a.failure, j.state AS job_state, "
+            "j.run_count FROM bot_deliveries d "
+            "JOIN bot_announcements a ON a.id = d.announcement_id "
+            "LEFT JOIN scheduler_jobs j ON j.id = d.job_id ORDER BY d.fire_ts"
+        )
+
+    async def until_delivery(
+        self, predicate: Callable[[list[dict[str, Any]]], bool], what: str
+    ) -> list[dict[str, Any]]:
+        try:
+            await until(lambda: predicate(self.deliveries()), DEADLINE, what)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; rows: {self.deliveries()}\n{self.logs()}") from None
+        return self.deliveries()
+
+    def sends(self, channel: Channel | None = None) -> list[Any]:
+        ch = channel or self.world.news
+        path = f"/channels/{ch.id}/messages"
+        return [r for r in self.fake.requests if r.method == "POST" and r.path == path]
+
+    def hold_sends(self, *, created: bool) -> None:
+        """The fake holds the next send to #news: with the message created (the response is
+        what is held back), or without it (the request reached Discord's edge only)."""
+        path = re.escape(f"/channels/{self.world.news.id}/messages")
+        if created:
+            self.fake.faults.add(method="POST", path_regex=path, after_effect=True, delay=HOLD)
+        else:
+            self.fake.faults.add(method="POST", path_regex=path, delay=HOLD, disconnect=True)
+
+
+@pytest.fixture
+def harness(world: World, tmp_path: Path, bots: list[Bot]) -> Harness:
+    return Harness(world, tmp_path, bots)
+
+
+def only(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    assert len(rows) == 1, rows
+    return rows[0]
+
+
+async def test_kill_after_discord_created_the_message_resends_same_nonce_one_message(
+    harness: Harness,
+) -> None:
+    h, fake, news = harness, harness.fake, harness.world.news
+    first = await h.start_bot()
+    h.hold_sends(created=True)
+    local = await h.schedule_soon("Exactly once, across a crash")
+
+    msg: Message = await fake.wait_for_message(channel=news, timeout=DEADLINE)
+    row = only(h.deliveries())
+    # The bot wrote its row before sending; the message exists but the bot has not seen it.
+    assert (row["state"], row["message_id"], row["attempts"]) == ("sending", None, 1)
+    assert row["nonce"] == msg.nonce == nonce_for(row["announcement_id"], row["fire_ts"])
+    await h.kill(first)
+
+    await h.start_bot()
+    rows = await h.until_delivery(lambda r: r[0]["state"] == "sent", "the restarted bot's send")
+
+    row = only(rows)
+    assert fake.bot_messages(news) == [msg]
+    assert [r.body["nonce"] for r in h.sends()] == [msg.nonce, msg.nonce]
+    assert fake.nonce_dedup_hits == 1
+    assert (row["message_id"], row["attempts"], row["local_id"]) == (msg.id, 2, local)
+    assert (row["ann_state"], row["job_state"], row["run_count"]) == ("sent", "success", 2)
+
+
+async def test_kill_while_discord_held_the_request_uncreated_sends_once(
+    harness: Harness,
+) -> None:
+    h, fake, news = harness, harness.fake, harness.world.news
+    first = await h.start_bot()
+    h.hold_sends(created=False)
+    await h.schedule_soon("Sent once, after the crash")
+
+    await fake.wait_until(lambda: h.sends(), timeout=DEADLINE, what="the send to arrive")
+    assert fake.bot_messages(news) == []
+    assert only(h.deliveries())["state"] == "sending"
+    await h.kill(first)
+
+    await h.start_bot()
+    rows = await h.until_delivery(lambda r: r[0]["state"] == "sent", "the restarted bot's send")
+
+    row = only(rows)
+    [msg] = fake.bot_messages(news)
+    assert msg.content == "Sent once, after the crash"
+    assert [r.body["nonce"] for r in h.sends()] == [row["nonce"], row["nonce"]]
+    assert fake.nonce_dedup_hits == 0
+    assert (row["message_id"], row["attempts"], row["job_state"]) == (msg.id, 2, "success")
+
+
+async def test_kill_while_waiting_for_the_channel_slot_sends_once(harness: Harness) -> None:
+    """The second delivery to a channel waits for its spacing slot with its ``sending`` row
+    written and nothing sent: it keeps its lease while it waits (longer than the lease), and
+    a kill there is followed by exactly one send after the restart."""
+    h, fake, news = harness, harness.fake, harness.world.news
+    first = await h.start_bot(SEND_SPACING_SECONDS="6")
+    due = int(time.time()) + 2
+    await h.schedule_at(due, "first in line")
+    await h.schedule_at(due + 1, "second in line")
+
+    rows = await h.until_delivery(
+        lambda r: len(r) == 2 and r[0]["state"] == "sent" and r[1]["state"] == "sending",
+        "the second delivery to wait for its slot",
+    )
+    # Held past the 2 s lease while waiting for the slot, without losing it.
+    await until(lambda: time.time() > rows[1]["first_attempt_at"] + 3.0, DEADLINE, "3 s")
+    rows = h.deliveries()
+    assert rows[1]["state"] == "sending" and rows[1]["run_count"] == 1
+    assert len(h.sends()) == 1
+    await h.kill(first)
+
+    await h.start_bot(SEND_SPACING_SECONDS="6")
+    rows = await h.until_delivery(
+        lambda r: all(x["state"] == "sent" for x in r), "the restarted bot's send"
+    )
+
+    assert [m.content for m in fake.bot_messages(news)] == ["first in line", "second in line"]
+    assert [m.id for m in fake.bot_messages(news)] == [r["message_id"] for r in rows]
+    assert len(h.sends()) == 2  # the first was never sent again
+    assert fake.nonce_dedup_hits == 0
+    assert [(r["attempts"], r["run_count"]) for r in rows] == [(1, 1), (2, 2)]
+
+
+async def test_restart_after_the_nonce_window_reports_instead_of_resending(
+    harness: Harness,
+) -> None:
+    h, fake, world = harness, harness.fake, harness.world
+    window = 1.0
+    first = await h.start_bot(NONCE_WINDOW_SECONDS=str(window))
+    reply = await h.command("settings", log_channel=world.general)
+    assert f"<#{world.general.id}>" in reply, reply
+    h.hold_sends(created=True)
+    local = await h.schedule_soon("Maybe posted, maybe not")
+
+    msg: Message = await fake.wait_for_message(channel=world.news, timeout=DEADLINE)
+    row = only(h.deliveries())
+    assert row["state"] == "sending"
+    await h.kill(first)
+    await until(
+        lambda: time.time() > row["first_attempt_at"] + window, DEADLINE, "the nonce window"
+    )
+
+    await h.start_bot(NONCE_WINDOW_SECONDS=str(window))
+    rows = await h.until_delivery(
+        lambda r: r[0]["state"] == "failed" and r[0]["job_state"] == "failed", "the report"
+    )
+
+    row = only(rows)
+    assert row["error"].startswith("may not have been delivered: an attempt was interrupted")
+    assert "longer than Discord remembers a nonce, so it was not sent again" in row["error"]
+    assert (row["ann_state"], row["failure"], row["job_state"]) == (
+        "failed",
+        row["error"],
+        "failed",
+    )
+    assert len(h.sends()) == 1  # not re-sent
+    assert fake.bot_messages(world.news) == [msg]
+    await fake.wait_until(lambda: fake.bot_messages(world.general), what="the report")
+    [report] = fake.bot_messages(world.general)
+    assert report.content == (
+        f"⚠️ Announcement #{local} for <#{world.news.id}> could not be posted: {row['error']}."
+    )
