@@ -11,6 +11,7 @@ import contextlib
 import logging
 import os
 import signal
+import socket
 import sys
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
@@ -223,6 +224,22 @@ async def test_dotenv_in_the_working_directory_is_read_and_the_environment_wins(
     run = await run_bot(tmp_path, clean_env(LOG_LEVEL="INFO", DEV_GUILD_ID="abc"))
     line = assert_one_clear_line(run, "DEV_GUILD_ID", "abc")
     assert "LOG_LEVEL" not in line
+
+
+async def test_unreachable_discord_is_one_line(tmp_path: Path) -> None:
+    with socket.socket() as sock:  # a port nothing listens on (bound, then released)
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = clean_env(
+        DISCORD_TOKEN=TOKEN,
+        DISCORD_API_BASE=f"http://127.0.0.1:{port}/api/v10",
+        DISCORD_GATEWAY_URL=f"ws://127.0.0.1:{port}/",
+        DATABASE_URL=f"sqlite:///{tmp_path / 'crier.db'}",
+        LOG_LEVEL="WARNING",
+    )
+    run = await run_bot(tmp_path, env)
+    line = assert_one_clear_line(run, f"cannot reach Discord at http://127.0.0.1:{port}/api/v10")
+    assert TOKEN not in line
 
 
 # --- python -m bot against the fake Discord -----------------------------------------------------
