@@ -18,6 +18,7 @@ from scheduler import ScheduleNotFound, Scheduler
 from .repeat import RepeatRule
 
 SEND_FN = "announcements:send"
+_EPOCH = datetime.fromtimestamp(0, UTC)
 LIVE_STATES = ("scheduled", "paused")
 
 
@@ -297,8 +298,8 @@ class Announcements:
             return [_row(r) for r in await cur.fetchall()]
 
     async def listing(self, guild_id: int, offset: int, limit: int) -> Listing:
-        """A page of the guild's announcements: failures newest first, then live ones by
-        next time, then the rest newest first."""
+        """A page of the guild's announcements: failures (and paused ones) newest first, then
+        the scheduled ones by their next time, then the rest (sent, canceled) newest first."""
         async with self.sched.reader() as db:
             cur = await db.execute(
                 "SELECT count(*) FROM bot_announcements WHERE guild_id = ?", (guild_id,)
@@ -306,19 +307,46 @@ class Announcements:
             counted = await cur.fetchone()
             total = 0 if counted is None else int(counted[0])
             cur = await db.execute(
-                f"SELECT {_COLUMNS} FROM bot_announcements WHERE guild_id = ? "
-                "ORDER BY CASE state WHEN 'failed' THEN 0 WHEN 'paused' THEN 1 "
-                "WHEN 'scheduled' THEN 2 ELSE 3 END, "
-                "CASE WHEN state IN ('failed', 'paused', 'sent', 'canceled') "
-                "THEN -updated_at ELSE first_ts END, local_id DESC "
-                "LIMIT ? OFFSET ?",
-                (guild_id, limit, offset),
+                f"SELECT {_COLUMNS} FROM bot_announcements "
+                "WHERE guild_id = ? AND state IN ('failed', 'paused', 'scheduled') "
+                "ORDER BY updated_at DESC, local_id DESC",
+                (guild_id,),
             )
-            items = [_row(r) for r in await cur.fetchall()]
-        fires: dict[int, datetime | None] = {}
-        for a in items:
-            fires[a.id] = await self.next_fire(a)
-        return Listing(items, total, fires)
+            open_rows = [_row(r) for r in await cur.fetchall()]
+        fires = await self._next_fires(open_rows)
+        troubled = [a for a in open_rows if a.state != "scheduled"]
+        upcoming = sorted(
+            (a for a in open_rows if a.state == "scheduled"),
+            key=lambda a: (fires.get(a.id) is None, fires.get(a.id) or _EPOCH, a.local_id),
+        )
+        head = troubled + upcoming
+        items = head[offset : offset + limit]
+        if len(items) < limit:
+            async with self.sched.reader() as db:
+                cur = await db.execute(
+                    f"SELECT {_COLUMNS} FROM bot_announcements "
+                    "WHERE guild_id = ? AND state IN ('sent', 'canceled') "
+                    "ORDER BY updated_at DESC, local_id DESC LIMIT ? OFFSET ?",
+                    (guild_id, limit - len(items), max(0, offset - len(head))),
+                )
+                items += [_row(r) for r in await cur.fetchall()]
+        return Listing(items, total, {a.id: fires.get(a.id) for a in items})
+
+    async def _next_fires(self, rows: list[Announcement]) -> dict[int, datetime | None]:
+        """Next delivery times, with one read of the schedules for the recurring ones."""
+        recurring = {a.schedule_name for a in rows if a.schedule_name and a.state == "scheduled"}
+        schedules = (
+            {s.name: s.next_fire for s in await self.sched.schedules.list()} if recurring else {}
+        )
+        out: dict[int, datetime | None] = {}
+        for a in rows:
+            if a.state != "scheduled":
+                out[a.id] = None
+            elif a.schedule_name is None:
+                out[a.id] = datetime.fromtimestamp(a.first_ts, UTC)
+            else:
+                out[a.id] = schedules.get(a.schedule_name)
+        return out
 
     async def next_fire(self, a: Announcement) -> datetime | None:
         if a.state != "scheduled":

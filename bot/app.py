@@ -70,6 +70,10 @@ def setup_logging(settings: Settings) -> None:
     root.handlers[:] = [handler]
     root.setLevel(settings.log_level)
     logging.getLogger("discord").setLevel(max(logging.INFO, root.level))
+    # "logging in using static token" on every start is noise, and a rejected token must
+    # come out as one clear line of ours.
+    if root.level > logging.DEBUG:
+        logging.getLogger("discord.client").setLevel(logging.WARNING)
 
 
 class CrierBot(discord.Client):
@@ -131,6 +135,31 @@ class CrierBot(discord.Client):
             )
         log.info("slash commands synced to %s", target)
         self.synced_commands = True
+        await self._unregister_elsewhere(key)
+
+    async def _unregister_elsewhere(self, current: str) -> None:
+        """Remove the commands from the places they were synced to before (the global list
+        when DEV_GUILD_ID is set now, the dev guild when it no longer is), so no server
+        shows every command twice."""
+        prefix = f"commands:{self.application_id}:"
+        async with self.sched.reader() as db:
+            cur = await db.execute("SELECT key FROM bot_meta WHERE key LIKE ?", (prefix + "%",))
+            stale = [r[0] for r in await cur.fetchall() if r[0] != current]
+        for key in stale:
+            where = key[len(prefix) :]
+            app_id = self.application_id or 0
+            try:
+                if where.startswith("guild:"):
+                    guild_id = int(where.split(":", 1)[1])
+                    await self.http.bulk_upsert_guild_commands(app_id, guild_id, [])
+                else:
+                    await self.http.bulk_upsert_global_commands(app_id, [])
+            except discord.HTTPException as exc:
+                log.warning("could not remove the old commands from %s: %s", where, exc)
+                continue
+            async with self.sched.transaction() as ctx:
+                await ctx.db.execute("DELETE FROM bot_meta WHERE key = ?", (key,))
+            log.info("removed the slash commands previously synced to %s", where)
 
     async def on_ready(self) -> None:
         app_id = self.application_id or 0

@@ -168,7 +168,7 @@ class Commands:
         guild, member = _member(interaction)
         settings = await self.bot.announcements.settings(guild.id)
         require_manager(member, settings)
-        target = guild.get_channel(channel_id)
+        target = guild.get_channel_or_thread(channel_id)
         if target is None:
             raise Refusal("I can't find that channel in this server.")
         channel = check_channel(member, guild.me, target)
@@ -271,7 +271,10 @@ class Commands:
         out: list[app_commands.Choice[int]] = []
         for a in await self.bot.announcements.live(guild.id):
             label = choice_label(a, await self.bot.announcements.next_fire(a))
-            if typed and typed not in label.lower() and not str(a.local_id).startswith(typed):
+            if typed.isdigit():  # a number is an id: match ids that start with it
+                if not str(a.local_id).startswith(typed):
+                    continue
+            elif typed and typed not in label.lower():
                 continue
             out.append(app_commands.Choice(name=label, value=a.local_id))
             if len(out) == 25:

@@ -77,17 +77,26 @@ def _url(name: str, raw: str, schemes: tuple[str, ...]) -> str:
     return raw.strip()
 
 
+def _without_password(url: str) -> str:
+    """``url`` safe to show: a password in it is replaced by ``***``."""
+    parsed = urlparse(url)
+    if parsed.password is None:
+        return url
+    netloc = parsed.netloc.replace(f":{parsed.password}@", ":***@", 1)
+    return parsed._replace(netloc=netloc).geturl()
+
+
 def _database_url(raw: str) -> str:
     raw = raw.strip()
     if raw.startswith(("postgresql://", "postgres://")):
         if not urlparse(raw).netloc:
-            raise ConfigError(f"DATABASE_URL has no host: {raw!r}")
+            raise ConfigError(f"DATABASE_URL has no host: {_without_password(raw)!r}")
         return raw
     if raw.startswith("sqlite:///") and len(raw) > len("sqlite:///"):
         return raw
     raise ConfigError(
         "DATABASE_URL must be sqlite:///PATH (e.g. sqlite:///data/crier.db) or "
-        f"postgresql://USER@HOST/DB, got {raw!r}"
+        f"postgresql://USER@HOST/DB, got {_without_password(raw)!r}"
     )
 
 

@@ -49,17 +49,26 @@ async def test_sync_once_not_on_every_start(world: World, starts: Any) -> None:
     assert sum(calls.values()) == 1
 
 
-async def test_dev_guild_gets_its_own_sync(world: World, starts: Any) -> None:
+async def test_dev_guild_gets_its_own_sync_and_commands_live_in_one_place(
+    world: World, starts: Any
+) -> None:
     calls = world.fake.command_sync_calls
     gid = world.guild.id
     assert await starts() is True
     assert await starts(dev_guild_id=gid) is True
     assert calls[gid] == 1
     assert {name for name, _ in world.fake.guild_commands[gid]} == COMMANDS
+    # The global registration is removed, so the dev guild doesn't show everything twice.
+    assert calls["global"] == 2
+    assert not world.fake.global_commands
     assert await starts(dev_guild_id=gid) is False
-    # The global hash is still there: going back to global needs no sync either.
+    assert (calls["global"], calls[gid]) == (2, 1)
+    # Back to global: registered globally again, and removed from the dev guild.
+    assert await starts() is True
+    assert {name for name, _ in world.fake.global_commands} == COMMANDS
+    assert not world.fake.guild_commands[gid]
+    assert (calls["global"], calls[gid]) == (3, 2)
     assert await starts() is False
-    assert (calls["global"], calls[gid]) == (1, 1)
 
 
 async def test_changed_definitions_are_synced_again(
