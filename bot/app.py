@@ -229,9 +229,11 @@ class Crier:
         await self._runner
 
     async def close(self) -> None:
-        with contextlib.suppress(Exception):
-            await self.bot.close()
-        await self.sched.stop()
+        try:
+            await self.sched.stop()
+        finally:
+            with contextlib.suppress(Exception):
+                await self.bot.close()
 
 
 async def run(settings: Settings) -> int:
