@@ -189,6 +189,11 @@ def harness(world: World, tmp_path: Path, bots: list[Bot]) -> Harness:
     return Harness(world, tmp_path, bots)
 
 
+def done(rows: list[dict[str, Any]]) -> bool:
+    """The (first) occurrence is recorded as sent and its job has finished."""
+    return bool(rows[0]["state"] == "sent" and rows[0]["job_state"] == "success")
+
+
 def only(rows: list[dict[str, Any]]) -> dict[str, Any]:
     assert len(rows) == 1, rows
     return rows[0]
@@ -210,7 +215,7 @@ async def test_kill_after_discord_created_the_message_resends_same_nonce_one_mes
     await h.kill(first)
 
     await h.start_bot()
-    rows = await h.until_delivery(lambda r: r[0]["state"] == "sent", "the restarted bot's send")
+    rows = await h.until_delivery(done, "the restarted bot's send")
 
     row = only(rows)
     assert fake.bot_messages(news) == [msg]
@@ -234,7 +239,7 @@ async def test_kill_while_discord_held_the_request_uncreated_sends_once(
     await h.kill(first)
 
     await h.start_bot()
-    rows = await h.until_delivery(lambda r: r[0]["state"] == "sent", "the restarted bot's send")
+    rows = await h.until_delivery(done, "the restarted bot's send")
 
     row = only(rows)
     [msg] = fake.bot_messages(news)
@@ -266,9 +271,7 @@ async def test_kill_while_waiting_for_the_channel_slot_sends_once(harness: Harne
     await h.kill(first)
 
     await h.start_bot(SEND_SPACING_SECONDS="6")
-    rows = await h.until_delivery(
-        lambda r: all(x["state"] == "sent" for x in r), "the restarted bot's send"
-    )
+    rows = await h.until_delivery(lambda r: all(done([x]) for x in r), "the restarted bot's send")
 
     assert [m.content for m in fake.bot_messages(news)] == ["first in line", "second in line"]
     assert [m.id for m in fake.bot_messages(news)] == [r["message_id"] for r in rows]
