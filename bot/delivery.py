@@ -92,7 +92,12 @@ async def keep_lease(ctx: ActionContext, every: float) -> AsyncIterator[None]:
     async def beat() -> None:
         while True:
             await asyncio.sleep(every)
-            if not await ctx.heartbeat():
+            try:
+                held = await ctx.heartbeat()
+            except Exception as exc:  # a failed beat must not fail the send it protects
+                log.warning("job %d: heartbeat failed (%s); trying again", ctx.job.id, exc)
+                continue
+            if not held:
                 log.warning("job %d lost its lease while delivering", ctx.job.id)
                 return
 
@@ -154,16 +159,21 @@ class Delivery:
         if attempt.action in ("missed", "unknown"):
             await self._fail(ctx, ann, fire_ts, attempt.reason, pause=False)
             raise NonRetryable(attempt.reason)
+        # Late means found late (after downtime), not queued behind this channel's others.
+        late = now - fire_ts >= LATE_NOTE_AFTER
         try:
             async with keep_lease(ctx, self.heartbeat_every), self.pacer.slot(ann.channel_id):
                 if self.ready is not None:
                     await self.ready.wait()
                 late_by = max(0.0, ctx.now.timestamp() - fire_ts)
-                message = await self.client.get_partial_messageable(ann.channel_id).send(
-                    _with_late_note(ann.text, fire_ts, late_by),
-                    nonce=attempt.nonce,
-                    allowed_mentions=allowed_mentions(ann.allowed_mentions),
-                )
+                # A send that hangs is abandoned well inside the nonce window, so its retry
+                # can still be deduplicated by Discord.
+                async with asyncio.timeout(self.nonce_window / 3):
+                    message = await self.client.get_partial_messageable(ann.channel_id).send(
+                        _with_late_note(ann.text, fire_ts) if late else ann.text,
+                        nonce=attempt.nonce,
+                        allowed_mentions=allowed_mentions(ann.allowed_mentions),
+                    )
         except discord.HTTPException as exc:
             if _permanent(exc):
                 reason = _describe(exc)
@@ -342,8 +352,6 @@ def _describe(exc: discord.HTTPException) -> str:
     return f"HTTP {exc.status}" + (f" code {exc.code}" if exc.code else "") + f": {text}"
 
 
-def _with_late_note(text: str, fire_ts: float, late_by: float) -> str:
-    if late_by < LATE_NOTE_AFTER:
-        return text
+def _with_late_note(text: str, fire_ts: float) -> str:
     note = f"\n-# Sent late: this was scheduled for <t:{int(fire_ts)}:F>."
     return text + note if len(text) + len(note) <= MAX_MESSAGE else text

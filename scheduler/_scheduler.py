@@ -91,6 +91,7 @@ class Scheduler:
         self.migrations = tuple(migrations)
         self._driver: Driver | None = None
         self._started = False
+        self._stopping = False
         self._triggers: dict[str, Cron | Interval] = {}
 
     # --- lifecycle -----------------------------------------------------------------------------
@@ -125,15 +126,17 @@ class Scheduler:
     async def stop(self, grace: timedelta | float | None = None) -> None:
         """Stop claiming; wait up to ``grace`` (default ``shutdown_grace``) for in-flight work;
         cancel what is left (rolled back or recorded, never half-written); close the store."""
-        if not self._started:
+        if not self._started or self._stopping:
             return
-        self._started = False
+        self._stopping = True  # in-flight work may still use transactions and heartbeats
         driver = self._driver
         assert driver is not None
         seconds = self.shutdown_grace if grace is None else _codec.to_seconds(grace, "grace")
         try:
             await driver.stop(seconds)
         finally:
+            self._started = False
+            self._stopping = False
             self.store.remove_commit_listener(driver.wake)
             await self.store.close()
 
@@ -191,9 +194,12 @@ class Scheduler:
             raise InvalidArgument(f"retry must be a Retry(...), got {retry!r}")
         policy = retry or reg.retry
         for label, value in (("idempotency_key", idempotency_key), ("name", name)):
-            if value is not None and (not isinstance(value, str) or not value or len(value) > 500):
+            if value is not None and (
+                not isinstance(value, str) or not value or len(value) > 500 or "\x00" in value
+            ):
                 raise InvalidArgument(
-                    f"{label} must be a non-empty string of at most 500 characters"
+                    f"{label} must be a non-empty string of at most 500 characters "
+                    "without NUL characters"
                 )
         if parent_id is not None and (
             isinstance(parent_id, bool) or not isinstance(parent_id, int)

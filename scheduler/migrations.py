@@ -112,7 +112,7 @@ def check_applied(
         raise SchemaTooNew(
             f"{where} was written by a newer version of this software: its {component!r} schema "
             f"is at version {newest}, this code knows versions up to {known}. Upgrade, or point "
-            f"it at another database; the file was not changed."
+            f"it at another database; nothing in it was changed."
         )
     for m in migrations:
         recorded = applied.get(m.version)

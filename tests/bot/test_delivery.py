@@ -640,12 +640,6 @@ async def test_graceful_stop_mid_delivery_then_restart_yields_one_message(
     assert {r.body["nonce"] for r in send_requests(world, world.news)} == {created.nonce}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="scheduler bug: Scheduler.stop() marks itself closed before its grace period, so an "
-    "in-flight action's ctx.run_mutation raises SchedulerClosed and the delivery cannot record "
-    "its send (the restart then depends on Discord still remembering the nonce)",
-)
 async def test_graceful_stop_lets_an_in_flight_delivery_record_its_send(
     world: World, crier_factory: CrierFactory, clock: FakeClock, tmp_path: Path
 ) -> None:
