@@ -35,6 +35,7 @@ Decisions:
 
 from __future__ import annotations
 
+import calendar
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -44,7 +45,7 @@ from zoneinfo import ZoneInfo
 
 from bot.timeparse import InputError, parse_duration
 from scheduler.errors import InvalidSchedule
-from scheduler.triggers import Cron
+from scheduler.triggers import CRON_MACROS, Cron
 
 __all__ = ["MAX_INTERVAL", "MIN_INTERVAL", "RepeatRule", "describe_cron", "parse_repeat"]
 
@@ -81,15 +82,7 @@ _EXAMPLES: Final = (
     "`daily`, `weekly`, `every weekday`, `every 2 hours` "
     "or a cron expression like `0 9 * * 1-5` (09:00 on weekdays)"
 )
-_MACROS: Final = {
-    "@hourly": "0 * * * *",
-    "@daily": "0 0 * * *",
-    "@midnight": "0 0 * * *",
-    "@weekly": "0 0 * * 0",
-    "@monthly": "0 0 1 * *",
-    "@yearly": "0 0 1 1 *",
-    "@annually": "0 0 1 1 *",
-}
+_MACROS: Final = CRON_MACROS
 _DAY_NAMES: Final = ("Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday")
 _DAY_WORDS: Final = {
     **{name.lower(): i for i, name in enumerate(_DAY_NAMES)},
@@ -99,20 +92,7 @@ _DAY_WORDS: Final = {
     "thur": 4,
     "thurs": 4,
 }
-_MONTH_NAMES: Final = (
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-)
+_MONTH_NAMES: Final = tuple(calendar.month_name[1:])
 _CRON_MONTHS: Final = {name[:3].upper(): i for i, name in enumerate(_MONTH_NAMES, 1)}
 _CRON_DAYS: Final = {name[:3].upper(): i for i, name in enumerate(_DAY_NAMES)}
 _MAX_DAYS: Final = (31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)

@@ -34,6 +34,7 @@ Decisions on ambiguous input:
 
 from __future__ import annotations
 
+import calendar
 import difflib
 import functools
 import re
@@ -119,20 +120,7 @@ _WEEKDAYS: Final = {
     **dict.fromkeys(("saturday", "sat"), 5),
     **dict.fromkeys(("sunday", "sun"), 6),
 }
-_MONTH_NAMES: Final = (
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-)
+_MONTH_NAMES: Final = tuple(calendar.month_name[1:])
 _MONTHS: Final = {
     **{name.lower(): i for i, name in enumerate(_MONTH_NAMES, 1)},
     **{name[:3].lower(): i for i, name in enumerate(_MONTH_NAMES, 1)},

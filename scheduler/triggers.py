@@ -179,7 +179,7 @@ _MONTH_NAMES: Final = {
 _DAY_NAMES: Final = {
     name: number for number, name in enumerate(("SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"))
 }
-_MACROS: Final = {
+CRON_MACROS: Final = {
     "@hourly": "0 * * * *",
     "@daily": "0 0 * * *",
     "@midnight": "0 0 * * *",
@@ -348,9 +348,9 @@ def _compile_cron(expr: str) -> str:
     if not stripped:
         raise InvalidSchedule(f"invalid cron expression {expr!r}: expression is empty")
     if stripped.startswith("@"):
-        macro = _MACROS.get(stripped.lower())
+        macro = CRON_MACROS.get(stripped.lower())
         if macro is None:
-            known = " ".join(_MACROS)
+            known = " ".join(CRON_MACROS)
             raise InvalidSchedule(
                 f"invalid cron expression {expr!r}: unknown macro {stripped!r} (supported: {known})"
             )
