@@ -42,7 +42,14 @@ PERMANENT_CODES = {
 }
 LATE_NOTE_AFTER = 60.0
 MAX_MESSAGE = 2000
-SEND_RETRY = Retry(max_failures=5, initial_backoff=2.0, base=2.0)
+SEND_ATTEMPTS = 5
+"""Sends of one occurrence that may fail with a transient error before it is reported."""
+SEND_RETRY = Retry(max_failures=400, initial_backoff=2.0, base=2.0)
+"""The job's own budget is far larger than SEND_ATTEMPTS because the scheduler also spends it
+when a crash interrupts a delivery (its lease expires): a crash loop must not use it up and
+drop the occurrence without a word. An interrupted delivery is re-sent with the same nonce
+until it is recorded, or reported by ``_begin`` once its first attempt is older than the nonce
+window (at most 300 s; with leases of at least 1 s that is fewer than 400 re-dispatches)."""
 
 
 def nonce_for(announcement_id: int, fire_ts: float) -> str:
@@ -195,7 +202,7 @@ class Delivery:
     ) -> None:
         """A failure that may pass. The next attempt re-sends with the same nonce; on the
         last one, give up and report it."""
-        if ctx.job.attempt + 1 >= ctx.job.max_failures:
+        if ctx.job.attempt + 1 >= SEND_ATTEMPTS:
             tries = ctx.job.attempt + 1
             why = f"may not have been delivered: {reason} (gave up after {tries} attempts)"
             await self._fail(ctx, ann, fire_ts, why, pause=False)
