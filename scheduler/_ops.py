@@ -20,13 +20,14 @@ from .errors import InvalidArgument, JobNotFound
 from .models import Job, JobKind, JobState
 
 T = TypeVar("T")
-Fetch = Literal["all", "one", "none"]
+Fetch = Literal["all", "one", "none", "many"]
 
 
 @dataclass(frozen=True, slots=True)
 class Q:
     """A named query: ``fetch`` says whether the result is all rows, one row (or None), or
-    the number of rows changed."""
+    the number of rows changed; ``"many"`` runs it once per parameter tuple in ``params``
+    (an executemany) and gives the number of rows changed."""
 
     name: str
     params: tuple[Any, ...] = ()

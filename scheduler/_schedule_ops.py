@@ -9,6 +9,7 @@ re-anchors ``next_fire_ts`` past the whole backlog from the trigger, never from 
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
@@ -16,6 +17,7 @@ import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import cached_property
 from typing import Any, Literal
 
 from . import _ops
@@ -58,7 +60,7 @@ Resolve = Callable[[str], Target | None]
 """The live registry's view of a function (None if this process does not know it)."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class ScheduleDef:
     """A validated schedule definition, ready to write."""
 
@@ -72,27 +74,25 @@ class ScheduleDef:
     catchup_window: float
     jitter: float
 
-    @property
+    @cached_property
     def spec_json(self) -> str:
         return json.dumps(self.trigger.to_spec(), sort_keys=True)
 
+    @cached_property
     def fingerprint(self) -> str:
         """What reconciliation compares: everything but an interval's anchor (its phase)."""
         spec = self.trigger.to_spec()
         spec.pop("anchor", None)
-        body = json.dumps(
-            [
-                spec,
-                self.target.fn,
-                self.args_json,
-                self.overlap,
-                self.catch_up,
-                self.catchup_window,
-                self.jitter,
-            ],
-            sort_keys=True,
+        parts = (
+            json.dumps(spec, sort_keys=True),
+            self.target.fn,
+            self.args_json,
+            self.overlap,
+            self.catch_up,
+            repr(self.catchup_window),
+            repr(self.jitter),
         )
-        return hashlib.sha256(body.encode()).hexdigest()
+        return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,7 +178,7 @@ def _insert_params(st: OpState, d: ScheduleDef, first: float) -> tuple[Any, ...]
     return (
         d.name, d.source, d.spec_json, t.fn, t.kind.value, int(t.idempotent), t.max_failures,
         t.initial_backoff, t.backoff_base, d.args_json, d.overlap, d.catch_up,
-        d.catchup_window, d.jitter, 0, first, None, d.fingerprint(), st.now,
+        d.catchup_window, d.jitter, 0, first, None, d.fingerprint, st.now,
     )  # fmt: skip
 
 
@@ -452,13 +452,14 @@ def reconcile(st: OpState, defs: Sequence[ScheduleDef]) -> Op[ReconcileReport]:
     unchanged = 0
     now_dt = _dt(st.now)
     first_fire: dict[Trigger, float] = {}  # many entries share an expression
+    new_rows: list[tuple[Any, ...]] = []
     for d in defs:
         found = existing.get(d.name)
         if found is None:
             first = first_fire.get(d.trigger)
             if first is None:
                 first = first_fire[d.trigger] = d.trigger.next_after(now_dt).timestamp()
-            yield Q("insert_schedule", _insert_params(st, d, first), "one")
+            new_rows.append(_insert_params(st, d, first))
             added.append(d.name)
             continue
         fingerprint, source = found
@@ -466,7 +467,7 @@ def reconcile(st: OpState, defs: Sequence[ScheduleDef]) -> Op[ReconcileReport]:
             raise DuplicateName(
                 f"static cron {d.name!r} clashes with a runtime schedule of the same name"
             )
-        if fingerprint == d.fingerprint():
+        if fingerprint == d.fingerprint:
             unchanged += 1
             continue
         old = yield from get(st, d.name)
@@ -478,10 +479,12 @@ def reconcile(st: OpState, defs: Sequence[ScheduleDef]) -> Op[ReconcileReport]:
                 d.name, d.spec_json, t.fn, t.kind.value, int(t.idempotent), t.max_failures,
                 t.initial_backoff, t.backoff_base, d.args_json, d.overlap, d.catch_up,
                 d.catchup_window, d.jitter, d.trigger.next_after(now_dt).timestamp(),
-                d.fingerprint(), st.now,
+                d.fingerprint, st.now,
             ),
         )  # fmt: skip
         changed.append(d.name)
+    if new_rows:
+        yield Q("insert_schedules", tuple(new_rows), "many")
     wanted = {d.name for d in defs}
     removed = sorted(n for n, (_, src) in existing.items() if src == "static" and n not in wanted)
     for name in removed:
@@ -498,9 +501,7 @@ def _keep_phase(d: ScheduleDef, old: ScheduleRow) -> ScheduleDef:
         return d
     old_trigger = trigger_from_spec(json.loads(old.trigger_spec))
     if isinstance(old_trigger, Interval) and old_trigger.every == d.trigger.every:
-        fields = {f: getattr(d, f) for f in d.__dataclass_fields__}
-        fields["trigger"] = old_trigger
-        return ScheduleDef(**fields)
+        return dataclasses.replace(d, trigger=old_trigger)
     return d
 
 

@@ -234,3 +234,11 @@ INSERT INTO scheduler_jobs (
     id, fn, kind, state, next_ts, max_failures, initial_backoff, backoff_base, idempotent,
     on_complete, name, schedule_name, fire_ts, jitter, created_at, updated_at)
 VALUES (?1, ?2, ?3, 'pending', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?14);
+
+-- name: insert_schedules
+-- Boot reconciliation's new static entries, in one executemany.
+INSERT INTO scheduler_schedules (
+    name, source, trigger_spec, fn, kind, idempotent, max_failures, initial_backoff,
+    backoff_base, args, overlap, catch_up, catchup_window, jitter, paused, next_fire_ts,
+    last_fire_ts, fingerprint, created_at, updated_at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?19);

@@ -662,6 +662,9 @@ class PostgresStore(Store):
             return await conn.fetch(sql, *params)
         if q.fetch == "one":
             return await conn.fetchrow(sql, *params)
+        if q.fetch == "many":
+            await conn.executemany(sql, params)
+            return len(params)
         return rowcount(await conn.execute(sql, *params))
 
     def _enter_writer(self) -> contextvars.Token[Any]:

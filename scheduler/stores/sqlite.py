@@ -52,6 +52,9 @@ def _drive(conn: sqlite3.Connection, queries: dict[str, str], gen: Op[T]) -> T:
     try:
         q: Q = next(gen)
         while True:
+            if q.fetch == "many":
+                q = gen.send(conn.executemany(queries[q.name], map(_adapt, q.params)).rowcount)
+                continue
             cur = conn.execute(queries[q.name], _adapt(q.params))
             if q.fetch == "all":
                 result: Any = cur.fetchall()
