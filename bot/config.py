@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import io
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
 
 from dotenv import dotenv_values
+from dotenv.parser import parse_stream
 
 DEFAULT_API_BASE = "https://discord.com/api/v10"
 DEFAULT_GATEWAY = "wss://gateway.discord.gg/"
@@ -60,6 +62,13 @@ def _int(name: str, raw: str, *, minimum: int | None = None) -> int:
     return value
 
 
+def _snowflake(name: str, raw: str) -> int:
+    value = _int(name, raw, minimum=1)
+    if value >= 2**64:
+        raise ConfigError(f"{name} is too large for a Discord id (at most 20 digits), got {value}")
+    return value
+
+
 def _float(name: str, raw: str, lo: float, hi: float) -> float:
     try:
         value = float(raw.strip())
@@ -93,11 +102,34 @@ def _database_url(raw: str) -> str:
             raise ConfigError(f"DATABASE_URL has no host: {_without_password(raw)!r}")
         return raw
     if raw.startswith("sqlite:///") and len(raw) > len("sqlite:///"):
+        if "\x00" in raw:
+            raise ConfigError("DATABASE_URL has a NUL character in its path")
         return raw
     raise ConfigError(
         "DATABASE_URL must be sqlite:///PATH (e.g. sqlite:///data/crier.db) or "
         f"postgresql://USER@HOST/DB, got {_without_password(raw)!r}"
     )
+
+
+def _read_env_file(path: Path) -> dict[str, str]:
+    """The settings in a ``.env`` file; one that can't be read whole is one ConfigError
+    (python-dotenv alone would raise on bytes that aren't UTF-8, and only warn about a
+    line it can't parse, such as an unterminated quote, then carry on without it)."""
+    try:
+        text = path.read_text("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"{path} is not UTF-8 text (byte {exc.start + 1} can't be read): save it as UTF-8"
+        ) from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
+    for binding in parse_stream(io.StringIO(text)):
+        if binding.error:  # the line itself is not shown: it may hold the token
+            raise ConfigError(
+                f"{path}: line {binding.original.line} is not a NAME=value setting "
+                "(check its quotes)"
+            )
+    return {k: v for k, v in dotenv_values(stream=io.StringIO(text)).items() if v is not None}
 
 
 def load_settings(
@@ -106,7 +138,7 @@ def load_settings(
     """Read settings: the environment wins over ``env_file`` (if it exists)."""
     values: dict[str, str] = {}
     if env_file is not None and Path(env_file).is_file():
-        values.update({k: v for k, v in dotenv_values(env_file).items() if v is not None})
+        values.update(_read_env_file(Path(env_file)))
     values.update(os.environ if environ is None else environ)
 
     def get(name: str) -> str | None:
@@ -120,8 +152,16 @@ def load_settings(
             "or in the environment"
         )
     token = token.strip()
-    if any(c.isspace() for c in token) or len(token) < 20:
+    # A token goes in an HTTP header: printable ASCII only, no spaces or control characters.
+    if len(token) < 20 or not all("!" <= c <= "~" for c in token):
         raise ConfigError("DISCORD_TOKEN does not look like a bot token (check for stray text)")
+    try:
+        return _with_token(token, get)
+    except ConfigError as exc:  # a value pasted into the wrong setting may be the token
+        raise ConfigError(str(exc).replace(token, "[token]")) from None
+
+
+def _with_token(token: str, get: Callable[[str], str | None]) -> Settings:
     level = (get("LOG_LEVEL") or "INFO").strip().upper()
     if level not in LOG_LEVELS:
         raise ConfigError(f"LOG_LEVEL must be one of {', '.join(LOG_LEVELS)}, got {level!r}")
@@ -134,7 +174,7 @@ def load_settings(
     return Settings(
         token=token,
         database_url=_database_url(get("DATABASE_URL") or DEFAULT_DATABASE_URL),
-        dev_guild_id=None if dev_guild is None else _int("DEV_GUILD_ID", dev_guild, minimum=1),
+        dev_guild_id=None if dev_guild is None else _snowflake("DEV_GUILD_ID", dev_guild),
         log_level=level,
         api_base=_url(
             "DISCORD_API_BASE", get("DISCORD_API_BASE") or DEFAULT_API_BASE, ("http", "https")
