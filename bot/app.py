@@ -8,6 +8,7 @@ import hashlib
 import json
 import logging
 import signal
+import sqlite3
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,6 +24,7 @@ from scheduler.migrations import packaged
 from .announcements import Announcements
 from .commands import Commands, PageButton, build_tree
 from .config import ConfigError, Settings, load_settings
+from .config import _without_password as without_password
 from .delivery import ChannelPacer, Delivery
 
 log = logging.getLogger("crier")
@@ -124,7 +126,13 @@ class CrierBot(discord.Client):
             return
         if guild:
             self.tree.copy_global_to(guild=discord.Object(guild))
-            await self.tree.sync(guild=discord.Object(guild))
+            try:
+                await self.tree.sync(guild=discord.Object(guild))
+            except (discord.Forbidden, discord.NotFound) as exc:
+                raise ConfigError(
+                    f"DEV_GUILD_ID {guild} is not a server the bot is in (Discord: "
+                    f"{exc.text or exc}); correct it, or remove it to register commands globally"
+                ) from None
         else:
             await self.tree.sync()
         async with self.sched.transaction() as ctx:
@@ -212,7 +220,12 @@ class Crier:
     async def start(self) -> None:
         """Open the database, log in, and connect in the background (returns once ready)."""
         point_at(self.settings)
-        await self.sched.start()
+        try:
+            await self.sched.start()
+        except (OSError, sqlite3.DatabaseError) as exc:  # not Discord's: the database's
+            raise StoreError(
+                f"cannot open the database {database_name(self.settings)}: {exc}"
+            ) from exc
         try:
             await self.bot.login(self.settings.token)
             self._runner = asyncio.create_task(self.bot.connect(), name="discord-gateway")
@@ -253,6 +266,13 @@ async def run(settings: Settings) -> int:
         )
     except StoreError as exc:
         return fatal(str(exc))
+    except ConfigError as exc:
+        return fatal(str(exc))
+    except sqlite3.DatabaseError as exc:  # damage found after the file opened
+        return fatal(
+            f"cannot use {database_name(settings)} as a database: {exc}. Restore it from a "
+            "backup or point DATABASE_URL at another file."
+        )
     except (aiohttp.ClientError, OSError) as exc:
         return fatal(f"cannot reach Discord at {settings.api_base}: {exc}")
     waiter = asyncio.create_task(stop.wait())
@@ -268,6 +288,12 @@ async def run(settings: Settings) -> int:
         log.error("the gateway connection failed: %s", failure)
         return 1
     return 0
+
+
+def database_name(settings: Settings) -> str:
+    """The database as an admin knows it: the file, or the URL without its password."""
+    kind, where = settings.database
+    return where if kind == "sqlite" else without_password(where)
 
 
 def fatal(message: str) -> int:
