@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -21,6 +22,7 @@ import pytest
 from scheduler import JobKind, JobState, MigrationError, SchedulerError, SchemaTooNew, StoreError
 from scheduler._ops import NewJob, Outcome, claim_due
 from scheduler.migrations import MigrationSet, scheduler_migrations
+from scheduler.sql import load_queries
 
 asyncpg = pytest.importorskip("asyncpg")
 
@@ -230,7 +232,10 @@ async def test_a_fresh_database_gets_every_migration_recorded_with_its_checksum(
     }
     assert "WHERE (state = 'pending'::text)" in indexes["scheduler_jobs_due"]
     assert "(kind, next_ts)" in indexes["scheduler_jobs_due"]
-    assert "WHERE (state = 'in_progress'::text)" in indexes["scheduler_jobs_lease"]
+    assert (
+        "WHERE ((state = 'in_progress'::text) AND (lease_expires_at IS NOT NULL))"
+        in indexes["scheduler_jobs_lease"]
+    )
     assert "UNIQUE" in indexes["scheduler_jobs_idempotency"]
     types = dict(
         await conn.fetch(
@@ -492,6 +497,32 @@ def _enqueue_many(st: Any, n: int) -> Any:
     for _ in range(n):
         out.append((yield from enqueue(st, new_job())))
     return out
+
+
+@needs_server
+@pytest.mark.parametrize("plans", ["force_custom_plan", "force_generic_plan"])
+async def test_fenced_single_job_statements_use_the_primary_key_not_the_lease_index(
+    dsn: str, conn: Any, opened: list[PostgresStore], plans: str
+) -> None:
+    """With statistics taken while nothing was in progress (the usual case), a statement
+    fenced on ``state = 'in_progress'`` must find its row by id, not scan the lease index
+    (every job in progress): that made recording N completions cost O(N^2)."""
+    store = await open_store(dsn, opened, listen=False)
+    await store.run(lambda st: _enqueue_many(st, 500), T0)
+    await conn.execute("VACUUM ANALYZE scheduler_jobs")
+    await store.claim_due(T0, T0 + LEASE, mutation_limit=500, action_limit=0)
+    await conn.execute(f"SET plan_cache_mode = {plans}")
+    queries = load_queries("postgres")
+    fenced = ("finish_success", "finish_retry", "finish_failed", "release", "extend_lease")
+    for name in (*fenced, "reclaim_pending"):
+        sql = queries[name]
+        args = (7, 1, T0, T0)[: max(int(n) for n in re.findall(r"\$(\d+)", sql))]
+        plan = "\n".join(r[0] for r in await conn.fetch(f"EXPLAIN {sql}", *args))
+        assert "scheduler_jobs_pkey" in plan and "scheduler_jobs_lease" not in plan, plan
+    sweep = "\n".join(
+        r[0] for r in await conn.fetch(f"EXPLAIN {queries['expired_leases']}", T0 + LEASE, 10)
+    )
+    assert "scheduler_jobs_lease" in sweep, sweep
 
 
 @needs_server
