@@ -115,6 +115,11 @@ class Commands:
             text = str(original)
         elif isinstance(original, NotFound):
             text = f"{original}. Use `/list` to see this server's announcements."
+        elif isinstance(original, app_commands.TransformerError):
+            # The option names a channel or role this bot doesn't have in this server (just
+            # created, just deleted, or another server's): the input's fault, not ours.
+            what = "role" if original.type is discord.AppCommandOptionType.role else "channel"
+            text = f"I can't find that {what} in this server. Pick one from this server's list."
         else:
             ref = uuid.uuid4().hex[:8]
             log.error(
