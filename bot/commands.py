@@ -226,12 +226,13 @@ class Commands:
     async def list_page(
         self, interaction: discord.Interaction, page: int
     ) -> tuple[str, discord.ui.View | None]:
-        guild = _member(interaction)[0]
+        guild, member = _member(interaction)
         listing = await self.bot.announcements.listing(guild.id, page * PAGE_SIZE, PAGE_SIZE)
         pages = max(1, -(-listing.total // PAGE_SIZE))
         if page >= pages and page > 0:
             return await self.list_page(interaction, pages - 1)
-        text = listing_page(listing, page, guild.id)
+        hidden = {a.channel_id for a in listing.items if not _can_read(member, guild, a.channel_id)}
+        text = listing_page(listing, page, guild.id, hidden)
         if pages == 1:
             return text, None
         view = discord.ui.View(timeout=None)
@@ -269,13 +270,14 @@ class Commands:
     async def cancel_choices(
         self, interaction: discord.Interaction, current: str
     ) -> list[app_commands.Choice[int]]:
-        guild = interaction.guild
-        if guild is None:
+        guild, member = interaction.guild, interaction.user
+        if guild is None or not isinstance(member, discord.Member):
             return []
         typed = current.strip().lstrip("#").lower()
         out: list[app_commands.Choice[int]] = []
         for a in await self.bot.announcements.live(guild.id):
-            label = choice_label(a, await self.bot.announcements.next_fire(a))
+            hidden = not _can_read(member, guild, a.channel_id)
+            label = choice_label(a, await self.bot.announcements.next_fire(a), hidden)
             if typed.isdigit():  # a number is an id: match ids that start with it
                 if not str(a.local_id).startswith(typed):
                     continue
@@ -339,6 +341,17 @@ class Commands:
             + (f"<#{new.log_channel_id}>" if new.log_channel_id else "none"),
         ]
         await reply(interaction, "\n".join(lines))
+
+
+def _can_read(member: discord.Member, guild: discord.Guild, channel_id: int) -> bool:
+    """Whether ``member`` may read the text of an announcement meant for that channel: only
+    if they can view it (Discord would never show them a message there); for a channel no
+    longer in the server, only if they manage the server."""
+    channel = guild.get_channel_or_thread(channel_id)
+    if channel is None:
+        perms = member.guild_permissions
+        return perms.administrator or perms.manage_guild
+    return channel.permissions_for(member).view_channel
 
 
 def _mention_prefix(mention: str) -> str:

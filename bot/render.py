@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import UTC, datetime
 
 from .announcements import Announcement, Listing, mention_markup
@@ -9,6 +10,8 @@ from .timeparse import discord_timestamp
 
 PAGE_SIZE = 6
 PREVIEW_LIMIT = 1000
+HIDDEN = "(in a channel you can't see)"
+"""Shown instead of the text of an announcement for a channel the reader can't view."""
 
 
 def when(dt: datetime | None) -> str:
@@ -54,7 +57,8 @@ def _pings(a: Announcement) -> str:
 STATE_ICON = {"scheduled": "🕒", "sent": "✅", "failed": "❌", "paused": "⏸️", "canceled": "🚫"}
 
 
-def listing_page(listing: Listing, page: int, guild_id: int) -> str:
+def listing_page(listing: Listing, page: int, guild_id: int, hidden: Collection[int] = ()) -> str:
+    """A /list page; the text of announcements for the channels in ``hidden`` isn't shown."""
     pages = max(1, -(-listing.total // PAGE_SIZE))
     if not listing.items:
         return "No announcements yet. Create one with `/schedule`."
@@ -72,7 +76,7 @@ def listing_page(listing: Listing, page: int, guild_id: int) -> str:
             lines.append(f"  posted: {link}")
         if a.failure and a.state in ("failed", "paused", "scheduled"):
             lines.append(f"  ⚠️ {a.failure}")
-        lines.append(f"  {_snippet(a.text)}")
+        lines.append(f"  `{HIDDEN}`" if a.channel_id in hidden else f"  {_snippet(a.text)}")
         out.append("\n".join(lines))
     text = "\n".join(out)
     return text if len(text) <= 2000 else text[:1990] + "…"
@@ -84,9 +88,9 @@ def _snippet(text: str, width: int = 80) -> str:
     return f"`{flat.replace('`', 'ˋ')}`" if flat else "`(empty)`"
 
 
-def choice_label(a: Announcement, nxt: datetime | None) -> str:
-    """An autocomplete label (Discord allows 100 characters)."""
+def choice_label(a: Announcement, nxt: datetime | None, hidden: bool = False) -> str:
+    """An autocomplete label (Discord allows 100 characters); ``hidden``: without the text."""
     when_text = nxt.astimezone(UTC).strftime("%b %d %H:%M UTC") if nxt else a.state
-    flat = " ".join(a.content.split())
+    flat = HIDDEN if hidden else " ".join(a.content.split())
     label = f"#{a.local_id} · {when_text} · {flat}"
     return label if len(label) <= 100 else label[:99] + "…"
