@@ -6,6 +6,7 @@ Run from the project root with the project's virtualenv::
     .venv/bin/python bench/scheduler_bench.py --quick          # a tiny smoke run (< 20 s)
     .venv/bin/python bench/scheduler_bench.py --only throughput,raw --runs 3 --json out.json
     .venv/bin/python bench/scheduler_bench.py --profile actions   # where the time goes
+    .venv/bin/python bench/scheduler_bench.py --store postgres --quick   # bench/pg_bench.py
 
 Sections (``--only`` takes a comma-separated list of these names):
 
@@ -30,6 +31,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
+import itertools
 import json
 import os
 import platform
@@ -959,6 +961,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     ap.add_argument("--profile-top", type=int, default=30, help="functions shown per thread")
     ap.add_argument("--profile-out", type=Path, default=None, help="dump .prof files here")
+    ap.add_argument(
+        "--store",
+        choices=("sqlite", "postgres"),
+        default="sqlite",
+        help="postgres: run bench/pg_bench.py with the other arguments instead",
+    )
     args = ap.parse_args(argv)
     args.sections = [s.strip() for s in args.only.split(",") if s.strip()]
     unknown = set(args.sections) - set(SECTIONS)
@@ -973,6 +981,15 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if "--store=postgres" in argv or ("--store", "postgres") in itertools.pairwise(argv):
+        # The PostgreSQL benchmark (several worker processes) is bench/pg_bench.py.
+        from bench import pg_bench
+
+        rest = [a for a in argv if a != "--store=postgres"]
+        if "--store" in rest:
+            i = rest.index("--store")
+            del rest[i : i + 2]
+        return pg_bench.main(rest)
     args = parse_args(argv)
     p = Params(args.quick, args.runs, args.idle_runs)
     want = set(args.sections)
