@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("scheduler.driver")
 
 _ERROR_LIMIT = 4000
+FLUSH_BATCH = 512
+"""Outcomes recorded per transaction (keeps each completion transaction short)."""
 
 
 def describe_error(exc: BaseException) -> str:
@@ -60,6 +62,8 @@ class Driver:
         self._saturated = False
         self._actions: set[asyncio.Task[None]] = set()
         self._completions: list[Outcome] = []
+        self._recording = 0
+        """Outcomes taken by a flush that is still writing them."""
         self._flush_task: asyncio.Task[None] | None = None
         self._loop_task: asyncio.Task[None] | None = None
         self._sweep_task: asyncio.Task[None] | None = None
@@ -137,7 +141,10 @@ class Driver:
         batch = sched.batch_size
         while True:
             now = self.clock.time()
-            free = sched.max_concurrency - len(self._actions)
+            # A finished run holds its slot until its outcome is recorded, so a slow store
+            # cannot pile up unrecorded completions (and their leases) without bound.
+            unrecorded = len(self._completions) + self._recording
+            free = max(0, sched.max_concurrency - len(self._actions) - unrecorded)
             action_limit = min(batch, free)
             claim = await self.store.claim_due(
                 now, now + sched.lease_seconds, mutation_limit=batch, action_limit=action_limit
@@ -270,10 +277,13 @@ class Driver:
     async def _flush(self) -> None:
         failures = 0
         while self._completions:
-            batch, self._completions = self._completions, []
+            batch = self._completions[:FLUSH_BATCH]
+            del self._completions[:FLUSH_BATCH]
+            self._recording = len(batch)
             try:
                 report = await self.store.complete(batch, self.clock.time())
             except Exception:
+                self._recording = 0
                 failures += 1
                 if self._stopping and failures >= 3:
                     log.exception(
@@ -286,11 +296,14 @@ class Driver:
                 self._completions[:0] = batch
                 await asyncio.sleep(min(5.0, 0.1 * 2**failures))
                 continue
+            self._recording = 0
             if report.stale:
                 log.warning(
                     "%d outcome(s) discarded: their lease had expired and the job moved on",
                     report.stale,
                 )
+            if self._saturated and not self._stopping:
+                self.wake()  # slots were held by these outcomes
         self._changed()
 
     async def _drain_completions(self) -> None:
@@ -333,6 +346,7 @@ class Driver:
             or self._wake.is_set()
             or bool(self._actions)
             or bool(self._completions)
+            or self._recording > 0
             or (self._flush_task is not None and not self._flush_task.done())
         )
 
