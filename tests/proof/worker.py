@@ -66,10 +66,12 @@ RACE_FAST = "race-static-250ms"
 RACE_ACT = "race-static-500ms-action"
 RACE_MINUTE = "race-static-every-minute"
 RUNTIME_SCHEDULES = ("race-runtime-300ms", "race-runtime-every-minute-london")
-IDEM_RETRY = 20
+IDEM_RETRY = 120
 """The retry budget of the proof:act-idem and proof:mutate jobs the crash loop enqueues, and
-of the proof:tick occurrences: a kill during a run costs it one attempt (by contract), and
-the loop's kills must not be able to spend it."""
+of the proof:tick occurrences. A kill during a run costs it one attempt (by contract), and
+a crash loop whose kills keep landing in the same phase of each life can interrupt one job
+every time; a budget larger than the loop's kills (at most 50, plus the lease losses of
+one run) means the kills alone can never spend it."""
 
 
 def write_app_migrations(root: Path) -> Path:
@@ -166,7 +168,10 @@ def race_crons() -> Any:
         RACE_FAST, timedelta(milliseconds=250), "proof:tick",
         catch_up="fire_all", overlap="allow_all",
     )  # fmt: skip
-    crons.interval(RACE_ACT, timedelta(milliseconds=500), "proof:tick-act", overlap="allow_all")
+    crons.interval(
+        RACE_ACT, timedelta(milliseconds=500), "proof:tick-act",
+        catch_up="fire_all", overlap="allow_all",
+    )  # fmt: skip
     crons.cron(RACE_MINUTE, "* * * * *", "proof:tick", catch_up="fire_all", overlap="allow_all")
     return crons
 
