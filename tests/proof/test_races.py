@@ -6,7 +6,8 @@ racer also:
 
 * opens the fresh file at the same moment (racing migrations and the reconciliation of the
   static crons every one of them registers: a 250 ms interval mutation, a 500 ms interval
-  action, a per-minute cron);
+  action, a per-minute cron; all ``catch_up="fire_all"``, ``overlap="allow_all"``, so every
+  fire time must have its run);
 * on ``GO``, enqueues the *same* jobs under the same idempotency keys at the same moment,
   all due at once (one job per key must come out, run once), and tries to create the same
   runtime schedules (a 300 ms interval, a per-minute cron in Europe/London): one creation
@@ -20,8 +21,9 @@ without its run from each schedule's first to its last, nothing skipped or misse
 The bots: one ``python -m bot`` takes the ``/schedule`` commands (the fake Discord sends an
 interaction to every connected session, so only one runs while they come in), then the
 others start on the same file; every announcement comes due after all are connected. Each
-must be posted exactly once: one message per announcement in the fake, one send request per
-announcement (no second send that Discord's nonce had to absorb), one attempt per delivery.
+must be posted exactly once: one message per announcement in the fake, one accepted send
+request per announcement (a 429 that discord.py waits out and retries was refused, not
+sent), none that Discord's nonce had to absorb, one attempt per delivery.
 """
 
 from __future__ import annotations
