@@ -34,8 +34,10 @@ OVERLAPS: tuple[str, ...] = ("skip", "buffer_one", "allow_all", "cancel_other")
 CATCH_UPS: tuple[str, ...] = ("skip", "fire_once", "fire_all")
 
 ON_TIME_GRACE = 60.0
-"""Under ``catch_up="skip"``, a time reached within this many seconds still fires: it was
-due while the scheduler was running, only the tick was late. Older times were missed."""
+"""Under ``catch_up="skip"``, the latest due time still fires if the tick reaches it within
+this many seconds (it came due while the scheduler was running; only the tick was late).
+Every earlier due time of the backlog, and a latest one found later than this, is missed
+(counted in ``missed``): skip never fires a burst."""
 FIRE_ALL_CAP = 1000
 BACKFILL_CAP = 10_000
 _US = timedelta(microseconds=1)
