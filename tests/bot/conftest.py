@@ -41,17 +41,23 @@ async def fake() -> AsyncIterator[FakeDiscord]:
         yield f
 
 
-@pytest.fixture
-def world(fake: FakeDiscord) -> World:
+def add_world(fake: FakeDiscord, name: str, admin: str, member: str) -> World:
+    """A guild the bot is in (view, send, mention everyone), with #general and #news, an
+    admin (Manage Server) and an ordinary member."""
     guild = fake.add_guild(
-        name="Crier Test", bot_permissions=P.VIEW_CHANNEL | P.SEND_MESSAGES | P.MENTION_EVERYONE
+        name=name, bot_permissions=P.VIEW_CHANNEL | P.SEND_MESSAGES | P.MENTION_EVERYONE
     )
     admins = guild.add_role("admins", P.MANAGE_GUILD)
     general = guild.add_channel("general")
     news = guild.add_channel("news")
-    admin = guild.add_member(name="alice", roles=[admins])
-    member = guild.add_member(name="bob")
-    return World(fake, guild, general, news, admin, member)
+    admin_member = guild.add_member(name=admin, roles=[admins])
+    plain_member = guild.add_member(name=member)
+    return World(fake, guild, general, news, admin_member, plain_member)
+
+
+@pytest.fixture
+def world(fake: FakeDiscord) -> World:
+    return add_world(fake, "Crier Test", admin="alice", member="bob")
 
 
 def settings_for(fake: FakeDiscord, db: Path, **overrides: Any) -> Settings:
@@ -131,15 +137,7 @@ async def run_command(
 @pytest.fixture
 def other(fake: FakeDiscord, world: World) -> World:
     """A second guild the bot is in, with its own admin and channels."""
-    guild = fake.add_guild(
-        name="Other Guild", bot_permissions=P.VIEW_CHANNEL | P.SEND_MESSAGES | P.MENTION_EVERYONE
-    )
-    admins = guild.add_role("admins", P.MANAGE_GUILD)
-    general = guild.add_channel("general")
-    news = guild.add_channel("news")
-    admin = guild.add_member(name="carol", roles=[admins])
-    member = guild.add_member(name="dave")
-    return World(fake, guild, general, news, admin, member)
+    return add_world(fake, "Other Guild", admin="carol", member="dave")
 
 
 CrierFactory = Callable[..., Awaitable[Crier]]

@@ -12,12 +12,8 @@ bot's delivery about 2 s after the kill.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import os
 import re
 import sqlite3
-import sys
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import closing
@@ -30,84 +26,41 @@ from bot.delivery import nonce_for
 from tests.bot.conftest import World
 from tests.fakediscord import FakeDiscord
 from tests.fakediscord.state import Channel, Message
-from tests.scheduler.crash_worker import connect, until
+from tests.scheduler.crash_worker import connect
+from tests.support.processes import Process, bot_env, procs, start_bot, until
 
-ROOT = Path(__file__).resolve().parents[2]
 DEADLINE = 20.0
 HOLD = 60.0
 """How long the fake holds a send it was told to hold (far longer than any test waits)."""
 
 
-class Bot:
-    """One ``python -m bot`` process; its log (stderr) is kept in a file."""
-
-    def __init__(self, proc: asyncio.subprocess.Process, log_path: Path) -> None:
-        self.proc = proc
-        self.log_path = log_path
-
-    @classmethod
-    async def start(cls, env: dict[str, str], workdir: Path) -> Bot:
-        log_path = workdir / f"bot-{time.monotonic_ns()}.log"
-        with log_path.open("wb") as log:
-            proc = await asyncio.create_subprocess_exec(
-                sys.executable,
-                "-m",
-                "bot",
-                cwd=workdir,  # no stray .env
-                env=env,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=log,
-                stderr=log,
-            )
-        return cls(proc, log_path)
-
-    @property
-    def log(self) -> str:
-        return self.log_path.read_text("utf-8", "replace")
-
-    def kill(self) -> None:
-        if self.proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                self.proc.kill()
-
-    async def reap(self) -> None:
-        self.kill()
-        await self.proc.wait()
-
-
 @pytest.fixture
-async def bots() -> AsyncIterator[list[Bot]]:
+async def bots() -> AsyncIterator[list[Process]]:
     """Every bot process a test starts; all are killed and reaped afterwards."""
-    started: list[Bot] = []
-    try:
+    async with procs() as started:
         yield started
-    finally:
-        for bot in started:
-            await bot.reap()
 
 
 class Harness:
-    def __init__(self, world: World, tmp_path: Path, bots: list[Bot]) -> None:
+    def __init__(self, world: World, tmp_path: Path, bots: list[Process]) -> None:
         self.world = world
         self.fake: FakeDiscord = world.fake
         self.db = tmp_path / "crier.db"
         self.workdir = tmp_path
         self.bots = bots
-        self.env = dict(os.environ) | self.fake.env()
-        self.env |= {
-            "PYTHONPATH": str(ROOT),
-            "DATABASE_URL": f"sqlite:///{self.db}",
-            "SCHEDULER_LEASE_SECONDS": "2",
-            "SCHEDULER_SWEEP_SECONDS": "0.5",
-            "SEND_SPACING_SECONDS": "0.05",
-            "LOG_LEVEL": "INFO",
-        }
+        self.env = bot_env(
+            self.fake.env(),
+            database_url=f"sqlite:///{self.db}",
+            lease="2",
+            sweep="0.5",
+            spacing="0.05",
+        )
 
     def logs(self) -> str:
         return "\n".join(f"--- bot {i} ---\n{b.log}" for i, b in enumerate(self.bots))
 
-    async def start_bot(self, **env: str) -> Bot:
-        bot = await Bot.start(self.env | env, self.workdir)
+    async def start_bot(self, **env: str) -> Process:
+        bot = await start_bot(self.env | env, self.workdir)
         self.bots.append(bot)
         try:
             await self.fake.wait_until(
@@ -122,7 +75,7 @@ class Harness:
             raise AssertionError(f"the bot did not come up:\n{self.logs()}") from None
         return bot
 
-    async def kill(self, bot: Bot) -> None:
+    async def kill(self, bot: Process) -> None:
         bot.kill()
         await bot.proc.wait()
         await self.fake.wait_until(
@@ -185,7 +138,7 @@ class Harness:
 
 
 @pytest.fixture
-def harness(world: World, tmp_path: Path, bots: list[Bot]) -> Harness:
+def harness(world: World, tmp_path: Path, bots: list[Process]) -> Harness:
     return Harness(world, tmp_path, bots)
 
 

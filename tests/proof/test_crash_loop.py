@@ -58,13 +58,14 @@ import pytest
 
 from bot.delivery import nonce_for
 from scheduler import JobKind, MigrationSet, SqliteStore
-from scheduler._ops import NewJob, Op, OpState, enqueue
+from scheduler._ops import NewJob
 from tests.fakediscord import FakeDiscord, Guild, InteractionHandle, Member
 from tests.fakediscord import Permissions as P
 from tests.fakediscord.state import Channel
 from tests.proof.conftest import FULL, size
 from tests.proof.harness import Proc, child_env, procs, rows, scalar, until
 from tests.proof.worker import APP_COMPONENT, IDEM_RETRY, TICK_ALL, TICK_SKIP, write_app_migrations
+from tests.support.ops import enqueue_all
 
 KILLS = size(10, 50)
 MUTATIONS_PER_WAVE = size(30, 40)
@@ -116,16 +117,6 @@ def new_job(fn: str, kind: JobKind, due: float, args: Any, idempotent: bool = Fa
         idempotent=idempotent,
         args_json=json.dumps(args),
     )
-
-
-def enqueue_all(jobs: list[NewJob]) -> Any:
-    def op(st: OpState) -> Op[list[int]]:
-        ids: list[int] = []
-        for j in jobs:
-            ids.append((yield from enqueue(st, j)))
-        return ids
-
-    return op
 
 
 class Loop:

@@ -31,12 +31,10 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import contextlib
 import math
 import os
-import sys
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -54,13 +52,13 @@ from tests.fakediscord import FakeDiscord
 from tests.fakediscord import Permissions as P
 from tests.fakediscord.state import Channel
 from tests.scheduler.stores import postgres_dsn
+from tests.support.processes import Process, bot_env, procs, start_bot, until
 
 asyncpg = pytest.importorskip("asyncpg")
 
 from scheduler.stores.postgres import PostgresStore  # noqa: E402  (after the importorskip)
-from tests.scheduler.pg import create_database, drop_database, with_database  # noqa: E402
+from tests.scheduler.pg import fresh_database  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[2]
 FULL = os.environ.get("CRIER_FULL", "").strip() == "1"
 
 INSTANCES = 3
@@ -86,40 +84,6 @@ pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 # --- processes -------------------------------------------------------------------------------
 
 
-class Bot:
-    """One ``python -m bot`` process; its log (stderr) is kept in a file."""
-
-    def __init__(self, proc: asyncio.subprocess.Process, log_path: Path) -> None:
-        self.proc = proc
-        self.log_path = log_path
-
-    @classmethod
-    async def start(cls, env: dict[str, str], workdir: Path, name: str) -> Bot:
-        log_path = workdir / f"{name}.log"
-        with log_path.open("wb") as log:
-            proc = await asyncio.create_subprocess_exec(
-                sys.executable,
-                "-m",
-                "bot",
-                cwd=workdir,  # no stray .env
-                env=env,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=log,
-                stderr=log,
-            )
-        return cls(proc, log_path)
-
-    @property
-    def log(self) -> str:
-        return self.log_path.read_text("utf-8", "replace")
-
-    async def reap(self) -> None:
-        if self.proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                self.proc.kill()
-        await self.proc.wait()
-
-
 @pytest.fixture
 async def dsn() -> AsyncIterator[str]:
     """A fresh database of its own, dropped afterwards."""
@@ -129,21 +93,15 @@ async def dsn() -> AsyncIterator[str]:
             "the multi-instance proof needs a PostgreSQL server: set CRIER_TEST_POSTGRES_DSN="
             "postgresql://USER@HOST:PORT/DB (.ci/run sets it for the local server)"
         )
-    name = await create_database(base)
-    try:
-        yield with_database(base, name)
-    finally:
-        await drop_database(base, name)
+    async with fresh_database(base) as dsn:
+        yield dsn
 
 
 @pytest.fixture
-async def bots() -> AsyncIterator[list[Bot]]:
+async def bots() -> AsyncIterator[list[Process]]:
     """Every bot process the test starts; all are killed and reaped afterwards."""
-    started: list[Bot] = []
-    try:
+    async with procs() as started:
         yield started
-    finally:
-        await asyncio.gather(*(b.reap() for b in started))
 
 
 @pytest.fixture
@@ -228,19 +186,6 @@ async def sleep_until(ts: float) -> None:
     await asyncio.sleep(max(0.0, ts - time.time()))
 
 
-async def until(predicate: Callable[[], Any], within: float, what: str) -> None:
-    deadline = time.monotonic() + within
-    while True:
-        result = predicate()
-        if asyncio.iscoroutine(result):
-            result = await result
-        if result:
-            return
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {within:.0f}s waiting for {what}")
-        await asyncio.sleep(0.1)
-
-
 async def query(conn: Any, sql: str) -> list[dict[str, Any]]:
     return [dict(r) for r in await conn.fetch(sql)]
 
@@ -250,7 +195,7 @@ async def query(conn: Any, sql: str) -> list[dict[str, Any]]:
 
 @pytest.mark.timeout(240 if FULL else 120)
 async def test_three_instances_post_every_occurrence_once_across_a_sigkill(
-    dsn: str, writer: Scheduler, bots: list[Bot], tmp_path: Path
+    dsn: str, writer: Scheduler, bots: list[Process], tmp_path: Path
 ) -> None:
     async with FakeDiscord(ratelimits=False) as fake:
         guilds = [
@@ -267,15 +212,7 @@ async def test_three_instances_post_every_occurrence_once_across_a_sigkill(
             after_effect=True,
             delay=SEND_DELAY,
         )
-        env = dict(os.environ) | fake.env()
-        env |= {
-            "PYTHONPATH": str(ROOT),
-            "DATABASE_URL": dsn,
-            "SCHEDULER_LEASE_SECONDS": str(LEASE),
-            "SCHEDULER_SWEEP_SECONDS": str(SWEEP),
-            "SEND_SPACING_SECONDS": "0",
-            "LOG_LEVEL": "INFO",
-        }
+        env = bot_env(fake.env(), database_url=dsn, lease=str(LEASE), sweep=str(SWEEP), spacing="0")
 
         def logs() -> str:
             return "\n".join(f"--- bot {i} ---\n{b.log[-6000:]}" for i, b in enumerate(bots))
@@ -291,7 +228,7 @@ async def test_three_instances_post_every_occurrence_once_across_a_sigkill(
                 raise AssertionError(f"the bots did not come up:\n{logs()}") from None
 
         for i in range(INSTANCES):
-            bots.append(await Bot.start(env, tmp_path, f"bot{i}"))
+            bots.append(await start_bot(env, tmp_path, f"bot{i}"))
         await connected(INSTANCES)
 
         # Written while the three instances run: each commit's NOTIFY re-arms their timers.
@@ -316,7 +253,7 @@ async def test_three_instances_post_every_occurrence_once_across_a_sigkill(
             timeout=DEADLINE,
             what="the killed bot's gateway to close",
         )
-        bots.append(await Bot.start(env, tmp_path, "bot-restarted"))
+        bots.append(await start_bot(env, tmp_path, "bot-restarted"))
         await connected(INSTANCES)
 
         # Let the recurring ones run for the whole window, then cancel them as /cancel does.
@@ -340,7 +277,7 @@ async def test_three_instances_post_every_occurrence_once_across_a_sigkill(
                 return bool(busy == 0 and sending == 0)
 
             try:
-                await until(settled, DEADLINE, "every job to finish")
+                await until(settled, DEADLINE, "every job to finish", interval=0.1)
             except AssertionError as exc:
                 raise AssertionError(f"{exc}\n{logs()}") from None
             anns = {

@@ -24,15 +24,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import os
 import signal
 import sqlite3
 import sys
 import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
+
+from tests.support.processes import Process
 
 APP_COMPONENT = "crash_app"
 
@@ -175,111 +175,30 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 # --- the parent's side ---------------------------------------------------------------------------
 
-LINE_TIMEOUT = 15.0
 
-
-class Child:
+class Child(Process):
     """A worker process; its stdout is read line by line, its stderr kept in a file."""
 
-    def __init__(self, proc: asyncio.subprocess.Process, stderr_path: Path) -> None:
-        self.proc = proc
-        self.stderr_path = stderr_path
-        self.lines: list[str] = []
+    line_timeout = 15.0
+    log_name = "stderr"
 
     @classmethod
     async def start(cls, mode: str, db: Path, migrations: Path, *args: str) -> Child:
-        stderr_path = db.parent / f"child-{time.monotonic_ns()}.stderr"
-        with stderr_path.open("wb") as err:
-            proc = await asyncio.create_subprocess_exec(
-                sys.executable,
-                "-m",
-                "tests.scheduler.crash_worker",
-                mode,
-                str(db),
-                "--migrations",
-                str(migrations),
-                *args,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=err,
-            )
-        return cls(proc, stderr_path)
+        argv = (
+            "-m",
+            "tests.scheduler.crash_worker",
+            mode,
+            str(db),
+            "--migrations",
+            str(migrations),
+            *args,
+        )
+        log_path = db.parent / f"child-{time.monotonic_ns()}.stderr"
+        return await cls.spawn(argv, log_path=log_path, label="child")
 
     @property
     def stderr(self) -> str:
-        return self.stderr_path.read_text("utf-8", "replace")
-
-    async def next_line(self, within: float = LINE_TIMEOUT) -> str:
-        """The next line the child prints; fails clearly if it exits or stays silent."""
-        assert self.proc.stdout is not None
-        try:
-            raw = await asyncio.wait_for(self.proc.stdout.readline(), within)
-        except TimeoutError:
-            raise AssertionError(
-                f"child printed nothing for {within}s; stderr:\n{self.stderr}"
-            ) from None
-        if not raw:
-            await self.proc.wait()
-            raise AssertionError(
-                f"child exited ({self.proc.returncode}) before the expected line; "
-                f"stderr:\n{self.stderr}"
-            )
-        line = raw.decode().rstrip("\n")
-        self.lines.append(line)
-        return line
-
-    async def expect(self, prefix: str, within: float = LINE_TIMEOUT) -> str:
-        """Read lines until one starts with ``prefix``; return the rest of that line."""
-        while True:
-            line = await self.next_line(within)
-            if line == prefix or line.startswith(prefix + " "):
-                return line[len(prefix) :].strip()
-
-    def kill(self) -> None:
-        """SIGKILL, at once (no-op if it already exited)."""
-        if self.proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                self.proc.kill()
-
-    async def rest(self) -> list[str]:
-        """Every line still to come until the child's stdout closes (it must be dying)."""
-        assert self.proc.stdout is not None
-        data = await asyncio.wait_for(self.proc.stdout.read(), LINE_TIMEOUT)
-        more = data.decode().splitlines()
-        self.lines.extend(more)
-        return more
-
-    async def terminate(self, within: float = LINE_TIMEOUT) -> int:
-        """SIGTERM (a clean shutdown), then wait for the exit code."""
-        if self.proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                self.proc.terminate()
-        await self.rest()
-        return await asyncio.wait_for(self.proc.wait(), within)
-
-    async def reap(self) -> None:
-        """Kill if still running and wait for the process: no child outlives its test."""
-        self.kill()
-        await self.proc.wait()
-        if self.proc.stdout is not None:
-            with contextlib.suppress(Exception):
-                await self.proc.stdout.read()
-
-
-async def until(
-    predicate: Callable[[], bool | Awaitable[bool]], within: float, what: str = "a condition"
-) -> None:
-    """Poll ``predicate`` until it is true; fail with ``what`` once ``within`` seconds pass."""
-    deadline = time.monotonic() + within
-    while True:
-        result = predicate()
-        if not isinstance(result, bool):
-            result = await result
-        if result:
-            return
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {within}s waiting for {what}")
-        await asyncio.sleep(0.02)
+        return self.log
 
 
 def connect(db: Path) -> sqlite3.Connection:

@@ -3,7 +3,9 @@ drops it afterwards, so test runs (and parallel runs by other people) never see 
 
 from __future__ import annotations
 
+import contextlib
 import secrets
+from collections.abc import AsyncIterator
 from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
@@ -44,6 +46,16 @@ async def drop_database(dsn: str, name: str) -> None:
         await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
     finally:
         await conn.close()
+
+
+@contextlib.asynccontextmanager
+async def fresh_database(dsn: str) -> AsyncIterator[str]:
+    """The dsn of a new database on the server of ``dsn``, dropped afterwards."""
+    name = await create_database(dsn)
+    try:
+        yield with_database(dsn, name)
+    finally:
+        await drop_database(dsn, name)
 
 
 async def postgres_factory(dsn: str) -> StoreFactory:

@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 from scheduler import JobState, SqliteStore
-from tests.scheduler.crash_worker import Child, connect, until, write_app_migrations
+from tests.scheduler.crash_worker import Child, connect, write_app_migrations
+from tests.support.processes import procs, until
 
 # The first child's lease: short, so the restarted child can reclaim soon after the kill.
 LEASE = "0.5"
@@ -41,12 +42,8 @@ def migrations(tmp_path: Path) -> Path:
 @pytest.fixture
 async def children() -> AsyncIterator[list[Child]]:
     """Every child a test starts; all of them are killed and reaped afterwards."""
-    started: list[Child] = []
-    try:
+    async with procs() as started:
         yield started
-    finally:
-        for child in started:
-            await child.reap()
 
 
 def job_row(conn: sqlite3.Connection, job_id: int) -> sqlite3.Row:

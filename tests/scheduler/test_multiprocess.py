@@ -11,16 +11,18 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import closing
 from pathlib import Path
 
 import pytest
 
 from scheduler import JobKind, SqliteStore
-from scheduler._ops import NewJob, Op, OpState, enqueue
+from scheduler._ops import NewJob
 from scheduler.migrations import MigrationSet
-from tests.scheduler.crash_worker import APP_COMPONENT, Child, connect, until, write_app_migrations
+from tests.scheduler.crash_worker import APP_COMPONENT, Child, connect, write_app_migrations
+from tests.support.ops import enqueue_all
+from tests.support.processes import procs, until
 
 WORKERS = 3
 MUTATIONS = 2000
@@ -41,26 +43,12 @@ def job(fn: str, kind: JobKind, due: float) -> NewJob:
     )
 
 
-def enqueue_all(jobs: list[NewJob]) -> Callable[[OpState], Op[list[int]]]:
-    def op(st: OpState) -> Op[list[int]]:
-        ids: list[int] = []
-        for j in jobs:
-            ids.append((yield from enqueue(st, j)))
-        return ids
-
-    return op
-
-
 @pytest.fixture
 async def workers(tmp_path: Path) -> AsyncIterator[tuple[Path, Path, list[Child]]]:
     db = tmp_path / "race.db"
     migrations = write_app_migrations(tmp_path / "app_migrations")
-    started: list[Child] = []
-    try:
+    async with procs() as started:
         yield db, migrations, started
-    finally:
-        for child in started:
-            await child.reap()
 
 
 def count(conn: sqlite3.Connection, sql: str) -> int:

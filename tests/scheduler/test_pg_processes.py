@@ -38,13 +38,13 @@ import pytest
 from scheduler import JobKind
 from scheduler._ops import NewJob
 from tests.scheduler.stores import postgres_dsn
+from tests.support.processes import ROOT, Process
 
 asyncpg = pytest.importorskip("asyncpg")
 
 from scheduler.stores.postgres import PostgresStore  # noqa: E402  (after the importorskip)
-from tests.scheduler.pg import create_database, drop_database, with_database  # noqa: E402
+from tests.scheduler.pg import fresh_database  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[2]
 SWEEP = 60.0
 """The workers' sweep interval: far longer than any wait below."""
 WAKE_WITHIN = 1.0
@@ -128,43 +128,27 @@ def child_main(argv: list[str]) -> None:
 # --- the parent ------------------------------------------------------------------------------
 
 
-class Child:
-    def __init__(self, proc: asyncio.subprocess.Process, stderr_path: Path) -> None:
-        self.proc = proc
-        self.stderr_path = stderr_path
+class Child(Process):
+    line_timeout = LINE_TIMEOUT
+    log_name = "stderr"
 
     @classmethod
     async def start(cls, tmp: Path, dsn: str, mode: str, *args: str) -> Child:
-        stderr_path = tmp / f"{mode}-{'-'.join(args)}-{time.monotonic_ns()}.err"
-        with stderr_path.open("wb") as err:
-            proc = await asyncio.create_subprocess_exec(
-                sys.executable,
-                "-m",
-                "tests.scheduler.test_pg_processes",
-                mode,
-                dsn,
-                *args,
-                cwd=ROOT,
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=err,
-            )
-        return cls(proc, stderr_path)
+        return await cls.spawn(
+            ["-m", "tests.scheduler.test_pg_processes", mode, dsn, *args],
+            log_path=tmp / f"{mode}-{'-'.join(args)}-{time.monotonic_ns()}.err",
+            label="the child",
+            cwd=ROOT,
+            stdin=True,
+        )
 
     async def line(self, within: float = LINE_TIMEOUT) -> list[str]:
         """The next line the child prints, split into words."""
-        assert self.proc.stdout is not None
-        try:
-            raw = await asyncio.wait_for(self.proc.stdout.readline(), within)
-        except TimeoutError:
-            raise AssertionError(f"the child printed nothing for {within}s:\n{self.err}") from None
-        if not raw:
-            raise AssertionError(f"the child exited early:\n{self.err}")
-        return raw.decode().split()
+        return (await self.next_line(within)).split()
 
     @property
     def err(self) -> str:
-        return self.stderr_path.read_text("utf-8", "replace")
+        return self.log
 
     async def stop(self) -> None:
         """Close stdin (a worker stops cleanly), then make sure the process is gone."""
@@ -186,11 +170,8 @@ async def dsn() -> AsyncIterator[str]:
             "PostgreSQL tests need a server: set CRIER_TEST_POSTGRES_DSN="
             "postgresql://USER@HOST:PORT/DB (.ci/run sets it for the local server)"
         )
-    name = await create_database(base)
-    try:
-        yield with_database(base, name)
-    finally:
-        await drop_database(base, name)
+    async with fresh_database(base) as dsn:
+        yield dsn
 
 
 @pytest.fixture

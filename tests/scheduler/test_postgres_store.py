@@ -31,7 +31,7 @@ from scheduler.stores.postgres import (  # noqa: E402  (after the importorskip)
     rowcount,
     translate_placeholders,
 )
-from tests.scheduler.pg import create_database, drop_database, with_database  # noqa: E402
+from tests.scheduler.pg import fresh_database  # noqa: E402
 from tests.scheduler.stores import postgres_dsn  # noqa: E402
 
 T0 = 1_900_000_000.0
@@ -149,11 +149,8 @@ async def dsn() -> AsyncIterator[str]:
     base = postgres_dsn()
     if base is None:
         pytest.skip("PostgreSQL tests need CRIER_TEST_POSTGRES_DSN (.ci/run sets it)")
-    name = await create_database(base)
-    try:
-        yield with_database(base, name)
-    finally:
-        await drop_database(base, name)
+    async with fresh_database(base) as dsn:
+        yield dsn
 
 
 @pytest.fixture

@@ -80,11 +80,9 @@ async def postgres_columns(tmp_path: Path) -> AsyncIterator[dict[str, list[str]]
         pytest.skip("comparing result columns needs CRIER_TEST_POSTGRES_DSN")
     asyncpg = pytest.importorskip("asyncpg")
     from scheduler.stores.postgres import PostgresStore
-    from tests.scheduler.pg import create_database, drop_database, with_database
+    from tests.scheduler.pg import fresh_database
 
-    name = await create_database(base)
-    try:
-        dsn = with_database(base, name)
+    async with fresh_database(base) as dsn:
         store = PostgresStore(dsn, listen=False)
         await store.open()
         await store.close()
@@ -97,8 +95,6 @@ async def postgres_columns(tmp_path: Path) -> AsyncIterator[dict[str, list[str]]
             yield out
         finally:
             await conn.close()
-    finally:
-        await drop_database(base, name)
 
 
 async def test_every_query_returns_the_same_columns_in_both_dialects(

@@ -1,0 +1,19 @@
+"""Scheduler operations the tests run on a store directly (``store.run(op, now)``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from scheduler._ops import NewJob, Op, OpState, enqueue
+
+
+def enqueue_all(jobs: list[NewJob]) -> Callable[[OpState], Op[list[int]]]:
+    """One operation (one transaction) enqueuing every job of ``jobs``; returns their ids."""
+
+    def op(st: OpState) -> Op[list[int]]:
+        ids: list[int] = []
+        for j in jobs:
+            ids.append((yield from enqueue(st, j)))
+        return ids
+
+    return op

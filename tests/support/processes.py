@@ -1,0 +1,202 @@
+"""Real processes under test, and waiting for conditions with a deadline.
+
+A :class:`Process` is one child process: its stdout is either a pipe read line by line
+(:meth:`Process.next_line`, :meth:`Process.expect`) or, for ``python -m bot``
+(:func:`start_bot`), kept in its log file with its stderr. Every wait has a deadline and fails
+with the log (``until``, ``next_line``), never a fixed sleep.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sys
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import Self
+
+__all__ = ["ROOT", "Process", "bot_env", "procs", "start_bot", "until"]
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class Process:
+    """One child process; stdout is a pipe read line by line (or its log), stderr a log file.
+
+    ``label`` and ``log_name`` name the process and its log in failure messages;
+    ``line_timeout`` is how long a read waits unless told otherwise.
+    """
+
+    line_timeout = 30.0
+    log_name = "log"
+
+    def __init__(self, proc: asyncio.subprocess.Process, log_path: Path, label: str) -> None:
+        self.proc = proc
+        self.log_path = log_path
+        self.label = label
+        self.lines: list[str] = []
+
+    @classmethod
+    async def spawn(
+        cls,
+        args: Sequence[str],
+        *,
+        log_path: Path,
+        label: str,
+        env: dict[str, str] | None = None,
+        cwd: Path | None = None,
+        stdin: bool = False,
+        stdout_to_log: bool = False,
+    ) -> Self:
+        """``python ARGS``; ``env`` and ``cwd`` default to the test process's own."""
+        with log_path.open("wb") as log:
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable,
+                *args,
+                cwd=cwd,
+                env=env,
+                stdin=asyncio.subprocess.PIPE if stdin else asyncio.subprocess.DEVNULL,
+                stdout=log if stdout_to_log else asyncio.subprocess.PIPE,
+                stderr=log,
+            )
+        return cls(proc, log_path, label)
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    @property
+    def log(self) -> str:
+        return self.log_path.read_text("utf-8", "replace")
+
+    async def next_line(self, within: float | None = None) -> str:
+        """The next line the process prints; fails clearly if it exits or stays silent."""
+        within = self.line_timeout if within is None else within
+        assert self.proc.stdout is not None
+        try:
+            raw = await asyncio.wait_for(self.proc.stdout.readline(), within)
+        except TimeoutError:
+            raise AssertionError(
+                f"{self.label} printed nothing for {within}s; {self.log_name}:\n{self.log}"
+            ) from None
+        if not raw:
+            await self.proc.wait()
+            raise AssertionError(
+                f"{self.label} exited ({self.proc.returncode}) before the expected line; "
+                f"{self.log_name}:\n{self.log}"
+            )
+        line = raw.decode().rstrip("\n")
+        self.lines.append(line)
+        return line
+
+    async def expect(self, prefix: str, within: float | None = None) -> str:
+        """Read lines until one starts with ``prefix``; return the rest of that line."""
+        while True:
+            line = await self.next_line(within)
+            if line == prefix or line.startswith(prefix + " "):
+                return line[len(prefix) :].strip()
+
+    async def send(self, line: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(line.encode() + b"\n")
+        await self.proc.stdin.drain()
+
+    def kill(self) -> None:
+        """SIGKILL, at once (no-op if it already exited)."""
+        if self.proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.kill()
+
+    async def rest(self) -> list[str]:
+        """Every line still to come until stdout closes (the process must be dying)."""
+        assert self.proc.stdout is not None
+        data = await asyncio.wait_for(self.proc.stdout.read(), self.line_timeout)
+        more = data.decode().splitlines()
+        self.lines.extend(more)
+        return more
+
+    async def terminate(self, within: float | None = None) -> int:
+        """SIGTERM (a clean shutdown), then wait for the exit code."""
+        within = self.line_timeout if within is None else within
+        if self.proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.terminate()
+        await self.rest()
+        return await asyncio.wait_for(self.proc.wait(), within)
+
+    async def reap(self) -> None:
+        """Kill if still running and wait for the process: no child outlives its test."""
+        self.kill()
+        await self.proc.wait()
+        if self.proc.stdout is not None:
+            with contextlib.suppress(Exception):
+                await self.proc.stdout.read()
+
+
+@contextlib.asynccontextmanager
+async def procs() -> AsyncIterator[list[Process]]:
+    """Every process a test starts goes in this list; all are killed and reaped at the end."""
+    started: list[Process] = []
+    try:
+        yield started
+    finally:
+        for p in started:
+            await p.reap()
+
+
+async def until(
+    predicate: Callable[[], bool | Awaitable[bool]],
+    within: float,
+    what: str = "a condition",
+    *,
+    interval: float = 0.02,
+) -> None:
+    """Poll ``predicate`` until it is true; fail with ``what`` once ``within`` seconds pass."""
+    deadline = time.monotonic() + within
+    while True:
+        result = predicate()
+        if not isinstance(result, bool):
+            result = await result
+        if result:
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {within}s waiting for {what}")
+        await asyncio.sleep(interval)
+
+
+# --- python -m bot -------------------------------------------------------------------------
+
+
+def bot_env(
+    fake_env: dict[str, str], *, database_url: str, lease: str, sweep: str, spacing: str
+) -> dict[str, str]:
+    """The test process's environment, the fake Discord's (``fake.env()``) and the bot's
+    settings, logging at INFO."""
+    return (
+        dict(os.environ)
+        | fake_env
+        | {
+            "PYTHONPATH": str(ROOT),
+            "DATABASE_URL": database_url,
+            "SCHEDULER_LEASE_SECONDS": lease,
+            "SCHEDULER_SWEEP_SECONDS": sweep,
+            "SEND_SPACING_SECONDS": spacing,
+            "LOG_LEVEL": "INFO",
+        }
+    )
+
+
+async def start_bot(env: dict[str, str], workdir: Path, name: str | None = None) -> Process:
+    """One ``python -m bot`` process in ``workdir`` (no stray .env); its stdout and stderr go
+    to ``NAME.log`` there (``bot-<n>.log`` without a name)."""
+    log_path = workdir / (f"{name}.log" if name else f"bot-{time.monotonic_ns()}.log")
+    return await Process.spawn(
+        ["-m", "bot"],
+        log_path=log_path,
+        label=name or "bot",
+        env=env,
+        cwd=workdir,
+        stdout_to_log=True,
+    )
