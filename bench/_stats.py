@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import statistics
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -69,3 +70,33 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 def ratio(num: float, den: float) -> float:
     return math.inf if den == 0 else num / den
+
+
+# --- output shared by the benchmarks -----------------------------------------------------
+
+
+def log(msg: str) -> None:
+    """Progress, on stderr (the results go to stdout)."""
+    print(msg, file=sys.stderr, flush=True)
+
+
+def out(msg: str = "") -> None:
+    print(msg, flush=True)
+
+
+def print_aims(aims: list[dict[str, Any]]) -> None:
+    out("\n== Aims (informational; the exit code is 0 either way)")
+    for a in aims:
+        mark = "PASS" if a["pass"] else "MISS"
+        out(f"   {mark}  {a['aim']}: {a['shown']} (aim {a['target']})")
+
+
+def to_jsonable(value: Any) -> Any:
+    """Results as JSON-able data (summaries become dicts)."""
+    if isinstance(value, Summary):
+        return value.as_dict()
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [to_jsonable(v) for v in value]
+    return value

@@ -56,7 +56,7 @@ if __package__ in (None, ""):  # run as a script: make `bench` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import scheduler_bench as sb
-from bench._stats import percentile, ratio, summarize
+from bench._stats import log, out, percentile, print_aims, ratio, summarize
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -146,14 +146,6 @@ class Params:
         if quick:
             self.pass_params.pass_sizes = (1_000, 10_000)
             self.pass_params.pass_repeats = 10
-
-
-def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
-
-
-def out(msg: str = "") -> None:
-    print(msg, flush=True)
 
 
 # --- workers -----------------------------------------------------------------------------------
@@ -550,13 +542,6 @@ def evaluate_aims(res: dict[str, Any]) -> list[dict[str, Any]]:
             f"{mb:.1f} MB",
         )
     return aims
-
-
-def print_aims(aims: list[dict[str, Any]]) -> None:
-    out("\n== Aims (informational; the exit code is 0 either way)")
-    for a in aims:
-        mark = "PASS" if a["pass"] else "MISS"
-        out(f"   {mark}  {a['aim']}: {a['shown']} (aim {a['target']})")
 
 
 # --- output --------------------------------------------------------------------------------------

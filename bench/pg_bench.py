@@ -56,7 +56,7 @@ if __package__ in (None, ""):  # run as a script: make `bench` and `scheduler` i
 
 import asyncpg
 
-from bench._stats import Summary, percentile, summarize
+from bench._stats import log, out, percentile, summarize, to_jsonable
 from scheduler import JobKind, Registry, Scheduler
 from scheduler._ops import NewJob
 from scheduler.stores.postgres import DEFAULT_CHANNEL, PostgresStore
@@ -81,14 +81,6 @@ AIM_WAKE_P99_MS = 50.0
 
 class BenchError(RuntimeError):
     """A run did not end the way the benchmark requires."""
-
-
-def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
-
-
-def out(msg: str = "") -> None:
-    print(msg, flush=True)
 
 
 def job(fn: str, kind: JobKind, due: float, args: Any = None) -> NewJob:
@@ -468,16 +460,6 @@ def evaluate_aims(p: Params, res: dict[str, Any]) -> list[dict[str, Any]]:
             }
         )
     return aims
-
-
-def to_jsonable(value: Any) -> Any:
-    if isinstance(value, Summary):
-        return value.as_dict()
-    if isinstance(value, dict):
-        return {str(k): to_jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [to_jsonable(v) for v in value]
-    return value
 
 
 async def server_info(base: str) -> dict[str, Any]:

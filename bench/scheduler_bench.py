@@ -54,7 +54,7 @@ if __package__ in (None, ""):  # run as a script: make `bench` importable
 
 import aiosqlite
 
-from bench._stats import Summary, percentile, ratio, summarize
+from bench._stats import log, out, percentile, print_aims, ratio, summarize, to_jsonable
 from scheduler import JobKind, Registry, Scheduler, SqliteStore, _ops
 from scheduler._ops import NewJob, Outcome
 from scheduler.migrations import scheduler_migrations
@@ -106,15 +106,6 @@ class Params:
             self.idle_pending, self.idle_window = 100_000, 30.0
             self.pass_sizes = (1_000, 1_000_000)
             self.pass_repeats, self.pass_due = 200, 8
-
-
-def log(msg: str) -> None:
-    """Progress, on stderr (the results go to stdout)."""
-    print(msg, file=sys.stderr, flush=True)
-
-
-def out(msg: str = "") -> None:
-    print(msg, flush=True)
 
 
 def run_async(coro: Coroutine[Any, Any, T]) -> T:
@@ -778,24 +769,7 @@ def evaluate_aims(res: dict[str, Any]) -> list[dict[str, Any]]:
     return aims
 
 
-def print_aims(aims: list[dict[str, Any]]) -> None:
-    out("\n== Aims (informational; the exit code is 0 either way)")
-    for a in aims:
-        mark = "PASS" if a["pass"] else "MISS"
-        out(f"   {mark}  {a['aim']}: {a['shown']} (aim {a['target']})")
-
-
 # --- output --------------------------------------------------------------------------------
-
-
-def to_jsonable(value: Any) -> Any:
-    if isinstance(value, Summary):
-        return value.as_dict()
-    if isinstance(value, dict):
-        return {str(k): to_jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [to_jsonable(v) for v in value]
-    return value
 
 
 def meta(p: Params, argv: list[str], folder: Path) -> dict[str, Any]:

@@ -69,8 +69,21 @@ def _drive(conn: sqlite3.Connection, queries: dict[str, str], gen: Op[T]) -> T:
         return value
 
 
-def _in_write_tx(conn: sqlite3.Connection, queries: dict[str, str], gen: Op[T]) -> T:
-    conn.execute("BEGIN IMMEDIATE")
+class _Busy(Exception):
+    """Another connection holds the write lock: take the waiting path instead."""
+
+
+def _in_write_tx(
+    conn: sqlite3.Connection, queries: dict[str, str], gen: Op[T], *, wait: bool = True
+) -> T:
+    """Run ``gen`` in one ``BEGIN IMMEDIATE`` transaction. With ``wait=False`` a write lock
+    held elsewhere raises :class:`_Busy` (the caller has set a zero busy timeout)."""
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError as exc:
+        if wait:
+            raise
+        raise _Busy from exc
     try:
         result = _drive(conn, queries, gen)
         conn.execute("COMMIT")
@@ -81,28 +94,13 @@ def _in_write_tx(conn: sqlite3.Connection, queries: dict[str, str], gen: Op[T]) 
     return result
 
 
-class _Busy(Exception):
-    """Another connection holds the write lock: take the waiting path instead."""
-
-
 def _in_write_tx_now(
     conn: sqlite3.Connection, queries: dict[str, str], gen: Op[T], busy_timeout: float
 ) -> T:
     """``_in_write_tx`` without waiting for the write lock (raises :class:`_Busy`)."""
     conn.execute("PRAGMA busy_timeout = 0")
     try:
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError as exc:
-            raise _Busy from exc
-        try:
-            result = _drive(conn, queries, gen)
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
-        return result
+        return _in_write_tx(conn, queries, gen, wait=False)
     finally:
         conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
 
