@@ -25,7 +25,7 @@ from .announcements import Announcements
 from .commands import Commands, PageButton, build_tree
 from .config import ConfigError, Settings, load_settings
 from .config import _without_password as without_password
-from .delivery import ChannelPacer, Delivery
+from .delivery import ChannelPacer, Delivery, lease_needed
 
 log = logging.getLogger("crier")
 
@@ -209,10 +209,11 @@ class Crier:
         self.delivery = Delivery(
             self.bot,
             self.bot.announcements,
-            pacer=ChannelPacer(settings.send_spacing),
+            pacer=ChannelPacer(settings.send_spacing, self.clock),
             catch_up_window=settings.catch_up_window,
             nonce_window=settings.nonce_window,
             heartbeat_every=max(0.5, settings.lease / 3),
+            lease_needed=lease_needed(self.sched, settings.nonce_window / 3),
             ready=self.bot.logged_in,
         )
         self.delivery.register(self.registry)

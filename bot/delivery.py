@@ -14,6 +14,11 @@ deterministic nonce) before the message is sent, and the message id after. So:
 discord.py handles 429s itself (it sleeps and retries); nothing here catches one. Sends to
 one channel are spaced (``ChannelPacer``) in due order, and a job waiting for its turn keeps
 its lease with heartbeats.
+
+Right before every request that posts something, the job makes sure it still holds its lease
+for longer than that request may take (``hold_lease``): a process that was paused (a VM
+migration, ``docker pause``, a suspended laptop) while another one took its job over must not
+post it again when it wakes up, after Discord has forgotten the nonce.
 """
 
 from __future__ import annotations
@@ -29,7 +34,16 @@ from typing import Any
 import aiohttp
 import discord
 
-from scheduler import ActionContext, NonRetryable, Registry, Retry, TransactionContext
+from scheduler import (
+    ActionContext,
+    NonRetryable,
+    Registry,
+    Retry,
+    RetryLater,
+    Scheduler,
+    TransactionContext,
+)
+from scheduler.clock import Clock, monotonic_of
 
 from .announcements import SEND_FN, Announcement, Announcements
 
@@ -52,6 +66,26 @@ until it is recorded, or reported by ``_begin`` once its first attempt is older 
 window (at most 300 s; with leases of at least 1 s that is fewer than 400 re-dispatches)."""
 
 
+def lease_needed(sched: Scheduler, send_timeout: float) -> float:
+    """How long a run must surely hold its lease to start a send.
+
+    The whole request's budget when a lease is long enough for it, else half of what a fresh
+    lease surely holds. Heartbeats keep the lease while the request is in flight, and a
+    request that outlives a lost lease can only race a re-send with the same nonce, which
+    Discord deduplicates: what must never happen is a send that starts after the job moved on.
+    """
+    return min(send_timeout, (sched.lease_seconds - sched.lease_margin) / 2)
+
+
+async def hold_lease(ctx: ActionContext, need: float) -> None:
+    """Make sure this run holds its job's lease for more than ``need`` seconds, or raise
+    ``LeaseLost``: called right before each request that posts something. A short lease is
+    renewed first (a heartbeat that finds the job reclaimed cancels the run)."""
+    if ctx.lease_remaining() <= need:
+        await ctx.heartbeat()
+    ctx.ensure_lease(need)
+
+
 def nonce_for(announcement_id: int, fire_ts: float) -> str:
     """A nonce of at most 25 characters, the same for every attempt at one occurrence."""
     digest = hashlib.blake2b(f"{announcement_id}:{fire_ts!r}".encode(), digest_size=12)
@@ -69,27 +103,50 @@ def allowed_mentions(spec: dict[str, Any]) -> discord.AllowedMentions:
     )
 
 
+class Slot:
+    """A turn to send in one channel; ``used()`` says a request went out in it."""
+
+    __slots__ = ("used_at",)
+
+    def __init__(self) -> None:
+        self.used_at: float | None = None
+
+
 class ChannelPacer:
     """Sends to one channel at least ``spacing`` seconds apart, first come first served
-    (jobs start in due order, so that is due order); other channels are not held up."""
+    (jobs start in due order, so that is due order); other channels are not held up.
 
-    def __init__(self, spacing: float) -> None:
+    Spacing is measured on the clock's monotonic time and waited with its ``sleep``, so a
+    wall-clock step neither holds a channel up nor bunches its sends, and tests drive it with
+    a fake clock. A turn in which nothing was sent does not delay the next one.
+    """
+
+    def __init__(self, spacing: float, clock: Clock) -> None:
         self.spacing = spacing
+        self.clock = clock
+        self._monotonic = monotonic_of(clock)
         self._locks: dict[int, asyncio.Lock] = {}
         self._last: dict[int, float] = {}
 
     @contextlib.asynccontextmanager
-    async def slot(self, channel_id: int) -> AsyncIterator[None]:
+    async def slot(self, channel_id: int) -> AsyncIterator[Slot]:
         lock = self._locks.setdefault(channel_id, asyncio.Lock())
-        loop = asyncio.get_running_loop()
         async with lock:
-            wait = self._last.get(channel_id, -1e9) + self.spacing - loop.time()
-            if wait > 0:
-                await asyncio.sleep(wait)
+            last = self._last.get(channel_id)
+            if last is not None:
+                wait = last + self.spacing - self._monotonic()
+                if wait > 0:
+                    await self.clock.sleep(wait)
+            turn = Slot()
             try:
-                yield
+                yield turn
             finally:
-                self._last[channel_id] = loop.time()
+                if turn.used_at is not None:
+                    self._last[channel_id] = self._monotonic()
+
+    def mark(self, turn: Slot) -> None:
+        """Record that ``turn`` sent a request (the channel's next turn waits the spacing)."""
+        turn.used_at = self._monotonic()
 
 
 @contextlib.asynccontextmanager
@@ -105,8 +162,7 @@ async def keep_lease(ctx: ActionContext, every: float) -> AsyncIterator[None]:
                 log.warning("job %d: heartbeat failed (%s); trying again", ctx.job.id, exc)
                 continue
             if not held:
-                log.warning("job %d lost its lease while delivering", ctx.job.id)
-                return
+                return  # the scheduler cancels the run and logs it as discarded
 
     task = asyncio.create_task(beat())
     try:
@@ -136,6 +192,7 @@ class Delivery:
         catch_up_window: float,
         nonce_window: float,
         heartbeat_every: float,
+        lease_needed: float,
         ready: asyncio.Event | None = None,
     ) -> None:
         self.client = client
@@ -146,6 +203,11 @@ class Delivery:
         self.catch_up_window = catch_up_window
         self.nonce_window = nonce_window
         self.heartbeat_every = heartbeat_every
+        self.send_timeout = nonce_window / 3
+        """How long one send may take before it is abandoned (and retried with the same
+        nonce): well inside the nonce window, so the retry can still be deduplicated."""
+        self.lease_needed = lease_needed
+        """How long the lease must surely last when a send starts (see ``lease_needed``)."""
 
     def register(self, registry: Registry) -> None:
         registry.action(SEND_FN, idempotent=True, retry=SEND_RETRY)(self.send)
@@ -157,25 +219,39 @@ class Delivery:
         fire_ts = float(args.get("fire_ts") or ctx.job.fire_ts or 0.0)
         if ann is None or ann.state != "scheduled":
             return {"skipped": "canceled" if ann is None else ann.state}
-        now = ctx.now.timestamp()
-        attempt: Attempt = await ctx.run_mutation(
-            self._begin, {"ann": ann.id, "fire_ts": fire_ts, "job": ctx.job.id, "now": now}
-        )
-        if attempt.action == "done":
-            return {"already": attempt.reason}
-        if attempt.action in ("missed", "unknown"):
-            await self._fail(ctx, ann, fire_ts, attempt.reason, pause=False)
-            raise NonRetryable(attempt.reason)
+        found_at = ctx.now.timestamp()
         # Late means found late (after downtime), not queued behind this channel's others.
-        late = now - fire_ts >= LATE_NOTE_AFTER
+        late = found_at - fire_ts >= LATE_NOTE_AFTER
         try:
-            async with keep_lease(ctx, self.heartbeat_every), self.pacer.slot(ann.channel_id):
+            async with (
+                keep_lease(ctx, self.heartbeat_every),
+                self.pacer.slot(ann.channel_id) as turn,
+            ):
                 if self.ready is not None:
                     await self.ready.wait()
-                late_by = max(0.0, ctx.now.timestamp() - fire_ts)
+                now = ctx.now.timestamp()
+                attempt: Attempt = await ctx.run_mutation(
+                    self._begin,
+                    {
+                        "ann": ann.id,
+                        "fire_ts": fire_ts,
+                        "job": ctx.job.id,
+                        "found_at": found_at,
+                        "now": now,
+                    },
+                )
+                if attempt.action == "done":
+                    return {"already": attempt.reason}
+                if attempt.action in ("missed", "unknown"):
+                    await self._fail(ctx, ann, fire_ts, attempt.reason, pause=False)
+                    raise NonRetryable(attempt.reason)
+                late_by = max(0.0, now - fire_ts)
+                # Nothing may post for a run that could have lost its job meanwhile.
+                await hold_lease(ctx, self.lease_needed)
+                self.pacer.mark(turn)
                 # A send that hangs is abandoned well inside the nonce window, so its retry
                 # can still be deduplicated by Discord.
-                async with asyncio.timeout(self.nonce_window / 3):
+                async with asyncio.timeout(self.send_timeout):
                     message = await self.client.get_partial_messageable(ann.channel_id).send(
                         _with_late_note(ann.text, fire_ts) if late else ann.text,
                         nonce=attempt.nonce,
@@ -186,11 +262,13 @@ class Delivery:
                 reason = _describe(exc)
                 await self._fail(ctx, ann, fire_ts, reason, pause=ann.recurring)
                 raise NonRetryable(reason) from exc
-            await self._transient(ctx, ann, fire_ts, _describe(exc))
-            raise
+            reason = _describe(exc)
+            await self._transient(ctx, ann, fire_ts, reason)
+            raise RetryLater(reason) from exc
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
-            await self._transient(ctx, ann, fire_ts, f"{type(exc).__name__}: {exc}")
-            raise
+            reason = f"{type(exc).__name__}: {exc}"
+            await self._transient(ctx, ann, fire_ts, reason)
+            raise RetryLater(reason) from exc
         await ctx.run_mutation(
             self._sent,
             {"ann": ann.id, "fire_ts": fire_ts, "message": message.id, "late_by": late_by},
@@ -211,6 +289,7 @@ class Delivery:
             "announcement %d (guild %d, channel %d, job %d): %s; will retry",
             ann.id, ann.guild_id, ann.channel_id, ctx.job.id, reason,
         )  # fmt: skip
+        # (The job's failed attempt is then logged by the scheduler, in one line.)
         await ctx.run_mutation(
             self._note_error, {"ann": ann.id, "fire_ts": fire_ts, "error": reason}
         )
@@ -218,9 +297,12 @@ class Delivery:
     async def _fail(
         self, ctx: ActionContext, ann: Announcement, fire_ts: float, reason: str, *, pause: bool
     ) -> None:
-        await ctx.run_mutation(
+        recorded: bool = await ctx.run_mutation(
             self._failed, {"ann": ann.id, "fire_ts": fire_ts, "error": reason, "pause": pause}
         )
+        if not recorded:
+            return  # another run delivered it meanwhile: there is no failure to report
+        await hold_lease(ctx, self.lease_needed)
         await self.report(ann, ctx.job.id, reason, paused=pause)
 
     # --- reporting -------------------------------------------------------------------------
@@ -241,7 +323,8 @@ class Delivery:
             + (" It is paused; schedule it again once this is fixed." if paused else "")
         )
         try:
-            async with self.pacer.slot(settings.log_channel_id):
+            async with self.pacer.slot(settings.log_channel_id) as turn:
+                self.pacer.mark(turn)
                 await self.client.get_partial_messageable(settings.log_channel_id).send(
                     text, allowed_mentions=discord.AllowedMentions.none()
                 )
@@ -280,7 +363,7 @@ class Delivery:
                 (a["job"], a["ann"], a["fire_ts"]),
             )
             return Attempt("send", nonce=nonce)
-        late = now - float(a["fire_ts"])
+        late = float(a["found_at"]) - float(a["fire_ts"])
         nonce = nonce_for(int(a["ann"]), float(a["fire_ts"]))
         if late > self.catch_up_window:
             reason = (
@@ -315,17 +398,23 @@ class Delivery:
 
     async def _note_error(self, ctx: TransactionContext, a: dict[str, Any]) -> None:
         await ctx.db.execute(
-            "UPDATE bot_deliveries SET error = ? WHERE announcement_id = ? AND fire_ts = ?",
+            "UPDATE bot_deliveries SET error = ? WHERE announcement_id = ? AND fire_ts = ? "
+            "AND state = 'sending'",
             (a["error"], a["ann"], a["fire_ts"]),
         )
 
-    async def _failed(self, ctx: TransactionContext, a: dict[str, Any]) -> None:
+    async def _failed(self, ctx: TransactionContext, a: dict[str, Any]) -> bool:
+        """Record the occurrence failed (and its announcement failed or paused); False when
+        it was recorded sent meanwhile (by a run that took the job over), so nothing is."""
         now = ctx.now.timestamp()
-        await ctx.db.execute(
+        cur = await ctx.db.execute(
             "UPDATE bot_deliveries SET state = CASE WHEN state = 'missed' THEN state "
-            "ELSE 'failed' END, error = ? WHERE announcement_id = ? AND fire_ts = ?",
+            "ELSE 'failed' END, error = ? WHERE announcement_id = ? AND fire_ts = ? "
+            "AND state <> 'sent'",
             (a["error"], a["ann"], a["fire_ts"]),
         )
+        if cur.rowcount == 0:
+            return False
         cur = await ctx.db.execute(
             "SELECT repeat_kind, schedule_name, state FROM bot_announcements WHERE id = ?",
             (a["ann"],),
@@ -343,6 +432,7 @@ class Delivery:
             "UPDATE bot_announcements SET state = ?, failure = ?, updated_at = ? WHERE id = ?",
             (new_state, a["error"], now, a["ann"]),
         )
+        return True
 
 
 def _permanent(exc: discord.HTTPException) -> bool:

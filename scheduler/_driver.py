@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 from . import _codec, _ops
 from ._ops import ClaimedJob, Outcome
-from .clock import TimerHandle
-from .context import ActionContext, LazySavepointDb, TransactionContext, TxScheduler
-from .errors import NonRetryable, NotSerializable, SchedulerError
+from .clock import TimerHandle, monotonic_of
+from .context import ActionContext, LazySavepointDb, RunLease, TransactionContext, TxScheduler
+from .errors import LeaseLost, NonRetryable, NotSerializable, RetryLater, SchedulerError
 from .models import JobInfo, JobKind
 
 if TYPE_CHECKING:
@@ -55,6 +55,7 @@ class Driver:
         self.sched = sched
         self.store = sched.store
         self.clock = sched.clock
+        self.monotonic = monotonic_of(sched.clock)
         self._wake = asyncio.Event()
         self._timer: TimerHandle | None = None
         self._stopping = False
@@ -146,13 +147,18 @@ class Driver:
             unrecorded = len(self._completions) + self._recording
             free = max(0, sched.max_concurrency - len(self._actions) - unrecorded)
             action_limit = min(batch, free)
+            # Taken before the claim is sent: the lease the store stamps with ``now`` cannot
+            # have begun earlier than this, so leases measured from it never overstate.
+            claimed_at = self.monotonic()
             claim = await self.store.claim_due(
                 now, now + sched.lease_seconds, mutation_limit=batch, action_limit=action_limit
             )
             mutations = [j for j in claim.jobs if j.kind is JobKind.MUTATION]
             actions = [j for j in claim.jobs if j.kind is JobKind.ACTION]
             for job in actions:
-                task = asyncio.create_task(self._run_action(job), name=f"scheduler-job-{job.id}")
+                task = asyncio.create_task(
+                    self._run_action(job, claimed_at), name=f"scheduler-job-{job.id}"
+                )
                 self._actions.add(task)
             self._saturated = action_limit == 0 or len(actions) == action_limit
             if mutations:
@@ -213,7 +219,12 @@ class Driver:
         deterministic = isinstance(exc, NonRetryable | NotSerializable) or (
             self.store.is_deterministic_error(exc)
         )
-        if not isinstance(exc, NonRetryable):
+        if isinstance(exc, RetryLater):
+            log.warning(
+                "job %d (%s) attempt %d failed: %s; will retry",
+                job.id, job.fn, job.attempts + 1, describe_error(exc),
+            )  # fmt: skip
+        elif not isinstance(exc, NonRetryable):
             log.warning(
                 "job %d (%s) attempt %d failed: %s",
                 job.id,
@@ -226,33 +237,48 @@ class Driver:
 
     # --- actions -------------------------------------------------------------------------------
 
-    async def _run_action(self, job: ClaimedJob) -> None:
+    async def _run_action(self, job: ClaimedJob, claimed_at: float) -> None:
         task = asyncio.current_task()
         try:
-            outcome = await self._action_outcome(job)
+            outcome = await self._action_outcome(job, claimed_at)
         finally:
             if task is not None:
                 self._actions.discard(task)
-        await self._record([outcome])
+        if outcome is not None:
+            await self._record([outcome])
+        else:
+            self._changed()
         if self._saturated and not self._stopping:
             self.wake()
 
-    async def _action_outcome(self, job: ClaimedJob) -> Outcome:
+    async def _action_outcome(self, job: ClaimedJob, claimed_at: float) -> Outcome | None:
+        """The run's outcome to record; None when there is nothing to record (the job was
+        found to be held by another run, so any write would be fenced out anyway)."""
         try:
             reg = self.sched.registry.get(job.fn)
             if reg.kind is not JobKind.ACTION:
                 raise SchedulerError(f"{job.fn!r} is no longer registered as an action")
         except SchedulerError as exc:
             return Outcome(job, ok=False, error=describe_error(exc), retryable=False)
+        sched = self.sched
+        lease = RunLease(self.monotonic, claimed_at + sched.lease_seconds, sched.lease_margin)
+        lease.task = asyncio.current_task()
         ctx = ActionContext(
-            self.sched, job_info(job), random.Random(_ops.job_seed(job.id, job.attempts))
+            sched, job_info(job), random.Random(_ops.job_seed(job.id, job.attempts)), lease
         )
         try:
             value = await reg.handler(ctx, job.args)
             return Outcome(
                 job, ok=True, value_json=_codec.dumps(value, f"the result of {job.fn!r}")
             )
-        except asyncio.CancelledError:
+        except LeaseLost as exc:
+            return self._discarded(job, lease, exc)
+        except asyncio.CancelledError as exc:
+            if lease.lost and not self._stopping:
+                task = asyncio.current_task()
+                if task is not None:
+                    task.uncancel()
+                return self._discarded(job, lease, exc)
             if job.idempotent:
                 return Outcome(job, ok=False, release=True)
             return Outcome(
@@ -266,6 +292,22 @@ class Driver:
             )
         except Exception as exc:
             return self._failure(job, exc)
+
+    def _discarded(self, job: ClaimedJob, lease: RunLease, exc: BaseException) -> Outcome | None:
+        """A run that stopped because it may no longer hold its lease: logged once, without
+        a traceback. Found lost (a heartbeat saw the job held elsewhere): nothing to record.
+        Only feared lost (``ensure_lease`` ran out of time): the job is handed back, fenced
+        by its run count, so it is retried now if nobody reclaimed it meanwhile; an idempotent
+        action is released, any other counts a failed attempt."""
+        why = "the job was reclaimed" if lease.lost else str(exc)
+        log.warning(
+            "job %d (%s) run %d discarded: lease lost (%s)", job.id, job.fn, job.run_count, why
+        )
+        if lease.lost:
+            return None
+        if job.idempotent:
+            return Outcome(job, ok=False, release=True)
+        return Outcome(job, ok=False, error=f"discarded: lease lost ({why})", retryable=True)
 
     async def _record(self, outcomes: list[Outcome], urgent: bool = False) -> None:
         self._completions.extend(outcomes)

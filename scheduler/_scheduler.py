@@ -45,6 +45,10 @@ class Scheduler:
     claiming and lets in-flight work finish within ``shutdown_grace``.
 
     Tunables: ``lease`` (how long a claim holds a job before the sweep may reclaim it),
+    ``lease_margin`` (how much of a lease an action's ``ctx.lease_remaining()`` holds back:
+    the wall-clock skew tolerated between the processes sharing the store, and between this
+    process's wall clock and itself across a step; default a fifth of the lease, at most
+    5 s),
     ``sweep_interval`` (the only periodic timer), ``batch_size`` (jobs per claim),
     ``max_concurrency`` (actions running at once), ``retention`` (how long terminal jobs are
     kept; None keeps them forever), ``migrations`` (the application's own migration sets,
@@ -59,6 +63,7 @@ class Scheduler:
         clock: Clock | None = None,
         *,
         lease: timedelta | float = timedelta(seconds=30),
+        lease_margin: timedelta | float | None = None,
         sweep_interval: timedelta | float = timedelta(seconds=30),
         batch_size: int = 64,
         max_concurrency: int = 64,
@@ -81,6 +86,16 @@ class Scheduler:
         self.crons = crons
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.lease_seconds = _positive_seconds(lease, "lease")
+        self.lease_margin = (
+            min(5.0, self.lease_seconds / 5)
+            if lease_margin is None
+            else _codec.to_seconds(lease_margin, "lease_margin")
+        )
+        if not 0 <= self.lease_margin < self.lease_seconds:
+            raise InvalidArgument(
+                f"lease_margin must be at least 0 and less than the lease "
+                f"({self.lease_seconds}s), got {lease_margin!r}"
+            )
         self.sweep_seconds = _positive_seconds(sweep_interval, "sweep_interval")
         self.batch_size = batch_size
         self.max_concurrency = max_concurrency

@@ -16,7 +16,13 @@ class TimerHandle(Protocol):
 
 @runtime_checkable
 class Clock(Protocol):
-    """Wall-clock time in UTC, plus timers that follow that same time."""
+    """Wall-clock time in UTC, plus timers that follow that same time.
+
+    A clock may also offer ``monotonic()``: seconds that only ever move forward, at the rate
+    real time passes, whatever the wall clock does (NTP steps, a changed system time). Leases
+    are measured with it (see :func:`monotonic_of`); a clock without one falls back to
+    :func:`time.monotonic`.
+    """
 
     def now(self) -> datetime:
         """The current time as an aware UTC datetime."""
@@ -44,24 +50,39 @@ class _PreciseTimer:
     The event loop's selector rounds timeouts up to whole milliseconds, so a plain
     ``call_later`` fires late by up to 1 ms. This one wakes ``_EARLY`` seconds before
     ``ts`` and then yields to the loop (``call_soon``) until the time has come.
+
+    The loop's timers run on its monotonic clock, so the wall time is checked again when the
+    timer fires: if the wall clock was stepped back meanwhile, the timer re-arms for what is
+    left instead of spinning. (A step forward makes it fire late, at its original delay; the
+    driver's periodic sweep bounds that lateness.)
     """
 
-    __slots__ = ("_callback", "_handle", "_loop", "_ts")
+    __slots__ = ("_callback", "_handle", "_loop", "_now", "_ts")
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, ts: float, callback: Callable[[], None]):
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        ts: float,
+        callback: Callable[[], None],
+        now: Callable[[], float] = time.time,
+    ):
         self._loop = loop
         self._ts = ts
         self._callback = callback
-        delay = ts - time.time() - _EARLY
-        self._handle: asyncio.Handle = (
-            loop.call_later(delay, self._fire) if delay > 0 else loop.call_soon(self._fire)
-        )
+        self._now = now
+        self._handle: asyncio.Handle = self._arm()
+
+    def _arm(self) -> asyncio.Handle:
+        delay = self._ts - self._now() - _EARLY
+        if delay > 0:
+            return self._loop.call_later(delay, self._fire)
+        return self._loop.call_soon(self._fire)
 
     def _fire(self) -> None:
-        if time.time() >= self._ts:
+        if self._now() >= self._ts:
             self._callback()
         else:
-            self._handle = self._loop.call_soon(self._fire)
+            self._handle = self._arm()
 
     def cancel(self) -> None:
         self._handle.cancel()
@@ -76,8 +97,11 @@ class SystemClock:
     def time(self) -> float:
         return time.time()
 
+    def monotonic(self) -> float:
+        return time.monotonic()
+
     def call_at(self, ts: float, callback: Callable[[], None]) -> TimerHandle:
-        return _PreciseTimer(asyncio.get_running_loop(), ts, callback)
+        return _PreciseTimer(asyncio.get_running_loop(), ts, callback, self.time)
 
     async def sleep(self, delay: timedelta | float) -> None:
         seconds = delay.total_seconds() if isinstance(delay, timedelta) else float(delay)
@@ -89,3 +113,9 @@ async def sleep_until(clock: Clock, ts: float) -> None:
     delay = ts - clock.time()
     if delay > 0:
         await clock.sleep(delay)
+
+
+def monotonic_of(clock: Clock) -> Callable[[], float]:
+    """The clock's ``monotonic()``, or :func:`time.monotonic` for a clock without one."""
+    fn: Callable[[], float] | None = getattr(clock, "monotonic", None)
+    return fn if callable(fn) else time.monotonic

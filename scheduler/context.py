@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import random
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, timedelta
@@ -9,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import _codec, _ops
 from .abc import Cursor, Tx
+from .errors import LeaseLost
 from .models import JobInfo, Retry, ts_to_datetime
 
 if TYPE_CHECKING:
@@ -173,13 +175,53 @@ class ActionScheduler:
             return await ctx.scheduler.cancel(job_id)
 
 
+class RunLease:
+    """One action run's hold on its job, measured by the process's monotonic clock.
+
+    ``expires`` is when the lease surely ends as seen from here: the monotonic time taken
+    just before the claim (or the latest successful heartbeat) was sent, plus the lease
+    duration. The store stamps the lease with the wall time taken at that same instant, so
+    nobody can reclaim the job earlier, unless a wall clock that compares it (this machine's
+    after a step, or another machine's) is ahead by more than ``margin``.
+    """
+
+    __slots__ = ("expires", "lost", "margin", "monotonic", "task")
+
+    def __init__(self, monotonic: Callable[[], float], expires: float, margin: float) -> None:
+        self.monotonic = monotonic
+        self.expires = expires
+        self.margin = margin
+        self.lost = False
+        """Set once a heartbeat found the job no longer held by this run."""
+        self.task: asyncio.Task[Any] | None = None
+        """The task running the action (cancelled when the lease is found lost)."""
+
+    def remaining(self) -> float:
+        if self.lost:
+            return 0.0
+        return max(0.0, self.expires - self.monotonic() - self.margin)
+
+    def lose(self) -> None:
+        if not self.lost:
+            self.lost = True
+            if self.task is not None and not self.task.done():
+                self.task.cancel("lease lost")
+
+
 class ActionContext:
-    """``ctx`` of an action: no transaction; I/O allowed."""
+    """``ctx`` of an action: no transaction; I/O allowed.
 
-    __slots__ = ("_sched", "job", "random", "scheduler")
+    Before every external side effect (a request that cannot be taken back), an action calls
+    ``ctx.ensure_lease(at_least)`` with at least the time that effect may take: if this run
+    could lose its lease meanwhile, another process may already be running the job, and the
+    effect would happen twice.
+    """
 
-    def __init__(self, sched: Scheduler, job: JobInfo, rng: random.Random) -> None:
+    __slots__ = ("_lease", "_sched", "job", "random", "scheduler")
+
+    def __init__(self, sched: Scheduler, job: JobInfo, rng: random.Random, lease: RunLease) -> None:
         self._sched = sched
+        self._lease = lease
         self.job = job
         self.random = rng
         self.scheduler = ActionScheduler(sched)
@@ -201,6 +243,41 @@ class ActionContext:
         """Extend this run's lease by the scheduler's lease duration.
 
         Returns False if the run no longer holds the job (its lease expired and it was
-        reclaimed); the action should then stop, since its outcome will be discarded.
+        reclaimed, or the job was settled elsewhere): the run is then cancelled, as it must
+        not act any more, and the driver discards it.
         """
-        return await self._sched._heartbeat(self.job)
+        lease = self._lease
+        if lease.lost:
+            return False
+        sent_at = lease.monotonic()
+        held = await self._sched._heartbeat(self.job)
+        if held:
+            lease.expires = max(lease.expires, sent_at + self._sched.lease_seconds)
+        else:
+            lease.lose()
+        return held
+
+    def lease_remaining(self) -> float:
+        """Seconds this run still surely holds its lease (0 when it may not): by this
+        process's monotonic clock since its claim or latest successful heartbeat, less the
+        scheduler's ``lease_margin``. Wall-clock steps do not change it."""
+        return self._lease.remaining()
+
+    def ensure_lease(self, at_least: timedelta | float = 0.0) -> None:
+        """Raise :class:`LeaseLost` unless the lease surely lasts ``at_least`` more seconds.
+
+        Call it right before each external side effect, with the time that effect may take.
+        To go on when too little is left, ``await ctx.heartbeat()`` first, then call this.
+        """
+        need = _codec.to_seconds(at_least, "at_least")
+        left = self._lease.remaining()
+        if self._lease.lost or left <= need:
+            raise LeaseLost(
+                f"job {self.job.id} run {self.job.run_count}: "
+                + (
+                    "the job is no longer held by this run"
+                    if self._lease.lost
+                    else f"its lease surely lasts {left:.3f}s more, less than the {need:.3f}s "
+                    "asked for"
+                )
+            )

@@ -16,6 +16,12 @@ class NonRetryable(SchedulerError):
     """Raise from a handler to dead-letter the job at once, skipping the remaining retries."""
 
 
+class RetryLater(SchedulerError):
+    """Raise from a handler to fail this attempt as retryable, by the job's retry policy,
+    with a one-line log (the message says why) instead of a traceback: for an expected,
+    passing failure such as a timeout the handler has already handled."""
+
+
 class InvalidArgument(SchedulerError, ValueError):
     """An argument to a scheduler API is invalid; nothing was written."""
 
@@ -62,3 +68,12 @@ class MigrationError(StoreError):
 
 class SchedulerClosed(SchedulerError):
     """The scheduler is not running (not started yet, or already shut down)."""
+
+
+class LeaseLost(SchedulerError):
+    """An action's run no longer surely holds its job's lease, so it must not act.
+
+    Raised by ``ctx.ensure_lease()`` before a side effect, and how a run is ended when a
+    heartbeat finds that the job was reclaimed. The driver discards such a run (its job has
+    moved on, or will once the sweep reclaims it) and logs it once, without a traceback.
+    """

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
+import math
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
@@ -40,13 +41,21 @@ class FakeClock:
     :meth:`advance` or :meth:`set` moves the clock past their time, in time order. Pass it as
     ``Scheduler(..., clock=FakeClock(start))`` and the driver's wake timer follows it: move the
     clock, then ``await sched.wait_idle()``.
+
+    It keeps two times, as a real machine does: the wall clock (:meth:`time`, :meth:`now`,
+    the timers of :meth:`call_at`) and :meth:`monotonic` (elapsed time, which leases and
+    :meth:`sleep` follow). :meth:`advance` and a forward :meth:`set` move both, as time
+    passing does; :meth:`step` moves the wall clock alone, as an NTP step or a changed system
+    time does.
     """
 
     def __init__(self, start: datetime | float | None = None) -> None:
         self._now = (
             _to_ts(start) if start is not None else datetime(2030, 1, 1, tzinfo=UTC).timestamp()
         )
+        self._mono = 0.0
         self._timers: list[tuple[float, int, _FakeTimer]] = []
+        self._sleepers: list[tuple[float, int, _FakeTimer]] = []
         self._seq = itertools.count()
 
     def now(self) -> datetime:
@@ -54,6 +63,10 @@ class FakeClock:
 
     def time(self) -> float:
         return self._now
+
+    def monotonic(self) -> float:
+        """Seconds of elapsed time since the clock was made (never goes back)."""
+        return self._mono
 
     def call_at(self, ts: float, callback: Callable[[], None]) -> _FakeTimer:
         timer = _FakeTimer(ts, callback)
@@ -74,7 +87,8 @@ class FakeClock:
             if not fut.done():
                 fut.set_result(None)
 
-        timer = self.call_at(self._now + seconds, wake)
+        timer = _FakeTimer(self._mono + seconds, wake)
+        heapq.heappush(self._sleepers, (timer.ts, next(self._seq), timer))
         try:
             await fut
         finally:
@@ -88,10 +102,31 @@ class FakeClock:
         self.set(self._now + seconds)
 
     def set(self, t: datetime | float) -> None:
-        """Move the clock to ``t`` (it may go backwards; timers fire only once due)."""
-        self._now = _to_ts(t)
-        while self._timers and self._timers[0][0] <= self._now:
-            _, _, timer = heapq.heappop(self._timers)
+        """Move the clock to ``t``. Forward, time passes (sleeps end too); backward, only the
+        wall clock moves, as :meth:`step` does. Timers fire only once due."""
+        ts = _to_ts(t)
+        if ts >= self._now:
+            self._mono += ts - self._now
+        self._now = ts
+        self._fire_due()
+
+    def step(self, delta: timedelta | float) -> None:
+        """Step the wall clock by ``delta`` (either sign) while no time passes: what an NTP
+        step does. ``call_at`` timers that came due fire; sleeps and leases are unaffected."""
+        seconds = delta.total_seconds() if isinstance(delta, timedelta) else float(delta)
+        self._now += seconds
+        self._fire_due()
+
+    def _fire_due(self) -> None:
+        """Fire every due timer, earliest first (a wall timer and a sleep compare by how
+        long ago each came due)."""
+        while True:
+            late_wall = self._now - self._timers[0][0] if self._timers else -math.inf
+            late_mono = self._mono - self._sleepers[0][0] if self._sleepers else -math.inf
+            if late_wall < 0 and late_mono < 0:
+                return
+            heap = self._timers if late_wall >= late_mono else self._sleepers
+            _, _, timer = heapq.heappop(heap)
             self._fire(timer)
 
     @staticmethod
@@ -101,6 +136,11 @@ class FakeClock:
             timer.callback()
 
     @property
+    def sleeping(self) -> list[float]:
+        """What is left of each pending :meth:`sleep`, shortest first (in seconds)."""
+        return sorted(ts - self._mono for ts, _, t in self._sleepers if not t.cancelled)
+
+    @property
     def pending_timers(self) -> int:
         """How many timers are armed and not yet fired or cancelled."""
-        return sum(1 for _, _, t in self._timers if not t.cancelled)
+        return sum(1 for _, _, t in (*self._timers, *self._sleepers) if not t.cancelled)

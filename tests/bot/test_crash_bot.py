@@ -203,34 +203,46 @@ async def test_kill_while_discord_held_the_request_uncreated_sends_once(
 
 
 async def test_kill_while_waiting_for_the_channel_slot_sends_once(harness: Harness) -> None:
-    """The second delivery to a channel waits for its spacing slot with its ``sending`` row
-    written and nothing sent: it keeps its lease while it waits (longer than the lease), and
-    a kill there is followed by exactly one send after the restart."""
+    """The second delivery to a channel waits for its spacing slot with nothing sent and no
+    attempt recorded (its ``sending`` row is written only in its slot, right before the
+    send): it keeps its lease while it waits (longer than the lease), and a kill there is
+    followed by exactly one send after the restart."""
     h, fake, news = harness, harness.fake, harness.world.news
     first = await h.start_bot(SEND_SPACING_SECONDS="6")
     due = int(time.time()) + 2
     await h.schedule_at(due, "first in line")
     await h.schedule_at(due + 1, "second in line")
 
-    rows = await h.until_delivery(
-        lambda r: len(r) == 2 and r[0]["state"] == "sent" and r[1]["state"] == "sending",
+    def waiting() -> list[dict[str, Any]]:
+        return h.query(
+            "SELECT j.id, j.state, j.run_count FROM scheduler_jobs j "
+            "WHERE j.fn = 'announcements:send' AND j.state = 'in_progress' AND NOT EXISTS "
+            "(SELECT 1 FROM bot_deliveries d WHERE d.job_id = j.id)"
+        )
+
+    await h.until_delivery(
+        lambda r: len(r) == 1 and r[0]["state"] == "sent" and len(waiting()) == 1,
         "the second delivery to wait for its slot",
     )
+    claimed_at = time.time()
     # Held past the 2 s lease while waiting for the slot, without losing it.
-    await until(lambda: time.time() > rows[1]["first_attempt_at"] + 3.0, DEADLINE, "3 s")
-    rows = h.deliveries()
-    assert rows[1]["state"] == "sending" and rows[1]["run_count"] == 1
-    assert len(h.sends()) == 1
+    await until(lambda: time.time() > claimed_at + 3.0, DEADLINE, "3 s")
+    [job] = waiting()
+    assert job["run_count"] == 1
+    assert len(h.deliveries()) == 1 and len(h.sends()) == 1
     await h.kill(first)
 
     await h.start_bot(SEND_SPACING_SECONDS="6")
-    rows = await h.until_delivery(lambda r: all(done([x]) for x in r), "the restarted bot's send")
+    rows = await h.until_delivery(
+        lambda r: len(r) == 2 and all(done([x]) for x in r), "the restarted bot's send"
+    )
 
     assert [m.content for m in fake.bot_messages(news)] == ["first in line", "second in line"]
     assert [m.id for m in fake.bot_messages(news)] == [r["message_id"] for r in rows]
     assert len(h.sends()) == 2  # the first was never sent again
     assert fake.nonce_dedup_hits == 0
-    assert [(r["attempts"], r["run_count"]) for r in rows] == [(1, 1), (2, 2)]
+    # The second's only attempt is the restarted bot's: the killed run never got to one.
+    assert [(r["attempts"], r["run_count"]) for r in rows] == [(1, 1), (1, 2)]
 
 
 async def test_restart_after_the_nonce_window_reports_instead_of_resending(
