@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from bot.announcements import Announcement, schedule_name
+from bot.announcements import SEND_FN, Announcement, schedule_name
 from bot.app import Crier
 from bot.delivery import PERMANENT_CODES, nonce_for
 from scheduler import JobState
@@ -661,3 +661,78 @@ async def test_graceful_stop_lets_an_in_flight_delivery_record_its_send(
     with closing(sqlite3.connect(tmp_path / "crier.db")) as conn:
         row = conn.execute("SELECT state, message_id FROM bot_deliveries").fetchone()
     assert tuple(row) == ("sent", created.id)
+
+
+# --- a re-run of a delivery that was recorded ----------------------------------------------------
+
+
+@pytest.mark.parametrize("recurring", [False, True], ids=["one-off", "recurring"])
+async def test_rerun_after_the_message_id_was_recorded_sends_nothing(
+    world: World,
+    crier_factory: CrierFactory,
+    clock: FakeClock,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    recurring: bool,
+) -> None:
+    """The job's completion is lost after the ``sent`` row committed (the database refuses
+    it, then the bot stops), so the restarted bot runs the same job again. Discord's nonce
+    dedup is off here: only the bot's own records stand between that re-run and a second
+    message. A one-off is stopped by its announcement's state (``sent``); a recurring one
+    stays ``scheduled``, so only the message id recorded for the occurrence stops it."""
+    caplog.set_level(logging.ERROR, logger="scheduler.driver")
+    fake = world.fake
+    fake.nonce_window = 0.0  # a re-send with the same nonce would be a second message
+    crier = await crier_factory()
+    options = {"repeat": "every 1h"} if recurring else {}
+    local = await schedule(world, world.news, "in 5m", "Recorded once", **options)
+    db = tmp_path / "crier.db"
+    with closing(sqlite3.connect(db)) as conn:
+        conn.execute(
+            "CREATE TRIGGER lose_completion BEFORE UPDATE OF state ON scheduler_jobs "
+            f"WHEN NEW.fn = '{SEND_FN}' AND NEW.state = 'success' "
+            "BEGIN SELECT RAISE(ABORT, 'completion lost'); END"
+        )
+
+    clock.advance(timedelta(minutes=5))
+    await until(
+        lambda: any("could not record" in r.getMessage() for r in caplog.records),
+        IDLE_DEADLINE,
+        "the job's completion to be refused",
+    )
+    [created] = posts(world, world.news)
+    [row] = await deliveries(crier)
+    assert (row["state"], row["message_id"], row["attempts"]) == ("sent", created.id, 1)
+    await crier.close()  # gives up on the completion: it is lost
+    with closing(sqlite3.connect(db)) as conn:
+        conn.execute("DROP TRIGGER lose_completion")
+        [(state, run_count)] = conn.execute(
+            "SELECT state, run_count FROM scheduler_jobs WHERE id = ?", (row["job"],)
+        ).fetchall()
+    assert (state, run_count) == ("in_progress", 1)
+
+    crier = await crier_factory()
+    clock.advance(timedelta(seconds=crier.settings.lease + 1))  # the lost run's lease expires
+
+    async def rerun_done() -> bool:
+        job = await crier.sched.get_job(row["job"])
+        return job is not None and job.state == JobState.SUCCESS
+
+    await until(rerun_done, IDLE_DEADLINE, "the re-run of the job")
+    await idle(crier)
+
+    assert len(send_requests(world, world.news)) == 1
+    assert posts(world, world.news) == [created]
+    assert fake.nonce_dedup_hits == 0
+    job = await crier.sched.get_job(row["job"])
+    assert job is not None and job.run_count == 2
+    if recurring:
+        assert job.result == {"already": f"sent (message {created.id})"}
+    else:
+        assert job.result == {"skipped": "sent"}
+    assert await deliveries(crier) == [row]
+    after = await announcement(crier, world, local)
+    assert (after.state, after.last_message_id) == (
+        "scheduled" if recurring else "sent",
+        created.id,
+    )
