@@ -384,6 +384,60 @@ async def test_5xx_until_the_budget_is_spent_is_reported_not_resent_forever(
     assert len(retries) == 4
 
 
+HANG = 60.0
+"""How long the fake holds a send it was told to hang (far longer than any test waits)."""
+
+
+@pytest.mark.parametrize("created", [False, True], ids=["hung-before-create", "created-unanswered"])
+async def test_hung_send_is_abandoned_and_retried_with_the_same_nonce(
+    world: World, crier_factory: CrierFactory, clock: FakeClock, created: bool
+) -> None:
+    """The fake accepts the first send and never answers it within the test, with or
+    without having created the message. The bot gives up on it after a third of the nonce
+    window, and its retry (same nonce, still inside the window) yields exactly one message:
+    created by the retry, or the first one returned by Discord's nonce dedup."""
+    window = 4.5  # the hung send is abandoned after 1.5 s
+    crier = await crier_factory(nonce_window=window)
+    local = await schedule(world, world.news, "in 5m", "Stuck, then through")
+    world.fake.faults.add(
+        method="POST", path_regex=messages_regex(world.news), delay=HANG, after_effect=created
+    )
+    due = NOW + timedelta(minutes=5)
+    await advance(crier, clock, timedelta(minutes=5))  # returns once the send was abandoned
+
+    [hung] = send_requests(world, world.news)
+    assert hung.status == 0  # the fake has not answered it
+    first = posts(world, world.news)
+    assert len(first) == (1 if created else 0)
+    [row] = await deliveries(crier)
+    assert (row["state"], row["attempts"], row["error"]) == ("sending", 1, "TimeoutError: ")
+    job = await crier.sched.get_job(row["job"])
+    assert job is not None and job.state == JobState.PENDING and job.attempts == 1
+    assert job.next_ts - ts(due) < window  # the retry comes while Discord knows the nonce
+
+    await advance_to_retry(crier, clock, row["job"])
+
+    [msg] = posts(world, world.news)
+    if created:
+        assert first == [msg]
+    sends = send_requests(world, world.news)
+    assert [r.status for r in sends] == [0, 200]  # the first one is still unanswered
+    assert [r.body["nonce"] for r in sends] == [row["nonce"], row["nonce"]]
+    assert msg.nonce == row["nonce"] == nonce_for(row["ann"], ts(due))
+    assert world.fake.nonce_dedup_hits == (1 if created else 0)
+    [row] = await deliveries(crier)
+    assert (row["state"], row["message_id"], row["attempts"], row["error"]) == (
+        "sent",
+        msg.id,
+        2,
+        None,
+    )
+    job = await crier.sched.get_job(row["job"])
+    assert job is not None and job.state == JobState.SUCCESS
+    after = await announcement(crier, world, local)
+    assert (after.state, after.last_message_id) == ("sent", msg.id)
+
+
 # --- 4. permanent errors -------------------------------------------------------------------------
 
 
