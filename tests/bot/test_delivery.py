@@ -679,15 +679,20 @@ async def test_gateway_disconnect_mid_delivery(
 # --- graceful stop ------------------------------------------------------------------------------
 
 
-async def stop_mid_delivery(world: World, crier: Crier, clock: FakeClock) -> Message:
-    """Stop the bot (as on SIGTERM) while the fake holds the response to a send whose
-    message it has created; returns that message."""
+async def stop_mid_delivery(
+    world: World, crier: Crier, clock: FakeClock, *, hold: float = 1.0, grace: float | None = None
+) -> Message:
+    """Stop the bot (as on SIGTERM) while the fake holds, for ``hold`` seconds, the response
+    to a send whose message it has created; returns that message. ``grace`` is how long the
+    stop waits for in-flight work (default: the scheduler's, 10 s)."""
     await schedule(world, world.news, "in 5m", "Across a restart")
     world.fake.faults.add(
-        method="POST", path_regex=messages_regex(world.news), after_effect=True, delay=1.0
+        method="POST", path_regex=messages_regex(world.news), after_effect=True, delay=hold
     )
     clock.advance(timedelta(minutes=5))
     await world.fake.wait_until(lambda: send_requests(world, world.news), what="the send")
+    if grace is not None:
+        await crier.sched.stop(grace=grace)
     await crier.close()
     [created] = posts(world, world.news)
     return created
@@ -696,16 +701,49 @@ async def stop_mid_delivery(world: World, crier: Crier, clock: FakeClock) -> Mes
 async def test_graceful_stop_mid_delivery_then_restart_yields_one_message(
     world: World, crier_factory: CrierFactory, clock: FakeClock
 ) -> None:
+    """The held response (1 s) arrives within the stop's grace (10 s): the send is recorded
+    before the bot exits, so the restarted bot has nothing left to send."""
     created = await stop_mid_delivery(world, await crier_factory(), clock)
 
     crier = await crier_factory()
+    await idle(crier)
     [row] = await deliveries(crier)
-    if row["state"] == "sending":  # not recorded before the stop: retried with the same nonce
-        await advance_to_retry(crier, clock, row["job"])
-    [row] = await deliveries(crier)
-    assert (row["state"], row["message_id"]) == ("sent", created.id)
+    assert (row["state"], row["message_id"], row["attempts"]) == ("sent", created.id, 1)
+    job = await crier.sched.get_job(row["job"])
+    assert job is not None and job.state == JobState.SUCCESS and job.run_count == 1
+    await advance(crier, clock, timedelta(hours=1))
     assert posts(world, world.news) == [created]
-    assert {r.body["nonce"] for r in send_requests(world, world.news)} == {created.nonce}
+    assert len(send_requests(world, world.news)) == 1
+
+
+async def test_stop_whose_grace_ends_mid_send_resends_the_same_nonce_after_restart(
+    world: World, crier_factory: CrierFactory, clock: FakeClock, tmp_path: Path
+) -> None:
+    """The response is held past the stop's grace: the send is cancelled with its row still
+    ``sending`` and the job handed back (no attempt counted); the restarted bot re-sends
+    with the same nonce and Discord returns the message it had created."""
+    created = await stop_mid_delivery(world, await crier_factory(), clock, hold=HANG, grace=0.2)
+    with closing(sqlite3.connect(tmp_path / "crier.db")) as conn:
+        [(state, message_id, attempts, job_id)] = conn.execute(
+            "SELECT state, message_id, attempts, job_id FROM bot_deliveries"
+        ).fetchall()
+        [(job_state, job_attempts)] = conn.execute(
+            "SELECT state, attempts FROM scheduler_jobs WHERE id = ?", (job_id,)
+        ).fetchall()
+    assert (state, message_id, attempts) == ("sending", None, 1)
+    assert (job_state, job_attempts) == ("pending", 0)
+
+    crier = await crier_factory()
+    await idle(crier)
+
+    assert posts(world, world.news) == [created]
+    sends = send_requests(world, world.news)
+    assert [r.body["nonce"] for r in sends] == [created.nonce, created.nonce]
+    assert world.fake.nonce_dedup_hits == 1
+    [row] = await deliveries(crier)
+    assert (row["state"], row["message_id"], row["attempts"]) == ("sent", created.id, 2)
+    job = await crier.sched.get_job(job_id)
+    assert job is not None and job.state == JobState.SUCCESS and job.run_count == 2
 
 
 async def test_graceful_stop_lets_an_in_flight_delivery_record_its_send(
