@@ -1,0 +1,360 @@
+"""Faults injected into a running ``python -m bot``: nothing lost, nothing doubled.
+
+Each test runs the real bot process against the fake Discord and breaks something under it
+for real while announcements come due:
+
+- PostgreSQL: every backend of the test's own database is terminated, again and again,
+  while a stream of announcements is delivered (the pool and the LISTEN connection must
+  come back by themselves);
+
+"Posted exactly once" is counted at the fake: one message per occurrence, told apart by the
+deterministic nonce that carries the announcement and its fire time, and a delivery row
+``sent`` with that message's id for each.
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.announcements import SEND_FN, Announcement, Announcements, Draft
+from bot.app import bot_migrations
+from bot.delivery import SEND_RETRY, nonce_for
+from scheduler import Registry, Scheduler
+from scheduler.testing import FakeClock
+from tests.fakediscord import FakeDiscord
+from tests.fakediscord import Permissions as P
+from tests.fakediscord.state import Channel, Message
+from tests.scheduler.stores import postgres_dsn
+from tests.support.processes import Process, bot_env, procs, start_bot, until
+
+DEADLINE = 30.0
+LEASE = "2"
+SWEEP = "0.5"
+
+
+@pytest.fixture
+async def bots() -> AsyncIterator[list[Process]]:
+    """Every bot process a test starts; all are killed and reaped afterwards."""
+    async with procs() as started:
+        yield started
+
+
+def logs(bots: list[Process]) -> str:
+    return "\n".join(f"--- {b.label} ---\n{b.log[-8000:]}" for b in bots)
+
+
+async def until_connected(fake: FakeDiscord, bots: list[Process]) -> None:
+    """The bot is logged in, its gateway session is up and its commands are synced."""
+    try:
+        await fake.wait_until(
+            lambda: fake.get_command("schedule") is not None and fake.gateway.connected_sessions,
+            timeout=DEADLINE,
+            what="the bot to connect with its commands synced",
+        )
+    except TimeoutError:
+        raise AssertionError(f"the bot did not come up:\n{logs(bots)}") from None
+
+
+@dataclass
+class Stream:
+    """Where the announcements go: channels spread over one guild, and an author."""
+
+    channels: list[Channel]
+    author_id: int
+
+    def draft(self, i: int, due: float) -> Draft:
+        channel = self.channels[i % len(self.channels)]
+        assert channel.guild_id is not None
+        return Draft(
+            guild_id=channel.guild_id,
+            channel_id=channel.id,
+            author_id=self.author_id,
+            content=f"announcement {i}",
+            mention=None,
+            allowed_mentions={"everyone": False, "roles": [], "users": True},
+            first=datetime.fromtimestamp(due, UTC),
+            timezone="UTC",
+            repeat=None,
+        )
+
+
+def stream_world(fake: FakeDiscord, channels: int) -> Stream:
+    guild = fake.add_guild(name="Faults", bot_permissions=P.VIEW_CHANNEL | P.SEND_MESSAGES)
+    admins = guild.add_role("admins", P.MANAGE_GUILD)
+    author = guild.add_member(name="admin", roles=[admins])
+    return Stream([guild.add_channel(f"c{i}") for i in range(channels)], author.id)
+
+
+def assert_each_posted_once(
+    messages: list[Message],
+    anns: dict[int, dict[str, Any]],
+    deliveries: list[dict[str, Any]],
+) -> None:
+    """One message per occurrence (by nonce), each in its announcement's channel with its
+    text and recorded as that occurrence's message; every one-off sent, with one delivery."""
+    per_nonce = collections.Counter(m.nonce for m in messages)
+    doubled = {n: c for n, c in per_nonce.items() if c > 1}
+    assert not doubled, f"occurrences posted more than once: {doubled}"
+    by_nonce = {m.nonce: m for m in messages}
+    recorded = {d["nonce"] for d in deliveries}
+    orphans = [m for m in messages if m.nonce not in recorded]
+    assert not orphans, f"messages without a delivery row: {orphans[:5]}"
+    per_ann = collections.Counter(d["announcement_id"] for d in deliveries)
+    assert set(per_ann) == set(anns), "announcements without a delivery"
+    assert set(per_ann.values()) == {1}, per_ann
+    for d in deliveries:
+        ann = anns[d["announcement_id"]]
+        assert d["state"] == "sent", d
+        assert d["nonce"] == nonce_for(d["announcement_id"], d["fire_ts"]) == ann["nonce"]
+        msg = by_nonce.get(d["nonce"])
+        assert msg is not None, f"{ann['content']!r} recorded as sent, but no message: {d}"
+        assert (msg.id, msg.channel_id, msg.content) == (
+            d["message_id"],
+            ann["channel_id"],
+            ann["content"],
+        ), d
+        assert (ann["state"], ann["last_message_id"]) == ("sent", msg.id), ann
+    assert len(messages) == len(deliveries) == len(anns)
+
+
+# --- 1. PostgreSQL connections killed mid-run ---------------------------------------------
+
+PG_COUNT = 60
+PG_SPAN = 10.0
+"""The announcements are due evenly over this many seconds."""
+PG_LEAD = 4.0
+"""Seconds from the first write to the first due time."""
+PG_SEND_DELAY = 0.3
+"""The fake answers each send this long after creating the message, so kills land on sends
+in flight (the message exists, the bot has not recorded it yet)."""
+PG_QUIET_TAIL = 2.0
+"""No kill in the stream's last seconds: what is due then shows delivery after the kills."""
+
+
+@pytest.fixture
+async def pg_dsn() -> AsyncIterator[str]:
+    """A fresh database of the test's own, dropped afterwards."""
+    base = postgres_dsn()
+    if base is None:
+        pytest.skip(
+            "killing PostgreSQL connections needs a server: set CRIER_TEST_POSTGRES_DSN="
+            "postgresql://USER@HOST:PORT/DB (.ci/run sets it for the local server)"
+        )
+    pytest.importorskip("asyncpg")
+    from tests.scheduler.pg import fresh_database
+
+    async with fresh_database(base) as dsn:
+        yield dsn
+
+
+async def write_with_service(dsn: str, drafts: list[Draft]) -> list[Announcement]:
+    """Write the announcements as /schedule does (through ``Announcements``), from a scheduler
+    of the test's own whose clock stands still before anything is due, so it never claims
+    anything; its migrations run first. It is stopped before any fault is injected."""
+    from scheduler.stores.postgres import PostgresStore
+
+    registry = Registry()
+
+    @registry.action(SEND_FN, idempotent=True, retry=SEND_RETRY)  # as bot.delivery registers it
+    async def never(ctx: Any, args: Any) -> None:
+        raise AssertionError("the test process must never deliver")
+
+    writer = Scheduler(
+        PostgresStore(dsn, listen=False, application_name="test-writer"),
+        registry,
+        clock=FakeClock(time.time()),
+        migrations=[bot_migrations()],
+    )
+    await writer.start()
+    try:
+        service = Announcements(writer)
+        return [(await service.create(d))[0] for d in drafts]
+    finally:
+        await writer.stop()
+
+
+async def migrate(dsn: str) -> None:
+    """The bot's schema, applied before the bot starts (as the writer would)."""
+    await write_with_service(dsn, [])
+
+
+@pytest.mark.postgres
+@pytest.mark.timeout(90)
+async def test_postgres_backends_killed_repeatedly_every_announcement_posted_once(
+    pg_dsn: str, bots: list[Process], tmp_path: Path
+) -> None:
+    import asyncpg
+
+    base = postgres_dsn()
+    assert base is not None
+    database = pg_dsn.rsplit("/", 1)[1]
+    await migrate(pg_dsn)
+    async with FakeDiscord(ratelimits=False) as fake:
+        stream = stream_world(fake, channels=4)
+        fake.faults.add(
+            method="POST",
+            path_regex=r"/channels/\d+/messages",
+            times=10**9,
+            after_effect=True,
+            delay=PG_SEND_DELAY,
+        )
+        env = bot_env(fake.env(), database_url=pg_dsn, lease=LEASE, sweep=SWEEP, spacing="0")
+        bot = await start_bot(env, tmp_path, "bot")
+        bots.append(bot)
+        await until_connected(fake, bots)
+
+        start = math.ceil(time.time() + PG_LEAD)
+        due = [start + PG_SPAN * i / PG_COUNT for i in range(PG_COUNT)]
+        made = await write_with_service(pg_dsn, [stream.draft(i, t) for i, t in enumerate(due)])
+        assert time.time() < start, "writing the stream took longer than its lead"
+
+        # The killer's own session is on the server's base database: only the test's
+        # database is touched, and never the server itself.
+        killer = await asyncpg.connect(base)
+        kills: list[tuple[float, list[str], bool]] = []
+        """(when, the application_name of each backend terminated, whether one of them was
+        in a transaction)"""
+
+        async def backends() -> list[Any]:
+            return list(
+                await killer.fetch(
+                    "SELECT pid, application_name FROM pg_stat_activity "
+                    "WHERE datname = $1 AND pid <> pg_backend_pid()",
+                    database,
+                )
+            )
+
+        async def kill(mid_transaction: bool) -> list[Any]:
+            """Terminate every backend of the test's database (only if one of them is in a
+            transaction, when told so); pg_terminate_backend stays in the select list, never
+            in WHERE, where it could be evaluated before the filter, on other databases."""
+            return list(
+                await killer.fetch(
+                    "SELECT application_name, xact_start IS NOT NULL AS in_tx, "
+                    "pg_terminate_backend(pid) AS gone FROM pg_stat_activity "
+                    "WHERE datname = $1 AND pid <> pg_backend_pid() AND (NOT $2 OR EXISTS ("
+                    "  SELECT 1 FROM pg_stat_activity WHERE datname = $1 "
+                    "  AND pid <> pg_backend_pid() AND xact_start IS NOT NULL))",
+                    database,
+                    mid_transaction,
+                )
+            )
+
+        try:
+            await until(lambda: time.time() >= start, DEADLINE, "the first due time")
+            # Kill, then wait until the bot is back (a new backend, and a message posted
+            # after the kill), then kill again, until the stream's quiet tail. Every other
+            # kill waits for the bot to be inside a transaction (a claim, a delivery's
+            # bookkeeping, a completion), so kills land on work in flight, not only on idle
+            # pooled connections.
+            while time.time() < start + PG_SPAN - PG_QUIET_TAIL:
+                mid_tx = len(kills) % 2 == 1
+                rows: list[Any] = []
+
+                async def killed(mid_tx: bool = mid_tx, rows: list[Any] = rows) -> bool:
+                    rows[:] = await kill(mid_tx)
+                    return bool(rows)
+
+                await until(killed, DEADLINE, f"kill {len(kills) + 1}", interval=0.001)
+                killed_at = time.time()
+                kills.append(
+                    (
+                        killed_at,
+                        [r["application_name"] for r in rows],
+                        any(r["in_tx"] for r in rows),
+                    )
+                )
+
+                async def back(killed_at: float = killed_at) -> bool:
+                    posted = any(m.created_at > killed_at for m in fake.bot_messages())
+                    return posted and bool(await backends())
+
+                try:
+                    await until(back, DEADLINE, f"the bot to deliver after kill {len(kills)}")
+                except AssertionError as exc:
+                    raise AssertionError(f"{exc}\n{logs(bots)}") from None
+                assert bot.proc.returncode is None, logs(bots)
+
+            last_kill = kills[-1][0]
+            # Every LISTEN connection killed was re-established (supervised), and is live now.
+            listen_kills = [k for k in kills if "scheduler-listen" in k[1]]
+
+            async def listening() -> bool:
+                return any(r["application_name"] == "scheduler-listen" for r in await backends())
+
+            await until(listening, DEADLINE, "the LISTEN connection to come back")
+        finally:
+            await killer.close()
+
+        conn = await asyncpg.connect(pg_dsn)
+        try:
+
+            async def settled() -> bool:
+                busy = await conn.fetchval(
+                    "SELECT count(*) FROM scheduler_jobs WHERE state IN ('pending', 'in_progress')"
+                )
+                sending = await conn.fetchval(
+                    "SELECT count(*) FROM bot_deliveries WHERE state = 'sending'"
+                )
+                return bool(busy == 0 and sending == 0)
+
+            try:
+                await until(settled, DEADLINE, "every job to finish", interval=0.1)
+            except AssertionError as exc:
+                raise AssertionError(f"{exc}\n{logs(bots)}") from None
+            anns = {
+                r["id"]: dict(r)
+                for r in await conn.fetch(
+                    "SELECT id, channel_id, content, first_ts, state, last_message_id "
+                    "FROM bot_announcements"
+                )
+            }
+            deliveries = [
+                dict(r)
+                for r in await conn.fetch(
+                    "SELECT announcement_id, fire_ts, nonce, state, message_id, attempts "
+                    "FROM bot_deliveries"
+                )
+            ]
+            jobs = [
+                dict(r) for r in await conn.fetch("SELECT state, run_count FROM scheduler_jobs")
+            ]
+        finally:
+            await conn.close()
+        messages = fake.bot_messages()
+        assert bot.proc.returncode is None, f"the bot exited\n{logs(bots)}"
+        log_text = bot.log
+
+    assert len(anns) == len(made) == PG_COUNT
+    for a in anns.values():
+        a["nonce"] = nonce_for(a["id"], a["first_ts"])
+    assert_each_posted_once(messages, anns, deliveries)
+    assert {j["state"] for j in jobs} == {"success"}, collections.Counter(j["state"] for j in jobs)
+    # The bot kept delivering after the last kill: what was due later was posted too.
+    after = [m for m in messages if m.created_at > last_kill]
+    assert after, "nothing was posted after the last kill"
+    assert len(kills) >= 5, f"only {len(kills)} kill(s) fitted in the stream"
+    assert listen_kills, "no kill caught the LISTEN connection"
+    assert any(k[2] for k in kills), "no kill landed inside a transaction"
+    assert "LISTEN connection re-established" in log_text, log_text[-4000:]
+
+    # The kills really interrupted deliveries: some ran again (re-sent with their nonce).
+    interrupted = [j for j in jobs if j["run_count"] > 1]
+    resent = [d for d in deliveries if d["attempts"] > 1]
+    assert interrupted, f"no kill interrupted a delivery\n{log_text[-4000:]}"
+    print(
+        f"\n{len(kills)} kills ({sum(len(k[1]) for k in kills)} backends, "
+        f"{sum(k[2] for k in kills)} in a transaction) over "
+        f"{PG_SPAN - PG_QUIET_TAIL:.0f}s; {len(messages)} messages for {PG_COUNT} announcements; "
+        f"{len(interrupted)} job(s) run again, {len(resent)} delivery(ies) sent again, "
+        f"{fake.nonce_dedup_hits} answered by nonce; {len(after)} posted after the last kill"
+    )
