@@ -20,6 +20,7 @@ from discord import app_commands
 
 from scheduler import Clock, MigrationSet, Registry, Scheduler, Store, StoreError, SystemClock
 from scheduler.migrations import packaged
+from scheduler.stores.sqlite import refused_write
 
 from .announcements import Announcements
 from .commands import Commands, PageButton, build_tree
@@ -63,11 +64,26 @@ class RedactingFormatter(logging.Formatter):
         return text.replace(self._secret, "[token]") if self._secret else text
 
 
+class RefusedWriteFilter(logging.Filter):
+    """Drops records about a write the database's disk refused (full, or over a file size
+    limit). The store says so in one line when writes start to be refused, with the reason,
+    and in one more when they work again; in between, every retry of the scheduler's loops
+    and of a delivery's bookkeeping fails the same way, and logging each one (most with a
+    traceback) would bury that line under copies of it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and refused_write(record.exc_info[1]):
+            return False
+        args = record.args if isinstance(record.args, tuple) else ()
+        return not any(isinstance(a, BaseException) and refused_write(a) for a in args)
+
+
 def setup_logging(settings: Settings) -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(
         RedactingFormatter(settings.token, "%(asctime)s %(levelname)-7s %(name)s: %(message)s")
     )
+    handler.addFilter(RefusedWriteFilter())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(settings.log_level)

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 import discord
 from discord import app_commands
 
+from scheduler.stores.sqlite import refused_write
+
 from .announcements import Draft, GuildSettings, NotFound
 from .checks import Refusal, check_channel, plan_mentions, require_manager
 from .render import PAGE_SIZE, choice_label, confirmation, listing_page
@@ -115,6 +117,12 @@ class Commands:
             text = str(original)
         elif isinstance(original, NotFound):
             text = f"{original}. Use `/list` to see this server's announcements."
+        elif refused_write(original):
+            # The store has logged why, once; the member can only wait for the operator.
+            text = (
+                "I can't save anything right now: my database can't be written (its disk is "
+                "full or failing). Nothing was saved; try again later."
+            )
         elif isinstance(original, app_commands.TransformerError):
             # The option names a channel or role this bot doesn't have in this server (just
             # created, just deleted, or another server's): the input's fault, not ours.

@@ -13,6 +13,7 @@ import contextlib
 import contextvars
 import json
 import logging
+import os
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -67,6 +68,55 @@ def _drive(conn: sqlite3.Connection, queries: dict[str, str], gen: Op[T]) -> T:
     except StopIteration as stop:
         value: T = stop.value
         return value
+
+
+# SQLite's result codes for a write that the disk or the system refused: the disk is full
+# (SQLITE_FULL), or a write, sync, truncation or shared-memory growth failed (SQLITE_IOERR_*:
+# a file size limit, a full disk that SQLite saw as an I/O error, a failing disk).
+_REFUSED_WRITE = frozenset(
+    {
+        13,  # SQLITE_FULL
+        10 | 3 << 8,  # SQLITE_IOERR_WRITE
+        10 | 4 << 8,  # SQLITE_IOERR_FSYNC
+        10 | 5 << 8,  # SQLITE_IOERR_DIR_FSYNC
+        10 | 6 << 8,  # SQLITE_IOERR_TRUNCATE
+        10 | 19 << 8,  # SQLITE_IOERR_SHMSIZE
+    }
+)
+_NEARLY_FULL = 1 << 20
+"""Free bytes under which a refused write is put down to a full disk."""
+
+
+class WriteRefused(StoreError, sqlite3.OperationalError):
+    """The database's files could not be written: the disk is full, the process's file size
+    limit is reached, or the disk failed the write. Nothing of the transaction was committed
+    and nothing committed before is lost; the same work can be done again once writes succeed.
+    (Also a :class:`sqlite3.OperationalError`, as the error it stands for.)"""
+
+
+def refused_write(exc: BaseException | None) -> bool:
+    """Whether ``exc``, or an error that led to it, is a write the database's disk refused."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, WriteRefused):
+            return True
+        if isinstance(exc, sqlite3.Error) and (
+            getattr(exc, "sqlite_errorcode", None) in _REFUSED_WRITE
+        ):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+def _file_size_limit() -> int | None:
+    """This process's file size limit (RLIMIT_FSIZE) in bytes, or None if it has none."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not on POSIX
+        return None
+    soft = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    return None if soft == resource.RLIM_INFINITY else int(soft)
 
 
 class _Busy(Exception):
@@ -280,6 +330,10 @@ class SqliteStore(Store):
         self._commits = 0
         self._lock = asyncio.Lock()
         self._read_lock = asyncio.Lock()
+        self._refused_since: float | None = None
+        self._refused = 0
+        self.write_problem: str | None = None
+        """While the database's files cannot be written (see :class:`WriteRefused`): why."""
 
     def __repr__(self) -> str:
         return f"SqliteStore({str(self.path)!r})"
@@ -431,6 +485,74 @@ class SqliteStore(Store):
         async with self._read_lock:
             return await _shielded(_in_thread(conn, fn, *args))
 
+    # --- writes the disk refuses -----------------------------------------------------------------
+
+    def _changes(self) -> int:
+        """Rows the writer connection has changed so far (read under the writer lock)."""
+        writer = self._writer
+        return -1 if writer is None else writer._conn.total_changes
+
+    def _refusal(self, exc: BaseException) -> WriteRefused | None:
+        """If ``exc`` is a write the disk refused: the error to raise instead. The first
+        refusal after writes worked logs one line saying why; the next ones say nothing
+        until a write succeeds again (the callers retry them, and each would say the same)."""
+        if isinstance(exc, WriteRefused) or not (
+            isinstance(exc, sqlite3.Error) and exc.sqlite_errorcode in _REFUSED_WRITE
+        ):
+            return None
+        self._refused += 1
+        if self._refused_since is None:
+            self._refused_since = time.monotonic()
+            self.write_problem = self._diagnose(exc)
+            log.error(
+                "cannot write to the database %s: %s. Nothing already saved is lost; work "
+                "that comes due waits, and resumes by itself once writes succeed again",
+                self.path,
+                self.write_problem,
+            )
+        refused = WriteRefused(f"cannot write to the database {self.path}: {self.write_problem}")
+        refused.sqlite_errorcode = exc.sqlite_errorcode
+        refused.sqlite_errorname = exc.sqlite_errorname
+        return refused
+
+    def _wrote(self, before: int) -> None:
+        """A write transaction committed; if it changed rows (so its pages reached the disk)
+        after writes were refused, say once that they work again."""
+        if self._refused_since is None or self._changes() == before:
+            return
+        log.warning(
+            "the database %s can be written again (writes were refused for %.0fs, %d time(s)); "
+            "due work resumes",
+            self.path,
+            time.monotonic() - self._refused_since,
+            self._refused,
+        )
+        self._refused_since = None
+        self._refused = 0
+        self.write_problem = None
+
+    def _diagnose(self, exc: BaseException) -> str:
+        """Why a write was refused, as far as this process can tell."""
+        files = [self.path.with_name(self.path.name + suffix) for suffix in ("", "-wal", "-shm")]
+        largest = max((f.stat().st_size for f in files if f.exists()), default=0)
+        limit = _file_size_limit()
+        if limit is not None and largest + _NEARLY_FULL > limit:
+            return (
+                f"this process may not write files past {limit} bytes (its file size limit, "
+                f"RLIMIT_FSIZE or `ulimit -f`), and the database's files are up to {largest} "
+                "bytes; raise the limit"
+            )
+        try:
+            st = os.statvfs(self.path.parent)
+        except OSError:
+            free = None
+        else:
+            free = st.f_bavail * st.f_frsize
+        code = getattr(exc, "sqlite_errorname", None) or type(exc).__name__
+        if free is not None and free < _NEARLY_FULL:
+            return f"the disk is full ({free} bytes free in {self.path.parent}); free some space"
+        return f"the disk refused the write ({code}: {exc}); it may be full or failing"
+
     # --- transactions ----------------------------------------------------------------------------
 
     @asynccontextmanager
@@ -450,7 +572,15 @@ class SqliteStore(Store):
     async def run(self, op: Callable[[OpState], Op[T]], now: float) -> T:
         state = OpState(now)
         async with self._writer_held():
-            result: T = await self._call(_in_write_tx, self._queries, op(state))
+            before = self._changes()
+            try:
+                result: T = await self._call(_in_write_tx, self._queries, op(state))
+            except sqlite3.Error as exc:
+                refused = self._refusal(exc)
+                if refused is None:
+                    raise
+                raise refused from exc
+            self._wrote(before)
         self._committed()
         if state.wake:
             self._notify()
@@ -471,14 +601,22 @@ class SqliteStore(Store):
             if writer is None:
                 raise SchedulerError(f"{self!r} is not open")
             conn = writer._conn
+            before = conn.total_changes
             try:
-                claim: Claim = _in_write_tx_now(conn, self._queries, op, self.busy_timeout)
-            except _Busy:
-                claim = await self._call(
-                    _in_write_tx,
-                    self._queries,
-                    _ops.claim_due(state, lease_until, mutation_limit, action_limit),
-                )
+                try:
+                    claim: Claim = _in_write_tx_now(conn, self._queries, op, self.busy_timeout)
+                except _Busy:
+                    claim = await self._call(
+                        _in_write_tx,
+                        self._queries,
+                        _ops.claim_due(state, lease_until, mutation_limit, action_limit),
+                    )
+            except sqlite3.Error as exc:
+                refused = self._refusal(exc)
+                if refused is None:
+                    raise
+                raise refused from exc
+            self._wrote(before)
         self._committed()
         if state.wake:
             self._notify()
@@ -491,18 +629,26 @@ class SqliteStore(Store):
     async def transaction(self, now: float) -> AsyncIterator[SqliteTx]:
         state = OpState(now)
         async with self._writer_held():
+            before = self._changes()
             try:
                 await self._call(_exec, "BEGIN IMMEDIATE")
                 tx = SqliteTx(self, state)
                 yield tx
-            except BaseException:
+            except BaseException as exc:
                 await self._call(_rollback)
-                raise
+                refused = self._refusal(exc)
+                if refused is None:
+                    raise
+                raise refused from exc
             try:
                 await tx.commit()
-            except BaseException:
+            except BaseException as exc:
                 await self._call(_rollback)
-                raise
+                refused = self._refusal(exc)
+                if refused is None:
+                    raise
+                raise refused from exc
+            self._wrote(before)
         self._committed()
         if state.wake:
             self._notify()

@@ -6,6 +6,9 @@ for real while announcements come due:
 - PostgreSQL: every backend of the test's own database is terminated, again and again,
   while a stream of announcements is delivered (the pool and the LISTEN connection must
   come back by themselves);
+- SQLite: the database's files cannot be written (a file size limit of 0 on the bot), while
+  acknowledged announcements come due; the bot must say so once, stay up, and post each of
+  them once when writes work again;
 
 "Posted exactly once" is counted at the fake: one message per occurrence, told apart by the
 deterministic nonce that carries the announcement and its fire time, and a delivery row
@@ -14,10 +17,16 @@ deterministic nonce that carries the announcement and its fire time, and a deliv
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import math
+import re
+import resource
+import sqlite3
+import sys
 import time
 from collections.abc import AsyncIterator
+from contextlib import closing
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,6 +39,7 @@ from bot.app import bot_migrations
 from bot.delivery import SEND_RETRY, nonce_for
 from scheduler import Registry, Scheduler
 from scheduler.testing import FakeClock
+from tests.bot.conftest import World
 from tests.fakediscord import FakeDiscord
 from tests.fakediscord import Permissions as P
 from tests.fakediscord.state import Channel, Message
@@ -114,7 +124,7 @@ def assert_each_posted_once(
     for d in deliveries:
         ann = anns[d["announcement_id"]]
         assert d["state"] == "sent", d
-        assert d["nonce"] == nonce_for(d["announcement_id"], d["fire_ts"]) == ann["nonce"]
+        assert d["nonce"] == nonce_for(ann["id"], ann["first_ts"])
         msg = by_nonce.get(d["nonce"])
         assert msg is not None, f"{ann['content']!r} recorded as sent, but no message: {d}"
         assert (msg.id, msg.channel_id, msg.content) == (
@@ -335,8 +345,6 @@ async def test_postgres_backends_killed_repeatedly_every_announcement_posted_onc
         log_text = bot.log
 
     assert len(anns) == len(made) == PG_COUNT
-    for a in anns.values():
-        a["nonce"] = nonce_for(a["id"], a["first_ts"])
     assert_each_posted_once(messages, anns, deliveries)
     assert {j["state"] for j in jobs} == {"success"}, collections.Counter(j["state"] for j in jobs)
     # The bot kept delivering after the last kill: what was due later was posted too.
@@ -358,3 +366,202 @@ async def test_postgres_backends_killed_repeatedly_every_announcement_posted_onc
         f"{len(interrupted)} job(s) run again, {len(resent)} delivery(ies) sent again, "
         f"{fake.nonce_dedup_hits} answered by nonce; {len(after)} posted after the last kill"
     )
+
+
+# --- 2. SQLite: the database's disk full --------------------------------------------------
+
+FULL_DUE_IN = 3
+"""Seconds from scheduling to the due time (the disk is full from before it)."""
+FULL_FOR = 3.0
+HELD_FOR = 1.5
+"""The fake holds the answer to the first send this long (the disk fills meanwhile)."""
+"""Seconds the disk stays full after the due time: several retries of every loop (the
+dispatch pass retries each second and the sweep wakes it every 0.5 s)."""
+REFUSED = "cannot write to the database"
+WRITABLE = "can be written again"
+INFO_LINE = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} INFO ")
+
+# The bot as ``python -m bot`` runs it, with SIGXFSZ ignored (as CPython does by default,
+# said here so that a write past the file size limit fails with EFBIG rather than killing it).
+_BOT_MAIN = (
+    "import runpy, signal; signal.signal(signal.SIGXFSZ, signal.SIG_IGN); "
+    "runpy.run_module('bot', run_name='__main__', alter_sys=True)"
+)
+
+
+@dataclass
+class PipedBot:
+    """A bot process whose stdout and stderr are one pipe, read by the test into ``lines``
+    (and copied to its log file). No file of the bot's own holds its log: a file size limit
+    put on the bot must not cut its log short."""
+
+    process: Process
+    lines: list[str]
+    pump: asyncio.Task[None]
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    @classmethod
+    async def start(cls, env: dict[str, str], workdir: Path, name: str) -> PipedBot:
+        log_path = workdir / f"{name}.log"
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-c",
+            _BOT_MAIN,
+            env=env,
+            cwd=workdir,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+        )
+        lines: list[str] = []
+
+        async def pump() -> None:
+            assert proc.stdout is not None
+            with log_path.open("w", encoding="utf-8") as log:
+                while raw := await proc.stdout.readline():
+                    line = raw.decode("utf-8", "replace").rstrip("\n")
+                    lines.append(line)
+                    log.write(line + "\n")
+                    log.flush()
+
+        task = asyncio.create_task(pump(), name=f"{name}-log")
+        return cls(Process(proc, log_path, name), lines, task)
+
+
+def set_file_size_limit(pid: int, limit: int | None) -> None:
+    """RLIMIT_FSIZE of process ``pid``: ``limit`` bytes (0: no file of its can grow or be
+    written at all), or none."""
+    if limit is None:
+        resource.prlimit(pid, resource.RLIMIT_FSIZE, (resource.RLIM_INFINITY,) * 2)
+    else:
+        resource.prlimit(pid, resource.RLIMIT_FSIZE, (limit, resource.RLIM_INFINITY))
+
+
+def sqlite_rows(db: Path, sql: str) -> list[dict[str, Any]]:
+    with closing(sqlite3.connect(db, isolation_level=None)) as conn:
+        conn.execute("PRAGMA busy_timeout = 10000")
+        conn.row_factory = sqlite3.Row
+        return [dict(r) for r in conn.execute(sql).fetchall()]
+
+
+async def schedule(world: World, when: int, message: str) -> str:
+    h = await world.fake.invoke_command(
+        world.guild,
+        world.general,
+        world.admin,
+        "schedule",
+        options={"when": str(when), "message": message, "channel": world.news},
+    )
+    content = (await h.response(timeout=DEADLINE)).content
+    assert content is not None
+    return content
+
+
+@pytest.mark.timeout(90)
+async def test_sqlite_disk_full_one_clear_line_then_every_announcement_posted_once(
+    world: World, bots: list[Process], tmp_path: Path
+) -> None:
+    """The bot's database files are made unwritable for real, by setting the bot process's
+    file size limit to 0 bytes: from then on every write to them fails (EFBIG, which SQLite
+    reports as a disk I/O error), wherever it falls, so the condition does not depend on
+    whether the WAL happens to have room left.
+
+    Four announcements were acknowledged before. The first is being posted when the disk
+    fills: the fake has created its message and holds the answer, so the bot cannot record
+    it; it must be re-sent with its nonce afterwards (one message). The other three come due
+    while the disk is full."""
+    fake, news = world.fake, world.news
+    db = tmp_path / "crier.db"
+    env = bot_env(fake.env(), database_url=f"sqlite:///{db}", lease=LEASE, sweep=SWEEP, spacing="0")
+    bot = await PipedBot.start(env, tmp_path, "bot")
+    bots.append(bot.process)
+    try:
+        await until_connected(fake, bots)
+        await until(lambda: any("connected as" in line for line in bot.lines), DEADLINE, "on_ready")
+        first_due = int(time.time()) + FULL_DUE_IN
+        later_due = first_due + 1
+        reply = await schedule(world, first_due, "in flight")
+        assert "Scheduled announcement" in reply, reply
+        for i in range(3):
+            reply = await schedule(world, later_due, f"due while full {i}")
+            assert "Scheduled announcement" in reply, reply
+        # The first send: the message is created, its answer comes HELD_FOR seconds later.
+        fake.faults.add(
+            method="POST",
+            path_regex=re.escape(f"/channels/{news.id}/messages"),
+            after_effect=True,
+            delay=HELD_FOR,
+        )
+        in_flight = await fake.wait_for_message(channel=news, timeout=DEADLINE)
+        set_file_size_limit(bot.pid, 0)
+        full_from = len(bot.lines)
+        assert time.time() < in_flight.created_at + HELD_FOR, "the answer came before the fault"
+
+        await until(
+            lambda: time.time() > later_due + FULL_FOR, DEADLINE, "the disk to be full a while"
+        )
+        # Asked while the disk is full: refused in words, and nothing is saved.
+        during = await schedule(world, later_due + 600, "asked while the disk is full")
+        assert during.startswith("I can't save anything right now"), during
+
+        while_full = bot.lines[full_from:]
+        assert bot.process.proc.returncode is None, logs(bots)
+        assert fake.bot_messages(news) == [in_flight], "posted with nothing recorded"
+        refused = [line for line in while_full if REFUSED in line]
+        assert len(refused) == 1, "\n".join(while_full)
+        assert " ERROR " in refused[0] and "file size limit" in refused[0], refused[0]
+        # One line, and nothing else said about it: no traceback, no warning per retry
+        # (every line but INFO ones; a traceback's lines have no timestamp and level).
+        said = [line for line in while_full if not INFO_LINE.match(line)]
+        assert said == refused, "\n".join(while_full)
+
+        set_file_size_limit(bot.pid, None)
+
+        def settled() -> bool:
+            rows = sqlite_rows(db, "SELECT state FROM scheduler_jobs")
+            return len(rows) == 4 and all(r["state"] == "success" for r in rows)
+
+        try:
+            await until(settled, DEADLINE, "the due work to resume", interval=0.1)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\n{logs(bots)}") from None
+        await until(lambda: any(WRITABLE in line for line in bot.lines), DEADLINE, "the news")
+        anns = {
+            r["id"]: r
+            for r in sqlite_rows(
+                db,
+                "SELECT id, channel_id, content, first_ts, state, last_message_id "
+                "FROM bot_announcements",
+            )
+        }
+        deliveries = sqlite_rows(
+            db,
+            "SELECT announcement_id, fire_ts, nonce, state, message_id, attempts "
+            "FROM bot_deliveries",
+        )
+        messages = fake.bot_messages(news)
+        assert bot.process.proc.returncode is None, logs(bots)
+    finally:
+        bot.process.kill()
+        await bot.process.proc.wait()
+        await bot.pump
+
+    assert sorted(a["content"] for a in anns.values()) == [
+        *(f"due while full {i}" for i in range(3)),
+        "in flight",
+    ]
+    assert_each_posted_once(messages, anns, deliveries)
+    # The send in flight was re-sent once writes worked, and Discord answered it with the
+    # first message (its nonce); the others were sent once each.
+    attempts = {anns[d["announcement_id"]]["content"]: d["attempts"] for d in deliveries}
+    assert attempts == {"in flight": 2} | {f"due while full {i}": 1 for i in range(3)}
+    assert fake.nonce_dedup_hits == 1
+    assert messages[0] is in_flight
+    assert fake.bot_messages(world.general) == []
+    after = bot.lines[full_from:]
+    assert len([line for line in after if REFUSED in line]) == 1, "\n".join(after)
+    assert len([line for line in after if WRITABLE in line]) == 1, "\n".join(after)
+    assert not [line for line in bot.lines if "Traceback" in line], "\n".join(bot.lines)
