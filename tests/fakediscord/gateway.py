@@ -208,6 +208,10 @@ class Gateway:
         self.close_codes_from_client: list[int | None] = []
         self.dispatched: list[tuple[str, int, str]] = []
         self.compressions: list[str | None] = []
+        self.refuse_connections = False
+        """While true, every new gateway connection is refused (HTTP 503 instead of the
+        websocket upgrade): the gateway is down, REST still works."""
+        self.refused_count = 0
 
     # --- public helpers ---------------------------------------------------------------------------
 
@@ -286,6 +290,10 @@ class Gateway:
     # --- websocket handler ------------------------------------------------------------------------
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
+        if self.refuse_connections:
+            self.refused_count += 1
+            self.fake._changed()
+            return web.Response(status=503, text="fake gateway: refusing connections")
         ws = web.WebSocketResponse(max_msg_size=0, autoping=True)
         if not ws.can_prepare(request).ok:
             return web.Response(status=400, text="fake gateway: websocket upgrade required")

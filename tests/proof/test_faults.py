@@ -9,6 +9,8 @@ for real while announcements come due:
 - SQLite: the database's files cannot be written (a file size limit of 0 on the bot), while
   acknowledged announcements come due; the bot must say so once, stay up, and post each of
   them once when writes work again;
+- the gateway: refusing every connection while REST is up; what comes due is posted all
+  the same, before the gateway is let back.
 
 "Posted exactly once" is counted at the fake: one message per occurrence, told apart by the
 deterministic nonce that carries the announcement and its fire time, and a delivery row
@@ -565,3 +567,85 @@ async def test_sqlite_disk_full_one_clear_line_then_every_announcement_posted_on
     assert len([line for line in after if REFUSED in line]) == 1, "\n".join(after)
     assert len([line for line in after if WRITABLE in line]) == 1, "\n".join(after)
     assert not [line for line in bot.lines if "Traceback" in line], "\n".join(bot.lines)
+
+
+# --- 3. The gateway down, REST up -----------------------------------------------------------
+
+GATEWAY_DUE_IN = 3
+"""Seconds from scheduling to the due time (the gateway is down from before it)."""
+
+
+async def test_gateway_down_rest_up_announcements_still_posted_before_it_returns(
+    world: World, bots: list[Process], tmp_path: Path
+) -> None:
+    """Deliveries are REST calls and must not wait for the gateway: with the gateway
+    refusing every connection (the bot disconnected, its reconnects answered 503) and REST
+    up, the announcements that come due are posted while it is still down. The order of
+    events is the proof: their messages exist before the gateway is let back."""
+    fake = world.fake
+    channels = [world.news, world.general]
+    db = tmp_path / "crier.db"
+    env = bot_env(fake.env(), database_url=f"sqlite:///{db}", lease=LEASE, sweep=SWEEP, spacing="0")
+    bots.append(await start_bot(env, tmp_path, "bot"))
+    await until_connected(fake, bots)
+    due = int(time.time()) + GATEWAY_DUE_IN
+    for i in range(4):
+        h = await fake.invoke_command(
+            world.guild,
+            world.general,
+            world.admin,
+            "schedule",
+            options={"when": str(due), "message": f"while down {i}", "channel": channels[i % 2]},
+        )
+        reply = (await h.response(timeout=DEADLINE)).content
+        assert reply is not None and "Scheduled announcement" in reply, reply
+
+    fake.gateway.refuse_connections = True
+    assert await fake.disconnect_gateway() == 1
+    down_at = time.time()
+    assert down_at < due, "scheduling took longer than the lead"
+    try:
+        await fake.wait_until(
+            lambda: len(fake.bot_messages()) == 4, timeout=DEADLINE, what="the deliveries"
+        )
+        # The bot did try to come back, and was refused: the gateway really was down for it.
+        await fake.wait_until(
+            lambda: fake.gateway.refused_count > 0, timeout=DEADLINE, what="a refused reconnect"
+        )
+    except TimeoutError as exc:
+        raise AssertionError(f"{exc}\n{logs(bots)}") from None
+    # Still down: every message was posted before the gateway is let back.
+    assert fake.gateway.refuse_connections and not fake.gateway.connected_sessions
+    messages = fake.bot_messages()
+    assert all(down_at < m.created_at for m in messages)
+    assert all(due <= m.created_at for m in messages), "posted early"
+
+    fake.gateway.refuse_connections = False
+    try:
+        await fake.wait_until(
+            lambda: fake.gateway.connected_sessions,
+            timeout=DEADLINE,
+            what="the bot's gateway to come back by itself",
+        )
+    except TimeoutError as exc:
+        raise AssertionError(f"{exc}\n{logs(bots)}") from None
+    assert bots[0].proc.returncode is None, logs(bots)
+
+    def recorded() -> bool:
+        rows = sqlite_rows(db, "SELECT state FROM bot_deliveries")
+        return len(rows) == 4 and all(r["state"] == "sent" for r in rows)
+
+    await until(recorded, DEADLINE, "the deliveries to be recorded", interval=0.1)
+    anns = {
+        r["id"]: r
+        for r in sqlite_rows(
+            db,
+            "SELECT id, channel_id, content, first_ts, state, last_message_id "
+            "FROM bot_announcements",
+        )
+    }
+    deliveries = sqlite_rows(
+        db, "SELECT announcement_id, fire_ts, nonce, state, message_id FROM bot_deliveries"
+    )
+    assert_each_posted_once(fake.bot_messages(), anns, deliveries)
+    assert {m.channel_id for m in messages} == {c.id for c in channels}
