@@ -246,16 +246,32 @@ async def _settle(aw: Awaitable[T]) -> T:
         raise
 
 
+def _closed(conn: Connection) -> bool:
+    """Whether the session behind ``conn`` is over (the server ended it, or the pool already
+    took back the connection because it closed): its transaction went with it."""
+    try:
+        return bool(conn.is_closed())
+    except asyncpg.InterfaceError:  # a pool's proxy, detached when its connection closed
+        return True
+
+
 async def _abort(conn: Connection) -> None:
     """Roll back whatever is open on ``conn``; a connection that cannot roll back is
-    terminated, so the pool replaces it instead of handing out a half-finished transaction."""
+    terminated, so the pool replaces it instead of handing out a half-finished transaction.
+    A connection already closed has nothing to roll back (and must not hide, behind an error
+    of its own, the error that the caller is handling)."""
 
     async def rollback() -> None:
+        if _closed(conn):
+            return
         try:
             await conn.execute("ROLLBACK", timeout=_ABORT_TIMEOUT)
         except Exception as exc:
+            if _closed(conn):
+                return  # it died meanwhile: the server rolled it back
             log.warning("rollback failed (%s); dropping the connection", exc)
-            conn.terminate()
+            with suppress(Exception):
+                conn.terminate()
 
     await _settle(rollback())
 
@@ -684,15 +700,23 @@ class PostgresStore(Store):
         NOTIFY in it when ``state.wake``) on normal exit, rolls back on any exception, and
         always gives the connection back clean, cancellation included."""
         token = self._enter_writer()
+        committed = False
         try:
             async with self._acquire() as conn:
                 try:
                     await conn.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
                     yield conn
                     await _settle(self._commit(conn, state))
+                    committed = True
                 except BaseException:
                     await _abort(conn)
                     raise
+        except Exception as exc:
+            if not committed:
+                raise
+            # Giving the connection back failed (its session reset met a connection that
+            # died just after the COMMIT): the pool drops it; the transaction stands.
+            log.warning("a connection was lost just after its transaction committed (%s)", exc)
         finally:
             _holding.reset(token)
 
