@@ -304,6 +304,87 @@ async def test_catch_up_fire_all_is_capped_at_1000(make: Make, clock: FakeClock)
     assert (info.missed, info.next_fire) == (3600 - 1000, START + HOUR + timedelta(seconds=1))
 
 
+# --- catch-up across a DST night (a cron in Europe/London) ----------------------------------
+
+# "30 0-3 * * *" fires at 00:30, 01:30, 02:30 and 03:30 London time. On 2026-03-29 the clocks
+# jump from 01:00 GMT to 02:00 BST (01:30 never happens); on 2026-10-25 they go back from
+# 02:00 BST to 01:00 GMT (01:30 happens twice and fires once, the first time, in BST).
+DST_CRON = "30 0-3 * * *"
+LONDON = "Europe/London"
+
+
+def utc(month: int, day: int, hour: int, minute: int = 0, second: int = 0) -> datetime:
+    return datetime(2026, month, day, hour, minute, second, tzinfo=UTC)
+
+
+SPRING_CREATED = utc(3, 28, 22)
+"""Created the evening before; down over the night."""
+SPRING = [utc(3, 29, 0, 30), utc(3, 29, 1, 30), utc(3, 29, 2, 30)]
+"""00:30 GMT, 02:30 BST, 03:30 BST: in UTC 00:30, 01:30, 02:30 (no 01:30 local, and no run
+at the jump to 02:00 BST)."""
+SPRING_NEXT = utc(3, 29, 23, 30)  # 00:30 BST on the 30th
+AUTUMN_CREATED = utc(10, 24, 22)
+AUTUMN = [utc(10, 24, 23, 30), utc(10, 25, 0, 30), utc(10, 25, 2, 30), utc(10, 25, 3, 30)]
+"""00:30 BST, 01:30 BST, 02:30 GMT, 03:30 GMT: the second 01:30 (01:30 UTC) is no fire time."""
+AUTUMN_NEXT = utc(10, 26, 0, 30)  # 00:30 GMT on the 26th
+
+
+@pytest.mark.parametrize(
+    "created, policy, down_until, fired, next_fire",
+    [
+        # Spring forward.
+        (SPRING_CREATED, "fire_all", utc(3, 29, 3), SPRING, SPRING_NEXT),
+        (SPRING_CREATED, "fire_once", utc(3, 29, 3), SPRING[-1:], SPRING_NEXT),
+        (SPRING_CREATED, "skip", utc(3, 29, 3), [], SPRING_NEXT),
+        # Back just after 03:30 BST: skip still runs the latest time, only that one.
+        (SPRING_CREATED, "skip", utc(3, 29, 2, 30, 20), SPRING[-1:], SPRING_NEXT),
+        # Back just after the jump (02:00:20 BST): the jump is no fire time, nothing is
+        # within the grace, and the next time is 02:30 BST.
+        (SPRING_CREATED, "skip", utc(3, 29, 1, 0, 20), [], utc(3, 29, 1, 30)),
+        (SPRING_CREATED, "fire_once", utc(3, 29, 1, 0, 20), SPRING[:1], utc(3, 29, 1, 30)),
+        # Fall back.
+        (AUTUMN_CREATED, "fire_all", utc(10, 25, 4), AUTUMN, AUTUMN_NEXT),
+        (AUTUMN_CREATED, "fire_once", utc(10, 25, 4), AUTUMN[-1:], AUTUMN_NEXT),
+        (AUTUMN_CREATED, "skip", utc(10, 25, 4), [], AUTUMN_NEXT),
+        (AUTUMN_CREATED, "skip", utc(10, 25, 3, 30, 20), AUTUMN[-1:], AUTUMN_NEXT),
+        # Back during the second 01:00-02:00 (GMT), after its 01:30: the latest fire time is
+        # still the first 01:30 (BST), and the repeated one does not fire.
+        (AUTUMN_CREATED, "fire_once", utc(10, 25, 1, 45), AUTUMN[1:2], utc(10, 25, 2, 30)),
+        # 01:10 GMT, before the repeated 01:30 comes round on the wall clock: the latest fire
+        # time is still the first 01:30 (00:30 UTC), not 00:30 BST.
+        (AUTUMN_CREATED, "fire_once", utc(10, 25, 1, 10), AUTUMN[1:2], utc(10, 25, 2, 30)),
+        (AUTUMN_CREATED, "skip", utc(10, 25, 1, 30, 20), [], utc(10, 25, 2, 30)),
+        (AUTUMN_CREATED, "fire_all", utc(10, 25, 1, 45), AUTUMN[:2], utc(10, 25, 2, 30)),
+    ],
+)
+async def test_catch_up_of_a_london_cron_over_a_dst_night(
+    make: Make,
+    clock: FakeClock,
+    rec: Recorder,
+    created: datetime,
+    policy: str,
+    down_until: datetime,
+    fired: list[datetime],
+    next_fire: datetime,
+) -> None:
+    clock.set(created)
+    a = make()
+    await a.start()
+    info = await a.schedules.create("dst", DST_CRON, "tick", tz=LONDON, catch_up=policy)
+    assert info.next_fire == (SPRING if created == SPRING_CREATED else AUTUMN)[0]
+    await a.stop()
+    clock.set(down_until)  # the scheduler was down over the backlog
+    b = make()
+    await b.start()
+    await b.wait_idle()
+    jobs = await occurrences(b, "dst")
+    assert [datetime.fromtimestamp(j.fire_ts, UTC) for j in jobs] == fired
+    assert [j.state for j in jobs] == [JobState.SUCCESS] * len(fired)
+    # They ran in that order (oldest first), each once.
+    assert [datetime.fromtimestamp(f, UTC) for _, f in rec.runs if f is not None] == fired
+    assert (await b.schedules.get("dst")).next_fire == next_fire
+
+
 # --- overlap -------------------------------------------------------------------------------
 
 
