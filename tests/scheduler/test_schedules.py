@@ -4,6 +4,7 @@ pause/resume/trigger/backfill/delete, time zones, jitter, and racing schedulers.
 from __future__ import annotations
 
 import asyncio
+import calendar
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -124,6 +125,117 @@ async def test_a_static_cron_with_an_unknown_function_fails_at_start(make: Make)
     crons.hourly("h", 0, "nope")
     with pytest.raises(UnknownFunction, match="nope"):
         await make(crons).start()
+
+
+# --- the convenience builders' fire times --------------------------------------------------
+
+
+async def _walk_static(
+    make: Make,
+    clock: FakeClock,
+    rec: Recorder,
+    start: datetime,
+    crons: CronJobs,
+    fires: dict[str, list[datetime]],
+) -> None:
+    """Boot at ``start`` and step the clock to every fire time in ``fires`` but each list's
+    last: after each step every schedule's next fire is the next one of its list, and at the
+    end each ran at exactly the listed times (so nothing fired in between). Each cron's args
+    are its name."""
+    clock.set(start)
+    sched = make(crons)
+    await sched.start()
+
+    async def next_fires() -> dict[str, datetime | None]:
+        return {s.name: s.next_fire for s in await sched.schedules.list()}
+
+    assert await next_fires() == {name: ts[0] for name, ts in fires.items()}
+    for t in sorted({t for ts in fires.values() for t in ts[:-1]}):
+        await step_to(sched, clock, t)
+        assert await next_fires() == {
+            name: next(u for u in ts if u > t) for name, ts in fires.items()
+        }, t
+    for name, ts in fires.items():  # (finished jobs are pruned after a week: count runs)
+        ran = [datetime.fromtimestamp(f, UTC) for n, f in rec.runs if n == name and f]
+        assert ran == ts[:-1], name
+
+
+def at(y: int, mo: int, d: int, h: int = 0, mi: int = 0) -> datetime:
+    return datetime(y, mo, d, h, mi, tzinfo=UTC)
+
+
+async def test_weekly_fires_on_its_weekday_at_its_utc_time(
+    make: Make, clock: FakeClock, rec: Recorder
+) -> None:
+    # START is Saturday 2030-06-01 12:00 UTC.
+    crons = cron_jobs()
+    crons.weekly("fri", "friday", 17, 0, "tick", "fri")
+    crons.weekly("sun", 0, 0, 0, "tick", "sun")  # 0 is Sunday
+    crons.weekly("sat-passed", "Sat", 11, 59, "tick", "sat-passed")  # a minute ago: next week
+    crons.weekly("sat-ahead", 6, 12, 1, "tick", "sat-ahead")  # a minute from now today
+    crons.weekly("wed", "wed", 23, 59, "tick", "wed")
+    await _walk_static(
+        make,
+        clock,
+        rec,
+        START,
+        crons,
+        {
+            "fri": [at(2030, 6, d, 17) for d in (7, 14, 21, 28)],
+            "sun": [at(2030, 6, d) for d in (2, 9, 16, 23, 30)],
+            "sat-passed": [at(2030, 6, d, 11, 59) for d in (8, 15, 22, 29)],
+            "sat-ahead": [at(2030, 6, d, 12, 1) for d in (1, 8, 15, 22, 29)],
+            "wed": [at(2030, 6, d, 23, 59) for d in (5, 12, 19, 26)],
+        },
+    )
+
+
+def _monthly_oracle(day: int, hour: int, minute: int, after: datetime, n: int) -> list[datetime]:
+    """The first ``n`` times after ``after`` on ``day`` of a month long enough (by calendar)."""
+    out: list[datetime] = []
+    year, month = after.year, after.month
+    while len(out) < n:
+        if day <= calendar.monthrange(year, month)[1]:
+            t = at(year, month, day, hour, minute)
+            if t > after:
+                out.append(t)
+        year, month = (year + 1, 1) if month == 12 else (year, month + 1)
+    return out
+
+
+async def test_monthly_fires_on_its_day_and_skips_months_without_it(
+    make: Make, clock: FakeClock, rec: Recorder
+) -> None:
+    start = at(2031, 1, 15, 12)  # 2031 is not a leap year, 2032 is
+    crons = cron_jobs()
+    crons.monthly("m31", 31, 6, 0, "tick", "m31")
+    crons.monthly("m30", 30, 0, 0, "tick", "m30")
+    crons.monthly("m29", 29, 23, 30, "tick", "m29")
+    crons.monthly("m15", 15, 12, 0, "tick", "m15")  # exactly now: next month
+    crons.monthly("m1", 1, 0, 5, "tick", "m1")
+    m31 = [at(2031, m, 31, 6) for m in (1, 3, 5, 7, 8, 10, 12)] + [
+        at(2032, m, 31, 6) for m in (1, 3)
+    ]
+    m29 = [at(2031, m, 29, 23, 30) for m in (1, *range(3, 13))] + [
+        at(2032, m, 29, 23, 30) for m in (1, 2, 3)
+    ]
+    assert m31 == _monthly_oracle(31, 6, 0, start, 9)
+    assert m29 == _monthly_oracle(29, 23, 30, start, 14)
+    # Stop after 2032-02-29 23:30: each list runs to its first time past that.
+    await _walk_static(
+        make,
+        clock,
+        rec,
+        start,
+        crons,
+        {
+            "m31": m31,
+            "m30": _monthly_oracle(30, 0, 0, start, 13),  # no 30 February: 2032-03-30 is 13th
+            "m29": m29,
+            "m15": _monthly_oracle(15, 12, 0, start, 14),
+            "m1": _monthly_oracle(1, 0, 5, start, 15),
+        },
+    )
 
 
 # --- reconciliation ------------------------------------------------------------------------
