@@ -391,6 +391,53 @@ async def test_cancel_cascades_breadth_first_even_from_a_running_parent(store: S
     assert full is not None and full.args["job_id"] == grandkid
 
 
+async def test_cancel_walks_descendants_level_by_level(store: Store) -> None:
+    """Breadth first: every job of one level is canceled before any of the next. The walk
+    order shows in the order of the on_complete callbacks (each one is enqueued the moment
+    its job is canceled, so callback ids follow the walk). The tree is created depth first,
+    so an order by id (or a depth-first walk) would interleave the levels."""
+    depth_of: dict[int, int] = {}
+    running: list[int] = []
+
+    async def grow(parent: int | None, depth: int) -> int:
+        # One child of the root is running; the walk must go on through it to its children.
+        due = T0 if depth == 1 and not running else T0 + 9
+        job_id = await store.enqueue(
+            new_job(next_ts=due, parent_id=parent, on_complete="cb", args=depth), T0
+        )
+        if due == T0:
+            running.append(job_id)
+        depth_of[job_id] = depth
+        if depth < 3:
+            for _ in range(3 if depth == 0 else 2):
+                await grow(job_id, depth + 1)
+        return job_id
+
+    root = await grow(None, 0)
+    [claimed] = await claim_all(store, T0)
+    assert claimed.id == running[0]
+    assert sorted(depth_of) != sorted(depth_of, key=lambda j: (depth_of[j], j))  # not BFS by id
+    assert await store.cancel(root, T0)
+
+    callbacks = sorted(
+        (j for j in await store.list_jobs(T0, limit=100) if j.fn == "cb"), key=lambda j: j.id
+    )
+    walked = []
+    for cb in callbacks:
+        full = await store.get_job(cb.id, T0)
+        assert full is not None and full.args["result"] == {"kind": "canceled"}
+        walked.append(full.args["job_id"])
+    expected = set(depth_of) - set(running)
+    assert sorted(walked) == sorted(expected)  # every pending descendant, once
+    levels = [depth_of[j] for j in walked]
+    assert levels == sorted(levels), levels  # level by level: 0, 1, 1, 2, 2, 2, 2, 2, 2, 3, ...
+    assert levels.count(3) == 12 and levels.count(2) == 6 and levels.count(1) == 2
+    states = {j.id: j.state for j in await store.list_jobs(T0, limit=100) if j.fn == "m"}
+    assert states == {
+        j: JobState.IN_PROGRESS if j in running else JobState.CANCELED for j in depth_of
+    }
+
+
 async def test_cancel_cascade_over_a_10000_level_chain(store: Store) -> None:
     ids = [await store.enqueue(new_job(next_ts=T0 + 9), T0)]
     for _ in range(9_999):
