@@ -28,6 +28,7 @@ from scheduler._schedule_ops import jitter_offset, occurrence_key
 from scheduler.testing import FakeClock
 from tests.scheduler.helpers import settle
 from tests.scheduler.stores import StoreFactory
+from tests.support.processes import until
 
 START = datetime(2030, 6, 1, 12, 0, tzinfo=UTC)
 HOUR = timedelta(hours=1)
@@ -38,6 +39,9 @@ class Recorder:
         self.runs: list[tuple[str, float | None]] = []
         self.gates: dict[str, asyncio.Event] = {}
         self.started = asyncio.Event()
+        self.steps: list[tuple[str, float]] = []
+        """("start" | "end", fire_ts) of every run of "step", in order."""
+        self.step_gates: dict[float, asyncio.Event] = {}
 
 
 @pytest.fixture
@@ -59,6 +63,13 @@ def registry(rec: Recorder) -> Registry:
         rec.started.set()
         gate = rec.gates.setdefault(str(args), asyncio.Event())
         await gate.wait()
+
+    @reg.action("step")
+    async def step(ctx: Any, args: Any) -> None:
+        fire_ts = ctx.job.fire_ts
+        rec.steps.append(("start", fire_ts))
+        await rec.step_gates.setdefault(fire_ts, asyncio.Event()).wait()
+        rec.steps.append(("end", fire_ts))
 
     return reg
 
@@ -352,16 +363,28 @@ async def test_two_schedulers_racing_the_same_tick_produce_one_job(
 
 
 async def _downtime(
-    make: Make, clock: FakeClock, policy: str, down: timedelta, every: timedelta = HOUR, **kw: Any
+    make: Make,
+    clock: FakeClock,
+    policy: str,
+    down: timedelta,
+    every: timedelta = HOUR,
+    *,
+    fn: str = "tick",
+    lease: timedelta | None = None,
+    idle: bool = True,
+    **kw: Any,
 ) -> Scheduler:
+    """Create schedule "s", stop, stay down for ``down``, start again (and, with ``idle``,
+    wait until nothing is due or running)."""
     a = make()
     await a.start()
-    await a.schedules.create("s", every, "tick", catch_up=policy, **kw)
+    await a.schedules.create("s", every, fn, catch_up=policy, **kw)
     await a.stop()
     clock.set(START + down)
-    b = make()
+    b = make() if lease is None else make(lease=lease)
     await b.start()
-    await b.wait_idle()
+    if idle:
+        await b.wait_idle()
     return b
 
 
@@ -389,11 +412,42 @@ async def test_catch_up_fire_once_runs_once_for_the_whole_backlog(
     assert (info.next_fire, info.missed) == (START + 6 * HOUR, 4)
 
 
-async def test_catch_up_fire_all_runs_every_missed_time_oldest_first_one_at_a_time(
+async def test_catch_up_fire_all_runs_every_missed_time_oldest_first(
     make: Make, clock: FakeClock, rec: Recorder
 ) -> None:
     await _downtime(make, clock, "fire_all", timedelta(hours=5, minutes=30))
     assert rec.runs == [("None", (START + h * HOUR).timestamp()) for h in range(1, 6)]
+
+
+@pytest.mark.parametrize("overlap", ["skip", "buffer_one"])
+async def test_catch_up_fire_all_starts_each_missed_time_only_after_the_previous_ended(
+    make: Make, clock: FakeClock, rec: Recorder, overlap: str
+) -> None:
+    """The backlog is materialized at once, but only the oldest occurrence is runnable; the
+    others are held and released one by one, each when the one before it ends. An action
+    that waits on a gate per fire time shows the order of starts and ends."""
+    sched = await _downtime(
+        make, clock, "fire_all", timedelta(hours=3, minutes=30), overlap=overlap,
+        lease=timedelta(hours=1), fn="step", idle=False,
+    )  # fmt: skip
+    times = [(START + h * HOUR).timestamp() for h in (1, 2, 3)]
+    expected: list[tuple[str, float]] = []
+    for i, t in enumerate(times):
+        expected.append(("start", t))
+        await until(lambda: len(rec.steps) == len(expected), 5, f"run {i + 1} to start")
+        await settle(sched)
+        assert rec.steps == expected  # started only now, after the previous one ended
+        jobs = await occurrences(sched, "s")
+        assert [j.fire_ts for j in jobs] == times
+        assert [j.state for j in jobs] == (
+            [JobState.SUCCESS] * i + [JobState.IN_PROGRESS] + [JobState.PENDING] * (2 - i)
+        )
+        assert all(j.next_ts == HELD_TS for j in jobs[i + 1 :])  # held, not merely not due
+        rec.step_gates[t].set()
+        expected.append(("end", t))
+    await sched.wait_idle()
+    assert rec.steps == expected
+    assert [j.state for j in await occurrences(sched, "s")] == [JobState.SUCCESS] * 3
 
 
 async def test_catch_up_fire_all_stays_within_the_window(
