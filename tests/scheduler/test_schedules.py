@@ -665,20 +665,49 @@ async def test_backfill_runs_missing_times_and_never_repeats_one(
     assert again == []
 
 
-async def test_delete_cancels_pending_occurrences(make: Make, clock: FakeClock) -> None:
+async def test_delete_cancels_pending_occurrences(
+    make: Make, clock: FakeClock, rec: Recorder
+) -> None:
     sched = make()
     await sched.start()
-    await sched.schedules.create("d", "0 * * * *", "tick", jitter=timedelta(minutes=30))
-    clock.set(START + HOUR)
+    await sched.schedules.create("d", "0 * * * *", "tick", "d", jitter=timedelta(minutes=30))
+    first, second = (START + HOUR).timestamp(), (START + 2 * HOUR).timestamp()
+    # The jitter is a pure function of (name, time): these two are known in advance.
+    first_delay, second_delay = (
+        jitter_offset("d", first, 1800.0),
+        jitter_offset("d", second, 1800.0),
+    )
+    assert 0 < first_delay < 1800 and 0 < second_delay < 1800
+    # The first occurrence is materialized at its fire time and runs once its jitter passed.
+    clock.set(first)
     await sched.wait_idle()
-    [job] = await occurrences(sched, "d")
-    if job.state is JobState.PENDING:  # its jitter delays it
-        assert await sched.schedules.delete("d") == 1
-        assert (await sched.get_job(job.id)).state is JobState.CANCELED  # type: ignore[union-attr]
-    else:
-        assert await sched.schedules.delete("d") == 0
+    assert rec.runs == []
+    clock.set(first + first_delay)
+    await sched.wait_idle()
+    # The second is materialized at its fire time and held back by its jitter.
+    clock.set(second)
+    await sched.wait_idle()
+    ran, held = await occurrences(sched, "d")
+    assert (ran.fire_ts, ran.state) == (first, JobState.SUCCESS)
+    assert (held.fire_ts, held.state, held.next_ts) == (
+        second,
+        JobState.PENDING,
+        second + second_delay,
+    )
+    assert rec.runs == [("d", first)]
+    # Delete cancels the pending one (and only that one), so it never runs.
+    assert await sched.schedules.delete("d") == 1
+    states = {j.id: j.state for j in await occurrences(sched, "d")}
+    assert states == {ran.id: JobState.SUCCESS, held.id: JobState.CANCELED}
     with pytest.raises(ScheduleNotFound):
         await sched.schedules.get("d")
+    clock.set(second + 3600)
+    await sched.wait_idle()
+    assert rec.runs == [("d", first)]
+    assert [(j.id, j.state) for j in await occurrences(sched, "d")] == [
+        (ran.id, JobState.SUCCESS),
+        (held.id, JobState.CANCELED),
+    ]
 
 
 # --- time zones and jitter -----------------------------------------------------------------
