@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, time, timedelta
 from fractions import Fraction
 from zoneinfo import ZoneInfo
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from bot.timeparse import (
@@ -377,8 +377,8 @@ def test_offset_out_of_range() -> None:
 def test_unreadable_text_shows_examples(text: str) -> None:
     message = error(text)
     assert message.startswith("I couldn't read that as a time.")
-    for example in ("`in 90m`", "`18:00`", "`tomorrow 09:00`", "`2026-12-24 18:00`"):
-        assert example in message
+    for sample in ("`in 90m`", "`18:00`", "`tomorrow 09:00`", "`2026-12-24 18:00`"):
+        assert sample in message
     assert "`<t:1735000000>`" in message
 
 
@@ -453,6 +453,34 @@ def test_discord_timestamp_round_trip(n: int, style: str) -> None:
     assert discord_timestamp(when) == f"<t:{n}:F>"
 
 
+def _next_wall_time(now: datetime, hour: int, minute: int, zone: ZoneInfo) -> datetime:
+    """The first instant after ``now`` at which the clocks in ``zone`` read hour:minute:00,
+    found by walking whole UTC minutes (every offset here is a whole number of minutes)."""
+    t = now.replace(second=0, microsecond=0) + timedelta(minutes=1)
+    while True:
+        local = t.astimezone(zone)
+        if (local.hour, local.minute) == (hour, minute):
+            return t
+        t += timedelta(minutes=1)
+
+
+def _skipped_on_the_next_day_it_was_due(
+    now: datetime, hour: int, minute: int, zone: ZoneInfo
+) -> bool:
+    """Whether hour:minute does not exist on the first local day, from now's own, on which
+    it would still be ahead of now (a DST gap swallowed it)."""
+    day = now.astimezone(zone).date()
+    for k in range(3):
+        wall = datetime.combine(day + timedelta(days=k), time(hour, minute))
+        aware = wall.replace(tzinfo=zone)
+        exists = aware.astimezone(UTC).astimezone(zone).replace(tzinfo=None) == wall
+        if exists and (aware > now or aware.replace(fold=1) > now):
+            return False
+        if not exists and aware > now:  # the gap is still ahead
+            return True
+    return False
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     st.datetimes(
@@ -462,17 +490,38 @@ def test_discord_timestamp_round_trip(n: int, style: str) -> None:
     st.integers(0, 59),
     st.sampled_from(list(ZONES.values())),
 )
+# Pinned cases: today still ahead, just passed (tomorrow), and both DST nights.
+@example(utc(2026, 3, 7, 12), 18, 0, NEW_YORK)  # today, 23:00 UTC
+@example(utc(2026, 3, 7, 12), 6, 59, NEW_YORK)  # passed today: tomorrow, in EDT
+@example(utc(2026, 3, 7, 11, 59, 59, 999_999), 12, 0, UTC_Z)  # a microsecond ahead
+@example(utc(2026, 3, 7, 12), 12, 0, UTC_Z)  # exactly now: tomorrow
+@example(utc(2026, 3, 28, 12), 1, 30, LONDON)  # tonight's 01:30 is skipped: refused
+@example(utc(2026, 3, 29, 1, 0), 1, 59, LONDON)  # the gap is behind us: the 30th
+@example(utc(2026, 10, 24, 23, 50), 1, 30, LONDON)  # happens twice: the first (BST)
+@example(utc(2026, 10, 25, 0, 45), 1, 30, LONDON)  # between the two: the second (GMT)
+@example(utc(2026, 10, 25, 1, 45), 1, 30, LONDON)  # both behind us: the 26th
 def test_clock_time_is_the_next_matching_wall_time(
     now: datetime, hour: int, minute: int, zone: ZoneInfo
 ) -> None:
+    expected = _next_wall_time(now, hour, minute, zone)
     try:
         result = parse_when(f"{hour:02d}:{minute:02d}", zone, now)
     except InputError as e:
         assert "doesn't exist" in str(e)
+        assert _skipped_on_the_next_day_it_was_due(now, hour, minute, zone), (now, expected)
         return
-    local = result.astimezone(zone)
-    assert (local.hour, local.minute, local.second) == (hour, minute, 0)
-    assert now < result <= now + timedelta(hours=26)
+    assert not _skipped_on_the_next_day_it_was_due(now, hour, minute, zone)
+    assert result == expected
+    assert result.tzinfo is UTC
+
+
+def test_the_next_matching_wall_time_is_today_or_tomorrow_exactly() -> None:
+    now = utc(2026, 3, 7, 12)  # 07:00 EST, 12:00 GMT, 17:30 IST
+    assert parse_when("07:01", NEW_YORK, now) == utc(2026, 3, 7, 12, 1)  # today
+    assert parse_when("07:00", NEW_YORK, now) == utc(2026, 3, 8, 11)  # tomorrow, EDT
+    assert parse_when("17:29", KOLKATA, now) == utc(2026, 3, 8, 11, 59)  # tomorrow
+    assert parse_when("17:31", KOLKATA, now) == utc(2026, 3, 7, 12, 1)  # today
+    assert parse_when("01:30", LONDON, utc(2026, 10, 25, 0, 45)) == utc(2026, 10, 25, 1, 30)
 
 
 # --------------------------------------------------------------------------- time zones
