@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+import bot.app
 from bot.app import Crier
 from scheduler.testing import FakeClock
 from tests.bot.conftest import World, restore_discord_endpoints, run_command, settings_for
@@ -72,10 +73,44 @@ async def test_dev_guild_gets_its_own_sync_and_commands_live_in_one_place(
 
 
 async def test_changed_definitions_are_synced_again(
+    world: World, starts: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An upgrade that edits a command (here /list's description) syncs once, and so does
+    going back; unchanged definitions never do."""
+    calls = world.fake.command_sync_calls
+    original = bot.app.build_tree
+    edited = "List this server's announcements (edited)"
+
+    def build_edited_tree(bot_: Any) -> Any:
+        tree = original(bot_)
+        command = tree.get_command("list")
+        assert command is not None
+        command.description = edited
+        return tree
+
+    def listed_description() -> str:
+        return world.fake.global_commands[("list", 1)].description
+
+    assert await starts() is True
+    before = listed_description()
+    assert before != edited
+    monkeypatch.setattr(bot.app, "build_tree", build_edited_tree)
+    assert await starts() is True  # the definition changed: synced
+    assert (calls["global"], listed_description()) == (2, edited)
+    assert await starts() is False  # the edited definition's hash is the stored one now
+    monkeypatch.setattr(bot.app, "build_tree", original)
+    assert await starts() is True  # back to the original: a change again
+    assert (calls["global"], listed_description()) == (3, before)
+    assert await starts() is False
+    assert calls["global"] == 3
+
+
+async def test_the_stored_hash_is_what_sync_compares_with(
     world: World, starts: Any, tmp_path: Path, clock: FakeClock
 ) -> None:
+    """With the definitions unchanged, a stored hash that no longer matches them (a database
+    from another version) makes the next start sync, and only that one."""
     assert await starts() is True
-    # Stand in for an upgrade that changed the commands: the stored hash no longer matches.
     app = Crier(settings_for(world.fake, tmp_path / "crier.db"), clock=clock)
     await app.sched.start()
     try:
