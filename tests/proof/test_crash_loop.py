@@ -14,6 +14,13 @@ after spawning: migrations, cron reconciliation, login) or 50–400 ms after it 
 the sweep runs every 0.2 s, so a restarted process recovers the killed one's work quickly.
 The RNG is seeded (``CRIER_PROOF_SEED`` to replay; the seed is printed).
 
+Random kill points land on work in flight only by chance, so some cycles (cycle 2, then
+every TARGET_STRIDE-th, in CI too) choose theirs: the kill lands while a job of one kind is
+surely running, in turn a mutation inside its transaction, an action before its effect, an
+idempotent action before its effect, and a delivery whose message Discord created but whose
+answer it holds back. Each such job must then end exactly as the contract says (below), and
+every kind of "kill landed on work in flight" must have happened at least once.
+
 The workload and what must hold afterwards (checked on the database file and the fake):
 
 * ``proof:mutate`` mutations, each inserting one row keyed UNIQUE by its job and by its
@@ -36,6 +43,11 @@ The workload and what must hold afterwards (checked on the database file and the
   found later than CATCH_UP_WINDOW_MINUTES: this loop is far shorter than both windows, so
   here every one-off must be posted. No occurrence produces two messages. Every ``/schedule``
   the bot acknowledged is in the database.
+* the targeted kills: the held mutation was rolled back and re-run by another process
+  (attempts >= 1, its row written by the re-run); the held action failed by the lease sweep
+  with no effect and was never re-run; the held idempotent action re-ran elsewhere to one
+  effect; the held delivery was re-sent with the same nonce (attempts >= 2), Discord
+  absorbed it, and the channel has the one message.
 * nothing is left ``in_progress`` or due-but-pending; ``PRAGMA integrity_check`` is ok.
 """
 
@@ -78,6 +90,12 @@ LEASE = "1"
 SWEEP = "0.2"
 SETTLE_DEADLINE = 90.0
 LEASE_LOST = "may or may not have had its effect"
+TARGETS = ("mutation", "action", "idempotent action", "delivery")
+TARGET_STRIDE = size(2, 5)
+"""Cycles 2, 2 + stride, ... kill while a job of the next kind in TARGETS is in flight."""
+TARGET_DEADLINE = 20.0
+HELD = 120.0
+"""How long a targeted job holds (or Discord holds its answer): longer than the test."""
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(size(120, 600))]
 
@@ -104,6 +122,8 @@ class Run:
     sent: list[Sent] = field(default_factory=list)
     recurring: list[Sent] = field(default_factory=list)
     jobs: int = 0
+    targeted: list[tuple[str, int, int]] = field(default_factory=list)
+    """(kind, job id or announcement number, pid of the process killed under it)."""
 
 
 def new_job(fn: str, kind: JobKind, due: float, args: Any, idempotent: bool = False) -> NewJob:
@@ -134,6 +154,8 @@ class Loop:
         admins = self.guild.add_role("admins", P.MANAGE_GUILD)
         self.admin: Member = self.guild.add_member(name="alice", roles=[admins])
         self.channels = [self.guild.add_channel(f"news-{i}") for i in range(CHANNELS)]
+        self.held = self.guild.add_channel("held")
+        """Only the targeted deliveries post here (their answer is held back once)."""
         self.env = child_env(
             fake.env()
             | {
@@ -204,7 +226,8 @@ class Loop:
     async def cycle(self, store: SqliteStore, i: int) -> None:
         await self.wave(store)
         proc = await self.spawn()
-        if self.rng.random() < EARLY_KILL_RATE:
+        target = target_of(i)
+        if target is None and self.rng.random() < EARLY_KILL_RATE:
             # A kill while it starts: opening/migrating, reconciling crons, logging in.
             delay = self.rng.uniform(0.05, 1.0)
             ready = asyncio.ensure_future(proc.expect("READY"))
@@ -215,17 +238,64 @@ class Loop:
             await proc.expect("READY")
             self.mark_ready()
             await self.announce(i)
-            await asyncio.sleep(self.rng.uniform(0.05, 0.4))  # the random moment of the kill
+            if target is None:
+                await asyncio.sleep(self.rng.uniform(0.05, 0.4))  # the random moment of the kill
+            else:
+                await self.hold(target, proc, store)
         proc.kill()
         killed = time.time()
         assert await proc.proc.wait() == -9, f"{proc.label} died by itself:\n{proc.log}"
         self.run.kills += 1
         self.run.windows.append([killed, float("inf")])  # closed by the next READY
 
+    async def hold(self, kind: str, proc: Proc, store: SqliteStore) -> None:
+        """Return once work of ``kind`` is surely in flight in ``proc`` (which is then killed)."""
+        if kind == "delivery":
+            # Discord creates the message, then holds its answer: the bot is killed while its
+            # send is in flight, after the effect.
+            self.fake.faults.add(
+                method="POST", path_regex=re.escape(f"/channels/{self.held.id}/messages"),
+                delay=HELD, after_effect=True,
+            )  # fmt: skip
+            before = len(self.fake.bot_messages(self.held))
+            k = len([t for t in self.run.targeted if t[0] == kind])
+            sent = await self.schedule(f"held delivery {k}", self.held, int(time.time()) + 2)
+            self.run.sent.append(sent)
+            await sent.handle.response(timeout=TARGET_DEADLINE)
+            number = acknowledged(sent)
+            assert number is not None, (sent.handle.callback, self.run.seed)
+            await self.fake.wait_until(
+                lambda: len(self.fake.bot_messages(self.held)) > before,
+                timeout=TARGET_DEADLINE, what=f"held delivery {k} to reach Discord",
+            )  # fmt: skip
+            self.run.targeted.append((kind, number, proc.pid))
+            return
+        fn, job_kind, idempotent = {
+            "mutation": ("proof:mutate", JobKind.MUTATION, False),
+            "action": ("proof:act", JobKind.ACTION, False),
+            "idempotent action": ("proof:act-idem", JobKind.ACTION, True),
+        }[kind]
+        args: dict[str, Any] = {"hold": HELD}
+        if kind == "mutation":
+            args["n"] = self.n
+            self.n += 1
+        now = time.time()
+        [job_id] = await store.run(enqueue_all([new_job(fn, job_kind, now, args, idempotent)]), now)
+        self.run.jobs += 1
+        await proc.expect(f"HOLDING {job_id}", within=TARGET_DEADLINE)
+        self.run.targeted.append((kind, job_id, proc.pid))
+
     def mark_ready(self) -> None:
         now = time.time()
         for window in self.run.windows:
             window[1] = min(window[1], now)
+
+
+def target_of(cycle: int) -> str | None:
+    """The kind of work cycle ``cycle`` kills in flight (None: a random kill point)."""
+    if cycle < 2 or (cycle - 2) % TARGET_STRIDE:
+        return None
+    return TARGETS[(cycle - 2) // TARGET_STRIDE % len(TARGETS)]
 
 
 def acknowledged(sent: Sent) -> int | None:
@@ -327,10 +397,11 @@ def check_everything(loop: Loop, fake: FakeDiscord, run: Run) -> None:
     check_fire_all(db, seed)
     check_skip(db, run, seed)
     landed |= check_announcements(loop, fake, run, seed)
+    check_targets(loop, fake, run, seed)
     for p in loop.started:
         assert "Traceback" not in p.log, f"{p.label}:\n{p.log}"
-    if FULL:  # at full length, kills must have landed on work in flight of every kind
-        assert all(landed.values()), (landed, seed)
+    # Kills landed on work in flight of every kind (the targeted cycles make sure of it).
+    assert all(landed.values()), (landed, seed)
 
 
 def check_mutations(db: Path, seeded: int, seed: str) -> dict[str, int]:
@@ -458,7 +529,7 @@ def check_announcements(loop: Loop, fake: FakeDiscord, run: Run, seed: str) -> d
     by_ann: dict[int, list[dict[str, Any]]] = defaultdict(list)
     for d in deliveries:
         by_ann[d["announcement_id"]].append(d)
-    messages = [m for ch in loop.channels for m in fake.bot_messages(ch)]
+    messages = [m for ch in [*loop.channels, loop.held] for m in fake.bot_messages(ch)]
     by_nonce = Counter(str(m.nonce) for m in messages)
     assert [n for n, c in by_nonce.items() if c > 1] == [], seed  # no occurrence posted twice
     by_id = {m.id: m for m in messages}
@@ -521,6 +592,51 @@ def check_announcements(loop: Loop, fake: FakeDiscord, run: Run, seed: str) -> d
         f"{fake.nonce_dedup_hits} absorbed by the nonce"
     )
     return {"deliveries re-sent": resends}
+
+
+def check_targets(loop: Loop, fake: FakeDiscord, run: Run, seed: str) -> None:
+    """Each job a targeted kill landed on ended as the contract says for its kind."""
+    db = loop.db
+    kinds = Counter(kind for kind, _, _ in run.targeted)
+    assert set(kinds) == set(TARGETS), (run.targeted, seed)
+    for kind, ident, killed_pid in run.targeted:
+        if kind == "delivery":
+            [a] = rows(
+                db, "SELECT id, state, first_ts FROM bot_announcements WHERE local_id = ? "
+                "AND guild_id = ?", (ident, loop.guild.id),
+            )  # fmt: skip
+            [d] = rows(db, "SELECT * FROM bot_deliveries WHERE announcement_id = ?", (a["id"],))
+            # Re-sent after the kill, with the same nonce; Discord answered with the message
+            # it had created, so there is still exactly one.
+            assert (a["state"], d["state"]) == ("sent", "sent"), (a, d, seed)
+            assert d["attempts"] >= 2, (d, seed)
+            posted = [m for m in fake.bot_messages(loop.held) if m.nonce == d["nonce"]]
+            assert [m.id for m in posted] == [d["message_id"]], (posted, d, seed)
+            continue
+        [j] = rows(
+            db,
+            "SELECT j.state, j.attempts, j.run_count, a.error FROM scheduler_jobs j "
+            "JOIN scheduler_job_args a ON a.job_id = j.id WHERE j.id = ?",
+            (ident,),
+        )
+        if kind == "mutation":  # rolled back, re-run elsewhere, once
+            assert (j["state"], j["attempts"] >= 1) == ("success", True), (j, seed)
+            pids = [r["pid"] for r in rows(
+                db, "SELECT pid FROM proof_mutations WHERE job_id = ?", (ident,)
+            )]  # fmt: skip
+            assert len(pids) == 1 and pids[0] != killed_pid, (pids, killed_pid, seed)
+        elif kind == "action":  # lost with its lease: failed, no effect, never re-run
+            assert (j["state"], j["run_count"]) == ("failed", 1), (j, seed)
+            assert LEASE_LOST in (j["error"] or ""), (j, seed)
+            assert scalar(db, "SELECT count(*) FROM proof_actions WHERE job_id = ?", (ident,)) == 0
+        else:  # idempotent: re-run elsewhere to one effect
+            assert j["state"] == "success" and j["run_count"] >= 2, (j, seed)
+            pids = [r["pid"] for r in rows(
+                db, "SELECT pid FROM proof_idem WHERE job_id = ?", (ident,)
+            )]  # fmt: skip
+            assert len(pids) == 1 and pids[0] != killed_pid, (pids, killed_pid, seed)
+    assert fake.nonce_dedup_hits >= kinds["delivery"], (fake.nonce_dedup_hits, seed)
+    print(f"  targeted kills: {dict(kinds)}, each ended as its kind must")
 
 
 # --- one delivery in a crash loop ---------------------------------------------------------------

@@ -21,6 +21,11 @@ Run as ``python -m tests.proof.worker MODE --migrations DIR [options]``:
 Every handler records what it did in an app table keyed UNIQUE on what must happen once,
 with the pid of the process that ran it, so a second run is either refused by the database
 (a mutation: the job fails) or visible (an action's attempts are counted separately).
+
+A ``proof:mutate``, ``proof:act`` or ``proof:act-idem`` job whose args carry ``"hold": S``
+prints ``HOLDING <job id>`` on its first run and then waits ``S`` seconds where its ``work``
+would be (a mutation inside its transaction, after its insert; an action before its effect),
+so the parent can kill the process while that job is surely in flight.
 """
 
 from __future__ import annotations
@@ -86,6 +91,16 @@ def say(line: str) -> None:
     print(line, flush=True)
 
 
+async def _work(ctx: Any, args: Any) -> None:
+    """The job's simulated work; on the first run of a job told to hold, announce it and
+    hold (the parent kills the process meanwhile)."""
+    hold = float(args.get("hold", 0.0))
+    if hold and ctx.job.run_count == 1:
+        say(f"HOLDING {ctx.job.id}")
+        await asyncio.sleep(hold)
+    await asyncio.sleep(float(args.get("work", 0.0)))
+
+
 def register_workload(registry: Any) -> None:
     """The application's handlers (``proof:*``)."""
     from scheduler import Retry
@@ -99,7 +114,7 @@ def register_workload(registry: Any) -> None:
             (int(args["n"]), ctx.job.id, pid),
         )
         # Work inside the transaction (holding the writer): a kill may land before the commit.
-        await asyncio.sleep(float(args.get("work", 0.0)))
+        await _work(ctx, args)
         return int(args["n"])
 
     @registry.action("proof:act")
@@ -109,7 +124,7 @@ def register_workload(registry: Any) -> None:
                 "INSERT INTO proof_actions (job_id, pid) VALUES (?, ?)", (job_id, pid)
             )
 
-        await asyncio.sleep(float(args.get("work", 0.0)))  # "external I/O" before the effect
+        await _work(ctx, args)  # "external I/O" before the effect
         await ctx.run_mutation(record, ctx.job.id)
         return "acted"
 
@@ -123,7 +138,7 @@ def register_workload(registry: Any) -> None:
                 "INSERT INTO proof_idem_runs (job_id, pid) VALUES (?, ?)", (job_id, pid)
             )
 
-        await asyncio.sleep(float(args.get("work", 0.0)))
+        await _work(ctx, args)
         await ctx.run_mutation(record, ctx.job.id)
         return "acted"
 
