@@ -1,17 +1,19 @@
 """Cross-process wake-ups on PostgreSQL, with real processes: a job committed by one process
 is dispatched by another at once, through NOTIFY, not by the other's lease sweep.
 
-The workers run a whole scheduler with a 60 s sweep interval (the only periodic timer, and
-the backstop that would otherwise find the job), so a dispatch within a second can only come
-from the NOTIFY the enqueuing commit sent: the worker's LISTEN connection hears it and wakes
-its driver, which claims the job if it is due or re-arms its one timer if it is not.
-(Also here: a tiny end-to-end run of bench/pg_bench.py, which measures the same with many
-samples, and throughput with 1, 2 and 4 worker processes.)
+The workers run a whole scheduler whose sweep (the only periodic timer, and the backstop
+that would otherwise find the job) runs once at start-up and then not for an hour, far
+beyond every deadline here. So a job committed after a worker is READY can only reach it
+through the NOTIFY the enqueuing commit sent: the worker's LISTEN connection hears it and
+wakes its driver, which claims the job if it is due or re-arms its one timer if it is not.
+The tests assert what happened (which process ran which job, how often, the database's
+run counts), not how fast: latency is measured by bench/pg_bench.py, which also runs here,
+tiny, end to end (with throughput for 1, 2 and 4 worker processes).
 
 This module is also the child: ``python -m tests.scheduler.test_pg_processes MODE DSN``
 
 ``work NAME``
-    Run a scheduler (sweep every 60 s) whose ``probe:*`` handlers print
+    Run a scheduler (sweep every hour) whose ``probe:*`` handlers print
     ``RAN <name> <job id> <time.time() at handler start>``; ``READY`` once it runs; stops
     cleanly when stdin closes.
 ``enqueue N GAP``
@@ -26,7 +28,6 @@ import asyncio
 import collections
 import contextlib
 import json
-import statistics
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -38,17 +39,15 @@ import pytest
 from scheduler import JobKind
 from scheduler._ops import NewJob
 from tests.scheduler.stores import postgres_dsn
-from tests.support.processes import ROOT, Process
+from tests.support.processes import ROOT, Process, until
 
 asyncpg = pytest.importorskip("asyncpg")
 
 from scheduler.stores.postgres import PostgresStore  # noqa: E402  (after the importorskip)
 from tests.scheduler.pg import fresh_database  # noqa: E402
 
-SWEEP = 60.0
-"""The workers' sweep interval: far longer than any wait below."""
-WAKE_WITHIN = 1.0
-"""A dispatch later than this after the enqueue was not woken by NOTIFY."""
+SWEEP = 3600.0
+"""The workers' sweep interval: after the start-up sweep, none within any deadline below."""
 LINE_TIMEOUT = 20.0
 ACTION = "probe:action"
 MUTATION = "probe:mutation"
@@ -190,52 +189,60 @@ async def worker(tmp: Path, dsn: str, name: str, children: list[Child]) -> Child
     return child
 
 
-async def settled_states(dsn: str, n: int) -> dict[str, int]:
-    """Job counts by state, once ``n`` jobs are finished (completions are recorded a moment
-    after the handler runs) or the wait is over."""
+async def job_rows(dsn: str) -> dict[int, tuple[str, int]]:
+    """Every job's (state, run_count), once none is pending or in progress any more
+    (completions are recorded a moment after the handler ran) or the deadline passed."""
     conn = await asyncpg.connect(dsn)
     try:
-        deadline = time.monotonic() + LINE_TIMEOUT
-        while True:
-            rows = await conn.fetch("SELECT state, count(*) FROM scheduler_jobs GROUP BY state")
-            states = {r[0]: int(r[1]) for r in rows}
-            finished = sum(v for k, v in states.items() if k not in ("pending", "in_progress"))
-            if finished >= n or time.monotonic() > deadline:
-                return states
-            await asyncio.sleep(0.05)
+
+        async def fetch() -> dict[int, tuple[str, int]]:
+            rows = await conn.fetch("SELECT id, state, run_count FROM scheduler_jobs")
+            return {int(r[0]): (r[1], int(r[2])) for r in rows}
+
+        async def finished() -> bool:
+            return all(
+                state not in ("pending", "in_progress") for state, _ in (await fetch()).values()
+            )
+
+        with contextlib.suppress(AssertionError):
+            await until(finished, LINE_TIMEOUT, "every job to finish")
+        return await fetch()
     finally:
         await conn.close()
 
 
-async def test_a_job_committed_here_is_run_by_another_process_at_once(
+async def test_a_job_committed_here_wakes_another_process_through_notify(
     dsn: str, children: list[Child], tmp_path: Path
 ) -> None:
+    """Due jobs committed by a process without a driver are run by the worker, each once,
+    though its sweep never runs again: the NOTIFY of each commit woke it. A job not due yet
+    is woken for too (the worker re-arms its timer for it) and runs at its time, not before."""
     b = await worker(tmp_path, dsn, "b", children)
     store = PostgresStore(dsn, listen=False, application_name="probe-parent")
     await store.open()
-    lags: list[float] = []
+    ids: list[int] = []
     try:
         for i in range(20):
             fn = ACTION if i % 2 == 0 else MUTATION
             t = time.time()
             job_id = await store.enqueue(probe_job(fn, t), t)
-            ran, name, ran_id, at = await b.line()
+            ran, name, ran_id, _ = await b.line()
             assert (ran, name, int(ran_id)) == ("RAN", "b", job_id)
-            lags.append(float(at) - t)
+            ids.append(job_id)
             await asyncio.sleep(0.05)
-        # Not due yet: the NOTIFY makes b re-arm its timer for it (no sweep would find it
-        # for a minute), so it runs on time.
         due = time.time() + 1.5
         job_id = await store.enqueue(probe_job(ACTION, due), time.time())
         ran, name, ran_id, at = await b.line()
         assert (ran, int(ran_id)) == ("RAN", job_id)
-        assert due <= float(at) < due + WAKE_WITHIN, float(at) - due
+        assert float(at) >= due  # on its time, not early
+        ids.append(job_id)
     finally:
         await store.close()
-    assert max(lags) < WAKE_WITHIN, lags
-    assert await settled_states(dsn, 21) == {"success": 21}
-    print(f"\nenqueue here -> handler start there: median {statistics.median(lags) * 1e3:.1f} ms, "
-          f"max {max(lags) * 1e3:.1f} ms")  # fmt: skip
+    await b.stop()  # it has exited: every run it made is in its output now
+    assert b.proc.returncode == 0, b.err
+    await b.rest()
+    assert [int(line.split()[2]) for line in b.lines if line.startswith("RAN")] == ids
+    assert await job_rows(dsn) == dict.fromkeys(ids, ("success", 1))
 
 
 async def test_jobs_enqueued_by_one_process_are_each_run_once_by_one_of_two_others(
@@ -245,42 +252,29 @@ async def test_jobs_enqueued_by_one_process_are_each_run_once_by_one_of_two_othe
     n = 40
     a = await Child.start(tmp_path, dsn, "enqueue", str(n), "0.05")
     children.append(a)
-    enqueued: dict[int, float] = {}
+    enqueued: set[int] = set()
     for _ in range(n):
-        word, job_id, t = await a.line()
+        word, job_id, _ = await a.line()
         assert word == "ENQUEUED"
-        enqueued[int(job_id)] = float(t)
+        enqueued.add(int(job_id))
 
-    runs: list[tuple[str, int, float]] = []
-    all_ran = asyncio.Event()
+    # Every job finishes (by the database) within the deadline, with no sweep to find any.
+    assert await job_rows(dsn) == dict.fromkeys(enqueued, ("success", 1))
+    # Stop both workers cleanly: once they have exited, every run is in their output.
+    runs: list[tuple[str, int]] = []
+    for w in workers:
+        await w.stop()
+        assert w.proc.returncode == 0, w.err
+        await w.rest()
+        for line in w.lines[1:]:  # after READY
+            ran, name, job_id, _ = line.split()
+            assert ran == "RAN", line
+            runs.append((name, int(job_id)))
 
-    async def collect(w: Child) -> None:
-        while True:
-            ran, name, job_id, at = await w.line()
-            assert ran == "RAN"
-            runs.append((name, int(job_id), float(at)))
-            if len(runs) >= n:
-                all_ran.set()
-
-    tasks = [asyncio.create_task(collect(w)) for w in workers]
-    try:
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(all_ran.wait(), LINE_TIMEOUT)
-        await asyncio.sleep(0.5)  # a second run of any job would have shown by now
-    finally:
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-
-    per_job = collections.Counter(job_id for _, job_id, _ in runs)
-    assert set(per_job) == set(enqueued), (sorted(per_job), sorted(enqueued))
+    per_job = collections.Counter(job_id for _, job_id in runs)
+    assert set(per_job) == enqueued, (sorted(per_job), sorted(enqueued))
     assert set(per_job.values()) == {1}, per_job
-    lags = [at - enqueued[job_id] for _, job_id, at in runs]
-    assert max(lags) < WAKE_WITHIN, lags
-    assert await settled_states(dsn, n) == {"success": n}
-    by_worker = collections.Counter(name for name, _, _ in runs)
-    print(f"\n{json.dumps(by_worker)}; median {statistics.median(lags) * 1e3:.1f} ms, "
-          f"max {max(lags) * 1e3:.1f} ms")  # fmt: skip
+    print(f"\n{json.dumps(collections.Counter(name for name, _ in runs))}")
 
 
 async def test_the_postgres_benchmark_runs(tmp_path: Path) -> None:
