@@ -1,6 +1,7 @@
 """A child process for the crash and multi-process tests, and the parent's helpers to drive it.
 
-Run as ``python -m tests.scheduler.crash_worker MODE DB --migrations DIR [options]``:
+Run as ``python -m tests.scheduler.crash_worker MODE DB --migrations DIR [options]``, where
+``DB`` is a SQLite file path or a ``postgresql://`` URL:
 
 ``enqueue-loop``
     Enqueue far-future jobs one after another, printing ``COMMITTED <job_id>`` after each
@@ -54,11 +55,26 @@ CREATE TABLE race_attempts (id INTEGER PRIMARY KEY, job_id INTEGER NOT NULL, pid
 """
 
 
+APP_SQL_POSTGRES = """\
+-- The same tables on PostgreSQL (the race:* handlers' SQL is SQLite's, so only the crash
+-- tests' tables are used here).
+CREATE TABLE app_rows (id BIGSERIAL PRIMARY KEY, job_id BIGINT NOT NULL, pid INTEGER NOT NULL);
+CREATE TABLE action_runs (
+    id BIGSERIAL PRIMARY KEY, job_id BIGINT NOT NULL, pid INTEGER NOT NULL
+);
+CREATE TABLE app_callbacks (
+    id BIGSERIAL PRIMARY KEY, job_id BIGINT NOT NULL, kind TEXT NOT NULL, error TEXT
+);
+"""
+
+
 def write_app_migrations(root: Path) -> Path:
-    """Write the test application's migration set under ``root`` and return ``root``."""
-    folder = root / "sqlite"
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "0001_crash_app.sql").write_text(APP_SQL, "utf-8")
+    """Write the test application's migration set (SQLite and PostgreSQL) under ``root`` and
+    return ``root``."""
+    for dialect, sql in (("sqlite", APP_SQL), ("postgres", APP_SQL_POSTGRES)):
+        folder = root / dialect
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "0001_crash_app.sql").write_text(sql, "utf-8")
     return root
 
 
@@ -134,12 +150,13 @@ def build_registry(hang: bool) -> Any:
 
 
 async def child_main(opts: argparse.Namespace) -> None:
-    from scheduler import MigrationSet, Scheduler, SqliteStore
+    from scheduler import MigrationSet, Scheduler
+    from scheduler.cli import open_store
 
     stop = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
     sched = Scheduler(
-        SqliteStore(opts.db),
+        open_store(opts.db),
         build_registry(opts.hang),
         lease=opts.lease,
         sweep_interval=opts.sweep,
@@ -183,7 +200,9 @@ class Child(Process):
     log_name = "stderr"
 
     @classmethod
-    async def start(cls, mode: str, db: Path, migrations: Path, *args: str) -> Child:
+    async def start(cls, mode: str, db: Path | str, migrations: Path, *args: str) -> Child:
+        """Start a child on ``db`` (a SQLite path or a PostgreSQL URL); its stderr goes to a
+        file beside ``migrations``."""
         argv = (
             "-m",
             "tests.scheduler.crash_worker",
@@ -193,7 +212,7 @@ class Child(Process):
             str(migrations),
             *args,
         )
-        log_path = db.parent / f"child-{time.monotonic_ns()}.stderr"
+        log_path = migrations.parent / f"child-{time.monotonic_ns()}.stderr"
         return await cls.spawn(argv, log_path=log_path, label="child")
 
     @property

@@ -3,6 +3,11 @@
 The child (``tests/scheduler/crash_worker.py``) prints a line at the point of interest and
 the parent kills it the moment it reads that line. The parent then waits for concrete
 database conditions with a deadline (``until``), never for a fixed time.
+
+Every test runs on each store kind: a SQLite file, and a fresh PostgreSQL database when
+``CRIER_TEST_POSTGRES_DSN`` is set (skipped otherwise). On PostgreSQL a SIGKILL leaves the
+child's server sessions behind it: the server aborts their open transactions once it sees
+the connections close, and a restarted child must recover all the same.
 """
 
 from __future__ import annotations
@@ -10,14 +15,14 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import AsyncIterator
-from contextlib import closing
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from scheduler import JobState, SqliteStore
+from scheduler import JobState, SqliteStore, Store
 from tests.scheduler.crash_worker import Child, connect, write_app_migrations
+from tests.scheduler.stores import STORE_KINDS, postgres_dsn
 from tests.support.processes import procs, until
 
 # The first child's lease: short, so the restarted child can reclaim soon after the kill.
@@ -29,9 +34,106 @@ FAST_SWEEP = "0.1"
 DEADLINE = 20.0
 
 
-@pytest.fixture
-def db(tmp_path: Path) -> Path:
-    return tmp_path / "crash.db"
+class Db:
+    """The test's own connection to the children's database, for its checks. SQL is
+    written with ``?`` placeholders for both kinds."""
+
+    def __init__(self, kind: str, target: str, conn: Any) -> None:
+        self.kind = kind
+        self.target = target
+        """What a child is given: the SQLite file's path or the PostgreSQL URL."""
+        self._conn = conn
+
+    @classmethod
+    async def open(cls, kind: str, target: str) -> Db:
+        if kind == "sqlite":
+            return cls(kind, target, None)  # a connection per check, opened after the children
+        import asyncpg
+
+        return cls(kind, target, await asyncpg.connect(target))
+
+    async def close(self) -> None:
+        if self._conn is not None:
+            await self._conn.close()
+
+    async def rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
+        if self.kind == "sqlite":
+            conn = connect(Path(self.target))
+            try:
+                conn.row_factory = sqlite3.Row
+                return [dict(r) for r in conn.execute(sql, params).fetchall()]
+            finally:
+                conn.close()
+        from scheduler.stores.postgres import translate_placeholders
+
+        return [dict(r) for r in await self._conn.fetch(translate_placeholders(sql), *params)]
+
+    async def scalar(self, sql: str, params: tuple[Any, ...] = ()) -> Any:
+        [row] = await self.rows(sql, params)
+        [value] = row.values()
+        return value
+
+    async def job_row(self, job_id: int) -> dict[str, Any]:
+        found = await self.rows(
+            "SELECT j.state, j.attempts, j.run_count, a.error, a.result FROM scheduler_jobs j "
+            "JOIN scheduler_job_args a ON a.job_id = j.id WHERE j.id = ?",
+            (job_id,),
+        )
+        assert found, f"job {job_id} is missing"
+        return found[0]
+
+    async def job_state(self, job_id: int) -> tuple[str, int, int]:
+        row = await self.job_row(job_id)
+        return (row["state"], row["attempts"], row["run_count"])
+
+    async def in_progress(self) -> int:
+        return int(
+            await self.scalar("SELECT count(*) FROM scheduler_jobs WHERE state = 'in_progress'")
+        )
+
+    async def count(self, table: str, where: str = "", params: tuple[Any, ...] = ()) -> int:
+        return int(await self.scalar(f"SELECT count(*) FROM {table} {where}", params))
+
+    async def check_integrity(self) -> None:
+        """SQLite: the file is sound after the kills. (PostgreSQL's own WAL recovery is the
+        server's business; the checks above are what the application can see.)"""
+        if self.kind == "sqlite":
+            assert await self.scalar("PRAGMA integrity_check") == "ok"
+
+    def bare_store(self) -> Store:
+        if self.kind == "sqlite":
+            return SqliteStore(self.target)
+        from scheduler.stores.postgres import PostgresStore
+
+        return PostgresStore(self.target, listen=False)
+
+
+@pytest.fixture(
+    params=[
+        pytest.param(kind, marks=[pytest.mark.postgres] if kind == "postgres" else [])
+        for kind in STORE_KINDS
+    ]
+)
+async def db(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Db]:
+    """The children's database, of each store kind."""
+    if request.param == "sqlite":
+        d = await Db.open("sqlite", str(tmp_path / "crash.db"))
+        yield d
+        return
+    base = postgres_dsn()
+    if base is None:
+        pytest.skip(
+            "PostgreSQL tests need a server: set CRIER_TEST_POSTGRES_DSN="
+            "postgresql://USER@HOST:PORT/DB (.ci/run sets it for the local server)"
+        )
+    from tests.scheduler.pg import fresh_database
+
+    async with fresh_database(base) as dsn:
+        d = await Db.open("postgres", dsn)
+        try:
+            yield d
+        finally:
+            await d.close()
 
 
 @pytest.fixture
@@ -46,29 +148,10 @@ async def children() -> AsyncIterator[list[Child]]:
         yield started
 
 
-def job_row(conn: sqlite3.Connection, job_id: int) -> sqlite3.Row:
-    conn.row_factory = sqlite3.Row
-    row: sqlite3.Row | None = conn.execute(
-        "SELECT j.state, j.attempts, j.run_count, a.error, a.result FROM scheduler_jobs j "
-        "JOIN scheduler_job_args a ON a.job_id = j.id WHERE j.id = ?",
-        (job_id,),
-    ).fetchone()
-    assert row is not None, f"job {job_id} is missing"
-    return row
-
-
-def scalar(conn: sqlite3.Connection, sql: str, params: tuple[object, ...] = ()) -> Any:
-    return conn.execute(sql, params).fetchone()[0]
-
-
-def in_progress(conn: sqlite3.Connection) -> int:
-    return int(scalar(conn, "SELECT count(*) FROM scheduler_jobs WHERE state = 'in_progress'"))
-
-
 async def test_committed_enqueues_survive_kill_9(
-    db: Path, migrations: Path, children: list[Child]
+    db: Db, migrations: Path, children: list[Child]
 ) -> None:
-    child = await Child.start("enqueue-loop", db, migrations)
+    child = await Child.start("enqueue-loop", db.target, migrations)
     children.append(child)
     await child.expect("READY")
     for _ in range(25):
@@ -80,7 +163,7 @@ async def test_committed_enqueues_survive_kill_9(
     assert len(committed) >= 25
     assert all(line.startswith("COMMITTED") for line in rest), rest
 
-    store = SqliteStore(db)  # a bare store: recovery of the WAL happens on open
+    store = db.bare_store()  # a bare store (on SQLite, recovery of the WAL happens on open)
     await store.open()
     try:
         for n, job_id in enumerate(committed):
@@ -89,18 +172,17 @@ async def test_committed_enqueues_survive_kill_9(
             assert (job.state, job.fn, job.args) == (JobState.PENDING, "app:write", {"n": n})
     finally:
         await store.close()
-    with closing(connect(db)) as conn:
-        assert scalar(conn, "PRAGMA integrity_check") == "ok"
-        # Anything past the last printed id was never acknowledged; at most the one in flight
-        # when the kill landed may have committed.
-        assert int(scalar(conn, "SELECT max(id) FROM scheduler_jobs")) <= committed[-1] + 1
+    await db.check_integrity()
+    # Anything past the last printed id was never acknowledged; at most the one in flight
+    # when the kill landed may have committed.
+    assert int(await db.scalar("SELECT max(id) FROM scheduler_jobs")) <= committed[-1] + 1
 
 
 async def test_a_mutation_killed_mid_transaction_runs_again_exactly_once(
-    db: Path, migrations: Path, children: list[Child]
+    db: Db, migrations: Path, children: list[Child]
 ) -> None:
     first = await Child.start(
-        "serve", db, migrations, "--lease", LEASE, "--sweep", NO_SWEEP,
+        "serve", db.target, migrations, "--lease", LEASE, "--sweep", NO_SWEEP,
         "--hang", "--enqueue", "app:write",
     )  # fmt: skip
     children.append(first)
@@ -108,103 +190,100 @@ async def test_a_mutation_killed_mid_transaction_runs_again_exactly_once(
     first.kill()
     assert await first.proc.wait() == -9
 
-    with closing(connect(db)) as conn:
-        # The handler's insert was never committed; the claim was.
-        assert scalar(conn, "SELECT count(*) FROM app_rows") == 0
-        row = job_row(conn, job_id)
-        assert (row["state"], row["attempts"], row["run_count"]) == ("in_progress", 0, 1)
+    # The handler's insert was never committed; the claim was.
+    assert await db.count("app_rows") == 0
+    assert await db.job_state(job_id) == ("in_progress", 0, 1)
 
-        second = await Child.start("serve", db, migrations, "--lease", "1", "--sweep", FAST_SWEEP)
-        children.append(second)
-        await second.expect("READY")
-        await until(
-            lambda: job_row(conn, job_id)["state"] == "success", DEADLINE, "the job to succeed"
-        )
-        await until(
-            lambda: scalar(conn, "SELECT count(*) FROM app_callbacks") == 1,
-            DEADLINE,
-            "its on_complete to run",
-        )
-        assert await second.terminate() == 0, second.stderr
+    second = await Child.start(
+        "serve", db.target, migrations, "--lease", "1", "--sweep", FAST_SWEEP
+    )
+    children.append(second)
+    await second.expect("READY")
 
-        assert scalar(conn, "SELECT count(*) FROM app_rows WHERE job_id = ?", (job_id,)) == 1
-        assert scalar(conn, "SELECT pid FROM app_rows") == second.proc.pid
-        row = job_row(conn, job_id)
-        assert (row["state"], row["attempts"], row["run_count"]) == ("success", 1, 2)
-        assert json.loads(row["result"]) == job_id
-        assert in_progress(conn) == 0
-        assert scalar(conn, "PRAGMA integrity_check") == "ok"
+    async def succeeded() -> bool:
+        return (await db.job_state(job_id))[0] == "success"
+
+    async def called_back() -> bool:
+        return await db.count("app_callbacks") == 1
+
+    await until(succeeded, DEADLINE, "the job to succeed")
+    await until(called_back, DEADLINE, "its on_complete to run")
+    assert await second.terminate() == 0, second.stderr
+
+    assert await db.count("app_rows", "WHERE job_id = ?", (job_id,)) == 1
+    assert await db.scalar("SELECT pid FROM app_rows") == second.proc.pid
+    row = await db.job_row(job_id)
+    assert (row["state"], row["attempts"], row["run_count"]) == ("success", 1, 2)
+    assert json.loads(row["result"]) == job_id
+    assert await db.in_progress() == 0
+    await db.check_integrity()
 
 
 async def _kill_an_action_and_restart(
-    fn: str, db: Path, migrations: Path, children: list[Child]
-) -> tuple[int, sqlite3.Connection, Child]:
+    fn: str, db: Db, migrations: Path, children: list[Child]
+) -> tuple[int, Child]:
     first = await Child.start(
-        "serve", db, migrations, "--lease", LEASE, "--sweep", NO_SWEEP,
+        "serve", db.target, migrations, "--lease", LEASE, "--sweep", NO_SWEEP,
         "--hang", "--enqueue", fn,
     )  # fmt: skip
     children.append(first)
     job_id = int(await first.expect("IN_ACTION"))
     first.kill()
     assert await first.proc.wait() == -9
-    conn = connect(db)
-    row = job_row(conn, job_id)
-    assert (row["state"], row["attempts"], row["run_count"]) == ("in_progress", 0, 1)
-    second = await Child.start("serve", db, migrations, "--lease", "1", "--sweep", FAST_SWEEP)
+    assert await db.job_state(job_id) == ("in_progress", 0, 1)
+    second = await Child.start(
+        "serve", db.target, migrations, "--lease", "1", "--sweep", FAST_SWEEP
+    )
     children.append(second)
     await second.expect("READY")
-    return job_id, conn, second
+    return job_id, second
 
 
 async def test_an_action_killed_mid_run_is_failed_by_the_sweep_and_not_rerun(
-    db: Path, migrations: Path, children: list[Child]
+    db: Db, migrations: Path, children: list[Child]
 ) -> None:
-    job_id, conn, second = await _kill_an_action_and_restart("app:act", db, migrations, children)
-    with closing(conn):
-        await until(
-            lambda: scalar(conn, "SELECT count(*) FROM app_callbacks") == 1,
-            DEADLINE,
-            "the on_complete callback of the lost action",
-        )
-        assert await second.terminate() == 0, second.stderr
+    job_id, second = await _kill_an_action_and_restart("app:act", db, migrations, children)
 
-        row = job_row(conn, job_id)
-        assert (row["state"], row["attempts"], row["run_count"]) == ("failed", 1, 1)
-        assert "may or may not have had its effect" in row["error"]
-        cb = conn.execute("SELECT job_id, kind, error FROM app_callbacks").fetchone()
-        assert tuple(cb) == (job_id, "failed", row["error"])
-        # Never run again: neither started in the second child nor recorded anywhere.
-        assert not [line for line in second.lines if line.startswith("IN_ACTION")]
-        assert scalar(conn, "SELECT count(*) FROM action_runs") == 0
-        assert in_progress(conn) == 0
-        assert scalar(conn, "PRAGMA integrity_check") == "ok"
+    async def called_back() -> bool:
+        return await db.count("app_callbacks") == 1
+
+    await until(called_back, DEADLINE, "the on_complete callback of the lost action")
+    assert await second.terminate() == 0, second.stderr
+
+    row = await db.job_row(job_id)
+    assert (row["state"], row["attempts"], row["run_count"]) == ("failed", 1, 1)
+    assert "may or may not have had its effect" in row["error"]
+    [cb] = await db.rows("SELECT job_id, kind, error FROM app_callbacks")
+    assert (cb["job_id"], cb["kind"], cb["error"]) == (job_id, "failed", row["error"])
+    # Never run again: neither started in the second child nor recorded anywhere.
+    assert not [line for line in second.lines if line.startswith("IN_ACTION")]
+    assert await db.count("action_runs") == 0
+    assert await db.in_progress() == 0
+    await db.check_integrity()
 
 
 async def test_an_idempotent_action_killed_mid_run_is_run_again_to_success(
-    db: Path, migrations: Path, children: list[Child]
+    db: Db, migrations: Path, children: list[Child]
 ) -> None:
-    job_id, conn, second = await _kill_an_action_and_restart(
+    job_id, second = await _kill_an_action_and_restart(
         "app:act-idempotent", db, migrations, children
     )
-    with closing(conn):
-        await until(
-            lambda: scalar(conn, "SELECT count(*) FROM app_callbacks") == 1,
-            DEADLINE,
-            "the on_complete callback of the re-run action",
-        )
-        assert await second.terminate() == 0, second.stderr
 
-        row = job_row(conn, job_id)
-        assert (row["state"], row["attempts"], row["run_count"]) == ("success", 1, 2), tuple(row)
-        assert json.loads(row["result"]) == "acted"
-        assert tuple(conn.execute("SELECT job_id, kind FROM app_callbacks").fetchone()) == (
-            job_id,
-            "success",
-        )
-        assert [line for line in second.lines if line.startswith("IN_ACTION")] == [
-            f"IN_ACTION {job_id}"
-        ]
-        runs = conn.execute("SELECT job_id, pid FROM action_runs").fetchall()
-        assert [tuple(r) for r in runs] == [(job_id, second.proc.pid)]
-        assert in_progress(conn) == 0
-        assert scalar(conn, "PRAGMA integrity_check") == "ok"
+    async def called_back() -> bool:
+        return await db.count("app_callbacks") == 1
+
+    await until(called_back, DEADLINE, "the on_complete callback of the re-run action")
+    assert await second.terminate() == 0, second.stderr
+
+    row = await db.job_row(job_id)
+    assert (row["state"], row["attempts"], row["run_count"]) == ("success", 1, 2), row
+    assert json.loads(row["result"]) == "acted"
+    [cb] = await db.rows("SELECT job_id, kind FROM app_callbacks")
+    assert (cb["job_id"], cb["kind"]) == (job_id, "success")
+    assert [line for line in second.lines if line.startswith("IN_ACTION")] == [
+        f"IN_ACTION {job_id}"
+    ]
+    runs = await db.rows("SELECT job_id, pid FROM action_runs")
+    assert [(r["job_id"], r["pid"]) for r in runs] == [(job_id, second.proc.pid)]
+    assert await db.in_progress() == 0
+    await db.check_integrity()
