@@ -279,7 +279,9 @@ class Delivery:
         self, ctx: ActionContext, ann: Announcement, fire_ts: float, reason: str
     ) -> None:
         """A failure that may pass. The next attempt re-sends with the same nonce; on the
-        last one, give up and report it."""
+        last one, give up and report it. A run that lost its job meanwhile (a send in flight
+        when the process was paused times out as it wakes) says nothing: it is discarded."""
+        await hold_lease(ctx, 0.0)
         if ctx.job.attempt + 1 >= SEND_ATTEMPTS:
             tries = ctx.job.attempt + 1
             why = f"may not have been delivered: {reason} (gave up after {tries} attempts)"
