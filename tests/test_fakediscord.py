@@ -29,6 +29,7 @@ from tests.fakediscord import (
     Permissions as P,
 )
 from tests.fakediscord.state import Channel
+from tests.support.processes import until
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -510,6 +511,81 @@ async def test_unknown_route_is_a_logged_404(world: World, bot) -> None:
         await client.http.request(discord.http.Route("GET", "/voice/regions"))
     assert info.value.code == 0
     assert world.fake.unknown_routes == [("GET", "/voice/regions")]
+
+
+# --- hold gates --------------------------------------------------------------------------------
+
+
+async def test_hold_before_parks_a_send_with_no_message_until_released(world: World, bot) -> None:
+    client, _ = bot
+    fake, channel = world.fake, text_channel(client, world.channel)
+    hold = fake.hold_messages(world.channel, stage="before", skip=1)
+    await channel.send("one", nonce="n-one")  # skipped: goes through
+    held = asyncio.create_task(channel.send("two", nonce="n-two"))
+    await fake.wait_until(lambda: hold.parked == 1, what="the second send to be parked")
+    assert [m.content for m in fake.bot_messages(world.channel)] == ["one"]
+    assert not fake.remembers_nonce(world.channel, "n-two")
+    assert [(s.nonce, s.message_id, s.released) for s in hold.sends] == [("n-two", None, False)]
+    assert not held.done()
+
+    hold.release()
+    two = await asyncio.wait_for(held, 5)
+    assert [m.content for m in fake.bot_messages(world.channel)] == ["one", "two"]
+    assert fake.remembers_nonce(world.channel, "n-two")
+    assert (hold.parked, hold.sends[0].released, two.content) == (0, True, "two")
+    await asyncio.wait_for(channel.send("three"), 5)  # released: nothing more is parked
+    assert hold.seen == 3 and len(hold.sends) == 1
+
+
+async def test_hold_after_creates_the_message_and_holds_back_the_response(
+    world: World, bot
+) -> None:
+    client, _ = bot
+    fake, channel = world.fake, text_channel(client, world.channel)
+    hold = fake.hold_messages(world.channel, stage="after")
+    held = asyncio.create_task(channel.send("made, unanswered", nonce="n-made"))
+    await fake.wait_until(lambda: hold.parked == 1, what="the response to be held")
+    [made] = fake.bot_messages(world.channel)
+    assert (made.content, made.nonce) == ("made, unanswered", "n-made")
+    assert fake.remembers_nonce(world.channel, "n-made")
+    assert hold.sends[0].message_id == made.id
+    assert not held.done()
+
+    hold.release()
+    answer = await asyncio.wait_for(held, 5)
+    assert answer.id == made.id and len(fake.bot_messages(world.channel)) == 1
+
+
+async def test_hold_parks_only_count_sends_and_only_in_its_channel(world: World, bot) -> None:
+    client, _ = bot
+    fake = world.fake
+    other = world.guild.add_channel("other")
+    hold = fake.hold_messages(world.channel, count=1)
+    held = asyncio.create_task(text_channel(client, world.channel).send("parked"))
+    await fake.wait_until(lambda: hold.parked == 1, what="the send to be parked")
+    # Another channel is not held; the raw route skips discord.py's per-channel queue.
+    await asyncio.wait_for(text_channel(client, other).send("elsewhere"), 5)
+    await asyncio.wait_for(
+        client.http.send_message(world.channel.id, params=_params("after the count")), 5
+    )
+    assert [m.content for m in fake.bot_messages()] == ["elsewhere", "after the count"]
+    hold.release()
+    await asyncio.wait_for(held, 5)
+    assert hold.seen == 2 and len(hold.sends) == 1
+
+
+async def test_remembers_nonce_until_the_nonce_window_has_passed(world: World, bot) -> None:
+    client, _ = bot
+    fake, channel = world.fake, text_channel(client, world.channel)
+    fake.nonce_window = 0.3
+    first = await channel.send("remembered", nonce="n-window")
+    assert fake.remembers_nonce(world.channel, "n-window")
+    assert not fake.remembers_nonce(world.guild.add_channel("elsewhere"), "n-window")
+    await until(
+        lambda: not fake.remembers_nonce(world.channel, "n-window"), 5, "the nonce forgotten"
+    )
+    again = await channel.send("remembered", nonce="n-window")
+    assert again.id != first.id and fake.nonce_dedup_hits == 0
 
 
 # --- application commands and interactions -------------------------------------------------------

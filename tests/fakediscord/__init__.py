@@ -43,6 +43,7 @@ from .gateway import (
     Gateway,
     GatewaySession,
 )
+from .holds import MessageHold, ParkedSend
 from .interactions import CommandNotAvailable, InteractionCallback, InteractionHandle
 from .netguard import NetworkAccessBlocked, NetworkGuard, install_network_guard, network_guard
 from .permissions import Permissions, base_permissions, channel_permissions
@@ -85,9 +86,11 @@ __all__ = [
     "InteractionHandle",
     "Member",
     "Message",
+    "MessageHold",
     "NetworkAccessBlocked",
     "NetworkGuard",
     "Overwrite",
+    "ParkedSend",
     "Permissions",
     "Pings",
     "RateLimiter",

@@ -28,6 +28,7 @@ from aiohttp import web
 
 from .faults import Fault, FaultInjector
 from .gateway import INTENT_GUILD_MEMBERS, INTENT_MESSAGE_CONTENT, Gateway, GatewaySession
+from .holds import MessageHold, MessageHolds, ParkedSend, Stage
 from .interactions import (
     ALLOWED_CALLBACKS,
     APPLICATION_COMMAND,
@@ -265,6 +266,7 @@ class FakeDiscord:
             global_per=global_per,
         )
         self.faults = FaultInjector()
+        self.holds = MessageHolds(self._changed)
         self.requests: list[RequestRecord] = []
         self.unknown_routes: list[tuple[str, str]] = []
         self.count_429 = 0
@@ -300,6 +302,7 @@ class FakeDiscord:
         return self
 
     async def stop(self) -> None:
+        self.holds.release_all()
         if self._runner is None:
             return
         await self.gateway.close_all()
@@ -537,6 +540,24 @@ class FakeDiscord:
 
     def get_message(self, message_id: int) -> Message | None:
         return self.messages.get(message_id)
+
+    def hold_messages(
+        self, channel: Channel | int, *, stage: Stage = "before", skip: int = 0, count: int = 1
+    ) -> MessageHold:
+        """Park sends to ``channel`` until ``release()``: the first ``skip`` pass, the next
+        ``count`` wait before the message is created (``stage="before"``) or after it was
+        created, with the response held back (``"after"``). See ``holds.py``."""
+        return self.holds.add(_id_of(channel), stage, skip, count)
+
+    def remembers_nonce(self, channel: Channel | int, nonce: str | int) -> bool:
+        """True while a send with ``nonce`` and ``enforce_nonce`` to ``channel`` would be
+        answered with the message it first made (within ``nonce_window`` of that send)."""
+        hit = self._nonce_index.get((_id_of(channel), self.bot_user.id, str(nonce)))
+        if hit is None:
+            return False
+        existing, at = hit
+        now = asyncio.get_running_loop().time()
+        return now - at <= self.nonce_window and not existing.deleted
 
     async def wait_for_message(
         self,
@@ -1687,6 +1708,24 @@ class FakeDiscord:
         return self._message_payload(self._message_in_channel(ch, params["message_id"]))
 
     async def _post_message(self, request: web.Request, params: dict[str, str], body: _Body) -> Any:
+        try:
+            hold = self.holds.take(int(params["channel_id"]))
+        except ValueError:
+            hold = None
+        if hold is None:
+            return await self._post_message_now(request, params, body)
+        send = ParkedSend(nonce=body.get("nonce"))
+        if hold.stage == "before":
+            await hold.park(send)
+        payload = await self._post_message_now(request, params, body)
+        if hold.stage == "after":
+            send.message_id = int(payload["id"])
+            await hold.park(send)
+        return payload
+
+    async def _post_message_now(
+        self, request: web.Request, params: dict[str, str], body: _Body
+    ) -> Any:
         ch = self._channel_or_404(params["channel_id"])
         perms = self._bot_perms(ch)
         if ch.guild is not None:
