@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import signal
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -104,10 +105,26 @@ class Process:
         await self.proc.stdin.drain()
 
     def kill(self) -> None:
-        """SIGKILL, at once (no-op if it already exited)."""
+        """SIGKILL, at once (no-op if it already exited; a stopped process dies too)."""
         if self.proc.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 self.proc.kill()
+
+    def sched_state(self) -> str:
+        """The kernel's state letter for the process (``R``, ``S``, ``T`` when stopped...)."""
+        stat = Path(f"/proc/{self.pid}/stat").read_text()
+        return stat.rsplit(")", 1)[1].split()[0]
+
+    async def pause(self, within: float = 5.0) -> None:
+        """SIGSTOP; returns once the kernel shows the process stopped (it runs no more code
+        until :meth:`resume`; its sockets and database connections stay open)."""
+        os.kill(self.pid, signal.SIGSTOP)
+        await until(lambda: self.sched_state() == "T", within, f"{self.label} to stop")
+
+    async def resume(self, within: float = 5.0) -> None:
+        """SIGCONT; returns once the process is no longer stopped."""
+        os.kill(self.pid, signal.SIGCONT)
+        await until(lambda: self.sched_state() != "T", within, f"{self.label} to go on")
 
     async def rest(self) -> list[str]:
         """Every line still to come until stdout closes (the process must be dying)."""
