@@ -206,8 +206,25 @@ DELIVERIES = (
 # --- the proof ---------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="lease check not landed yet")
-@pytest.mark.parametrize("stage", list(STAGES))
+class AnnouncedRetry(AssertionError):
+    """A logged that it will retry a job it no longer holds (see ``WAKES_TO_A_TIMEOUT``)."""
+
+
+WAKES_TO_A_TIMEOUT = pytest.mark.xfail(
+    strict=True,
+    raises=AnnouncedRetry,
+    reason=(
+        "product bug: a send in flight when the bot was stopped times out the moment it wakes "
+        "(its timeout ran out during the pause); Delivery.send treats that as a transient "
+        "failure (_transient: 'will retry', bookkeeping) without checking its lease first"
+    ),
+)
+
+
+@pytest.mark.parametrize(
+    "stage",
+    [pytest.param(s, marks=[] if s == "slot" else [WAKES_TO_A_TIMEOUT]) for s in STAGES],
+)
 async def test_a_bot_paused_past_its_lease_posts_nothing_twice(
     database: Database, writer: Scheduler, stage: str, tmp_path: Path
 ) -> None:
@@ -376,7 +393,7 @@ async def test_a_bot_paused_past_its_lease_posts_nothing_twice(
 
     # --- A's log: its run discarded once, no retry announced, no traceback -----------------
     assert len(discarded.findall(a_log)) == 1, a_log
-    retry = re.compile(rf"job {second_job}\b.*will retry")
-    assert not retry.search(a_log), f"A announced a retry of a job it no longer held:\n{a_log}"
     assert "Traceback" not in a_log, a_log
     assert "Traceback" not in b_log, b_log
+    if re.search(rf"job {second_job}\b.*will retry", a_log):  # last: all else holds
+        raise AnnouncedRetry(f"A announced a retry of a job it no longer held:\n{a_log}")
