@@ -20,8 +20,14 @@ where it stopped and posted the announcement again.
 
 Checked: each announcement is at the fake exactly once (B took the second over in time); the
 database has each occurrence ``sent`` with that message's id, both announcements ``sent``, every
-job finished; A's log says once that its run was discarded because its lease was lost, at
-WARNING, and neither bot logged a traceback. Both bots are still running.
+job finished (no error noted on a sent delivery); A's log says once, at WARNING, that its run
+was discarded because its lease was lost (stopped by the lease check, or finished after finding
+the occurrence recorded and its outcome fenced out), A announces no retry of the job, and
+neither bot logged a traceback. Both bots are still running.
+
+The ``before`` and ``after`` cases are expected to fail on that last point only (a product
+bug, see ``WAKES_TO_A_TIMEOUT``): the send A had in flight times out the moment A wakes, and
+the bot logs it as a transient failure that "will retry" before the lease is looked at.
 
 A stopped process that holds the SQLite write lock (or an open PostgreSQL transaction) would
 stall the other one, which is not what is tested here: a bot is stopped only at a moment when
@@ -122,7 +128,7 @@ class Database:
         return bool(busy == 0)
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 async def database(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Database]:
     if request.param == "sqlite":
         path = tmp_path / "crier.db"
