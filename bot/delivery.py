@@ -104,12 +104,12 @@ def allowed_mentions(spec: dict[str, Any]) -> discord.AllowedMentions:
 
 
 class Slot:
-    """A turn to send in one channel; ``used()`` says a request went out in it."""
+    """A turn to send in one channel; set ``sent`` once a request went out in it."""
 
-    __slots__ = ("used_at",)
+    __slots__ = ("sent",)
 
     def __init__(self) -> None:
-        self.used_at: float | None = None
+        self.sent = False
 
 
 class ChannelPacer:
@@ -141,12 +141,8 @@ class ChannelPacer:
             try:
                 yield turn
             finally:
-                if turn.used_at is not None:
+                if turn.sent:
                     self._last[channel_id] = self._monotonic()
-
-    def mark(self, turn: Slot) -> None:
-        """Record that ``turn`` sent a request (the channel's next turn waits the spacing)."""
-        turn.used_at = self._monotonic()
 
 
 @contextlib.asynccontextmanager
@@ -248,7 +244,7 @@ class Delivery:
                 late_by = max(0.0, now - fire_ts)
                 # Nothing may post for a run that could have lost its job meanwhile.
                 await hold_lease(ctx, self.lease_needed)
-                self.pacer.mark(turn)
+                turn.sent = True
                 # A send that hangs is abandoned well inside the nonce window, so its retry
                 # can still be deduplicated by Discord.
                 async with asyncio.timeout(self.send_timeout):
@@ -326,7 +322,7 @@ class Delivery:
         )
         try:
             async with self.pacer.slot(settings.log_channel_id) as turn:
-                self.pacer.mark(turn)
+                turn.sent = True
                 await self.client.get_partial_messageable(settings.log_channel_id).send(
                     text, allowed_mentions=discord.AllowedMentions.none()
                 )

@@ -269,9 +269,9 @@ class ActionContext:
         Call it right before each external side effect, with the time that effect may take.
         To go on when too little is left, ``await ctx.heartbeat()`` first, then call this.
         """
-        need = _codec.to_seconds(at_least, "at_least")
-        left = self._lease.remaining()
-        if self._lease.lost or left <= need:
+        need = max(0.0, _codec.to_seconds(at_least, "at_least"))
+        left = self._lease.remaining()  # 0 once the lease was found lost
+        if left <= need:
             raise LeaseLost(
                 f"job {self.job.id} run {self.job.run_count}: "
                 + (

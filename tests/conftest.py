@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.scheduler.stores import STORE_KINDS, StoreFactory, postgres_dsn, sqlite_factory
+from tests.scheduler.stores import STORE_KINDS, StoreFactory, require_postgres, sqlite_factory
 
 try:
     from tests.fakediscord.netguard import network_guard
@@ -30,12 +30,7 @@ async def stores(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterato
     if request.param == "sqlite":
         yield sqlite_factory(tmp_path)
         return
-    dsn = postgres_dsn()
-    if dsn is None:
-        pytest.skip(
-            "PostgreSQL tests need a server: set CRIER_TEST_POSTGRES_DSN="
-            "postgresql://USER@HOST:PORT/DB (.ci/run sets it for the local server)"
-        )
+    dsn = require_postgres()
     try:
         from tests.scheduler.pg import postgres_factory
     except ImportError:

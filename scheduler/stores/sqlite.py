@@ -94,16 +94,19 @@ class WriteRefused(StoreError, sqlite3.OperationalError):
     (Also a :class:`sqlite3.OperationalError`, as the error it stands for.)"""
 
 
+def _refused_code(exc: BaseException) -> bool:
+    """Whether ``exc`` is SQLite's own error for a write the disk refused."""
+    return isinstance(exc, sqlite3.Error) and (
+        getattr(exc, "sqlite_errorcode", None) in _REFUSED_WRITE
+    )
+
+
 def refused_write(exc: BaseException | None) -> bool:
     """Whether ``exc``, or an error that led to it, is a write the database's disk refused."""
     seen: set[int] = set()
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))
-        if isinstance(exc, WriteRefused):
-            return True
-        if isinstance(exc, sqlite3.Error) and (
-            getattr(exc, "sqlite_errorcode", None) in _REFUSED_WRITE
-        ):
+        if isinstance(exc, WriteRefused) or _refused_code(exc):
             return True
         exc = exc.__cause__ or exc.__context__
     return False
@@ -492,13 +495,11 @@ class SqliteStore(Store):
         writer = self._writer
         return -1 if writer is None else writer._conn.total_changes
 
-    def _refusal(self, exc: BaseException) -> WriteRefused | None:
+    def _refusal(self, exc: sqlite3.Error) -> WriteRefused | None:
         """If ``exc`` is a write the disk refused: the error to raise instead. The first
         refusal after writes worked logs one line saying why; the next ones say nothing
         until a write succeeds again (the callers retry them, and each would say the same)."""
-        if isinstance(exc, WriteRefused) or not (
-            isinstance(exc, sqlite3.Error) and exc.sqlite_errorcode in _REFUSED_WRITE
-        ):
+        if isinstance(exc, WriteRefused) or not _refused_code(exc):
             return None
         self._refused += 1
         if self._refused_since is None:
@@ -557,6 +558,9 @@ class SqliteStore(Store):
 
     @asynccontextmanager
     async def _writer_held(self) -> AsyncIterator[None]:
+        """Hold the writer for one write operation; a write the disk refuses comes out of it
+        as :class:`WriteRefused` (said once), and the first write that changes rows after
+        such refusals says once that writes work again."""
         if _holding.get() is self:
             raise SchedulerError(
                 "a transaction is already open in this task: use its ctx.db / ctx.scheduler "
@@ -564,23 +568,23 @@ class SqliteStore(Store):
             )
         async with self._lock:
             token = _holding.set(self)
+            before = self._changes()
             try:
                 yield
+            except sqlite3.Error as exc:
+                refused = self._refusal(exc)
+                if refused is None:
+                    raise
+                raise refused from exc
+            else:
+                self._wrote(before)
             finally:
                 _holding.reset(token)
 
     async def run(self, op: Callable[[OpState], Op[T]], now: float) -> T:
         state = OpState(now)
         async with self._writer_held():
-            before = self._changes()
-            try:
-                result: T = await self._call(_in_write_tx, self._queries, op(state))
-            except sqlite3.Error as exc:
-                refused = self._refusal(exc)
-                if refused is None:
-                    raise
-                raise refused from exc
-            self._wrote(before)
+            result: T = await self._call(_in_write_tx, self._queries, op(state))
         self._committed()
         if state.wake:
             self._notify()
@@ -601,22 +605,14 @@ class SqliteStore(Store):
             if writer is None:
                 raise SchedulerError(f"{self!r} is not open")
             conn = writer._conn
-            before = conn.total_changes
             try:
-                try:
-                    claim: Claim = _in_write_tx_now(conn, self._queries, op, self.busy_timeout)
-                except _Busy:
-                    claim = await self._call(
-                        _in_write_tx,
-                        self._queries,
-                        _ops.claim_due(state, lease_until, mutation_limit, action_limit),
-                    )
-            except sqlite3.Error as exc:
-                refused = self._refusal(exc)
-                if refused is None:
-                    raise
-                raise refused from exc
-            self._wrote(before)
+                claim: Claim = _in_write_tx_now(conn, self._queries, op, self.busy_timeout)
+            except _Busy:
+                claim = await self._call(
+                    _in_write_tx,
+                    self._queries,
+                    _ops.claim_due(state, lease_until, mutation_limit, action_limit),
+                )
         self._committed()
         if state.wake:
             self._notify()
@@ -629,26 +625,18 @@ class SqliteStore(Store):
     async def transaction(self, now: float) -> AsyncIterator[SqliteTx]:
         state = OpState(now)
         async with self._writer_held():
-            before = self._changes()
             try:
                 await self._call(_exec, "BEGIN IMMEDIATE")
                 tx = SqliteTx(self, state)
                 yield tx
-            except BaseException as exc:
+            except BaseException:
                 await self._call(_rollback)
-                refused = self._refusal(exc)
-                if refused is None:
-                    raise
-                raise refused from exc
+                raise
             try:
                 await tx.commit()
-            except BaseException as exc:
+            except BaseException:
                 await self._call(_rollback)
-                refused = self._refusal(exc)
-                if refused is None:
-                    raise
-                raise refused from exc
-            self._wrote(before)
+                raise
         self._committed()
         if state.wake:
             self._notify()

@@ -67,5 +67,15 @@ def scalar(db: Path, sql: str, params: tuple[Any, ...] = ()) -> Any:
         return conn.execute(sql, params).fetchone()[0]
 
 
+async def pg_work_settled(conn: Any) -> bool:
+    """On an asyncpg connection to the bot's database: no job is pending or in progress and no
+    delivery is mid-send."""
+    busy = await conn.fetchval(
+        "SELECT count(*) FROM scheduler_jobs WHERE state IN ('pending', 'in_progress')"
+    )
+    sending = await conn.fetchval("SELECT count(*) FROM bot_deliveries WHERE state = 'sending'")
+    return bool(busy == 0 and sending == 0)
+
+
 def file_hash(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()

@@ -24,11 +24,9 @@ import collections
 import math
 import re
 import resource
-import sqlite3
 import sys
 import time
 from collections.abc import AsyncIterator
-from contextlib import closing
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -45,6 +43,7 @@ from tests.bot.conftest import World
 from tests.fakediscord import FakeDiscord
 from tests.fakediscord import Permissions as P
 from tests.fakediscord.state import Channel, Message
+from tests.proof.harness import pg_work_settled, rows
 from tests.scheduler.stores import postgres_dsn
 from tests.support.processes import Process, bot_env, procs, start_bot, until
 
@@ -155,16 +154,10 @@ PG_QUIET_TAIL = 2.0
 @pytest.fixture
 async def pg_dsn() -> AsyncIterator[str]:
     """A fresh database of the test's own, dropped afterwards."""
-    base = postgres_dsn()
-    if base is None:
-        pytest.skip(
-            "killing PostgreSQL connections needs a server: set CRIER_TEST_POSTGRES_DSN="
-            "postgresql://USER@HOST:PORT/DB (.ci/run sets it for the local server)"
-        )
     pytest.importorskip("asyncpg")
-    from tests.scheduler.pg import fresh_database
+    from tests.scheduler.pg import fresh_test_database
 
-    async with fresh_database(base) as dsn:
+    async with fresh_test_database("killing PostgreSQL connections needs a server") as dsn:
         yield dsn
 
 
@@ -309,18 +302,10 @@ async def test_postgres_backends_killed_repeatedly_every_announcement_posted_onc
 
         conn = await asyncpg.connect(pg_dsn)
         try:
-
-            async def settled() -> bool:
-                busy = await conn.fetchval(
-                    "SELECT count(*) FROM scheduler_jobs WHERE state IN ('pending', 'in_progress')"
-                )
-                sending = await conn.fetchval(
-                    "SELECT count(*) FROM bot_deliveries WHERE state = 'sending'"
-                )
-                return bool(busy == 0 and sending == 0)
-
             try:
-                await until(settled, DEADLINE, "every job to finish", interval=0.1)
+                await until(
+                    lambda: pg_work_settled(conn), DEADLINE, "every job to finish", interval=0.1
+                )
             except AssertionError as exc:
                 raise AssertionError(f"{exc}\n{logs(bots)}") from None
             anns = {
@@ -442,11 +427,21 @@ def set_file_size_limit(pid: int, limit: int | None) -> None:
         resource.prlimit(pid, resource.RLIMIT_FSIZE, (limit, resource.RLIM_INFINITY))
 
 
-def sqlite_rows(db: Path, sql: str) -> list[dict[str, Any]]:
-    with closing(sqlite3.connect(db, isolation_level=None)) as conn:
-        conn.execute("PRAGMA busy_timeout = 10000")
-        conn.row_factory = sqlite3.Row
-        return [dict(r) for r in conn.execute(sql).fetchall()]
+def recorded(db: Path) -> tuple[dict[int, dict[str, Any]], list[dict[str, Any]]]:
+    """The announcements by id, and every delivery row, as the bot recorded them."""
+    anns = {
+        r["id"]: r
+        for r in rows(
+            db,
+            "SELECT id, channel_id, content, first_ts, state, last_message_id "
+            "FROM bot_announcements",
+        )
+    }
+    deliveries = rows(
+        db,
+        "SELECT announcement_id, fire_ts, nonce, state, message_id, attempts FROM bot_deliveries",
+    )
+    return anns, deliveries
 
 
 async def schedule(world: World, when: int, message: str) -> str:
@@ -523,27 +518,15 @@ async def test_sqlite_disk_full_one_clear_line_then_every_announcement_posted_on
         set_file_size_limit(bot.pid, None)
 
         def settled() -> bool:
-            rows = sqlite_rows(db, "SELECT state FROM scheduler_jobs")
-            return len(rows) == 4 and all(r["state"] == "success" for r in rows)
+            jobs = rows(db, "SELECT state FROM scheduler_jobs")
+            return len(jobs) == 4 and all(r["state"] == "success" for r in jobs)
 
         try:
             await until(settled, DEADLINE, "the due work to resume", interval=0.1)
         except AssertionError as exc:
             raise AssertionError(f"{exc}\n{logs(bots)}") from None
         await until(lambda: any(WRITABLE in line for line in bot.lines), DEADLINE, "the news")
-        anns = {
-            r["id"]: r
-            for r in sqlite_rows(
-                db,
-                "SELECT id, channel_id, content, first_ts, state, last_message_id "
-                "FROM bot_announcements",
-            )
-        }
-        deliveries = sqlite_rows(
-            db,
-            "SELECT announcement_id, fire_ts, nonce, state, message_id, attempts "
-            "FROM bot_deliveries",
-        )
+        anns, deliveries = recorded(db)
         messages = fake.bot_messages(news)
         assert bot.process.proc.returncode is None, logs(bots)
     finally:
@@ -631,21 +614,11 @@ async def test_gateway_down_rest_up_announcements_still_posted_before_it_returns
         raise AssertionError(f"{exc}\n{logs(bots)}") from None
     assert bots[0].proc.returncode is None, logs(bots)
 
-    def recorded() -> bool:
-        rows = sqlite_rows(db, "SELECT state FROM bot_deliveries")
-        return len(rows) == 4 and all(r["state"] == "sent" for r in rows)
+    def all_sent() -> bool:
+        sent = rows(db, "SELECT state FROM bot_deliveries")
+        return len(sent) == 4 and all(r["state"] == "sent" for r in sent)
 
-    await until(recorded, DEADLINE, "the deliveries to be recorded", interval=0.1)
-    anns = {
-        r["id"]: r
-        for r in sqlite_rows(
-            db,
-            "SELECT id, channel_id, content, first_ts, state, last_message_id "
-            "FROM bot_announcements",
-        )
-    }
-    deliveries = sqlite_rows(
-        db, "SELECT announcement_id, fire_ts, nonce, state, message_id FROM bot_deliveries"
-    )
+    await until(all_sent, DEADLINE, "the deliveries to be recorded", interval=0.1)
+    anns, deliveries = recorded(db)
     assert_each_posted_once(fake.bot_messages(), anns, deliveries)
     assert {m.channel_id for m in messages} == {c.id for c in channels}

@@ -51,13 +51,13 @@ from scheduler.testing import FakeClock
 from tests.fakediscord import FakeDiscord
 from tests.fakediscord import Permissions as P
 from tests.fakediscord.state import Channel
-from tests.scheduler.stores import postgres_dsn
+from tests.proof.harness import pg_work_settled
 from tests.support.processes import Process, bot_env, procs, start_bot, until
 
 asyncpg = pytest.importorskip("asyncpg")
 
 from scheduler.stores.postgres import PostgresStore  # noqa: E402  (after the importorskip)
-from tests.scheduler.pg import fresh_database  # noqa: E402
+from tests.scheduler.pg import fresh_test_database  # noqa: E402
 
 FULL = os.environ.get("CRIER_FULL", "").strip() == "1"
 
@@ -87,13 +87,7 @@ pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 @pytest.fixture
 async def dsn() -> AsyncIterator[str]:
     """A fresh database of its own, dropped afterwards."""
-    base = postgres_dsn()
-    if base is None:
-        pytest.skip(
-            "the multi-instance proof needs a PostgreSQL server: set CRIER_TEST_POSTGRES_DSN="
-            "postgresql://USER@HOST:PORT/DB (.ci/run sets it for the local server)"
-        )
-    async with fresh_database(base) as dsn:
+    async with fresh_test_database("the multi-instance proof needs a PostgreSQL server") as dsn:
         yield dsn
 
 
@@ -266,18 +260,10 @@ async def test_three_instances_post_every_occurrence_once_across_a_sigkill(
 
         conn = await asyncpg.connect(dsn)
         try:
-
-            async def settled() -> bool:
-                busy = await conn.fetchval(
-                    "SELECT count(*) FROM scheduler_jobs WHERE state IN ('pending', 'in_progress')"
-                )
-                sending = await conn.fetchval(
-                    "SELECT count(*) FROM bot_deliveries WHERE state = 'sending'"
-                )
-                return bool(busy == 0 and sending == 0)
-
             try:
-                await until(settled, DEADLINE, "every job to finish", interval=0.1)
+                await until(
+                    lambda: pg_work_settled(conn), DEADLINE, "every job to finish", interval=0.1
+                )
             except AssertionError as exc:
                 raise AssertionError(f"{exc}\n{logs()}") from None
             anns = {

@@ -58,7 +58,6 @@ from tests.fakediscord import FakeDiscord, MessageHold
 from tests.fakediscord import Permissions as P
 from tests.fakediscord.state import Channel
 from tests.scheduler.crash_worker import connect
-from tests.scheduler.stores import postgres_dsn
 from tests.support.processes import Process, bot_env, procs, start_bot, until
 
 LEASE = 2.0
@@ -134,15 +133,10 @@ async def database(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncItera
         path = tmp_path / "crier.db"
         yield Database("sqlite", f"sqlite:///{path}", path=path)
         return
-    base = postgres_dsn()
-    if base is None:
-        pytest.skip(
-            "needs a PostgreSQL server: set CRIER_TEST_POSTGRES_DSN=postgresql://USER@HOST:PORT/DB"
-        )
     asyncpg = pytest.importorskip("asyncpg")
-    from tests.scheduler.pg import fresh_database
+    from tests.scheduler.pg import fresh_test_database
 
-    async with fresh_database(base) as dsn:
+    async with fresh_test_database("the pause proof needs a PostgreSQL server") as dsn:
         conn = await asyncpg.connect(dsn, server_settings={"application_name": "test-reader"})
         try:
             yield Database("postgres", dsn, conn=conn)

@@ -28,7 +28,7 @@ asyncpg = pytest.importorskip("asyncpg")
 
 from scheduler.stores import postgres as pg  # noqa: E402  (after the importorskip)
 from scheduler.stores.postgres import PostgresStore  # noqa: E402
-from tests.scheduler.pg import fresh_database  # noqa: E402
+from tests.scheduler.pg import fresh_test_database  # noqa: E402
 
 pytestmark = pytest.mark.postgres
 
@@ -37,13 +37,7 @@ DEADLINE = 10.0
 
 @pytest.fixture
 async def dsn() -> AsyncIterator[str]:
-    base = postgres_dsn()
-    if base is None:
-        pytest.skip(
-            "PostgreSQL tests need a server: set CRIER_TEST_POSTGRES_DSN="
-            "postgresql://USER@HOST:PORT/DB (.ci/run sets it for the local server)"
-        )
-    async with fresh_database(base) as dsn:
+    async with fresh_test_database() as dsn:
         yield dsn
 
 

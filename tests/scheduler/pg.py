@@ -11,7 +11,7 @@ from urllib.parse import urlsplit, urlunsplit
 import asyncpg
 
 from scheduler.stores.postgres import PostgresStore
-from tests.scheduler.stores import StoreFactory
+from tests.scheduler.stores import StoreFactory, require_postgres
 
 PREFIX = "crier_test_"
 
@@ -67,3 +67,13 @@ async def postgres_factory(dsn: str) -> StoreFactory:
         await drop_database(dsn, name)
 
     return StoreFactory("postgres", lambda: PostgresStore(db_dsn), cleanup)
+
+
+@contextlib.asynccontextmanager
+async def fresh_test_database(
+    needs: str = "PostgreSQL tests need a server",
+) -> AsyncIterator[str]:
+    """A new database on the test server, dropped afterwards; without a server configured
+    the test is skipped (``needs`` says what for)."""
+    async with fresh_database(require_postgres(needs)) as dsn:
+        yield dsn

@@ -12,6 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from scheduler import SqliteStore, Store
 
 POSTGRES_DSN_ENV = "CRIER_TEST_POSTGRES_DSN"
@@ -42,3 +44,14 @@ STORE_KINDS = ["sqlite", "postgres"]
 
 def postgres_dsn() -> str | None:
     return os.environ.get(POSTGRES_DSN_ENV) or None
+
+
+def require_postgres(needs: str = "PostgreSQL tests need a server") -> str:
+    """The server's DSN from the environment, or skip the test saying how to enable it."""
+    dsn = postgres_dsn()
+    if dsn is None:
+        pytest.skip(
+            f"{needs}: set {POSTGRES_DSN_ENV}=postgresql://USER@HOST:PORT/DB "
+            "(.ci/run sets it for the local server)"
+        )
+    return dsn

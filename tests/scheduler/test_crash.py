@@ -22,7 +22,7 @@ import pytest
 
 from scheduler import JobState, SqliteStore, Store
 from tests.scheduler.crash_worker import Child, connect, write_app_migrations
-from tests.scheduler.stores import STORE_KINDS, postgres_dsn
+from tests.scheduler.stores import STORE_KINDS
 from tests.support.processes import procs, until
 
 # The first child's lease: short, so the restarted child can reclaim soon after the kill.
@@ -120,15 +120,9 @@ async def db(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Db
         d = await Db.open("sqlite", str(tmp_path / "crash.db"))
         yield d
         return
-    base = postgres_dsn()
-    if base is None:
-        pytest.skip(
-            "PostgreSQL tests need a server: set CRIER_TEST_POSTGRES_DSN="
-            "postgresql://USER@HOST:PORT/DB (.ci/run sets it for the local server)"
-        )
-    from tests.scheduler.pg import fresh_database
+    from tests.scheduler.pg import fresh_test_database
 
-    async with fresh_database(base) as dsn:
+    async with fresh_test_database() as dsn:
         d = await Db.open("postgres", dsn)
         try:
             yield d

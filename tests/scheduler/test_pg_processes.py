@@ -44,7 +44,7 @@ from tests.support.processes import ROOT, Process, until
 asyncpg = pytest.importorskip("asyncpg")
 
 from scheduler.stores.postgres import PostgresStore  # noqa: E402  (after the importorskip)
-from tests.scheduler.pg import fresh_database  # noqa: E402
+from tests.scheduler.pg import fresh_test_database  # noqa: E402
 
 SWEEP = 3600.0
 """The workers' sweep interval: after the start-up sweep, none within any deadline below."""
@@ -163,13 +163,7 @@ class Child(Process):
 
 @pytest.fixture
 async def dsn() -> AsyncIterator[str]:
-    base = postgres_dsn()
-    if base is None:
-        pytest.skip(
-            "PostgreSQL tests need a server: set CRIER_TEST_POSTGRES_DSN="
-            "postgresql://USER@HOST:PORT/DB (.ci/run sets it for the local server)"
-        )
-    async with fresh_database(base) as dsn:
+    async with fresh_test_database() as dsn:
         yield dsn
 
 
