@@ -26,7 +26,9 @@ from .announcements import Announcements
 from .commands import Commands, PageButton, build_tree
 from .config import ConfigError, Settings, load_settings
 from .config import _without_password as without_password
-from .delivery import ChannelPacer, Delivery, lease_needed
+from .db import BotDb
+from .delivery import Delivery
+from .pacing import ChannelPacer, lease_needed
 
 log = logging.getLogger("crier")
 
@@ -133,10 +135,8 @@ class CrierBot(discord.Client):
         digest = hashlib.sha256(payload.encode()).hexdigest()
         key = f"commands:{self.application_id}:{target}"
         async with self.sched.reader() as db:
-            row = await (
-                await db.execute("SELECT value FROM bot_meta WHERE key = ?", (key,))
-            ).fetchone()
-        if row is not None and row[0] == digest:
+            synced = await BotDb(db).meta_value(key)
+        if synced == digest:
             log.info("slash commands unchanged since the last sync to %s; not syncing", target)
             self.synced_commands = False
             return
@@ -152,11 +152,7 @@ class CrierBot(discord.Client):
         else:
             await self.tree.sync()
         async with self.sched.transaction() as ctx:
-            await ctx.db.execute(
-                "INSERT INTO bot_meta (key, value) VALUES (?, ?) "
-                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                (key, digest),
-            )
+            await BotDb(ctx.db).set_meta(key, digest)
         log.info("slash commands synced to %s", target)
         self.synced_commands = True
         await self._unregister_elsewhere(key)
@@ -167,8 +163,7 @@ class CrierBot(discord.Client):
         shows every command twice."""
         prefix = f"commands:{self.application_id}:"
         async with self.sched.reader() as db:
-            cur = await db.execute("SELECT key FROM bot_meta WHERE key LIKE ?", (prefix + "%",))
-            stale = [r[0] for r in await cur.fetchall() if r[0] != current]
+            stale = [k for k in await BotDb(db).meta_keys(prefix) if k != current]
         for key in stale:
             where = key[len(prefix) :]
             app_id = self.application_id or 0
@@ -182,7 +177,7 @@ class CrierBot(discord.Client):
                 log.warning("could not remove the old commands from %s: %s", where, exc)
                 continue
             async with self.sched.transaction() as ctx:
-                await ctx.db.execute("DELETE FROM bot_meta WHERE key = ?", (key,))
+                await BotDb(ctx.db).delete_meta(key)
             log.info("removed the slash commands previously synced to %s", where)
 
     async def on_ready(self) -> None:

@@ -24,10 +24,8 @@ post it again when it wakes up, after Discord has forgotten the nonce.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import logging
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,14 +38,16 @@ from scheduler import (
     Registry,
     Retry,
     RetryLater,
-    Scheduler,
     TransactionContext,
 )
-from scheduler.clock import Clock, monotonic_of
 
 from .announcements import SEND_FN, Announcement, Announcements
+from .db import BotDb
+from .limits import MAX_MESSAGE
+from .models import AnnouncementState, DeliveryState
+from .pacing import ChannelPacer, hold_lease, keep_lease
 
-log = logging.getLogger("crier.delivery")
+log = logging.getLogger("crier.delivery")  # tests and operators filter on this name
 
 PERMANENT_CODES = {
     10003: "Unknown Channel: the channel was deleted",
@@ -55,7 +55,6 @@ PERMANENT_CODES = {
     50013: "Missing Permissions: the bot may not post in the channel",
 }
 LATE_NOTE_AFTER = 60.0
-MAX_MESSAGE = 2000
 SEND_ATTEMPTS = 5
 """Sends of one occurrence that may fail with a transient error before it is reported."""
 SEND_RETRY = Retry(max_failures=400, initial_backoff=2.0, base=2.0)
@@ -64,26 +63,6 @@ when a crash interrupts a delivery (its lease expires): a crash loop must not us
 drop the occurrence without a word. An interrupted delivery is re-sent with the same nonce
 until it is recorded, or reported by ``_begin`` once its first attempt is older than the nonce
 window (at most 300 s; with leases of at least 1 s that is fewer than 400 re-dispatches)."""
-
-
-def lease_needed(sched: Scheduler, send_timeout: float) -> float:
-    """How long a run must surely hold its lease to start a send.
-
-    The whole request's budget when a lease is long enough for it, else half of what a fresh
-    lease surely holds. Heartbeats keep the lease while the request is in flight, and a
-    request that outlives a lost lease can only race a re-send with the same nonce, which
-    Discord deduplicates: what must never happen is a send that starts after the job moved on.
-    """
-    return min(send_timeout, (sched.lease_seconds - sched.lease_margin) / 2)
-
-
-async def hold_lease(ctx: ActionContext, need: float) -> None:
-    """Make sure this run holds its job's lease for more than ``need`` seconds, or raise
-    ``LeaseLost``: called right before each request that posts something. A short lease is
-    renewed first (a heartbeat that finds the job reclaimed cancels the run)."""
-    if ctx.lease_remaining() <= need:
-        await ctx.heartbeat()
-    ctx.ensure_lease(need)
 
 
 def nonce_for(announcement_id: int, fire_ts: float) -> str:
@@ -101,72 +80,6 @@ def allowed_mentions(spec: dict[str, Any]) -> discord.AllowedMentions:
         users=bool(spec.get("users", True)),
         replied_user=False,
     )
-
-
-class Slot:
-    """A turn to send in one channel; set ``sent`` once a request went out in it."""
-
-    __slots__ = ("sent",)
-
-    def __init__(self) -> None:
-        self.sent = False
-
-
-class ChannelPacer:
-    """Sends to one channel at least ``spacing`` seconds apart, first come first served
-    (jobs start in due order, so that is due order); other channels are not held up.
-
-    Spacing is measured on the clock's monotonic time and waited with its ``sleep``, so a
-    wall-clock step neither holds a channel up nor bunches its sends, and tests drive it with
-    a fake clock. A turn in which nothing was sent does not delay the next one.
-    """
-
-    def __init__(self, spacing: float, clock: Clock) -> None:
-        self.spacing = spacing
-        self.clock = clock
-        self._monotonic = monotonic_of(clock)
-        self._locks: dict[int, asyncio.Lock] = {}
-        self._last: dict[int, float] = {}
-
-    @contextlib.asynccontextmanager
-    async def slot(self, channel_id: int) -> AsyncIterator[Slot]:
-        lock = self._locks.setdefault(channel_id, asyncio.Lock())
-        async with lock:
-            last = self._last.get(channel_id)
-            if last is not None:
-                wait = last + self.spacing - self._monotonic()
-                if wait > 0:
-                    await self.clock.sleep(wait)
-            turn = Slot()
-            try:
-                yield turn
-            finally:
-                if turn.sent:
-                    self._last[channel_id] = self._monotonic()
-
-
-@contextlib.asynccontextmanager
-async def keep_lease(ctx: ActionContext, every: float) -> AsyncIterator[None]:
-    """Heartbeat the job's lease every ``every`` seconds while the block runs."""
-
-    async def beat() -> None:
-        while True:
-            await asyncio.sleep(every)
-            try:
-                held = await ctx.heartbeat()
-            except Exception as exc:  # a failed beat must not fail the send it protects
-                log.warning("job %d: heartbeat failed (%s); trying again", ctx.job.id, exc)
-                continue
-            if not held:
-                return  # the scheduler cancels the run and logs it as discarded
-
-    task = asyncio.create_task(beat())
-    try:
-        yield
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,8 +126,8 @@ class Delivery:
     async def send(self, ctx: ActionContext, args: dict[str, Any]) -> dict[str, Any]:
         ann = await self.announcements.by_id(int(args["announcement_id"]))
         fire_ts = float(args.get("fire_ts") or ctx.job.fire_ts or 0.0)
-        if ann is None or ann.state != "scheduled":
-            return {"skipped": "canceled" if ann is None else ann.state}
+        if ann is None or ann.state != AnnouncementState.SCHEDULED:
+            return {"skipped": str(AnnouncementState.CANCELED if ann is None else ann.state)}
         found_at = ctx.now.timestamp()
         # Late means found late (after downtime), not queued behind this channel's others.
         late = found_at - fire_ts >= LATE_NOTE_AFTER
@@ -335,101 +248,62 @@ class Delivery:
     # --- bookkeeping mutations ---------------------------------------------------------------
 
     async def _begin(self, ctx: TransactionContext, a: dict[str, Any]) -> Attempt:
-        cur = await ctx.db.execute(
-            "SELECT state, message_id, first_attempt_at, nonce FROM bot_deliveries "
-            "WHERE announcement_id = ? AND fire_ts = ?",
-            (a["ann"], a["fire_ts"]),
-        )
-        row = await cur.fetchone()
+        rows = BotDb(ctx.db)
+        ann_id, fire_ts, job_id = int(a["ann"]), float(a["fire_ts"]), int(a["job"])
         now = float(a["now"])
-        if row is not None:
-            state, message_id, first_attempt, nonce = row[0], row[1], float(row[2]), row[3]
-            if state != "sending":
-                return Attempt("done", reason=f"{state} (message {message_id})")
-            if now - first_attempt > self.nonce_window:
+        record = await rows.delivery(ann_id, fire_ts)
+        if record is not None:
+            if record.state != DeliveryState.SENDING:
+                return Attempt("done", reason=f"{record.state} (message {record.message_id})")
+            since = now - record.first_attempt_at
+            if since > self.nonce_window:
                 return Attempt(
                     "unknown",
                     reason=(
                         "may not have been delivered: an attempt was interrupted "
-                        f"{now - first_attempt:.0f}s ago, longer than Discord remembers a "
+                        f"{since:.0f}s ago, longer than Discord remembers a "
                         "nonce, so it was not sent again"
                     ),
                 )
-            await ctx.db.execute(
-                "UPDATE bot_deliveries SET attempts = attempts + 1, job_id = ? "
-                "WHERE announcement_id = ? AND fire_ts = ?",
-                (a["job"], a["ann"], a["fire_ts"]),
-            )
-            return Attempt("send", nonce=nonce)
-        late = float(a["found_at"]) - float(a["fire_ts"])
-        nonce = nonce_for(int(a["ann"]), float(a["fire_ts"]))
+            await rows.retry_delivery(ann_id, fire_ts, job_id)
+            return Attempt("send", nonce=record.nonce)
+        late = float(a["found_at"]) - fire_ts
+        nonce = nonce_for(ann_id, fire_ts)
         if late > self.catch_up_window:
             reason = (
                 f"missed: it was due {late / 60:.0f} minutes earlier, while the bot was offline"
             )
-            await ctx.db.execute(
-                "INSERT INTO bot_deliveries (announcement_id, fire_ts, job_id, nonce, state, "
-                "first_attempt_at, error) VALUES (?, ?, ?, ?, 'missed', ?, ?)",
-                (a["ann"], a["fire_ts"], a["job"], nonce, now, reason),
-            )
+            await rows.record_missed(ann_id, fire_ts, job_id, nonce, now, reason)
             return Attempt("missed", reason=reason)
-        await ctx.db.execute(
-            "INSERT INTO bot_deliveries (announcement_id, fire_ts, job_id, nonce, state, "
-            "first_attempt_at) VALUES (?, ?, ?, ?, 'sending', ?)",
-            (a["ann"], a["fire_ts"], a["job"], nonce, now),
-        )
+        await rows.begin_delivery(ann_id, fire_ts, job_id, nonce, now)
         return Attempt("send", nonce=nonce)
 
     async def _sent(self, ctx: TransactionContext, a: dict[str, Any]) -> None:
+        rows = BotDb(ctx.db)
         now = ctx.now.timestamp()
-        await ctx.db.execute(
-            "UPDATE bot_deliveries SET state = 'sent', message_id = ?, sent_at = ?, late_by = ?, "
-            "error = NULL WHERE announcement_id = ? AND fire_ts = ?",
-            (a["message"], now, a["late_by"], a["ann"], a["fire_ts"]),
-        )
-        await ctx.db.execute(
-            "UPDATE bot_announcements SET last_message_id = ?, failure = NULL, updated_at = ?, "
-            "state = CASE WHEN repeat_kind IS NULL AND state = 'scheduled' THEN 'sent' "
-            "ELSE state END WHERE id = ?",
-            (a["message"], now, a["ann"]),
-        )
+        await rows.mark_sent(a["ann"], a["fire_ts"], a["message"], now, a["late_by"])
+        await rows.record_posted(a["ann"], a["message"], now)
 
     async def _note_error(self, ctx: TransactionContext, a: dict[str, Any]) -> None:
-        await ctx.db.execute(
-            "UPDATE bot_deliveries SET error = ? WHERE announcement_id = ? AND fire_ts = ? "
-            "AND state = 'sending'",
-            (a["error"], a["ann"], a["fire_ts"]),
-        )
+        await BotDb(ctx.db).note_delivery_error(a["ann"], a["fire_ts"], a["error"])
 
     async def _failed(self, ctx: TransactionContext, a: dict[str, Any]) -> bool:
         """Record the occurrence failed (and its announcement failed or paused); False when
         it was recorded sent meanwhile (by a run that took the job over), so nothing is."""
-        now = ctx.now.timestamp()
-        cur = await ctx.db.execute(
-            "UPDATE bot_deliveries SET state = CASE WHEN state = 'missed' THEN state "
-            "ELSE 'failed' END, error = ? WHERE announcement_id = ? AND fire_ts = ? "
-            "AND state <> 'sent'",
-            (a["error"], a["ann"], a["fire_ts"]),
-        )
-        if cur.rowcount == 0:
+        rows = BotDb(ctx.db)
+        if not await rows.mark_delivery_failed(a["ann"], a["fire_ts"], a["error"]):
             return False
-        cur = await ctx.db.execute(
-            "SELECT repeat_kind, schedule_name, state FROM bot_announcements WHERE id = ?",
-            (a["ann"],),
-        )
-        repeat_kind, name, state = await cur.fetchone()
-        if repeat_kind is None:
-            new_state = "failed"
+        ann = await rows.announcement(a["ann"])
+        assert ann is not None  # announcements are never deleted
+        if not ann.recurring:
+            new_state = AnnouncementState.FAILED
         elif a["pause"]:
-            new_state = "paused"
-            if name is not None:
-                await ctx.scheduler.schedules.pause(name)
+            new_state = AnnouncementState.PAUSED
+            if ann.schedule_name is not None:
+                await ctx.scheduler.schedules.pause(ann.schedule_name)
         else:
-            new_state = state  # one occurrence lost; the recurrence goes on
-        await ctx.db.execute(
-            "UPDATE bot_announcements SET state = ?, failure = ?, updated_at = ? WHERE id = ?",
-            (new_state, a["error"], now, a["ann"]),
-        )
+            new_state = ann.state  # one occurrence lost; the recurrence goes on
+        await rows.set_failure(ann.id, new_state, a["error"], ctx.now.timestamp())
         return True
 
 

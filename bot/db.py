@@ -1,0 +1,377 @@
+"""The bot's data layer: every SQL statement on the bot's tables, behind named methods.
+
+:class:`BotDb` wraps a connection the scheduler hands out, ``ctx.db`` inside
+``sched.transaction()`` / ``ctx.run_mutation`` or the one ``sched.reader()`` yields, so the
+bot's writes commit or roll back together with the scheduler's (a delivery's bookkeeping and
+its job's outcome, an announcement and its job or schedule): that shared transaction is what
+the exactly-once guarantee rests on. Statements use ``?`` placeholders (the ``Db`` protocol
+translates them for PostgreSQL) and rows are read by column name. No rules live here: what a
+state means is decided in :mod:`bot.announcements` and :mod:`bot.delivery`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from scheduler import Db
+
+from .models import (
+    LIVE_STATES,
+    Announcement,
+    AnnouncementState,
+    DeliveryRecord,
+    DeliveryState,
+    Draft,
+    GuildSettings,
+)
+
+_ANNOUNCEMENT_COLUMNS = (
+    "id, guild_id, local_id, channel_id, author_id, content, mention, allowed_mentions, "
+    "first_ts, timezone, repeat_kind, repeat_cron, repeat_every, repeat_words, job_id, "
+    "schedule_name, state, failure, last_message_id, created_at, updated_at"
+)
+_SELECT_ANNOUNCEMENT = f"SELECT {_ANNOUNCEMENT_COLUMNS} FROM bot_announcements "
+_OPEN_STATES = (AnnouncementState.FAILED, AnnouncementState.PAUSED, AnnouncementState.SCHEDULED)
+_CLOSED_STATES = (AnnouncementState.SENT, AnnouncementState.CANCELED)
+
+
+def _optional_int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def _announcement(row: Any) -> Announcement:
+    every = row["repeat_every"]
+    return Announcement(
+        id=int(row["id"]),
+        guild_id=int(row["guild_id"]),
+        local_id=int(row["local_id"]),
+        channel_id=int(row["channel_id"]),
+        author_id=int(row["author_id"]),
+        content=row["content"],
+        mention=row["mention"],
+        allowed_mentions=json.loads(row["allowed_mentions"]),
+        first_ts=float(row["first_ts"]),
+        timezone=row["timezone"],
+        repeat_kind=row["repeat_kind"],
+        repeat_cron=row["repeat_cron"],
+        repeat_every=None if every is None else float(every),
+        repeat_words=row["repeat_words"],
+        job_id=_optional_int(row["job_id"]),
+        schedule_name=row["schedule_name"],
+        state=AnnouncementState(row["state"]),
+        failure=row["failure"],
+        last_message_id=_optional_int(row["last_message_id"]),
+        created_at=float(row["created_at"]),
+        updated_at=float(row["updated_at"]),
+    )
+
+
+def _values(states: Sequence[str]) -> list[str]:
+    """States as plain strings, the type every driver binds."""
+    return [str(s) for s in states]
+
+
+class BotDb:
+    """The bot's tables, read and written on one connection of the scheduler's store."""
+
+    __slots__ = ("db",)
+
+    def __init__(self, db: Db) -> None:
+        self.db = db
+
+    async def _one(self, sql: str, params: Sequence[Any]) -> Any | None:
+        cur = await self.db.execute(sql, params)
+        return await cur.fetchone()
+
+    async def _announcements(self, sql: str, params: Sequence[Any]) -> list[Announcement]:
+        cur = await self.db.execute(sql, params)
+        return [_announcement(r) for r in await cur.fetchall()]
+
+    # --- guild settings ----------------------------------------------------------------------
+
+    async def guild_settings(self, guild_id: int) -> GuildSettings | None:
+        """The guild's settings row, or None if it has none yet."""
+        row = await self._one(
+            "SELECT timezone, manager_role_id, log_channel_id FROM bot_guild_settings "
+            "WHERE guild_id = ?",
+            (guild_id,),
+        )
+        if row is None:
+            return None
+        return GuildSettings(
+            guild_id,
+            row["timezone"],
+            _optional_int(row["manager_role_id"]),
+            _optional_int(row["log_channel_id"]),
+        )
+
+    async def save_guild_settings(self, settings: GuildSettings, now: float) -> None:
+        """Write the guild's settings, creating or replacing its row."""
+        await self.db.execute(
+            "INSERT INTO bot_guild_settings "
+            "(guild_id, timezone, manager_role_id, log_channel_id, updated_at) "
+            "VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT (guild_id) DO UPDATE SET timezone = excluded.timezone, "
+            "manager_role_id = excluded.manager_role_id, "
+            "log_channel_id = excluded.log_channel_id, updated_at = excluded.updated_at",
+            (
+                settings.guild_id,
+                settings.timezone,
+                settings.manager_role_id,
+                settings.log_channel_id,
+                now,
+            ),
+        )
+
+    async def lock_guild(self, guild_id: int, now: float) -> None:
+        """Write-lock the guild's settings row (creating it if need be) until the commit."""
+        await self.db.execute(
+            "INSERT INTO bot_guild_settings (guild_id, updated_at) VALUES (?, ?) "
+            "ON CONFLICT (guild_id) DO UPDATE SET guild_id = excluded.guild_id",
+            (guild_id, now),
+        )
+
+    # --- announcements -----------------------------------------------------------------------
+
+    async def next_local_id(self, guild_id: int) -> int:
+        """The number the guild's next announcement gets (one more than its highest)."""
+        row = await self._one(
+            "SELECT coalesce(max(local_id), 0) + 1 AS next_id FROM bot_announcements "
+            "WHERE guild_id = ?",
+            (guild_id,),
+        )
+        assert row is not None  # an aggregate always gives a row
+        return int(row["next_id"])
+
+    async def insert_announcement(self, draft: Draft, local_id: int, now: float) -> int:
+        """Write a new scheduled announcement; returns its id."""
+        rule = draft.repeat
+        row = await self._one(
+            "INSERT INTO bot_announcements (guild_id, local_id, channel_id, author_id, "
+            "content, mention, allowed_mentions, first_ts, timezone, repeat_kind, "
+            "repeat_cron, repeat_every, repeat_words, state, created_at, updated_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+            (
+                draft.guild_id,
+                local_id,
+                draft.channel_id,
+                draft.author_id,
+                draft.content,
+                draft.mention,
+                json.dumps(draft.allowed_mentions, sort_keys=True),
+                draft.first.timestamp(),
+                draft.timezone,
+                None if rule is None else rule.kind,
+                None if rule is None else rule.cron,
+                None if rule is None or rule.every is None else rule.every.total_seconds(),
+                None if rule is None else rule.words,
+                AnnouncementState.SCHEDULED.value,
+                now,
+                now,
+            ),
+        )
+        assert row is not None  # RETURNING gives the inserted row
+        return int(row["id"])
+
+    async def set_job(self, announcement_id: int, job_id: int) -> None:
+        """Record the job that delivers a one-off announcement."""
+        await self.db.execute(
+            "UPDATE bot_announcements SET job_id = ? WHERE id = ?", (job_id, announcement_id)
+        )
+
+    async def set_schedule(self, announcement_id: int, schedule_name: str) -> None:
+        """Record the schedule that delivers a recurring announcement."""
+        await self.db.execute(
+            "UPDATE bot_announcements SET schedule_name = ? WHERE id = ?",
+            (schedule_name, announcement_id),
+        )
+
+    async def announcement(self, announcement_id: int) -> Announcement | None:
+        """The announcement with this (global) id, or None."""
+        row = await self._one(_SELECT_ANNOUNCEMENT + "WHERE id = ?", (announcement_id,))
+        return None if row is None else _announcement(row)
+
+    async def announcement_by_local_id(self, guild_id: int, local_id: int) -> Announcement | None:
+        """The guild's announcement with this per-guild number, or None."""
+        row = await self._one(
+            _SELECT_ANNOUNCEMENT + "WHERE guild_id = ? AND local_id = ?", (guild_id, local_id)
+        )
+        return None if row is None else _announcement(row)
+
+    async def live_announcements(self, guild_id: int, limit: int) -> list[Announcement]:
+        """The guild's scheduled and paused announcements, newest first."""
+        return await self._announcements(
+            _SELECT_ANNOUNCEMENT + "WHERE guild_id = ? AND state IN (?, ?) "
+            "ORDER BY local_id DESC LIMIT ?",
+            (guild_id, *_values(LIVE_STATES), limit),
+        )
+
+    async def count_announcements(self, guild_id: int) -> int:
+        """How many announcements the guild has, in every state."""
+        row = await self._one(
+            "SELECT count(*) AS total FROM bot_announcements WHERE guild_id = ?", (guild_id,)
+        )
+        return 0 if row is None else int(row["total"])
+
+    async def open_announcements(self, guild_id: int) -> list[Announcement]:
+        """The guild's failed, paused and scheduled announcements, last updated first."""
+        return await self._announcements(
+            _SELECT_ANNOUNCEMENT + "WHERE guild_id = ? AND state IN (?, ?, ?) "
+            "ORDER BY updated_at DESC, local_id DESC",
+            (guild_id, *_values(_OPEN_STATES)),
+        )
+
+    async def closed_announcements(
+        self, guild_id: int, limit: int, offset: int
+    ) -> list[Announcement]:
+        """A page of the guild's sent and canceled announcements, last updated first."""
+        return await self._announcements(
+            _SELECT_ANNOUNCEMENT + "WHERE guild_id = ? AND state IN (?, ?) "
+            "ORDER BY updated_at DESC, local_id DESC LIMIT ? OFFSET ?",
+            (guild_id, *_values(_CLOSED_STATES), limit, offset),
+        )
+
+    async def set_state(self, announcement_id: int, state: AnnouncementState, now: float) -> None:
+        """Move an announcement to ``state``."""
+        await self.db.execute(
+            "UPDATE bot_announcements SET state = ?, updated_at = ? WHERE id = ?",
+            (state.value, now, announcement_id),
+        )
+
+    async def set_failure(
+        self, announcement_id: int, state: AnnouncementState, failure: str, now: float
+    ) -> None:
+        """Move an announcement to ``state`` with the reason its last occurrence failed."""
+        await self.db.execute(
+            "UPDATE bot_announcements SET state = ?, failure = ?, updated_at = ? WHERE id = ?",
+            (state.value, failure, now, announcement_id),
+        )
+
+    async def record_posted(self, announcement_id: int, message_id: int, now: float) -> None:
+        """Record the announcement's latest message and clear its failure; a one-off
+        scheduled announcement is then sent."""
+        await self.db.execute(
+            "UPDATE bot_announcements SET last_message_id = ?, failure = NULL, updated_at = ?, "
+            "state = CASE WHEN repeat_kind IS NULL AND state = ? THEN ? ELSE state END "
+            "WHERE id = ?",
+            (
+                message_id,
+                now,
+                AnnouncementState.SCHEDULED.value,
+                AnnouncementState.SENT.value,
+                announcement_id,
+            ),
+        )
+
+    # --- deliveries (one row per occurrence) -------------------------------------------------
+
+    async def delivery(self, announcement_id: int, fire_ts: float) -> DeliveryRecord | None:
+        """What is recorded of the occurrence's delivery, or None before its first attempt."""
+        row = await self._one(
+            "SELECT state, message_id, first_attempt_at, nonce FROM bot_deliveries "
+            "WHERE announcement_id = ? AND fire_ts = ?",
+            (announcement_id, fire_ts),
+        )
+        if row is None:
+            return None
+        return DeliveryRecord(
+            state=DeliveryState(row["state"]),
+            message_id=_optional_int(row["message_id"]),
+            first_attempt_at=float(row["first_attempt_at"]),
+            nonce=row["nonce"],
+        )
+
+    async def begin_delivery(
+        self, announcement_id: int, fire_ts: float, job_id: int, nonce: str, now: float
+    ) -> None:
+        """Record the occurrence's first attempt (state ``sending``) before it is sent."""
+        await self.db.execute(
+            "INSERT INTO bot_deliveries (announcement_id, fire_ts, job_id, nonce, state, "
+            "first_attempt_at) VALUES (?, ?, ?, ?, ?, ?)",
+            (announcement_id, fire_ts, job_id, nonce, DeliveryState.SENDING.value, now),
+        )
+
+    async def retry_delivery(self, announcement_id: int, fire_ts: float, job_id: int) -> None:
+        """Count one more attempt at the occurrence, by ``job_id``."""
+        await self.db.execute(
+            "UPDATE bot_deliveries SET attempts = attempts + 1, job_id = ? "
+            "WHERE announcement_id = ? AND fire_ts = ?",
+            (job_id, announcement_id, fire_ts),
+        )
+
+    async def record_missed(
+        self,
+        announcement_id: int,
+        fire_ts: float,
+        job_id: int,
+        nonce: str,
+        now: float,
+        reason: str,
+    ) -> None:
+        """Record the occurrence missed (found too late to post) without sending it."""
+        await self.db.execute(
+            "INSERT INTO bot_deliveries (announcement_id, fire_ts, job_id, nonce, state, "
+            "first_attempt_at, error) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (announcement_id, fire_ts, job_id, nonce, DeliveryState.MISSED.value, now, reason),
+        )
+
+    async def mark_sent(
+        self, announcement_id: int, fire_ts: float, message_id: int, now: float, late_by: float
+    ) -> None:
+        """Record the occurrence sent as ``message_id``."""
+        await self.db.execute(
+            "UPDATE bot_deliveries SET state = ?, message_id = ?, sent_at = ?, late_by = ?, "
+            "error = NULL WHERE announcement_id = ? AND fire_ts = ?",
+            (DeliveryState.SENT.value, message_id, now, late_by, announcement_id, fire_ts),
+        )
+
+    async def note_delivery_error(self, announcement_id: int, fire_ts: float, error: str) -> None:
+        """Keep the latest transient error of an occurrence still being sent."""
+        await self.db.execute(
+            "UPDATE bot_deliveries SET error = ? WHERE announcement_id = ? AND fire_ts = ? "
+            "AND state = ?",
+            (error, announcement_id, fire_ts, DeliveryState.SENDING.value),
+        )
+
+    async def mark_delivery_failed(self, announcement_id: int, fire_ts: float, error: str) -> bool:
+        """Record the occurrence failed (a missed one stays missed) with ``error``; False if it
+        was recorded sent, and nothing was changed."""
+        cur = await self.db.execute(
+            "UPDATE bot_deliveries SET state = CASE WHEN state = ? THEN state ELSE ? END, "
+            "error = ? WHERE announcement_id = ? AND fire_ts = ? AND state <> ?",
+            (
+                DeliveryState.MISSED.value,
+                DeliveryState.FAILED.value,
+                error,
+                announcement_id,
+                fire_ts,
+                DeliveryState.SENT.value,
+            ),
+        )
+        return bool(cur.rowcount)
+
+    # --- command sync bookkeeping (bot_meta) -------------------------------------------------
+
+    async def meta_value(self, key: str) -> str | None:
+        """The value stored under ``key``, or None."""
+        row = await self._one("SELECT value FROM bot_meta WHERE key = ?", (key,))
+        return None if row is None else str(row["value"])
+
+    async def set_meta(self, key: str, value: str) -> None:
+        """Store ``value`` under ``key``, replacing any previous value."""
+        await self.db.execute(
+            "INSERT INTO bot_meta (key, value) VALUES (?, ?) "
+            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        )
+
+    async def meta_keys(self, prefix: str) -> list[str]:
+        """Every key that starts with ``prefix``."""
+        cur = await self.db.execute("SELECT key FROM bot_meta WHERE key LIKE ?", (prefix + "%",))
+        return [str(r["key"]) for r in await cur.fetchall()]
+
+    async def delete_meta(self, key: str) -> None:
+        """Forget ``key``."""
+        await self.db.execute("DELETE FROM bot_meta WHERE key = ?", (key,))
