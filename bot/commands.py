@@ -19,6 +19,8 @@ from scheduler.stores.sqlite import refused_write
 
 from .announcements import Draft, GuildSettings, NotFound
 from .checks import Refusal, check_channel, plan_mentions, require_manager
+from .limits import MAX_MESSAGE
+from .models import AnnouncementState
 from .render import PAGE_SIZE, choice_label, confirmation, listing_page
 from .repeat import parse_repeat
 from .timeparse import InputError, parse_when, resolve_timezone, timezone_choices
@@ -28,7 +30,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("crier.commands")
 
-MAX_MESSAGE = 2000
 EMPTY_MESSAGE = "The message is empty. Type the text to announce, e.g. `Standup in 5 minutes!`"
 
 
@@ -262,11 +263,11 @@ class Commands:
         settings = await self.bot.announcements.settings(guild.id)
         require_manager(member, settings)
         before = await self.bot.announcements.cancel(guild.id, id)
-        if before.state == "sent":
+        if before.state == AnnouncementState.SENT:
             raise Refusal(f"Announcement #{id} was already posted; there is nothing to cancel.")
-        if before.state == "canceled":
+        if before.state == AnnouncementState.CANCELED:
             raise Refusal(f"Announcement #{id} was already canceled.")
-        if before.state == "failed":
+        if before.state == AnnouncementState.FAILED:
             raise Refusal(
                 f"Announcement #{id} already failed ({before.failure}); nothing to cancel."
             )

@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Collection
 from datetime import UTC, datetime
 
-from .announcements import Announcement, Listing, mention_markup
+from .announcements import Announcement, Listing
+from .limits import MAX_CHOICE_NAME, MAX_MESSAGE
+from .models import AnnouncementState, mention_markup
 from .timeparse import discord_timestamp
 
 PAGE_SIZE = 6
@@ -54,7 +56,15 @@ def _pings(a: Announcement) -> str:
     return ", ".join(parts) if parts else "no role or @everyone pings"
 
 
-STATE_ICON = {"scheduled": "🕒", "sent": "✅", "failed": "❌", "paused": "⏸️", "canceled": "🚫"}
+STATE_ICON = {
+    AnnouncementState.SCHEDULED: "🕒",
+    AnnouncementState.SENT: "✅",
+    AnnouncementState.FAILED: "❌",
+    AnnouncementState.PAUSED: "⏸️",
+    AnnouncementState.CANCELED: "🚫",
+}
+_SHOWS_FAILURE = (AnnouncementState.FAILED, AnnouncementState.PAUSED, AnnouncementState.SCHEDULED)
+"""States in which the reason the last occurrence failed is still worth showing."""
 
 
 def listing_page(listing: Listing, page: int, guild_id: int, hidden: Collection[int] = ()) -> str:
@@ -68,18 +78,18 @@ def listing_page(listing: Listing, page: int, guild_id: int, hidden: Collection[
         head = f"{icon} **#{a.local_id}** in <#{a.channel_id}> · {a.state} · by <@{a.author_id}>"
         lines = [head]
         nxt = listing.next_fires.get(a.id)
-        if a.state == "scheduled":
+        if a.state == AnnouncementState.SCHEDULED:
             lines.append(f"  next: {when(nxt)}")
         lines.append(f"  repeats: {a.repeat_words or 'no'}")
         if a.last_message_id is not None:
             link = f"https://discord.com/channels/{guild_id}/{a.channel_id}/{a.last_message_id}"
             lines.append(f"  posted: {link}")
-        if a.failure and a.state in ("failed", "paused", "scheduled"):
+        if a.failure and a.state in _SHOWS_FAILURE:
             lines.append(f"  ⚠️ {a.failure}")
         lines.append(f"  `{HIDDEN}`" if a.channel_id in hidden else f"  {_snippet(a.text)}")
         out.append("\n".join(lines))
     text = "\n".join(out)
-    return text if len(text) <= 2000 else text[:1990] + "…"
+    return text if len(text) <= MAX_MESSAGE else text[: MAX_MESSAGE - 10] + "…"
 
 
 def _snippet(text: str, width: int = 80) -> str:
@@ -89,8 +99,9 @@ def _snippet(text: str, width: int = 80) -> str:
 
 
 def choice_label(a: Announcement, nxt: datetime | None, hidden: bool = False) -> str:
-    """An autocomplete label (Discord allows 100 characters); ``hidden``: without the text."""
+    """An autocomplete label (at most ``MAX_CHOICE_NAME`` characters); ``hidden``: without
+    the text."""
     when_text = nxt.astimezone(UTC).strftime("%b %d %H:%M UTC") if nxt else a.state
     flat = HIDDEN if hidden else " ".join(a.content.split())
     label = f"#{a.local_id} · {when_text} · {flat}"
-    return label if len(label) <= 100 else label[:99] + "…"
+    return label if len(label) <= MAX_CHOICE_NAME else label[: MAX_CHOICE_NAME - 1] + "…"
