@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 
 from scheduler import ScheduleNotFound, Scheduler
 
+from .config import default
 from .db import BotDb
 from .models import (
     LIVE_STATES,
@@ -60,7 +61,9 @@ class Listing:
 class Announcements:
     """Create, list and cancel announcements, and keep guild settings."""
 
-    def __init__(self, sched: Scheduler, catch_up_window: float = 3600.0) -> None:
+    def __init__(
+        self, sched: Scheduler, catch_up_window: float = default("catch_up_window")
+    ) -> None:
         self.sched = sched
         self.catch_up_window = catch_up_window
 

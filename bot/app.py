@@ -15,7 +15,6 @@ from pathlib import Path
 
 import aiohttp
 import discord
-import yarl
 from discord import app_commands
 
 from scheduler import Clock, MigrationSet, Registry, Scheduler, Store, StoreError, SystemClock
@@ -24,13 +23,13 @@ from scheduler.stores.sqlite import refused_write
 
 from .announcements import Announcements
 from .commands import Commands, PageButton, build_tree
-from .config import ConfigError, Settings, load_settings
-from .config import _without_password as without_password
+from .config import ConfigError, Settings, load_settings, without_password
 from .db import BotDb
 from .delivery import Delivery
+from .discord_endpoints import use_discord_endpoints
 from .pacing import ChannelPacer, lease_needed
 
-log = logging.getLogger("crier")
+log = logging.getLogger(__name__)
 
 
 def bot_migrations() -> MigrationSet:
@@ -46,12 +45,6 @@ def make_store(settings: Settings) -> Store:
     from scheduler import SqliteStore
 
     return SqliteStore(Path(where))
-
-
-def point_at(settings: Settings) -> None:
-    """Send REST and gateway traffic to the configured addresses (a proxy, or a test fake)."""
-    discord.http.Route.BASE = settings.api_base
-    discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(settings.gateway_url)
 
 
 class RedactingFormatter(logging.Formatter):
@@ -231,7 +224,8 @@ class Crier:
 
     async def start(self) -> None:
         """Open the database, log in, and connect in the background (returns once ready)."""
-        point_at(self.settings)
+        # Where discord.py connects (see bot.discord_endpoints for why this is process-wide).
+        use_discord_endpoints(self.settings.api_base, self.settings.gateway_url)
         try:
             await self.sched.start()
         except (OSError, sqlite3.DatabaseError) as exc:  # not Discord's: the database's

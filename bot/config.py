@@ -1,4 +1,10 @@
-"""Settings from the environment, then ``.env``; every bad value is one clear error."""
+"""Settings from the environment, then ``.env``; every bad value is one clear error.
+
+Every setting is one row of :data:`SETTINGS`: its environment variable, the
+:class:`Settings` field it fills, its parser (which holds its bounds), its default as it is
+written in ``.env`` (and in ``.env.example``), and what it is for. The defaults of
+:class:`Settings` are those rows' defaults, parsed: they are written nowhere else.
+"""
 
 from __future__ import annotations
 
@@ -7,14 +13,12 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
 from dotenv import dotenv_values
 from dotenv.parser import parse_stream
 
-DEFAULT_API_BASE = "https://discord.com/api/v10"
-DEFAULT_GATEWAY = "wss://gateway.discord.gg/"
-DEFAULT_DATABASE_URL = "sqlite:///data/crier.db"
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
@@ -22,71 +26,88 @@ class ConfigError(ValueError):
     """A setting is missing or malformed; ``str(e)`` is the one line to show."""
 
 
+# --- parsers: (setting name, raw text) -> value, or ConfigError ---------------------------------
+
+
 @dataclass(frozen=True, slots=True)
-class Settings:
-    token: str = field(repr=False)
-    database_url: str = DEFAULT_DATABASE_URL
-    dev_guild_id: int | None = None
-    log_level: str = "INFO"
-    api_base: str = DEFAULT_API_BASE
-    gateway_url: str = DEFAULT_GATEWAY
-    send_spacing: float = 1.5
-    """Seconds between two sends to one channel."""
-    catch_up_window: float = 3600.0
-    """An announcement found this late (after downtime) is still sent, marked late; older
-    ones are reported as missed."""
-    nonce_window: float = 150.0
-    """How long after a first send attempt a re-send with the same nonce is still safe
-    (Discord keeps nonces for a few minutes)."""
-    lease: float = 30.0
-    """How long a delivery in progress is held before another run may take it over."""
-    sweep_interval: float = 30.0
-    """How often leases of crashed runs are looked for (the only periodic timer)."""
+class WholeNumber:
+    minimum: int | None = None
 
-    @property
-    def database(self) -> tuple[str, str]:
-        """``("sqlite", path)`` or ``("postgres", dsn)``."""
-        url = self.database_url
-        if url.startswith(("postgresql://", "postgres://")):
-            return "postgres", url
-        return "sqlite", url[len("sqlite:///") :]
+    def __call__(self, name: str, raw: str) -> int:
+        try:
+            value = int(raw.strip())
+        except ValueError:
+            raise ConfigError(f"{name} must be a whole number, got {raw!r}") from None
+        if self.minimum is not None and value < self.minimum:
+            raise ConfigError(f"{name} must be at least {self.minimum}, got {value}")
+        return value
 
 
-def _int(name: str, raw: str, *, minimum: int | None = None) -> int:
-    try:
-        value = int(raw.strip())
-    except ValueError:
-        raise ConfigError(f"{name} must be a whole number, got {raw!r}") from None
-    if minimum is not None and value < minimum:
-        raise ConfigError(f"{name} must be at least {minimum}, got {value}")
-    return value
+@dataclass(frozen=True, slots=True)
+class Snowflake:
+    """A Discord id: a whole number from 1 to 2**64 - 1."""
+
+    def __call__(self, name: str, raw: str) -> int:
+        value = WholeNumber(minimum=1)(name, raw)
+        if value >= 2**64:
+            raise ConfigError(
+                f"{name} is too large for a Discord id (at most 20 digits), got {value}"
+            )
+        return value
 
 
-def _snowflake(name: str, raw: str) -> int:
-    value = _int(name, raw, minimum=1)
-    if value >= 2**64:
-        raise ConfigError(f"{name} is too large for a Discord id (at most 20 digits), got {value}")
-    return value
+@dataclass(frozen=True, slots=True)
+class Number:
+    """A number from ``lo`` to ``hi`` (in the setting's own unit), times ``scale``."""
+
+    lo: float
+    hi: float
+    scale: float = 1.0
+
+    def __call__(self, name: str, raw: str) -> float:
+        try:
+            value = float(raw.strip())
+        except ValueError:
+            raise ConfigError(f"{name} must be a number, got {raw!r}") from None
+        if not self.lo <= value <= self.hi:
+            raise ConfigError(f"{name} must be between {self.lo:g} and {self.hi:g}, got {value:g}")
+        return self.scale * value
 
 
-def _float(name: str, raw: str, lo: float, hi: float) -> float:
-    try:
-        value = float(raw.strip())
-    except ValueError:
-        raise ConfigError(f"{name} must be a number, got {raw!r}") from None
-    if not lo <= value <= hi:
-        raise ConfigError(f"{name} must be between {lo:g} and {hi:g}, got {value:g}")
-    return value
+@dataclass(frozen=True, slots=True)
+class Url:
+    schemes: tuple[str, ...]
+    strip_slash: bool = False
+
+    def __call__(self, name: str, raw: str) -> str:
+        parsed = urlparse(raw.strip())
+        if parsed.scheme not in self.schemes or not parsed.netloc:
+            raise ConfigError(f"{name} must be a {' or '.join(self.schemes)} URL, got {raw!r}")
+        return raw.strip().rstrip("/") if self.strip_slash else raw.strip()
 
 
-def _url(name: str, raw: str, schemes: tuple[str, ...]) -> str:
-    parsed = urlparse(raw.strip())
-    if parsed.scheme not in schemes or not parsed.netloc:
-        raise ConfigError(f"{name} must be a {' or '.join(schemes)} URL, got {raw!r}")
-    return raw.strip()
+@dataclass(frozen=True, slots=True)
+class OneOf:
+    """One of ``choices``, in any case."""
+
+    choices: tuple[str, ...]
+
+    def __call__(self, name: str, raw: str) -> str:
+        value = raw.strip().upper()
+        if value not in self.choices:
+            raise ConfigError(f"{name} must be one of {', '.join(self.choices)}, got {value!r}")
+        return value
 
 
-def _without_password(url: str) -> str:
+def _token(name: str, raw: str) -> str:
+    token = raw.strip()
+    # A token goes in an HTTP header: printable ASCII only, no spaces or control characters.
+    if len(token) < 20 or not all("!" <= c <= "~" for c in token):
+        raise ConfigError(f"{name} does not look like a bot token (check for stray text)")
+    return token
+
+
+def without_password(url: str) -> str:
     """``url`` safe to show: a password in it is replaced by ``***``."""
     parsed = urlparse(url)
     if parsed.password is None:
@@ -95,20 +116,153 @@ def _without_password(url: str) -> str:
     return parsed._replace(netloc=netloc).geturl()
 
 
-def _database_url(raw: str) -> str:
+def _database_url(name: str, raw: str) -> str:
     raw = raw.strip()
     if raw.startswith(("postgresql://", "postgres://")):
         if not urlparse(raw).netloc:
-            raise ConfigError(f"DATABASE_URL has no host: {_without_password(raw)!r}")
+            raise ConfigError(f"{name} has no host: {without_password(raw)!r}")
         return raw
     if raw.startswith("sqlite:///") and len(raw) > len("sqlite:///"):
         if "\x00" in raw:
-            raise ConfigError("DATABASE_URL has a NUL character in its path")
+            raise ConfigError(f"{name} has a NUL character in its path")
         return raw
     raise ConfigError(
-        "DATABASE_URL must be sqlite:///PATH (e.g. sqlite:///data/crier.db) or "
-        f"postgresql://USER@HOST/DB, got {_without_password(raw)!r}"
+        f"{name} must be sqlite:///PATH (e.g. sqlite:///data/crier.db) or "
+        f"postgresql://USER@HOST/DB, got {without_password(raw)!r}"
     )
+
+
+# --- the table ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    env: str
+    """The environment variable (and ``.env`` name)."""
+    field: str
+    """The :class:`Settings` field it fills."""
+    parse: Callable[[str, str], Any]
+    default: str | None
+    """The default as written in ``.env``; None: unset unless given."""
+    help: str
+
+    def read(self, raw: str | None) -> Any:
+        """The value for ``raw`` (None: not given), or the default's; None if neither."""
+        text = self.default if raw is None else raw
+        return None if text is None else self.parse(self.env, text)
+
+
+TOKEN = Setting(
+    "DISCORD_TOKEN", "token", _token, None, "The bot token from the Discord developer portal."
+)
+SETTINGS: tuple[Setting, ...] = (
+    TOKEN,
+    Setting("LOG_LEVEL", "log_level", OneOf(LOG_LEVELS), "INFO", "How much is logged."),
+    Setting(
+        "DATABASE_URL",
+        "database_url",
+        _database_url,
+        "sqlite:///data/crier.db",
+        "Where announcements and the scheduler's jobs live: sqlite:///PATH or "
+        "postgresql://USER@HOST/DB.",
+    ),
+    Setting(
+        "DEV_GUILD_ID",
+        "dev_guild_id",
+        Snowflake(),
+        None,
+        "A server to register the commands in instantly while developing.",
+    ),
+    Setting(
+        "DISCORD_API_BASE",
+        "api_base",
+        Url(("http", "https"), strip_slash=True),
+        "https://discord.com/api/v10",
+        "Discord's REST address (a proxy, or a test fake).",
+    ),
+    Setting(
+        "DISCORD_GATEWAY_URL",
+        "gateway_url",
+        Url(("ws", "wss")),
+        "wss://gateway.discord.gg/",
+        "Discord's gateway address (a proxy, or a test fake).",
+    ),
+    Setting(
+        "SEND_SPACING_SECONDS",
+        "send_spacing",
+        Number(0.0, 60.0),
+        "1.5",
+        "Seconds between two sends to one channel.",
+    ),
+    Setting(
+        "CATCH_UP_WINDOW_MINUTES",
+        "catch_up_window",
+        Number(1.0, 60.0 * 24 * 30, scale=60.0),
+        "60",
+        "An announcement found this late (after downtime) is still sent, marked late; older "
+        "ones are reported as missed (kept in seconds).",
+    ),
+    Setting(
+        "SCHEDULER_LEASE_SECONDS",
+        "lease",
+        Number(1.0, 600.0),
+        "30",
+        "How long a delivery in progress is held before another run may take it over.",
+    ),
+    Setting(
+        "SCHEDULER_SWEEP_SECONDS",
+        "sweep_interval",
+        Number(0.1, 600.0),
+        "30",
+        "How often leases of crashed runs are looked for (the only periodic timer).",
+    ),
+    Setting(
+        "NONCE_WINDOW_SECONDS",
+        "nonce_window",
+        Number(1.0, 300.0),
+        "150",
+        "How long after a first send attempt a re-send with the same nonce is still safe "
+        "(Discord keeps nonces for a few minutes).",
+    ),
+)
+"""Every setting, in the order they are checked."""
+
+_BY_FIELD = {s.field: s for s in SETTINGS}
+
+
+def default(field_name: str) -> Any:
+    """The default value of the :class:`Settings` field ``field_name``."""
+    return _BY_FIELD[field_name].read(None)
+
+
+DEFAULT_API_BASE: str = default("api_base")
+DEFAULT_GATEWAY: str = default("gateway_url")
+DEFAULT_DATABASE_URL: str = default("database_url")
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """The bot's settings; each field's meaning and default are its row in :data:`SETTINGS`."""
+
+    token: str = field(repr=False)
+    database_url: str = DEFAULT_DATABASE_URL
+    dev_guild_id: int | None = default("dev_guild_id")
+    log_level: str = default("log_level")
+    api_base: str = DEFAULT_API_BASE
+    gateway_url: str = DEFAULT_GATEWAY
+    send_spacing: float = default("send_spacing")
+    catch_up_window: float = default("catch_up_window")
+    nonce_window: float = default("nonce_window")
+    lease: float = default("lease")
+    sweep_interval: float = default("sweep_interval")
+
+    @property
+    def database(self) -> tuple[str, str]:
+        """``("sqlite", path)`` or ``("postgres", dsn)``."""
+        url = self.database_url
+        if url.startswith(("postgresql://", "postgres://")):
+            return "postgres", url
+        return "sqlite", url[len("sqlite:///") :]
 
 
 def _read_env_file(path: Path) -> dict[str, str]:
@@ -145,52 +299,16 @@ def load_settings(
         value = values.get(name)
         return value if value is not None and value.strip() != "" else None
 
-    token = get("DISCORD_TOKEN")
-    if token is None:
+    raw_token = get(TOKEN.env)
+    if raw_token is None:
         raise ConfigError(
-            "DISCORD_TOKEN is not set: put your bot token in .env (see .env.example) "
+            f"{TOKEN.env} is not set: put your bot token in .env (see .env.example) "
             "or in the environment"
         )
-    token = token.strip()
-    # A token goes in an HTTP header: printable ASCII only, no spaces or control characters.
-    if len(token) < 20 or not all("!" <= c <= "~" for c in token):
-        raise ConfigError("DISCORD_TOKEN does not look like a bot token (check for stray text)")
+    token: str = TOKEN.read(raw_token)
     try:
-        return _with_token(token, get)
+        return Settings(
+            token=token, **{s.field: s.read(get(s.env)) for s in SETTINGS if s is not TOKEN}
+        )
     except ConfigError as exc:  # a value pasted into the wrong setting may be the token
         raise ConfigError(str(exc).replace(token, "[token]")) from None
-
-
-def _with_token(token: str, get: Callable[[str], str | None]) -> Settings:
-    level = (get("LOG_LEVEL") or "INFO").strip().upper()
-    if level not in LOG_LEVELS:
-        raise ConfigError(f"LOG_LEVEL must be one of {', '.join(LOG_LEVELS)}, got {level!r}")
-    dev_guild = get("DEV_GUILD_ID")
-    spacing = get("SEND_SPACING_SECONDS")
-    window = get("CATCH_UP_WINDOW_MINUTES")
-    lease = get("SCHEDULER_LEASE_SECONDS")
-    sweep = get("SCHEDULER_SWEEP_SECONDS")
-    nonce_window = get("NONCE_WINDOW_SECONDS")
-    return Settings(
-        token=token,
-        database_url=_database_url(get("DATABASE_URL") or DEFAULT_DATABASE_URL),
-        dev_guild_id=None if dev_guild is None else _snowflake("DEV_GUILD_ID", dev_guild),
-        log_level=level,
-        api_base=_url(
-            "DISCORD_API_BASE", get("DISCORD_API_BASE") or DEFAULT_API_BASE, ("http", "https")
-        ).rstrip("/"),
-        gateway_url=_url(
-            "DISCORD_GATEWAY_URL", get("DISCORD_GATEWAY_URL") or DEFAULT_GATEWAY, ("ws", "wss")
-        ),
-        send_spacing=1.5 if spacing is None else _float("SEND_SPACING_SECONDS", spacing, 0.0, 60.0),
-        catch_up_window=3600.0
-        if window is None
-        else 60.0 * _float("CATCH_UP_WINDOW_MINUTES", window, 1.0, 60.0 * 24 * 30),
-        lease=30.0 if lease is None else _float("SCHEDULER_LEASE_SECONDS", lease, 1.0, 600.0),
-        sweep_interval=30.0
-        if sweep is None
-        else _float("SCHEDULER_SWEEP_SECONDS", sweep, 0.1, 600.0),
-        nonce_window=150.0
-        if nonce_window is None
-        else _float("NONCE_WINDOW_SECONDS", nonce_window, 1.0, 300.0),
-    )

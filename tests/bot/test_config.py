@@ -20,24 +20,22 @@ from pathlib import Path
 import pytest
 
 from bot.app import RedactingFormatter
-from bot.config import DEFAULT_API_BASE, DEFAULT_DATABASE_URL, ConfigError, load_settings
+from bot.config import (
+    DEFAULT_API_BASE,
+    DEFAULT_DATABASE_URL,
+    ConfigError,
+    load_settings,
+)
+from bot.config import (
+    SETTINGS as SETTINGS_TABLE,
+)
 from tests.fakediscord import FakeDiscord
 from tests.fakediscord import Permissions as P
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "MTIzNDU2Nzg5MDEyMzQ1Njc4.GaBcDe.abcdefghijklmnopqrstuvwxyz0123456789AB"
-SETTINGS = (
-    "DISCORD_TOKEN",
-    "DATABASE_URL",
-    "DEV_GUILD_ID",
-    "LOG_LEVEL",
-    "DISCORD_API_BASE",
-    "DISCORD_GATEWAY_URL",
-    "SEND_SPACING_SECONDS",
-    "CATCH_UP_WINDOW_MINUTES",
-    "SCHEDULER_LEASE_SECONDS",
-    "SCHEDULER_SWEEP_SECONDS",
-)
+SETTINGS = tuple(s.env for s in SETTINGS_TABLE)
+"""Every crier setting (the subprocess tests run without any of the caller's)."""
 
 
 def clean_env(**extra: str) -> dict[str, str]:
@@ -185,6 +183,19 @@ def test_the_example_env_file_loads_once_the_token_is_filled_in(tmp_path: Path) 
     assert s.database_url == DEFAULT_DATABASE_URL
     with pytest.raises(ConfigError, match="DISCORD_TOKEN is not set"):
         load_settings({}, env_file=ROOT / ".env.example")
+
+
+def test_every_setting_is_in_the_example_env_file_with_its_default() -> None:
+    """``.env.example`` lists each setting of the table once, set (or commented out) to the
+    table's default, so the file and the code never disagree about a default."""
+    lines = (ROOT / ".env.example").read_text().splitlines()
+    for setting in SETTINGS_TABLE:
+        written = [
+            line.removeprefix("# ")
+            for line in lines
+            if line.removeprefix("# ").startswith(f"{setting.env}=")
+        ]
+        assert written == [f"{setting.env}={setting.default or ''}"], setting.env
 
 
 # --- python -m bot: bad configuration -----------------------------------------------------------
