@@ -21,9 +21,8 @@ from .announcements import Draft, GuildSettings, NotFound
 from .checks import Refusal, check_channel, plan_mentions, require_manager
 from .limits import MAX_MESSAGE
 from .models import AnnouncementState
+from .parsing import InputError, parse_repeat, parse_when, resolve_timezone, timezone_choices
 from .render import PAGE_SIZE, choice_label, confirmation, listing_page
-from .repeat import parse_repeat
-from .timeparse import InputError, parse_when, resolve_timezone, timezone_choices
 
 if TYPE_CHECKING:
     from .app import CrierBot

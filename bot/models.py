@@ -11,7 +11,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from .repeat import RepeatRule
+from .parsing import RepeatRule
 
 
 class AnnouncementState(StrEnum):

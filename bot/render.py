@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from .announcements import Announcement, Listing
 from .limits import MAX_CHOICE_NAME, MAX_MESSAGE
 from .models import AnnouncementState, mention_markup
-from .timeparse import discord_timestamp
+from .parsing import discord_timestamp
 
 PAGE_SIZE = 6
 PREVIEW_LIMIT = 1000

@@ -1,4 +1,4 @@
-"""Tests for bot.repeat: presets across DST, intervals, cron validation and descriptions."""
+"""Tests for bot.parsing.repeat: presets across DST, intervals, cron validation and descriptions."""
 
 from __future__ import annotations
 
@@ -9,8 +9,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.repeat import MAX_INTERVAL, MIN_INTERVAL, RepeatRule, describe_cron, parse_repeat
-from bot.timeparse import InputError, parse_when
+from bot.parsing import (
+    MAX_INTERVAL,
+    MIN_INTERVAL,
+    InputError,
+    RepeatRule,
+    describe_cron,
+    parse_repeat,
+    parse_when,
+)
 from scheduler.triggers import Cron, Interval
 
 UTC_Z = ZoneInfo("UTC")

@@ -1,4 +1,4 @@
-"""Tests for bot.timeparse: every accepted form, every refusal, and fuzzing. No real clock."""
+"""Tests for bot.parsing (when, zones, durations): every form, every refusal, fuzzing; fixed now."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from bot.timeparse import (
+from bot.parsing import (
     COMMON_ZONES,
     MAX_AHEAD,
     InputError,

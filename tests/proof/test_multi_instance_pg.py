@@ -45,7 +45,7 @@ import pytest
 from bot.announcements import SEND_FN, Announcement, Announcements, Draft
 from bot.app import bot_migrations
 from bot.delivery import SEND_RETRY, nonce_for
-from bot.repeat import RepeatRule
+from bot.parsing import RepeatRule
 from scheduler import Registry, Scheduler
 from scheduler.testing import FakeClock
 from tests.fakediscord import FakeDiscord

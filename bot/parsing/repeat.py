@@ -1,7 +1,7 @@
 """Turn the `repeat` text of ``/schedule`` into a recurrence rule.
 
-Pure functions, like :mod:`bot.timeparse`: bad input raises
-:class:`~bot.timeparse.InputError` with a friendly message that shows valid input.
+Pure functions, like :mod:`bot.parsing.when`: bad input raises
+:class:`~bot.parsing.InputError` with a friendly message that shows valid input.
 
 Accepted ``repeat`` forms (case-insensitive), given the first occurrence ``first``:
 
@@ -35,7 +35,6 @@ Decisions:
 
 from __future__ import annotations
 
-import calendar
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -43,11 +42,15 @@ from fractions import Fraction
 from typing import Final, Literal
 from zoneinfo import ZoneInfo
 
-from bot.timeparse import InputError, parse_duration
 from scheduler.errors import InvalidSchedule
 from scheduler.triggers import CRON_MACROS, Cron
 
-__all__ = ["MAX_INTERVAL", "MIN_INTERVAL", "RepeatRule", "describe_cron", "parse_repeat"]
+from .cron_words import describe_cron
+from .durations import duration_parts, parse_duration, spoken_duration
+from .errors import InputError
+from .words import WEEKDAY_NAMES, WEEKDAY_WORDS, cron_day
+
+__all__ = ["MAX_INTERVAL", "MIN_INTERVAL", "RepeatRule", "parse_repeat"]
 
 MIN_INTERVAL: Final = timedelta(minutes=1)
 MAX_INTERVAL: Final = timedelta(days=366)
@@ -82,20 +85,11 @@ _EXAMPLES: Final = (
     "`daily`, `weekly`, `every weekday`, `every 2 hours` "
     "or a cron expression like `0 9 * * 1-5` (09:00 on weekdays)"
 )
-_MACROS: Final = CRON_MACROS
-_DAY_NAMES: Final = ("Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday")
 _DAY_WORDS: Final = {
-    **{name.lower(): i for i, name in enumerate(_DAY_NAMES)},
-    **{name[:3].lower(): i for i, name in enumerate(_DAY_NAMES)},
-    **{name.lower() + "s": i for i, name in enumerate(_DAY_NAMES)},
-    "tues": 2,
-    "thur": 4,
-    "thurs": 4,
+    **{word: cron_day(day) for word, day in WEEKDAY_WORDS.items()},
+    **{name.lower() + "s": cron_day(day) for day, name in enumerate(WEEKDAY_NAMES)},
 }
-_MONTH_NAMES: Final = tuple(calendar.month_name[1:])
-_CRON_MONTHS: Final = {name[:3].upper(): i for i, name in enumerate(_MONTH_NAMES, 1)}
-_CRON_DAYS: Final = {name[:3].upper(): i for i, name in enumerate(_DAY_NAMES)}
-_MAX_DAYS: Final = (31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+"""Words for a day in a repeat rule (``monday``, ``mon``, ``mondays``…) → cron day number."""
 
 _A = re.ASCII
 _EVERY: Final = re.compile(r"(?:every|each|repeat every) ", _A)
@@ -130,7 +124,6 @@ _WEEKDAY_LIST: Final = re.compile(
     rf"(?:(?:every|each|on) )?([a-z]+(?:(?:{_DAY_SEPARATOR})[a-z]+)*)", _A
 )
 _CRON_TOKEN: Final = re.compile(r"[0-9a-z*?#/,\-]+", _A)
-_NUMBER: Final = re.compile(r"[0-9]{1,2}", _A)
 
 
 # --------------------------------------------------------------------------- public API
@@ -142,7 +135,7 @@ def parse_repeat(text: str, first: datetime, tz: ZoneInfo) -> RepeatRule | None:
     ``first`` is the first occurrence (aware; the parsed ``when``) and ``tz`` the
     announcement's zone: presets are taken from ``first``'s wall-clock time in ``tz`` and
     cron rules are evaluated in ``tz``. See the module docstring for the accepted forms.
-    Raises :class:`~bot.timeparse.InputError` with a user-facing message otherwise.
+    Raises :class:`~bot.parsing.InputError` with a user-facing message otherwise.
     """
     if first.tzinfo is None or first.utcoffset() is None:
         raise ValueError("parse_repeat needs an aware 'first'")
@@ -156,20 +149,6 @@ def parse_repeat(text: str, first: datetime, tz: ZoneInfo) -> RepeatRule | None:
     if rule is None:
         raise InputError(f"I couldn't read that as a repeat rule. Try {_EXAMPLES}.")
     return rule
-
-
-def describe_cron(expr: str, tz_name: str) -> str:
-    """Describe a 5-field cron expression in English, followed by its zone.
-
-    Common shapes read naturally (``"every day at 09:00 (Europe/London)"``,
-    ``"at 09:00, Monday through Friday (UTC)"``, ``"every 15 minutes (UTC)"``,
-    ``"at 12:00 on the last day of the month (UTC)"``); anything else is shown as
-    ``"cron `expr` (zone)"``.
-    """
-    normalized = " ".join(expr.split())
-    fields = _MACROS.get(normalized.lower(), normalized).upper().split()
-    words = _cron_words(fields) if len(fields) == 5 else None
-    return f"{words or f'cron `{normalized}`'} ({tz_name})"
 
 
 # --------------------------------------------------------------------------- presets
@@ -281,24 +260,10 @@ def _interval_rule(seconds: Fraction) -> RepeatRule:
 
 def _describe_interval(every: timedelta) -> str:
     """``every 30 minutes``, ``every hour``, ``every 2 weeks``, ``every 1 hour and 30 minutes``."""
-    total = round(every.total_seconds())
-    if total % 604800 == 0:
-        parts = [(total // 604800, "week")]
-    else:
-        parts = [
-            (amount, unit)
-            for amount, unit in (
-                (total // 86400, "day"),
-                (total % 86400 // 3600, "hour"),
-                (total % 3600 // 60, "minute"),
-                (total % 60, "second"),
-            )
-            if amount
-        ]
+    parts = duration_parts(every)
     if len(parts) == 1 and parts[0][0] == 1:
         return f"every {parts[0][1]}"
-    texts = [f"{amount} {unit}{'s' if amount != 1 else ''}" for amount, unit in parts]
-    return "every " + _join(texts)
+    return "every " + spoken_duration(every)
 
 
 # --------------------------------------------------------------------------- cron
@@ -306,117 +271,12 @@ def _describe_interval(every: timedelta) -> str:
 
 def _cron(s: str, tz: ZoneInfo) -> RepeatRule | None:
     if s.startswith("@"):
-        if s not in _MACROS:
+        if s not in CRON_MACROS:
             raise InputError(f"`{s}` isn't a cron macro I know. Try `@daily` or `@weekly`.")
-        return _cron_rule(_MACROS[s], tz)
+        return _cron_rule(CRON_MACROS[s], tz)
     tokens = s.split(" ")
     if len(tokens) < 3 or not all(_CRON_TOKEN.fullmatch(t) for t in tokens):
         return None
     if not re.fullmatch(r"[0-9*?][0-9*?,/\-]*", tokens[0], _A):
         return None
     return _cron_rule(s.upper(), tz)
-
-
-def _cron_words(fields: list[str]) -> str | None:
-    minute, hour, dom, month, dow = fields
-    if hour == "*" and dom == month == dow == "*":
-        return _sub_hourly_words(minute)
-    m = _number(minute, 0, 59)
-    if m is None:
-        return None
-    if dom == month == dow == "*" and hour.startswith("*/"):
-        step = _number(hour[2:], 1, 23)
-        if step is None or 24 % step:
-            return None
-        return f"every hour at :{m:02d}" if step == 1 else f"every {step} hours at :{m:02d}"
-    hours = [_number(h, 0, 23) for h in hour.split(",")]
-    if None in hours:
-        return None
-    times = _join([f"{h:02d}:{m:02d}" for h in sorted({h for h in hours if h is not None})])
-    if dom == "*" and month == "*":
-        return _weekly_words(times, dow)
-    if dow == "*":
-        return _monthly_words(times, dom, month)
-    return None
-
-
-def _sub_hourly_words(minute: str) -> str | None:
-    if minute == "*":
-        return "every minute"
-    if minute.startswith("*/"):
-        step = _number(minute[2:], 1, 59)
-        if step is None or 60 % step:
-            return None
-        return "every minute" if step == 1 else f"every {step} minutes"
-    m = _number(minute, 0, 59)
-    return None if m is None else f"every hour at :{m:02d}"
-
-
-def _weekly_words(times: str, dow: str) -> str | None:
-    days = list(range(7)) if dow == "*" else _cron_days(dow)
-    if days is None:
-        return None
-    if len(days) == 7:
-        return f"every day at {times}"
-    names = [_DAY_NAMES[d] for d in days]
-    if len(days) == 1:
-        return f"every {names[0]} at {times}"
-    order = [(d - 1) % 7 for d in days]
-    if len(days) >= 3 and order == list(range(order[0], order[0] + len(days))):
-        return f"at {times}, {names[0]} through {names[-1]}"
-    return f"at {times} on {_join(names)}"
-
-
-def _monthly_words(times: str, dom: str, month: str) -> str | None:
-    day = None if dom == "L" else _number(dom, 1, 31)
-    if dom != "L" and day is None:
-        return None
-    where = "the last day" if day is None else f"day {day}"
-    if month == "*":
-        skip = f", skipping months without a day {day}" if day and day > 28 else ""
-        return f"at {times} on {where} of the month{skip}"
-    months = _cron_months(month)
-    if months is None:
-        return None
-    if len(months) == 1 and day is not None:
-        note = ", only in leap years" if (months[0], day) == (2, 29) else ""
-        return f"every year on {day} {_MONTH_NAMES[months[0] - 1]} at {times}{note}"
-    return f"at {times} on {where} of {_join([_MONTH_NAMES[m - 1] for m in months])}"
-
-
-def _number(text: str, low: int, high: int) -> int | None:
-    if not _NUMBER.fullmatch(text):
-        return None
-    value = int(text)
-    return value if low <= value <= high else None
-
-
-def _cron_days(field: str) -> list[int] | None:
-    """The days (0 = Sunday) a plain day-of-week field names, Monday first; else ``None``."""
-    days: set[int] = set()
-    for item in field.split(","):
-        start_text, dash, end_text = item.partition("-")
-        start = _CRON_DAYS.get(start_text, _number(start_text, 0, 7))
-        end = _CRON_DAYS.get(end_text, _number(end_text, 0, 7)) if dash else start
-        if start is None or end is None:
-            return None
-        if dash and end == 0:
-            end = 7  # SUN at the end of a range
-        if end < start:
-            return None
-        days.update(d % 7 for d in range(start, end + 1))
-    return sorted(days, key=lambda d: (d - 1) % 7)
-
-
-def _cron_months(field: str) -> list[int] | None:
-    months: list[int] = []
-    for item in field.split(","):
-        value = _CRON_MONTHS.get(item, _number(item, 1, 12))
-        if value is None:
-            return None
-        months.append(value)
-    return sorted(set(months))
-
-
-def _join(items: list[str]) -> str:
-    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"

@@ -34,11 +34,7 @@ Decisions on ambiguous input:
 
 from __future__ import annotations
 
-import calendar
-import difflib
-import functools
 import re
-import zoneinfo
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, timezone, tzinfo
@@ -46,91 +42,24 @@ from fractions import Fraction
 from typing import Final
 from zoneinfo import ZoneInfo
 
-__all__ = [
-    "COMMON_ZONES",
-    "MAX_AHEAD",
-    "InputError",
-    "discord_timestamp",
-    "parse_duration",
-    "parse_when",
-    "resolve_timezone",
-    "timezone_choices",
-]
-
-
-class InputError(ValueError):
-    """The user's text could not be used; ``str(error)`` is a friendly message for them."""
-
-
-MAX_AHEAD: Final = timedelta(days=5 * 365 + 1)
-"""How far ahead a time may be (about 5 years)."""
-
-MAX_INPUT_LENGTH: Final = 100
-
-COMMON_ZONES: Final = (
-    "UTC",
-    "Europe/London",
-    "America/New_York",
-    "America/Chicago",
-    "America/Denver",
-    "America/Los_Angeles",
-    "Europe/Paris",
-    "Europe/Berlin",
-    "Europe/Madrid",
-    "Europe/Amsterdam",
-    "Europe/Stockholm",
-    "Europe/Warsaw",
-    "Europe/Moscow",
-    "America/Toronto",
-    "America/Sao_Paulo",
-    "America/Mexico_City",
-    "Africa/Johannesburg",
-    "Asia/Dubai",
-    "Asia/Kolkata",
-    "Asia/Singapore",
-    "Asia/Shanghai",
-    "Asia/Tokyo",
-    "Australia/Sydney",
-    "Pacific/Auckland",
-    "Pacific/Honolulu",
+from .display import (
+    EPOCH,
+    discord_timestamp,
+    epoch_seconds,
+    example_date,
+    examples,
+    past_message,
+    plain_time,
+    too_far_message,
+    understood_as,
+    zone_label,
 )
-"""Zones offered first when nothing has been typed yet."""
-
-_PRIMARY_REGIONS: Final = frozenset(
-    {"Africa", "America", "Antarctica", "Asia", "Atlantic", "Australia", "Europe", "Indian"}
-    | {"Pacific"}
-)
-_NOT_ZONES: Final = frozenset({"Factory", "localtime", "posixrules"})
-_DISCORD_STYLES: Final = frozenset("tTdDfFR")
-_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
-
-_UNIT_SECONDS: Final = {
-    **dict.fromkeys(("s", "sec", "secs", "second", "seconds"), 1),
-    **dict.fromkeys(("m", "min", "mins", "minute", "minutes"), 60),
-    **dict.fromkeys(("h", "hr", "hrs", "hour", "hours"), 3600),
-    **dict.fromkeys(("d", "day", "days"), 86400),
-    **dict.fromkeys(("w", "wk", "wks", "week", "weeks"), 604800),
-}
-_WEEKDAYS: Final = {
-    **dict.fromkeys(("monday", "mon"), 0),
-    **dict.fromkeys(("tuesday", "tue", "tues"), 1),
-    **dict.fromkeys(("wednesday", "wed"), 2),
-    **dict.fromkeys(("thursday", "thu", "thur", "thurs"), 3),
-    **dict.fromkeys(("friday", "fri"), 4),
-    **dict.fromkeys(("saturday", "sat"), 5),
-    **dict.fromkeys(("sunday", "sun"), 6),
-}
-_MONTH_NAMES: Final = tuple(calendar.month_name[1:])
-_MONTHS: Final = {
-    **{name.lower(): i for i, name in enumerate(_MONTH_NAMES, 1)},
-    **{name[:3].lower(): i for i, name in enumerate(_MONTH_NAMES, 1)},
-    "sept": 9,
-}
+from .durations import parse_duration
+from .errors import MAX_AHEAD, MAX_INPUT_LENGTH, InputError
+from .words import MONTH_WORDS, WEEKDAY_WORDS
+from .zones import resolve_timezone
 
 _A = re.ASCII
-_DURATION_PART: Final = re.compile(
-    r" ?(?:, ?)?(?:and )?(?:([0-9]+(?:\.[0-9]+)?) ?([a-z]+)|(an?) ([a-z]+))", _A
-)
 _DISCORD_TS: Final = re.compile(r"<t:(-?[0-9]+)(?::[a-z])?>", _A)
 _CLOCK: Final = re.compile(
     r"(?P<h>[0-9]{1,2})(?::(?P<m>[0-9]{2})(?::(?P<s>[0-9]{2}))?)? ?(?P<ampm>[ap]\.?m\.?)?", _A
@@ -154,18 +83,6 @@ _ZONE_OFFSET: Final = re.compile(
 # --------------------------------------------------------------------------- public API
 
 
-def discord_timestamp(dt: datetime, style: str = "F") -> str:
-    """Render an aware datetime as Discord markup, e.g. ``<t:1725000000:F>``.
-
-    ``style`` is one of Discord's letters ``t T d D f F R``. Fractions of a second are dropped.
-    """
-    if dt.tzinfo is None or dt.utcoffset() is None:
-        raise ValueError("discord_timestamp needs an aware datetime")
-    if style not in _DISCORD_STYLES:
-        raise ValueError(f"unknown Discord timestamp style {style!r}")
-    return f"<t:{_epoch_seconds(dt)}:{style}>"
-
-
 def parse_when(text: str, tz: ZoneInfo, now: datetime) -> datetime:
     """Read the user's ``when`` text as an aware UTC datetime strictly after ``now``.
 
@@ -179,81 +96,14 @@ def parse_when(text: str, tz: ZoneInfo, now: datetime) -> datetime:
         raise ValueError("parse_when needs an aware 'now'")
     s = _normalize(text)
     if len(s) > MAX_INPUT_LENGTH:
-        raise InputError(f"That's too long for a time. Try {_examples(now)}.")
+        raise InputError(f"That's too long for a time. Try {examples(now)}.")
     if not s:
-        raise InputError(f"Please say when to post it, like {_examples(now)}.")
+        raise InputError(f"Please say when to post it, like {examples(now)}.")
     for parse in (_parse_discord_timestamp, _parse_epoch, _parse_relative):
         result = parse(s, now)
         if result is not None:
             return _checked(result, tz, now)
     return _parse_absolute(s, tz, now)
-
-
-def resolve_timezone(name: str) -> ZoneInfo:
-    """Find the IANA zone called ``name``, ignoring case (``europe/london`` works).
-
-    Spaces may stand for underscores (``america/new york``). An unknown name raises
-    :class:`InputError` that suggests the closest known names.
-    """
-    key = "_".join(name.strip().lower().split())
-    names = _zone_names()
-    if key in names:
-        return ZoneInfo(names[key])
-    shown = _sanitize(name)
-    if not shown:
-        raise InputError("Please give a time zone, like `Europe/London` or `America/New_York`.")
-    close = _suggest_zones(key)
-    if close:
-        listed = ", ".join(f"`{z}`" for z in close)
-        raise InputError(f"I don't know the time zone `{shown}`. Did you mean {listed}?")
-    raise InputError(
-        f"I don't know the time zone `{shown}`. Use a name like `Europe/London`, "
-        "`America/New_York` or `UTC` (start typing to see the list)."
-    )
-
-
-def timezone_choices(prefix: str, limit: int = 25) -> list[str]:
-    """Zone names for autocomplete that contain ``prefix`` (case-insensitive), best first.
-
-    Exact matches come first, then names starting with the text, then names with a part
-    (region, city, or word of a city) starting with it, then any other names containing it;
-    within each group the common zones lead, then the current region-style names, then the
-    rest alphabetically. An empty ``prefix`` gives :data:`COMMON_ZONES` first. At most
-    ``limit`` names are returned (Discord shows at most 25 choices).
-    """
-    if limit <= 0:
-        return []
-    key = "_".join(prefix.strip().lower().split())
-    ranked = sorted(
-        (rank, _popularity(zone), zone)
-        for zone in _zone_names().values()
-        if (rank := _match_rank(zone.lower(), key)) is not None
-    )
-    return [zone for _, _, zone in ranked[:limit]]
-
-
-def parse_duration(text: str) -> Fraction | None:
-    """Read a duration like ``2h30m``, ``1 day, 3 hours``, ``an hour`` or ``1.5h``.
-
-    ``text`` must already be lower-case with single spaces. Returns the length in seconds
-    (exact, possibly huge), or ``None`` if the text is not a duration at all (or is longer
-    than :data:`MAX_INPUT_LENGTH`).
-    """
-    if len(text) > MAX_INPUT_LENGTH:
-        return None
-    total = Fraction(0)
-    pos = 0
-    while pos < len(text):
-        match = _DURATION_PART.match(text, pos)
-        if match is None or (pos == 0 and match.group(0).startswith((" ", ",", "and"))):
-            return None
-        number, unit = match.group(1) or match.group(3), match.group(2) or match.group(4)
-        if unit not in _UNIT_SECONDS:
-            return None
-        amount = Fraction(1) if number in ("a", "an") else Fraction(number)
-        total += amount * _UNIT_SECONDS[unit]
-        pos = match.end()
-    return total if pos else None
 
 
 # --------------------------------------------------------------------------- instants
@@ -263,31 +113,14 @@ def _normalize(text: str) -> str:
     return " ".join(text.lower().split())
 
 
-def _epoch_seconds(dt: datetime) -> int:
-    return (dt - _EPOCH) // timedelta(seconds=1)
-
-
-def _examples(now: datetime) -> str:
-    return (
-        f"`in 90m`, `18:00`, `tomorrow 09:00`, `{_example_date(now.date())}` "
-        "or a Discord timestamp like `<t:1735000000>`"
-    )
-
-
-def _example_date(today: date) -> str:
-    """A date-and-time example that is still ahead, like ``2026-12-24 18:00``."""
-    year = today.year if (today.month, today.day) < (12, 24) else today.year + 1
-    return f"{year}-12-24 18:00"
-
-
 def _from_epoch(seconds: Fraction, now: datetime) -> datetime:
-    """``_EPOCH + seconds``, refusing values far outside the allowed window first."""
-    now_s = _epoch_seconds(now)
+    """``EPOCH + seconds``, refusing values far outside the allowed window first."""
+    now_s = epoch_seconds(now)
     if seconds > now_s + MAX_AHEAD.total_seconds() + 86400:
-        raise InputError(_too_far_message(None, now))
+        raise InputError(too_far_message(None, now))
     if seconds < now_s - 100 * 366 * 86400:
-        raise InputError(f"That timestamp is long past. Try {_examples(now)}.")
-    return _EPOCH + timedelta(microseconds=round(seconds * 1_000_000))
+        raise InputError(f"That timestamp is long past. Try {examples(now)}.")
+    return EPOCH + timedelta(microseconds=round(seconds * 1_000_000))
 
 
 def _parse_discord_timestamp(s: str, now: datetime) -> datetime | None:
@@ -316,57 +149,17 @@ def _parse_relative(s: str, now: datetime) -> datetime | None:
     if seconds is None:
         return None
     if seconds > MAX_AHEAD.total_seconds():
-        raise InputError(_too_far_message(None, now))
+        raise InputError(too_far_message(None, now))
     return now.astimezone(UTC) + timedelta(microseconds=round(seconds * 1_000_000))
 
 
 def _checked(result: datetime, zone: tzinfo, now: datetime) -> datetime:
     """Return ``result`` in UTC if it is inside the allowed window, else explain why not."""
     if result <= now:
-        raise InputError(_past_message(_understood(result, zone)))
+        raise InputError(past_message(understood_as(result, zone)))
     if result - now > MAX_AHEAD:
-        raise InputError(_too_far_message(_understood(result, zone), now))
+        raise InputError(too_far_message(understood_as(result, zone), now))
     return result.astimezone(UTC)
-
-
-def _past_message(understood: str) -> str:
-    return (
-        f"That time has already passed: I read it as {understood}. "
-        "Please give a time in the future, like `in 2h` or `tomorrow 09:00`."
-    )
-
-
-def _too_far_message(understood: str | None, now: datetime) -> str:
-    read = f" I read it as {understood}." if understood else ""
-    limit = discord_timestamp(now + MAX_AHEAD, "D")
-    return f"That's too far ahead.{read} I can schedule up to 5 years ahead (until {limit})."
-
-
-def _understood(dt: datetime, zone: tzinfo) -> str:
-    """``<t:N:F>`` plus a plain rendering in the zone used and in UTC."""
-    local = dt.astimezone(zone)
-    utc = dt.astimezone(UTC)
-    zone_name = _zone_label(zone, local)
-    plain = f"{_fmt(utc)} UTC"
-    if zone_name != "UTC":
-        plain = f"{_fmt(local)} {zone_name} = {plain}"
-    return f"{discord_timestamp(dt)} ({plain})"
-
-
-def _fmt(dt: datetime) -> str:
-    seconds = f":{dt.second:02d}" if dt.second else ""
-    return f"{dt.year:04d}-{dt.month:02d}-{dt.day:02d} {dt.hour:02d}:{dt.minute:02d}{seconds}"
-
-
-def _zone_label(zone: tzinfo, at: datetime) -> str:
-    if isinstance(zone, ZoneInfo):
-        return zone.key
-    offset = zone.utcoffset(at) or timedelta(0)
-    if not offset:
-        return "UTC"
-    sign = "-" if offset < timedelta(0) else "+"
-    minutes = abs(offset) // timedelta(minutes=1)
-    return f"UTC{sign}{minutes // 60:02d}:{minutes % 60:02d}"
 
 
 # --------------------------------------------------------------------------- absolute times
@@ -408,7 +201,7 @@ def _parse_absolute(s: str, tz: ZoneInfo, now: datetime) -> datetime:
         raise InputError(f"`{s}` needs a time of day too, like `{s} 09:00` or `{s} 6pm`.")
     if s == "now":
         raise InputError("Please give a time in the future; for right away use `in 1m`.")
-    raise InputError(f"I couldn't read that as a time. Try {_examples(now)}.")
+    raise InputError(f"I couldn't read that as a time. Try {examples(now)}.")
 
 
 def _split_zone(s: str, tz: ZoneInfo) -> tuple[str, tzinfo]:
@@ -475,18 +268,18 @@ def _parse_day(s: str, today: date) -> _DaySpec | None:
     if _SLASH_DATE.fullmatch(s):
         raise InputError(
             f"I can't tell whether `{s}` is day/month or month/day. "
-            f"Please write the date as year-month-day, like `{_example_date(today)}`."
+            f"Please write the date as year-month-day, like `{example_date(today)}`."
         )
     return _parse_named_day(s)
 
 
 def _parse_named_day(s: str) -> _DaySpec | None:
-    if (match := _WEEKDAY.fullmatch(s)) is not None and match[1] in _WEEKDAYS:
-        return _OnWeekday(_WEEKDAYS[match[1]])
+    if (match := _WEEKDAY.fullmatch(s)) is not None and match[1] in WEEKDAY_WORDS:
+        return _OnWeekday(WEEKDAY_WORDS[match[1]])
     for pattern, day_group, month_group in ((_DAY_MONTH, 1, 2), (_MONTH_DAY, 2, 1)):
         match = pattern.fullmatch(s)
-        if match is not None and match[month_group] in _MONTHS:
-            month, day = _MONTHS[match[month_group]], int(match[day_group])
+        if match is not None and match[month_group] in MONTH_WORDS:
+            month, day = MONTH_WORDS[match[month_group]], int(match[day_group])
             if match[3]:
                 return _OnDate(_make_date(int(match[3]), month, day, s))
             _make_date(2000, month, day, s)  # a leap year: only checks the day exists
@@ -539,10 +332,10 @@ def _exact(naive: datetime, zone: tzinfo, now: datetime) -> datetime:
 def _far_from_now(naive: datetime, zone: tzinfo, now: datetime) -> datetime:
     """Refuse a wall time years away without converting it (that could overflow)."""
     aware = naive.replace(tzinfo=zone)
-    understood = f"{discord_timestamp(aware)} ({_fmt(naive)} {_zone_label(zone, naive)})"
+    understood = f"{discord_timestamp(aware)} ({plain_time(naive)} {zone_label(zone, naive)})"
     if naive.year > now.year:
-        raise InputError(_too_far_message(understood, now))
-    raise InputError(_past_message(understood))
+        raise InputError(too_far_message(understood, now))
+    raise InputError(past_message(understood))
 
 
 def _first_future(dates: Iterable[date], clock: time, zone: tzinfo, now: datetime) -> datetime:
@@ -583,66 +376,14 @@ def _gap(naive: datetime, zone: tzinfo) -> tuple[datetime, datetime] | None:
 
 
 def _gap_message(naive: datetime, zone: tzinfo, start: datetime, end: datetime) -> str:
-    where = _zone_label(zone, naive)
+    where = zone_label(zone, naive)
     day = f"{naive:%A} {naive.day} {naive:%B %Y}"
     same_day = start.date() == end.date()
     jump_from, jump_to = (
-        (f"{start:%H:%M}", f"{end:%H:%M}") if same_day else (_fmt(start), _fmt(end))
+        (f"{start:%H:%M}", f"{end:%H:%M}") if same_day else (plain_time(start), plain_time(end))
     )
     return (
         f"{naive:%H:%M} doesn't exist on {day} in {where}: the clocks jump from "
         f"{jump_from} straight to {jump_to}. "
-        f"The next valid time is {jump_to}, so try `{_fmt(end)}`."
+        f"The next valid time is {jump_to}, so try `{plain_time(end)}`."
     )
-
-
-# --------------------------------------------------------------------------- time zones
-
-
-@functools.cache
-def _zone_names() -> dict[str, str]:
-    """Lower-case name → canonical IANA name, for every zone the system knows."""
-    return {name.lower(): name for name in zoneinfo.available_timezones() - _NOT_ZONES}
-
-
-@functools.cache
-def _city_names() -> dict[str, str]:
-    """Lower-case last component (``london``) → canonical name, for fuzzy suggestions."""
-    cities: dict[str, str] = {}
-    for zone in sorted(_zone_names().values(), key=_popularity):
-        cities.setdefault(zone.rsplit("/", 1)[-1].lower(), zone)
-    return cities
-
-
-def _popularity(zone: str) -> tuple[int, int, str]:
-    common = COMMON_ZONES.index(zone) if zone in COMMON_ZONES else len(COMMON_ZONES)
-    modern = 0 if zone.split("/", 1)[0] in _PRIMARY_REGIONS or zone == "UTC" else 1
-    return common, modern, zone
-
-
-def _match_rank(name: str, key: str) -> int | None:
-    if not key:
-        return 0
-    if name == key:
-        return 0
-    if name.startswith(key):
-        return 1
-    if re.search(r"[/_-]" + re.escape(key), name):
-        return 2
-    if key in name:
-        return 3
-    return None
-
-
-def _suggest_zones(key: str) -> list[str]:
-    suggestions = timezone_choices(key, 3) if len(key) >= 3 else []
-    names, cities = _zone_names(), _city_names()
-    suggestions += [names[n] for n in difflib.get_close_matches(key, names, n=3)]
-    city = key.rsplit("/", 1)[-1]
-    suggestions += [cities[c] for c in difflib.get_close_matches(city, cities, n=3)]
-    return list(dict.fromkeys(suggestions))[:3]
-
-
-def _sanitize(text: str) -> str:
-    cleaned = "".join(ch for ch in text.strip() if ch.isprintable() and ch != "`")
-    return cleaned[:40] + ("…" if len(cleaned) > 40 else "")

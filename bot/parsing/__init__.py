@@ -1,0 +1,41 @@
+"""Reading what people type into ``/schedule``: when to post, how it repeats, in which zone.
+
+Everything here is pure (no Discord, no I/O, no clock: "now" is passed in). Bad input raises
+:class:`InputError`, whose message is shown to the user as it is.
+
+- :mod:`.when`: the ``when`` text → an instant;
+- :mod:`.repeat`: the ``repeat`` text → a :class:`RepeatRule` (cron or interval);
+- :mod:`.zones`: time zone names, forgiving lookup and autocomplete;
+- :mod:`.durations`: ``2h30m`` read, ``1 hour and 30 minutes`` written;
+- :mod:`.cron_words`: a cron expression described in English;
+- :mod:`.display`: times shown back (Discord timestamps, what a text was read as);
+- :mod:`.words`: day and month names; :mod:`.errors`: the error and the input limits.
+"""
+
+from __future__ import annotations
+
+from .cron_words import describe_cron
+from .display import discord_timestamp
+from .durations import parse_duration, spoken_duration
+from .errors import MAX_AHEAD, MAX_INPUT_LENGTH, InputError
+from .repeat import MAX_INTERVAL, MIN_INTERVAL, RepeatRule, parse_repeat
+from .when import parse_when
+from .zones import COMMON_ZONES, resolve_timezone, timezone_choices
+
+__all__ = [
+    "COMMON_ZONES",
+    "MAX_AHEAD",
+    "MAX_INPUT_LENGTH",
+    "MAX_INTERVAL",
+    "MIN_INTERVAL",
+    "InputError",
+    "RepeatRule",
+    "describe_cron",
+    "discord_timestamp",
+    "parse_duration",
+    "parse_repeat",
+    "parse_when",
+    "resolve_timezone",
+    "spoken_duration",
+    "timezone_choices",
+]

@@ -1,0 +1,82 @@
+"""How times are shown back to the user: Discord timestamps, the time a text was read as,
+and the examples a refusal offers."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, timedelta, tzinfo
+from typing import Final
+from zoneinfo import ZoneInfo
+
+from .errors import MAX_AHEAD
+
+EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+_DISCORD_STYLES: Final = frozenset("tTdDfFR")
+
+
+def discord_timestamp(dt: datetime, style: str = "F") -> str:
+    """Render an aware datetime as Discord markup, e.g. ``<t:1725000000:F>``.
+
+    ``style`` is one of Discord's letters ``t T d D f F R``. Fractions of a second are dropped.
+    """
+    if dt.tzinfo is None or dt.utcoffset() is None:
+        raise ValueError("discord_timestamp needs an aware datetime")
+    if style not in _DISCORD_STYLES:
+        raise ValueError(f"unknown Discord timestamp style {style!r}")
+    return f"<t:{epoch_seconds(dt)}:{style}>"
+
+
+def epoch_seconds(dt: datetime) -> int:
+    return (dt - EPOCH) // timedelta(seconds=1)
+
+
+def examples(now: datetime) -> str:
+    return (
+        f"`in 90m`, `18:00`, `tomorrow 09:00`, `{example_date(now.date())}` "
+        "or a Discord timestamp like `<t:1735000000>`"
+    )
+
+
+def example_date(today: date) -> str:
+    """A date-and-time example that is still ahead, like ``2026-12-24 18:00``."""
+    year = today.year if (today.month, today.day) < (12, 24) else today.year + 1
+    return f"{year}-12-24 18:00"
+
+
+def past_message(understood: str) -> str:
+    return (
+        f"That time has already passed: I read it as {understood}. "
+        "Please give a time in the future, like `in 2h` or `tomorrow 09:00`."
+    )
+
+
+def too_far_message(understood: str | None, now: datetime) -> str:
+    read = f" I read it as {understood}." if understood else ""
+    limit = discord_timestamp(now + MAX_AHEAD, "D")
+    return f"That's too far ahead.{read} I can schedule up to 5 years ahead (until {limit})."
+
+
+def understood_as(dt: datetime, zone: tzinfo) -> str:
+    """``<t:N:F>`` plus a plain rendering in the zone used and in UTC."""
+    local = dt.astimezone(zone)
+    utc = dt.astimezone(UTC)
+    zone_name = zone_label(zone, local)
+    plain = f"{plain_time(utc)} UTC"
+    if zone_name != "UTC":
+        plain = f"{plain_time(local)} {zone_name} = {plain}"
+    return f"{discord_timestamp(dt)} ({plain})"
+
+
+def plain_time(dt: datetime) -> str:
+    seconds = f":{dt.second:02d}" if dt.second else ""
+    return f"{dt.year:04d}-{dt.month:02d}-{dt.day:02d} {dt.hour:02d}:{dt.minute:02d}{seconds}"
+
+
+def zone_label(zone: tzinfo, at: datetime) -> str:
+    if isinstance(zone, ZoneInfo):
+        return zone.key
+    offset = zone.utcoffset(at) or timedelta(0)
+    if not offset:
+        return "UTC"
+    sign = "-" if offset < timedelta(0) else "+"
+    minutes = abs(offset) // timedelta(minutes=1)
+    return f"UTC{sign}{minutes // 60:02d}:{minutes % 60:02d}"
