@@ -27,6 +27,7 @@ import asyncio
 import hashlib
 import logging
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 import aiohttp
@@ -82,11 +83,24 @@ def allowed_mentions(spec: dict[str, Any]) -> discord.AllowedMentions:
     )
 
 
+class Decision(StrEnum):
+    """What the bookkeeping before a send decided to do with the occurrence."""
+
+    SEND = "send"
+    """Post it (again, with the same nonce, if an attempt was interrupted)."""
+    DONE = "done"
+    """Nothing: it is already recorded sent (or failed)."""
+    MISSED = "missed"
+    """Report it missed: it was found later than the catch-up window."""
+    UNKNOWN = "unknown"
+    """Report it may not have been delivered: an attempt is older than the nonce window."""
+
+
 @dataclass(frozen=True, slots=True)
 class Attempt:
     """What the bookkeeping before a send decided."""
 
-    action: str  # "send", "done", "missed", "unknown"
+    action: Decision
     nonce: str = ""
     reason: str = ""
 
@@ -149,9 +163,9 @@ class Delivery:
                         "now": now,
                     },
                 )
-                if attempt.action == "done":
+                if attempt.action == Decision.DONE:
                     return {"already": attempt.reason}
-                if attempt.action in ("missed", "unknown"):
+                if attempt.action in (Decision.MISSED, Decision.UNKNOWN):
                     await self._fail(ctx, ann, fire_ts, attempt.reason, pause=False)
                     raise NonRetryable(attempt.reason)
                 late_by = max(0.0, now - fire_ts)
@@ -254,11 +268,13 @@ class Delivery:
         record = await rows.delivery(ann_id, fire_ts)
         if record is not None:
             if record.state != DeliveryState.SENDING:
-                return Attempt("done", reason=f"{record.state} (message {record.message_id})")
+                return Attempt(
+                    Decision.DONE, reason=f"{record.state} (message {record.message_id})"
+                )
             since = now - record.first_attempt_at
             if since > self.nonce_window:
                 return Attempt(
-                    "unknown",
+                    Decision.UNKNOWN,
                     reason=(
                         "may not have been delivered: an attempt was interrupted "
                         f"{since:.0f}s ago, longer than Discord remembers a "
@@ -266,7 +282,7 @@ class Delivery:
                     ),
                 )
             await rows.retry_delivery(ann_id, fire_ts, job_id)
-            return Attempt("send", nonce=record.nonce)
+            return Attempt(Decision.SEND, nonce=record.nonce)
         late = float(a["found_at"]) - fire_ts
         nonce = nonce_for(ann_id, fire_ts)
         if late > self.catch_up_window:
@@ -274,9 +290,9 @@ class Delivery:
                 f"missed: it was due {late / 60:.0f} minutes earlier, while the bot was offline"
             )
             await rows.record_missed(ann_id, fire_ts, job_id, nonce, now, reason)
-            return Attempt("missed", reason=reason)
+            return Attempt(Decision.MISSED, reason=reason)
         await rows.begin_delivery(ann_id, fire_ts, job_id, nonce, now)
-        return Attempt("send", nonce=nonce)
+        return Attempt(Decision.SEND, nonce=nonce)
 
     async def _sent(self, ctx: TransactionContext, a: dict[str, Any]) -> None:
         rows = BotDb(ctx.db)
