@@ -80,10 +80,10 @@ class Announcements:
 
     # --- create --------------------------------------------------------------------------------
 
-    async def create(self, d: Draft) -> tuple[Announcement, datetime]:
+    async def create(self, draft: Draft) -> tuple[Announcement, datetime]:
         """Write the announcement and its job or schedule together; returns it with its first
         delivery time."""
-        first_ts = d.first.timestamp()
+        first_ts = draft.first.timestamp()
         async with self.sched.transaction() as ctx:
             rows = BotDb(ctx.db)
             now = ctx.now.timestamp()
@@ -91,14 +91,14 @@ class Announcements:
             # numbers one after the other: on PostgreSQL (READ COMMITTED) two of them would
             # otherwise read the same max(local_id) and one would fail on UNIQUE (guild_id,
             # local_id).
-            await rows.lock_guild(d.guild_id, now)
-            local_id = await rows.next_local_id(d.guild_id)
-            ann_id = await rows.insert_announcement(d, local_id, now)
-            r = d.repeat
-            first = d.first
-            if r is None:
+            await rows.lock_guild(draft.guild_id, now)
+            local_id = await rows.next_local_id(draft.guild_id)
+            ann_id = await rows.insert_announcement(draft, local_id, now)
+            rule = draft.repeat
+            first = draft.first
+            if rule is None:
                 job_id = await ctx.scheduler.run_at(
-                    d.first,
+                    draft.first,
                     SEND_FN,
                     {"announcement_id": ann_id, "fire_ts": first_ts},
                     idempotency_key=f"announcement:{ann_id}:{first_ts!r}",
@@ -107,19 +107,19 @@ class Announcements:
                 await rows.set_job(ann_id, job_id)
             else:
                 name = schedule_name(ann_id)
-                spec: str | timedelta = r.cron if r.cron is not None else r.every  # type: ignore[assignment]
+                spec: str | timedelta = rule.cron if rule.cron is not None else rule.every  # type: ignore[assignment]
                 info = await ctx.scheduler.schedules.create(
                     name,
                     spec,
                     SEND_FN,
                     {"announcement_id": ann_id},
-                    tz=d.timezone if r.kind == "cron" else None,
-                    start=d.first,
+                    tz=draft.timezone if rule.kind == "cron" else None,
+                    start=draft.first,
                     catch_up="fire_once",
                     catchup_window=timedelta(seconds=self.catch_up_window),
                     overlap="skip",
                 )
-                first = info.next_fire or d.first
+                first = info.next_fire or draft.first
                 await rows.set_schedule(ann_id, name)
             ann = await rows.announcement(ann_id)
         assert ann is not None  # written above, in the same transaction

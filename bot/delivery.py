@@ -62,8 +62,9 @@ SEND_RETRY = Retry(max_failures=400, initial_backoff=2.0, base=2.0)
 """The job's own budget is far larger than SEND_ATTEMPTS because the scheduler also spends it
 when a crash interrupts a delivery (its lease expires): a crash loop must not use it up and
 drop the occurrence without a word. An interrupted delivery is re-sent with the same nonce
-until it is recorded, or reported by ``_begin`` once its first attempt is older than the nonce
-window (at most 300 s; with leases of at least 1 s that is fewer than 400 re-dispatches)."""
+until it is recorded, or reported by ``_begin_attempt`` once its first attempt is older than
+the nonce window (at most 300 s; with leases of at least 1 s that is fewer than 400
+re-dispatches)."""
 
 
 def nonce_for(announcement_id: int, fire_ts: float) -> str:
@@ -154,7 +155,7 @@ class Delivery:
                     await self.ready.wait()
                 now = ctx.now.timestamp()
                 attempt: Attempt = await ctx.run_mutation(
-                    self._begin,
+                    self._begin_attempt,
                     {
                         "ann": ann.id,
                         "fire_ts": fire_ts,
@@ -193,7 +194,7 @@ class Delivery:
             await self._transient(ctx, ann, fire_ts, reason)
             raise RetryLater(reason) from exc
         await ctx.run_mutation(
-            self._sent,
+            self._record_sent,
             {"ann": ann.id, "fire_ts": fire_ts, "message": message.id, "late_by": late_by},
         )
         return {"message_id": message.id, "late_by": round(late_by, 3)}
@@ -216,14 +217,15 @@ class Delivery:
         )  # fmt: skip
         # (The job's failed attempt is then logged by the scheduler, in one line.)
         await ctx.run_mutation(
-            self._note_error, {"ann": ann.id, "fire_ts": fire_ts, "error": reason}
+            self._record_transient_error, {"ann": ann.id, "fire_ts": fire_ts, "error": reason}
         )
 
     async def _fail(
         self, ctx: ActionContext, ann: Announcement, fire_ts: float, reason: str, *, pause: bool
     ) -> None:
         recorded: bool = await ctx.run_mutation(
-            self._failed, {"ann": ann.id, "fire_ts": fire_ts, "error": reason, "pause": pause}
+            self._record_failure,
+            {"ann": ann.id, "fire_ts": fire_ts, "error": reason, "pause": pause},
         )
         if not recorded:
             return  # another run delivered it meanwhile: there is no failure to report
@@ -261,10 +263,10 @@ class Delivery:
 
     # --- bookkeeping mutations ---------------------------------------------------------------
 
-    async def _begin(self, ctx: TransactionContext, a: dict[str, Any]) -> Attempt:
+    async def _begin_attempt(self, ctx: TransactionContext, args: dict[str, Any]) -> Attempt:
         rows = BotDb(ctx.db)
-        ann_id, fire_ts, job_id = int(a["ann"]), float(a["fire_ts"]), int(a["job"])
-        now = float(a["now"])
+        ann_id, fire_ts, job_id = int(args["ann"]), float(args["fire_ts"]), int(args["job"])
+        now = float(args["now"])
         record = await rows.delivery(ann_id, fire_ts)
         if record is not None:
             if record.state != DeliveryState.SENDING:
@@ -283,7 +285,7 @@ class Delivery:
                 )
             await rows.retry_delivery(ann_id, fire_ts, job_id)
             return Attempt(Decision.SEND, nonce=record.nonce)
-        late = float(a["found_at"]) - fire_ts
+        late = float(args["found_at"]) - fire_ts
         nonce = nonce_for(ann_id, fire_ts)
         if late > self.catch_up_window:
             reason = (
@@ -294,32 +296,32 @@ class Delivery:
         await rows.begin_delivery(ann_id, fire_ts, job_id, nonce, now)
         return Attempt(Decision.SEND, nonce=nonce)
 
-    async def _sent(self, ctx: TransactionContext, a: dict[str, Any]) -> None:
+    async def _record_sent(self, ctx: TransactionContext, args: dict[str, Any]) -> None:
         rows = BotDb(ctx.db)
         now = ctx.now.timestamp()
-        await rows.mark_sent(a["ann"], a["fire_ts"], a["message"], now, a["late_by"])
-        await rows.record_posted(a["ann"], a["message"], now)
+        await rows.mark_sent(args["ann"], args["fire_ts"], args["message"], now, args["late_by"])
+        await rows.record_posted(args["ann"], args["message"], now)
 
-    async def _note_error(self, ctx: TransactionContext, a: dict[str, Any]) -> None:
-        await BotDb(ctx.db).note_delivery_error(a["ann"], a["fire_ts"], a["error"])
+    async def _record_transient_error(self, ctx: TransactionContext, args: dict[str, Any]) -> None:
+        await BotDb(ctx.db).note_delivery_error(args["ann"], args["fire_ts"], args["error"])
 
-    async def _failed(self, ctx: TransactionContext, a: dict[str, Any]) -> bool:
+    async def _record_failure(self, ctx: TransactionContext, args: dict[str, Any]) -> bool:
         """Record the occurrence failed (and its announcement failed or paused); False when
         it was recorded sent meanwhile (by a run that took the job over), so nothing is."""
         rows = BotDb(ctx.db)
-        if not await rows.mark_delivery_failed(a["ann"], a["fire_ts"], a["error"]):
+        if not await rows.mark_delivery_failed(args["ann"], args["fire_ts"], args["error"]):
             return False
-        ann = await rows.announcement(a["ann"])
+        ann = await rows.announcement(args["ann"])
         assert ann is not None  # announcements are never deleted
         if not ann.recurring:
             new_state = AnnouncementState.FAILED
-        elif a["pause"]:
+        elif args["pause"]:
             new_state = AnnouncementState.PAUSED
             if ann.schedule_name is not None:
                 await ctx.scheduler.schedules.pause(ann.schedule_name)
         else:
             new_state = ann.state  # one occurrence lost; the recurrence goes on
-        await rows.set_failure(ann.id, new_state, a["error"], ctx.now.timestamp())
+        await rows.set_failure(ann.id, new_state, args["error"], ctx.now.timestamp())
         return True
 
 
