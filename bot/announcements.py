@@ -22,6 +22,7 @@ from .models import (
     AnnouncementState,
     Draft,
     GuildSettings,
+    HistoryAction,
     mention_markup,
 )
 
@@ -94,6 +95,7 @@ class Announcements:
             await rows.lock_guild(draft.guild_id, now)
             local_id = await rows.next_local_id(draft.guild_id)
             ann_id = await rows.insert_announcement(draft, local_id, now)
+            await rows.add_history(ann_id, HistoryAction.CREATED, draft.author_id, now)
             rule = draft.repeat
             first = draft.first
             if rule is None:
@@ -197,7 +199,9 @@ class Announcements:
 
     # --- cancel --------------------------------------------------------------------------------
 
-    async def cancel(self, guild_id: int, local_id: int) -> Announcement:
+    async def cancel(
+        self, guild_id: int, local_id: int, actor_id: int | None = None
+    ) -> Announcement:
         """Cancel a live announcement (its pending delivery or its schedule).
 
         Raises :class:`NotFound`; returns the row as it was if it was no longer live (the
@@ -214,5 +218,7 @@ class Announcements:
             if a.schedule_name is not None:
                 with contextlib.suppress(ScheduleNotFound):
                     await ctx.scheduler.schedules.delete(a.schedule_name)
-            await rows.set_state(a.id, AnnouncementState.CANCELED, ctx.now.timestamp())
+            now = ctx.now.timestamp()
+            await rows.set_state(a.id, AnnouncementState.CANCELED, now)
+            await rows.add_history(a.id, HistoryAction.CANCELED, actor_id, now)
         return a

@@ -25,16 +25,19 @@ from .models import (
     DeliveryState,
     Draft,
     GuildSettings,
+    HistoryAction,
+    HistoryEntry,
+    PastDelivery,
 )
 
 _ANNOUNCEMENT_COLUMNS = (
     "id, guild_id, local_id, channel_id, author_id, content, mention, allowed_mentions, "
     "first_ts, timezone, repeat_kind, repeat_cron, repeat_every, repeat_words, job_id, "
-    "schedule_name, state, failure, last_message_id, created_at, updated_at"
+    "schedule_name, state, failure, last_message_id, created_at, updated_at, until_ts, revision"
 )
 _SELECT_ANNOUNCEMENT = f"SELECT {_ANNOUNCEMENT_COLUMNS} FROM bot_announcements "
 _OPEN_STATES = (AnnouncementState.FAILED, AnnouncementState.PAUSED, AnnouncementState.SCHEDULED)
-_CLOSED_STATES = (AnnouncementState.SENT, AnnouncementState.CANCELED)
+_CLOSED_STATES = (AnnouncementState.SENT, AnnouncementState.CANCELED, AnnouncementState.DONE)
 
 
 def _optional_int(value: Any) -> int | None:
@@ -65,7 +68,14 @@ def _announcement(row: Any) -> Announcement:
         last_message_id=_optional_int(row["last_message_id"]),
         created_at=float(row["created_at"]),
         updated_at=float(row["updated_at"]),
+        until_ts=None if row["until_ts"] is None else float(row["until_ts"]),
+        revision=int(row["revision"]),
     )
+
+
+def _state_in(states: Sequence[str]) -> str:
+    """``state IN (?, …)`` with one placeholder per state."""
+    return "state IN (" + ", ".join("?" * len(states)) + ")"
 
 
 def _values(states: Sequence[str]) -> list[str]:
@@ -203,7 +213,7 @@ class BotDb:
     async def live_announcements(self, guild_id: int, limit: int) -> list[Announcement]:
         """The guild's scheduled and paused announcements, newest first."""
         return await self._announcements(
-            _SELECT_ANNOUNCEMENT + "WHERE guild_id = ? AND state IN (?, ?) "
+            _SELECT_ANNOUNCEMENT + f"WHERE guild_id = ? AND {_state_in(LIVE_STATES)} "
             "ORDER BY local_id DESC LIMIT ?",
             (guild_id, *_values(LIVE_STATES), limit),
         )
@@ -218,7 +228,7 @@ class BotDb:
     async def open_announcements(self, guild_id: int) -> list[Announcement]:
         """The guild's failed, paused and scheduled announcements, last updated first."""
         return await self._announcements(
-            _SELECT_ANNOUNCEMENT + "WHERE guild_id = ? AND state IN (?, ?, ?) "
+            _SELECT_ANNOUNCEMENT + f"WHERE guild_id = ? AND {_state_in(_OPEN_STATES)} "
             "ORDER BY updated_at DESC, local_id DESC",
             (guild_id, *_values(_OPEN_STATES)),
         )
@@ -226,9 +236,9 @@ class BotDb:
     async def closed_announcements(
         self, guild_id: int, limit: int, offset: int
     ) -> list[Announcement]:
-        """A page of the guild's sent and canceled announcements, last updated first."""
+        """A page of the guild's sent, canceled and ended announcements, last updated first."""
         return await self._announcements(
-            _SELECT_ANNOUNCEMENT + "WHERE guild_id = ? AND state IN (?, ?) "
+            _SELECT_ANNOUNCEMENT + f"WHERE guild_id = ? AND {_state_in(_CLOSED_STATES)} "
             "ORDER BY updated_at DESC, local_id DESC LIMIT ? OFFSET ?",
             (guild_id, *_values(_CLOSED_STATES), limit, offset),
         )
@@ -351,6 +361,80 @@ class BotDb:
             ),
         )
         return bool(cur.rowcount)
+
+    async def recent_deliveries(self, announcement_id: int, limit: int) -> list[PastDelivery]:
+        """The announcement's latest ``limit`` recorded occurrences, newest first."""
+        cur = await self.db.execute(
+            "SELECT fire_ts, state, message_id, sent_at, late_by, error, revision, update_error "
+            "FROM bot_deliveries WHERE announcement_id = ? ORDER BY fire_ts DESC LIMIT ?",
+            (announcement_id, limit),
+        )
+        return [
+            PastDelivery(
+                fire_ts=float(r["fire_ts"]),
+                state=DeliveryState(r["state"]),
+                message_id=_optional_int(r["message_id"]),
+                sent_at=None if r["sent_at"] is None else float(r["sent_at"]),
+                late_by=None if r["late_by"] is None else float(r["late_by"]),
+                error=r["error"],
+                revision=_optional_int(r["revision"]),
+                update_error=r["update_error"],
+            )
+            for r in await cur.fetchall()
+        ]
+
+    # --- history (who changed what, when) ----------------------------------------------------
+
+    async def add_history(
+        self,
+        announcement_id: int,
+        action: HistoryAction,
+        actor_id: int | None,
+        now: float,
+        detail: str = "",
+    ) -> None:
+        """Keep one change in the announcement's history."""
+        await self.db.execute(
+            "INSERT INTO bot_history (announcement_id, at, actor_id, action, detail) "
+            "VALUES (?, ?, ?, ?, ?)",
+            (announcement_id, now, actor_id, action.value, detail),
+        )
+
+    async def history(self, announcement_id: int, limit: int) -> list[HistoryEntry]:
+        """The announcement's latest ``limit`` changes, oldest first."""
+        cur = await self.db.execute(
+            "SELECT at, actor_id, action, detail FROM ("
+            "SELECT id, at, actor_id, action, detail FROM bot_history "
+            "WHERE announcement_id = ? ORDER BY id DESC LIMIT ?) AS latest ORDER BY id",
+            (announcement_id, limit),
+        )
+        return [
+            HistoryEntry(
+                at=float(r["at"]),
+                actor_id=_optional_int(r["actor_id"]),
+                action=HistoryAction(r["action"]),
+                detail=r["detail"],
+            )
+            for r in await cur.fetchall()
+        ]
+
+    # --- members' own settings ---------------------------------------------------------------
+
+    async def member_timezone(self, user_id: int) -> str | None:
+        """The timezone the member chose for the times they type, or None."""
+        row = await self._one(
+            "SELECT timezone FROM bot_member_settings WHERE user_id = ?", (user_id,)
+        )
+        return None if row is None else str(row["timezone"])
+
+    async def set_member_timezone(self, user_id: int, timezone: str, now: float) -> None:
+        """Set (or replace) the member's own timezone."""
+        await self.db.execute(
+            "INSERT INTO bot_member_settings (user_id, timezone, updated_at) VALUES (?, ?, ?) "
+            "ON CONFLICT (user_id) DO UPDATE SET timezone = excluded.timezone, "
+            "updated_at = excluded.updated_at",
+            (user_id, timezone, now),
+        )
 
     # --- command sync bookkeeping (bot_meta) -------------------------------------------------
 

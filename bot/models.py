@@ -22,6 +22,8 @@ class AnnouncementState(StrEnum):
     SENT = "sent"
     FAILED = "failed"
     CANCELED = "canceled"
+    DONE = "done"
+    """A recurring announcement past its ``until``: it posts nothing more."""
 
 
 LIVE_STATES = (AnnouncementState.SCHEDULED, AnnouncementState.PAUSED)
@@ -35,6 +37,25 @@ class DeliveryState(StrEnum):
     SENT = "sent"
     FAILED = "failed"
     MISSED = "missed"
+    SKIPPED = "skipped"
+    """Skipped on purpose (``/skip``): the occurrence's job finds it and posts nothing."""
+
+
+class HistoryAction(StrEnum):
+    """A change in an announcement's life, as kept in ``bot_history`` and shown by /info."""
+
+    CREATED = "created"
+    EDITED = "edited"
+    PAUSED = "paused"
+    RESUMED = "resumed"
+    SKIPPED = "skipped"
+    CANCELED = "canceled"
+    ENDED = "ended"
+    """A recurring announcement reached its ``until``."""
+    FAILED = "failed"
+    POST_UPDATED = "post_updated"
+    """The posted message was edited in place to show the announcement's new text."""
+    POST_UPDATE_FAILED = "post_update_failed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +104,10 @@ class Announcement:
     last_message_id: int | None
     created_at: float
     updated_at: float
+    until_ts: float | None = None
+    """A recurring announcement posts nothing after this time (then it is ``done``)."""
+    revision: int = 1
+    """Bumped by every change to what a post shows; a posted message records the one it shows."""
 
     @property
     def recurring(self) -> bool:
@@ -115,3 +140,28 @@ class DeliveryRecord:
     message_id: int | None
     first_attempt_at: float
     nonce: str
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryEntry:
+    """One change in an announcement's life."""
+
+    at: float
+    actor_id: int | None
+    """The member who made it; None when the bot did (an ``until`` reached, a failure)."""
+    action: HistoryAction
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class PastDelivery:
+    """One occurrence as recorded, for /info."""
+
+    fire_ts: float
+    state: DeliveryState
+    message_id: int | None
+    sent_at: float | None
+    late_by: float | None
+    error: str | None
+    revision: int | None
+    update_error: str | None

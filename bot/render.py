@@ -62,6 +62,7 @@ STATE_ICON = {
     AnnouncementState.FAILED: "❌",
     AnnouncementState.PAUSED: "⏸️",
     AnnouncementState.CANCELED: "🚫",
+    AnnouncementState.DONE: "🏁",
 }
 _SHOWS_FAILURE = (AnnouncementState.FAILED, AnnouncementState.PAUSED, AnnouncementState.SCHEDULED)
 """States in which the reason the last occurrence failed is still worth showing."""

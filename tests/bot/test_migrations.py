@@ -1,0 +1,140 @@
+"""The bot's schema migrations keep every row: a database written by an older release opens,
+is migrated, and reads back the same announcements and deliveries, with the new states usable.
+
+Each case writes a database at schema 0001 (only the first migration file, as the release
+that had only it would), fills it through SQL as that release did, then opens it with the
+current migrations.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+
+from bot.app import bot_migrations
+from bot.db import BotDb
+from bot.models import AnnouncementState, DeliveryState, HistoryAction
+from scheduler import MigrationSet, SqliteStore, Store
+from tests.scheduler.stores import require_postgres
+
+ROOT = Path(__file__).resolve().parents[2] / "migrations" / "bot"
+
+OLD_ANNOUNCEMENT = (
+    "INSERT INTO bot_announcements (id, guild_id, local_id, channel_id, author_id, content, "
+    "mention, allowed_mentions, first_ts, timezone, repeat_kind, repeat_cron, repeat_every, "
+    "repeat_words, job_id, schedule_name, state, failure, last_message_id, created_at, "
+    "updated_at) VALUES (?, 7, ?, 70, 700, ?, NULL, '{}', 1000.0, 'UTC', ?, ?, NULL, ?, NULL, "
+    "?, ?, NULL, ?, 900.0, 950.0)"
+)
+OLD_DELIVERY = (
+    "INSERT INTO bot_deliveries (announcement_id, fire_ts, job_id, nonce, state, "
+    "first_attempt_at, message_id, sent_at, late_by) VALUES (?, ?, 1, ?, ?, ?, ?, ?, 0.0)"
+)
+
+
+def first_release(tmp_path: Path) -> MigrationSet:
+    """The bot's migrations as the first release shipped them: 0001 only."""
+    for dialect in ("sqlite", "postgres"):
+        (tmp_path / "bot" / dialect).mkdir(parents=True)
+        shutil.copy(ROOT / dialect / "0001_announcements.sql", tmp_path / "bot" / dialect)
+    return MigrationSet("crier", tmp_path / "bot")
+
+
+async def fill_old(store: Store) -> None:
+    async with store.transaction(1000.0) as tx:
+        await tx.execute(OLD_ANNOUNCEMENT, (1, 1, "once", None, None, None, None, "sent", 55))
+        await tx.execute(
+            OLD_ANNOUNCEMENT,
+            (
+                2,
+                2,
+                "weekly",
+                "cron",
+                "0 9 * * 1",
+                "every monday at 09:00",
+                "crier:2",
+                "paused",
+                None,
+            ),
+        )
+        await tx.execute(OLD_DELIVERY, (1, 1000.0, "n1", "sent", 1000.0, 55, 1001.0))
+        await tx.execute(OLD_DELIVERY, (2, 2000.0, "n2", "failed", 2000.0, None, None))
+
+
+async def check_migrated(store: Store) -> None:
+    async with store.snapshot() as db:
+        rows = BotDb(db)
+        once = await rows.announcement(1)
+        weekly = await rows.announcement(2)
+        assert once is not None and weekly is not None
+        assert (once.content, once.state, once.last_message_id) == ("once", "sent", 55)
+        assert (weekly.repeat_cron, weekly.schedule_name, weekly.state) == (
+            "0 9 * * 1",
+            "crier:2",
+            AnnouncementState.PAUSED,
+        )
+        assert once.revision == weekly.revision == 1 and weekly.until_ts is None
+        [sent] = await rows.recent_deliveries(1, 5)
+        assert (sent.state, sent.message_id, sent.revision) == (DeliveryState.SENT, 55, 1)
+        [failed] = await rows.recent_deliveries(2, 5)
+        assert (failed.state, failed.revision) == (DeliveryState.FAILED, None)
+        # Every announcement that existed gets its creation in the history, by its author.
+        for ann_id in (1, 2):
+            [created] = await rows.history(ann_id, 10)
+            assert (created.action, created.actor_id, created.at) == (
+                HistoryAction.CREATED,
+                700,
+                900.0,
+            )
+    # The new states and tables take writes.
+    async with store.transaction(3000.0) as tx:
+        rows = BotDb(tx)
+        await rows.set_state(2, AnnouncementState.DONE, 3000.0)
+        await rows.add_history(2, HistoryAction.ENDED, None, 3000.0, "its until was reached")
+        await tx.execute(OLD_DELIVERY, (2, 3000.0, "n3", "skipped", 3000.0, None, None))
+        await rows.set_member_timezone(700, "Europe/Paris", 3000.0)
+    async with store.snapshot() as db:
+        rows = BotDb(db)
+        weekly = await rows.announcement(2)
+        assert weekly is not None and weekly.state is AnnouncementState.DONE
+        assert [h.action for h in await rows.history(2, 10)] == ["created", "ended"]
+        assert (await rows.recent_deliveries(2, 1))[0].state is DeliveryState.SKIPPED
+        assert await rows.member_timezone(700) == "Europe/Paris"
+
+
+@asynccontextmanager
+async def opened(make: Callable[[], Store], migrations: MigrationSet) -> AsyncIterator[Store]:
+    store = make()
+    await store.open([migrations])
+    try:
+        yield store
+    finally:
+        await store.close()
+
+
+async def upgrade(make: Callable[[], Store], tmp_path: Path) -> None:
+    async with opened(make, first_release(tmp_path)) as old:
+        await fill_old(old)
+    async with opened(make, bot_migrations()) as new:
+        await check_migrated(new)
+
+
+async def test_sqlite_database_of_the_first_release_is_migrated_with_its_rows(
+    tmp_path: Path,
+) -> None:
+    await upgrade(lambda: SqliteStore(tmp_path / "crier.db"), tmp_path)
+
+
+@pytest.mark.postgres
+async def test_postgres_database_of_the_first_release_is_migrated_with_its_rows(
+    tmp_path: Path,
+) -> None:
+    from scheduler.stores.postgres import PostgresStore
+    from tests.scheduler.pg import fresh_database
+
+    async with fresh_database(require_postgres()) as dsn:
+        await upgrade(lambda: PostgresStore(dsn), tmp_path)
