@@ -15,19 +15,20 @@ from pathlib import Path
 
 import aiohttp
 import discord
-from discord import app_commands
+from discord.ext import commands
 
 from scheduler import Clock, MigrationSet, Registry, Scheduler, Store, StoreError, SystemClock
 from scheduler.migrations import packaged
 from scheduler.stores.sqlite import refused_write
 
 from .announcements import Announcements
-from .commands import Commands, PageButton, build_tree
+from .commands import AnnouncementCommands, CommandTree
 from .config import ConfigError, Settings, load_settings, without_password
 from .db import BotDb
 from .delivery import Delivery
 from .discord_endpoints import use_discord_endpoints
 from .pacing import ChannelPacer, lease_needed
+from .views import PageButton
 
 log = logging.getLogger(__name__)
 
@@ -89,8 +90,8 @@ def setup_logging(settings: Settings) -> None:
         logging.getLogger("discord.client").setLevel(logging.WARNING)
 
 
-class CrierBot(discord.Client):
-    """The Discord client, holding the scheduler-backed services."""
+class CrierBot(commands.Bot):
+    """The Discord client, holding the scheduler-backed services; hosts the commands cog."""
 
     def __init__(
         self, settings: Settings, sched: Scheduler, clock: Clock, guild_ready_timeout: float = 2.0
@@ -99,6 +100,11 @@ class CrierBot(discord.Client):
         # libraries are missing (a bad token must give one clear line, nothing more).
         discord.VoiceClient.warn_nacl = discord.VoiceClient.warn_dave = False
         super().__init__(
+            # Slash commands only: no prefix, so no message (not even one that mentions the
+            # bot) is read as a command, and no message-content intent is needed.
+            command_prefix=(),
+            help_command=None,
+            tree_cls=CommandTree,
             intents=discord.Intents.default(),
             allowed_mentions=discord.AllowedMentions.none(),
             guild_ready_timeout=guild_ready_timeout,
@@ -107,12 +113,11 @@ class CrierBot(discord.Client):
         self.sched = sched
         self.clock = clock
         self.announcements = Announcements(sched, settings.catch_up_window)
-        self.commands = Commands(self)
-        self.tree: app_commands.CommandTree[CrierBot] = build_tree(self)
         self.logged_in = asyncio.Event()
         self.synced_commands: bool | None = None
 
     async def setup_hook(self) -> None:
+        await self.add_cog(AnnouncementCommands(self.announcements, self.clock))
         self.add_dynamic_items(PageButton)
         self.logged_in.set()
         await self.sync_commands()

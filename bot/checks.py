@@ -1,21 +1,54 @@
-"""Who may do what, decided in the handler (never only by Discord's UI)."""
+"""Who may do what, decided by the bot (never only by Discord's UI): in a command check where
+the rule needs nothing but the member, otherwise in the handler."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import discord
+from discord import app_commands
 
 from .announcements import GuildSettings
 
 ROLE_MENTION = re.compile(r"<@&(\d{15,22})>")
 EVERYONE_TEXT = re.compile(r"@(everyone|here)\b")
 
+T = TypeVar("T")
 
-class Refusal(Exception):
-    """The request is refused; ``str(e)`` says why (shown to the member, ephemerally)."""
+
+class Refusal(app_commands.AppCommandError):
+    """The request is refused; ``str(e)`` says why (shown to the member, ephemerally).
+
+    An app-command error, so that a command check may raise it too."""
+
+
+NOT_IN_A_SERVER = "Announcements are managed inside a server, not in DMs."
+
+
+def guild_member(interaction: discord.Interaction) -> tuple[discord.Guild, discord.Member]:
+    """The server and the member who used the command; refused outside a server."""
+    guild = interaction.guild
+    member = interaction.user
+    if guild is None or not isinstance(member, discord.Member):
+        raise Refusal(NOT_IN_A_SERVER)
+    return guild, member
+
+
+def manage_server_only() -> Callable[[T], T]:
+    """A command check: the member has Manage Server (or Administrator). Checks run before
+    the options are converted: anyone else is refused before what they typed is looked at."""
+
+    def has_manage_server(interaction: discord.Interaction) -> bool:
+        _, member = guild_member(interaction)
+        perms = member.guild_permissions
+        if perms.manage_guild or perms.administrator:
+            return True
+        raise Refusal("Only members with **Manage Server** can change these settings.")
+
+    return app_commands.check(has_manage_server)
 
 
 def is_manager(member: discord.Member, settings: GuildSettings) -> bool:

@@ -9,3 +9,6 @@ MAX_MESSAGE: Final = 2000
 
 MAX_CHOICE_NAME: Final = 100
 """Characters in one autocomplete choice's label."""
+
+MAX_CHOICES: Final = 25
+"""Autocomplete choices in one answer."""

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-import bot.app
 from bot.app import Crier
+from bot.commands import AnnouncementCommands
 from scheduler.testing import FakeClock
 from tests.bot.conftest import World, restore_discord_endpoints, run_command, settings_for
 
@@ -78,15 +78,9 @@ async def test_changed_definitions_are_synced_again(
     """An upgrade that edits a command (here /list's description) syncs once, and so does
     going back; unchanged definitions never do."""
     calls = world.fake.command_sync_calls
-    original = bot.app.build_tree
+    list_command = AnnouncementCommands.list_announcements  # what each bot's cog copies
+    original = list_command.description
     edited = "List this server's announcements (edited)"
-
-    def build_edited_tree(bot_: Any) -> Any:
-        tree = original(bot_)
-        command = tree.get_command("list")
-        assert command is not None
-        command.description = edited
-        return tree
 
     def listed_description() -> str:
         return world.fake.global_commands[("list", 1)].description
@@ -94,11 +88,11 @@ async def test_changed_definitions_are_synced_again(
     assert await starts() is True
     before = listed_description()
     assert before != edited
-    monkeypatch.setattr(bot.app, "build_tree", build_edited_tree)
+    monkeypatch.setattr(list_command, "description", edited)
     assert await starts() is True  # the definition changed: synced
     assert (calls["global"], listed_description()) == (2, edited)
     assert await starts() is False  # the edited definition's hash is the stored one now
-    monkeypatch.setattr(bot.app, "build_tree", original)
+    monkeypatch.setattr(list_command, "description", original)
     assert await starts() is True  # back to the original: a change again
     assert (calls["global"], listed_description()) == (3, before)
     assert await starts() is False
@@ -140,3 +134,4 @@ async def test_synced_commands_are_usable_after_a_restart_without_sync(
     finally:
         restore_discord_endpoints()
     assert world.fake.command_sync_calls["global"] == 1
+

@@ -1,0 +1,74 @@
+"""How the bot answers a member: always ephemerally, and every error mapped to an answer here.
+
+Every refusal or bad input is answered with what was wrong; nothing is written. Unexpected
+errors are logged with an id and answered with that id, never a traceback.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Any
+
+import discord
+from discord import app_commands
+
+from scheduler.stores.sqlite import refused_write
+
+from .announcements import NotFound
+from .checks import Refusal
+from .parsing import InputError
+
+log = logging.getLogger(__name__)
+
+REFUSED_WRITE = (
+    "I can't save anything right now: my database can't be written (its disk is full or "
+    "failing). Nothing was saved; try again later."
+)
+
+
+async def reply(interaction: discord.Interaction, text: str, **kwargs: Any) -> None:
+    """Answer ephemerally, whether or not the interaction was answered already."""
+    kwargs.setdefault("allowed_mentions", discord.AllowedMentions.none())
+    if interaction.response.is_done():
+        await interaction.followup.send(text, ephemeral=True, **kwargs)
+    else:
+        await interaction.response.send_message(text, ephemeral=True, **kwargs)
+
+
+def error_answer(interaction: discord.Interaction, error: BaseException) -> str:
+    """What to tell the member about ``error``; an unexpected one is logged with an id."""
+    # A handler's exception arrives wrapped (CommandInvokeError); a transformer's parser
+    # error arrives as the cause of a TransformerError.
+    cause = getattr(error, "original", error)
+    if isinstance(cause, app_commands.TransformerError) and cause.__cause__ is not None:
+        cause = cause.__cause__
+    if isinstance(cause, Refusal | InputError):
+        return str(cause)
+    if isinstance(cause, NotFound):
+        return f"{cause}. Use `/list` to see this server's announcements."
+    if refused_write(cause):
+        # The store has logged why, once; the member can only wait for the operator.
+        return REFUSED_WRITE
+    if isinstance(cause, app_commands.TransformerError):
+        # The option names a channel or role this bot doesn't have in this server (just
+        # created, just deleted, or another server's): the input's fault, not ours.
+        what = "role" if cause.type is discord.AppCommandOptionType.role else "channel"
+        return f"I can't find that {what} in this server. Pick one from this server's list."
+    error_id = uuid.uuid4().hex[:8]
+    log.error(
+        "command %s failed (error id %s)",
+        interaction.command.name if interaction.command else "?",
+        error_id,
+        exc_info=cause,
+    )
+    return f"Something went wrong on my side (error id `{error_id}`). Nothing was saved."
+
+
+async def answer_error(interaction: discord.Interaction, error: BaseException) -> None:
+    """Answer ``error`` (from a command, a modal or a button) the one way it is answered."""
+    text = error_answer(interaction, error)
+    try:
+        await reply(interaction, text)
+    except discord.HTTPException:
+        log.warning("could not answer interaction %s", interaction.id)

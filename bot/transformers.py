@@ -1,0 +1,46 @@
+"""Option types that parse themselves: a `timezone` option arrives as a zone.
+
+A `when` option is parsed in the handler, not here: reading it needs the zone the member
+chose or the server's default (a database read through the domain layer) and the cog's
+clock, and must come after the permission refusals; a transformer sees neither the cog nor
+the other options' converted values.
+"""
+
+from __future__ import annotations
+
+from zoneinfo import ZoneInfo
+
+import discord
+from discord import app_commands
+
+from .limits import MAX_CHOICES
+from .parsing import resolve_timezone, timezone_choices
+
+
+class TimezoneTransformer(app_commands.Transformer):
+    """An IANA zone name (any case, spaces for underscores), with autocomplete. An unknown
+    name is refused with the parser's answer, which suggests the closest names."""
+
+    @property
+    def type(self) -> discord.AppCommandOptionType:
+        return discord.AppCommandOptionType.string
+
+    @property
+    def min_value(self) -> int:
+        return 1
+
+    @property
+    def max_value(self) -> int:
+        return 64
+
+    async def transform(self, interaction: discord.Interaction, value: str, /) -> ZoneInfo:
+        return resolve_timezone(value)
+
+    async def autocomplete(
+        self, interaction: discord.Interaction, value: int | float | str, /
+    ) -> list[app_commands.Choice[int | float | str]]:
+        typed = str(value)
+        return [app_commands.Choice(name=z, value=z) for z in timezone_choices(typed, MAX_CHOICES)]
+
+
+Timezone = app_commands.Transform[ZoneInfo, TimezoneTransformer]

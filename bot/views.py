@@ -1,0 +1,100 @@
+"""The interactive parts of the answers: the /schedule form and the /list page buttons.
+
+Their errors are answered like a command's (:func:`bot.replies.answer_error`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol, cast
+
+import discord
+from discord.ext.commands import Bot
+
+from .limits import MAX_MESSAGE
+from .replies import answer_error
+
+COMMANDS_COG = "AnnouncementCommands"
+"""The name of the cog that renders /list pages (the page buttons find it by this name)."""
+
+
+class ScheduleModal(discord.ui.Modal, title="New announcement"):
+    """Asked when /schedule is used without `message`, for long or multi-line text; the
+    submitted text goes to ``submit`` with the interaction."""
+
+    body: discord.ui.TextInput[ScheduleModal] = discord.ui.TextInput(
+        label="Message",
+        style=discord.TextStyle.paragraph,
+        placeholder="The announcement, exactly as it should be posted",
+        max_length=MAX_MESSAGE,
+    )
+
+    def __init__(self, submit: Callable[[discord.Interaction, str], Awaitable[None]]) -> None:
+        super().__init__(timeout=900)
+        self.submit = submit
+
+    async def on_submit(self, interaction: discord.Interaction) -> None:
+        await self.submit(interaction, self.body.value)
+
+    async def on_error(self, interaction: discord.Interaction, error: Exception) -> None:  # type: ignore[override]
+        await answer_error(interaction, error)
+
+
+class ListPages(Protocol):
+    """What a page button needs from the commands cog."""
+
+    async def list_page(
+        self, interaction: discord.Interaction, page: int
+    ) -> tuple[str, discord.ui.View | None]: ...
+
+
+class PageButton(
+    discord.ui.DynamicItem[discord.ui.Button[Any]], template=r"crier:list:(?P<page>\d+)"
+):
+    """A /list page button; the custom id carries the page, so it works across restarts."""
+
+    def __init__(self, page: int, label: str, disabled: bool = False) -> None:
+        super().__init__(
+            discord.ui.Button(
+                label=label,
+                style=discord.ButtonStyle.secondary,
+                custom_id=f"crier:list:{page}",
+                disabled=disabled,
+            )
+        )
+        self.page = page
+
+    @classmethod
+    async def from_custom_id(  # type: ignore[override]
+        cls, interaction: discord.Interaction, item: discord.ui.Button[Any], match: re.Match[str], /
+    ) -> PageButton:
+        return cls(int(match["page"]), item.label or "")
+
+    async def callback(self, interaction: discord.Interaction) -> None:
+        try:
+            text, view = await _list_pages(interaction).list_page(interaction, self.page)
+        except Exception as exc:  # answered with an error id
+            await answer_error(interaction, exc)
+            return
+        await interaction.response.edit_message(
+            content=text, view=view, allowed_mentions=discord.AllowedMentions.none()
+        )
+
+
+def _list_pages(interaction: discord.Interaction) -> ListPages:
+    client = interaction.client
+    cog = client.get_cog(COMMANDS_COG) if isinstance(client, Bot) else None
+    if cog is None:
+        raise LookupError(f"no {COMMANDS_COG} cog is loaded to render /list pages")
+    return cast(ListPages, cog)
+
+
+def page_buttons(page: int, pages: int) -> discord.ui.View | None:
+    """The ◀ Newer / Older ▶ buttons under page ``page`` (from 0) of ``pages``; none for one."""
+    if pages == 1:
+        return None
+    view = discord.ui.View(timeout=None)
+    view.add_item(PageButton(max(0, page - 1), "◀ Newer", disabled=page == 0))
+    view.add_item(PageButton(page + 1, "Older ▶", disabled=page + 1 >= pages))
+    return view
