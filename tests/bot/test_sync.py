@@ -135,3 +135,42 @@ async def test_synced_commands_are_usable_after_a_restart_without_sync(
         restore_discord_endpoints()
     assert world.fake.command_sync_calls["global"] == 1
 
+
+async def test_the_synced_definitions_have_what_the_commands_promise(
+    world: World, crier: Crier
+) -> None:
+    """Server-only commands; /settings hidden from all but Manage Server; the options each
+    command documents, with autocomplete for zones and for /cancel's id, and Discord's
+    message limit on /schedule's text."""
+    synced = {name: command for (name, _), command in world.fake.global_commands.items()}
+    assert set(synced) == COMMANDS
+    for command in synced.values():
+        assert command.raw["contexts"] == [0] and command.raw["dm_permission"] is False
+        assert command.description
+    manage_guild = 1 << 5
+    assert synced["settings"].default_member_permissions == str(manage_guild)
+    assert {n: c.default_member_permissions for n, c in synced.items() if n != "settings"} == {
+        "schedule": None,
+        "list": None,
+        "cancel": None,
+    }
+
+    def options(name: str) -> dict[str, dict[str, Any]]:
+        return {o["name"]: o for o in synced[name].options}
+
+    schedule = options("schedule")
+    assert list(schedule) == ["when", "message", "channel", "repeat", "timezone", "mention"]
+    assert [n for n, o in schedule.items() if o["required"]] == ["when"]
+    assert schedule["message"]["max_length"] == 2000
+    assert schedule["timezone"]["autocomplete"] is True
+    assert all(o["description"] for o in schedule.values())
+    assert options("cancel")["id"]["autocomplete"] is True and options("cancel")["id"]["required"]
+    settings = options("settings")
+    assert list(settings) == ["timezone", "manager_role", "log_channel", "clear"]
+    assert settings["timezone"]["autocomplete"] is True
+    assert [c["value"] for c in settings["clear"]["choices"]] == [
+        "timezone",
+        "manager_role",
+        "log_channel",
+    ]
+    assert synced["list"].options == []
