@@ -58,7 +58,7 @@ import asyncpg
 
 from bench._stats import log, out, percentile, summarize, to_jsonable
 from scheduler import JobKind, Registry, Scheduler
-from scheduler._ops import NewJob
+from scheduler.store_types import NewJob
 from scheduler.stores.postgres import DEFAULT_CHANNEL, PostgresStore
 
 SCRIPT = Path(__file__).resolve()

@@ -56,8 +56,8 @@ import aiosqlite
 
 from bench._stats import log, out, percentile, print_aims, ratio, summarize, to_jsonable
 from scheduler import JobKind, Registry, Scheduler, SqliteStore, _ops
-from scheduler._ops import NewJob, Outcome
 from scheduler.migrations import scheduler_migrations
+from scheduler.store_types import NewJob, Outcome
 
 T = TypeVar("T")
 

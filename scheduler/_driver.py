@@ -15,11 +15,11 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from . import _codec, _ops
-from ._ops import ClaimedJob, Outcome
 from .clock import TimerHandle, monotonic_of
 from .context import ActionContext, LazySavepointDb, RunLease, TransactionContext, TxScheduler
 from .errors import LeaseLost, NonRetryable, NotSerializable, RetryLater, SchedulerError
 from .models import JobInfo, JobKind
+from .store_types import ClaimedJob, Outcome
 
 if TYPE_CHECKING:
     from ._scheduler import Scheduler

@@ -11,129 +11,29 @@ from __future__ import annotations
 
 import hashlib
 import random
-from collections.abc import Generator, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from collections.abc import Sequence
+from typing import Any
 
 from . import _codec
 from .errors import InvalidArgument, JobNotFound
 from .models import Job, JobKind, JobState
-
-T = TypeVar("T")
-Fetch = Literal["all", "one", "none", "many"]
-
-
-@dataclass(frozen=True, slots=True)
-class Q:
-    """A named query: ``fetch`` says whether the result is all rows, one row (or None), or
-    the number of rows changed; ``"many"`` runs it once per parameter tuple in ``params``
-    (an executemany) and gives the number of rows changed."""
-
-    name: str
-    params: tuple[Any, ...] = ()
-    fetch: Fetch = "none"
-
-
-@dataclass(slots=True)
-class OpState:
-    """Per-transaction state shared by the operations that run in it."""
-
-    now: float
-    wake: bool = False
-    """Set when the transaction changed the set of pending jobs: the driver must look again."""
-    finished_schedules: set[str] = field(default_factory=set)
-    """Schedules whose occurrence reached a terminal state in this transaction."""
-
-
-Op = Generator[Q, Any, T]
+from .store_types import (
+    Claim,
+    ClaimedJob,
+    CompletionReport,
+    NewJob,
+    Op,
+    OpState,
+    Outcome,
+    Q,
+    ReclaimReport,
+)
 
 JOB_COLUMNS = 19  # columns of get_job/list_jobs before the payload columns
 
 HELD_TS = 253402300799.0
 """``next_ts`` of a schedule occurrence waiting for the previous one to finish (9999-12-31):
 pending, but never due until :func:`release_held` gives it a real time."""
-
-
-@dataclass(frozen=True, slots=True)
-class NewJob:
-    """A validated job, ready to insert."""
-
-    fn: str
-    kind: JobKind
-    next_ts: float
-    max_failures: int
-    initial_backoff: float
-    backoff_base: float
-    idempotent: bool
-    args_json: str
-    context_type: str | None = None
-    context: bytes | None = None
-    idempotency_key: str | None = None
-    on_complete: str | None = None
-    name: str | None = None
-    parent_id: int | None = None
-    schedule_name: str | None = None
-    fire_ts: float | None = None
-    jitter: float | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ClaimedJob:
-    """A job this process now holds a lease on."""
-
-    id: int
-    fn: str
-    kind: JobKind
-    attempts: int
-    max_failures: int
-    initial_backoff: float
-    backoff_base: float
-    run_count: int
-    next_ts: float
-    on_complete: str | None
-    name: str | None
-    idempotent: bool
-    schedule_name: str | None
-    fire_ts: float | None
-    args: Any
-
-
-@dataclass(frozen=True, slots=True)
-class Claim:
-    jobs: list[ClaimedJob]
-    next_due: float | None
-    """The earliest pending ``next_ts`` after the claim (None if nothing is pending)."""
-    next_tick: float | None = None
-    """The earliest ``next_fire_ts`` of an active schedule (None if there is none)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Outcome:
-    """How one claimed run ended.
-
-    ``release`` puts the job back to pending without counting an attempt (the run was
-    stopped before it could have had an effect, e.g. at shutdown).
-    """
-
-    job: ClaimedJob
-    ok: bool
-    value_json: str | None = None
-    error: str | None = None
-    retryable: bool = True
-    release: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class ReclaimReport:
-    requeued: int = 0
-    failed: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class CompletionReport:
-    applied: int
-    stale: int
-    """Outcomes whose job had moved on (lease lost, reclaimed): discarded, fenced by run count."""
 
 
 def job_seed(job_id: int, attempt: int) -> int:

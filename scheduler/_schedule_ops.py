@@ -14,17 +14,27 @@ import hashlib
 import json
 import logging
 import random
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from functools import cached_property
 from typing import Any, Literal
 
 from . import _ops
-from ._ops import HELD_TS, NewJob, Op, OpState, Q
+from ._ops import HELD_TS
 from .errors import DuplicateName, InvalidSchedule, ScheduleNotFound, SchedulerError
-from .models import JobKind, ts_to_datetime
-from .triggers import Cron, Interval, trigger_from_spec
+from .models import ts_to_datetime
+from .store_types import (
+    NewJob,
+    Op,
+    OpState,
+    Q,
+    ReconcileReport,
+    Resolve,
+    ScheduleDef,
+    ScheduleRow,
+    Trigger,
+    TriggerOf,
+)
+from .triggers import Interval, trigger_from_spec
 
 log = logging.getLogger("scheduler.schedules")
 
@@ -41,105 +51,6 @@ Every earlier due time of the backlog, and a latest one found later than this, i
 FIRE_ALL_CAP = 1000
 BACKFILL_CAP = 10_000
 _US = timedelta(microseconds=1)
-
-Trigger = Cron | Interval
-TriggerOf = Callable[[str], Trigger]
-
-
-@dataclass(frozen=True, slots=True)
-class Target:
-    """What an occurrence runs, resolved against the registry when the schedule is written."""
-
-    fn: str
-    kind: JobKind
-    idempotent: bool
-    max_failures: int
-    initial_backoff: float
-    backoff_base: float
-
-
-Resolve = Callable[[str], Target | None]
-"""The live registry's view of a function (None if this process does not know it)."""
-
-
-@dataclass(frozen=True)
-class ScheduleDef:
-    """A validated schedule definition, ready to write."""
-
-    name: str
-    source: Literal["static", "runtime"]
-    trigger: Trigger
-    target: Target
-    args_json: str
-    overlap: str
-    catch_up: str
-    catchup_window: float
-    jitter: float
-
-    @cached_property
-    def spec_json(self) -> str:
-        return json.dumps(self.trigger.to_spec(), sort_keys=True)
-
-    @cached_property
-    def fingerprint(self) -> str:
-        """What reconciliation compares: everything but an interval's anchor (its phase)."""
-        spec = self.trigger.to_spec()
-        spec.pop("anchor", None)
-        parts = (
-            json.dumps(spec, sort_keys=True),
-            self.target.fn,
-            self.args_json,
-            self.overlap,
-            self.catch_up,
-            repr(self.catchup_window),
-            repr(self.jitter),
-        )
-        return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()
-
-
-@dataclass(frozen=True, slots=True)
-class ScheduleRow:
-    name: str
-    source: str
-    trigger_spec: str
-    target: Target
-    args_json: str
-    overlap: str
-    catch_up: str
-    catchup_window: float
-    jitter: float
-    paused: bool
-    next_fire_ts: float | None
-    last_fire_ts: float | None
-    skipped: int
-    missed: int
-    fingerprint: str
-    last_error: str | None
-    created_at: float
-    updated_at: float
-
-    @classmethod
-    def of(cls, r: Sequence[Any]) -> ScheduleRow:
-        return cls(
-            name=r[0],
-            source=r[1],
-            trigger_spec=r[2],
-            target=Target(r[3], JobKind(r[4]), bool(r[5]), int(r[6]), float(r[7]), float(r[8])),
-            args_json=r[9],
-            overlap=r[10],
-            catch_up=r[11],
-            catchup_window=float(r[12]),
-            jitter=float(r[13]),
-            paused=bool(r[14]),
-            next_fire_ts=None if r[15] is None else float(r[15]),
-            last_fire_ts=None if r[16] is None else float(r[16]),
-            skipped=int(r[17]),
-            missed=int(r[18]),
-            fingerprint=r[19],
-            last_error=r[20],
-            created_at=float(r[21]),
-            updated_at=float(r[22]),
-        )
 
 
 def occurrence_key(name: str, fire_ts: float) -> str:
@@ -431,14 +342,6 @@ def _materialize(st: OpState, row: ScheduleRow, times: list[float], batch: bool)
 
 
 # --- static crons --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class ReconcileReport:
-    added: list[str]
-    changed: list[str]
-    removed: list[str]
-    unchanged: int
 
 
 def reconcile(st: OpState, defs: Sequence[ScheduleDef]) -> Op[ReconcileReport]:

@@ -10,11 +10,9 @@ from datetime import datetime, timedelta
 from types import TracebackType
 from typing import Any, TypeVar
 
-from . import _codec, _ops
+from . import _codec
 from . import _schedule_ops as schedule_ops
 from ._driver import Driver
-from ._ops import Op, OpState
-from ._schedule_ops import Target
 from .abc import Db, Store
 from .clock import Clock, SystemClock
 from .context import TransactionContext, TxScheduler
@@ -23,6 +21,7 @@ from .migrations import MigrationSet
 from .models import Job, JobInfo, JobState, Retry, ts_to_datetime
 from .registry import Registry
 from .schedules import CronJobs, Schedules, target_of, trigger_from_json
+from .store_types import NewJob, Op, OpState, Target
 from .triggers import Cron, Interval
 
 T = TypeVar("T")
@@ -200,7 +199,7 @@ class Scheduler:
         schedule_name: str | None = None,
         fire_ts: float | None = None,
         jitter: float | None = None,
-    ) -> _ops.NewJob:
+    ) -> NewJob:
         """Validate everything about a job before anything is written."""
         reg = self.registry.get(fn)
         if on_complete is not None:
@@ -222,7 +221,7 @@ class Scheduler:
             raise InvalidArgument(f"parent_id must be a job id (int), got {parent_id!r}")
         next_ts = now if run_at is None else _codec.to_timestamp(run_at)
         context_type, context_blob = _codec.encode_context(context)
-        return _ops.NewJob(
+        return NewJob(
             fn=fn,
             kind=reg.kind,
             next_ts=next_ts,

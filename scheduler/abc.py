@@ -16,9 +16,9 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any, ClassVar, Protocol
 
 from . import _ops
-from ._ops import Claim, CompletionReport, NewJob, Op, OpState, Outcome, ReclaimReport
 from .migrations import MigrationSet
 from .models import Job, JobState
+from .store_types import Claim, CompletionReport, NewJob, Op, OpState, Outcome, ReclaimReport
 
 
 class Cursor:

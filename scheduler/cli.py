@@ -24,6 +24,7 @@ from .abc import Store
 from .errors import SchedulerError
 from .models import Job, JobState
 from .schedules import trigger_from_json
+from .store_types import Target
 from .stores.sqlite import SqliteStore
 from .triggers import Cron, Interval
 
@@ -146,7 +147,7 @@ async def _jobs(args: argparse.Namespace, store: Store, now: float) -> int:
     return 0
 
 
-def _no_registry(fn: str) -> sops.Target | None:
+def _no_registry(fn: str) -> Target | None:
     return None  # the command line runs without application code: use the stored target
 
 

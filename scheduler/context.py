@@ -12,6 +12,7 @@ from . import _codec, _ops
 from .abc import Cursor, Tx
 from .errors import LeaseLost
 from .models import JobInfo, Retry, ts_to_datetime
+from .store_types import Op, OpState
 
 if TYPE_CHECKING:
     from ._scheduler import Scheduler
@@ -58,7 +59,7 @@ class TxScheduler:
         self._tx = tx
         self._before_write = before_write
 
-    async def _run(self, op: Callable[[_ops.OpState], _ops.Op[Any]]) -> Any:
+    async def _run(self, op: Callable[[OpState], Op[Any]]) -> Any:
         if self._before_write is not None:
             await self._before_write()
         return await self._tx.run(op)

@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 from . import _codec
 from . import _schedule_ops as ops
-from ._ops import Op, OpState
-from ._schedule_ops import CATCH_UPS, OVERLAPS, ScheduleDef, ScheduleRow, Target
+from ._schedule_ops import CATCH_UPS, OVERLAPS
 from .errors import DuplicateName, InvalidArgument, InvalidSchedule
 from .models import ts_to_datetime
+from .store_types import Op, OpState, ScheduleDef, ScheduleRow, Target
 from .triggers import Cron, Interval, trigger_from_spec, validate_timezone
 
 if TYPE_CHECKING:

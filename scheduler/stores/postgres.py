@@ -37,7 +37,6 @@ from urllib.parse import urlsplit, urlunsplit
 import asyncpg
 
 from .. import _ops
-from .._ops import NewJob, Op, OpState, Q
 from ..abc import Cursor, Store
 from ..errors import InvalidArgument, MigrationError, SchedulerError, StoreError
 from ..migrations import (
@@ -48,6 +47,7 @@ from ..migrations import (
     scheduler_migrations,
 )
 from ..sql import load_queries
+from ..store_types import NewJob, Op, OpState, Q
 
 T = TypeVar("T")
 

@@ -24,11 +24,11 @@ from typing import Any, ClassVar, Literal, TypeVar
 import aiosqlite
 
 from .. import _ops
-from .._ops import Claim, NewJob, Op, OpState, Q
 from ..abc import Cursor, Store
 from ..errors import InvalidArgument, MigrationError, NotADatabase, SchedulerError, StoreError
 from ..migrations import VERSION_TABLE, MigrationSet, check_applied, scheduler_migrations
 from ..sql import load_queries
+from ..store_types import Claim, NewJob, Op, OpState, Q
 
 T = TypeVar("T")
 

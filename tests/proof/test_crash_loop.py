@@ -70,7 +70,7 @@ import pytest
 
 from bot.delivery import nonce_for
 from scheduler import JobKind, MigrationSet, SqliteStore
-from scheduler._ops import NewJob
+from scheduler.store_types import NewJob
 from tests.fakediscord import FakeDiscord, Guild, InteractionHandle, Member
 from tests.fakediscord import Permissions as P
 from tests.fakediscord.state import Channel

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from scheduler import JobKind, SqliteStore
-from scheduler._ops import NewJob
 from scheduler.migrations import MigrationSet
+from scheduler.store_types import NewJob
 from tests.scheduler.crash_worker import APP_COMPONENT, Child, connect, write_app_migrations
 from tests.support.ops import enqueue_all
 from tests.support.processes import procs, until

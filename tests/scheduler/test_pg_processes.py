@@ -37,7 +37,7 @@ from typing import Any
 import pytest
 
 from scheduler import JobKind
-from scheduler._ops import NewJob
+from scheduler.store_types import NewJob
 from tests.scheduler.stores import postgres_dsn
 from tests.support.processes import ROOT, Process, until
 

@@ -20,9 +20,10 @@ from typing import Any
 import pytest
 
 from scheduler import JobKind, JobState, MigrationError, SchedulerError, SchemaTooNew, StoreError
-from scheduler._ops import NewJob, Outcome, claim_due
+from scheduler._ops import claim_due
 from scheduler.migrations import MigrationSet, scheduler_migrations
 from scheduler.sql import load_queries
+from scheduler.store_types import NewJob, Outcome
 
 asyncpg = pytest.importorskip("asyncpg")
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from scheduler._ops import NewJob, Op, OpState, enqueue
+from scheduler._ops import enqueue
+from scheduler.store_types import NewJob, Op, OpState
 
 
 def enqueue_all(jobs: list[NewJob]) -> Callable[[OpState], Op[list[int]]]:

@@ -1,0 +1,247 @@
+"""The types the store interface speaks: public, for store authors and benchmarks.
+
+A store runs *operations*: generators that yield :class:`Q` (a named query and its
+parameters), receive its result, and share one :class:`OpState` per transaction. Jobs go in
+as :class:`NewJob`, come out of a claim as :class:`ClaimedJob` (in a :class:`Claim`) and go
+back as :class:`Outcome`; the sweep and completions answer with reports. Schedules go in as
+:class:`ScheduleDef` and come out as :class:`ScheduleRow`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Generator, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Literal, TypeVar
+
+from .models import JobKind
+from .triggers import Cron, Interval
+
+T = TypeVar("T")
+Fetch = Literal["all", "one", "none", "many"]
+
+# --- operations ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Q:
+    """A named query: ``fetch`` says whether the result is all rows, one row (or None), or
+    the number of rows changed; ``"many"`` runs it once per parameter tuple in ``params``
+    (an executemany) and gives the number of rows changed."""
+
+    name: str
+    params: tuple[Any, ...] = ()
+    fetch: Fetch = "none"
+
+
+@dataclass(slots=True)
+class OpState:
+    """Per-transaction state shared by the operations that run in it."""
+
+    now: float
+    wake: bool = False
+    """Set when the transaction changed the set of pending jobs: the driver must look again."""
+    finished_schedules: set[str] = field(default_factory=set)
+    """Schedules whose occurrence reached a terminal state in this transaction."""
+
+
+Op = Generator[Q, Any, T]
+"""An operation: yields queries, receives their results, returns a ``T``."""
+
+# --- jobs ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class NewJob:
+    """A validated job, ready to insert."""
+
+    fn: str
+    kind: JobKind
+    next_ts: float
+    max_failures: int
+    initial_backoff: float
+    backoff_base: float
+    idempotent: bool
+    args_json: str
+    context_type: str | None = None
+    context: bytes | None = None
+    idempotency_key: str | None = None
+    on_complete: str | None = None
+    name: str | None = None
+    parent_id: int | None = None
+    schedule_name: str | None = None
+    fire_ts: float | None = None
+    jitter: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimedJob:
+    """A job this process now holds a lease on."""
+
+    id: int
+    fn: str
+    kind: JobKind
+    attempts: int
+    max_failures: int
+    initial_backoff: float
+    backoff_base: float
+    run_count: int
+    next_ts: float
+    on_complete: str | None
+    name: str | None
+    idempotent: bool
+    schedule_name: str | None
+    fire_ts: float | None
+    args: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    jobs: list[ClaimedJob]
+    next_due: float | None
+    """The earliest pending ``next_ts`` after the claim (None if nothing is pending)."""
+    next_tick: float | None = None
+    """The earliest ``next_fire_ts`` of an active schedule (None if there is none)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """How one claimed run ended.
+
+    ``release`` puts the job back to pending without counting an attempt (the run was
+    stopped before it could have had an effect, e.g. at shutdown).
+    """
+
+    job: ClaimedJob
+    ok: bool
+    value_json: str | None = None
+    error: str | None = None
+    retryable: bool = True
+    release: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ReclaimReport:
+    requeued: int = 0
+    failed: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class CompletionReport:
+    applied: int
+    stale: int
+    """Outcomes whose job had moved on (lease lost, reclaimed): discarded, fenced by run count."""
+
+
+# --- schedules -----------------------------------------------------------------------------
+
+Trigger = Cron | Interval
+TriggerOf = Callable[[str], Trigger]
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """What an occurrence runs, resolved against the registry when the schedule is written."""
+
+    fn: str
+    kind: JobKind
+    idempotent: bool
+    max_failures: int
+    initial_backoff: float
+    backoff_base: float
+
+
+Resolve = Callable[[str], Target | None]
+"""The live registry's view of a function (None if this process does not know it)."""
+
+
+@dataclass(frozen=True)
+class ScheduleDef:
+    """A validated schedule definition, ready to write."""
+
+    name: str
+    source: Literal["static", "runtime"]
+    trigger: Trigger
+    target: Target
+    args_json: str
+    overlap: str
+    catch_up: str
+    catchup_window: float
+    jitter: float
+
+    @cached_property
+    def spec_json(self) -> str:
+        return json.dumps(self.trigger.to_spec(), sort_keys=True)
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """What reconciliation compares: everything but an interval's anchor (its phase)."""
+        spec = self.trigger.to_spec()
+        spec.pop("anchor", None)
+        parts = (
+            json.dumps(spec, sort_keys=True),
+            self.target.fn,
+            self.args_json,
+            self.overlap,
+            self.catch_up,
+            repr(self.catchup_window),
+            repr(self.jitter),
+        )
+        return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleRow:
+    name: str
+    source: str
+    trigger_spec: str
+    target: Target
+    args_json: str
+    overlap: str
+    catch_up: str
+    catchup_window: float
+    jitter: float
+    paused: bool
+    next_fire_ts: float | None
+    last_fire_ts: float | None
+    skipped: int
+    missed: int
+    fingerprint: str
+    last_error: str | None
+    created_at: float
+    updated_at: float
+
+    @classmethod
+    def of(cls, r: Sequence[Any]) -> ScheduleRow:
+        return cls(
+            name=r[0],
+            source=r[1],
+            trigger_spec=r[2],
+            target=Target(r[3], JobKind(r[4]), bool(r[5]), int(r[6]), float(r[7]), float(r[8])),
+            args_json=r[9],
+            overlap=r[10],
+            catch_up=r[11],
+            catchup_window=float(r[12]),
+            jitter=float(r[13]),
+            paused=bool(r[14]),
+            next_fire_ts=None if r[15] is None else float(r[15]),
+            last_fire_ts=None if r[16] is None else float(r[16]),
+            skipped=int(r[17]),
+            missed=int(r[18]),
+            fingerprint=r[19],
+            last_error=r[20],
+            created_at=float(r[21]),
+            updated_at=float(r[22]),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ReconcileReport:
+    """What a reconciliation of the static schedules did, by name."""
+
+    added: list[str]
+    changed: list[str]
+    removed: list[str]
+    unchanged: int
