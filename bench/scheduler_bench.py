@@ -45,7 +45,6 @@ import threading
 import time
 from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
-from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -55,7 +54,7 @@ if __package__ in (None, ""):  # run as a script: make `bench` importable
 import aiosqlite
 
 from bench._stats import log, out, percentile, print_aims, ratio, summarize, to_jsonable
-from scheduler import JobKind, Registry, Scheduler, SqliteStore, _ops
+from scheduler import JobKind, Registry, Scheduler, SqliteStore
 from scheduler.migrations import scheduler_migrations
 from scheduler.store_types import NewJob, Outcome
 
@@ -615,7 +614,7 @@ async def one_pass(store: SqliteStore, due: int) -> tuple[float, float]:
     async with store.transaction(now) as tx:
         for k in range(due):
             kind = JobKind.ACTION if k % 2 else JobKind.MUTATION
-            await tx.run(partial(_ops.enqueue, job=due_job(kind, now)))
+            await tx.enqueue(due_job(kind, now))
     now = time.time()
     t0 = time.perf_counter()
     claim = await store.claim_due(now, now + 30.0, mutation_limit=64, action_limit=64)

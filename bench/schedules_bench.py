@@ -22,12 +22,16 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from scheduler import Registry, Scheduler, SqliteStore, cron_jobs
+from scheduler import Registry, SqliteStore, cron_jobs
+from scheduler._engine import Engine
+from scheduler.crons import reconcile_crons
+from scheduler.schedules import TransactionSchedules
 from scheduler.testing import FakeClock
 
 START = datetime(2030, 1, 1, tzinfo=UTC)
@@ -72,12 +76,12 @@ async def reconcile_case(n: int) -> dict[str, float]:
             ("restart, unchanged", crons(n)),
             ("restart, 100 edited", crons(n, edited=100)),
         ):
-            sched = Scheduler(SqliteStore(path), registry(), crons=registry_crons, clock=clock)
-            await sched.store.open()
+            engine = Engine(SqliteStore(path), registry(), clock)
+            await engine.store.open()
             try:
-                out[label] = await timed(sched._reconcile_crons)
+                out[label] = await timed(partial(reconcile_crons, engine, registry_crons))
             finally:
-                await sched.store.close()
+                await engine.store.close()
             clock.advance(60)
         return out
 
@@ -86,20 +90,18 @@ async def catch_up_case(policy: str) -> float:
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / "c.db"
         clock = FakeClock(START)
-        sched = Scheduler(SqliteStore(path), registry(), clock=clock)
-        await sched.store.open()
+        engine = Engine(SqliteStore(path), registry(), clock)
+        await engine.store.open()
         try:
-            async with sched.store.transaction(clock.time()) as tx:
-                from scheduler.schedules import TxSchedules
-
-                await TxSchedules(sched, tx).create(
+            async with engine.store.transaction(clock.time()) as tx:
+                await TransactionSchedules(engine, tx).create(
                     "every-second", timedelta(seconds=1), "noop", catch_up=policy,
                     overlap="allow_all",
                 )  # fmt: skip
             clock.advance(timedelta(days=365))
-            return await timed(sched._tick_schedules)
+            return await timed(engine.tick_schedules)
         finally:
-            await sched.store.close()
+            await engine.store.close()
 
 
 def summary(values: list[float]) -> dict[str, float]:

@@ -11,6 +11,7 @@ from ._scheduler import Scheduler
 from .abc import Cursor, Db, Store
 from .clock import Clock, SystemClock
 from .context import ActionContext, TransactionContext
+from .crons import CronJobs, cron_jobs
 from .errors import (
     DuplicateName,
     InvalidArgument,
@@ -32,7 +33,7 @@ from .errors import (
 from .migrations import MigrationSet
 from .models import Job, JobInfo, JobKind, JobState, Retry
 from .registry import Registry
-from .schedules import CronJobs, ScheduleInfo, cron_jobs
+from .schedules import ScheduleInfo
 from .stores.sqlite import SqliteStore
 from .triggers import Cron, Interval
 

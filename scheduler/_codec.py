@@ -1,13 +1,14 @@
-"""JSON encoding of job payloads and conversions of user-supplied times."""
+"""JSON encoding of job payloads, conversions of user-supplied times, and name checks:
+each written once for the whole package."""
 
 from __future__ import annotations
 
 import json
 import math
-from datetime import datetime, timedelta
-from typing import Any
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal
 
-from .errors import InvalidArgument, NotSerializable
+from .errors import InvalidArgument, NotSerializable, SchedulerError
 
 _encoder = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 _decode = json.JSONDecoder().decode
@@ -68,9 +69,45 @@ def to_timestamp(when: datetime | float | int, what: str = "run_at") -> float:
     return float(when)
 
 
-def to_seconds(delay: timedelta | float | int, what: str = "delay") -> float:
-    if isinstance(delay, timedelta):
-        return delay.total_seconds()
-    if isinstance(delay, bool) or not isinstance(delay, int | float) or not math.isfinite(delay):
-        raise InvalidArgument(f"{what} must be a timedelta or finite seconds, got {delay!r}")
-    return float(delay)
+def ts_to_datetime(ts: float) -> datetime:
+    """Epoch seconds as an aware UTC datetime."""
+    return datetime.fromtimestamp(ts, UTC)
+
+
+def to_seconds(
+    value: timedelta | float | int,
+    what: str = "delay",
+    *,
+    sign: Literal["any", "positive", "non-negative"] = "any",
+    error: type[SchedulerError] = InvalidArgument,
+) -> float:
+    """Seconds from a ``timedelta`` or a finite number, checked against ``sign``; a bad value
+    raises ``error`` naming ``what``."""
+    if isinstance(value, timedelta):
+        seconds = value.total_seconds()
+    elif isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise error(f"{what} must be a timedelta or finite seconds, got {value!r}")
+    else:
+        seconds = float(value)
+    if sign == "positive" and seconds <= 0:
+        raise error(f"{what} must be positive, got {value!r}")
+    if sign == "non-negative" and seconds < 0:
+        raise error(f"{what} must not be negative, got {value!r}")
+    return seconds
+
+
+def check_name(
+    value: object, what: str, limit: int, error: type[SchedulerError] = InvalidArgument
+) -> str:
+    """``value`` if it can name something stored (a function, a schedule, a job, an
+    idempotency key): a string with more than spaces in it, at most ``limit`` characters,
+    and no NUL character (PostgreSQL text cannot hold one)."""
+    if isinstance(value, str) and value.strip() and len(value) <= limit and "\x00" not in value:
+        return value
+    got = repr(value)
+    if isinstance(value, str) and len(value) > limit:
+        got = f"{len(value)} characters"
+    raise error(
+        f"{what} must be a non-empty string of at most {limit} characters without NUL "
+        f"characters, got {got}"
+    )

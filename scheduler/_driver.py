@@ -12,17 +12,22 @@ import asyncio
 import logging
 import random
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from . import _codec, _ops
+from ._engine import Engine
+from .abc import Tx
 from .clock import TimerHandle, monotonic_of
-from .context import ActionContext, LazySavepointDb, RunLease, TransactionContext, TxScheduler
+from .context import (
+    ActionContext,
+    LazySavepointDb,
+    RunLease,
+    TransactionContext,
+    TransactionScheduling,
+)
 from .errors import LeaseLost, NonRetryable, NotSerializable, RetryLater, SchedulerError
 from .models import JobInfo, JobKind
 from .store_types import ClaimedJob, Outcome
-
-if TYPE_CHECKING:
-    from ._scheduler import Scheduler
 
 log = logging.getLogger("scheduler.driver")
 
@@ -51,11 +56,14 @@ def job_info(job: ClaimedJob) -> JobInfo:
 
 
 class Driver:
-    def __init__(self, sched: Scheduler) -> None:
-        self.sched = sched
-        self.store = sched.store
-        self.clock = sched.clock
-        self.monotonic = monotonic_of(sched.clock)
+    """Claims due work and runs it: mutations in one write transaction per batch, actions
+    as tasks under a lease; records the outcomes; ticks the schedules; sweeps."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.store = engine.store
+        self.clock = engine.clock
+        self.monotonic = monotonic_of(engine.clock)
         self._wake = asyncio.Event()
         self._timer: TimerHandle | None = None
         self._stopping = False
@@ -138,20 +146,20 @@ class Driver:
             self._timer = self.clock.call_at(ts, self._wake.set)
 
     async def _pass(self) -> float | None:
-        sched = self.sched
-        batch = sched.batch_size
+        engine = self.engine
+        batch = engine.batch_size
         while True:
             now = self.clock.time()
             # A finished run holds its slot until its outcome is recorded, so a slow store
             # cannot pile up unrecorded completions (and their leases) without bound.
             unrecorded = len(self._completions) + self._recording
-            free = max(0, sched.max_concurrency - len(self._actions) - unrecorded)
+            free = max(0, engine.max_concurrency - len(self._actions) - unrecorded)
             action_limit = min(batch, free)
             # Taken before the claim is sent: the lease the store stamps with ``now`` cannot
             # have begun earlier than this, so leases measured from it never overstate.
             claimed_at = self.monotonic()
             claim = await self.store.claim_due(
-                now, now + sched.lease_seconds, mutation_limit=batch, action_limit=action_limit
+                now, now + engine.lease_seconds, mutation_limit=batch, action_limit=action_limit
             )
             mutations = [j for j in claim.jobs if j.kind is JobKind.MUTATION]
             actions = [j for j in claim.jobs if j.kind is JobKind.ACTION]
@@ -166,7 +174,7 @@ class Driver:
             if self._stopping:
                 return None
             if claim.next_tick is not None and claim.next_tick <= self.clock.time():
-                await sched._tick_schedules()
+                await engine.tick_schedules()
                 continue  # claim what the tick made due
             full = len(mutations) == batch or (actions and len(actions) == action_limit)
             if not full:
@@ -180,7 +188,7 @@ class Driver:
             async with self.store.transaction(self.clock.time()) as tx:
                 outcomes = [await self._run_mutation(tx, job) for job in jobs]
                 # Every completion commits with the batch's writes: one round trip for all.
-                await tx.run(partial(_ops.complete, outcomes=outcomes))
+                await tx.complete(outcomes)
         except asyncio.CancelledError:
             # Rolled back: nothing they did happened. Hand them back without counting.
             await self._record([Outcome(j, ok=False, release=True) for j in jobs], urgent=True)
@@ -190,15 +198,15 @@ class Driver:
             error = f"the transaction failed to commit: {describe_error(exc)}"
             await self._record([Outcome(j, ok=False, error=error) for j in jobs], urgent=True)
 
-    async def _run_mutation(self, tx: Any, job: ClaimedJob) -> Outcome:
+    async def _run_mutation(self, tx: Tx, job: ClaimedJob) -> Outcome:
         try:
-            reg = self.sched.registry.mutation_named(job.fn)
+            reg = self.engine.registry.mutation_named(job.fn)
         except SchedulerError as exc:
             return Outcome(job, ok=False, error=describe_error(exc), retryable=False)
         db = LazySavepointDb(tx, f"job_{job.id}")
         ctx = TransactionContext(
             db,
-            TxScheduler(self.sched, tx, db.ensure),
+            TransactionScheduling(self.engine, tx, db.ensure),
             tx.state.now,
             random.Random(_ops.job_seed(job.id, job.attempts)),
             job_info(job),
@@ -255,17 +263,17 @@ class Driver:
         """The run's outcome to record; None when there is nothing to record (the job was
         found to be held by another run, so any write would be fenced out anyway)."""
         try:
-            reg = self.sched.registry.get(job.fn)
+            reg = self.engine.registry.get(job.fn)
             if reg.kind is not JobKind.ACTION:
                 raise SchedulerError(f"{job.fn!r} is no longer registered as an action")
         except SchedulerError as exc:
             return Outcome(job, ok=False, error=describe_error(exc), retryable=False)
-        sched = self.sched
-        lease = RunLease(self.monotonic, claimed_at + sched.lease_seconds, sched.lease_margin)
+        engine = self.engine
+        lease = RunLease(self.monotonic, claimed_at + engine.lease_seconds, engine.lease_margin)
         lease.task = asyncio.current_task()
-        ctx = ActionContext(
-            sched, job_info(job), random.Random(_ops.job_seed(job.id, job.attempts)), lease
-        )
+        info = job_info(job)
+        rng = random.Random(_ops.job_seed(job.id, job.attempts))
+        ctx = ActionContext(engine, info, rng, lease, partial(self.heartbeat, info))
         try:
             value = await reg.handler(ctx, job.args)
             return Outcome(
@@ -364,7 +372,7 @@ class Driver:
                 raise
             except Exception:
                 log.exception("lease sweep failed")
-            await self.clock.sleep(self.sched.sweep_seconds)
+            await self.clock.sleep(self.engine.sweep_seconds)
 
     async def sweep_once(self) -> None:
         """Reclaim expired leases, prune old terminal jobs, and wake the loop (the backstop)."""
@@ -376,8 +384,8 @@ class Driver:
                 report.requeued,
                 report.failed,
             )
-        if self.sched.retention_seconds is not None:
-            await self.store.prune(now - self.sched.retention_seconds, now)
+        if self.engine.retention_seconds is not None:
+            await self.store.prune(now - self.engine.retention_seconds, now)
         self.wake()
 
     # --- idleness ------------------------------------------------------------------------------
@@ -402,7 +410,10 @@ class Driver:
         return self._idle
 
     async def heartbeat(self, job: JobInfo) -> bool:
+        """Extend the lease of ``job``'s run by the lease duration; False if the run no
+        longer holds the job."""
+        self.engine.ensure_running()
         now = self.clock.time()
         return await self.store.extend_lease(
-            job.id, job.run_count, now + self.sched.lease_seconds, now
+            job.id, job.run_count, now + self.engine.lease_seconds, now
         )

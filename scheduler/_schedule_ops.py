@@ -15,13 +15,14 @@ import json
 import logging
 import random
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any, Literal
 
 from . import _ops
+from ._codec import ts_to_datetime
+from ._codec import ts_to_datetime as _dt  # the short name the operations below use
 from ._ops import HELD_TS
 from .errors import DuplicateName, InvalidSchedule, ScheduleNotFound, SchedulerError
-from .models import ts_to_datetime
 from .store_types import (
     NewJob,
     Op,
@@ -64,10 +65,6 @@ def jitter_offset(name: str, fire_ts: float, jitter: float) -> float:
         return 0.0
     seed = hashlib.blake2b(occurrence_key(name, fire_ts).encode(), digest_size=8).digest()
     return random.Random(int.from_bytes(seed, "big")).uniform(0.0, jitter)
-
-
-def _dt(ts: float) -> datetime:
-    return datetime.fromtimestamp(ts, UTC)
 
 
 # --- writing definitions -----------------------------------------------------------------

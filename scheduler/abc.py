@@ -1,11 +1,17 @@
 """The store interface: where jobs live, spoken in jobs and leases, never in SQL.
 
 A store implements a handful of primitives (open, close, a write transaction, running a
-scheduler operation, reads). The domain methods the driver uses (claim due work, complete,
-extend a lease, reclaim expired leases, the next due time, prune, cancel) are written once
-here on top of those primitives and the operations in ``scheduler._ops``, so every store
-gives them the same meaning. Each method's docstring is its contract; the conformance suite
-in ``tests/scheduler`` checks it against every store.
+scheduler operation, reads, a snapshot for application SQL). Everything else is written once
+here on top of them and the operations in ``scheduler._ops`` and ``scheduler._schedule_ops``,
+so every store gives it the same meaning:
+
+- :class:`Operations`, the named operations on jobs and schedules, available inside a write
+  transaction (``tx.pause_schedule(name)``) and at a time (``store.at(now).pause_schedule(name)``);
+- the driver's methods on :class:`Store` (claim due work, complete, extend a lease, reclaim
+  expired leases, the next due time, prune), each run at the ``now`` it is given.
+
+Each method's docstring is its contract; the conformance suite in ``tests/scheduler`` checks
+it against every store. The types they speak are in :mod:`scheduler.store_types`.
 """
 
 from __future__ import annotations
@@ -13,12 +19,27 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol, TypeVar
 
-from . import _ops
+from . import _ops, _schedule_ops
 from .migrations import MigrationSet
 from .models import Job, JobState
-from .store_types import Claim, CompletionReport, NewJob, Op, OpState, Outcome, ReclaimReport
+from .store_types import (
+    Claim,
+    CompletionReport,
+    NewJob,
+    Op,
+    OpState,
+    Outcome,
+    ReclaimReport,
+    ReconcileReport,
+    Resolve,
+    ScheduleDef,
+    ScheduleRow,
+    TriggerOf,
+)
+
+T = TypeVar("T")
 
 
 class Cursor:
@@ -72,33 +93,159 @@ class Db(Protocol):
     async def executemany(self, sql: str, params: Sequence[Sequence[Any]]) -> Cursor: ...
 
 
-class Tx(Db, Protocol):
-    """An open write transaction of a store."""
+class Operations(ABC):
+    """The named operations on the scheduler's data, each with the contract it keeps, written
+    once over one primitive, :meth:`run`.
 
-    @property
-    def state(self) -> OpState: ...
+    A write transaction (:class:`Tx`) offers them in that transaction, at its time; a store
+    offers them at a given time through :meth:`Store.at`, each write in a transaction of its
+    own and each read against a snapshot. The operations themselves live in
+    ``scheduler._ops`` (jobs) and ``scheduler._schedule_ops`` (schedules).
+    """
 
-    async def run(self, op: Callable[[OpState], Op[Any]]) -> Any:
-        """Run a scheduler operation inside this transaction."""
-        ...
+    @abstractmethod
+    async def run(self, op: Callable[[OpState], Op[T]]) -> T:
+        """Run a scheduler operation (see :mod:`scheduler.store_types`)."""
+
+    async def read(self, op: Callable[[OpState], Op[T]]) -> T:
+        """Run a read-only operation (in a transaction, simply in it)."""
+        return await self.run(op)
+
+    # --- jobs ------------------------------------------------------------------------------
 
     async def enqueue(self, job: NewJob) -> int:
-        """Insert ``job`` in this transaction (see ``scheduler._ops.enqueue``); a store may
-        batch the write until the transaction's next statement or its commit."""
-        ...
+        """Insert ``job``; with a live idempotency key, return the existing job's id and insert
+        nothing. A child of a canceled parent is born canceled (firing its ``on_complete``).
+        A transaction may batch the write until its next statement or its commit."""
+        return await self.run(lambda st: _ops.enqueue(st, job))
 
+    async def cancel(self, job_id: int) -> bool:
+        """Cancel a pending job (firing its ``on_complete``) and, breadth first, its pending
+        descendants, even when the job itself is running or finished. Returns whether the job
+        itself was canceled; :class:`~scheduler.errors.JobNotFound` if there is no such job."""
+        return await self.run(lambda st: _ops.cancel(st, job_id))
+
+    async def complete(self, outcomes: Sequence[Outcome]) -> CompletionReport:
+        """Record run outcomes: success, retry with backoff, dead-letter (firing
+        ``on_complete`` with the terminal result), or release. Each is fenced by the run count
+        and ``in_progress``, so a late worker can never overwrite a newer outcome."""
+        return await self.run(lambda st: _ops.complete(st, outcomes))
+
+    # --- schedules -------------------------------------------------------------------------
+
+    async def create_schedule(self, definition: ScheduleDef, start: float | None = None) -> None:
+        """Insert a schedule; it first fires at its trigger's first time after now, or at its
+        first time at or after ``start`` when that is later. A taken name raises
+        :class:`~scheduler.errors.DuplicateName`."""
+        await self.run(lambda st: _schedule_ops.create(st, definition, start))
+
+    async def get_schedule(self, name: str) -> ScheduleRow:
+        """The schedule named ``name``; :class:`~scheduler.errors.ScheduleNotFound` if none."""
+        return await self.read(lambda st: _schedule_ops.get(st, name))
+
+    async def list_schedules(self, source: str | None = None) -> list[ScheduleRow]:
+        """Every schedule by name, or only those of ``source`` (``"static"``/``"runtime"``)."""
+        return await self.read(lambda st: _schedule_ops.list_all(st, source))
+
+    async def pause_schedule(self, name: str) -> bool:
+        """Stop ticking ``name``; occurrences already made are left alone. False if it was
+        paused already."""
+        return await self.run(lambda st: _schedule_ops.pause(st, name))
+
+    async def resume_schedule(self, name: str, trigger_of: TriggerOf) -> bool:
+        """Tick ``name`` again from its next time after now (paused time is not replayed).
+        False if it was not paused."""
+        return await self.run(lambda st: _schedule_ops.resume(st, name, trigger_of))
+
+    async def trigger_schedule(self, name: str, resolve: Resolve) -> int:
+        """Enqueue one occurrence of ``name`` due now (overlap and pause do not apply); returns
+        its job id. ``resolve`` gives the live registry's target (None: the stored one)."""
+        return await self.run(lambda st: _schedule_ops.trigger(st, name, resolve))
+
+    async def backfill_schedule(
+        self, name: str, start: float, end: float, trigger_of: TriggerOf, resolve: Resolve
+    ) -> list[int]:
+        """Enqueue, due now and oldest first, every fire time of ``name`` in ``[start, end]``
+        whose occurrence does not exist yet; returns the new job ids. A range of more than
+        ``BACKFILL_CAP`` times raises :class:`~scheduler.errors.InvalidSchedule`."""
+        return await self.run(
+            lambda st: _schedule_ops.backfill(st, name, start, end, trigger_of, resolve)
+        )
+
+    async def delete_schedule(self, name: str) -> int:
+        """Delete ``name`` and cancel its pending occurrences; returns how many."""
+        return await self.run(lambda st: _schedule_ops.delete(st, name))
+
+    async def tick_schedules(self, limit: int, trigger_of: TriggerOf, resolve: Resolve) -> int:
+        """Materialize the due times of up to ``limit`` due schedules under their catch-up
+        and overlap policies, each as a job keyed by (name, fire time), and re-anchor each
+        schedule past its whole backlog. Returns how many schedules were due."""
+        return await self.run(lambda st: _schedule_ops.tick(st, limit, trigger_of, resolve))
+
+    async def reconcile_schedules(self, definitions: Sequence[ScheduleDef]) -> ReconcileReport:
+        """Make the static schedules match ``definitions`` by name: unchanged ones are left
+        alone (keeping their phase), edited ones take the new definition from their next
+        time after now, new ones start, missing ones are deleted with their pending
+        occurrences canceled. A runtime schedule of the same name raises
+        :class:`~scheduler.errors.DuplicateName`."""
+        return await self.run(lambda st: _schedule_ops.reconcile(st, definitions))
+
+    async def next_schedule_time(self) -> float | None:
+        """The earliest next fire time of an active schedule, or None."""
+        return await self.read(_schedule_ops.next_fire)
+
+
+class Tx(Operations):
+    """An open write transaction of a store: SQL (as a :class:`Db`), savepoints, and the
+    named operations, all in this transaction."""
+
+    dialect: ClassVar[str]
+
+    @property
+    @abstractmethod
+    def state(self) -> OpState:
+        """The transaction's shared operation state (its time, whether it woke the driver)."""
+
+    @abstractmethod
+    async def execute(self, sql: str, params: Sequence[Any] = ()) -> Cursor: ...
+
+    @abstractmethod
+    async def executemany(self, sql: str, params: Sequence[Sequence[Any]]) -> Cursor: ...
+
+    @abstractmethod
     async def savepoint(self, name: str) -> None: ...
 
+    @abstractmethod
     async def release(self, name: str) -> None: ...
 
+    @abstractmethod
     async def rollback_to(self, name: str) -> None: ...
+
+
+class OperationsAt(Operations):
+    """A store's named operations at one time (:meth:`Store.at`): each write in a
+    transaction of its own, in one round trip where the store can; each read against a
+    snapshot, without the writer."""
+
+    def __init__(self, store: Store, now: float) -> None:
+        self.store = store
+        self.now = now
+
+    async def run(self, op: Callable[[OpState], Op[T]]) -> T:
+        result: T = await self.store.run(op, self.now)
+        return result
+
+    async def read(self, op: Callable[[OpState], Op[T]]) -> T:
+        result: T = await self.store.read(op, self.now)
+        return result
 
 
 CommitListener = Callable[[], None]
 
 
 class Store(ABC):
-    """Where jobs live. Subclasses provide the primitives; the domain methods are shared."""
+    """Where jobs live. Subclasses provide the primitives (and a :class:`Tx`); the domain
+    methods are shared."""
 
     dialect: ClassVar[str]
 
@@ -159,10 +306,14 @@ class Store(ABC):
 
     # --- domain methods --------------------------------------------------------------------
 
+    def at(self, now: float) -> OperationsAt:
+        """The named :class:`Operations` at ``now``: each write in a transaction of its own,
+        each read against a snapshot."""
+        return OperationsAt(self, now)
+
     async def enqueue(self, job: NewJob, now: float) -> int:
-        """Insert ``job`` in its own transaction; see :func:`scheduler._ops.enqueue`."""
-        result: int = await self.run(lambda st: _ops.enqueue(st, job), now)
-        return result
+        """:meth:`Operations.enqueue` in a transaction of its own."""
+        return await self.at(now).enqueue(job)
 
     async def claim_due(
         self, now: float, lease_until: float, *, mutation_limit: int, action_limit: int
@@ -177,11 +328,8 @@ class Store(ABC):
         return claim
 
     async def complete(self, outcomes: Sequence[Outcome], now: float) -> CompletionReport:
-        """Record run outcomes in one transaction: success, retry with backoff, dead-letter
-        (firing ``on_complete`` with the terminal result), or release. Each is fenced by the
-        run count and ``in_progress``, so a late worker can never overwrite a newer outcome."""
-        report: CompletionReport = await self.run(lambda st: _ops.complete(st, outcomes), now)
-        return report
+        """:meth:`Operations.complete` in one transaction of its own."""
+        return await self.at(now).complete(outcomes)
 
     async def extend_lease(self, job_id: int, run_count: int, until: float, now: float) -> bool:
         """Move a held lease to ``until``; False if the run no longer holds the job."""
@@ -206,9 +354,8 @@ class Store(ABC):
         return n
 
     async def cancel(self, job_id: int, now: float) -> bool:
-        """Cancel a pending job and, breadth first, its pending descendants."""
-        done: bool = await self.run(lambda st: _ops.cancel(st, job_id), now)
-        return done
+        """:meth:`Operations.cancel` in a transaction of its own."""
+        return await self.at(now).cancel(job_id)
 
     async def retry(self, job_id: int, now: float) -> bool:
         """Put a failed or canceled job back to pending with a fresh budget."""

@@ -14,19 +14,17 @@ import asyncio
 import json
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from . import _ops
-from . import _schedule_ops as sops
+from . import _ops, _schedule_ops
 from .abc import Store
 from .errors import SchedulerError
 from .models import Job, JobState
-from .schedules import trigger_from_json
 from .store_types import Target
 from .stores.sqlite import SqliteStore
-from .triggers import Cron, Interval
+from .triggers import Cron, Interval, trigger_from_json
 
 
 def open_store(db: str) -> Store:
@@ -161,10 +159,10 @@ def _trigger_of(spec: str) -> Cron | Interval:
 
 
 async def _schedules(args: argparse.Namespace, store: Store, now: float) -> int:
-    run: Callable[..., Any] = store.run
+    ops = store.at(now)
     if args.action == "ls":
-        rows = await store.read(lambda st: sops.list_all(st), now)
-        views = [sops.describe_row(r, _trigger_of(r.trigger_spec)) for r in rows]
+        rows = await ops.list_schedules()
+        views = [_schedule_ops.describe_row(r, _trigger_of(r.trigger_spec)) for r in rows]
         if args.json:
             print(json.dumps(views, indent=2))
         elif not views:
@@ -193,25 +191,23 @@ async def _schedules(args: argparse.Namespace, store: Store, now: float) -> int:
         return 0
     name = args.name
     if args.action == "pause":
-        done = await run(lambda st: sops.pause(st, name), now)
+        done = await ops.pause_schedule(name)
         print(f"schedule {name!r} paused" if done else f"schedule {name!r} was already paused")
     elif args.action == "resume":
-        done = await run(lambda st: sops.resume(st, name, _trigger_of), now)
+        done = await ops.resume_schedule(name, _trigger_of)
         print(f"schedule {name!r} resumed" if done else f"schedule {name!r} was not paused")
     elif args.action == "trigger":
-        job_id = await run(lambda st: sops.trigger(st, name, _no_registry), now)
+        job_id = await ops.trigger_schedule(name, _no_registry)
         print(f"schedule {name!r} triggered: job {job_id}")
     elif args.action == "backfill":
         start, end = _parse_time(args.start), _parse_time(args.end)
-        ids = await run(
-            lambda st: sops.backfill(st, name, start, end, _trigger_of, _no_registry), now
-        )
+        ids = await ops.backfill_schedule(name, start, end, _trigger_of, _no_registry)
         print(
             f"schedule {name!r}: {len(ids)} job(s) enqueued"
             + (f" ({ids[0]}..{ids[-1]})" if ids else "")
         )
     else:
-        n = await run(lambda st: sops.delete(st, name), now)
+        n = await ops.delete_schedule(name)
         print(f"schedule {name!r} deleted; {n} pending occurrence(s) canceled")
     return 0
 

@@ -4,19 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any, Unpack
 
-from . import _codec, _ops
+from . import _codec
+from ._engine import Engine, EnqueueOptions, JobOptions
 from .abc import Cursor, Tx
 from .errors import LeaseLost
-from .models import JobInfo, Retry, ts_to_datetime
-from .store_types import Op, OpState
-
-if TYPE_CHECKING:
-    from ._scheduler import Scheduler
-    from .schedules import TxSchedules
+from .models import JobInfo
+from .schedules import TransactionSchedules
 
 
 class LazySavepointDb:
@@ -46,89 +44,68 @@ class LazySavepointDb:
         return await self._tx.executemany(sql, params)
 
 
-class TxScheduler:
+class TransactionScheduling:
     """``ctx.scheduler`` inside a transaction: every call writes in that transaction."""
 
     def __init__(
         self,
-        sched: Scheduler,
+        engine: Engine,
         tx: Tx,
         before_write: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
-        self._sched = sched
+        self._engine = engine
         self._tx = tx
         self._before_write = before_write
 
-    async def _run(self, op: Callable[[OpState], Op[Any]]) -> Any:
-        if self._before_write is not None:
-            await self._before_write()
-        return await self._tx.run(op)
-
     async def run_after(
-        self, delay: timedelta | float, fn: str, args: Any = None, **options: Any
+        self,
+        delay: timedelta | float,
+        fn: str,
+        args: Any = None,
+        **options: Unpack[JobOptions],
     ) -> int:
         """Run ``fn(args)`` after ``delay`` (a negative delay means now). Returns the job id."""
-        now = self._tx.state.now
-        when = now + max(0.0, _codec.to_seconds(delay))
+        when = self._tx.state.now + max(0.0, _codec.to_seconds(delay))
         return await self.enqueue(fn, args, run_at=when, **options)
 
     async def run_at(
-        self, when: datetime | float, fn: str, args: Any = None, **options: Any
+        self,
+        when: datetime | float,
+        fn: str,
+        args: Any = None,
+        **options: Unpack[JobOptions],
     ) -> int:
         """Run ``fn(args)`` at ``when`` (an aware datetime or epoch seconds)."""
         return await self.enqueue(fn, args, run_at=when, **options)
 
-    async def enqueue(
-        self,
-        fn: str,
-        args: Any = None,
-        *,
-        run_at: datetime | float | None = None,
-        idempotency_key: str | None = None,
-        on_complete: str | None = None,
-        context: Any = None,
-        retry: Retry | None = None,
-        name: str | None = None,
-        parent_id: int | None = None,
-    ) -> int:
+    async def enqueue(self, fn: str, args: Any = None, **options: Unpack[EnqueueOptions]) -> int:
         """Insert a job; everything is validated before anything is written.
 
-        A second enqueue with a live ``idempotency_key`` returns the first job's id.
-        ``on_complete`` names a mutation enqueued with ``{"job_id", "context", "result"}``
-        when the job reaches a terminal state, in the same commit.
+        Options: ``run_at`` (default now), ``idempotency_key`` (a second enqueue with a live
+        key returns the first job's id), ``on_complete`` (a mutation enqueued with
+        ``{"job_id", "context", "result"}`` when the job reaches a terminal state, in the
+        same commit), ``context``, ``retry``, ``name``, ``parent_id``.
         """
-        job = self._sched._new_job(
-            fn,
-            args,
-            run_at=run_at,
-            idempotency_key=idempotency_key,
-            on_complete=on_complete,
-            context=context,
-            retry=retry,
-            name=name,
-            parent_id=parent_id,
-            now=self._tx.state.now,
-        )
-        if self._before_write is not None:
-            await self._before_write()
-        job_id: int = await self._tx.enqueue(job)
-        return job_id
+        job = self._engine.new_job(fn, args, self._tx.state.now, **options)
+        return await (await self._writing()).enqueue(job)
 
     async def cancel(self, job_id: int) -> bool:
         """Cancel a pending job (firing its ``on_complete``) and its pending descendants.
 
         Returns whether the job itself was canceled; the cascade runs either way.
         """
-        done: bool = await self._run(lambda st: _ops.cancel(st, int(job_id)))
-        return done
+        return await (await self._writing()).cancel(int(job_id))
+
+    async def _writing(self) -> Tx:
+        if self._before_write is not None:
+            await self._before_write()
+        return self._tx
 
     @property
-    def schedules(self) -> TxSchedules:
+    def schedules(self) -> TransactionSchedules:
         """Runtime schedules, written in this transaction (so an application row and its
         schedule commit together)."""
-        from .schedules import TxSchedules
-
-        return TxSchedules(self._sched, self._tx, self._before_write)
+        return TransactionSchedules(self._engine, self._tx, self._before_write)
 
 
 class TransactionContext:
@@ -144,35 +121,45 @@ class TransactionContext:
     def __init__(
         self,
         db: Any,
-        scheduler: TxScheduler,
+        scheduler: TransactionScheduling,
         now: float,
         rng: random.Random,
         job: JobInfo | None = None,
     ) -> None:
         self.db = db
         self.scheduler = scheduler
-        self.now: datetime = ts_to_datetime(now)
+        self.now: datetime = _codec.ts_to_datetime(now)
         self.random = rng
         self.job = job
 
 
-class ActionScheduler:
-    """``ctx.scheduler`` inside an action: ``run_after``, ``run_at`` and ``cancel``, each in
-    its own transaction (an action holds none)."""
+@asynccontextmanager
+async def open_transaction(engine: Engine) -> AsyncIterator[TransactionContext]:
+    """A write transaction as application code sees it (``sched.transaction()``): its SQL
+    and its scheduling commit together on normal exit and roll back on an exception."""
+    async with engine.transaction() as tx:
+        yield TransactionContext(
+            tx, TransactionScheduling(engine, tx), tx.state.now, random.Random()
+        )
 
-    def __init__(self, sched: Scheduler) -> None:
-        self._sched = sched
+
+class ActionScheduling:
+    """``ctx.scheduler`` inside an action: ``run_after``, ``run_at`` and ``cancel``, each in
+    a transaction of its own (an action holds none)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
 
     async def run_after(self, delay: timedelta | float, fn: str, args: Any = None) -> int:
-        async with self._sched.transaction() as ctx:
+        async with open_transaction(self._engine) as ctx:
             return await ctx.scheduler.run_after(delay, fn, args)
 
     async def run_at(self, when: datetime | float, fn: str, args: Any = None) -> int:
-        async with self._sched.transaction() as ctx:
+        async with open_transaction(self._engine) as ctx:
             return await ctx.scheduler.run_at(when, fn, args)
 
     async def cancel(self, job_id: int) -> bool:
-        async with self._sched.transaction() as ctx:
+        async with open_transaction(self._engine) as ctx:
             return await ctx.scheduler.cancel(job_id)
 
 
@@ -218,26 +205,34 @@ class ActionContext:
     effect would happen twice.
     """
 
-    __slots__ = ("_lease", "_sched", "job", "random", "scheduler")
+    __slots__ = ("_engine", "_extend_lease", "_lease", "job", "random", "scheduler")
 
-    def __init__(self, sched: Scheduler, job: JobInfo, rng: random.Random, lease: RunLease) -> None:
-        self._sched = sched
+    def __init__(
+        self,
+        engine: Engine,
+        job: JobInfo,
+        rng: random.Random,
+        lease: RunLease,
+        extend_lease: Callable[[], Awaitable[bool]],
+    ) -> None:
+        self._engine = engine
         self._lease = lease
+        self._extend_lease = extend_lease
         self.job = job
         self.random = rng
-        self.scheduler = ActionScheduler(sched)
+        self.scheduler = ActionScheduling(engine)
 
     @property
     def now(self) -> datetime:
-        return self._sched.clock.now()
+        return self._engine.clock.now()
 
     async def run_mutation(
         self, fn: str | Callable[[TransactionContext, Any], Awaitable[Any]], args: Any = None
     ) -> Any:
         """Run a mutation (a registered name, or an ``async def f(ctx, args)``) in its own
         transaction and return its result."""
-        handler = self._sched.registry.mutation_named(fn).handler if isinstance(fn, str) else fn
-        async with self._sched.transaction() as ctx:
+        handler = self._engine.registry.mutation_named(fn).handler if isinstance(fn, str) else fn
+        async with open_transaction(self._engine) as ctx:
             return await handler(ctx, args)
 
     async def heartbeat(self) -> bool:
@@ -251,9 +246,9 @@ class ActionContext:
         if lease.lost:
             return False
         sent_at = lease.monotonic()
-        held = await self._sched._heartbeat(self.job)
+        held = await self._extend_lease()
         if held:
-            lease.expires = max(lease.expires, sent_at + self._sched.lease_seconds)
+            lease.expires = max(lease.expires, sent_at + self._engine.lease_seconds)
         else:
             lease.lose()
         return held

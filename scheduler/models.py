@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
+from ._codec import to_seconds, ts_to_datetime
 from .errors import InvalidArgument
 
 
@@ -35,14 +36,6 @@ class JobKind(enum.StrEnum):
     ACTION = "action"
 
 
-def _seconds(value: timedelta | float, what: str) -> float:
-    if isinstance(value, timedelta):
-        return value.total_seconds()
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InvalidArgument(f"{what} must be a timedelta or a number of seconds, got {value!r}")
-    return float(value)
-
-
 @dataclass(frozen=True, slots=True)
 class Retry:
     """How many times a job may fail, and how long to wait between attempts.
@@ -64,24 +57,17 @@ class Retry:
             raise InvalidArgument(
                 f"Retry.max_failures must be at least 1 (one attempt), got {self.max_failures}"
             )
-        if self.backoff_seconds < 0:
-            raise InvalidArgument(
-                f"Retry.initial_backoff must not be negative, got {self.initial_backoff!r}"
-            )
+        to_seconds(self.initial_backoff, "Retry.initial_backoff", sign="non-negative")
         if isinstance(self.base, bool) or not isinstance(self.base, int | float) or self.base < 1:
             raise InvalidArgument(f"Retry.base must be a number >= 1, got {self.base!r}")
 
     @property
     def backoff_seconds(self) -> float:
-        return _seconds(self.initial_backoff, "Retry.initial_backoff")
+        return to_seconds(self.initial_backoff, "Retry.initial_backoff")
 
 
 DEFAULT_MUTATION_RETRY = Retry(max_failures=4)
 DEFAULT_ACTION_RETRY = Retry(max_failures=1)
-
-
-def ts_to_datetime(ts: float) -> datetime:
-    return datetime.fromtimestamp(ts, UTC)
 
 
 @dataclass(frozen=True, slots=True)

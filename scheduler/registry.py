@@ -7,11 +7,15 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from ._codec import check_name
 from .errors import DuplicateName, InvalidArgument, UnknownFunction
 from .models import DEFAULT_ACTION_RETRY, DEFAULT_MUTATION_RETRY, JobKind, Retry
 
 Handler = Callable[[Any, Any], Awaitable[Any]]
 H = TypeVar("H", bound=Handler)
+
+NAME_LIMIT = 200
+"""The longest function or schedule name, in characters."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,14 +25,6 @@ class Registration:
     handler: Handler
     idempotent: bool
     retry: Retry
-
-
-def _check_name(name: str) -> str:
-    if not isinstance(name, str) or not name.strip():
-        raise InvalidArgument(f"a function name must be a non-empty string, got {name!r}")
-    if len(name) > 200:
-        raise InvalidArgument(f"a function name must be at most 200 characters, got {len(name)}")
-    return name
 
 
 class Registry:
@@ -52,7 +48,7 @@ class Registry:
         retry: Retry | None = None,
     ) -> None:
         """Register ``handler`` under ``name``; a name may be registered once."""
-        _check_name(name)
+        check_name(name, "a function name", NAME_LIMIT)
         kind = JobKind(kind)
         if name in self._entries:
             raise DuplicateName(f"function {name!r} is already registered")

@@ -41,6 +41,7 @@ module validated); all time-zone logic lives here.
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 from collections.abc import Mapping
@@ -671,3 +672,9 @@ def trigger_from_spec(spec: dict[str, object]) -> Cron | Interval:
     except (ValueError, OverflowError) as exc:
         raise InvalidSchedule(f"invalid interval spec: {exc}") from exc
     return Interval(every, anchor)
+
+
+def trigger_from_json(spec_json: str) -> Cron | Interval:
+    """:func:`trigger_from_spec` of a spec stored as JSON text (a schedule row's)."""
+    spec = json.loads(spec_json)
+    return trigger_from_spec(spec)

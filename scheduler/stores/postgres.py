@@ -37,7 +37,7 @@ from urllib.parse import urlsplit, urlunsplit
 import asyncpg
 
 from .. import _ops
-from ..abc import Cursor, Store
+from ..abc import Cursor, Store, Tx
 from ..errors import InvalidArgument, MigrationError, SchedulerError, StoreError
 from ..migrations import (
     VERSION_TABLE,
@@ -279,7 +279,7 @@ async def _abort(conn: Connection) -> None:
 # --- transactions and read access ----------------------------------------------------------
 
 
-class PostgresTx:
+class PostgresTx(Tx):
     """An open READ COMMITTED write transaction on one pooled connection."""
 
     dialect = "postgres"

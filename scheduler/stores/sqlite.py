@@ -24,7 +24,7 @@ from typing import Any, ClassVar, Literal, TypeVar
 import aiosqlite
 
 from .. import _ops
-from ..abc import Cursor, Store
+from ..abc import Cursor, Store, Tx
 from ..errors import InvalidArgument, MigrationError, NotADatabase, SchedulerError, StoreError
 from ..migrations import VERSION_TABLE, MigrationSet, check_applied, scheduler_migrations
 from ..sql import load_queries
@@ -215,7 +215,7 @@ def _after_inserts(
     return fn(conn, *args)
 
 
-class SqliteTx:
+class SqliteTx(Tx):
     """An open ``BEGIN IMMEDIATE`` transaction on the writer connection.
 
     Plain enqueues (no idempotency key, no parent) cost no round trip: their ids are

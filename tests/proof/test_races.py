@@ -41,7 +41,7 @@ import pytest
 from bot.delivery import nonce_for
 from scheduler import MigrationSet, SqliteStore
 from scheduler import _schedule_ops as sops
-from scheduler.schedules import trigger_from_json
+from scheduler.triggers import trigger_from_json
 from tests.fakediscord import FakeDiscord
 from tests.fakediscord import Permissions as P
 from tests.proof.conftest import FULL, size
