@@ -14,7 +14,7 @@ import random
 from functools import partial
 from typing import Any
 
-from . import _codec, _ops
+from . import _ops, _runs
 from ._engine import Engine
 from .abc import Tx
 from .clock import TimerHandle, monotonic_of
@@ -31,28 +31,8 @@ from .store_types import ClaimedJob, Outcome
 
 log = logging.getLogger("scheduler.driver")
 
-_ERROR_LIMIT = 4000
 FLUSH_BATCH = 512
 """Outcomes recorded per transaction (keeps each completion transaction short)."""
-
-
-def describe_error(exc: BaseException) -> str:
-    text = f"{type(exc).__name__}: {exc}"
-    return text if len(text) <= _ERROR_LIMIT else text[: _ERROR_LIMIT - 1] + "…"
-
-
-def job_info(job: ClaimedJob) -> JobInfo:
-    return JobInfo(
-        id=job.id,
-        fn=job.fn,
-        kind=job.kind,
-        attempt=job.attempts,
-        run_count=job.run_count,
-        name=job.name,
-        schedule_name=job.schedule_name,
-        fire_ts=job.fire_ts,
-        max_failures=job.max_failures,
-    )
 
 
 class Driver:
@@ -191,29 +171,27 @@ class Driver:
                 await tx.complete(outcomes)
         except asyncio.CancelledError:
             # Rolled back: nothing they did happened. Hand them back without counting.
-            await self._record([Outcome(j, ok=False, release=True) for j in jobs], urgent=True)
+            await self._record([_runs.released(j) for j in jobs], urgent=True)
             raise
         except Exception as exc:
             log.exception("mutation batch of %d job(s) failed to commit", len(jobs))
-            error = f"the transaction failed to commit: {describe_error(exc)}"
-            await self._record([Outcome(j, ok=False, error=error) for j in jobs], urgent=True)
+            await self._record([_runs.commit_failed(j, exc) for j in jobs], urgent=True)
 
     async def _run_mutation(self, tx: Tx, job: ClaimedJob) -> Outcome:
         try:
             reg = self.engine.registry.mutation_named(job.fn)
         except SchedulerError as exc:
-            return Outcome(job, ok=False, error=describe_error(exc), retryable=False)
+            return _runs.failed(job, exc, retryable=False)
         db = LazySavepointDb(tx, f"job_{job.id}")
         ctx = TransactionContext(
             db,
             TransactionScheduling(self.engine, tx, db.ensure),
             tx.state.now,
             random.Random(_ops.job_seed(job.id, job.attempts)),
-            job_info(job),
+            _runs.job_info(job),
         )
         try:
-            value = await reg.handler(ctx, job.args)
-            value_json = _codec.dumps(value, f"the result of {job.fn!r}")
+            outcome = _runs.succeeded(job, await reg.handler(ctx, job.args))
         except Exception as exc:
             if db.opened:
                 await tx.rollback_to(db.savepoint)
@@ -221,7 +199,7 @@ class Driver:
             return self._failure(job, exc)
         if db.opened:
             await tx.release(db.savepoint)
-        return Outcome(job, ok=True, value_json=value_json)
+        return outcome
 
     def _failure(self, job: ClaimedJob, exc: Exception) -> Outcome:
         deterministic = isinstance(exc, NonRetryable | NotSerializable) or (
@@ -230,7 +208,7 @@ class Driver:
         if isinstance(exc, RetryLater):
             log.warning(
                 "job %d (%s) attempt %d failed: %s; will retry",
-                job.id, job.fn, job.attempts + 1, describe_error(exc),
+                job.id, job.fn, job.attempts + 1, _runs.describe_error(exc),
             )  # fmt: skip
         elif not isinstance(exc, NonRetryable):
             log.warning(
@@ -238,10 +216,10 @@ class Driver:
                 job.id,
                 job.fn,
                 job.attempts + 1,
-                describe_error(exc),
+                _runs.describe_error(exc),
                 exc_info=exc,
             )
-        return Outcome(job, ok=False, error=describe_error(exc), retryable=not deterministic)
+        return _runs.failed(job, exc, retryable=not deterministic)
 
     # --- actions -------------------------------------------------------------------------------
 
@@ -267,18 +245,15 @@ class Driver:
             if reg.kind is not JobKind.ACTION:
                 raise SchedulerError(f"{job.fn!r} is no longer registered as an action")
         except SchedulerError as exc:
-            return Outcome(job, ok=False, error=describe_error(exc), retryable=False)
+            return _runs.failed(job, exc, retryable=False)
         engine = self.engine
         lease = RunLease(self.monotonic, claimed_at + engine.lease_seconds, engine.lease_margin)
         lease.task = asyncio.current_task()
-        info = job_info(job)
+        info = _runs.job_info(job)
         rng = random.Random(_ops.job_seed(job.id, job.attempts))
         ctx = ActionContext(engine, info, rng, lease, partial(self.heartbeat, info))
         try:
-            value = await reg.handler(ctx, job.args)
-            return Outcome(
-                job, ok=True, value_json=_codec.dumps(value, f"the result of {job.fn!r}")
-            )
+            return _runs.succeeded(job, await reg.handler(ctx, job.args))
         except LeaseLost as exc:
             return self._discarded(job, lease, exc)
         except asyncio.CancelledError as exc:
@@ -287,35 +262,18 @@ class Driver:
                 if task is not None:
                     task.uncancel()
                 return self._discarded(job, lease, exc)
-            if job.idempotent:
-                return Outcome(job, ok=False, release=True)
-            return Outcome(
-                job,
-                ok=False,
-                error=(
-                    "interrupted by shutdown before it finished; "
-                    "it may or may not have had its effect"
-                ),
-                retryable=False,
-            )
+            return _runs.interrupted(job)
         except Exception as exc:
             return self._failure(job, exc)
 
     def _discarded(self, job: ClaimedJob, lease: RunLease, exc: BaseException) -> Outcome | None:
         """A run that stopped because it may no longer hold its lease: logged once, without
-        a traceback. Found lost (a heartbeat saw the job held elsewhere): nothing to record.
-        Only feared lost (``ensure_lease`` ran out of time): the job is handed back, fenced
-        by its run count, so it is retried now if nobody reclaimed it meanwhile; an idempotent
-        action is released, any other counts a failed attempt."""
+        a traceback (see :func:`scheduler._runs.lease_lost` for what is recorded)."""
         why = "the job was reclaimed" if lease.lost else str(exc)
         log.warning(
             "job %d (%s) run %d discarded: lease lost (%s)", job.id, job.fn, job.run_count, why
         )
-        if lease.lost:
-            return None
-        if job.idempotent:
-            return Outcome(job, ok=False, release=True)
-        return Outcome(job, ok=False, error=f"discarded: lease lost ({why})", retryable=True)
+        return _runs.lease_lost(job, found_lost=lease.lost, why=why)
 
     async def _record(self, outcomes: list[Outcome], urgent: bool = False) -> None:
         self._completions.extend(outcomes)
