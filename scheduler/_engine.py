@@ -9,7 +9,7 @@ public API; everything below it takes the engine.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
 from typing import Any, TypedDict
@@ -42,6 +42,18 @@ class EnqueueOptions(JobOptions, total=False):
     """The options of ``enqueue``, as keywords: those of :class:`JobOptions` and when."""
 
     run_at: datetime | float | None
+
+
+class Tunables(TypedDict, total=False):
+    """The scheduler's tunables, as keywords (see :class:`~scheduler.Scheduler`)."""
+
+    lease: timedelta | float
+    lease_margin: timedelta | float | None
+    sweep_interval: timedelta | float
+    batch_size: int
+    max_concurrency: int
+    retention: timedelta | float | None
+    shutdown_grace: timedelta | float
 
 
 def _positive_int(value: object, what: str) -> int:
@@ -210,3 +222,25 @@ class Engine:
     async def next_schedule_time(self) -> float | None:
         """The earliest next fire time of an active schedule, or None."""
         return await self.store.at(self.clock.time()).next_schedule_time()
+
+
+class InTransaction:
+    """Base of the APIs that write in a caller's transaction (``ctx.scheduler`` and
+    ``ctx.scheduler.schedules``). ``before_write`` runs before each write: a mutation's
+    opens its savepoint, so a handler that writes nothing costs no round trip."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        tx: Tx,
+        before_write: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
+        self._engine = engine
+        self._tx = tx
+        self._before_write = before_write
+
+    async def _writing(self) -> Tx:
+        """The transaction, ready to be written to."""
+        if self._before_write is not None:
+            await self._before_write()
+        return self._tx

@@ -37,7 +37,7 @@ from .store_types import (
 )
 from .triggers import Interval, trigger_from_spec
 
-log = logging.getLogger("scheduler.schedules")
+log = logging.getLogger(__name__)
 
 Overlap = Literal["skip", "buffer_one", "allow_all", "cancel_other"]
 CatchUp = Literal["skip", "fire_once", "fire_all"]

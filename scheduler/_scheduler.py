@@ -12,11 +12,11 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import datetime, timedelta
 from types import TracebackType
-from typing import Any, Unpack
+from typing import Any, Generic, TypeVar, Unpack, overload
 
 from . import _codec
 from ._driver import Driver
-from ._engine import Engine, EnqueueOptions, JobOptions
+from ._engine import Engine, EnqueueOptions, JobOptions, Tunables
 from .abc import Db, Store
 from .clock import Clock
 from .context import TransactionContext, open_transaction
@@ -27,6 +27,32 @@ from .registry import Registry
 from .schedules import Schedules
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+class _EngineAttribute(Generic[T]):
+    """A read-only attribute of the scheduler that is its engine's attribute of that name."""
+
+    def __set_name__(self, owner: type[Scheduler], name: str) -> None:
+        self._name = name
+
+    @overload
+    def __get__(self, sched: None, owner: type[Scheduler]) -> _EngineAttribute[T]: ...
+
+    @overload
+    def __get__(self, sched: Scheduler, owner: type[Scheduler] | None = None) -> T: ...
+
+    def __get__(
+        self, sched: Scheduler | None, owner: type[Scheduler] | None = None
+    ) -> T | _EngineAttribute[T]:
+        if sched is None:
+            return self
+        value: T = getattr(sched._engine, self._name)
+        return value
+
+    def __set__(self, sched: Scheduler, value: object) -> None:
+        raise AttributeError(f"Scheduler.{self._name} is set when the Scheduler is built")
 
 
 class Scheduler:
@@ -54,73 +80,27 @@ class Scheduler:
         crons: CronJobs | None = None,
         clock: Clock | None = None,
         *,
-        lease: timedelta | float = timedelta(seconds=30),
-        lease_margin: timedelta | float | None = None,
-        sweep_interval: timedelta | float = timedelta(seconds=30),
-        batch_size: int = 64,
-        max_concurrency: int = 64,
-        retention: timedelta | float | None = timedelta(days=7),
-        shutdown_grace: timedelta | float = timedelta(seconds=10),
         migrations: Sequence[MigrationSet] = (),
+        **tunables: Unpack[Tunables],
     ) -> None:
-        self._engine = Engine(
-            store,
-            registry,
-            clock,
-            lease=lease,
-            lease_margin=lease_margin,
-            sweep_interval=sweep_interval,
-            batch_size=batch_size,
-            max_concurrency=max_concurrency,
-            retention=retention,
-            shutdown_grace=shutdown_grace,
-        )
+        self._engine = Engine(store, registry, clock, **tunables)
         self.crons = crons
         self.migrations = tuple(migrations)
         self._driver: Driver | None = None
         self._stopping = False
 
-    # --- what it was built with ---------------------------------------------------------------
+    # --- what it was built with (read-only; the engine holds them) ----------------------------
 
-    @property
-    def store(self) -> Store:
-        return self._engine.store
-
-    @property
-    def registry(self) -> Registry:
-        return self._engine.registry
-
-    @property
-    def clock(self) -> Clock:
-        return self._engine.clock
-
-    @property
-    def lease_seconds(self) -> float:
-        return self._engine.lease_seconds
-
-    @property
-    def lease_margin(self) -> float:
-        return self._engine.lease_margin
-
-    @property
-    def sweep_seconds(self) -> float:
-        return self._engine.sweep_seconds
-
-    @property
-    def batch_size(self) -> int:
-        return self._engine.batch_size
-
-    @property
-    def max_concurrency(self) -> int:
-        return self._engine.max_concurrency
-
-    @property
-    def retention_seconds(self) -> float | None:
-        return self._engine.retention_seconds
-
-    @property
-    def shutdown_grace(self) -> float:
-        return self._engine.shutdown_grace
+    store = _EngineAttribute[Store]()
+    registry = _EngineAttribute[Registry]()
+    clock = _EngineAttribute[Clock]()
+    lease_seconds = _EngineAttribute[float]()
+    lease_margin = _EngineAttribute[float]()
+    sweep_seconds = _EngineAttribute[float]()
+    batch_size = _EngineAttribute[int]()
+    max_concurrency = _EngineAttribute[int]()
+    retention_seconds = _EngineAttribute[float | None]()
+    shutdown_grace = _EngineAttribute[float]()
 
     # --- lifecycle -----------------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 from typing import Any, Unpack
 
 from . import _codec
-from ._engine import Engine, EnqueueOptions, JobOptions
+from ._engine import Engine, EnqueueOptions, InTransaction, JobOptions
 from .abc import Cursor, Tx
 from .errors import LeaseLost
 from .models import JobInfo
@@ -44,18 +44,8 @@ class LazySavepointDb:
         return await self._tx.executemany(sql, params)
 
 
-class TransactionScheduling:
+class TransactionScheduling(InTransaction):
     """``ctx.scheduler`` inside a transaction: every call writes in that transaction."""
-
-    def __init__(
-        self,
-        engine: Engine,
-        tx: Tx,
-        before_write: Callable[[], Awaitable[None]] | None = None,
-    ) -> None:
-        self._engine = engine
-        self._tx = tx
-        self._before_write = before_write
 
     async def run_after(
         self,
@@ -95,11 +85,6 @@ class TransactionScheduling:
         Returns whether the job itself was canceled; the cascade runs either way.
         """
         return await (await self._writing()).cancel(int(job_id))
-
-    async def _writing(self) -> Tx:
-        if self._before_write is not None:
-            await self._before_write()
-        return self._tx
 
     @property
     def schedules(self) -> TransactionSchedules:

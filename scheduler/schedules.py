@@ -10,16 +10,16 @@ from __future__ import annotations
 import builtins
 import json
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal, TypedDict, Unpack
 
 from . import _codec
-from ._engine import Engine
+from ._engine import Engine, InTransaction
 from ._schedule_ops import CATCH_UPS, OVERLAPS
-from .abc import Operations, Tx
+from .abc import Operations
 from .errors import InvalidSchedule
 from .registry import NAME_LIMIT
 from .store_types import ScheduleDef, ScheduleRow
@@ -37,6 +37,13 @@ class ScheduleOptions(TypedDict, total=False):
     catch_up: str
     catchup_window: timedelta | float
     jitter: timedelta | float
+
+
+class CreateOptions(ScheduleOptions, total=False):
+    """The options of ``schedules.create``: a schedule's policies, its time zone and start."""
+
+    tz: str | None
+    start: datetime | float | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,8 +161,7 @@ def make_trigger(
 class _ScheduleReads(ABC):
     """``get`` and ``list``, the same in a transaction and outside one."""
 
-    def __init__(self, engine: Engine) -> None:
-        self._engine = engine
+    _engine: Engine
 
     @abstractmethod
     def _ops(self) -> Operations:
@@ -173,26 +179,11 @@ class _ScheduleReads(ABC):
         return ScheduleInfo.of(row, self._engine.trigger_of(row.trigger_spec))
 
 
-class TransactionSchedules(_ScheduleReads):
+class TransactionSchedules(_ScheduleReads, InTransaction):
     """``ctx.scheduler.schedules``: runtime schedules written in the caller's transaction
     (so an application row and its schedule commit together)."""
 
-    def __init__(
-        self,
-        engine: Engine,
-        tx: Tx,
-        before_write: Callable[[], Awaitable[None]] | None = None,
-    ) -> None:
-        super().__init__(engine)
-        self._tx = tx
-        self._before_write = before_write
-
     def _ops(self) -> Operations:
-        return self._tx
-
-    async def _writing(self) -> Tx:
-        if self._before_write is not None:
-            await self._before_write()
         return self._tx
 
     async def create(
@@ -251,6 +242,9 @@ class Schedules(_ScheduleReads):
     """``sched.schedules``: the calls of :class:`TransactionSchedules`, each write in a
     transaction of its own and each read against a snapshot."""
 
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
     def _ops(self) -> Operations:
         return self._engine.now()
 
@@ -265,13 +259,10 @@ class Schedules(_ScheduleReads):
         spec: str | timedelta | Cron | Interval,
         fn: str,
         args: Any = None,
-        *,
-        tz: str | None = None,
-        start: datetime | float | None = None,
-        **options: Unpack[ScheduleOptions],
+        **options: Unpack[CreateOptions],
     ) -> ScheduleInfo:
         async with self._own_transaction() as schedules:
-            return await schedules.create(name, spec, fn, args, tz=tz, start=start, **options)
+            return await schedules.create(name, spec, fn, args, **options)
 
     async def pause(self, name: str) -> bool:
         async with self._own_transaction() as schedules:
