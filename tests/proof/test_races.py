@@ -40,7 +40,6 @@ import pytest
 
 from bot.delivery import nonce_for
 from scheduler import MigrationSet, SqliteStore
-from scheduler import _schedule_ops as sops
 from scheduler.triggers import trigger_from_json
 from tests.fakediscord import FakeDiscord
 from tests.fakediscord import Permissions as P
@@ -88,7 +87,7 @@ async def pause_all(db: Path, migrations: Path) -> None:
     await store.open([MigrationSet(APP_COMPONENT, migrations)])
     try:
         for name in SCHEDULES:
-            await store.run(lambda st, name=name: sops.pause(st, name), time.time())
+            await store.at(time.time()).pause_schedule(name)
     finally:
         await store.close()
 
