@@ -15,16 +15,17 @@ import json
 import sys
 import time
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from . import _ops, _schedule_ops
+from ._codec import ts_to_datetime
+from ._engine import Engine
 from .abc import Store
 from .errors import SchedulerError
 from .models import Job, JobState
-from .store_types import Target
+from .registry import Registry
 from .stores.sqlite import SqliteStore
-from .triggers import Cron, Interval, trigger_from_json
 
 
 def open_store(db: str) -> Store:
@@ -43,7 +44,7 @@ def _when(ts: float | None, now: float) -> str:
         return "-"
     if ts >= _ops.HELD_TS:
         return "held (after the previous run)"
-    stamp = datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    stamp = ts_to_datetime(ts).strftime("%Y-%m-%d %H:%M:%S UTC")
     delta = ts - now
     ago = abs(delta)
     unit = (
@@ -145,24 +146,15 @@ async def _jobs(args: argparse.Namespace, store: Store, now: float) -> int:
     return 0
 
 
-def _no_registry(fn: str) -> Target | None:
-    return None  # the command line runs without application code: use the stored target
-
-
-_triggers: dict[str, Cron | Interval] = {}
-
-
-def _trigger_of(spec: str) -> Cron | Interval:
-    if spec not in _triggers:
-        _triggers[spec] = trigger_from_json(spec)
-    return _triggers[spec]
-
-
 async def _schedules(args: argparse.Namespace, store: Store, now: float) -> int:
+    # No application code here: with an empty registry every occurrence runs the target
+    # stored with its schedule, and the engine still caches the stored triggers.
+    engine = Engine(store, Registry())
+    trigger_of, resolve = engine.trigger_of, engine.resolve
     ops = store.at(now)
     if args.action == "ls":
         rows = await ops.list_schedules()
-        views = [_schedule_ops.describe_row(r, _trigger_of(r.trigger_spec)) for r in rows]
+        views = [_schedule_ops.describe_row(r, trigger_of(r.trigger_spec)) for r in rows]
         if args.json:
             print(json.dumps(views, indent=2))
         elif not views:
@@ -172,7 +164,7 @@ async def _schedules(args: argparse.Namespace, store: Store, now: float) -> int:
                 [
                     r.name,
                     r.source,
-                    _trigger_of(r.trigger_spec).describe(),
+                    trigger_of(r.trigger_spec).describe(),
                     r.target.fn,
                     "paused" if r.paused else "active",
                     _when(r.next_fire_ts, now),
@@ -194,14 +186,14 @@ async def _schedules(args: argparse.Namespace, store: Store, now: float) -> int:
         done = await ops.pause_schedule(name)
         print(f"schedule {name!r} paused" if done else f"schedule {name!r} was already paused")
     elif args.action == "resume":
-        done = await ops.resume_schedule(name, _trigger_of)
+        done = await ops.resume_schedule(name, trigger_of)
         print(f"schedule {name!r} resumed" if done else f"schedule {name!r} was not paused")
     elif args.action == "trigger":
-        job_id = await ops.trigger_schedule(name, _no_registry)
+        job_id = await ops.trigger_schedule(name, resolve)
         print(f"schedule {name!r} triggered: job {job_id}")
     elif args.action == "backfill":
         start, end = _parse_time(args.start), _parse_time(args.end)
-        ids = await ops.backfill_schedule(name, start, end, _trigger_of, _no_registry)
+        ids = await ops.backfill_schedule(name, start, end, trigger_of, resolve)
         print(
             f"schedule {name!r}: {len(ids)} job(s) enqueued"
             + (f" ({ids[0]}..{ids[-1]})" if ids else "")
