@@ -87,46 +87,13 @@ def _short(text: str | None, width: int = 60) -> str:
 
 async def _jobs(args: argparse.Namespace, store: Store, now: float) -> int:
     if args.action == "ls":
-        state = JobState(args.state) if args.state else None
-        jobs = await store.list_jobs(
-            now, state=state, fn=args.fn, before_id=args.before, limit=args.limit
-        )
-        if args.json:
-            print(json.dumps([_job_json(j) for j in jobs], default=str, indent=2))
-        elif not jobs:
-            print("no jobs")
-        else:
-            rows = [
-                [
-                    str(j.id),
-                    j.state.value,
-                    j.fn,
-                    j.kind.value,
-                    f"{j.attempts}/{j.max_failures}",
-                    _when(j.next_ts, now) if j.state is JobState.PENDING else "",
-                    j.schedule_name or j.name or "",
-                    _short(j.error, 40),
-                ]
-                for j in jobs
-            ]
-            print(_table(["ID", "STATE", "FN", "KIND", "FAILS", "DUE", "NAME", "ERROR"], rows))
-        return 0
+        return await _list_jobs(args, store, now)
     job = await store.get_job(args.id, now)
     if job is None:
         print(f"no job with id {args.id}", file=sys.stderr)
         return 1
     if args.action == "show":
-        if args.json:
-            print(json.dumps(_job_json(job), default=str, indent=2))
-        else:
-            fields = _job_json(job)
-            for key in ("next_ts", "lease_expires_at", "created_at", "updated_at", "finished_at"):
-                fields[key] = _when(fields[key], now)
-            width = max(len(k) for k in fields)
-            for key, value in fields.items():
-                shown = value if isinstance(value, str) else json.dumps(value, default=str)
-                print(f"{key.ljust(width)}  {shown}")
-        return 0
+        return _show_job(args, job, now)
     if args.action == "cancel":
         canceled = await store.cancel(args.id, now)
         print(
@@ -146,54 +113,67 @@ async def _jobs(args: argparse.Namespace, store: Store, now: float) -> int:
     return 0
 
 
+async def _list_jobs(args: argparse.Namespace, store: Store, now: float) -> int:
+    state = JobState(args.state) if args.state else None
+    jobs = await store.list_jobs(
+        now, state=state, fn=args.fn, before_id=args.before, limit=args.limit
+    )
+    if args.json:
+        print(json.dumps([_job_json(j) for j in jobs], default=str, indent=2))
+    elif not jobs:
+        print("no jobs")
+    else:
+        rows = [
+            [
+                str(j.id),
+                j.state.value,
+                j.fn,
+                j.kind.value,
+                f"{j.attempts}/{j.max_failures}",
+                _when(j.next_ts, now) if j.state is JobState.PENDING else "",
+                j.schedule_name or j.name or "",
+                _short(j.error, 40),
+            ]
+            for j in jobs
+        ]
+        print(_table(["ID", "STATE", "FN", "KIND", "FAILS", "DUE", "NAME", "ERROR"], rows))
+    return 0
+
+
+def _show_job(args: argparse.Namespace, job: Job, now: float) -> int:
+    if args.json:
+        print(json.dumps(_job_json(job), default=str, indent=2))
+        return 0
+    fields = _job_json(job)
+    for key in ("next_ts", "lease_expires_at", "created_at", "updated_at", "finished_at"):
+        fields[key] = _when(fields[key], now)
+    width = max(len(k) for k in fields)
+    for key, value in fields.items():
+        shown = value if isinstance(value, str) else json.dumps(value, default=str)
+        print(f"{key.ljust(width)}  {shown}")
+    return 0
+
+
 async def _schedules(args: argparse.Namespace, store: Store, now: float) -> int:
     # No application code here: with an empty registry every occurrence runs the target
     # stored with its schedule, and the engine still caches the stored triggers.
     engine = Engine(store, Registry())
-    trigger_of, resolve = engine.trigger_of, engine.resolve
-    ops = store.at(now)
     if args.action == "ls":
-        rows = await ops.list_schedules()
-        views = [_schedule_ops.describe_row(r, trigger_of(r.trigger_spec)) for r in rows]
-        if args.json:
-            print(json.dumps(views, indent=2))
-        elif not views:
-            print("no schedules")
-        else:
-            table = [
-                [
-                    r.name,
-                    r.source,
-                    trigger_of(r.trigger_spec).describe(),
-                    r.target.fn,
-                    "paused" if r.paused else "active",
-                    _when(r.next_fire_ts, now),
-                    str(r.skipped),
-                    str(r.missed),
-                    _short(r.last_error, 30),
-                ]
-                for r in rows
-            ]
-            print(
-                _table(
-                    ["NAME", "SOURCE", "WHEN", "FN", "STATE", "NEXT", "SKIPPED", "MISSED", "ERROR"],
-                    table,
-                )
-            )
-        return 0
+        return await _list_schedules(args, engine, now)
+    ops = store.at(now)
     name = args.name
     if args.action == "pause":
         done = await ops.pause_schedule(name)
         print(f"schedule {name!r} paused" if done else f"schedule {name!r} was already paused")
     elif args.action == "resume":
-        done = await ops.resume_schedule(name, trigger_of)
+        done = await ops.resume_schedule(name, engine.trigger_of)
         print(f"schedule {name!r} resumed" if done else f"schedule {name!r} was not paused")
     elif args.action == "trigger":
-        job_id = await ops.trigger_schedule(name, resolve)
+        job_id = await ops.trigger_schedule(name, engine.resolve)
         print(f"schedule {name!r} triggered: job {job_id}")
     elif args.action == "backfill":
         start, end = _parse_time(args.start), _parse_time(args.end)
-        ids = await ops.backfill_schedule(name, start, end, trigger_of, resolve)
+        ids = await ops.backfill_schedule(name, start, end, engine.trigger_of, engine.resolve)
         print(
             f"schedule {name!r}: {len(ids)} job(s) enqueued"
             + (f" ({ids[0]}..{ids[-1]})" if ids else "")
@@ -201,6 +181,34 @@ async def _schedules(args: argparse.Namespace, store: Store, now: float) -> int:
     else:
         n = await ops.delete_schedule(name)
         print(f"schedule {name!r} deleted; {n} pending occurrence(s) canceled")
+    return 0
+
+
+async def _list_schedules(args: argparse.Namespace, engine: Engine, now: float) -> int:
+    rows = await engine.store.at(now).list_schedules()
+    trigger_of = engine.trigger_of
+    if args.json:
+        views = [_schedule_ops.describe_row(r, trigger_of(r.trigger_spec)) for r in rows]
+        print(json.dumps(views, indent=2))
+    elif not rows:
+        print("no schedules")
+    else:
+        table = [
+            [
+                r.name,
+                r.source,
+                trigger_of(r.trigger_spec).describe(),
+                r.target.fn,
+                "paused" if r.paused else "active",
+                _when(r.next_fire_ts, now),
+                str(r.skipped),
+                str(r.missed),
+                _short(r.last_error, 30),
+            ]
+            for r in rows
+        ]
+        headers = ["NAME", "SOURCE", "WHEN", "FN", "STATE", "NEXT", "SKIPPED", "MISSED", "ERROR"]
+        print(_table(headers, table))
     return 0
 
 
