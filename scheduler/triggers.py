@@ -34,6 +34,17 @@ matches (Vixie cron); when only one is restricted, only that one applies.  Wheth
 is restricted depends on the set of values it denotes, not on its spelling (``1-31`` is the
 same as ``*``).  Expressions that can never fire (``0 0 30 2 *``) are rejected.
 
+Two calendar rules that five fields cannot say are keyword arguments of :class:`Cron`
+(they restrict the *dates* the expression matches; times and the DST rule are unchanged):
+
+* ``nth=(2, 4)``: a matching weekday counts only if it is the 2nd or 4th of its weekday in
+  its month (``-1``: the last), e.g. ``Cron("0 9 * * 4", tz, nth=(2, 4))`` for 09:00 on
+  the 2nd and 4th Thursday;
+* ``step=DateStep(2, "week", date(2026, 12, 1))``: only every 2nd local week (Monday to
+  Sunday), counted from the week of that date, e.g. every other Tuesday at 09:00; also
+  ``"day"`` (every n-th local date) and ``"month"`` (every n-th calendar month).  Unlike an
+  :class:`Interval` of 14 days, this keeps the local time of day across DST.
+
 The expression is iterated by :mod:`croniter` on *naive* wall times only (a canonical
 number-list form of the parsed fields is handed to it, so it sees exactly the schedule this
 module validated); all time-zone logic lives here.
@@ -44,11 +55,11 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from functools import lru_cache
-from typing import Final, Protocol, runtime_checkable
+from typing import Final, Literal, Protocol, runtime_checkable
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import CroniterBadDateError, croniter
@@ -57,6 +68,7 @@ from scheduler.errors import InvalidSchedule, SchedulerError
 
 __all__ = [
     "Cron",
+    "DateStep",
     "Interval",
     "Trigger",
     "trigger_from_spec",
@@ -398,6 +410,148 @@ def _compile_cron(expr: str) -> str:
 
 
 # ---------------------------------------------------------------------------------------
+# Calendar rules beyond five fields: the nth weekday of a month, every n-th day/week/month
+# ---------------------------------------------------------------------------------------
+
+StepUnit = Literal["day", "week", "month"]
+_STEP_UNITS: Final = ("day", "week", "month")
+_NTH_VALUES: Final = frozenset({1, 2, 3, 4, 5, -1})
+_ONE_DAY: Final = timedelta(days=1)
+
+
+@dataclass(frozen=True, slots=True)
+class DateStep:
+    """Every ``count``-th local day, week (Monday to Sunday) or calendar month, counted from
+    the one that contains ``since`` (which matches; the lattice extends backwards too).
+
+    Raises :class:`InvalidSchedule` for a count below 1, an unknown unit or a ``since`` that
+    is not a :class:`~datetime.date`.
+    """
+
+    count: int
+    unit: StepUnit
+    since: date
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.count, int) or isinstance(self.count, bool) or self.count < 1:
+            raise InvalidSchedule(
+                f"a date step's count must be an integer >= 1, got {self.count!r}"
+            )
+        if self.unit not in _STEP_UNITS:
+            raise InvalidSchedule(
+                f"a date step's unit must be 'day', 'week' or 'month', got {self.unit!r}"
+            )
+        if not isinstance(self.since, date) or isinstance(self.since, datetime):
+            raise InvalidSchedule(f"a date step's since must be a date, got {self.since!r}")
+
+    def _index(self, day: date) -> int:
+        """Which period (0 = the one holding ``since``) ``day`` lies in."""
+        if self.unit == "day":
+            return (day - self.since).days
+        if self.unit == "week":
+            return (_monday(day) - _monday(self.since)).days // 7
+        return (day.year - self.since.year) * 12 + day.month - self.since.month
+
+    def allows(self, day: date) -> bool:
+        """Whether ``day`` lies in one of the counted periods."""
+        return self._index(day) % self.count == 0
+
+    def next_allowed(self, day: date) -> date:
+        """The first day of the first counted period after ``day``'s (``day`` not allowed)."""
+        skip = self.count - self._index(day) % self.count
+        if self.unit == "day":
+            return day + timedelta(days=skip)
+        if self.unit == "week":
+            return _monday(day) + timedelta(weeks=skip)
+        return _month_start(day.year, day.month - 1 + skip)
+
+    def previous_allowed(self, day: date) -> date:
+        """The last day of the last counted period before ``day``'s (``day`` not allowed)."""
+        back = self._index(day) % self.count
+        if self.unit == "day":
+            return day - timedelta(days=back)
+        if self.unit == "week":
+            return _monday(day) - timedelta(weeks=back) + timedelta(days=6)
+        return _month_start(day.year, day.month - back) - _ONE_DAY
+
+    def months_of_year(self) -> frozenset[int]:
+        """The months (1-12) a month step can fall in."""
+        assert self.unit == "month"
+        return frozenset((self.since.month - 1 + k * self.count) % 12 + 1 for k in range(12))
+
+    def describe(self) -> str:
+        unit = self.unit if self.count == 1 else f"{self.count} {self.unit}s"
+        return f"every {unit} from {self.since.isoformat()}"
+
+    def to_spec(self) -> dict[str, object]:
+        return {"count": self.count, "unit": self.unit, "since": self.since.isoformat()}
+
+
+def _monday(day: date) -> date:
+    return day - timedelta(days=day.weekday())
+
+
+def _month_start(year: int, month0: int) -> date:
+    """The first day of month ``month0`` (0-based, may be outside 0-11) of ``year``."""
+    return date(year + month0 // 12, month0 % 12 + 1, 1)
+
+
+def _days_in_month(day: date) -> int:
+    return (_month_start(day.year, day.month) - _ONE_DAY).day
+
+
+def _nth_of_month(day: date) -> tuple[int, bool]:
+    """Which occurrence of its weekday ``day`` is in its month, and whether it is the last."""
+    return (day.day - 1) // 7 + 1, day.day + 7 > _days_in_month(day)
+
+
+def _check_nth(nth: Iterable[int] | None, fields: list[str], expr: str) -> tuple[int, ...]:
+    if nth is None:
+        return ()
+    values = tuple(sorted(set(nth), key=lambda n: (n < 0, n)))
+    if not values or not all(isinstance(n, int) and n in _NTH_VALUES for n in values):
+        raise InvalidSchedule(
+            f"nth must list occurrences 1-5 or -1 (the last) of a weekday, got {nth!r}"
+        )
+    if fields[4] == "*" or fields[2] != "*":
+        raise InvalidSchedule(
+            f"nth applies to the weekdays of a cron expression whose day-of-month is '*' "
+            f"and whose day-of-week is restricted, not to {expr!r}"
+        )
+    return values
+
+
+def _check_step(step: DateStep | None, fields: list[str], last: bool, expr: str) -> None:
+    if step is None:
+        return
+    if not isinstance(step, DateStep):
+        raise InvalidSchedule(f"step must be a DateStep, got {type(step).__name__}")
+    dom, month, dow = fields[2], fields[3], fields[4]
+    if month != "*":
+        raise InvalidSchedule(f"a date step needs the month field '*', not in {expr!r}")
+    if step.unit == "day" and (dom != "*" or dow != "*"):
+        raise InvalidSchedule(f"a step of days needs day fields '* * *', not in {expr!r}")
+    if step.unit == "week" and dom != "*":
+        raise InvalidSchedule(f"a step of weeks needs day-of-month '*', not in {expr!r}")
+    if step.unit == "month":
+        if dom != "*" and dow != "*":
+            raise InvalidSchedule(
+                f"a step of months needs day-of-month or day-of-week '*', not in {expr!r}"
+            )
+        days = [int(d) for d in dom.split(",") if d.isdigit()]
+        months = step.months_of_year()
+        if (
+            days
+            and not last
+            and not any(d <= _MAX_DAYS_IN_MONTH[m - 1] for m in months for d in days)
+        ):
+            raise InvalidSchedule(
+                f"{expr!r} every {step.count} months from {step.since.isoformat()} can never "
+                "fire: its day-of-month never occurs in the months it falls in"
+            )
+
+
+# ---------------------------------------------------------------------------------------
 # Cron
 # ---------------------------------------------------------------------------------------
 
@@ -412,20 +566,31 @@ _MAX_REJECTED_CANDIDATES: Final = 20_000
 class Cron:
     """A cron expression evaluated on local wall-clock time in an IANA time zone.
 
-    ``Cron(expr, tz=None)``: ``tz`` is a zone name, a :class:`ZoneInfo` with a key, or
-    ``None`` for UTC.  Raises :class:`InvalidSchedule` for a malformed or never-firing
-    expression or an unknown zone.  See the module docstring for the DST rules.
+    ``Cron(expr, tz=None, *, nth=None, step=None)``: ``tz`` is a zone name, a
+    :class:`ZoneInfo` with a key, or ``None`` for UTC; ``nth`` and ``step`` restrict the
+    dates the expression matches (see the module docstring).  Raises
+    :class:`InvalidSchedule` for a malformed or never-firing expression or an unknown zone.
+    See the module docstring for the DST rules.
 
-    Equality and hashing use ``expr`` (whitespace-normalised, otherwise as written) and
-    ``tz_name``.
+    Equality and hashing use ``expr`` (whitespace-normalised, otherwise as written),
+    ``tz_name``, ``nth`` and ``step``.
     """
 
     expr: str
     tz_name: str
     tz: ZoneInfo = field(compare=False)
     _croniter_expr: str = field(compare=False)
+    nth: tuple[int, ...]
+    step: DateStep | None
 
-    def __init__(self, expr: str, tz: str | ZoneInfo | None = None) -> None:
+    def __init__(
+        self,
+        expr: str,
+        tz: str | ZoneInfo | None = None,
+        *,
+        nth: Iterable[int] | None = None,
+        step: DateStep | None = None,
+    ) -> None:
         if not isinstance(expr, str):
             raise InvalidSchedule(f"cron expression must be a string, got {type(expr).__name__}")
         canonical = _compile_cron(expr)
@@ -443,17 +608,26 @@ class Cron:
             raise InvalidSchedule(
                 f"time zone must be an IANA name or a ZoneInfo, got {type(tz).__name__}"
             )
+        fields = canonical.split()
+        nth_values = _check_nth(nth, fields, expr)
+        if nth_values and step is not None and step.unit != "month":
+            raise InvalidSchedule("nth goes with a step of months only, not of days or weeks")
+        _check_step(step, fields, "L" in fields[2], expr)
         object.__setattr__(self, "expr", " ".join(expr.split()))
         object.__setattr__(self, "tz_name", zone.key)
         object.__setattr__(self, "tz", zone)
         object.__setattr__(self, "_croniter_expr", canonical)
+        object.__setattr__(self, "nth", nth_values)
+        object.__setattr__(self, "step", step)
 
     def _walls(self, start: datetime) -> croniter:
         """A croniter over this expression positioned at naive ``start``."""
         return _walker(self._croniter_expr, start)
 
     def __repr__(self) -> str:
-        return f"Cron({self.expr!r}, tz={self.tz_name!r})"
+        extra = f", nth={self.nth!r}" if self.nth else ""
+        extra += f", step={self.step!r}" if self.step is not None else ""
+        return f"Cron({self.expr!r}, tz={self.tz_name!r}{extra})"
 
     def _instant(self, wall: datetime) -> datetime | None:
         """Return the UTC instant of naive local ``wall`` read with ``fold=0`` (its first
@@ -463,6 +637,28 @@ class Cron:
             return None
         return instant
 
+    def _date_ok(self, day: date) -> bool:
+        if self.step is not None and not self.step.allows(day):
+            return False
+        if self.nth:
+            occurrence, last = _nth_of_month(day)
+            return occurrence in self.nth or (last and -1 in self.nth)
+        return True
+
+    def _skip_forward(self, day: date) -> datetime:
+        """Where to reposition the walk after a wall on ``day``, a date the rule excludes:
+        one minute before the next date that may match (``get_next`` is strict)."""
+        after = self.step.next_allowed(day) if self.step and not self.step.allows(day) else None
+        return datetime.combine(after or day + _ONE_DAY, time()) - _ONE_MINUTE
+
+    def _skip_back(self, day: date) -> datetime:
+        """Where to reposition the walk down after a wall on excluded ``day``: the midnight
+        ending the previous date that may match (``get_prev`` is strict)."""
+        before = (
+            self.step.previous_allowed(day) if self.step and not self.step.allows(day) else None
+        )
+        return datetime.combine(before + _ONE_DAY if before else day, time())
+
     def next_after(self, t: datetime) -> datetime:
         """Return the first fire time strictly after aware ``t``, in UTC.
 
@@ -470,7 +666,8 @@ class Cron:
         (if ``t`` is in the repeated pass of an hour, after the whole repeated period), so
         the matching wall times after ``t``'s minute are walked in order and the first one
         that exists and maps past ``t`` is the answer; by monotonicity of ``E`` it is the
-        smallest.  Raises :class:`InvalidSchedule` for a naive ``t`` and
+        smallest.  A wall on a date that ``nth``/``step`` exclude moves the walk on to the
+        next date that may match.  Raises :class:`InvalidSchedule` for a naive ``t`` and
         :class:`OverflowError` if the answer would lie beyond the datetime range.
         """
         t_utc = _require_aware(t, "t")
@@ -478,7 +675,11 @@ class Cron:
             start = t_utc.astimezone(self.tz).replace(tzinfo=None, second=0, microsecond=0)
             walls = self._walls(start)
             for _ in range(_MAX_REJECTED_CANDIDATES):
-                instant = self._instant(walls.get_next(datetime))
+                wall = walls.get_next(datetime)
+                if not self._date_ok(wall.date()):
+                    walls.set_current(self._skip_forward(wall.date()), force=True)
+                    continue
+                instant = self._instant(wall)
                 if instant is not None and instant > t_utc:
                     return instant
         except (CroniterBadDateError, OverflowError, ValueError) as exc:
@@ -501,8 +702,9 @@ class Cron:
         a fall-back hour, whose first-pass fire times precede ``t``).  The work is bounded:
         a validated expression matches an existing wall time at least every 8 years
         (29 February across a non-leap century year), and croniter jumps by fields, not by
-        minutes.  Returns ``None`` only when the search would leave the datetime range.
-        Raises :class:`InvalidSchedule` for a naive ``t``.
+        minutes; excluded dates are jumped over the same way.  Returns ``None`` only when
+        the search would leave the datetime range.  Raises :class:`InvalidSchedule` for a
+        naive ``t``.
         """
         t_utc = _require_aware(t, "t")
         try:
@@ -518,7 +720,11 @@ class Cron:
             start = upper.replace(second=0, microsecond=0) + _ONE_MINUTE
             walls = self._walls(start)
             for _ in range(_MAX_REJECTED_CANDIDATES):
-                instant = self._instant(walls.get_prev(datetime))
+                candidate = walls.get_prev(datetime)
+                if not self._date_ok(candidate.date()):
+                    walls.set_current(self._skip_back(candidate.date()), force=True)
+                    continue
+                instant = self._instant(candidate)
                 if instant is not None and instant <= t_utc:
                     return instant
         except (CroniterBadDateError, OverflowError, ValueError):
@@ -529,12 +735,21 @@ class Cron:
         )
 
     def describe(self) -> str:
-        """Return e.g. ``"cron '0 9 * * 1-5' (Europe/London)"``."""
-        return f"cron {self.expr!r} ({self.tz_name})"
+        """Return e.g. ``"cron '0 9 * * 1-5' (Europe/London)"`` or
+        ``"cron '0 9 * * 4' nth 2,4 (Europe/Paris)"``."""
+        extra = f" nth {','.join(map(str, self.nth))}" if self.nth else ""
+        extra += f" {self.step.describe()}" if self.step is not None else ""
+        return f"cron {self.expr!r}{extra} ({self.tz_name})"
 
     def to_spec(self) -> dict[str, object]:
-        """Return ``{"kind": "cron", "expr": ..., "tz": ...}``."""
-        return {"kind": "cron", "expr": self.expr, "tz": self.tz_name}
+        """Return ``{"kind": "cron", "expr": ..., "tz": ...}``, plus ``"nth": [...]`` and
+        ``"step": {"count", "unit", "since"}`` when they are set."""
+        spec: dict[str, object] = {"kind": "cron", "expr": self.expr, "tz": self.tz_name}
+        if self.nth:
+            spec["nth"] = list(self.nth)
+        if self.step is not None:
+            spec["step"] = self.step.to_spec()
+        return spec
 
 
 # ---------------------------------------------------------------------------------------
@@ -621,7 +836,7 @@ class Interval:
 
 # kind -> (required keys, optional keys)
 _SPEC_KEYS: Final[dict[str, tuple[frozenset[str], frozenset[str]]]] = {
-    "cron": (frozenset({"kind", "expr"}), frozenset({"tz"})),
+    "cron": (frozenset({"kind", "expr"}), frozenset({"tz", "nth", "step"})),
     "interval": (frozenset({"kind", "every_us", "anchor"}), frozenset()),
 }
 
@@ -629,7 +844,8 @@ _SPEC_KEYS: Final[dict[str, tuple[frozenset[str], frozenset[str]]]] = {
 def trigger_from_spec(spec: dict[str, object]) -> Cron | Interval:
     """Rebuild a trigger from :meth:`Trigger.to_spec` output.
 
-    ``{"kind": "cron", "expr": str, "tz": str}`` (``tz`` optional, default UTC) or
+    ``{"kind": "cron", "expr": str, "tz": str}`` (``tz`` optional, default UTC; optional
+    ``"nth": [int]`` and ``"step": {"count": int, "unit": str, "since": "YYYY-MM-DD"}``) or
     ``{"kind": "interval", "every_us": int, "anchor": ISO 8601 string with an offset}``.
     Unknown keys, missing keys and wrong types raise :class:`InvalidSchedule`, as does
     anything the trigger's constructor rejects.
@@ -654,7 +870,10 @@ def trigger_from_spec(spec: dict[str, object]) -> Cron | Interval:
             raise InvalidSchedule(f"cron spec 'expr' must be a string, got {type(expr).__name__}")
         if not isinstance(tz, str):
             raise InvalidSchedule(f"cron spec 'tz' must be a string, got {type(tz).__name__}")
-        return Cron(expr, tz)
+        nth = spec.get("nth")
+        if nth is not None and not (isinstance(nth, list) and all(type(n) is int for n in nth)):
+            raise InvalidSchedule(f"cron spec 'nth' must be a list of integers, got {nth!r}")
+        return Cron(expr, tz, nth=nth, step=_step_from_spec(spec.get("step")))
 
     every_us = spec["every_us"]
     anchor_text = spec["anchor"]
@@ -672,6 +891,23 @@ def trigger_from_spec(spec: dict[str, object]) -> Cron | Interval:
     except (ValueError, OverflowError) as exc:
         raise InvalidSchedule(f"invalid interval spec: {exc}") from exc
     return Interval(every, anchor)
+
+
+def _step_from_spec(value: object) -> DateStep | None:
+    if value is None:
+        return None
+    if not isinstance(value, Mapping) or set(value) != {"count", "unit", "since"}:
+        raise InvalidSchedule(
+            f"cron spec 'step' must be a dict with count, unit and since, got {value!r}"
+        )
+    since = value["since"]
+    if not isinstance(since, str):
+        raise InvalidSchedule(f"cron spec step 'since' must be an ISO date, got {since!r}")
+    try:
+        day = date.fromisoformat(since)
+    except ValueError as exc:
+        raise InvalidSchedule(f"cron spec step 'since' must be an ISO date: {exc}") from exc
+    return DateStep(value["count"], value["unit"], day)
 
 
 def trigger_from_json(spec_json: str) -> Cron | Interval:

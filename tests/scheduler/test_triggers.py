@@ -13,7 +13,7 @@ import functools
 import itertools
 import json
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from scheduler.errors import InvalidSchedule, SchedulerError
 from scheduler.triggers import (
     Cron,
+    DateStep,
     Interval,
     Trigger,
     trigger_from_spec,
@@ -875,3 +876,233 @@ def test_errors_are_scheduler_and_value_errors() -> None:
         Cron("61 * * * *")
     with pytest.raises(SchedulerError):
         Interval(timedelta(0), utc(2026, 1, 1))
+
+
+# --------------------------------------------------------------------------------------
+# Calendar rules beyond five fields: nth weekday of the month and date steps
+# --------------------------------------------------------------------------------------
+# Each case: a trigger and an independent predicate on the naive local wall time (Python's
+# weekday numbering, Monday=0), written from the calendar, not from the implementation.
+
+SINCE = date(2026, 12, 1)  # a Tuesday
+
+
+def _nth_weekday(w: datetime) -> int:
+    return (w.day - 1) // 7 + 1
+
+
+def _last_weekday_of_month(w: datetime) -> bool:
+    return (w + timedelta(days=7)).month != w.month
+
+
+def _weeks_from_since(w: datetime) -> int:
+    monday = w.date() - timedelta(days=w.weekday())
+    return (monday - (SINCE - timedelta(days=SINCE.weekday()))).days // 7
+
+
+def _months_from_since(w: datetime) -> int:
+    return (w.year - SINCE.year) * 12 + w.month - SINCE.month
+
+
+CALENDAR_CASES: dict[str, tuple[Callable[[str], Cron], Callable[[datetime], bool]]] = {
+    "2nd and 4th thursday 09:00": (
+        lambda z: Cron("0 9 * * 4", z, nth=(2, 4)),
+        lambda w: (w.hour, w.minute) == (9, 0) and w.weekday() == 3 and _nth_weekday(w) in (2, 4),
+    ),
+    "first monday 02:30": (
+        lambda z: Cron("30 2 * * 1", z, nth=(1,)),
+        lambda w: (w.hour, w.minute) == (2, 30) and w.weekday() == 0 and w.day <= 7,
+    ),
+    "last sunday 01:30 and 02:30": (
+        lambda z: Cron("30 1,2 * * 0", z, nth=(-1,)),
+        lambda w: (
+            w.minute == 30 and w.hour in (1, 2) and w.weekday() == 6 and _last_weekday_of_month(w)
+        ),
+    ),
+    "every 2 weeks on tue and sun 02:15": (
+        lambda z: Cron("15 2 * * 2,0", z, step=DateStep(2, "week", SINCE)),
+        lambda w: (
+            (w.hour, w.minute) == (2, 15)
+            and w.weekday() in (1, 6)
+            and _weeks_from_since(w) % 2 == 0
+        ),
+    ),
+    "every 3 days 00:00": (
+        lambda z: Cron("0 0 * * *", z, step=DateStep(3, "day", SINCE)),
+        lambda w: (w.hour, w.minute) == (0, 0) and (w.date() - SINCE).days % 3 == 0,
+    ),
+    "every 5 months on the 31st or last day 01:45": (
+        lambda z: Cron("45 1 L * *", z, step=DateStep(5, "month", SINCE)),
+        lambda w: (
+            (w.hour, w.minute) == (1, 45)
+            and (w + timedelta(days=1)).day == 1
+            and _months_from_since(w) % 5 == 0
+        ),
+    ),
+    "every 2 months on the last friday 23:30": (
+        lambda z: Cron("30 23 * * 5", z, nth=(-1,), step=DateStep(2, "month", SINCE)),
+        lambda w: (
+            (w.hour, w.minute) == (23, 30)
+            and w.weekday() == 4
+            and _last_weekday_of_month(w)
+            and _months_from_since(w) % 2 == 0
+        ),
+    ),
+    "every 2 weeks every 30 minutes": (
+        lambda z: Cron("*/30 * * * *", z, step=DateStep(2, "week", SINCE)),
+        lambda w: w.minute in (0, 30) and _weeks_from_since(w) % 2 == 0,
+    ),
+}
+
+CALENDAR_ZONES = ["UTC", "Europe/Paris", "America/New_York", "Australia/Lord_Howe"]
+
+
+def calendar_fires(
+    predicate: Callable[[datetime], bool], zone: ZoneInfo, lo: datetime, hi: datetime
+) -> list[datetime]:
+    """Brute force: every instant in (lo, hi] on a whole minute, first occurrence of its
+    wall time, whose wall time the predicate accepts."""
+    lo, hi = lo.astimezone(UTC), hi.astimezone(UTC)
+    i = lo.replace(second=0, microsecond=0) + MINUTE
+    out = []
+    while i <= hi:
+        local = i.astimezone(zone)
+        if local.fold == 0 and predicate(local.replace(tzinfo=None)):
+            out.append(i)
+        i += MINUTE
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    data=st.data(),
+    zone_name=st.sampled_from(CALENDAR_ZONES),
+    case=st.sampled_from(sorted(CALENDAR_CASES)),
+)
+def test_calendar_rule_invariants(data: st.DataObject, zone_name: str, case: str) -> None:
+    make, predicate = CALENDAR_CASES[case]
+    zone = ZoneInfo(zone_name)
+    trigger = make(zone_name)
+    t = data.draw(instant_near(zone_name), label="t")
+    t_utc = t.astimezone(UTC)
+
+    def fires_at(instant: datetime) -> bool:
+        local = instant.astimezone(zone)
+        return local.fold == 0 and local.second == 0 and predicate(local.replace(tzinfo=None))
+
+    r = trigger.next_after(t)
+    assert r.tzinfo is UTC
+    assert r > t
+    assert fires_at(r), r.astimezone(zone)
+    span = (r - t) // US
+    inner = data.draw(st.integers(0, span - 1), label="u offset")
+    for u in {t, r - US, t_utc + inner * US}:
+        assert trigger.next_after(u) == r
+    if r - t <= BRUTE_LIMIT:
+        assert calendar_fires(predicate, zone, t, r) == [r]
+    chain = [r]
+    for _ in range(4):
+        chain.append(trigger.next_after(chain[-1]))
+    assert all(a < b for a, b in itertools.pairwise(chain))
+    walls = [c.astimezone(zone).replace(tzinfo=None) for c in chain]
+    assert len(set(walls)) == len(walls)  # an ambiguous wall time fires once
+    assert all(fires_at(c) for c in chain)  # none in a gap: fires_at needs the wall to exist
+    p = trigger.latest_at_or_before(t)
+    assert p is not None and p <= t
+    assert fires_at(p)
+    assert trigger.next_after(p) == r
+    assert trigger.latest_at_or_before(r) == r
+    assert trigger.latest_at_or_before(r - US) == p
+
+
+@pytest.mark.parametrize("case", sorted(CALENDAR_CASES))
+@pytest.mark.parametrize("zone_name", ["Europe/Paris", "America/New_York", "Australia/Lord_Howe"])
+def test_calendar_rules_match_brute_force_across_2027(case: str, zone_name: str) -> None:
+    """Around each of the zone's 2027 transitions, every fire time in a 3-day window."""
+    make, predicate = CALENDAR_CASES[case]
+    zone = ZoneInfo(zone_name)
+    trigger = make(zone_name)
+    for tr in (tr for tr in transitions(zone_name) if tr.year == 2027):
+        lo, hi = tr - timedelta(days=1), tr + timedelta(days=2)
+        got, t = [], lo
+        while (t := trigger.next_after(t)) <= hi:
+            got.append(t)
+        assert got == calendar_fires(predicate, zone, lo, hi)
+
+
+def test_calendar_rules_by_hand_in_paris() -> None:
+    after = datetime(2026, 12, 1, 12, tzinfo=UTC)  # Tuesday 13:00 in Paris
+    paris = "Europe/Paris"
+    assert run(Cron("0 9 * * 4", paris, nth=(2, 4)), after, 4) == [
+        utc(2026, 12, 10, 8),
+        utc(2026, 12, 24, 8),
+        utc(2027, 1, 14, 8),
+        utc(2027, 1, 28, 8),
+    ]
+    assert run(Cron("0 20 * * 5", paris, nth=(-1,)), after, 3) == [
+        utc(2026, 12, 25, 19),
+        utc(2027, 1, 29, 19),
+        utc(2027, 2, 26, 19),
+    ]
+    # Every 2 weeks on Tuesday 09:00 across the spring-forward of 2027-03-28: still 09:00.
+    biweekly = Cron("0 9 * * 2", paris, step=DateStep(2, "week", SINCE))
+    assert run(biweekly, utc(2027, 3, 1), 3) == [
+        utc(2027, 3, 9, 8),
+        utc(2027, 3, 23, 8),
+        utc(2027, 4, 6, 7),
+    ]
+
+
+def test_calendar_rule_validation() -> None:
+    with pytest.raises(InvalidSchedule, match="nth"):
+        Cron("0 9 * * *", nth=(1,))  # no weekday to count
+    with pytest.raises(InvalidSchedule, match="nth"):
+        Cron("0 9 1 * 4", nth=(1,))  # day-of-month restricted
+    with pytest.raises(InvalidSchedule, match="nth"):
+        Cron("0 9 * * 4", nth=(6,))
+    with pytest.raises(InvalidSchedule, match="month field"):
+        Cron("0 9 * 1 4", step=DateStep(2, "week", SINCE))
+    with pytest.raises(InvalidSchedule, match="step of days"):
+        Cron("0 9 * * 4", step=DateStep(2, "day", SINCE))
+    with pytest.raises(InvalidSchedule, match="months only"):
+        Cron("0 9 * * 4", nth=(1,), step=DateStep(2, "week", SINCE))
+    with pytest.raises(InvalidSchedule, match="never"):
+        Cron("0 9 31 * *", step=DateStep(12, "month", date(2026, 4, 1)))  # April only
+    with pytest.raises(InvalidSchedule, match="count"):
+        DateStep(0, "week", SINCE)
+    with pytest.raises(InvalidSchedule, match="unit"):
+        DateStep(1, "fortnight", SINCE)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "trigger",
+    [
+        Cron("0 9 * * 4", "Europe/Paris", nth=(2, 4)),
+        Cron("0 9 * * 5", "Europe/Paris", nth=(-1,), step=DateStep(3, "month", SINCE)),
+        Cron("0 9 * * 2", "America/New_York", step=DateStep(2, "week", SINCE)),
+    ],
+    ids=repr,
+)
+def test_calendar_spec_round_trip(trigger: Cron) -> None:
+    spec = trigger.to_spec()
+    again = trigger_from_spec(json.loads(json.dumps(spec)))
+    assert again == trigger
+    assert again != Cron(trigger.expr, trigger.tz_name)
+    assert run(again, utc(2026, 12, 1), 5) == run(trigger, utc(2026, 12, 1), 5)
+
+
+@pytest.mark.parametrize(
+    ("spec", "fragment"),
+    [
+        ({"kind": "cron", "expr": "0 9 * * 4", "nth": "2"}, "'nth' must be a list"),
+        ({"kind": "cron", "expr": "0 9 * * 4", "step": {"count": 2}}, "'step' must be a dict"),
+        (
+            {"kind": "cron", "expr": "0 9 * * 4", "step": {"count": 2, "unit": "week", "since": 1}},
+            "ISO date",
+        ),
+    ],
+)
+def test_bad_calendar_specs(spec: dict[str, object], fragment: str) -> None:
+    with pytest.raises(InvalidSchedule) as info:
+        trigger_from_spec(spec)
+    assert fragment in str(info.value)
