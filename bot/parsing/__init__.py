@@ -4,7 +4,11 @@ Everything here is pure (no Discord, no I/O, no clock: "now" is passed in). Bad 
 :class:`InputError`, whose message is shown to the user as it is.
 
 - :mod:`.when`: the ``when`` text → an instant;
-- :mod:`.repeat`: the ``repeat`` text → a :class:`RepeatRule` (cron or interval);
+- :mod:`.repeat`: the ``repeat`` text → a :class:`RepeatRule` (cron or interval), with the
+  phrases of :mod:`.phrases`; :mod:`.rule`: the rule, its trigger and its next times;
+- :mod:`.clock`: a time of day; :mod:`.dates`: ``24/12`` read by locale; :mod:`.wall`:
+  local wall times and DST gaps;
+- :mod:`.schedule`: ``when`` and ``repeat`` together → the first and next times;
 - :mod:`.zones`: time zone names, forgiving lookup and autocomplete;
 - :mod:`.durations`: ``2h30m`` read, ``1 hour and 30 minutes`` written;
 - :mod:`.cron_words`: a cron expression described in English;
@@ -18,8 +22,10 @@ from .cron_words import describe_cron
 from .display import discord_timestamp
 from .durations import parse_duration, spoken_duration
 from .errors import MAX_AHEAD, MAX_INPUT_LENGTH, InputError
-from .repeat import MAX_INTERVAL, MIN_INTERVAL, RepeatRule, parse_repeat
-from .when import parse_when
+from .repeat import MAX_INTERVAL, MIN_INTERVAL, parse_repeat
+from .rule import RepeatRule, next_times
+from .schedule import ScheduleReading, read_schedule
+from .when import date_notes, parse_when
 from .zones import COMMON_ZONES, resolve_timezone, timezone_choices
 
 __all__ = [
@@ -30,11 +36,15 @@ __all__ = [
     "MIN_INTERVAL",
     "InputError",
     "RepeatRule",
+    "ScheduleReading",
+    "date_notes",
     "describe_cron",
     "discord_timestamp",
+    "next_times",
     "parse_duration",
     "parse_repeat",
     "parse_when",
+    "read_schedule",
     "resolve_timezone",
     "spoken_duration",
     "timezone_choices",

@@ -17,13 +17,24 @@ _UNIT_SECONDS: Final = {
     **dict.fromkeys(("d", "day", "days"), 86400),
     **dict.fromkeys(("w", "wk", "wks", "week", "weeks"), 604800),
 }
+_SPOKEN_FRACTIONS: Final = (
+    ("an hour and a half", "90m"),
+    ("one and a half hours", "90m"),
+    ("half an hour", "30m"),
+    ("half a day", "12h"),
+    ("a quarter of an hour", "15m"),
+    ("quarter of an hour", "15m"),
+    ("a quarter hour", "15m"),
+)
+"""Spoken fractions of a unit, as the compact form they mean."""
 _DURATION_PART: Final = re.compile(
     r" ?(?:, ?)?(?:and )?(?:([0-9]+(?:\.[0-9]+)?) ?([a-z]+)|(an?) ([a-z]+))", re.ASCII
 )
 
 
 def parse_duration(text: str) -> Fraction | None:
-    """Read a duration like ``2h30m``, ``1 day, 3 hours``, ``an hour`` or ``1.5h``.
+    """Read a duration like ``2h30m``, ``1 day, 3 hours``, ``an hour``, ``1.5h`` or
+    ``half an hour``.
 
     ``text`` must already be lower-case with single spaces. Returns the length in seconds
     (exact, possibly huge), or ``None`` if the text is not a duration at all (or is longer
@@ -31,6 +42,8 @@ def parse_duration(text: str) -> Fraction | None:
     """
     if len(text) > MAX_INPUT_LENGTH:
         return None
+    for spoken, compact in _SPOKEN_FRACTIONS:
+        text = text.replace(spoken, compact)
     total = Fraction(0)
     pos = 0
     while pos < len(text):

@@ -12,8 +12,11 @@ Accepted ``repeat`` forms (case-insensitive), given the first occurrence ``first
   ``M H * * DOW``; ``weekdays`` / ``every weekday`` → ``M H * * 1-5``; ``weekends`` →
   ``M H * * 0,6``; ``every monday`` / ``every mon, wed and fri`` → those days;
   ``monthly`` / ``every month`` → ``M H D * *``; ``every 3 months`` (2, 3, 4 or 6) →
-  ``M H D m1,m2,.. *`` starting from ``first``'s month; ``yearly`` / ``annually`` →
-  ``M H D MON *``;
+  ``M H D m1,m2,.. *`` starting from ``first``'s month (other steps up to 12: a date step);
+  ``yearly`` / ``annually`` → ``M H D MON *``;
+* the phrases of :mod:`.phrases`: a weekday or several with a time, several times a day,
+  every N days/weeks/months, biweekly, quarterly, the nth or last weekday of the month, the
+  last day of the month, monthly on the 15th, every year on december 24 at 18:00;
 * intervals of exact elapsed time, anchored at ``first``: ``every 30 minutes``,
   ``every 2h``, ``every 1.5 hours``, ``every 2h30m``, ``90m`` (``every`` optional),
   from 1 minute to 366 days;
@@ -27,8 +30,10 @@ Decisions:
   Australia/Lord_Howe shifts by whole hours, so the interval keeps the same minute.
 * Monthly on day 31 uses ``L`` (the last day of every month); monthly on day 29 or 30 keeps
   the day and skips months that lack it (the description says so).
-* Intervals in days or weeks are exact multiples of 24 hours, so their local time moves by
-  an hour across a daylight-saving change; ``daily``/``weekly`` do not.
+* ``every N days`` / ``every N weeks`` (whole numbers) are local-time date steps from the
+  first occurrence (:mod:`.phrases`), so they keep their local time across daylight-saving
+  changes; durations with other parts (``every 36 hours``, ``every 1.5 days``) are exact
+  intervals.
 * Cron fires on whole minutes, so a preset drops ``first``'s seconds; ``* * * * *`` (every
   minute) is allowed, the shortest interval being one minute anyway.
 """
@@ -36,10 +41,9 @@ Decisions:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from fractions import Fraction
-from typing import Final, Literal
+from typing import Final
 from zoneinfo import ZoneInfo
 
 from scheduler.errors import InvalidSchedule
@@ -48,6 +52,8 @@ from scheduler.triggers import CRON_MACROS, Cron
 from .cron_words import describe_cron
 from .durations import duration_parts, parse_duration, spoken_duration
 from .errors import InputError
+from .phrases import read_phrase
+from .rule import RepeatRule
 from .words import WEEKDAY_NAMES, WEEKDAY_WORDS, cron_day
 
 __all__ = ["MAX_INTERVAL", "MIN_INTERVAL", "RepeatRule", "parse_repeat"]
@@ -56,33 +62,12 @@ MIN_INTERVAL: Final = timedelta(minutes=1)
 MAX_INTERVAL: Final = timedelta(days=366)
 
 
-@dataclass(frozen=True, slots=True)
-class RepeatRule:
-    """How an announcement repeats after its first occurrence.
-
-    ``kind == "cron"``: ``cron`` is a 5-field expression evaluated in the announcement's
-    zone and ``every`` is ``None``. ``kind == "interval"``: ``every`` is the exact period,
-    anchored at the first occurrence, and ``cron`` is ``None``. ``words`` describes the rule
-    for people, e.g. ``"every day at 09:00 (Europe/London)"`` or ``"every 2 hours"``.
-    """
-
-    kind: Literal["cron", "interval"]
-    cron: str | None
-    every: timedelta | None
-    words: str
-
-    def __post_init__(self) -> None:
-        if (self.kind == "cron") != (self.cron is not None) or (self.cron is None) == (
-            self.every is None
-        ):
-            raise ValueError(f"inconsistent RepeatRule: {self!r}")
-
-
 _NO_REPEAT: Final = frozenset(
     {"", "once", "none", "no", "never", "off", "no repeat", "don't repeat", "one-off"}
 )
 _EXAMPLES: Final = (
-    "`daily`, `weekly`, `every weekday`, `every 2 hours` "
+    "`daily`, `weekly`, `every weekday`, `every 2 hours`, `every friday at 20:00`, "
+    "`first monday of the month`, `monthly on the 15th` "
     "or a cron expression like `0 9 * * 1-5` (09:00 on weekdays)"
 )
 _DAY_WORDS: Final = {
@@ -118,6 +103,8 @@ _UNIT_WORDS: Final = {
 # Single units that repeat as exact intervals; "hour" too (see the module docstring).
 _EXACT_UNITS: Final = {"second": 1, "minute": 60, "hour": 3600}
 _N_MONTHS: Final = re.compile(r"(?:(?:every|each) )?([0-9]{1,6}) ?(?:months?|mo)", _A)
+_MONTH_LISTS: Final = frozenset({1, 2, 3, 4, 6, 12})
+"""Month steps that one list of months says; other steps are date steps (:mod:`.phrases`)."""
 _N_YEARS: Final = re.compile(r"(?:(?:every|each) )?([0-9]{1,6}) ?(?:years?|yrs?|y)", _A)
 _DAY_SEPARATOR: Final = r", ?| and | ?& ?"
 _WEEKDAY_LIST: Final = re.compile(
@@ -129,26 +116,78 @@ _CRON_TOKEN: Final = re.compile(r"[0-9a-z*?#/,\-]+", _A)
 # --------------------------------------------------------------------------- public API
 
 
-def parse_repeat(text: str, first: datetime, tz: ZoneInfo) -> RepeatRule | None:
+def parse_repeat(
+    text: str, first: datetime, tz: ZoneInfo, *, need_time: bool = False
+) -> RepeatRule | None:
     """Read the user's ``repeat`` text; ``None`` means "do not repeat".
 
     ``first`` is the first occurrence (aware; the parsed ``when``) and ``tz`` the
     announcement's zone: presets are taken from ``first``'s wall-clock time in ``tz`` and
-    cron rules are evaluated in ``tz``. See the module docstring for the accepted forms.
-    Raises :class:`~bot.parsing.InputError` with a user-facing message otherwise.
+    cron rules are evaluated in ``tz``. With ``need_time`` (``when`` was left out, ``first``
+    is "now") the rule must name its time of day (``every friday at 8pm``). See the module
+    docstring and :mod:`.phrases` for the accepted forms. Raises
+    :class:`~bot.parsing.InputError` with a user-facing message otherwise.
     """
     if first.tzinfo is None or first.utcoffset() is None:
         raise ValueError("parse_repeat needs an aware 'first'")
-    s = " ".join(text.lower().split()).replace("every other ", "every 2 ")
+    s = " ".join(text.lower().split()).rstrip(".!").replace("every other ", "every 2 ")
     if s in _NO_REPEAT:
         return None
     if len(s) > 100:
         raise InputError(f"That's too long for a repeat rule. Try {_EXAMPLES}.")
     local = first.astimezone(tz)
-    rule = _preset(s, local, tz) or _interval(s) or _cron(s, tz)
+    if need_time:
+        rule = read_phrase(s, first, tz, need_time=True) or _cron(s, tz)
+        preset = None if rule is not None else _preset_or_none(s, local, tz) or _interval(s)
+        if preset is not None and preset.kind == "interval":
+            raise InputError(
+                f"`{s}` counts from a first time: please give `when` too, like `in 10m` or `18:00`."
+            )
+        if preset is not None:
+            raise InputError(
+                f"`{s}` doesn't say at what time: give `when` too, or name a time of day "
+                f"in the rule, like `{s} at 9:00`."
+            )
+    else:
+        rule = _preset(s, local, tz) or read_phrase(s, first, tz) or _interval(s) or _cron(s, tz)
     if rule is None:
-        raise InputError(f"I couldn't read that as a repeat rule. Try {_EXAMPLES}.")
+        raise InputError(_refusal(s))
     return rule
+
+
+def _refusal(s: str) -> str:
+    """Why ``s`` is refused, naming the accepted forms closest to it."""
+    if re.search(r"\b(?:twice|two times)\b", s, _A):
+        return "Please say the times: like `at 9:00 and 17:00 every day` (or `every 12 hours`)."
+    if re.search(r"\b(?:three|3) times\b", s, _A):
+        return "Please say the times: like `at 8:00, 12:00 and 18:00 every day`."
+    part = re.search(r"\b(morning|afternoon|evening|night|tonight)s?\b", s, _A)
+    if part is not None:
+        clock = _PART_CLOCKS[part[1]]
+        before = s[: part.start()].split()
+        if not before or before[-1] in ("every", "each", "in", "the"):
+            before = (
+                [*before[:-1], "every day"] if before and before[-1] != "the" else ["every day"]
+            )
+        example = " ".join([*before, f"at {clock}"])
+        return f"Please give a time instead of `{part[1]}`: like `{example}`."
+    return f"I couldn't read that as a repeat rule. Try {_EXAMPLES}."
+
+
+_PART_CLOCKS: Final = {
+    "morning": "9:00",
+    "afternoon": "15:00",
+    "evening": "18:00",
+    "night": "21:00",
+    "tonight": "21:00",
+}
+
+
+def _preset_or_none(s: str, local: datetime, tz: ZoneInfo) -> RepeatRule | None:
+    try:
+        return _preset(s, local, tz)
+    except InputError:
+        return None
 
 
 # --------------------------------------------------------------------------- presets
@@ -179,7 +218,7 @@ def _preset(s: str, local: datetime, tz: ZoneInfo) -> RepeatRule | None:
         return _interval_rule(Fraction(_EXACT_UNITS[unit]))
     if unit is not None:
         return _cron_rule(_unit_cron(unit, local), tz)
-    if (match := _N_MONTHS.fullmatch(s)) is not None:
+    if (match := _N_MONTHS.fullmatch(s)) is not None and int(match[1]) in _MONTH_LISTS:
         return _cron_rule(_months_cron(int(match[1]), local), tz)
     if (match := _N_YEARS.fullmatch(s)) is not None:
         raise InputError("I can only repeat every year, not every few years. Try `yearly`.")
@@ -211,11 +250,6 @@ def _months_cron(n: int, local: datetime) -> str:
         return _unit_cron("month", local)
     if n == 12:
         return _unit_cron("year", local)
-    if n not in (2, 3, 4, 6):
-        raise InputError(
-            f"I can repeat every 1, 2, 3, 4, 6 or 12 months, not every {n}. "
-            "Try `every 3 months` or `monthly`."
-        )
     months = sorted((local.month - 1 + k) % 12 + 1 for k in range(0, 12, n))
     return f"{local.minute} {local.hour} {_month_day(local)} {','.join(map(str, months))} *"
 

@@ -8,7 +8,11 @@ Accepted ``when`` forms (case-insensitive, extra whitespace ignored), read in th
 
 * relative: ``in 90m``, ``2h30m``, ``in 1 day 3 hours``, ``45s``, ``in an hour``, ``1.5h``
   (``in`` optional; units s/sec/second, m/min/minute, h/hr/hour, d/day, w/wk/week);
-* a clock time: ``18:00``, ``6pm``, ``6:30 pm``, ``noon``, the next time that local time comes;
+* a clock time: ``18:00``, ``6pm``, ``6:30 pm``, ``6.30pm``, ``18h30``, ``noon``, the next
+  time that local time comes; ``midnight``, the coming one;
+* part of a day: ``tonight 9pm``, ``tonight at 21:00``, ``this evening at 7`` (a bare hour
+  in the afternoon, evening or night is after noon: 19:00), ``tomorrow morning 8:30``;
+* days ahead at a time: ``in 2 days at 10:00``, ``in a week 9am``;
 * a day plus a time: ``today 18:00``, ``tomorrow 9am``, ``monday 09:00``, ``next fri 17:30``,
   ``2026-12-24 18:00``, ``2026-12-24T18:00:30``, ``dec 24 18:00``, ``24 dec 2026 6pm``;
   the time may also come first (``9am tomorrow``) and ``at`` / ``on`` may be put in;
@@ -23,8 +27,12 @@ Decisions on ambiguous input:
   rather than silently meaning midnight.
 * ``monday 09:00``, ``next monday 09:00`` and ``this monday 09:00`` all mean the next Monday
   09:00 that is still ahead (today, if today is Monday and 09:00 has not passed yet).
-* Slash or dot dates (``24/12/2026``, ``12.24``) are refused as ambiguous (day/month or
-  month/day?) with the ISO form as the suggestion; ``2026/12/24`` (year first) is accepted.
+* Slash or dot dates (``24/12/2026``, ``12.24``) are read by the member's Discord locale
+  (month/day for ``en-US``, day/month otherwise; see :mod:`.dates`, and :func:`date_notes`
+  for what to say back); without a locale they are refused as ambiguous with the ISO form
+  as the suggestion. ``2026/12/24`` (year first) is always accepted.
+* Zone abbreviations (``18:00 EST``) are refused, naming the IANA zones they may mean.
+* ``midnight`` with a day (``friday midnight``) is refused: the start or the end of it?
 * A bare number of any other length than 10 or 13 digits is refused: it needs a unit.
 * A local time that does not exist (skipped when clocks spring forward) is refused with the
   first valid time after the gap as the suggestion. A local time that happens twice (clocks
@@ -35,38 +43,50 @@ Decisions on ambiguous input:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, timezone, tzinfo
 from fractions import Fraction
 from typing import Final
 from zoneinfo import ZoneInfo
 
+from .clock import CLOCK_TEXT, parse_clock
+from .dates import NUMERIC_DATE, read_numeric_date
 from .display import (
     EPOCH,
-    discord_timestamp,
     epoch_seconds,
     example_date,
     examples,
     past_message,
-    plain_time,
     too_far_message,
     understood_as,
-    zone_label,
 )
 from .durations import parse_duration
 from .errors import MAX_AHEAD, MAX_INPUT_LENGTH, InputError
+from .wall import days_in_month, exact_wall, first_future
 from .words import MONTH_WORDS, WEEKDAY_WORDS
-from .zones import resolve_timezone
+from .zones import ZONE_ABBREVIATIONS, abbreviation_refusal, resolve_timezone
 
 _A = re.ASCII
 _DISCORD_TS: Final = re.compile(r"<t:(-?[0-9]+)(?::[a-z])?>", _A)
-_CLOCK: Final = re.compile(
-    r"(?P<h>[0-9]{1,2})(?::(?P<m>[0-9]{2})(?::(?P<s>[0-9]{2}))?)? ?(?P<ampm>[ap]\.?m\.?)?", _A
-)
 _ISO_DATE: Final = re.compile(r"([0-9]{4})([-/])([0-9]{1,2})\2([0-9]{1,2})", _A)
 _ISO_T: Final = re.compile(r"^([0-9]{4}-[0-9]{1,2}-[0-9]{1,2})t(?=[0-9])", _A)
-_SLASH_DATE: Final = re.compile(r"[0-9]{1,2}[/.][0-9]{1,2}(?:[/.][0-9]{2,4})?", _A)
+_SMALL_NUMBERS: Final = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3}
+_IN_DAYS: Final = re.compile(
+    r"in (?P<n>[0-9]{1,4}|an?|one|two|three) (?P<unit>days?|weeks?),? "
+    rf"(?P<at>at )?(?P<clock>{CLOCK_TEXT})",
+    _A,
+)
+_PARTS_OF_DAY: Final = {
+    "tonight": (0, True),
+    "this evening": (0, True),
+    "this afternoon": (0, True),
+    "this morning": (0, False),
+    "tomorrow morning": (1, False),
+    "tomorrow afternoon": (1, True),
+    "tomorrow evening": (1, True),
+    "tomorrow night": (1, True),
+}
+"""Words for part of a day → (days from today, whether a bare hour is after noon)."""
 _DAY_MONTH: Final = re.compile(
     r"([0-9]{1,2})(?:st|nd|rd|th)?(?: of)? ([a-z]+)\.?(?:,? ([0-9]{4}))?", _A
 )
@@ -83,7 +103,7 @@ _ZONE_OFFSET: Final = re.compile(
 # --------------------------------------------------------------------------- public API
 
 
-def parse_when(text: str, tz: ZoneInfo, now: datetime) -> datetime:
+def parse_when(text: str, tz: ZoneInfo, now: datetime, *, locale: str | None = None) -> datetime:
     """Read the user's ``when`` text as an aware UTC datetime strictly after ``now``.
 
     Local times are read in ``tz`` unless the text names its own zone or offset. See the
@@ -91,6 +111,8 @@ def parse_when(text: str, tz: ZoneInfo, now: datetime) -> datetime:
     Raises :class:`InputError` (with a user-facing message) for anything unusable: unknown
     form, a time already passed (the message shows the time understood), a time more than
     :data:`MAX_AHEAD` away, or a local time skipped by a daylight-saving change.
+    ``locale`` (the member's Discord locale, e.g. ``en-US``) decides how ``24/12``-style
+    dates are read (:mod:`.dates`); without one they are refused as ambiguous.
     """
     if now.tzinfo is None or now.utcoffset() is None:
         raise ValueError("parse_when needs an aware 'now'")
@@ -103,7 +125,7 @@ def parse_when(text: str, tz: ZoneInfo, now: datetime) -> datetime:
         result = parse(s, now)
         if result is not None:
             return _checked(result, tz, now)
-    return _parse_absolute(s, tz, now)
+    return _parse_absolute(s, tz, now, locale)
 
 
 # --------------------------------------------------------------------------- instants
@@ -184,24 +206,45 @@ class _OnMonthDay:
 _DaySpec = _OnDate | _OnWeekday | _OnMonthDay
 
 
-def _parse_absolute(s: str, tz: ZoneInfo, now: datetime) -> datetime:
+def _parse_absolute(s: str, tz: ZoneInfo, now: datetime, locale: str | None) -> datetime:
     s, zone = _split_zone(s, tz)
     today = now.astimezone(zone).date()
     s = _ISO_T.sub(r"\1 ", s)
     s = s.removeprefix("at ").removeprefix("on ")
-    clock = _parse_clock(s)
+    if s == "midnight":
+        return _checked(first_future(_following(today, 1, 3), time(0), zone, now), zone, now)
+    clock = parse_clock(s)
     if clock is not None:
-        dates = [today + timedelta(days=k) for k in range(3)]
-        return _checked(_first_future(dates, clock, zone, now), zone, now)
-    parsed = _split_day_and_clock(s, today)
+        return _checked(first_future(_following(today, 0, 3), clock, zone, now), zone, now)
+    for read in (_in_days_at, _part_of_day):
+        found = read(s, today)
+        if found is not None:
+            return _checked(exact_wall(found, zone, now), zone, now)
+    parsed = _split_day_and_clock(s, today, locale)
     if parsed is not None:
         spec, clock = parsed
         return _at(spec, clock, zone, today, now)
-    if _parse_day(s, today) is not None:
-        raise InputError(f"`{s}` needs a time of day too, like `{s} 09:00` or `{s} 6pm`.")
+    _refuse_day_without_time(s, today, locale)
     if s == "now":
         raise InputError("Please give a time in the future; for right away use `in 1m`.")
     raise InputError(f"I couldn't read that as a time. Try {examples(now)}.")
+
+
+def _following(today: date, start: int, count: int) -> list[date]:
+    return [today + timedelta(days=k) for k in range(start, start + count)]
+
+
+def _refuse_day_without_time(s: str, today: date, locale: str | None) -> None:
+    words = s.split(" ")
+    if "midnight" in words and len(words) > 1:
+        raise InputError(
+            "`midnight` with a day could be the start or the end of that day: write the date "
+            f"and `00:00`, like `{example_date(today)[:-5]}00:00`, or `23:59`."
+        )
+    if s in _PARTS_OF_DAY:
+        raise InputError(f"`{s}` needs a time too, like `{s} at 9` or `{s} 21:30`.")
+    if _parse_day(s, today, locale) is not None:
+        raise InputError(f"`{s}` needs a time of day too, like `{s} 09:00` or `{s} 6pm`.")
 
 
 def _split_zone(s: str, tz: ZoneInfo) -> tuple[str, tzinfo]:
@@ -212,6 +255,8 @@ def _split_zone(s: str, tz: ZoneInfo) -> tuple[str, tzinfo]:
     if (match := _ZONE_OFFSET.search(s)) is not None:
         return s[: match.start()], timezone(_offset(*match.group(1, 2, 3)))
     head, _, last = s.rpartition(" ")
+    if head and last in ZONE_ABBREVIATIONS:
+        raise InputError(abbreviation_refusal(last, head))
     if head and "/" in last and not last[0].isdigit():
         return head, resolve_timezone(last)
     return s, tz
@@ -224,40 +269,55 @@ def _offset(sign: str, hours: str, minutes: str | None) -> timedelta:
     return -offset if sign == "-" else offset
 
 
-def _parse_clock(s: str) -> time | None:
-    """``18:00``, ``6pm``, ``6:30 pm``, ``noon``; ``None`` if ``s`` is not a clock time."""
-    if s == "noon":
-        return time(12)
-    match = _CLOCK.fullmatch(s)
-    if match is None or (match["m"] is None and match["ampm"] is None):
+def _in_days_at(s: str, today: date) -> datetime | None:
+    """``in 2 days at 10:00``, ``in a week 9am``: that many local days ahead, at that time."""
+    match = _IN_DAYS.fullmatch(s)
+    if match is None:
         return None
-    hour, minute, second = int(match["h"]), int(match["m"] or 0), int(match["s"] or 0)
-    if minute > 59 or second > 59:
-        raise InputError(f"`{s}` isn't a valid time: minutes and seconds go up to 59.")
-    if match["ampm"]:
-        if not 1 <= hour <= 12:
-            raise InputError(f"`{s}` isn't a valid time: use `1`–`12` with am/pm, or `18:00`.")
-        hour = hour % 12 + (12 if match["ampm"].startswith("p") else 0)
-    elif hour > 23:
-        raise InputError(f"`{s}` isn't a valid time: hours go from `00` to `23` (`00:00`).")
-    return time(hour, minute, second)
+    clock = parse_clock(match["clock"], bare_hour=match["at"] is not None)
+    if clock is None:
+        return None
+    count = _SMALL_NUMBERS.get(match["n"]) or int(match["n"])
+    days = count * (7 if match["unit"].startswith("w") else 1)
+    if days > MAX_AHEAD.days:
+        return None
+    return datetime.combine(today + timedelta(days=days), clock)
 
 
-def _split_day_and_clock(s: str, today: date) -> tuple[_DaySpec, time] | None:
+def _part_of_day(s: str, today: date) -> datetime | None:
+    """``tonight 9pm``, ``this evening at 7`` (19:00), ``tomorrow morning 8:30``, either
+    order; an hour without am/pm in the afternoon or evening is after noon."""
+    for part, (offset, afternoon) in _PARTS_OF_DAY.items():
+        for clock_text in (s.removeprefix(part + " "), s.removesuffix(" " + part)):
+            if clock_text == s:
+                continue
+            clock = parse_clock(clock_text.removeprefix("at "), bare_hour=True)
+            if clock is None:
+                continue
+            day = today + timedelta(days=offset)
+            if clock == time(0):
+                return datetime.combine(day + timedelta(days=1), clock)  # "tonight at midnight"
+            if afternoon and 1 <= clock.hour <= 11 and not re.search(r"[ap]\.?m", clock_text):
+                clock = clock.replace(hour=clock.hour + 12)
+            return datetime.combine(day, clock)
+    return None
+
+
+def _split_day_and_clock(s: str, today: date, locale: str | None) -> tuple[_DaySpec, time] | None:
     """Find a day and a clock time in ``s``, in either order (``tomorrow 9am``, ``9am fri``)."""
     words = s.split(" ")
     for i in range(1, len(words)):
         left, right = " ".join(words[:i]), " ".join(words[i:])
         for day_text, clock_text in ((left, right.removeprefix("at ")), (right, left)):
             day_text = day_text.removeprefix("on ")
-            clock = _parse_clock(clock_text)
-            spec = _parse_day(day_text, today) if clock is not None else None
+            clock = parse_clock(clock_text)
+            spec = _parse_day(day_text, today, locale) if clock is not None else None
             if spec is not None and clock is not None:
                 return spec, clock
     return None
 
 
-def _parse_day(s: str, today: date) -> _DaySpec | None:
+def _parse_day(s: str, today: date, locale: str | None) -> _DaySpec | None:
     """``today``, ``tomorrow``, a weekday, or a date; ``None`` if ``s`` is not a day."""
     if s == "today":
         return _OnDate(today)
@@ -265,11 +325,11 @@ def _parse_day(s: str, today: date) -> _DaySpec | None:
         return _OnDate(today + timedelta(days=1))
     if (match := _ISO_DATE.fullmatch(s)) is not None:
         return _OnDate(_make_date(int(match[1]), int(match[3]), int(match[4]), s))
-    if _SLASH_DATE.fullmatch(s):
-        raise InputError(
-            f"I can't tell whether `{s}` is day/month or month/day. "
-            f"Please write the date as year-month-day, like `{example_date(today)}`."
-        )
+    numeric = read_numeric_date(s, today, locale)
+    if numeric is not None:
+        if numeric.year is not None:
+            return _OnDate(_make_date(numeric.year, numeric.month, numeric.day, s))
+        return _OnMonthDay(numeric.month, numeric.day)
     return _parse_named_day(s)
 
 
@@ -296,7 +356,7 @@ def _make_date(year: int, month: int, day: int, s: str) -> date:
 
 def _at(spec: _DaySpec, clock: time, zone: tzinfo, today: date, now: datetime) -> datetime:
     if isinstance(spec, _OnDate):
-        return _checked(_exact(datetime.combine(spec.day, clock), zone, now), zone, now)
+        return _checked(exact_wall(datetime.combine(spec.day, clock), zone, now), zone, now)
     if isinstance(spec, _OnWeekday):
         dates = [today + timedelta(days=k) for k in range(15)]
         dates = [d for d in dates if d.weekday() == spec.weekday]
@@ -304,86 +364,22 @@ def _at(spec: _DaySpec, clock: time, zone: tzinfo, today: date, now: datetime) -
         dates = [
             date(year, spec.month, spec.day)
             for year in range(today.year, today.year + 9)
-            if spec.day <= _days_in_month(year, spec.month)
+            if spec.day <= days_in_month(year, spec.month)
         ]
-    return _checked(_first_future(dates, clock, zone, now), zone, now)
+    return _checked(first_future(dates, clock, zone, now), zone, now)
 
 
-def _days_in_month(year: int, month: int) -> int:
-    following = date(year + month // 12, month % 12 + 1, 1)
-    return (following - timedelta(days=1)).day
-
-
-def _exact(naive: datetime, zone: tzinfo, now: datetime) -> datetime:
-    """``naive`` read in ``zone`` (first occurrence if ambiguous).
-
-    A future wall time skipped by a daylight-saving change is refused; a past one is
-    returned as is, for :func:`_checked` to refuse as past.
-    """
-    if not now.year - 2 <= naive.year <= now.year + 7:
-        return _far_from_now(naive, zone, now)
-    aware = naive.replace(tzinfo=zone)
-    gap = _gap(naive, zone) if aware > now else None
-    if gap is not None:
-        raise InputError(_gap_message(naive, zone, *gap))
-    return aware
-
-
-def _far_from_now(naive: datetime, zone: tzinfo, now: datetime) -> datetime:
-    """Refuse a wall time years away without converting it (that could overflow)."""
-    aware = naive.replace(tzinfo=zone)
-    understood = f"{discord_timestamp(aware)} ({plain_time(naive)} {zone_label(zone, naive)})"
-    if naive.year > now.year:
-        raise InputError(too_far_message(understood, now))
-    raise InputError(past_message(understood))
-
-
-def _first_future(dates: Iterable[date], clock: time, zone: tzinfo, now: datetime) -> datetime:
-    """The first ``clock`` on one of ``dates`` that is after ``now``.
-
-    A wall time that happens twice normally means its first occurrence, but when "now" lies
-    between the two occurrences the second one is the next, so that one is taken.
-    """
-    candidate = now
-    for day in dates:
-        naive = datetime.combine(day, clock)
-        candidate = naive.replace(tzinfo=zone)
-        if candidate > now:
-            return _exact(naive, zone, now)
-        repeated = candidate.replace(fold=1)  # in a gap fold=1 is earlier, so never chosen
-        if repeated > now:
-            return repeated
-    return candidate  # not reached for the callers' date lists; _checked refuses it
-
-
-def _gap(naive: datetime, zone: tzinfo) -> tuple[datetime, datetime] | None:
-    """If ``naive`` is skipped in ``zone``, the local wall times where the skip starts and ends."""
-    aware = naive.replace(tzinfo=zone)
-    if aware.astimezone(UTC).astimezone(zone).replace(tzinfo=None) == naive:
-        return None
-    before = aware.utcoffset() or timedelta(0)
-    after = aware.replace(fold=1).utcoffset() or timedelta(0)
-    low = naive - after  # UTC, before the transition
-    high = naive - before  # UTC, at or after the transition
-    while high - low > timedelta(seconds=1):
-        middle = low + (high - low) / 2
-        if middle.replace(tzinfo=UTC).astimezone(zone).utcoffset() == after:
-            high = middle
-        else:
-            low = middle
-    high = high.replace(microsecond=0)
-    return high + before, high + after
-
-
-def _gap_message(naive: datetime, zone: tzinfo, start: datetime, end: datetime) -> str:
-    where = zone_label(zone, naive)
-    day = f"{naive:%A} {naive.day} {naive:%B %Y}"
-    same_day = start.date() == end.date()
-    jump_from, jump_to = (
-        (f"{start:%H:%M}", f"{end:%H:%M}") if same_day else (plain_time(start), plain_time(end))
-    )
-    return (
-        f"{naive:%H:%M} doesn't exist on {day} in {where}: the clocks jump from "
-        f"{jump_from} straight to {jump_to}. "
-        f"The next valid time is {jump_to}, so try `{plain_time(end)}`."
-    )
+def date_notes(text: str, tz: ZoneInfo, now: datetime, locale: str | None) -> list[str]:
+    """How the numeric dates in ``text`` (already accepted by :func:`parse_when`) were read,
+    e.g. ``I read `24/12` as 24 December (day/month, as dates are written in …)``."""
+    today = now.astimezone(tz).date()
+    notes = []
+    for word in _normalize(text).split(" "):
+        if NUMERIC_DATE.fullmatch(word):
+            try:
+                numeric = read_numeric_date(word, today, locale)
+            except InputError:
+                continue
+            if numeric is not None:
+                notes.append(numeric.note)
+    return notes

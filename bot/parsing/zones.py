@@ -137,3 +137,53 @@ def _suggest_zones(key: str) -> list[str]:
 def _sanitize(text: str) -> str:
     cleaned = "".join(ch for ch in text.strip() if ch.isprintable() and ch != "`")
     return cleaned[:40] + ("…" if len(cleaned) > 40 else "")
+
+
+ZONE_ABBREVIATIONS: Final = {
+    "est": ("America/New_York", "America/Toronto", "America/Panama", "America/Cancun"),
+    "edt": ("America/New_York", "America/Toronto", "America/Detroit"),
+    "cst": ("America/Chicago", "America/Mexico_City", "Asia/Shanghai", "America/Havana"),
+    "cdt": ("America/Chicago", "America/Winnipeg", "America/Havana"),
+    "mst": ("America/Denver", "America/Phoenix", "America/Edmonton"),
+    "mdt": ("America/Denver", "America/Edmonton", "America/Boise"),
+    "pst": ("America/Los_Angeles", "America/Vancouver", "Asia/Manila"),
+    "pdt": ("America/Los_Angeles", "America/Vancouver", "America/Tijuana"),
+    "akst": ("America/Anchorage",),
+    "hst": ("Pacific/Honolulu",),
+    "bst": ("Europe/London", "Asia/Dhaka"),
+    "ist": ("Asia/Kolkata", "Europe/Dublin", "Asia/Jerusalem"),
+    "wet": ("Europe/Lisbon", "Atlantic/Canary"),
+    "west": ("Europe/Lisbon", "Atlantic/Canary"),
+    "cet": ("Europe/Paris", "Europe/Berlin", "Europe/Madrid", "Africa/Lagos"),
+    "cest": ("Europe/Paris", "Europe/Berlin", "Europe/Madrid"),
+    "eet": ("Europe/Athens", "Europe/Helsinki", "Africa/Cairo"),
+    "eest": ("Europe/Athens", "Europe/Helsinki", "Europe/Kyiv"),
+    "msk": ("Europe/Moscow",),
+    "jst": ("Asia/Tokyo",),
+    "kst": ("Asia/Seoul",),
+    "sgt": ("Asia/Singapore",),
+    "hkt": ("Asia/Hong_Kong",),
+    "aest": ("Australia/Sydney", "Australia/Brisbane", "Australia/Melbourne"),
+    "aedt": ("Australia/Sydney", "Australia/Melbourne", "Australia/Hobart"),
+    "acst": ("Australia/Adelaide", "Australia/Darwin"),
+    "awst": ("Australia/Perth",),
+    "nzst": ("Pacific/Auckland",),
+    "nzdt": ("Pacific/Auckland",),
+}
+"""Zone abbreviations people type → the IANA zones they may mean (most used first).
+
+They are refused rather than guessed: ``CST`` is Chicago, Shanghai or Havana, and ``EST``
+written in July usually means New York's summer time (EDT), not UTC-5."""
+
+
+def abbreviation_refusal(word: str, before: str) -> str:
+    """Why ``before`` + the abbreviation ``word`` is refused, naming the zones it may mean."""
+    zones = ZONE_ABBREVIATIONS[word]
+    listed = ", ".join(f"`{zone}`" for zone in zones)
+    which = "the zone" if len(zones) == 1 else "one of the zones"
+    example = f"{before} {zones[0]}".strip()
+    return (
+        f"`{word.upper()}` is an abbreviation, and abbreviations are ambiguous (they can mean "
+        f"several zones, or ignore daylight saving). Name {which} it may mean: {listed}, "
+        f"like `{example}`, or set the `timezone` option."
+    )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -15,10 +15,11 @@ from bot.parsing import (
     InputError,
     RepeatRule,
     describe_cron,
+    next_times,
     parse_repeat,
     parse_when,
 )
-from scheduler.triggers import Cron, Interval
+from scheduler.triggers import Cron, DateStep, Interval
 
 UTC_Z = ZoneInfo("UTC")
 LONDON = ZoneInfo("Europe/London")
@@ -253,12 +254,6 @@ def test_hourly_interval_keeps_the_minute_across_fall_back() -> None:
         ("every 1 minute", timedelta(minutes=1), "every minute"),
         ("every 60s", timedelta(minutes=1), "every minute"),
         ("every 36 hours", timedelta(hours=36), "every 1 day and 12 hours"),
-        ("every 2 days", timedelta(days=2), "every 2 days"),
-        ("every 10 days", timedelta(days=10), "every 10 days"),
-        ("every 2 weeks", timedelta(weeks=2), "every 2 weeks"),
-        ("every other week", timedelta(weeks=2), "every 2 weeks"),
-        ("every other day", timedelta(days=2), "every 2 days"),
-        ("every 366 days", timedelta(days=366), "every 366 days"),
         ("repeat every 3h", timedelta(hours=3), "every 3 hours"),
     ],
 )
@@ -291,10 +286,44 @@ def test_interval_bounds() -> None:
     assert timedelta(days=366) == MAX_INTERVAL
 
 
-@pytest.mark.parametrize(("text", "hint"), [("every 5 months", "`every 3 months`")])
+@pytest.mark.parametrize(
+    ("text", "cron", "step"),
+    [
+        # Whole days and weeks are local-time date steps from the first occurrence (Friday
+        # 2026-03-20 09:00 in London), not 24-hour multiples: they keep 09:00 across DST.
+        ("every 2 days", "0 9 * * *", DateStep(2, "day", date(2026, 3, 20))),
+        ("every other day", "0 9 * * *", DateStep(2, "day", date(2026, 3, 20))),
+        ("every 10 days", "0 9 * * *", DateStep(10, "day", date(2026, 3, 20))),
+        ("every 366 days", "0 9 * * *", DateStep(366, "day", date(2026, 3, 20))),
+        ("every 2 weeks", "0 9 * * 5", DateStep(2, "week", date(2026, 3, 20))),
+        ("every other week", "0 9 * * 5", DateStep(2, "week", date(2026, 3, 20))),
+        ("every 5 months", "0 9 20 * *", DateStep(5, "month", date(2026, 3, 20))),
+    ],
+)
+def test_day_week_and_month_steps_are_local_date_steps(
+    text: str, cron: str, step: DateStep
+) -> None:
+    rule = parse_repeat(text, FIRST, LONDON)
+    assert rule is not None
+    assert (rule.kind, rule.cron, rule.every, rule.step) == ("cron", cron, None, step)
+
+
+def test_every_2_weeks_keeps_0900_across_spring_forward() -> None:
+    rule = parse_repeat("every 2 weeks", FIRST, LONDON)
+    assert rule is not None
+    fires = next_times(rule, FIRST, LONDON, 3)
+    # 2026-03-20 GMT, then 2026-04-03 and 2026-04-17 in BST (from 2026-03-29): 08:00 UTC.
+    assert fires == [
+        datetime(2026, 3, 20, 9, tzinfo=UTC),
+        datetime(2026, 4, 3, 8, tzinfo=UTC),
+        datetime(2026, 4, 17, 8, tzinfo=UTC),
+    ]
+
+
+@pytest.mark.parametrize(("text", "hint"), [("every 13 months", "`every 6 months`")])
 def test_unsupported_month_steps(text: str, hint: str) -> None:
     message = error(text)
-    assert "every 1, 2, 3, 4, 6 or 12 months" in message
+    assert "every 1 to 12 months" in message
     assert hint in message
 
 

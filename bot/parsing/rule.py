@@ -1,0 +1,72 @@
+"""A repeat rule as read (:class:`RepeatRule`), the scheduler trigger it stands for, and the
+times it gives."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Literal
+from zoneinfo import ZoneInfo
+
+from scheduler.triggers import Cron, DateStep, Interval
+
+_ONE_US = timedelta(microseconds=1)
+
+
+@dataclass(frozen=True, slots=True)
+class RepeatRule:
+    """How an announcement repeats after its first occurrence.
+
+    ``kind == "cron"``: ``cron`` is a 5-field expression evaluated in the announcement's
+    zone and ``every`` is ``None``; ``nth`` and ``step`` narrow its dates as
+    :class:`scheduler.triggers.Cron` reads them (the 2nd and 4th Thursday, every other week
+    from a date). ``kind == "interval"``: ``every`` is the exact period, anchored at the
+    first occurrence, and ``cron`` is ``None``. ``words`` describes the rule for people,
+    e.g. ``"every day at 09:00 (Europe/London)"`` or ``"every 2 hours"``.
+    """
+
+    kind: Literal["cron", "interval"]
+    cron: str | None
+    every: timedelta | None
+    words: str
+    nth: tuple[int, ...] = ()
+    step: DateStep | None = None
+
+    def __post_init__(self) -> None:
+        if (
+            (self.kind == "cron") != (self.cron is not None)
+            or (self.cron is None) == (self.every is None)
+            or (self.kind == "interval" and (self.nth or self.step is not None))
+        ):
+            raise ValueError(f"inconsistent RepeatRule: {self!r}")
+
+    def trigger(self, tz: ZoneInfo, first: datetime) -> Cron | Interval:
+        """The scheduler's trigger for this rule in zone ``tz`` (an interval is anchored at
+        ``first``)."""
+        if self.every is not None:
+            return Interval(self.every, first)
+        assert self.cron is not None
+        return Cron(self.cron, tz, nth=self.nth or None, step=self.step)
+
+    def schedule_spec(self, tz_name: str) -> tuple[str | timedelta | Cron, str | None]:
+        """The ``(spec, tz)`` pair ``ctx.scheduler.schedules.create`` takes for this rule: a
+        cron text with its zone, an interval without one, or a :class:`Cron` carrying
+        ``nth``/``step`` (and its zone) when five fields can't say the rule."""
+        if self.every is not None:
+            return self.every, None
+        assert self.cron is not None
+        if self.nth or self.step is not None:
+            return Cron(self.cron, tz_name, nth=self.nth or None, step=self.step), None
+        return self.cron, tz_name
+
+
+def next_times(rule: RepeatRule, start: datetime, tz: ZoneInfo, count: int = 3) -> list[datetime]:
+    """The first ``count`` times the rule posts, from ``start`` on (``start`` itself
+    included if it is one): what the schedule created with ``start`` will do."""
+    trigger = rule.trigger(tz, start)
+    times: list[datetime] = []
+    t = start - _ONE_US
+    for _ in range(count):
+        t = trigger.next_after(t)
+        times.append(t)
+    return times
