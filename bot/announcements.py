@@ -109,13 +109,13 @@ class Announcements:
                 await rows.set_job(ann_id, job_id)
             else:
                 name = schedule_name(ann_id)
-                spec: str | timedelta = rule.cron if rule.cron is not None else rule.every  # type: ignore[assignment]
+                spec, tz = rule.schedule_spec(draft.timezone)
                 info = await ctx.scheduler.schedules.create(
                     name,
                     spec,
                     SEND_FN,
                     {"announcement_id": ann_id},
-                    tz=draft.timezone if rule.kind == "cron" else None,
+                    tz=tz,
                     start=draft.first,
                     catch_up="fire_once",
                     catchup_window=timedelta(seconds=self.catch_up_window),

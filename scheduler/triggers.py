@@ -505,6 +505,31 @@ def _nth_of_month(day: date) -> tuple[int, bool]:
     return (day.day - 1) // 7 + 1, day.day + 7 > _days_in_month(day)
 
 
+def _nth_windows(year: int, month: int, nth: tuple[int, ...]) -> list[tuple[int, int]]:
+    """The runs of days (first, last) of a month in which the nth weekdays ``nth`` fall."""
+    length = _days_in_month(date(year, month, 1))
+    windows = [((n - 1) * 7 + 1, n * 7) if n > 0 else (length - 6, length) for n in nth]
+    return sorted((first, min(last, length)) for first, last in windows if first <= length)
+
+
+def _next_nth_window(day: date, nth: tuple[int, ...]) -> date:
+    """The first day after ``day`` that lies in one of the months' ``nth`` windows."""
+    for first, last in _nth_windows(day.year, day.month, nth):
+        if day.day < last:
+            return day.replace(day=max(first, day.day + 1))
+    following = _month_start(day.year, day.month)
+    return following.replace(day=_nth_windows(following.year, following.month, nth)[0][0])
+
+
+def _previous_nth_window(day: date, nth: tuple[int, ...]) -> date:
+    """The last day before ``day`` that lies in one of the months' ``nth`` windows."""
+    for first, last in reversed(_nth_windows(day.year, day.month, nth)):
+        if day.day > first:
+            return day.replace(day=min(last, day.day - 1))
+    previous = date(day.year, day.month, 1) - _ONE_DAY
+    return previous.replace(day=_nth_windows(previous.year, previous.month, nth)[-1][1])
+
+
 def _check_nth(nth: Iterable[int] | None, fields: list[str], expr: str) -> tuple[int, ...]:
     if nth is None:
         return ()
@@ -648,16 +673,20 @@ class Cron:
     def _skip_forward(self, day: date) -> datetime:
         """Where to reposition the walk after a wall on ``day``, a date the rule excludes:
         one minute before the next date that may match (``get_next`` is strict)."""
-        after = self.step.next_allowed(day) if self.step and not self.step.allows(day) else None
-        return datetime.combine(after or day + _ONE_DAY, time()) - _ONE_MINUTE
+        if self.step is not None and not self.step.allows(day):
+            after = self.step.next_allowed(day)
+        else:
+            after = _next_nth_window(day, self.nth)
+        return datetime.combine(after, time()) - _ONE_MINUTE
 
     def _skip_back(self, day: date) -> datetime:
         """Where to reposition the walk down after a wall on excluded ``day``: the midnight
         ending the previous date that may match (``get_prev`` is strict)."""
-        before = (
-            self.step.previous_allowed(day) if self.step and not self.step.allows(day) else None
-        )
-        return datetime.combine(before + _ONE_DAY if before else day, time())
+        if self.step is not None and not self.step.allows(day):
+            before = self.step.previous_allowed(day)
+        else:
+            before = _previous_nth_window(day, self.nth)
+        return datetime.combine(before + _ONE_DAY, time())
 
     def next_after(self, t: datetime) -> datetime:
         """Return the first fire time strictly after aware ``t``, in UTC.

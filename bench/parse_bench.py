@@ -1,0 +1,80 @@
+"""Parsing benchmark: how long reading one ``when`` / ``repeat`` phrase takes.
+
+    python bench/parse_bench.py [--runs N]
+
+Reads every phrasing of the phrase corpus (tests/bot/phrases.toml) with
+``bot.parsing.read_schedule`` — refusals included, as a command would — ``--runs`` times
+(default 7) after one warm-up pass, and reports per phrase the median over the runs, then the
+median and the 95th percentile and maximum over the phrases, in microseconds. The aim is
+under a millisecond a phrase (the issue's bound: parsing must never block the event loop).
+Reading includes computing the next five posts, as the confirmation does for three.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import statistics
+import sys
+import time
+import tomllib
+from datetime import UTC, datetime
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bot.parsing import InputError, read_schedule
+
+CORPUS = Path(__file__).resolve().parent.parent / "tests" / "bot" / "phrases.toml"
+
+
+def _phrasings(value: str | list[str] | None) -> list[str | None]:
+    if value is None:
+        return [None]
+    return [value] if isinstance(value, str) else list(value)
+
+
+def _inputs() -> list[tuple[str | None, str | None, ZoneInfo, datetime, str | None]]:
+    out = []
+    for case in tomllib.loads(CORPUS.read_text())["case"]:
+        zone = ZoneInfo(case.get("zone", "Europe/Paris"))
+        now = datetime.strptime(case.get("now", "2026-12-01 10:00"), "%Y-%m-%d %H:%M")
+        locale = case.get("locale", "en-GB") or None
+        for when in _phrasings(case.get("when")):
+            for repeat in _phrasings(case.get("repeat")):
+                out.append((when, repeat, zone, now.replace(tzinfo=UTC), locale))
+    return out
+
+
+def _read(item: tuple[str | None, str | None, ZoneInfo, datetime, str | None]) -> None:
+    when, repeat, zone, now, locale = item
+    with contextlib.suppress(InputError):
+        read_schedule(when, repeat, zone, now, locale=locale, count=5)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=7)
+    args = parser.parse_args()
+    inputs = _inputs()
+    for item in inputs:  # warm-up: zone data, regex and croniter caches
+        _read(item)
+    per_phrase: list[list[float]] = [[] for _ in inputs]
+    for _ in range(args.runs):
+        for i, item in enumerate(inputs):
+            start = time.perf_counter()
+            _read(item)
+            per_phrase[i].append(time.perf_counter() - start)
+    medians = sorted(statistics.median(times) * 1e6 for times in per_phrase)
+    worst = max(range(len(inputs)), key=lambda i: statistics.median(per_phrase[i]))
+    p95 = medians[int(0.95 * (len(medians) - 1))]
+    print(f"{len(inputs)} phrases, {args.runs} runs each (median per phrase, microseconds)")
+    print(
+        f"  median {statistics.median(medians):.0f} us, p95 {p95:.0f} us, max {medians[-1]:.0f} us"
+    )
+    print(f"  slowest: when={inputs[worst][0]!r} repeat={inputs[worst][1]!r}")
+
+
+if __name__ == "__main__":
+    main()
