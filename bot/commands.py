@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from datetime import datetime
 from zoneinfo import ZoneInfo
 
 import discord
@@ -30,7 +31,7 @@ from .checks import (
 )
 from .limits import MAX_CHOICES, MAX_MESSAGE
 from .models import AnnouncementState
-from .parsing import InputError, parse_repeat, parse_when, resolve_timezone
+from .parsing import InputError, read_schedule, resolve_timezone
 from .render import PAGE_SIZE, choice_label, confirmation, listing_page
 from .replies import answer_error, reply
 from .transformers import Timezone
@@ -46,7 +47,7 @@ class ScheduleRequest:
     """The /schedule options other than the message, kept by id while the form is open (the
     channel and role are looked up again when it is submitted)."""
 
-    when: str
+    when: str | None
     channel_id: int
     repeat: str | None
     timezone: ZoneInfo | None
@@ -72,17 +73,17 @@ class AnnouncementCommands(Cog, name=COMMANDS_COG):
     )
     @app_commands.guild_only()
     @app_commands.describe(
-        when="When to post: in 90m, 18:00, tomorrow 09:00, 2026-12-24 18:00, or <t:1735000000>",
+        when="When: in 90m, tonight 9pm, tomorrow 9am, 24/12 18:00 (optional if repeat has a time)",
         message="The text to post (leave out to type a long or multi-line message)",
         channel="Where to post (default: this channel)",
-        repeat="hourly, daily, weekly, monthly, every 2h, every 30 minutes, or cron (0 9 * * 1-5)",
+        repeat="every friday at 8pm, daily at 9, biweekly, last day of the month, every 2h, cron",
         timezone="Time zone for `when` and `repeat` (default: the server's, else UTC)",
         mention="A role to ping (pick @everyone to ping everyone)",
     )
     async def schedule(
         self,
         interaction: discord.Interaction,
-        when: app_commands.Range[str, 1, 100],
+        when: app_commands.Range[str, 1, 100] | None = None,
         message: app_commands.Range[str, 1, MAX_MESSAGE] | None = None,
         channel: discord.TextChannel | None = None,
         repeat: app_commands.Range[str, 1, 100] | None = None,
@@ -111,21 +112,23 @@ class AnnouncementCommands(Cog, name=COMMANDS_COG):
     ) -> None:
         if not message.strip():
             raise InputError(EMPTY_MESSAGE)
-        draft, notes = await self._draft(interaction, request, message)
+        draft, notes, upcoming = await self._draft(interaction, request, message)
         announcement, first = await self.announcements.create(draft)
         log.info(
             "announcement %d (#%d) scheduled in guild %d channel %d by %d",
             announcement.id, announcement.local_id, draft.guild_id, draft.channel_id,
             draft.author_id,
         )  # fmt: skip
-        await reply(interaction, confirmation(announcement, first, notes))
+        await reply(interaction, confirmation(announcement, first, notes, upcoming))
 
     async def _draft(
         self, interaction: discord.Interaction, request: ScheduleRequest, message: str
-    ) -> tuple[Draft, list[str]]:
+    ) -> tuple[Draft, list[str], tuple[datetime, ...]]:
         """The announcement ``request`` asks for, checked in full (permissions, channel, time,
-        repeat rule, mentions, length), and notes for the member; refused with what was
-        wrong. An empty ``message`` (the form is still to be shown) checks everything else."""
+        repeat rule, mentions, length), notes for the member (how a date was read, who is
+        pinged) and its first posts (three for a repeating one); refused with what was
+        wrong. An empty ``message`` (the form is still to be shown) checks everything else.
+        Dates like ``24/12`` are read by the member's Discord locale (else the server's)."""
         guild, member = guild_member(interaction)
         settings = await self.announcements.settings(guild.id)
         require_manager(member, settings)
@@ -134,9 +137,9 @@ class AnnouncementCommands(Cog, name=COMMANDS_COG):
             raise Refusal("I can't find that channel in this server.")
         channel = check_channel(member, guild.me, target)
         zone = request.timezone or resolve_timezone(settings.timezone or "UTC")
-        first = parse_when(request.when, zone, self.clock.now())
-        repeat = request.repeat
-        rule = parse_repeat(repeat, first, zone) if repeat and repeat.strip() else None
+        reading = read_schedule(
+            request.when, request.repeat, zone, self.clock.now(), locale=_locale(interaction)
+        )
         role = None if request.mention_id is None else guild.get_role(request.mention_id)
         if request.mention_id is not None and role is None:
             raise Refusal("I can't find that role in this server.")
@@ -156,11 +159,11 @@ class AnnouncementCommands(Cog, name=COMMANDS_COG):
             content=message,
             mention=plan.mention,
             allowed_mentions=plan.allowed,
-            first=first,
+            first=reading.first,
             timezone=zone.key,
-            repeat=rule,
+            repeat=reading.rule,
         )
-        return draft, plan.notes
+        return draft, [*reading.notes, *plan.notes], reading.upcoming
 
     # --- /list ---------------------------------------------------------------------------------
 
@@ -333,3 +336,11 @@ class CommandTree(app_commands.CommandTree[Bot]):
             await answer_error(interaction, error)
         else:  # the command's cog has answered it
             await super().on_error(interaction, error)
+
+
+def _locale(interaction: discord.Interaction) -> str | None:
+    """The member's Discord locale (``en-US``, ``fr``…), else the server's, else ``None``."""
+    for locale in (interaction.locale, interaction.guild_locale):
+        if locale is not None:
+            return str(locale.value)
+    return None

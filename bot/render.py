@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
 
 from .announcements import Announcement, Listing
@@ -31,14 +31,20 @@ def preview(text: str, limit: int = PREVIEW_LIMIT) -> str:
     return quoted
 
 
-def confirmation(a: Announcement, first: datetime, notes: list[str]) -> str:
+def confirmation(
+    a: Announcement, first: datetime, notes: list[str], upcoming: Sequence[datetime] = ()
+) -> str:
+    """What /schedule answers: the first time, the rule in words and, for a repeating
+    announcement, its first posts (``upcoming``, the first included), the pings, notes."""
     repeat = a.repeat_words or "no (posted once)"
     lines = [
         f"✅ Scheduled announcement **#{a.local_id}** in <#{a.channel_id}>.",
         f"**First:** {when(first)}",
         f"**Repeats:** {repeat}",
-        f"**Pings:** {_pings(a)}",
     ]
+    if a.recurring and len(upcoming) > 1:
+        lines.append("**Next:** " + ", ".join(discord_timestamp(t, "F") for t in upcoming))
+    lines.append(f"**Pings:** {_pings(a)}")
     lines += [f"ℹ️ {n}" for n in notes]
     lines += ["**Preview:**", preview(a.text)]
     return "\n".join(lines)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
-from .display import discord_timestamp, examples
+from .display import examples
 from .errors import InputError
 from .repeat import parse_repeat
 from .rule import RepeatRule, next_times
@@ -28,10 +28,6 @@ class ScheduleReading:
     rule: RepeatRule | None
     upcoming: tuple[datetime, ...]
     notes: tuple[str, ...]
-
-    def upcoming_words(self) -> str:
-        """``next: <t:…:F>, <t:…:F>, <t:…:F>`` for a confirmation."""
-        return "next: " + ", ".join(discord_timestamp(t) for t in self.upcoming)
 
 
 def read_schedule(
