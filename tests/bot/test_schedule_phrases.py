@@ -10,7 +10,7 @@ import pytest
 
 from bot.app import Crier
 from scheduler.testing import FakeClock
-from tests.bot.conftest import World, run_command
+from tests.bot.conftest import CrierFactory, World, run_command
 from tests.bot.test_commands import advance, only_announcement, stamp
 
 PARIS = "Europe/Paris"
@@ -123,3 +123,22 @@ async def test_refusals_name_the_closest_accepted_forms(
     assert refusal in (cb.content or ""), cb.content
     assert await crier.sched.schedules.list() == []
     assert await crier.sched.list_jobs() == []
+
+
+async def test_a_biweekly_rule_posts_after_a_restart(
+    world: World, crier_factory: CrierFactory, clock: FakeClock
+) -> None:
+    """The date step is in the schedule's stored spec: a restarted bot keeps counting the
+    weeks from the first post (Monday 4 March, then 18 March, then 1 April in summer time)."""
+    first = await crier_factory()
+    await run_command(
+        world, "schedule", message="Sprint", repeat="biweekly on monday at 9:00", timezone=PARIS
+    )
+    await first.close()
+    second = await crier_factory()
+    minute = timedelta(minutes=1)
+    for post, due in enumerate((utc(2030, 3, 4, 8), utc(2030, 3, 18, 8), utc(2030, 4, 1, 7))):
+        await advance(second, clock, due - minute - clock.now())
+        assert len(world.fake.bot_messages(world.general)) == post
+        await advance(second, clock, minute)
+        assert len(world.fake.bot_messages(world.general)) == post + 1
