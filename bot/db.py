@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from datetime import date
 from typing import Any
 
 from scheduler import Db
+from scheduler.triggers import DateStep
 
 from .models import (
     LIVE_STATES,
@@ -33,11 +35,35 @@ from .models import (
 _ANNOUNCEMENT_COLUMNS = (
     "id, guild_id, local_id, channel_id, author_id, content, mention, allowed_mentions, "
     "first_ts, timezone, repeat_kind, repeat_cron, repeat_every, repeat_words, job_id, "
-    "schedule_name, state, failure, last_message_id, created_at, updated_at, until_ts, revision"
+    "schedule_name, state, failure, last_message_id, created_at, updated_at, until_ts, revision, "
+    "repeat_nth, repeat_step"
 )
 _SELECT_ANNOUNCEMENT = f"SELECT {_ANNOUNCEMENT_COLUMNS} FROM bot_announcements "
 _OPEN_STATES = (AnnouncementState.FAILED, AnnouncementState.PAUSED, AnnouncementState.SCHEDULED)
 _CLOSED_STATES = (AnnouncementState.SENT, AnnouncementState.CANCELED, AnnouncementState.DONE)
+
+
+def encode_nth(nth: Sequence[int]) -> str | None:
+    """A rule's weekdays of the month as stored: ``"2,4"``, ``"-1"``; None when it has none."""
+    return ",".join(str(n) for n in nth) if nth else None
+
+
+def decode_nth(text: str | None) -> tuple[int, ...]:
+    return tuple(int(n) for n in text.split(",")) if text else ()
+
+
+def encode_step(step: DateStep | None) -> str | None:
+    """A rule's date step as stored (JSON), or None."""
+    if step is None:
+        return None
+    return json.dumps({"count": step.count, "unit": step.unit, "since": step.since.isoformat()})
+
+
+def decode_step(text: str | None) -> DateStep | None:
+    if text is None:
+        return None
+    raw = json.loads(text)
+    return DateStep(int(raw["count"]), raw["unit"], date.fromisoformat(raw["since"]))
 
 
 def _optional_int(value: Any) -> int | None:
@@ -70,6 +96,8 @@ def _announcement(row: Any) -> Announcement:
         updated_at=float(row["updated_at"]),
         until_ts=None if row["until_ts"] is None else float(row["until_ts"]),
         revision=int(row["revision"]),
+        repeat_nth=decode_nth(row["repeat_nth"]),
+        repeat_step=decode_step(row["repeat_step"]),
     )
 
 
@@ -161,8 +189,9 @@ class BotDb:
         row = await self._one(
             "INSERT INTO bot_announcements (guild_id, local_id, channel_id, author_id, "
             "content, mention, allowed_mentions, first_ts, timezone, repeat_kind, "
-            "repeat_cron, repeat_every, repeat_words, state, created_at, updated_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+            "repeat_cron, repeat_every, repeat_words, repeat_nth, repeat_step, state, "
+            "created_at, updated_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
             (
                 draft.guild_id,
                 local_id,
@@ -177,6 +206,8 @@ class BotDb:
                 None if rule is None else rule.cron,
                 None if rule is None or rule.every is None else rule.every.total_seconds(),
                 None if rule is None else rule.words,
+                None if rule is None else encode_nth(rule.nth),
+                None if rule is None else encode_step(rule.step),
                 AnnouncementState.SCHEDULED.value,
                 now,
                 now,

@@ -7,9 +7,11 @@ rows, and the domain layer (:mod:`bot.announcements`), which decides what they m
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
+
+from scheduler.triggers import DateStep
 
 from .parsing import RepeatRule
 
@@ -108,6 +110,23 @@ class Announcement:
     """A recurring announcement posts nothing after this time (then it is ``done``)."""
     revision: int = 1
     """Bumped by every change to what a post shows; a posted message records the one it shows."""
+    repeat_nth: tuple[int, ...] = ()
+    repeat_step: DateStep | None = None
+
+    @property
+    def rule(self) -> RepeatRule | None:
+        """The repeat rule exactly as read at scheduling (None for a one-off)."""
+        if self.repeat_kind is None:
+            return None
+        every = None if self.repeat_every is None else timedelta(seconds=self.repeat_every)
+        return RepeatRule(
+            self.repeat_kind,  # type: ignore[arg-type]
+            self.repeat_cron,
+            every,
+            self.repeat_words or "",
+            nth=self.repeat_nth,
+            step=self.repeat_step,
+        )
 
     @property
     def recurring(self) -> bool:

@@ -138,3 +138,36 @@ async def test_postgres_database_of_the_first_release_is_migrated_with_its_rows(
 
     async with fresh_database(require_postgres()) as dsn:
         await upgrade(lambda: PostgresStore(dsn), tmp_path)
+
+
+async def test_a_repeat_rule_reads_back_exactly_as_it_was_written(tmp_path: Path) -> None:
+    """nth weekdays and a date step survive the row, so the rule can be rebuilt (by /edit)."""
+    from datetime import UTC, date, datetime, timedelta
+
+    from bot.models import Draft
+    from bot.parsing import RepeatRule
+    from scheduler.triggers import DateStep
+
+    rules = [
+        RepeatRule("cron", "0 18 * * 4", None, "every 2nd and 4th thursday", nth=(2, 4)),
+        RepeatRule("cron", "0 18 * * 5", None, "last friday", nth=(-1,)),
+        RepeatRule(
+            "cron", "0 9 * * 1", None, "every other monday",
+            step=DateStep(2, "week", date(2026, 12, 7)),
+        ),
+        RepeatRule("interval", None, timedelta(hours=2), "every 2 hours"),
+    ]  # fmt: skip
+    async with opened(lambda: SqliteStore(tmp_path / "rules.db"), bot_migrations()) as store:
+        ids = []
+        async with store.transaction(1000.0) as tx:
+            for n, rule in enumerate(rules, start=1):
+                draft = Draft(
+                    guild_id=7, channel_id=70, author_id=700, content="x", mention=None,
+                    allowed_mentions={}, first=datetime(2026, 12, 7, 9, tzinfo=UTC),
+                    timezone="Europe/Paris", repeat=rule,
+                )  # fmt: skip
+                ids.append(await BotDb(tx).insert_announcement(draft, n, 1000.0))
+        async with store.snapshot() as db:
+            for ann_id, rule in zip(ids, rules, strict=True):
+                ann = await BotDb(db).announcement(ann_id)
+                assert ann is not None and ann.rule == rule
