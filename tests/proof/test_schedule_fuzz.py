@@ -522,6 +522,9 @@ async def crier_database(path: Path) -> bytes:
     await store.open([bot_migrations()])
     await store.close()
     with closing(sqlite3.connect(path)) as conn:
+        # Migrations that rebuild a table leave free pages; without them the announcement's
+        # pages are the file's last ones, which is what the "last page" corruption garbles.
+        conn.execute("VACUUM")
         conn.execute(
             "INSERT INTO bot_announcements (guild_id, local_id, channel_id, author_id, content, "
             "allowed_mentions, first_ts, timezone, state, created_at, updated_at) "
