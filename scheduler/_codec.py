@@ -69,6 +69,11 @@ def to_timestamp(when: datetime | float | int, what: str = "run_at") -> float:
     return float(when)
 
 
+def optional_float(value: Any) -> float | None:
+    """A nullable REAL / DOUBLE PRECISION column as a float or None."""
+    return None if value is None else float(value)
+
+
 def ts_to_datetime(ts: float) -> datetime:
     """Epoch seconds as an aware UTC datetime."""
     return datetime.fromtimestamp(ts, UTC)

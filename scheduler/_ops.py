@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import _codec
+from ._codec import optional_float
 from .errors import InvalidArgument, JobNotFound
 from .models import Job, JobKind, JobState
 from .store_types import (
@@ -27,9 +28,8 @@ from .store_types import (
     Outcome,
     Q,
     ReclaimReport,
+    Row,
 )
-
-JOB_COLUMNS = 19  # columns of get_job/list_jobs before the payload columns
 
 HELD_TS = 253402300799.0
 """``next_ts`` of a schedule occurrence waiting for the previous one to finish (9999-12-31):
@@ -58,21 +58,22 @@ def backoff_delay(job_id: int, attempts: int, initial: float, base: float) -> fl
 def enqueue(st: OpState, job: NewJob) -> Op[int]:
     """Insert ``job``; with a live idempotency key, return the existing job's id instead."""
     if job.idempotency_key is not None:
-        row = yield Q("job_by_key", (job.idempotency_key,), "one")
+        row = yield Q("job_by_key", {"idempotency_key": job.idempotency_key}, "one")
         if row is not None:
-            return int(row[0])
+            return int(row["id"])
     state = JobState.PENDING
     if job.parent_id is not None:
-        parent = yield Q("job_state", (job.parent_id,), "one")
+        parent = yield Q("job_state", {"job_id": job.parent_id}, "one")
         if parent is None:
             raise InvalidArgument(f"parent job {job.parent_id} does not exist")
-        if parent[0] == JobState.CANCELED:
+        if parent["state"] == JobState.CANCELED:
             state = JobState.CANCELED
     job_id = yield from _insert(st, job, state)
     if job_id is None:  # lost a race for the idempotency key
-        row = yield Q("job_by_key", (job.idempotency_key,), "one")
-        return int(row[0])
-    yield Q("insert_args", (job_id, job.args_json, job.context_type, job.context, None))
+        row = yield Q("job_by_key", {"idempotency_key": job.idempotency_key}, "one")
+        return int(row["id"])
+    args = {"job_id": job_id, "args": job.args_json, "callback_of": None}
+    yield Q("insert_args", {**args, "context_type": job.context_type, "context": job.context})
     if state is JobState.CANCELED and job.on_complete is not None:
         yield from _fire_on_complete(st, job_id, job.on_complete, '{"kind":"canceled"}')
     return job_id
@@ -82,32 +83,32 @@ def _insert(st: OpState, job: NewJob, state: JobState) -> Op[int | None]:
     finished = st.now if state is JobState.CANCELED else None
     row = yield Q(
         "insert_job",
-        (
-            job.fn,
-            job.kind.value,
-            state.value,
-            job.next_ts,
-            job.max_failures,
-            job.initial_backoff,
-            job.backoff_base,
-            int(job.idempotent),
-            job.parent_id,
-            job.idempotency_key,
-            job.on_complete,
-            job.name,
-            job.schedule_name,
-            job.fire_ts,
-            job.jitter,
-            st.now,
-            finished,
-        ),
+        {
+            "fn": job.fn,
+            "kind": job.kind.value,
+            "state": state.value,
+            "next_ts": job.next_ts,
+            "max_failures": job.max_failures,
+            "initial_backoff": job.initial_backoff,
+            "backoff_base": job.backoff_base,
+            "idempotent": int(job.idempotent),
+            "parent_id": job.parent_id,
+            "idempotency_key": job.idempotency_key,
+            "on_complete": job.on_complete,
+            "name": job.name,
+            "schedule_name": job.schedule_name,
+            "fire_ts": job.fire_ts,
+            "jitter": job.jitter,
+            "now": st.now,
+            "finished_at": finished,
+        },
         "one",
     )
     if row is None:
         return None
     if state is JobState.PENDING:
         st.wake = True
-    return int(row[0])
+    return int(row["id"])
 
 
 def _fire_on_complete(st: OpState, job_id: int, callback: str, result_json: str) -> Op[int]:
@@ -129,9 +130,10 @@ def _fire_on_complete(st: OpState, job_id: int, callback: str, result_json: str)
     )
     new_id = yield from _insert(st, cb, JobState.PENDING)
     assert new_id is not None  # no idempotency key, so no conflict
-    copied = yield Q("insert_callback_args", (new_id, args_json, job_id))
+    args = {"job_id": new_id, "args": args_json, "callback_of": job_id}
+    copied = yield Q("insert_callback_args", args)
     if not copied:
-        yield Q("insert_args", (new_id, args_json, None, None, job_id))
+        yield Q("insert_args", {**args, "context_type": None, "context": None})
     return new_id
 
 
@@ -146,40 +148,42 @@ def claim_due(st: OpState, lease_until: float, mutation_limit: int, action_limit
     rows: list[Any] = []
     for kind, limit in ((JobKind.MUTATION, mutation_limit), (JobKind.ACTION, action_limit)):
         if limit > 0:
-            got = yield Q("claim_due", (kind.value, st.now, limit, lease_until, st.now), "all")
+            params = {"kind": kind.value, "now": st.now, "limit": limit, "lease_until": lease_until}
+            got = yield Q("claim_due", params, "all")
             rows.extend(got)
     jobs: list[ClaimedJob] = []
     if rows:
-        ids = [int(r[0]) for r in rows]
-        payloads = {int(r[0]): r for r in (yield Q("claimed_args", (ids,), "all"))}
-        for r in sorted(rows, key=lambda r: (r[8], r[0])):
-            jobs.append(_claimed(r, payloads.get(int(r[0]))))
+        ids = [int(r["id"]) for r in rows]
+        got = yield Q("claimed_args", {"job_ids": ids}, "all")
+        payloads = {int(p["job_id"]): p for p in got}
+        for r in sorted(rows, key=lambda r: (r["next_ts"], r["id"])):
+            jobs.append(_claimed(r, payloads.get(int(r["id"]))))
     next_due = yield from next_due_time(st, include_actions=action_limit > 0)
-    tick = yield Q("next_schedule_fire", (), "one")
-    return Claim(jobs, next_due, None if tick is None else float(tick[0]))
+    tick = yield Q("next_schedule_fire", {}, "one")
+    return Claim(jobs, next_due, None if tick is None else float(tick["next_fire_ts"]))
 
 
-def _claimed(r: Any, payload: Any) -> ClaimedJob:
+def _claimed(r: Row, payload: Row | None) -> ClaimedJob:
     args: Any = None
     if payload is not None:
-        args = _codec.loads(payload[1])
-        if payload[2] is not None:  # an on_complete callback: hand the context back
-            args["context"] = _codec.decode_context(payload[3], payload[4])
+        args = _codec.loads(payload["args"])
+        if payload["callback_of"] is not None:  # an on_complete callback: hand the context back
+            args["context"] = _codec.decode_context(payload["context_type"], payload["context"])
     return ClaimedJob(
-        id=int(r[0]),
-        fn=r[1],
-        kind=JobKind(r[2]),
-        attempts=int(r[3]),
-        max_failures=int(r[4]),
-        initial_backoff=float(r[5]),
-        backoff_base=float(r[6]),
-        run_count=int(r[7]),
-        next_ts=float(r[8]),
-        on_complete=r[9],
-        name=r[10],
-        idempotent=bool(r[11]),
-        schedule_name=r[12],
-        fire_ts=None if r[13] is None else float(r[13]),
+        id=int(r["id"]),
+        fn=r["fn"],
+        kind=JobKind(r["kind"]),
+        attempts=int(r["attempts"]),
+        max_failures=int(r["max_failures"]),
+        initial_backoff=float(r["initial_backoff"]),
+        backoff_base=float(r["backoff_base"]),
+        run_count=int(r["run_count"]),
+        next_ts=float(r["next_ts"]),
+        on_complete=r["on_complete"],
+        name=r["name"],
+        idempotent=bool(r["idempotent"]),
+        schedule_name=r["schedule_name"],
+        fire_ts=optional_float(r["fire_ts"]),
         args=args,
     )
 
@@ -188,9 +192,12 @@ def next_due_time(st: OpState, include_actions: bool = True) -> Op[float | None]
     best: float | None = None
     kinds = (JobKind.MUTATION, JobKind.ACTION) if include_actions else (JobKind.MUTATION,)
     for kind in kinds:
-        row = yield Q("next_due", (kind.value,), "one")
-        if row is not None and row[0] < HELD_TS and (best is None or row[0] < best):
-            best = float(row[0])
+        row = yield Q("next_due", {"kind": kind.value}, "one")
+        if row is None:
+            continue
+        due = float(row["next_ts"])
+        if due < HELD_TS and (best is None or due < best):
+            best = due
     return best
 
 
@@ -203,27 +210,27 @@ def complete(st: OpState, outcomes: Sequence[Outcome]) -> Op[CompletionReport]:
     applied = stale = 0
     for o in outcomes:
         j = o.job
-        fence = (j.id, j.run_count)
+        fence = {"job_id": j.id, "run_count": j.run_count, "now": st.now}
         if o.release:
-            n = yield Q("release", (*fence, st.now))
+            n = yield Q("release", fence)
             if n:
                 st.wake = True
         elif o.ok:
-            n = yield Q("finish_success", (*fence, st.now))
+            n = yield Q("finish_success", fence)
             if n:
-                yield Q("set_result", (j.id, o.value_json))
+                yield Q("set_result", {"job_id": j.id, "result": o.value_json})
                 value = "null" if o.value_json is None else o.value_json
                 yield from _terminal(st, j, f'{{"kind":"success","value":{value}}}')
         elif o.retryable and j.attempts + 1 < j.max_failures:
             delay = backoff_delay(j.id, j.attempts, j.initial_backoff, j.backoff_base)
-            n = yield Q("finish_retry", (*fence, st.now + delay, st.now))
+            n = yield Q("finish_retry", {**fence, "next_ts": st.now + delay})
             if n:
                 st.wake = True
-                yield Q("set_error", (j.id, o.error))
+                yield Q("set_error", {"job_id": j.id, "error": o.error})
         else:
-            n = yield Q("finish_failed", (*fence, st.now))
+            n = yield Q("finish_failed", fence)
             if n:
-                yield Q("set_error", (j.id, o.error))
+                yield Q("set_error", {"job_id": j.id, "error": o.error})
                 yield from _terminal(st, j, _failed_json(o.error))
         if n:
             applied += 1
@@ -247,15 +254,16 @@ def release_held(st: OpState, schedule_name: str) -> Op[None]:
     """An occurrence of ``schedule_name`` ended: if none of its occurrences is runnable any
     more, let the oldest held one (overlap ``buffer_one``, or a ``fire_all`` backlog) run."""
     st.finished_schedules.add(schedule_name)
-    row = yield Q("count_unheld_active", (schedule_name, HELD_TS), "one")
-    if row is not None and int(row[0]) == 0:
-        n = yield Q("release_held", (schedule_name, st.now, HELD_TS))
+    held = {"schedule_name": schedule_name, "held_ts": HELD_TS}
+    row = yield Q("count_unheld_active", held, "one")
+    if row is not None and int(row["n"]) == 0:
+        n = yield Q("release_held", {**held, "now": st.now})
         if n:
             st.wake = True
 
 
 def extend_lease(st: OpState, job_id: int, run_count: int, until: float) -> Op[bool]:
-    n = yield Q("extend_lease", (job_id, run_count, until))
+    n = yield Q("extend_lease", {"job_id": job_id, "run_count": run_count, "lease_until": until})
     return bool(n)
 
 
@@ -272,34 +280,36 @@ def reclaim_expired(st: OpState, limit: int) -> Op[ReclaimReport]:
     """Reclaim jobs whose lease expired: mutations (and idempotent actions) go back to pending
     now with the attempt counted, dead-lettering once the budget is spent; other actions fail
     with ``on_complete`` fired, since they may already have had their effect."""
-    rows = yield Q("expired_leases", (st.now, limit), "all")
+    rows = yield Q("expired_leases", {"now": st.now, "limit": limit}, "all")
     requeued = failed = 0
-    for job_id, kind, idempotent, attempts, max_failures, run_count, on_complete, sched in rows:
-        replayable = kind == JobKind.MUTATION or bool(idempotent)
-        if replayable and attempts + 1 < max_failures:
-            n = yield Q("reclaim_pending", (job_id, run_count, st.now))
+    for r in rows:
+        job_id = int(r["id"])
+        fence = {"job_id": job_id, "run_count": r["run_count"], "now": st.now}
+        replayable = r["kind"] == JobKind.MUTATION or bool(r["idempotent"])
+        if replayable and r["attempts"] + 1 < r["max_failures"]:
+            n = yield Q("reclaim_pending", fence)
             if n:
                 requeued += 1
                 st.wake = True
             continue
         error = _LEASE_LOST_BUDGET if replayable else _LEASE_LOST_ACTION
-        n = yield Q("finish_failed", (job_id, run_count, st.now))
+        n = yield Q("finish_failed", fence)
         if n:
             failed += 1
-            yield Q("set_error", (job_id, error))
-            if on_complete is not None:
-                yield from _fire_on_complete(st, job_id, on_complete, _failed_json(error))
-            if sched is not None:
-                yield from release_held(st, sched)
+            yield Q("set_error", {"job_id": job_id, "error": error})
+            if r["on_complete"] is not None:
+                yield from _fire_on_complete(st, job_id, r["on_complete"], _failed_json(error))
+            if r["schedule_name"] is not None:
+                yield from release_held(st, r["schedule_name"])
     return ReclaimReport(requeued, failed)
 
 
 def prune(st: OpState, before: float, limit: int) -> Op[int]:
     """Delete up to ``limit`` terminal jobs that finished before ``before``."""
-    ids = [int(r[0]) for r in (yield Q("prune_ids", (before, limit), "all"))]
+    ids = [int(r["id"]) for r in (yield Q("prune_ids", {"before": before, "limit": limit}, "all"))]
     if ids:
-        yield Q("delete_args", (ids,))
-        yield Q("delete_jobs", (ids,))
+        yield Q("delete_args", {"job_ids": ids})
+        yield Q("delete_jobs", {"job_ids": ids})
     return len(ids)
 
 
@@ -312,39 +322,40 @@ def cancel(st: OpState, job_id: int) -> Op[bool]:
     Returns whether the job itself moved to ``canceled``. The walk runs even when the job
     was already running or finished. Iterative, one query per level: no recursion limit.
     """
-    row = yield Q("job_state", (job_id,), "one")
+    row = yield Q("job_state", {"job_id": job_id}, "one")
     if row is None:
         raise JobNotFound(f"no job with id {job_id}")
     canceled_self = False
-    if row[0] == JobState.PENDING:
-        got = yield Q("cancel_many", ([job_id], st.now), "all")
+    if row["state"] == JobState.PENDING:
+        got = yield Q("cancel_many", {"job_ids": [job_id], "now": st.now}, "all")
         yield from _after_cancel(st, got)
         canceled_self = bool(got)
     frontier = [job_id]
     while frontier:
-        children = [int(r[0]) for r in (yield Q("children_of", (frontier,), "all"))]
+        got = yield Q("children_of", {"job_ids": frontier}, "all")
+        children = [int(r["id"]) for r in got]
         if children:
-            got = yield Q("cancel_many", (children, st.now), "all")
+            got = yield Q("cancel_many", {"job_ids": children, "now": st.now}, "all")
             yield from _after_cancel(st, got)
         frontier = children
     return canceled_self
 
 
 def _after_cancel(st: OpState, rows: Sequence[Any]) -> Op[None]:
-    for job_id, on_complete, sched in rows:
+    for r in rows:
         st.wake = True
-        if on_complete is not None:
-            yield from _fire_on_complete(st, int(job_id), on_complete, '{"kind":"canceled"}')
-        if sched is not None:
-            yield from release_held(st, sched)
+        if r["on_complete"] is not None:
+            yield from _fire_on_complete(st, int(r["id"]), r["on_complete"], '{"kind":"canceled"}')
+        if r["schedule_name"] is not None:
+            yield from release_held(st, r["schedule_name"])
 
 
 def retry(st: OpState, job_id: int) -> Op[bool]:
     """Put a failed or canceled job back to pending now, with a fresh retry budget."""
-    row = yield Q("job_state", (job_id,), "one")
+    row = yield Q("job_state", {"job_id": job_id}, "one")
     if row is None:
         raise JobNotFound(f"no job with id {job_id}")
-    n = yield Q("retry_job", (job_id, st.now))
+    n = yield Q("retry_job", {"job_id": job_id, "now": st.now})
     if n:
         st.wake = True
     return bool(n)
@@ -354,7 +365,7 @@ def retry(st: OpState, job_id: int) -> Op[bool]:
 
 
 def get_job(st: OpState, job_id: int) -> Op[Job | None]:
-    row = yield Q("get_job", (job_id,), "one")
+    row = yield Q("get_job", {"job_id": job_id}, "one")
     return None if row is None else job_from_row(row)
 
 
@@ -365,48 +376,53 @@ def list_jobs(
     before_id: int | None,
     limit: int,
 ) -> Op[list[Job]]:
-    rows = yield Q(
-        "list_jobs", (None if state is None else state.value, fn, before_id, limit), "all"
-    )
+    params = {
+        "state": None if state is None else state.value,
+        "fn": fn,
+        "before_id": before_id,
+        "limit": limit,
+    }
+    rows = yield Q("list_jobs", params, "all")
     return [job_from_row(r) for r in rows]
 
 
 def count_by_state(st: OpState) -> Op[dict[JobState, int]]:
-    rows = yield Q("count_by_state", (), "all")
+    rows = yield Q("count_by_state", {}, "all")
     counts = dict.fromkeys(JobState, 0)
-    for state, n in rows:
-        counts[JobState(state)] = int(n)
+    for r in rows:
+        counts[JobState(r["state"])] = int(r["n"])
     return counts
 
 
-def job_from_row(r: Sequence[Any]) -> Job:
-    args = _codec.loads(r[19])
-    context = _codec.decode_context(r[20], r[21])
-    if r[24] is not None and isinstance(args, dict):  # a callback: show what its handler sees
-        args = {**args, "context": context}
+def job_from_row(r: Row) -> Job:
+    """A :class:`Job` from a ``get_job`` / ``list_jobs`` row."""
+    args = _codec.loads(r["args"])
+    context = _codec.decode_context(r["context_type"], r["context"])
+    if r["callback_of"] is not None and isinstance(args, dict):
+        args = {**args, "context": context}  # a callback: show what its handler sees
         context = None
     return Job(
-        id=int(r[0]),
-        fn=r[1],
-        kind=JobKind(r[2]),
-        state=JobState(r[3]),
-        next_ts=float(r[4]),
-        attempts=int(r[5]),
-        max_failures=int(r[6]),
-        run_count=int(r[7]),
-        lease_expires_at=None if r[8] is None else float(r[8]),
-        parent_id=None if r[9] is None else int(r[9]),
-        idempotency_key=r[10],
-        on_complete=r[11],
-        name=r[12],
-        schedule_name=r[13],
-        fire_ts=None if r[14] is None else float(r[14]),
-        jitter=None if r[15] is None else float(r[15]),
-        created_at=float(r[16]),
-        updated_at=float(r[17]),
-        finished_at=None if r[18] is None else float(r[18]),
+        id=int(r["id"]),
+        fn=r["fn"],
+        kind=JobKind(r["kind"]),
+        state=JobState(r["state"]),
+        next_ts=float(r["next_ts"]),
+        attempts=int(r["attempts"]),
+        max_failures=int(r["max_failures"]),
+        run_count=int(r["run_count"]),
+        lease_expires_at=optional_float(r["lease_expires_at"]),
+        parent_id=None if r["parent_id"] is None else int(r["parent_id"]),
+        idempotency_key=r["idempotency_key"],
+        on_complete=r["on_complete"],
+        name=r["name"],
+        schedule_name=r["schedule_name"],
+        fire_ts=optional_float(r["fire_ts"]),
+        jitter=optional_float(r["jitter"]),
+        created_at=float(r["created_at"]),
+        updated_at=float(r["updated_at"]),
+        finished_at=optional_float(r["finished_at"]),
         args=args,
         context=context,
-        result=_codec.loads(r[22]),
-        error=r[23],
+        result=_codec.loads(r["result"]),
+        error=r["error"],
     )

@@ -23,10 +23,12 @@ from ._codec import ts_to_datetime
 from ._codec import ts_to_datetime as _dt  # the short name the operations below use
 from ._ops import HELD_TS
 from .errors import DuplicateName, InvalidSchedule, ScheduleNotFound, SchedulerError
+from .models import JobState
 from .store_types import (
     NewJob,
     Op,
     OpState,
+    Params,
     Q,
     ReconcileReport,
     Resolve,
@@ -83,24 +85,47 @@ def create(st: OpState, d: ScheduleDef, start: float | None = None) -> Op[None]:
     st.wake = True
 
 
-def _insert_params(st: OpState, d: ScheduleDef, first: float) -> tuple[Any, ...]:
+def _definition_params(st: OpState, d: ScheduleDef, next_fire_ts: float) -> dict[str, Any]:
+    """The parameters that write a schedule's definition (its trigger, target and policies)."""
     t = d.target
-    return (
-        d.name, d.source, d.spec_json, t.fn, t.kind.value, int(t.idempotent), t.max_failures,
-        t.initial_backoff, t.backoff_base, d.args_json, d.overlap, d.catch_up,
-        d.catchup_window, d.jitter, 0, first, None, d.fingerprint, st.now,
-    )  # fmt: skip
+    return {
+        "name": d.name,
+        "trigger_spec": d.spec_json,
+        "fn": t.fn,
+        "kind": t.kind.value,
+        "idempotent": int(t.idempotent),
+        "max_failures": t.max_failures,
+        "initial_backoff": t.initial_backoff,
+        "backoff_base": t.backoff_base,
+        "args": d.args_json,
+        "overlap": d.overlap,
+        "catch_up": d.catch_up,
+        "catchup_window": d.catchup_window,
+        "jitter": d.jitter,
+        "next_fire_ts": next_fire_ts,
+        "fingerprint": d.fingerprint,
+        "now": st.now,
+    }
+
+
+def _insert_params(st: OpState, d: ScheduleDef, first: float) -> Params:
+    return {
+        **_definition_params(st, d, first),
+        "source": d.source,
+        "paused": 0,
+        "last_fire_ts": None,
+    }
 
 
 def get(st: OpState, name: str) -> Op[ScheduleRow]:
-    row = yield Q("get_schedule", (name,), "one")
+    row = yield Q("get_schedule", {"name": name}, "one")
     if row is None:
         raise ScheduleNotFound(f"no schedule named {name!r}")
     return ScheduleRow.of(row)
 
 
 def list_all(st: OpState, source: str | None = None) -> Op[list[ScheduleRow]]:
-    rows = yield Q("list_schedules", (source,), "all")
+    rows = yield Q("list_schedules", {"source": source}, "all")
     return [ScheduleRow.of(r) for r in rows]
 
 
@@ -109,7 +134,9 @@ def pause(st: OpState, name: str) -> Op[bool]:
     row = yield from get(st, name)
     if row.paused:
         return False
-    yield Q("set_paused", (name, 1, row.next_fire_ts, st.now))
+    yield Q(
+        "set_paused", {"name": name, "paused": 1, "next_fire_ts": row.next_fire_ts, "now": st.now}
+    )
     return True
 
 
@@ -119,7 +146,7 @@ def resume(st: OpState, name: str, trigger_of: TriggerOf) -> Op[bool]:
     if not row.paused:
         return False
     nxt = trigger_of(row.trigger_spec).next_after(_dt(st.now)).timestamp()
-    yield Q("set_paused", (name, 0, nxt, st.now))
+    yield Q("set_paused", {"name": name, "paused": 0, "next_fire_ts": nxt, "now": st.now})
     st.wake = True
     return True
 
@@ -127,12 +154,12 @@ def resume(st: OpState, name: str, trigger_of: TriggerOf) -> Op[bool]:
 def delete(st: OpState, name: str) -> Op[int]:
     """Delete the schedule and cancel its pending occurrences; returns how many."""
     yield from get(st, name)
-    yield Q("delete_schedule", (name,))
+    yield Q("delete_schedule", {"name": name})
     return (yield from _cancel_pending(st, name))
 
 
 def _cancel_pending(st: OpState, name: str) -> Op[int]:
-    ids = [int(r[0]) for r in (yield Q("schedule_pending_ids", (name,), "all"))]
+    ids = [int(r["id"]) for r in (yield Q("schedule_pending_ids", {"schedule_name": name}, "all"))]
     for job_id in ids:
         yield from _ops.cancel(st, job_id)
     return len(ids)
@@ -198,7 +225,7 @@ def backfill(
         t = trig.next_after(t)
     created: list[int] = []
     for fire_ts in times:
-        existing = yield Q("job_by_key", (occurrence_key(name, fire_ts),), "one")
+        existing = yield Q("job_by_key", {"idempotency_key": occurrence_key(name, fire_ts)}, "one")
         if existing is None:
             created.append((yield from _ops.enqueue(st, _occurrence(row, fire_ts, st.now))))
     return created
@@ -215,21 +242,19 @@ def _with_live_target(row: ScheduleRow, resolve: Resolve) -> ScheduleRow:
 
 
 def next_fire(st: OpState) -> Op[float | None]:
-    row = yield Q("next_schedule_fire", (), "one")
-    return None if row is None else float(row[0])
+    row = yield Q("next_schedule_fire", {}, "one")
+    return None if row is None else float(row["next_fire_ts"])
 
 
 def tick(st: OpState, limit: int, trigger_of: TriggerOf, resolve: Resolve) -> Op[int]:
     """Materialize the due times of up to ``limit`` due schedules; returns how many were due."""
-    rows = [ScheduleRow.of(r) for r in (yield Q("due_schedules", (st.now, limit), "all"))]
+    due = yield Q("due_schedules", {"now": st.now, "limit": limit}, "all")
+    rows = [ScheduleRow.of(r) for r in due]
     for row in rows:
         try:
             trig = trigger_of(row.trigger_spec)
         except SchedulerError as exc:  # a stored spec this code cannot read
-            yield Q(
-                "advance_schedule",
-                (row.name, row.next_fire_ts, None, row.last_fire_ts, 0, 0, str(exc), st.now),
-            )
+            yield Q("advance_schedule", _advance(st, row, None, row.last_fire_ts, 0, 0, str(exc)))
             continue
         yield from _tick_one(st, row, trig, resolve)
     return len(rows)
@@ -301,30 +326,50 @@ def _tick_one(st: OpState, row: ScheduleRow, trig: Trigger, resolve: Resolve) ->
         log.warning(
             "schedule %r: %d due time(s) dropped by catch_up=%s", row.name, missed, row.catch_up
         )
-    yield Q(
-        "advance_schedule",
-        (row.name, row.next_fire_ts, nxt, last_ts, skipped, missed, error, now),
-    )
+    yield Q("advance_schedule", _advance(st, row, nxt, last_ts, skipped, missed, error))
     st.wake = True
+
+
+def _advance(
+    st: OpState,
+    row: ScheduleRow,
+    next_fire_ts: float | None,
+    last_fire_ts: float | None,
+    skipped: int,
+    missed: int,
+    error: str | None,
+) -> Params:
+    """The parameters of ``advance_schedule``: the tick's result for ``row``, fenced on the
+    next fire time the tick read."""
+    return {
+        "name": row.name,
+        "from_fire_ts": row.next_fire_ts,
+        "next_fire_ts": next_fire_ts,
+        "last_fire_ts": last_fire_ts,
+        "skipped": skipped,
+        "missed": missed,
+        "last_error": error,
+        "now": st.now,
+    }
 
 
 def _materialize(st: OpState, row: ScheduleRow, times: list[float], batch: bool) -> Op[int]:
     """Create the occurrences for ``times`` under the overlap policy; returns how many were
     skipped."""
-    active = yield Q("schedule_active_jobs", (row.name,), "all")
-    held = any(float(r[2]) == HELD_TS for r in active)
+    active = yield Q("schedule_active_jobs", {"schedule_name": row.name}, "all")
+    held = any(float(r["next_ts"]) == HELD_TS for r in active)
     busy = bool(active)
     skipped = 0
     for fire_ts in times:
         key = occurrence_key(row.name, fire_ts)
-        if (yield Q("job_by_key", (key,), "one")) is not None:
+        if (yield Q("job_by_key", {"idempotency_key": key}, "one")) is not None:
             continue  # this time already has its occurrence
         runnable = True
         if busy and row.overlap != "allow_all":
             if row.overlap == "cancel_other":
-                for job_id, state, _ in active:
-                    if state == "pending":
-                        yield from _ops.cancel(st, int(job_id))
+                for r in active:
+                    if r["state"] == JobState.PENDING:
+                        yield from _ops.cancel(st, int(r["id"]))
                 active = []
             elif batch or (row.overlap == "buffer_one" and not held):
                 runnable = False
@@ -348,13 +393,14 @@ def reconcile(st: OpState, defs: Sequence[ScheduleDef]) -> Op[ReconcileReport]:
     edited ones take the new definition from the next time after now; new ones start;
     removed ones are deleted and their pending occurrences canceled.
     """
-    existing = {r[0]: (r[1], r[2]) for r in (yield Q("static_fingerprints", (), "all"))}
+    got = yield Q("static_fingerprints", {}, "all")
+    existing = {r["name"]: (r["fingerprint"], r["source"]) for r in got}
     added: list[str] = []
     changed: list[str] = []
     unchanged = 0
     now_dt = _dt(st.now)
     first_fire: dict[Trigger, float] = {}  # many entries share an expression
-    new_rows: list[tuple[Any, ...]] = []
+    new_rows: list[Params] = []
     for d in defs:
         found = existing.get(d.name)
         if found is None:
@@ -374,23 +420,15 @@ def reconcile(st: OpState, defs: Sequence[ScheduleDef]) -> Op[ReconcileReport]:
             continue
         old = yield from get(st, d.name)
         d = _keep_phase(d, old)
-        t = d.target
-        yield Q(
-            "update_schedule_definition",
-            (
-                d.name, d.spec_json, t.fn, t.kind.value, int(t.idempotent), t.max_failures,
-                t.initial_backoff, t.backoff_base, d.args_json, d.overlap, d.catch_up,
-                d.catchup_window, d.jitter, d.trigger.next_after(now_dt).timestamp(),
-                d.fingerprint, st.now,
-            ),
-        )  # fmt: skip
+        next_fire_ts = d.trigger.next_after(now_dt).timestamp()
+        yield Q("update_schedule_definition", _definition_params(st, d, next_fire_ts))
         changed.append(d.name)
     if new_rows:
         yield Q("insert_schedules", tuple(new_rows), "many")
     wanted = {d.name for d in defs}
     removed = sorted(n for n, (_, src) in existing.items() if src == "static" and n not in wanted)
     for name in removed:
-        yield Q("delete_schedule", (name,))
+        yield Q("delete_schedule", {"name": name})
         yield from _cancel_pending(st, name)
     if added or changed or removed:
         st.wake = True

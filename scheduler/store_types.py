@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
+from ._codec import optional_float
 from .models import JobKind
 from .triggers import Cron, Interval
 
@@ -24,15 +25,25 @@ Fetch = Literal["all", "one", "none", "many"]
 
 # --- operations ----------------------------------------------------------------------------
 
+Params = Mapping[str, Any]
+"""A query's parameters by name (``{"job_id": 7}`` for ``:job_id``)."""
+
+
+class Row(Protocol):
+    """A result row as the ops read it: by column name (``sqlite3.Row``, ``asyncpg.Record``)."""
+
+    def __getitem__(self, column: str, /) -> Any: ...
+
 
 @dataclass(frozen=True, slots=True)
 class Q:
-    """A named query: ``fetch`` says whether the result is all rows, one row (or None), or
-    the number of rows changed; ``"many"`` runs it once per parameter tuple in ``params``
-    (an executemany) and gives the number of rows changed."""
+    """A named query with its parameters by name: ``fetch`` says whether the result is all
+    rows, one row (or None), or the number of rows changed; ``"many"`` runs it once per
+    mapping in ``params`` (a sequence of them: an executemany) and gives the number of rows
+    changed. Rows are read by column name (``row["next_ts"]``)."""
 
     name: str
-    params: tuple[Any, ...] = ()
+    params: Params | Sequence[Params] = field(default_factory=dict)
     fetch: Fetch = "none"
 
 
@@ -214,26 +225,34 @@ class ScheduleRow:
     updated_at: float
 
     @classmethod
-    def of(cls, r: Sequence[Any]) -> ScheduleRow:
+    def of(cls, r: Row) -> ScheduleRow:
+        """A schedule from a ``get_schedule`` / ``list_schedules`` / ``due_schedules`` row."""
         return cls(
-            name=r[0],
-            source=r[1],
-            trigger_spec=r[2],
-            target=Target(r[3], JobKind(r[4]), bool(r[5]), int(r[6]), float(r[7]), float(r[8])),
-            args_json=r[9],
-            overlap=r[10],
-            catch_up=r[11],
-            catchup_window=float(r[12]),
-            jitter=float(r[13]),
-            paused=bool(r[14]),
-            next_fire_ts=None if r[15] is None else float(r[15]),
-            last_fire_ts=None if r[16] is None else float(r[16]),
-            skipped=int(r[17]),
-            missed=int(r[18]),
-            fingerprint=r[19],
-            last_error=r[20],
-            created_at=float(r[21]),
-            updated_at=float(r[22]),
+            name=r["name"],
+            source=r["source"],
+            trigger_spec=r["trigger_spec"],
+            target=Target(
+                fn=r["fn"],
+                kind=JobKind(r["kind"]),
+                idempotent=bool(r["idempotent"]),
+                max_failures=int(r["max_failures"]),
+                initial_backoff=float(r["initial_backoff"]),
+                backoff_base=float(r["backoff_base"]),
+            ),
+            args_json=r["args"],
+            overlap=r["overlap"],
+            catch_up=r["catch_up"],
+            catchup_window=float(r["catchup_window"]),
+            jitter=float(r["jitter"]),
+            paused=bool(r["paused"]),
+            next_fire_ts=optional_float(r["next_fire_ts"]),
+            last_fire_ts=optional_float(r["last_fire_ts"]),
+            skipped=int(r["skipped"]),
+            missed=int(r["missed"]),
+            fingerprint=r["fingerprint"],
+            last_error=r["last_error"],
+            created_at=float(r["created_at"]),
+            updated_at=float(r["updated_at"]),
         )
 
 

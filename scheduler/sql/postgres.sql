@@ -1,43 +1,53 @@
--- Named queries for the PostgreSQL store: the same names, parameters and result columns as
--- sqlite.sql. Parameters are positional ($N); lists are bigint arrays read with = ANY($N).
--- A parameter that may be NULL and is only compared carries an explicit type ($N::text).
--- Never build SQL with string formatting.
+-- Named queries for the PostgreSQL store: the same names, descriptions, parameters and
+-- result columns as sqlite.sql. Parameters are named (:job_id) and numbered ($n) when the
+-- file is loaded; lists are bigint arrays read with = ANY(...). A parameter that may be
+-- NULL and is only compared carries an explicit type (:state::text). Never build SQL with
+-- string formatting.
 
 -- name: insert_job
+-- A new job; nothing (no row) when its idempotency key is already taken.
 INSERT INTO scheduler_jobs (
     fn, kind, state, next_ts, max_failures, initial_backoff, backoff_base, idempotent,
     parent_id, idempotency_key, on_complete, name, schedule_name, fire_ts, jitter,
     created_at, updated_at, finished_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $16, $17)
+VALUES (:fn, :kind, :state, :next_ts, :max_failures, :initial_backoff, :backoff_base,
+        :idempotent, :parent_id, :idempotency_key, :on_complete, :name, :schedule_name,
+        :fire_ts, :jitter, :now, :now, :finished_at)
 ON CONFLICT DO NOTHING
 RETURNING id;
 
 -- name: insert_args
+-- A job's payload row: its arguments and context (and, for a callback, whose it is).
 INSERT INTO scheduler_job_args (job_id, args, context_type, context, callback_of)
-VALUES ($1, $2, $3, $4, $5);
+VALUES (:job_id, :args, :context_type, :context, :callback_of);
 
 -- name: insert_callback_args
+-- An on_complete callback's payload, copying the context of the job it reports on.
 INSERT INTO scheduler_job_args (job_id, args, context_type, context, callback_of)
-SELECT $1::bigint, $2::text, context_type, context, $3::bigint
-FROM scheduler_job_args WHERE job_id = $3::bigint;
+SELECT :job_id::bigint, :args::text, context_type, context, :callback_of::bigint
+FROM scheduler_job_args WHERE job_id = :callback_of::bigint;
 
 -- name: job_by_key
-SELECT id FROM scheduler_jobs WHERE idempotency_key = $1;
+-- The job holding an idempotency key, if any.
+SELECT id FROM scheduler_jobs WHERE idempotency_key = :idempotency_key;
 
 -- name: job_state
-SELECT state, on_complete FROM scheduler_jobs WHERE id = $1;
+-- A job's state and on_complete callback.
+SELECT state, on_complete FROM scheduler_jobs WHERE id = :job_id;
 
 -- name: claim_due
+-- Take up to :limit due pending jobs of one kind, in due order, under a lease until :lease_until.
 -- SKIP LOCKED in a CTE so the LIMIT counts rows this transaction could lock: concurrent
 -- claimers take disjoint batches instead of queueing behind each other's row locks.
 WITH due AS (
     SELECT id FROM scheduler_jobs
-    WHERE state = 'pending' AND kind = $1 AND next_ts <= $2
+    WHERE state = 'pending' AND kind = :kind AND next_ts <= :now
     ORDER BY next_ts
-    LIMIT $3
+    LIMIT :limit
     FOR UPDATE SKIP LOCKED)
 UPDATE scheduler_jobs AS j
-SET state = 'in_progress', run_count = j.run_count + 1, lease_expires_at = $4, updated_at = $5
+SET state = 'in_progress', run_count = j.run_count + 1, lease_expires_at = :lease_until,
+    updated_at = :now
 FROM due
 WHERE j.id = due.id AND j.state = 'pending'
 RETURNING j.id, j.fn, j.kind, j.attempts, j.max_failures, j.initial_backoff, j.backoff_base,
@@ -45,113 +55,131 @@ RETURNING j.id, j.fn, j.kind, j.attempts, j.max_failures, j.initial_backoff, j.b
           j.fire_ts;
 
 -- name: claimed_args
+-- The payloads of claimed jobs; a callback's also carry the context it reports on.
 SELECT job_id, args, callback_of,
-       CASE WHEN callback_of IS NULL THEN NULL ELSE context_type END,
-       CASE WHEN callback_of IS NULL THEN NULL ELSE context END
+       CASE WHEN callback_of IS NULL THEN NULL ELSE context_type END AS context_type,
+       CASE WHEN callback_of IS NULL THEN NULL ELSE context END AS context
 FROM scheduler_job_args
-WHERE job_id = ANY($1::bigint[]);
+WHERE job_id = ANY(:job_ids::bigint[]);
 
 -- name: next_due
+-- The earliest next_ts of a pending job of one kind.
 SELECT next_ts FROM scheduler_jobs
-WHERE state = 'pending' AND kind = $1
+WHERE state = 'pending' AND kind = :kind
 ORDER BY next_ts
 LIMIT 1;
 
 -- name: finish_success
+-- A run succeeded: the job is done (fenced by run count and state, as every finish).
 UPDATE scheduler_jobs
-SET state = 'success', lease_expires_at = NULL, updated_at = $3, finished_at = $3
-WHERE id = $1 AND run_count = $2 AND state = 'in_progress';
+SET state = 'success', lease_expires_at = NULL, updated_at = :now, finished_at = :now
+WHERE id = :job_id AND run_count = :run_count AND state = 'in_progress';
 
 -- name: finish_retry
+-- A run failed with budget left: pending again at :next_ts, the attempt counted.
 UPDATE scheduler_jobs
-SET state = 'pending', attempts = attempts + 1, next_ts = $3, lease_expires_at = NULL,
-    updated_at = $4
-WHERE id = $1 AND run_count = $2 AND state = 'in_progress';
+SET state = 'pending', attempts = attempts + 1, next_ts = :next_ts, lease_expires_at = NULL,
+    updated_at = :now
+WHERE id = :job_id AND run_count = :run_count AND state = 'in_progress';
 
 -- name: finish_failed
+-- A run failed for good: the job is failed, the attempt counted.
 UPDATE scheduler_jobs
-SET state = 'failed', attempts = attempts + 1, lease_expires_at = NULL, updated_at = $3,
-    finished_at = $3
-WHERE id = $1 AND run_count = $2 AND state = 'in_progress';
+SET state = 'failed', attempts = attempts + 1, lease_expires_at = NULL, updated_at = :now,
+    finished_at = :now
+WHERE id = :job_id AND run_count = :run_count AND state = 'in_progress';
 
 -- name: release
+-- A run stopped before it could have had an effect: pending again, no attempt counted.
 UPDATE scheduler_jobs
-SET state = 'pending', lease_expires_at = NULL, updated_at = $3
-WHERE id = $1 AND run_count = $2 AND state = 'in_progress';
+SET state = 'pending', lease_expires_at = NULL, updated_at = :now
+WHERE id = :job_id AND run_count = :run_count AND state = 'in_progress';
 
 -- name: set_result
-UPDATE scheduler_job_args SET result = $2, error = NULL WHERE job_id = $1;
+-- Record a job's result (and clear an earlier attempt's error).
+UPDATE scheduler_job_args SET result = :result, error = NULL WHERE job_id = :job_id;
 
 -- name: set_error
-UPDATE scheduler_job_args SET error = $2 WHERE job_id = $1;
+-- Record the error of a job's latest failed attempt.
+UPDATE scheduler_job_args SET error = :error WHERE job_id = :job_id;
 
 -- name: extend_lease
-UPDATE scheduler_jobs SET lease_expires_at = $3
-WHERE id = $1 AND run_count = $2 AND state = 'in_progress';
+-- Move a running job's lease to :lease_until, if this run still holds it.
+UPDATE scheduler_jobs SET lease_expires_at = :lease_until
+WHERE id = :job_id AND run_count = :run_count AND state = 'in_progress';
 
 -- name: expired_leases
+-- Up to :limit running jobs whose lease ran out before :now, oldest lease first.
 SELECT id, kind, idempotent, attempts, max_failures, run_count, on_complete, schedule_name
 FROM scheduler_jobs
-WHERE state = 'in_progress' AND lease_expires_at < $1
+WHERE state = 'in_progress' AND lease_expires_at < :now
 ORDER BY lease_expires_at
-LIMIT $2;
+LIMIT :limit;
 
 -- name: reclaim_pending
+-- A job whose lease expired runs again now, the lost attempt counted.
 UPDATE scheduler_jobs
-SET state = 'pending', attempts = attempts + 1, next_ts = $3, lease_expires_at = NULL,
-    updated_at = $3
-WHERE id = $1 AND run_count = $2 AND state = 'in_progress';
-
--- name: cancel_pending
-UPDATE scheduler_jobs SET state = 'canceled', updated_at = $2, finished_at = $2
-WHERE id = $1 AND state = 'pending';
+SET state = 'pending', attempts = attempts + 1, next_ts = :now, lease_expires_at = NULL,
+    updated_at = :now
+WHERE id = :job_id AND run_count = :run_count AND state = 'in_progress';
 
 -- name: children_of
-SELECT id FROM scheduler_jobs WHERE parent_id = ANY($1::bigint[]);
+-- The jobs whose parent is one of :job_ids (one level of the cancel cascade).
+SELECT id FROM scheduler_jobs WHERE parent_id = ANY(:job_ids::bigint[]);
 
 -- name: cancel_many
-UPDATE scheduler_jobs SET state = 'canceled', updated_at = $2, finished_at = $2
-WHERE id = ANY($1::bigint[]) AND state = 'pending'
+-- Cancel those of :job_ids still pending; returns what their ending must trigger.
+UPDATE scheduler_jobs SET state = 'canceled', updated_at = :now, finished_at = :now
+WHERE id = ANY(:job_ids::bigint[]) AND state = 'pending'
 RETURNING id, on_complete, schedule_name;
 
 -- name: prune_ids
-SELECT id FROM scheduler_jobs WHERE finished_at < $1 ORDER BY finished_at LIMIT $2;
+-- Up to :limit jobs that finished before :before, oldest first (retention).
+SELECT id FROM scheduler_jobs WHERE finished_at < :before ORDER BY finished_at LIMIT :limit;
 
 -- name: delete_args
-DELETE FROM scheduler_job_args WHERE job_id = ANY($1::bigint[]);
+-- Delete the payload rows of :job_ids.
+DELETE FROM scheduler_job_args WHERE job_id = ANY(:job_ids::bigint[]);
 
 -- name: delete_jobs
-DELETE FROM scheduler_jobs WHERE id = ANY($1::bigint[]);
+-- Delete the job rows of :job_ids.
+DELETE FROM scheduler_jobs WHERE id = ANY(:job_ids::bigint[]);
 
 -- name: get_job
+-- One job with its payload.
 SELECT j.id, j.fn, j.kind, j.state, j.next_ts, j.attempts, j.max_failures, j.run_count,
        j.lease_expires_at, j.parent_id, j.idempotency_key, j.on_complete, j.name,
        j.schedule_name, j.fire_ts, j.jitter, j.created_at, j.updated_at, j.finished_at,
        a.args, a.context_type, a.context, a.result, a.error, a.callback_of
 FROM scheduler_jobs j LEFT JOIN scheduler_job_args a ON a.job_id = j.id
-WHERE j.id = $1;
+WHERE j.id = :job_id;
 
 -- name: list_jobs
+-- A page of jobs, newest first, optionally of one state or function (of the payload, the error).
 SELECT j.id, j.fn, j.kind, j.state, j.next_ts, j.attempts, j.max_failures, j.run_count,
        j.lease_expires_at, j.parent_id, j.idempotency_key, j.on_complete, j.name,
        j.schedule_name, j.fire_ts, j.jitter, j.created_at, j.updated_at, j.finished_at,
-       NULL, NULL, NULL, NULL, a.error, NULL
+       NULL AS args, NULL AS context_type, NULL AS context, NULL AS result, a.error,
+       NULL AS callback_of
 FROM scheduler_jobs j LEFT JOIN scheduler_job_args a ON a.job_id = j.id
-WHERE ($1::text IS NULL OR j.state = $1::text) AND ($2::text IS NULL OR j.fn = $2::text)
-  AND ($3::bigint IS NULL OR j.id < $3::bigint)
+WHERE (:state::text IS NULL OR j.state = :state::text) AND (:fn::text IS NULL OR j.fn = :fn::text)
+  AND (:before_id::bigint IS NULL OR j.id < :before_id::bigint)
 ORDER BY j.id DESC
-LIMIT $4;
+LIMIT :limit;
 
 -- name: retry_job
+-- A failed or canceled job runs again now, with a fresh retry budget.
 UPDATE scheduler_jobs
-SET state = 'pending', attempts = 0, next_ts = $2, lease_expires_at = NULL, finished_at = NULL,
-    updated_at = $2
-WHERE id = $1 AND state IN ('failed', 'canceled');
+SET state = 'pending', attempts = 0, next_ts = :now, lease_expires_at = NULL,
+    finished_at = NULL, updated_at = :now
+WHERE id = :job_id AND state IN ('failed', 'canceled');
 
 -- name: count_by_state
-SELECT state, count(*) FROM scheduler_jobs GROUP BY state;
+-- How many jobs are in each state.
+SELECT state, count(*) AS n FROM scheduler_jobs GROUP BY state;
 
 -- Schedules ---------------------------------------------------------------------------------
+
 -- Several processes tick and complete concurrently here (SQLite has one writer), so a
 -- schedule's row doubles as its lock: a tick locks the due rows it works on (due_schedules)
 -- and an ending occurrence locks its schedule before deciding whether to release a held one
@@ -160,100 +188,120 @@ SELECT state, count(*) FROM scheduler_jobs GROUP BY state;
 -- leaving a held occurrence that nothing would release.
 
 -- name: insert_schedule
+-- A new schedule; nothing (no row) when the name is taken.
 INSERT INTO scheduler_schedules (
     name, source, trigger_spec, fn, kind, idempotent, max_failures, initial_backoff,
     backoff_base, args, overlap, catch_up, catchup_window, jitter, paused, next_fire_ts,
     last_fire_ts, fingerprint, created_at, updated_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $19)
+VALUES (:name, :source, :trigger_spec, :fn, :kind, :idempotent, :max_failures,
+        :initial_backoff, :backoff_base, :args, :overlap, :catch_up, :catchup_window, :jitter,
+        :paused, :next_fire_ts, :last_fire_ts, :fingerprint, :now, :now)
 ON CONFLICT DO NOTHING
 RETURNING name;
 
 -- name: update_schedule_definition
+-- A static schedule edited in code: its new definition, firing next at :next_fire_ts.
 UPDATE scheduler_schedules
-SET trigger_spec = $2, fn = $3, kind = $4, idempotent = $5, max_failures = $6,
-    initial_backoff = $7, backoff_base = $8, args = $9, overlap = $10, catch_up = $11,
-    catchup_window = $12, jitter = $13, next_fire_ts = $14, fingerprint = $15,
-    last_error = NULL, updated_at = $16
-WHERE name = $1;
+SET trigger_spec = :trigger_spec, fn = :fn, kind = :kind, idempotent = :idempotent,
+    max_failures = :max_failures, initial_backoff = :initial_backoff,
+    backoff_base = :backoff_base, args = :args, overlap = :overlap, catch_up = :catch_up,
+    catchup_window = :catchup_window, jitter = :jitter, next_fire_ts = :next_fire_ts,
+    fingerprint = :fingerprint, last_error = NULL, updated_at = :now
+WHERE name = :name;
 
 -- name: get_schedule
+-- One schedule.
 SELECT name, source, trigger_spec, fn, kind, idempotent, max_failures, initial_backoff,
        backoff_base, args, overlap, catch_up, catchup_window, jitter, paused, next_fire_ts,
        last_fire_ts, skipped, missed, fingerprint, last_error, created_at, updated_at
-FROM scheduler_schedules WHERE name = $1;
+FROM scheduler_schedules WHERE name = :name;
 
 -- name: list_schedules
+-- Every schedule by name, optionally only those of one source (static or runtime).
 SELECT name, source, trigger_spec, fn, kind, idempotent, max_failures, initial_backoff,
        backoff_base, args, overlap, catch_up, catchup_window, jitter, paused, next_fire_ts,
        last_fire_ts, skipped, missed, fingerprint, last_error, created_at, updated_at
 FROM scheduler_schedules
-WHERE ($1::text IS NULL OR source = $1::text)
+WHERE (:source::text IS NULL OR source = :source::text)
 ORDER BY name;
 
 -- name: static_fingerprints
+-- What boot reconciliation compares: every schedule's name, fingerprint and source.
 SELECT name, fingerprint, source FROM scheduler_schedules;
 
 -- name: due_schedules
+-- Up to :limit active schedules whose next fire time has come, earliest first.
 SELECT name, source, trigger_spec, fn, kind, idempotent, max_failures, initial_backoff,
        backoff_base, args, overlap, catch_up, catchup_window, jitter, paused, next_fire_ts,
        last_fire_ts, skipped, missed, fingerprint, last_error, created_at, updated_at
 FROM scheduler_schedules
-WHERE paused = 0 AND next_fire_ts IS NOT NULL AND next_fire_ts <= $1
+WHERE paused = 0 AND next_fire_ts IS NOT NULL AND next_fire_ts <= :now
 ORDER BY next_fire_ts, name
-LIMIT $2
+LIMIT :limit
 FOR UPDATE;
 
 -- name: advance_schedule
+-- A tick's result, if the schedule is still where the tick read it (:from_fire_ts).
 UPDATE scheduler_schedules
-SET next_fire_ts = $3, last_fire_ts = $4, skipped = skipped + $5, missed = missed + $6,
-    last_error = $7, updated_at = $8
-WHERE name = $1 AND next_fire_ts = $2;
+SET next_fire_ts = :next_fire_ts, last_fire_ts = :last_fire_ts, skipped = skipped + :skipped,
+    missed = missed + :missed, last_error = :last_error, updated_at = :now
+WHERE name = :name AND next_fire_ts = :from_fire_ts;
 
 -- name: next_schedule_fire
+-- The earliest next fire time of an active schedule.
 SELECT next_fire_ts FROM scheduler_schedules
 WHERE paused = 0 AND next_fire_ts IS NOT NULL
 ORDER BY next_fire_ts
 LIMIT 1;
 
 -- name: set_paused
-UPDATE scheduler_schedules SET paused = $2, next_fire_ts = $3, updated_at = $4
-WHERE name = $1;
+-- Pause or resume a schedule, with the next fire time it keeps or takes.
+UPDATE scheduler_schedules SET paused = :paused, next_fire_ts = :next_fire_ts, updated_at = :now
+WHERE name = :name;
 
 -- name: delete_schedule
-DELETE FROM scheduler_schedules WHERE name = $1;
+-- Delete a schedule (its occurrences are canceled separately).
+DELETE FROM scheduler_schedules WHERE name = :name;
 
 -- name: schedule_active_jobs
+-- A schedule's occurrences that are pending or running, oldest fire time first.
 SELECT id, state, next_ts FROM scheduler_jobs
-WHERE schedule_name = $1 AND state IN ('pending', 'in_progress')
+WHERE schedule_name = :schedule_name AND state IN ('pending', 'in_progress')
 ORDER BY fire_ts, id;
 
 -- name: release_held
+-- Let a schedule's oldest held occurrence run, at its own time or now if that has passed.
 UPDATE scheduler_jobs
-SET next_ts = GREATEST(fire_ts + coalesce(jitter, 0), $2), updated_at = $2
+SET next_ts = GREATEST(fire_ts + coalesce(jitter, 0), :now), updated_at = :now
 WHERE id = (
     SELECT id FROM scheduler_jobs
-    WHERE schedule_name = $1 AND state = 'pending' AND next_ts = $3
+    WHERE schedule_name = :schedule_name AND state = 'pending' AND next_ts = :held_ts
     ORDER BY fire_ts, id
     LIMIT 1);
 
 -- name: count_unheld_active
+-- How many of a schedule's occurrences are runnable or running (not held).
 -- The outer FROM runs the locking subquery to completion (one row) before the count.
 SELECT (SELECT count(*) FROM scheduler_jobs
-        WHERE schedule_name = $1 AND state IN ('pending', 'in_progress') AND next_ts <> $2)
+        WHERE schedule_name = :schedule_name AND state IN ('pending', 'in_progress')
+          AND next_ts <> :held_ts) AS n
 FROM (SELECT count(*)
-      FROM (SELECT 1 FROM scheduler_schedules WHERE name = $1 FOR UPDATE) AS s) AS locked;
+      FROM (SELECT 1 FROM scheduler_schedules WHERE name = :schedule_name FOR UPDATE) AS s)
+     AS locked;
 
 -- name: schedule_pending_ids
-SELECT id FROM scheduler_jobs WHERE schedule_name = $1 AND state = 'pending';
+-- The ids of a schedule's pending occurrences (to cancel them).
+SELECT id FROM scheduler_jobs WHERE schedule_name = :schedule_name AND state = 'pending';
 
 -- name: insert_job_with_id
--- Batched plain enqueues with ids allocated by the caller (used by the SQLite store; kept
--- here so both dialects define every query).
+-- Batched plain enqueues: ids are allocated by the transaction that holds the write lock.
+-- (Used by the SQLite store; kept here so both dialects define every query.)
 INSERT INTO scheduler_jobs (
     id, fn, kind, state, next_ts, max_failures, initial_backoff, backoff_base, idempotent,
     on_complete, name, schedule_name, fire_ts, jitter, created_at, updated_at)
 OVERRIDING SYSTEM VALUE
-VALUES ($1, $2, $3, 'pending', $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14);
+VALUES (:id, :fn, :kind, 'pending', :next_ts, :max_failures, :initial_backoff, :backoff_base,
+        :idempotent, :on_complete, :name, :schedule_name, :fire_ts, :jitter, :now, :now);
 
 -- name: insert_schedules
 -- Boot reconciliation's new static entries, in one executemany.
@@ -261,4 +309,6 @@ INSERT INTO scheduler_schedules (
     name, source, trigger_spec, fn, kind, idempotent, max_failures, initial_backoff,
     backoff_base, args, overlap, catch_up, catchup_window, jitter, paused, next_fire_ts,
     last_fire_ts, fingerprint, created_at, updated_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $19);
+VALUES (:name, :source, :trigger_spec, :fn, :kind, :idempotent, :max_failures,
+        :initial_backoff, :backoff_base, :args, :overlap, :catch_up, :catchup_window, :jitter,
+        :paused, :next_fire_ts, :last_fire_ts, :fingerprint, :now, :now);

@@ -31,7 +31,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
 from functools import lru_cache
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar, cast
 from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
@@ -46,8 +46,8 @@ from ..migrations import (
     check_applied,
     scheduler_migrations,
 )
-from ..sql import load_queries
-from ..store_types import NewJob, Op, OpState, Q
+from ..sql import positional_queries
+from ..store_types import NewJob, Op, OpState, Params, Q
 
 T = TypeVar("T")
 
@@ -402,7 +402,7 @@ class PostgresStore(Store):
         self.close_timeout = float(close_timeout)
         self.application_name = application_name
         self._connect_kwargs = connect_kwargs
-        self._queries = load_queries("postgres")
+        self._queries = positional_queries("postgres")
         # Tags this store's NOTIFYs, so its own commits (already announced locally) are not
         # announced twice when they come back through LISTEN.
         self._token = secrets.token_hex(8)
@@ -668,20 +668,22 @@ class PostgresStore(Store):
             gen.close()
 
     async def _query(self, conn: Connection, q: Q) -> Any:
-        sql = self._queries[q.name]
-        params = q.params
-        if q.name == "set_error" and isinstance(params[1], str):
+        sql, names = self._queries[q.name]
+        if q.fetch == "many":
+            batch = cast("Sequence[Params]", q.params)
+            await conn.executemany(sql, [[p[n] for n in names] for p in batch])
+            return len(batch)
+        params = cast("Params", q.params)
+        args = [params[n] for n in names]
+        if q.name == "set_error" and isinstance(params["error"], str):
             # Error text is diagnostic and PostgreSQL text cannot hold NUL: a handler's
             # exception message must not make its own completion unrecordable.
-            params = (params[0], params[1].replace("\x00", "\ufffd"))
+            args[names.index("error")] = params["error"].replace("\x00", "\ufffd")
         if q.fetch == "all":
-            return await conn.fetch(sql, *params)
+            return await conn.fetch(sql, *args)
         if q.fetch == "one":
-            return await conn.fetchrow(sql, *params)
-        if q.fetch == "many":
-            await conn.executemany(sql, params)
-            return len(params)
-        return rowcount(await conn.execute(sql, *params))
+            return await conn.fetchrow(sql, *args)
+        return rowcount(await conn.execute(sql, *args))
 
     def _enter_writer(self) -> contextvars.Token[Any]:
         task = asyncio.current_task()

@@ -19,7 +19,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, ClassVar, Literal, TypeVar
+from typing import Any, ClassVar, Literal, TypeVar, cast
 
 import aiosqlite
 
@@ -28,7 +28,7 @@ from ..abc import Cursor, Store, Tx
 from ..errors import InvalidArgument, MigrationError, NotADatabase, SchedulerError, StoreError
 from ..migrations import VERSION_TABLE, MigrationSet, check_applied, scheduler_migrations
 from ..sql import load_queries
-from ..store_types import Claim, NewJob, Op, OpState, Q
+from ..store_types import Claim, NewJob, Op, OpState, Params, Q
 
 T = TypeVar("T")
 
@@ -44,19 +44,25 @@ _holding: contextvars.ContextVar[SqliteStore | None] = contextvars.ContextVar(
 )
 
 
-def _adapt(params: Sequence[Any]) -> tuple[Any, ...]:
-    return tuple(json.dumps(p) if isinstance(p, list) else p for p in params)
+def _adapt(params: Params) -> Params:
+    """Lists go to ``json_each`` as JSON arrays; everything else as it is."""
+    for value in params.values():
+        if isinstance(value, list):
+            return {k: json.dumps(v) if isinstance(v, list) else v for k, v in params.items()}
+    return params
 
 
 def _drive(conn: sqlite3.Connection, queries: dict[str, str], gen: Op[T]) -> T:
-    """Run a sans-IO operation to completion on ``conn`` (called in the connection thread)."""
+    """Run a sans-IO operation to completion on ``conn`` (called in the connection thread).
+    The connection's rows are :class:`sqlite3.Row`: the operations read them by name."""
     try:
         q: Q = next(gen)
         while True:
             if q.fetch == "many":
-                q = gen.send(conn.executemany(queries[q.name], map(_adapt, q.params)).rowcount)
+                rows = cast("Sequence[Params]", q.params)
+                q = gen.send(conn.executemany(queries[q.name], map(_adapt, rows)).rowcount)
                 continue
-            cur = conn.execute(queries[q.name], _adapt(q.params))
+            cur = conn.execute(queries[q.name], _adapt(cast("Params", q.params)))
             if q.fetch == "all":
                 result: Any = cur.fetchall()
             elif q.fetch == "one":
@@ -189,17 +195,37 @@ def _insert_buffered(
     conn.executemany(
         queries["insert_job_with_id"],
         [
-            (
-                job_id, j.fn, j.kind.value, j.next_ts, j.max_failures, j.initial_backoff,
-                j.backoff_base, int(j.idempotent), j.on_complete, j.name, j.schedule_name,
-                j.fire_ts, j.jitter, now,
-            )
+            {
+                "id": job_id,
+                "fn": j.fn,
+                "kind": j.kind.value,
+                "next_ts": j.next_ts,
+                "max_failures": j.max_failures,
+                "initial_backoff": j.initial_backoff,
+                "backoff_base": j.backoff_base,
+                "idempotent": int(j.idempotent),
+                "on_complete": j.on_complete,
+                "name": j.name,
+                "schedule_name": j.schedule_name,
+                "fire_ts": j.fire_ts,
+                "jitter": j.jitter,
+                "now": now,
+            }
             for job_id, j in jobs
         ],
-    )  # fmt: skip
+    )
     conn.executemany(
         queries["insert_args"],
-        [(job_id, j.args_json, j.context_type, j.context, None) for job_id, j in jobs],
+        [
+            {
+                "job_id": job_id,
+                "args": j.args_json,
+                "context_type": j.context_type,
+                "context": j.context,
+                "callback_of": None,
+            }
+            for job_id, j in jobs
+        ],
     )
 
 
@@ -325,7 +351,7 @@ class SqliteStore(Store):
         self.path = Path(path)
         self.synchronous = synchronous
         self.busy_timeout = busy_timeout
-        self._queries = load_queries("sqlite")
+        self._queries = {name: q.sql for name, q in load_queries("sqlite").items()}
         self._writer: aiosqlite.Connection | None = None
         self._reader: aiosqlite.Connection | None = None
         self._checkpointer: aiosqlite.Connection | None = None
@@ -382,6 +408,7 @@ class SqliteStore(Store):
             raise
 
     def _sync_open(self, conn: sqlite3.Connection, sets: list[MigrationSet]) -> None:
+        conn.row_factory = sqlite3.Row
         conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
         # Read-only checks first: a database we must refuse is left exactly as it was.
         pending = [
@@ -436,6 +463,7 @@ class SqliteStore(Store):
         return {int(v): str(c) for v, c in rows}
 
     def _sync_open_reader(self, conn: sqlite3.Connection) -> None:
+        conn.row_factory = sqlite3.Row
         conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
         conn.execute("PRAGMA query_only = ON")
 

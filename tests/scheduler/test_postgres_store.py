@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -22,7 +21,8 @@ import pytest
 from scheduler import JobKind, JobState, MigrationError, SchedulerError, SchemaTooNew, StoreError
 from scheduler._ops import claim_due
 from scheduler.migrations import MigrationSet, scheduler_migrations
-from scheduler.sql import load_queries
+from scheduler.sql import positional_queries
+from scheduler.sql.placeholders import numbered, parameter_names
 from scheduler.store_types import NewJob, Outcome
 
 asyncpg = pytest.importorskip("asyncpg")
@@ -97,6 +97,29 @@ def test_placeholders_are_translated_outside_literals_identifiers_and_comments(
     sql: str, expected: str
 ) -> None:
     assert translate_placeholders(sql) == expected
+
+
+@pytest.mark.parametrize(
+    "sql, expected, names",
+    [
+        ("SELECT :a", "SELECT $1", ("a",)),
+        ("SELECT :b, :a, :b", "SELECT $1, $2, $1", ("b", "a")),
+        # A cast is not a parameter, also right after one.
+        ("SELECT :id::bigint, x::text", "SELECT $1::bigint, x::text", ("id",)),
+        ("SELECT = ANY(:ids::bigint[])", "SELECT = ANY($1::bigint[])", ("ids",)),
+        ("SELECT ':a', \":a\", :a", "SELECT ':a', \":a\", $1", ("a",)),
+        ("SELECT 1 -- :a\n, :b /* :c */", "SELECT 1 -- :a\n, $1 /* :c */", ("b",)),
+        ("SELECT $$ :a $$, :b", "SELECT $$ :a $$, $1", ("b",)),
+        # An array slice's bounds are not parameters; a lone colon is left alone.
+        ("SELECT a[lo:hi], :x, ':'", "SELECT a[lo:hi], $1, ':'", ("x",)),
+        ("", "", ()),
+    ],
+)
+def test_named_parameters_are_numbered_outside_literals_comments_and_casts(
+    sql: str, expected: str, names: tuple[str, ...]
+) -> None:
+    assert numbered(sql) == (expected, names)
+    assert parameter_names(sql) == names
 
 
 @pytest.mark.parametrize(
@@ -510,16 +533,17 @@ async def test_fenced_single_job_statements_use_the_primary_key_not_the_lease_in
     await conn.execute("VACUUM ANALYZE scheduler_jobs")
     await store.claim_due(T0, T0 + LEASE, mutation_limit=500, action_limit=0)
     await conn.execute(f"SET plan_cache_mode = {plans}")
-    queries = load_queries("postgres")
+    queries = positional_queries("postgres")
     fenced = ("finish_success", "finish_retry", "finish_failed", "release", "extend_lease")
+    values = {"job_id": 7, "run_count": 1, "now": T0, "next_ts": T0, "lease_until": T0}
     for name in (*fenced, "reclaim_pending"):
-        sql = queries[name]
-        args = (7, 1, T0, T0)[: max(int(n) for n in re.findall(r"\$(\d+)", sql))]
+        sql, names = queries[name]
+        args = [values[n] for n in names]
         plan = "\n".join(r[0] for r in await conn.fetch(f"EXPLAIN {sql}", *args))
         assert "scheduler_jobs_pkey" in plan and "scheduler_jobs_lease" not in plan, plan
-    sweep = "\n".join(
-        r[0] for r in await conn.fetch(f"EXPLAIN {queries['expired_leases']}", T0 + LEASE, 10)
-    )
+    sweep_sql, sweep_names = queries["expired_leases"]
+    sweep_args = [{"now": T0 + LEASE, "limit": 10}[n] for n in sweep_names]
+    sweep = "\n".join(r[0] for r in await conn.fetch(f"EXPLAIN {sweep_sql}", *sweep_args))
     assert "scheduler_jobs_lease" in sweep, sweep
 
 

@@ -1,5 +1,6 @@
 """Both dialects say the same things: the same named queries with the same result columns,
-and the same numbered migrations for every component.
+and the same numbered migrations for every component. Every query takes the same named
+parameters and carries the same one-line description in both.
 
 A query or migration added for one store and forgotten for the other fails here, before any
 store test runs into it. The column check compiles every query on both databases (PostgreSQL
@@ -19,7 +20,7 @@ import pytest
 
 from scheduler import SqliteStore
 from scheduler.migrations import MigrationSet
-from scheduler.sql import load_queries
+from scheduler.sql import load_queries, positional_queries
 from tests.scheduler.stores import postgres_dsn
 
 DIALECTS = ("sqlite", "postgres")
@@ -31,6 +32,25 @@ def test_every_query_exists_in_both_dialects() -> None:
     sqlite, postgres = (set(load_queries(d)) for d in DIALECTS)
     assert not sqlite - postgres, f"missing from postgres.sql: {sorted(sqlite - postgres)}"
     assert not postgres - sqlite, f"missing from sqlite.sql: {sorted(postgres - sqlite)}"
+
+
+def test_every_query_takes_the_same_named_parameters_in_both_dialects() -> None:
+    sqlite, postgres = (load_queries(d) for d in DIALECTS)
+    for name, query in sqlite.items():
+        lite, pg = set(query.params), set(postgres[name].params)
+        assert lite == pg, f"{name}: sqlite takes {sorted(lite)}, postgres takes {sorted(pg)}"
+        for dialect, q in (("sqlite", query), ("postgres", postgres[name])):
+            assert not re.search(r"\?|\$\d", q.sql), f"{dialect} {name}: a positional parameter"
+
+
+def test_every_query_says_what_it_does_the_same_way_in_both_dialects() -> None:
+    sqlite, postgres = (load_queries(d) for d in DIALECTS)
+    for name, query in sqlite.items():
+        assert query.description, f"{name} has no description"
+        assert query.description == postgres[name].description, (
+            f"{name}: described differently: {query.description!r} on sqlite, "
+            f"{postgres[name].description!r} on postgres"
+        )
 
 
 @pytest.mark.parametrize("component", sorted(p.name for p in MIGRATIONS.iterdir() if p.is_dir()))
@@ -52,11 +72,11 @@ def _sqlite_columns(path: Path) -> dict[str, list[str]]:
     parameter (nothing matches, but the columns are known)."""
     out: dict[str, list[str]] = {}
     with closing(sqlite3.connect(path)) as conn:
-        for name, sql in load_queries("sqlite").items():
-            n = max((int(x) for x in re.findall(r"\?(\d+)", sql)), default=0)
+        for name, query in load_queries("sqlite").items():
+            sql = query.sql
             conn.execute("SAVEPOINT probe")
             try:
-                cur = conn.execute(sql, [0] * n)
+                cur = conn.execute(sql, dict.fromkeys(query.params, 0))
             except sqlite3.IntegrityError:  # an INSERT refused by a CHECK: read its RETURNING
                 out[name] = _returning(sql)
             else:
@@ -89,7 +109,7 @@ async def postgres_columns(tmp_path: Path) -> AsyncIterator[dict[str, list[str]]
         conn: Any = await asyncpg.connect(dsn)
         try:
             out: dict[str, list[str]] = {}
-            for qname, sql in load_queries("postgres").items():
+            for qname, (sql, _names) in positional_queries("postgres").items():
                 stmt = await conn.prepare(sql)  # compiled, not run
                 out[qname] = [a.name for a in stmt.get_attributes()]
             yield out

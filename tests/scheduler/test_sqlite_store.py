@@ -417,12 +417,16 @@ PARTIAL_INDEXES = {
 # The driver's hot queries and the index each must use (a partial index is only usable when
 # the query's WHERE implies the index's).
 QUERY_PLANS = [
-    ("claim_due", ("mutation", 1.0, 64, 2.0, 1.0), "scheduler_jobs_due"),
-    ("next_due", ("action",), "scheduler_jobs_due"),
-    ("expired_leases", (1.0, 1000), "scheduler_jobs_lease"),
-    ("children_of", ("[1, 2]",), "scheduler_jobs_parent"),
-    ("job_by_key", ("key",), "scheduler_jobs_idempotency"),
-    ("prune_ids", (1.0, 1000), "scheduler_jobs_finished"),
+    (
+        "claim_due",
+        {"kind": "mutation", "now": 1.0, "limit": 64, "lease_until": 2.0},
+        "scheduler_jobs_due",
+    ),
+    ("next_due", {"kind": "action"}, "scheduler_jobs_due"),
+    ("expired_leases", {"now": 1.0, "limit": 1000}, "scheduler_jobs_lease"),
+    ("children_of", {"job_ids": "[1, 2]"}, "scheduler_jobs_parent"),
+    ("job_by_key", {"idempotency_key": "key"}, "scheduler_jobs_idempotency"),
+    ("prune_ids", {"before": 1.0, "limit": 1000}, "scheduler_jobs_finished"),
 ]
 
 
@@ -445,7 +449,7 @@ async def test_the_schema_has_the_tables_and_partial_indexes_the_driver_relies_o
     queries = load_queries("sqlite")
     with closing(connect(path)) as conn:
         for query, params, index in QUERY_PLANS:
-            rows = conn.execute("EXPLAIN QUERY PLAN " + queries[query], params).fetchall()
+            rows = conn.execute("EXPLAIN QUERY PLAN " + queries[query].sql, params).fetchall()
             plan = " | ".join(r[3] for r in rows)
             assert f"INDEX {index}" in plan, f"{query}: {plan}"
 
