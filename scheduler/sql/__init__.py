@@ -6,18 +6,22 @@ Each query is a block that opens with its name and a one-line description::
     -- A claimed run succeeded: the job is done (fenced by run count and state).
     UPDATE scheduler_jobs ...
 
-Parameters are named (``:job_id``), and both dialects use the same names for a query.
-SQLite reads them natively, from a dict; for PostgreSQL they are numbered once per query
-(:func:`positional_queries`). Lists are passed as Python lists (the SQLite store hands them
-over as JSON arrays for ``json_each``, the PostgreSQL store as arrays for ``= ANY``).
+Parameters are named (``:job_id``), and both dialects use the same names for a query; the
+operations pass them as a mapping. The stores number them once per query when they load
+the file (:func:`positional_queries`) and bind by position. Lists are passed as Python
+lists (the SQLite store hands them over as JSON arrays for ``json_each``, the PostgreSQL
+store as arrays for ``= ANY``).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+from operator import itemgetter
+from typing import Any
 
 from .placeholders import numbered, parameter_names
 
@@ -62,8 +66,36 @@ def load_queries(dialect: str) -> dict[str, Query]:
     return parse_queries(text)
 
 
+Values = Callable[[Mapping[str, Any]], tuple[Any, ...]]
+"""A query's parameter values in number order, taken from its parameters by name."""
+
+
+@dataclass(frozen=True, slots=True)
+class Numbered:
+    """A query as a driver that binds parameters by position runs it: ``sql`` with numbered
+    placeholders, and ``values(params)`` the parameter values in number order."""
+
+    sql: str
+    names: tuple[str, ...]
+    values: Values
+
+
+def _values_of(names: tuple[str, ...]) -> Values:
+    if not names:
+        return lambda params: ()
+    if len(names) == 1:
+        (only,) = names
+        return lambda params: (params[only],)
+    return itemgetter(*names)  # a tuple for two or more names
+
+
 @cache
-def positional_queries(dialect: str) -> dict[str, tuple[str, tuple[str, ...]]]:
-    """``dialect``'s queries with ``$n`` placeholders, for drivers that only take those:
-    ``{name: (sql, names)}``, where ``$n`` takes the value of parameter ``names[n - 1]``."""
-    return {name: numbered(q.sql) for name, q in load_queries(dialect).items()}
+def positional_queries(dialect: str, marker: str = "$") -> dict[str, Numbered]:
+    """``dialect``'s queries with numbered placeholders (``$n``, or ``?n`` with
+    ``marker="?"``), for binding by position: numbering once at load time spares every
+    execution the name lookups."""
+    out: dict[str, Numbered] = {}
+    for name, q in load_queries(dialect).items():
+        sql, names = numbered(q.sql, marker)
+        out[name] = Numbered(sql, names, _values_of(names))
+    return out

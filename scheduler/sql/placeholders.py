@@ -1,11 +1,12 @@
 """Query parameters in SQL text, found by one lexer that knows PostgreSQL's quoting.
 
-Two rewrites for the PostgreSQL store, which only understands ``$n``:
+Two rewrites, for drivers that bind by position:
 
 - :func:`translate_placeholders`: application SQL (``ctx.db.execute``) is written with
-  SQLite's ``?`` / ``?NNN`` on every store;
-- :func:`numbered`: the scheduler's own queries name their parameters (``:next_ts``), as
-  SQLite reads them natively; each name becomes one ``$n``, once per query at load time.
+  SQLite's ``?`` / ``?NNN`` on every store; PostgreSQL wants ``$n``;
+- :func:`numbered`: the scheduler's own queries name their parameters (``:next_ts``); each
+  name becomes one ``$n`` (``?n`` for SQLite, which binds those faster than names), once per
+  query at load time.
 
 Nothing inside string literals (``'...'``, ``E'...'`` with backslash escapes,
 ``$tag$...$tag$``), quoted identifiers (``"..."``) or comments (``--`` and nested
@@ -149,16 +150,17 @@ def parameter_names(sql: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(name for _, _, name in _named(sql)))
 
 
-def numbered(sql: str) -> tuple[str, tuple[str, ...]]:
-    """``sql`` with each ``:name`` rewritten as ``$n`` (one number per name, in order of
-    first use), and the names in number order: ``$n`` takes the value of ``names[n - 1]``."""
+def numbered(sql: str, marker: str = "$") -> tuple[str, tuple[str, ...]]:
+    """``sql`` with each ``:name`` rewritten as ``$n`` (or ``?n``: ``marker``), one number per
+    name in order of first use, and the names in number order: ``$n`` takes the value of
+    ``names[n - 1]``."""
     numbers: dict[str, int] = {}
     out: list[str] = []
     start = 0
     for begin, end, name in _named(sql):
         number = numbers.setdefault(name, len(numbers) + 1)
         out.append(sql[start:begin])
-        out.append(f"${number}")
+        out.append(f"{marker}{number}")
         start = end
     out.append(sql[start:])
     return "".join(out), tuple(numbers)

@@ -668,17 +668,18 @@ class PostgresStore(Store):
             gen.close()
 
     async def _query(self, conn: Connection, q: Q) -> Any:
-        sql, names = self._queries[q.name]
+        query = self._queries[q.name]
+        sql = query.sql
         if q.fetch == "many":
             batch = cast("Sequence[Params]", q.params)
-            await conn.executemany(sql, [[p[n] for n in names] for p in batch])
+            await conn.executemany(sql, list(map(query.values, batch)))
             return len(batch)
         params = cast("Params", q.params)
-        args = [params[n] for n in names]
         if q.name == "set_error" and isinstance(params["error"], str):
             # Error text is diagnostic and PostgreSQL text cannot hold NUL: a handler's
             # exception message must not make its own completion unrecordable.
-            args[names.index("error")] = params["error"].replace("\x00", "\ufffd")
+            params = {**params, "error": params["error"].replace("\x00", "\ufffd")}
+        args = query.values(params)
         if q.fetch == "all":
             return await conn.fetch(sql, *args)
         if q.fetch == "one":

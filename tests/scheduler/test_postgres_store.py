@@ -537,13 +537,13 @@ async def test_fenced_single_job_statements_use_the_primary_key_not_the_lease_in
     fenced = ("finish_success", "finish_retry", "finish_failed", "release", "extend_lease")
     values = {"job_id": 7, "run_count": 1, "now": T0, "next_ts": T0, "lease_until": T0}
     for name in (*fenced, "reclaim_pending"):
-        sql, names = queries[name]
-        args = [values[n] for n in names]
+        sql = queries[name].sql
+        args = queries[name].values(values)
         plan = "\n".join(r[0] for r in await conn.fetch(f"EXPLAIN {sql}", *args))
         assert "scheduler_jobs_pkey" in plan and "scheduler_jobs_lease" not in plan, plan
-    sweep_sql, sweep_names = queries["expired_leases"]
-    sweep_args = [{"now": T0 + LEASE, "limit": 10}[n] for n in sweep_names]
-    sweep = "\n".join(r[0] for r in await conn.fetch(f"EXPLAIN {sweep_sql}", *sweep_args))
+    sweep_query = queries["expired_leases"]
+    sweep_args = sweep_query.values({"now": T0 + LEASE, "limit": 10})
+    sweep = "\n".join(r[0] for r in await conn.fetch(f"EXPLAIN {sweep_query.sql}", *sweep_args))
     assert "scheduler_jobs_lease" in sweep, sweep
 
 

@@ -109,8 +109,8 @@ async def postgres_columns(tmp_path: Path) -> AsyncIterator[dict[str, list[str]]
         conn: Any = await asyncpg.connect(dsn)
         try:
             out: dict[str, list[str]] = {}
-            for qname, (sql, _names) in positional_queries("postgres").items():
-                stmt = await conn.prepare(sql)  # compiled, not run
+            for qname, query in positional_queries("postgres").items():
+                stmt = await conn.prepare(query.sql)  # compiled, not run
                 out[qname] = [a.name for a in stmt.get_attributes()]
             yield out
         finally:
