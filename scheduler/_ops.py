@@ -31,10 +31,6 @@ from .store_types import (
     Row,
 )
 
-HELD_TS = 253402300799.0
-"""``next_ts`` of a schedule occurrence waiting for the previous one to finish (9999-12-31):
-pending, but never due until :func:`release_held` gives it a real time."""
-
 
 def job_seed(job_id: int, attempt: int) -> int:
     """The PRNG seed for a job's attempt: the same in every process and on every replay."""
@@ -55,13 +51,14 @@ def backoff_delay(job_id: int, attempts: int, initial: float, base: float) -> fl
 # --- enqueue -------------------------------------------------------------------------------
 
 
-def enqueue(st: OpState, job: NewJob) -> Op[int]:
-    """Insert ``job``; with a live idempotency key, return the existing job's id instead."""
+def enqueue(st: OpState, job: NewJob, *, held: bool = False) -> Op[int]:
+    """Insert ``job``; with a live idempotency key, return the existing job's id instead.
+    A ``held`` job (a schedule occurrence behind a busy one) waits for :func:`release_held`."""
     if job.idempotency_key is not None:
         row = yield Q("job_by_key", {"idempotency_key": job.idempotency_key}, "one")
         if row is not None:
             return int(row["id"])
-    state = JobState.PENDING
+    state = JobState.HELD if held else JobState.PENDING
     if job.parent_id is not None:
         parent = yield Q("job_state", {"job_id": job.parent_id}, "one")
         if parent is None:
@@ -196,7 +193,7 @@ def next_due_time(st: OpState, include_actions: bool = True) -> Op[float | None]
         if row is None:
             continue
         due = float(row["next_ts"])
-        if due < HELD_TS and (best is None or due < best):
+        if best is None or due < best:
             best = due
     return best
 
@@ -251,13 +248,13 @@ def _terminal(st: OpState, j: ClaimedJob, result_json: str) -> Op[None]:
 
 
 def release_held(st: OpState, schedule_name: str) -> Op[None]:
-    """An occurrence of ``schedule_name`` ended: if none of its occurrences is runnable any
-    more, let the oldest held one (overlap ``buffer_one``, or a ``fire_all`` backlog) run."""
+    """An occurrence of ``schedule_name`` ended: if none of its occurrences is pending or
+    running any more, let the oldest held one (overlap ``buffer_one``, or a ``fire_all``
+    backlog) run."""
     st.finished_schedules.add(schedule_name)
-    held = {"schedule_name": schedule_name, "held_ts": HELD_TS}
-    row = yield Q("count_unheld_active", held, "one")
+    row = yield Q("count_unheld_active", {"schedule_name": schedule_name}, "one")
     if row is not None and int(row["n"]) == 0:
-        n = yield Q("release_held", {**held, "now": st.now})
+        n = yield Q("release_held", {"schedule_name": schedule_name, "now": st.now})
         if n:
             st.wake = True
 
@@ -317,7 +314,7 @@ def prune(st: OpState, before: float, limit: int) -> Op[int]:
 
 
 def cancel(st: OpState, job_id: int) -> Op[bool]:
-    """Cancel ``job_id`` if pending, then every pending descendant, breadth first.
+    """Cancel ``job_id`` if pending (or held), then every pending descendant, breadth first.
 
     Returns whether the job itself moved to ``canceled``. The walk runs even when the job
     was already running or finished. Iterative, one query per level: no recursion limit.
@@ -326,7 +323,7 @@ def cancel(st: OpState, job_id: int) -> Op[bool]:
     if row is None:
         raise JobNotFound(f"no job with id {job_id}")
     canceled_self = False
-    if row["state"] == JobState.PENDING:
+    if row["state"] in (JobState.PENDING, JobState.HELD):
         got = yield Q("cancel_many", {"job_ids": [job_id], "now": st.now}, "all")
         yield from _after_cancel(st, got)
         canceled_self = bool(got)

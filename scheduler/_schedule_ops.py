@@ -21,7 +21,6 @@ from typing import Any, Literal
 from . import _ops
 from ._codec import ts_to_datetime
 from ._codec import ts_to_datetime as _dt  # the short name the operations below use
-from ._ops import HELD_TS
 from .errors import DuplicateName, InvalidSchedule, ScheduleNotFound, SchedulerError
 from .models import JobState
 from .store_types import (
@@ -171,7 +170,7 @@ def _occurrence(row: ScheduleRow | ScheduleDef, fire_ts: float, next_ts: float) 
     return NewJob(
         fn=target.fn,
         kind=target.kind,
-        next_ts=next_ts if next_ts == HELD_TS else next_ts + jitter,
+        next_ts=next_ts + jitter,
         max_failures=target.max_failures,
         initial_backoff=target.initial_backoff,
         backoff_base=target.backoff_base,
@@ -357,7 +356,7 @@ def _materialize(st: OpState, row: ScheduleRow, times: list[float], batch: bool)
     """Create the occurrences for ``times`` under the overlap policy; returns how many were
     skipped."""
     active = yield Q("schedule_active_jobs", {"schedule_name": row.name}, "all")
-    held = any(float(r["next_ts"]) == HELD_TS for r in active)
+    held = any(r["state"] == JobState.HELD for r in active)
     busy = bool(active)
     skipped = 0
     for fire_ts in times:
@@ -368,7 +367,7 @@ def _materialize(st: OpState, row: ScheduleRow, times: list[float], batch: bool)
         if busy and row.overlap != "allow_all":
             if row.overlap == "cancel_other":
                 for r in active:
-                    if r["state"] == JobState.PENDING:
+                    if r["state"] in (JobState.PENDING, JobState.HELD):
                         yield from _ops.cancel(st, int(r["id"]))
                 active = []
             elif batch or (row.overlap == "buffer_one" and not held):
@@ -376,8 +375,7 @@ def _materialize(st: OpState, row: ScheduleRow, times: list[float], batch: bool)
             else:
                 skipped += 1
                 continue
-        job = _occurrence(row, fire_ts, fire_ts if runnable else HELD_TS)
-        yield from _ops.enqueue(st, job)
+        yield from _ops.enqueue(st, _occurrence(row, fire_ts, fire_ts), held=not runnable)
         held = held or not runnable
         busy = True
     return skipped

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from . import _ops, _schedule_ops
+from . import _schedule_ops
 from ._codec import ts_to_datetime
 from ._engine import Engine
 from .abc import Store
@@ -39,11 +39,20 @@ def open_store(db: str) -> Store:
     return SqliteStore(db)
 
 
+_HELD = "after the previous run"
+"""What a held occurrence waits for (it has no due time until that run ends)."""
+
+
+def _due(job: Job, now: float) -> str:
+    """The DUE column: when a pending job runs; a held one waits for the previous run."""
+    if job.state is JobState.HELD:
+        return _HELD
+    return _when(job.next_ts, now) if job.state is JobState.PENDING else ""
+
+
 def _when(ts: float | None, now: float) -> str:
     if ts is None:
         return "-"
-    if ts >= _ops.HELD_TS:
-        return "held (after the previous run)"
     stamp = ts_to_datetime(ts).strftime("%Y-%m-%d %H:%M:%S UTC")
     delta = ts - now
     ago = abs(delta)
@@ -130,7 +139,7 @@ async def _list_jobs(args: argparse.Namespace, store: Store, now: float) -> int:
                 j.fn,
                 j.kind.value,
                 f"{j.attempts}/{j.max_failures}",
-                _when(j.next_ts, now) if j.state is JobState.PENDING else "",
+                _due(j, now),
                 j.schedule_name or j.name or "",
                 _short(j.error, 40),
             ]
@@ -147,6 +156,8 @@ def _show_job(args: argparse.Namespace, job: Job, now: float) -> int:
     fields = _job_json(job)
     for key in ("next_ts", "lease_expires_at", "created_at", "updated_at", "finished_at"):
         fields[key] = _when(fields[key], now)
+    if job.state is JobState.HELD:
+        fields["next_ts"] = f"{_HELD}, not before {fields['next_ts']}"
     width = max(len(k) for k in fields)
     for key, value in fields.items():
         shown = value if isinstance(value, str) else json.dumps(value, default=str)

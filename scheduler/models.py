@@ -12,13 +12,17 @@ from .errors import InvalidArgument
 
 
 class JobState(enum.StrEnum):
-    """The five states of a job.
+    """The six states of a job.
 
     ``pending`` -> ``in_progress`` -> ``success`` | ``failed``; ``pending`` -> ``canceled``.
     A failed attempt with budget left goes back to ``pending`` with a later ``next_ts``.
+    ``held`` is a schedule occurrence waiting for the previous one to end (overlap
+    ``buffer_one``, a ``fire_all`` backlog): it becomes ``pending`` when that one ends, due
+    at its own time or at once if that has passed; it can be canceled like a pending job.
     """
 
     PENDING = "pending"
+    HELD = "held"
     IN_PROGRESS = "in_progress"
     SUCCESS = "success"
     FAILED = "failed"

@@ -128,9 +128,9 @@ WHERE id = :job_id AND run_count = :run_count AND state = 'in_progress';
 SELECT id FROM scheduler_jobs WHERE parent_id = ANY(:job_ids::bigint[]);
 
 -- name: cancel_many
--- Cancel those of :job_ids still pending; returns what their ending must trigger.
+-- Cancel those of :job_ids still pending or held; returns what their ending must trigger.
 UPDATE scheduler_jobs SET state = 'canceled', updated_at = :now, finished_at = :now
-WHERE id = ANY(:job_ids::bigint[]) AND state = 'pending'
+WHERE id = ANY(:job_ids::bigint[]) AND state IN ('pending', 'held')
 RETURNING id, on_complete, schedule_name;
 
 -- name: prune_ids
@@ -264,34 +264,35 @@ WHERE name = :name;
 DELETE FROM scheduler_schedules WHERE name = :name;
 
 -- name: schedule_active_jobs
--- A schedule's occurrences that are pending or running, oldest fire time first.
-SELECT id, state, next_ts FROM scheduler_jobs
-WHERE schedule_name = :schedule_name AND state IN ('pending', 'in_progress')
+-- A schedule's occurrences that are held, pending or running, oldest fire time first.
+SELECT id, state FROM scheduler_jobs
+WHERE schedule_name = :schedule_name AND state IN ('held', 'pending', 'in_progress')
 ORDER BY fire_ts, id;
 
 -- name: release_held
 -- Let a schedule's oldest held occurrence run, at its own time or now if that has passed.
 UPDATE scheduler_jobs
-SET next_ts = GREATEST(fire_ts + coalesce(jitter, 0), :now), updated_at = :now
+SET state = 'pending', next_ts = GREATEST(next_ts, :now), updated_at = :now
 WHERE id = (
     SELECT id FROM scheduler_jobs
-    WHERE schedule_name = :schedule_name AND state = 'pending' AND next_ts = :held_ts
+    WHERE schedule_name = :schedule_name AND state = 'held'
     ORDER BY fire_ts, id
-    LIMIT 1);
+    LIMIT 1)
+  AND state = 'held';
 
 -- name: count_unheld_active
 -- How many of a schedule's occurrences are runnable or running (not held).
 -- The outer FROM runs the locking subquery to completion (one row) before the count.
 SELECT (SELECT count(*) FROM scheduler_jobs
-        WHERE schedule_name = :schedule_name AND state IN ('pending', 'in_progress')
-          AND next_ts <> :held_ts) AS n
+        WHERE schedule_name = :schedule_name AND state IN ('pending', 'in_progress')) AS n
 FROM (SELECT count(*)
       FROM (SELECT 1 FROM scheduler_schedules WHERE name = :schedule_name FOR UPDATE) AS s)
      AS locked;
 
 -- name: schedule_pending_ids
--- The ids of a schedule's pending occurrences (to cancel them).
-SELECT id FROM scheduler_jobs WHERE schedule_name = :schedule_name AND state = 'pending';
+-- The ids of a schedule's pending and held occurrences (to cancel them).
+SELECT id FROM scheduler_jobs
+WHERE schedule_name = :schedule_name AND state IN ('pending', 'held');
 
 -- name: insert_job_with_id
 -- Batched plain enqueues: ids are allocated by the transaction that holds the write lock.

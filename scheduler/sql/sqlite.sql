@@ -122,9 +122,9 @@ WHERE id = :job_id AND run_count = :run_count AND state = 'in_progress';
 SELECT id FROM scheduler_jobs WHERE parent_id IN (SELECT value FROM json_each(:job_ids));
 
 -- name: cancel_many
--- Cancel those of :job_ids still pending; returns what their ending must trigger.
+-- Cancel those of :job_ids still pending or held; returns what their ending must trigger.
 UPDATE scheduler_jobs SET state = 'canceled', updated_at = :now, finished_at = :now
-WHERE id IN (SELECT value FROM json_each(:job_ids)) AND state = 'pending'
+WHERE id IN (SELECT value FROM json_each(:job_ids)) AND state IN ('pending', 'held')
 RETURNING id, on_complete, schedule_name;
 
 -- name: prune_ids
@@ -250,30 +250,31 @@ WHERE name = :name;
 DELETE FROM scheduler_schedules WHERE name = :name;
 
 -- name: schedule_active_jobs
--- A schedule's occurrences that are pending or running, oldest fire time first.
-SELECT id, state, next_ts FROM scheduler_jobs
-WHERE schedule_name = :schedule_name AND state IN ('pending', 'in_progress')
+-- A schedule's occurrences that are held, pending or running, oldest fire time first.
+SELECT id, state FROM scheduler_jobs
+WHERE schedule_name = :schedule_name AND state IN ('held', 'pending', 'in_progress')
 ORDER BY fire_ts, id;
 
 -- name: release_held
 -- Let a schedule's oldest held occurrence run, at its own time or now if that has passed.
 UPDATE scheduler_jobs
-SET next_ts = max(fire_ts + coalesce(jitter, 0), :now), updated_at = :now
+SET state = 'pending', next_ts = max(next_ts, :now), updated_at = :now
 WHERE id = (
     SELECT id FROM scheduler_jobs
-    WHERE schedule_name = :schedule_name AND state = 'pending' AND next_ts = :held_ts
+    WHERE schedule_name = :schedule_name AND state = 'held'
     ORDER BY fire_ts, id
-    LIMIT 1);
+    LIMIT 1)
+  AND state = 'held';
 
 -- name: count_unheld_active
 -- How many of a schedule's occurrences are runnable or running (not held).
 SELECT count(*) AS n FROM scheduler_jobs
-WHERE schedule_name = :schedule_name AND state IN ('pending', 'in_progress')
-  AND next_ts <> :held_ts;
+WHERE schedule_name = :schedule_name AND state IN ('pending', 'in_progress');
 
 -- name: schedule_pending_ids
--- The ids of a schedule's pending occurrences (to cancel them).
-SELECT id FROM scheduler_jobs WHERE schedule_name = :schedule_name AND state = 'pending';
+-- The ids of a schedule's pending and held occurrences (to cancel them).
+SELECT id FROM scheduler_jobs
+WHERE schedule_name = :schedule_name AND state IN ('pending', 'held');
 
 -- name: insert_job_with_id
 -- Batched plain enqueues: ids are allocated by the transaction that holds the write lock.
