@@ -22,23 +22,20 @@ A transaction left aborted is rolled back at the end and reported with a
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import logging
 import random
 import re
 import secrets
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
-from functools import lru_cache
 from typing import Any, ClassVar, TypeVar, cast
-from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 
 from .. import _ops
 from ..abc import Cursor, Store, Tx
-from ..errors import InvalidArgument, MigrationError, SchedulerError, StoreError
+from ..errors import InvalidArgument, SchedulerError, StoreError
 from ..migrations import (
     VERSION_TABLE,
     Migration,
@@ -47,7 +44,18 @@ from ..migrations import (
     scheduler_migrations,
 )
 from ..sql import positional_queries
+from ..sql.placeholders import translate_placeholders
 from ..store_types import NewJob, Op, OpState, Params, Q
+from ._base import (
+    NestedTransactionGuard,
+    ReadOnlyDb,
+    migration_failed,
+    migration_label,
+    quote_ident,
+    redact_dsn,
+    settle,
+    version_table_ddl,
+)
 
 T = TypeVar("T")
 
@@ -62,12 +70,7 @@ _CHANNEL = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 # Serializes migrators across processes (pg_advisory_xact_lock takes a bigint): "schedmig".
 _MIGRATION_LOCK = int.from_bytes(b"schedmig", "big")
 
-_VERSION_DDL = (
-    f"CREATE TABLE IF NOT EXISTS {VERSION_TABLE} ("
-    "component TEXT NOT NULL, version INTEGER NOT NULL, name TEXT NOT NULL, "
-    "checksum TEXT NOT NULL, applied_at DOUBLE PRECISION NOT NULL, "
-    "PRIMARY KEY (component, version))"
-)
+_VERSION_DDL = version_table_ddl("DOUBLE PRECISION")
 
 # asyncpg 0.30 lets a pool skip its session reset (RESET ALL, UNLISTEN *, ... on every
 # release: about half the cost of a short operation). Older versions always reset.
@@ -84,114 +87,11 @@ _ABORT_TIMEOUT = 10.0
 # (a second connection, committing on its own, or a deadlock on the first one's row locks)
 # into a clear error. The task is recorded too: a task started inside a transaction inherits
 # this context but is free to open transactions of its own.
-_holding: contextvars.ContextVar[tuple[PostgresStore, asyncio.Task[Any] | None] | None] = (
-    contextvars.ContextVar("scheduler_postgres_writer", default=None)
+_nested = NestedTransactionGuard(
+    "scheduler_postgres_writer",
+    "it would commit separately, or wait for the first one's locks forever",
+    per_task=True,
 )
-
-
-# --- placeholders ------------------------------------------------------------------------
-
-
-def _is_ident_char(c: str) -> bool:
-    return c.isalnum() or c in "_$" or ord(c) >= 0x80
-
-
-_DOLLAR_TAG = re.compile(r"\$(?:[A-Za-z_\u0080-\U0010ffff][A-Za-z0-9_\u0080-\U0010ffff]*)?\$")
-_DIGITS = re.compile(r"\d+")
-
-
-def _skip_quoted(sql: str, i: int, quote: str, backslashes: bool) -> int:
-    """The index just past the literal or identifier that opens at ``sql[i]``."""
-    n = len(sql)
-    i += 1
-    while i < n:
-        c = sql[i]
-        if backslashes and c == "\\":
-            i += 2
-            continue
-        if c == quote:
-            if i + 1 < n and sql[i + 1] == quote:  # a doubled quote stands for itself
-                i += 2
-                continue
-            return i + 1
-        i += 1
-    return n
-
-
-def _skip_block_comment(sql: str, i: int) -> int:
-    """The index just past the ``/* ... */`` comment at ``sql[i]`` (they nest in PostgreSQL)."""
-    depth = 0
-    n = len(sql)
-    while i < n:
-        if sql.startswith("/*", i):
-            depth += 1
-            i += 2
-        elif sql.startswith("*/", i):
-            depth -= 1
-            i += 2
-            if depth == 0:
-                return i
-        else:
-            i += 1
-    return n
-
-
-@lru_cache(maxsize=512)
-def translate_placeholders(sql: str) -> str:
-    """Rewrite SQLite-style placeholders as PostgreSQL's ``$n``.
-
-    ``?`` becomes ``$n``, numbered as SQLite numbers them (one more than the largest number
-    used so far), and ``?NNN`` becomes ``$NNN``. Nothing inside string literals (``'...'``,
-    ``E'...'`` with backslash escapes, ``$tag$...$tag$``), quoted identifiers (``"..."``) or
-    comments (``--`` and nested ``/* */``) changes, nor do ``$n`` placeholders written as such.
-    ``??`` stands for a literal ``?``, for PostgreSQL operators spelled with one (``jsonb ??
-    'key'``); SQLite has no use for it.
-    """
-    out: list[str] = []
-    start = i = 0
-    highest = 0
-    n = len(sql)
-    while i < n:
-        c = sql[i]
-        if c == "'":
-            escaped = i > 0 and sql[i - 1] in "eE" and (i < 2 or not _is_ident_char(sql[i - 2]))
-            i = _skip_quoted(sql, i, "'", escaped)
-        elif c == '"':
-            i = _skip_quoted(sql, i, '"', False)
-        elif c == "-" and sql.startswith("--", i):
-            end = sql.find("\n", i)
-            i = n if end < 0 else end + 1
-        elif c == "/" and sql.startswith("/*", i):
-            i = _skip_block_comment(sql, i)
-        elif c == "$" and (i == 0 or not _is_ident_char(sql[i - 1])):
-            tag = _DOLLAR_TAG.match(sql, i)
-            if tag is None:
-                i += 1
-            else:
-                end = sql.find(tag.group(), tag.end())
-                i = n if end < 0 else end + len(tag.group())
-        elif c == "?":
-            if sql.startswith("??", i):
-                out.append(sql[start:i])
-                out.append("?")
-                start = i = i + 2
-                continue
-            digits = _DIGITS.match(sql, i + 1)
-            if digits is not None:
-                number = int(digits.group())
-                highest = max(highest, number)
-                end = digits.end()
-            else:
-                highest += 1
-                number = highest
-                end = i + 1
-            out.append(sql[start:i])
-            out.append(f"${number}")
-            start = i = end
-        else:
-            i += 1
-    out.append(sql[start:])
-    return "".join(out)
 
 
 def rowcount(status: str | None) -> int:
@@ -211,39 +111,7 @@ def _user_params(params: Sequence[Any]) -> tuple[Any, ...]:
     return tuple(params)
 
 
-def _quote_ident(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def _redact(dsn: str) -> str:
-    """``dsn`` without its password, for messages."""
-    try:
-        parts = urlsplit(dsn)
-    except ValueError:
-        return "<dsn>"
-    if parts.password is None:
-        return dsn
-    host = parts.hostname or ""
-    netloc = f"{parts.username or ''}:***@{host}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit(parts._replace(netloc=netloc))
-
-
-# --- cancellation-safe awaiting ------------------------------------------------------------
-
-
-async def _settle(aw: Awaitable[T]) -> T:
-    """Await ``aw`` to its end even if the caller is cancelled meanwhile (then re-raise the
-    cancellation), so a connection is never left halfway through a COMMIT or ROLLBACK."""
-    task = asyncio.ensure_future(aw)
-    try:
-        return await asyncio.shield(task)
-    except asyncio.CancelledError:
-        while not task.done():
-            with suppress(asyncio.CancelledError):
-                await asyncio.wait({task})
-        if not task.cancelled():
-            task.exception()  # retrieved: the cancellation is what the caller sees
-        raise
+# --- cancellation-safe rollback ------------------------------------------------------------
 
 
 def _closed(conn: Connection) -> bool:
@@ -273,7 +141,7 @@ async def _abort(conn: Connection) -> None:
             with suppress(Exception):
                 conn.terminate()
 
-    await _settle(rollback())
+    await settle(rollback())
 
 
 # --- transactions and read access ----------------------------------------------------------
@@ -312,16 +180,16 @@ class PostgresTx(Tx):
         return await self.run(lambda st: _ops.enqueue(st, job))
 
     async def savepoint(self, name: str) -> None:
-        await self._conn.execute(f"SAVEPOINT {_quote_ident(name)}")
+        await self._conn.execute(f"SAVEPOINT {quote_ident(name)}")
 
     async def release(self, name: str) -> None:
-        await self._conn.execute(f"RELEASE SAVEPOINT {_quote_ident(name)}")
+        await self._conn.execute(f"RELEASE SAVEPOINT {quote_ident(name)}")
 
     async def rollback_to(self, name: str) -> None:
-        await self._conn.execute(f"ROLLBACK TO SAVEPOINT {_quote_ident(name)}")
+        await self._conn.execute(f"ROLLBACK TO SAVEPOINT {quote_ident(name)}")
 
 
-class PostgresReadDb:
+class PostgresReadDb(ReadOnlyDb):
     """A read-only READ COMMITTED transaction: each statement sees the latest commit."""
 
     dialect = "postgres"
@@ -333,9 +201,6 @@ class PostgresReadDb:
     async def execute(self, sql: str, params: Sequence[Any] = ()) -> Cursor:
         self._store._touched(self._conn)
         return await self._store._user_execute(self._conn, sql, params)
-
-    async def executemany(self, sql: str, params: Sequence[Sequence[Any]]) -> Cursor:
-        raise InvalidArgument("a snapshot is read-only")
 
 
 # --- the store -------------------------------------------------------------------------------
@@ -421,7 +286,7 @@ class PostgresStore(Store):
         self._returns_rows: dict[str, bool] = {}
 
     def __repr__(self) -> str:
-        return f"PostgresStore({_redact(self.dsn)!r})"
+        return f"PostgresStore({redact_dsn(self.dsn)!r})"
 
     def _kwargs(self, application_name: str) -> dict[str, Any]:
         kwargs = dict(self._connect_kwargs)
@@ -488,10 +353,7 @@ class PostgresStore(Store):
                     try:
                         await conn.execute(m.sql)
                     except asyncpg.PostgresError as exc:
-                        raise MigrationError(
-                            f"{where}: migration {m.component}/{m.version:04d}_{m.name} "
-                            f"failed: {exc}"
-                        ) from exc
+                        raise migration_failed(where, m, exc) from exc
                     await conn.execute(
                         f"INSERT INTO {VERSION_TABLE} "
                         "(component, version, name, checksum, applied_at) "
@@ -502,7 +364,7 @@ class PostgresStore(Store):
                         m.checksum,
                         time.time(),
                     )
-                log.info("%s: applied migration %s/%04d_%s", where, m.component, m.version, m.name)
+                log.info("%s: applied migration %s", where, migration_label(m))
 
     @staticmethod
     async def _applied(conn: Connection) -> dict[str, dict[int, str]]:
@@ -686,30 +548,19 @@ class PostgresStore(Store):
             return await conn.fetchrow(sql, *args)
         return rowcount(await conn.execute(sql, *args))
 
-    def _enter_writer(self) -> contextvars.Token[Any]:
-        task = asyncio.current_task()
-        held = _holding.get()
-        if held is not None and held[0] is self and held[1] is task:
-            raise SchedulerError(
-                "a transaction is already open in this task: use its ctx.db / ctx.scheduler "
-                "instead of opening another one (it would commit separately, or wait for the "
-                "first one's locks forever)"
-            )
-        return _holding.set((self, task))
-
     @asynccontextmanager
     async def _write(self, state: OpState) -> AsyncIterator[Connection]:
         """A READ COMMITTED transaction on a pooled connection: commits (with the wake-up
         NOTIFY in it when ``state.wake``) on normal exit, rolls back on any exception, and
         always gives the connection back clean, cancellation included."""
-        token = self._enter_writer()
+        token = _nested.enter(self)
         committed = False
         try:
             async with self._acquire() as conn:
                 try:
                     await conn.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
                     yield conn
-                    await _settle(self._commit(conn, state))
+                    await settle(self._commit(conn, state))
                     committed = True
                 except BaseException:
                     await _abort(conn)
@@ -721,7 +572,7 @@ class PostgresStore(Store):
             # died just after the COMMIT): the pool drops it; the transaction stands.
             log.warning("a connection was lost just after its transaction committed (%s)", exc)
         finally:
-            _holding.reset(token)
+            _nested.leave(token)
 
     async def _commit(self, conn: Connection, state: OpState) -> None:
         status = await conn.execute(self._notify_and_commit if state.wake else "COMMIT")

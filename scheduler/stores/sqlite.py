@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import json
 import logging
 import os
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from functools import cache
 from pathlib import Path
@@ -26,10 +25,18 @@ import aiosqlite
 
 from .. import _ops
 from ..abc import Cursor, Store, Tx
-from ..errors import InvalidArgument, MigrationError, NotADatabase, SchedulerError, StoreError
+from ..errors import InvalidArgument, NotADatabase, SchedulerError, StoreError
 from ..migrations import VERSION_TABLE, MigrationSet, check_applied, scheduler_migrations
 from ..sql import Numbered, Values, positional_queries
 from ..store_types import Claim, NewJob, Op, OpState, Params, Q
+from ._base import (
+    NestedTransactionGuard,
+    ReadOnlyDb,
+    migration_failed,
+    quote_ident,
+    settle,
+    version_table_ddl,
+)
 
 T = TypeVar("T")
 
@@ -40,8 +47,8 @@ Synchronous = Literal["OFF", "NORMAL", "FULL", "EXTRA"]
 
 # The store whose writer the current task holds, to turn a nested transaction (which would
 # wait for itself forever) into a clear error.
-_holding: contextvars.ContextVar[SqliteStore | None] = contextvars.ContextVar(
-    "scheduler_sqlite_writer", default=None
+_nested = NestedTransactionGuard(
+    "scheduler_sqlite_writer", "it would wait for itself", per_task=False
 )
 
 
@@ -303,13 +310,13 @@ class SqliteTx(Tx):
         return await self._hop(_drive, self._store._queries, op(self._state))
 
     async def savepoint(self, name: str) -> None:
-        await self._hop(_exec, f'SAVEPOINT "{name}"')
+        await self._hop(_exec, f"SAVEPOINT {quote_ident(name)}")
 
     async def release(self, name: str) -> None:
-        await self._hop(_exec, f'RELEASE "{name}"')
+        await self._hop(_exec, f"RELEASE {quote_ident(name)}")
 
     async def rollback_to(self, name: str) -> None:
-        await self._hop(_exec, f'ROLLBACK TO "{name}"')
+        await self._hop(_exec, f"ROLLBACK TO {quote_ident(name)}")
 
     async def commit(self) -> None:
         await self._hop(_exec, "COMMIT")
@@ -319,7 +326,7 @@ def _exec(conn: sqlite3.Connection, sql: str) -> None:
     conn.execute(sql)
 
 
-class SqliteReadDb:
+class SqliteReadDb(ReadOnlyDb):
     dialect = "sqlite"
 
     def __init__(self, store: SqliteStore) -> None:
@@ -327,9 +334,6 @@ class SqliteReadDb:
 
     async def execute(self, sql: str, params: Sequence[Any] = ()) -> Cursor:
         return await self._store._read_call(_user_execute, sql, params, False)
-
-    async def executemany(self, sql: str, params: Sequence[Sequence[Any]]) -> Cursor:
-        raise InvalidArgument("a snapshot is read-only")
 
 
 class SqliteStore(Store):
@@ -434,12 +438,7 @@ class SqliteStore(Store):
         # Commits never stop to checkpoint the WAL (a stall of up to tens of milliseconds on
         # a busy disk); a separate connection does it in the background (see _committed).
         conn.execute("PRAGMA wal_autocheckpoint = 0")
-        conn.execute(
-            f"CREATE TABLE IF NOT EXISTS {VERSION_TABLE} ("
-            "component TEXT NOT NULL, version INTEGER NOT NULL, name TEXT NOT NULL, "
-            "checksum TEXT NOT NULL, applied_at REAL NOT NULL, "
-            "PRIMARY KEY (component, version))"
-        )
+        conn.execute(version_table_ddl("REAL"))
         for _set, todo in pending:
             for m in todo:
                 script = (
@@ -456,10 +455,7 @@ class SqliteStore(Store):
                         conn.execute("ROLLBACK")
                     if m.version in self._applied(conn, m.component):
                         continue  # another process applied it first
-                    raise MigrationError(
-                        f"{self.path}: migration {m.component}/{m.version:04d}_{m.name} "
-                        f"failed: {exc}"
-                    ) from exc
+                    raise migration_failed(str(self.path), m, exc) from exc
 
     @staticmethod
     def _applied(conn: sqlite3.Connection, component: str) -> dict[int, str]:
@@ -518,14 +514,14 @@ class SqliteStore(Store):
         conn = self._writer
         if conn is None:
             raise SchedulerError(f"{self!r} is not open")
-        return await _shielded(_in_thread(conn, fn, *args))
+        return await settle(_in_thread(conn, fn, *args))
 
     async def _read_call(self, fn: Callable[..., T], *args: Any) -> T:
         conn = self._reader
         if conn is None:
             raise SchedulerError(f"{self!r} is not open")
         async with self._read_lock:
-            return await _shielded(_in_thread(conn, fn, *args))
+            return await settle(_in_thread(conn, fn, *args))
 
     # --- writes the disk refuses -----------------------------------------------------------------
 
@@ -600,25 +596,21 @@ class SqliteStore(Store):
         """Hold the writer for one write operation; a write the disk refuses comes out of it
         as :class:`WriteRefused` (said once), and the first write that changes rows after
         such refusals says once that writes work again."""
-        if _holding.get() is self:
-            raise SchedulerError(
-                "a transaction is already open in this task: use its ctx.db / ctx.scheduler "
-                "instead of opening another one (it would wait for itself)"
-            )
-        async with self._lock:
-            token = _holding.set(self)
-            before = self._changes()
-            try:
-                yield
-            except sqlite3.Error as exc:
-                refused = self._refusal(exc)
-                if refused is None:
-                    raise
-                raise refused from exc
-            else:
-                self._wrote(before)
-            finally:
-                _holding.reset(token)
+        token = _nested.enter(self)
+        try:
+            async with self._lock:
+                before = self._changes()
+                try:
+                    yield
+                except sqlite3.Error as exc:
+                    refused = self._refusal(exc)
+                    if refused is None:
+                        raise
+                    raise refused from exc
+                else:
+                    self._wrote(before)
+        finally:
+            _nested.leave(token)
 
     async def run(self, op: Callable[[OpState], Op[T]], now: float) -> T:
         state = OpState(now)
@@ -703,14 +695,3 @@ async def _in_thread(conn: aiosqlite.Connection, fn: Callable[..., T], *args: An
 def _rollback(conn: sqlite3.Connection) -> None:
     if conn.in_transaction:
         conn.execute("ROLLBACK")
-
-
-async def _shielded(aw: Awaitable[T]) -> T:
-    fut = asyncio.ensure_future(aw)
-    try:
-        return await asyncio.shield(fut)
-    except asyncio.CancelledError:
-        if not fut.done():
-            with contextlib.suppress(BaseException):  # the caller's cancellation wins
-                await fut
-        raise

@@ -64,7 +64,7 @@ class Db:
                 return [dict(r) for r in conn.execute(sql, params).fetchall()]
             finally:
                 conn.close()
-        from scheduler.stores.postgres import translate_placeholders
+        from scheduler.sql.placeholders import translate_placeholders
 
         return [dict(r) for r in await self._conn.fetch(translate_placeholders(sql), *params)]
 

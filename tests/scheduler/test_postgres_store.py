@@ -22,16 +22,12 @@ from scheduler import JobKind, JobState, MigrationError, SchedulerError, SchemaT
 from scheduler._ops import claim_due
 from scheduler.migrations import MigrationSet, scheduler_migrations
 from scheduler.sql import positional_queries
-from scheduler.sql.placeholders import numbered, parameter_names
+from scheduler.sql.placeholders import numbered, parameter_names, translate_placeholders
 from scheduler.store_types import NewJob, Outcome
 
 asyncpg = pytest.importorskip("asyncpg")
 
-from scheduler.stores.postgres import (  # noqa: E402  (after the importorskip)
-    PostgresStore,
-    rowcount,
-    translate_placeholders,
-)
+from scheduler.stores.postgres import PostgresStore, rowcount  # noqa: E402  (after the importorskip)
 from tests.scheduler.pg import fresh_database  # noqa: E402
 from tests.scheduler.stores import postgres_dsn  # noqa: E402
 
