@@ -32,10 +32,16 @@ from .store_types import (
 )
 
 
+def stable_seed(key: str) -> int:
+    """A PRNG seed derived from ``key`` alone: the same in every process, on every replay
+    and every time it is recomputed (unlike ``hash``, which is salted per process)."""
+    digest = hashlib.blake2b(key.encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big")
+
+
 def job_seed(job_id: int, attempt: int) -> int:
     """The PRNG seed for a job's attempt: the same in every process and on every replay."""
-    digest = hashlib.blake2b(f"{job_id}:{attempt}".encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "big")
+    return stable_seed(f"{job_id}:{attempt}")
 
 
 def backoff_delay(job_id: int, attempts: int, initial: float, base: float) -> float:
@@ -160,12 +166,19 @@ def claim_due(st: OpState, lease_until: float, mutation_limit: int, action_limit
     return Claim(jobs, next_due, None if tick is None else float(tick["next_fire_ts"]))
 
 
+def decode_payload(p: Row) -> tuple[Any, Any]:
+    """A payload row's arguments and context as a handler sees them: an ``on_complete``
+    callback gets the context of the job it reports on inside its arguments."""
+    args = _codec.loads(p["args"])
+    context = _codec.decode_context(p["context_type"], p["context"])
+    if p["callback_of"] is not None and isinstance(args, dict):
+        return {**args, "context": context}, None
+    return args, context
+
+
 def _claimed(r: Row, payload: Row | None) -> ClaimedJob:
-    args: Any = None
-    if payload is not None:
-        args = _codec.loads(payload["args"])
-        if payload["callback_of"] is not None:  # an on_complete callback: hand the context back
-            args["context"] = _codec.decode_context(payload["context_type"], payload["context"])
+    # claimed_args reads the context of callbacks only: other handlers get theirs separately.
+    args = None if payload is None else decode_payload(payload)[0]
     return ClaimedJob(
         id=int(r["id"]),
         fn=r["fn"],
@@ -393,11 +406,7 @@ def count_by_state(st: OpState) -> Op[dict[JobState, int]]:
 
 def job_from_row(r: Row) -> Job:
     """A :class:`Job` from a ``get_job`` / ``list_jobs`` row."""
-    args = _codec.loads(r["args"])
-    context = _codec.decode_context(r["context_type"], r["context"])
-    if r["callback_of"] is not None and isinstance(args, dict):
-        args = {**args, "context": context}  # a callback: show what its handler sees
-        context = None
+    args, context = decode_payload(r)
     return Job(
         id=int(r["id"]),
         fn=r["fn"],

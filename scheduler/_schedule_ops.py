@@ -10,7 +10,6 @@ re-anchors ``next_fire_ts`` past the whole backlog from the trigger, never from 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import logging
 import random
@@ -21,6 +20,7 @@ from typing import Any, Literal
 from . import _ops
 from ._codec import ts_to_datetime
 from ._codec import ts_to_datetime as _dt  # the short name the operations below use
+from ._ops import stable_seed
 from .errors import DuplicateName, InvalidSchedule, ScheduleNotFound, SchedulerError
 from .models import JobState
 from .store_types import (
@@ -64,8 +64,7 @@ def jitter_offset(name: str, fire_ts: float, jitter: float) -> float:
     the same in every process and every time it is recomputed."""
     if jitter <= 0:
         return 0.0
-    seed = hashlib.blake2b(occurrence_key(name, fire_ts).encode(), digest_size=8).digest()
-    return random.Random(int.from_bytes(seed, "big")).uniform(0.0, jitter)
+    return random.Random(stable_seed(occurrence_key(name, fire_ts))).uniform(0.0, jitter)
 
 
 # --- writing definitions -----------------------------------------------------------------
