@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 import re
 import secrets
 import time
@@ -56,6 +55,7 @@ from ._base import (
     settle,
     version_table_ddl,
 )
+from ._pg_listener import WakeListener
 
 T = TypeVar("T")
 
@@ -275,9 +275,16 @@ class PostgresStore(Store):
         # strings are checked above (an identifier, hex digits): nothing here is user data.
         self._notify_and_commit = f"SELECT pg_notify('{channel}', '{self._token}'); COMMIT"
         self._pool: Any = None
-        self._listen_conn: Connection | None = None
-        self._listen_task: asyncio.Task[None] | None = None
-        self._reconnects = 0
+        self._listener = WakeListener(
+            self,
+            self._connect_listener,
+            channel,
+            self._token,
+            self._notify,
+            check_interval=self.listen_check_interval,
+            retry_max=self.listen_retry_max,
+            close_timeout=self.close_timeout,
+        )
         # Server pids of pooled connections that ran application SQL: only those get the
         # full session reset when they go back to the pool (the scheduler's own operations
         # leave nothing behind: they always end their transaction).
@@ -315,10 +322,7 @@ class PostgresStore(Store):
                 self._touched(conn)  # migrations are application SQL too
                 await self._migrate(conn, loaded)
             if self.listen:
-                conn = await self._connect_listener()
-                self._listen_task = asyncio.create_task(
-                    self._supervise_listener(conn), name="scheduler-postgres-listen"
-                )
+                await self._listener.start()
         except BaseException:
             await self.close()
             raise
@@ -387,16 +391,7 @@ class PostgresStore(Store):
         return applied
 
     async def close(self) -> None:
-        task, self._listen_task = self._listen_task, None
-        if task is not None:
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
-        conn, self._listen_conn = self._listen_conn, None
-        if conn is not None:
-            try:
-                await conn.close(timeout=self.close_timeout)
-            except Exception:
-                conn.terminate()
+        await self._listener.close()
         pool, self._pool = self._pool, None
         if pool is not None:
             try:
@@ -449,65 +444,10 @@ class PostgresStore(Store):
             if query:
                 await conn.execute(query)
 
-    # --- the LISTEN connection ---------------------------------------------------------------
+    # --- the LISTEN connection (see _pg_listener) -------------------------------------------
 
     async def _connect_listener(self) -> Connection:
-        conn = await asyncpg.connect(self.dsn, **self._kwargs(f"{self.application_name}-listen"))
-        try:
-            await conn.add_listener(self.channel, self._on_notification)
-        except BaseException:
-            conn.terminate()
-            raise
-        self._listen_conn = conn
-        return conn
-
-    def _on_notification(self, conn: Connection, pid: int, channel: str, payload: str) -> None:
-        if payload != self._token:
-            self._notify()
-
-    async def _supervise_listener(self, conn: Connection) -> None:
-        """Watch the LISTEN connection; when it is lost, reconnect with backoff."""
-        while True:
-            await self._watch(conn)
-            self._listen_conn = None
-            log.warning(
-                "%r: lost the LISTEN connection; reconnecting (until then other processes' "
-                "commits are picked up by the lease sweep)",
-                self,
-            )
-            conn = await self._reconnect_listener()
-            self._reconnects += 1
-            log.info("%r: LISTEN connection re-established", self)
-            self._notify()  # commits made while it was down were not heard
-
-    async def _watch(self, conn: Connection) -> None:
-        lost = asyncio.Event()
-        conn.add_termination_listener(lambda _conn: lost.set())
-        while not lost.is_set() and not conn.is_closed():
-            try:
-                await asyncio.wait_for(lost.wait(), self.listen_check_interval)
-            except TimeoutError:
-                try:  # a connection can die silently (no FIN); ask it
-                    await conn.execute("SELECT 1", timeout=self.listen_check_interval)
-                except Exception:
-                    conn.terminate()
-                    return
-
-    async def _reconnect_listener(self) -> Connection:
-        delay = 0.0
-        while True:
-            try:
-                conn: Connection = await self._connect_listener()
-                return conn
-            except Exception as exc:
-                delay = min(self.listen_retry_max, max(0.25, delay * 2))
-                log.warning(
-                    "%r: could not re-establish the LISTEN connection (%s); retrying in %.1fs",
-                    self,
-                    exc,
-                    delay,
-                )
-            await asyncio.sleep(delay * random.uniform(0.75, 1.0))
+        return await asyncpg.connect(self.dsn, **self._kwargs(f"{self.application_name}-listen"))
 
     # --- running operations ------------------------------------------------------------------
 

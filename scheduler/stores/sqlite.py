@@ -12,7 +12,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import os
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -37,6 +36,11 @@ from ._base import (
     settle,
     version_table_ddl,
 )
+
+# WriteRefused and refused_write are part of this module's interface (the bot uses them).
+from ._sqlite_refusals import RefusedWrites
+from ._sqlite_refusals import WriteRefused as WriteRefused
+from ._sqlite_refusals import refused_write as refused_write
 
 T = TypeVar("T")
 
@@ -97,58 +101,6 @@ def _drive(conn: sqlite3.Connection, queries: Queries, gen: Op[T]) -> T:
     except StopIteration as stop:
         value: T = stop.value
         return value
-
-
-# SQLite's result codes for a write that the disk or the system refused: the disk is full
-# (SQLITE_FULL), or a write, sync, truncation or shared-memory growth failed (SQLITE_IOERR_*:
-# a file size limit, a full disk that SQLite saw as an I/O error, a failing disk).
-_REFUSED_WRITE = frozenset(
-    {
-        13,  # SQLITE_FULL
-        10 | 3 << 8,  # SQLITE_IOERR_WRITE
-        10 | 4 << 8,  # SQLITE_IOERR_FSYNC
-        10 | 5 << 8,  # SQLITE_IOERR_DIR_FSYNC
-        10 | 6 << 8,  # SQLITE_IOERR_TRUNCATE
-        10 | 19 << 8,  # SQLITE_IOERR_SHMSIZE
-    }
-)
-_NEARLY_FULL = 1 << 20
-"""Free bytes under which a refused write is put down to a full disk."""
-
-
-class WriteRefused(StoreError, sqlite3.OperationalError):
-    """The database's files could not be written: the disk is full, the process's file size
-    limit is reached, or the disk failed the write. Nothing of the transaction was committed
-    and nothing committed before is lost; the same work can be done again once writes succeed.
-    (Also a :class:`sqlite3.OperationalError`, as the error it stands for.)"""
-
-
-def _refused_code(exc: BaseException) -> bool:
-    """Whether ``exc`` is SQLite's own error for a write the disk refused."""
-    return isinstance(exc, sqlite3.Error) and (
-        getattr(exc, "sqlite_errorcode", None) in _REFUSED_WRITE
-    )
-
-
-def refused_write(exc: BaseException | None) -> bool:
-    """Whether ``exc``, or an error that led to it, is a write the database's disk refused."""
-    seen: set[int] = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        if isinstance(exc, WriteRefused) or _refused_code(exc):
-            return True
-        exc = exc.__cause__ or exc.__context__
-    return False
-
-
-def _file_size_limit() -> int | None:
-    """This process's file size limit (RLIMIT_FSIZE) in bytes, or None if it has none."""
-    try:
-        import resource
-    except ImportError:  # pragma: no cover - not on POSIX
-        return None
-    soft = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
-    return None if soft == resource.RLIM_INFINITY else int(soft)
 
 
 class _Busy(Exception):
@@ -374,13 +326,15 @@ class SqliteStore(Store):
         self._commits = 0
         self._lock = asyncio.Lock()
         self._read_lock = asyncio.Lock()
-        self._refused_since: float | None = None
-        self._refused = 0
-        self.write_problem: str | None = None
-        """While the database's files cannot be written (see :class:`WriteRefused`): why."""
+        self._refusals = RefusedWrites(self.path)
 
     def __repr__(self) -> str:
         return f"SqliteStore({str(self.path)!r})"
+
+    @property
+    def write_problem(self) -> str | None:
+        """While the database's files cannot be written (see :class:`WriteRefused`): why."""
+        return self._refusals.problem
 
     # --- opening -----------------------------------------------------------------------------
 
@@ -523,71 +477,12 @@ class SqliteStore(Store):
         async with self._read_lock:
             return await settle(_in_thread(conn, fn, *args))
 
-    # --- writes the disk refuses -----------------------------------------------------------------
+    # --- writes the disk refuses (see _sqlite_refusals) -----------------------------------------
 
     def _changes(self) -> int:
         """Rows the writer connection has changed so far (read under the writer lock)."""
         writer = self._writer
         return -1 if writer is None else writer._conn.total_changes
-
-    def _refusal(self, exc: sqlite3.Error) -> WriteRefused | None:
-        """If ``exc`` is a write the disk refused: the error to raise instead. The first
-        refusal after writes worked logs one line saying why; the next ones say nothing
-        until a write succeeds again (the callers retry them, and each would say the same)."""
-        if isinstance(exc, WriteRefused) or not _refused_code(exc):
-            return None
-        self._refused += 1
-        if self._refused_since is None:
-            self._refused_since = time.monotonic()
-            self.write_problem = self._diagnose(exc)
-            log.error(
-                "cannot write to the database %s: %s. Nothing already saved is lost; work "
-                "that comes due waits, and resumes by itself once writes succeed again",
-                self.path,
-                self.write_problem,
-            )
-        refused = WriteRefused(f"cannot write to the database {self.path}: {self.write_problem}")
-        refused.sqlite_errorcode = exc.sqlite_errorcode
-        refused.sqlite_errorname = exc.sqlite_errorname
-        return refused
-
-    def _wrote(self, before: int) -> None:
-        """A write transaction committed; if it changed rows (so its pages reached the disk)
-        after writes were refused, say once that they work again."""
-        if self._refused_since is None or self._changes() == before:
-            return
-        log.warning(
-            "the database %s can be written again (writes were refused for %.0fs, %d time(s)); "
-            "due work resumes",
-            self.path,
-            time.monotonic() - self._refused_since,
-            self._refused,
-        )
-        self._refused_since = None
-        self._refused = 0
-        self.write_problem = None
-
-    def _diagnose(self, exc: BaseException) -> str:
-        """Why a write was refused, as far as this process can tell."""
-        files = [self.path.with_name(self.path.name + suffix) for suffix in ("", "-wal", "-shm")]
-        largest = max((f.stat().st_size for f in files if f.exists()), default=0)
-        limit = _file_size_limit()
-        if limit is not None and largest + _NEARLY_FULL > limit:
-            return (
-                f"this process may not write files past {limit} bytes (its file size limit, "
-                f"RLIMIT_FSIZE or `ulimit -f`), and the database's files are up to {largest} "
-                "bytes; raise the limit"
-            )
-        try:
-            st = os.statvfs(self.path.parent)
-        except OSError:
-            free = None
-        else:
-            free = st.f_bavail * st.f_frsize
-        code = getattr(exc, "sqlite_errorname", None) or type(exc).__name__
-        if free is not None and free < _NEARLY_FULL:
-            return f"the disk is full ({free} bytes free in {self.path.parent}); free some space"
-        return f"the disk refused the write ({code}: {exc}); it may be full or failing"
 
     # --- transactions ----------------------------------------------------------------------------
 
@@ -603,12 +498,12 @@ class SqliteStore(Store):
                 try:
                     yield
                 except sqlite3.Error as exc:
-                    refused = self._refusal(exc)
+                    refused = self._refusals.refusal(exc)
                     if refused is None:
                         raise
                     raise refused from exc
                 else:
-                    self._wrote(before)
+                    self._refusals.wrote(self._changes() != before)
         finally:
             _nested.leave(token)
 

@@ -457,14 +457,14 @@ async def test_the_listen_connection_comes_back_after_it_is_killed(
     a = await open_store(dsn, opened)
     b = await open_store(dsn, opened)
     heard_b = Heard(b)
-    listener = b._listen_conn
+    listener = b._listener.conn
     assert listener is not None
     old_pid = listener.get_server_pid()
     assert await conn.fetchval("SELECT pg_terminate_backend($1)", old_pid)
     # Back again, b wakes its listeners once: commits made meanwhile were not heard.
     assert await heard_b.reach(1) == 1
-    assert b._listen_conn is not None and b._listen_conn.get_server_pid() != old_pid
-    assert b._reconnects == 1
+    assert b._listener.conn is not None and b._listener.conn.get_server_pid() != old_pid
+    assert b._listener.reconnects == 1
     await a.enqueue(new_job(), T0)
     assert await heard_b.reach(2) == 2
 
