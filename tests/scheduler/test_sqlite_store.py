@@ -155,6 +155,14 @@ async def _truncated(path: Path, keep: Callable[[int], int]) -> None:
     _cut(path, keep)
 
 
+async def _last_page_garbled(path: Path) -> None:
+    """A damaged page that opening the store never reads (job payloads): only an integrity
+    check at open finds it before a claim or a listing would."""
+    await _scheduler_db(path)
+    data = path.read_bytes()
+    path.write_bytes(data[:-4096] + random.Random(3).randbytes(4096))
+
+
 BAD_FILES: dict[str, Callable[[Path], Awaitable[None] | None]] = {
     "random bytes": _random_bytes,
     "a text file": _text,
@@ -164,6 +172,7 @@ BAD_FILES: dict[str, Callable[[Path], Awaitable[None] | None]] = {
     "truncated to its first page": lambda p: _truncated(p, lambda n: 4096),
     "truncated to half": lambda p: _truncated(p, lambda n: n // 2),
     "missing its last page": lambda p: _truncated(p, lambda n: n - 4096),
+    "its last page garbled": _last_page_garbled,
 }
 
 
