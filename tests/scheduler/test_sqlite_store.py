@@ -159,6 +159,10 @@ async def _last_page_garbled(path: Path) -> None:
     """A damaged page that opening the store never reads (job payloads): only an integrity
     check at open finds it before a claim or a listing would."""
     await _scheduler_db(path)
+    _overwrite_last_page(path)
+
+
+def _overwrite_last_page(path: Path) -> None:
     data = path.read_bytes()
     path.write_bytes(data[:-4096] + random.Random(3).randbytes(4096))
 
