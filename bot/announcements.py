@@ -12,8 +12,20 @@ import contextlib
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from scheduler import ScheduleNotFound, Scheduler
+from scheduler import JobState, ScheduleNotFound, Scheduler
 
+from .changes import (
+    NotFound,
+    NotPossible,
+    Skipped,
+    Why,
+    at,
+    change_until,
+    live_announcement,
+    next_scheduled_fire,
+    stamp,
+    unrecorded_from,
+)
 from .config import default
 from .db import BotDb
 from .models import (
@@ -24,6 +36,7 @@ from .models import (
     GuildSettings,
     HistoryAction,
     mention_markup,
+    nonce_for,
 )
 
 __all__ = [
@@ -36,6 +49,9 @@ __all__ = [
     "GuildSettings",
     "Listing",
     "NotFound",
+    "NotPossible",
+    "Skipped",
+    "Why",
     "mention_markup",
     "schedule_name",
 ]
@@ -46,10 +62,6 @@ _EPOCH = datetime.fromtimestamp(0, UTC)
 
 def schedule_name(announcement_id: int) -> str:
     return f"announcement:{announcement_id}"
-
-
-class NotFound(LookupError):
-    pass
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +134,8 @@ class Announcements:
                     overlap="skip",
                 )
                 first = info.next_fire or draft.first
+                if draft.until is not None and first > draft.until:
+                    raise NotPossible(Why.UNTIL_BEFORE_FIRST, at=first)  # rolls it all back
                 await rows.set_schedule(ann_id, name)
             ann = await rows.announcement(ann_id)
         assert ann is not None  # written above, in the same transaction
@@ -222,3 +236,120 @@ class Announcements:
             await rows.set_state(a.id, AnnouncementState.CANCELED, now)
             await rows.add_history(a.id, HistoryAction.CANCELED, actor_id, now)
         return a
+
+    # --- pause, resume, skip, until ------------------------------------------------------------
+
+    async def pause(self, guild_id: int, local_id: int, actor_id: int) -> Announcement:
+        """Stop a live announcement from posting until it is resumed (a recurring one's
+        schedule stops ticking; a one-off's job, if it comes due, posts nothing). Returns the
+        row as it was."""
+        async with self.sched.transaction() as ctx:
+            rows = BotDb(ctx.db)
+            a = await live_announcement(rows, guild_id, local_id)
+            if a.state == AnnouncementState.PAUSED:
+                raise NotPossible(Why.ALREADY_PAUSED, a)
+            if a.schedule_name is not None:
+                with contextlib.suppress(ScheduleNotFound):
+                    await ctx.scheduler.schedules.pause(a.schedule_name)
+            now = ctx.now.timestamp()
+            await rows.set_state(a.id, AnnouncementState.PAUSED, now)
+            await rows.add_history(a.id, HistoryAction.PAUSED, actor_id, now)
+        return a
+
+    async def resume(
+        self, guild_id: int, local_id: int, actor_id: int
+    ) -> tuple[Announcement, datetime | None]:
+        """Post a paused announcement again (also one paused by a failure, whose reason is
+        forgotten), from its next FUTURE time: a recurring one's schedule fires next at the
+        first time after now (no time missed while paused is posted); a one-off whose time
+        passed meanwhile is refused (it needs a new time). Returns the row as it was and the
+        next time."""
+        found = await self.get(guild_id, local_id)
+        job_pending = True
+        if found.job_id is not None:
+            job = await self.sched.get_job(found.job_id)
+            job_pending = job is not None and job.state == JobState.PENDING
+        async with self.sched.transaction() as ctx:
+            rows = BotDb(ctx.db)
+            a = await live_announcement(rows, guild_id, local_id)
+            if a.state != AnnouncementState.PAUSED:
+                raise NotPossible(Why.NOT_PAUSED, a)
+            now = ctx.now.timestamp()
+            nxt: datetime | None
+            if a.schedule_name is not None:
+                with contextlib.suppress(ScheduleNotFound):
+                    await ctx.scheduler.schedules.resume(a.schedule_name)
+                nxt = await next_scheduled_fire(ctx, a)
+                if a.until_ts is not None and (nxt is None or nxt.timestamp() > a.until_ts):
+                    raise NotPossible(Why.NOTHING_LEFT, a, at=at(a.until_ts))
+            else:
+                nxt = at(a.first_ts)
+                if a.first_ts <= now:
+                    raise NotPossible(Why.TIME_PASSED, a, at=nxt)
+                if not job_pending or a.job_id != found.job_id:
+                    # Its job came due while it was paused and posted nothing: a new one.
+                    job_id = await ctx.scheduler.run_at(
+                        nxt,
+                        SEND_FN,
+                        {"announcement_id": a.id, "fire_ts": a.first_ts},
+                        idempotency_key=f"announcement:{a.id}:{a.first_ts!r}:resumed:{now!r}",
+                        name=f"announcement {a.id}",
+                    )
+                    await rows.set_job(a.id, job_id)
+            await rows.set_resumed(a.id, now)
+            detail = "" if nxt is None else f"next: {stamp(nxt.timestamp())}"
+            await rows.add_history(a.id, HistoryAction.RESUMED, actor_id, now, detail)
+        return a, nxt
+
+    async def skip(self, guild_id: int, local_id: int, actor_id: int) -> Skipped:
+        """Skip the next occurrence of a scheduled recurring announcement: its time gets a
+        ``skipped`` delivery row, so its job posts nothing. A second skip skips the one
+        after."""
+        async with self.sched.transaction() as ctx:
+            rows = BotDb(ctx.db)
+            a = await live_announcement(rows, guild_id, local_id)
+            if a.schedule_name is None:
+                raise NotPossible(Why.ONE_OFF, a)
+            if a.state == AnnouncementState.PAUSED:
+                raise NotPossible(Why.PAUSED, a)
+            try:
+                info = await ctx.scheduler.schedules.get(a.schedule_name)
+            except ScheduleNotFound:
+                raise NotPossible(Why.NOTHING_LEFT, a) from None
+            skipped = await unrecorded_from(rows, a, info.next_fire, info.trigger.next_after)
+            if skipped is None:
+                raise NotPossible(Why.NOTHING_LEFT, a, at=at(a.until_ts or 0))
+            fire_ts = skipped.timestamp()
+            now = ctx.now.timestamp()
+            reason = f"skipped by <@{actor_id}>"
+            await rows.record_skipped(a.id, fire_ts, nonce_for(a.id, fire_ts), now, reason)
+            await rows.add_history(a.id, HistoryAction.SKIPPED, actor_id, now, stamp(fire_ts))
+            then = await unrecorded_from(
+                rows, a, info.trigger.next_after(skipped), info.trigger.next_after
+            )
+        return Skipped(a, skipped, then)
+
+    async def set_until(
+        self, guild_id: int, local_id: int, until: datetime | None, actor_id: int
+    ) -> Announcement:
+        """Set or clear (None) when a recurring announcement stops; returns it as it is
+        now (``done`` already if nothing is left to post before the new ``until``)."""
+        async with self.sched.transaction() as ctx:
+            rows = BotDb(ctx.db)
+            a = await live_announcement(rows, guild_id, local_id)
+            now = ctx.now.timestamp()
+            detail = await change_until(ctx, a, until)
+            await rows.add_history(a.id, HistoryAction.EDITED, actor_id, now, detail)
+            after = await rows.announcement(a.id)
+        assert after is not None  # announcements are never deleted
+        return after
+
+    # --- members' own settings -----------------------------------------------------------------
+
+    async def member_timezone(self, user_id: int) -> str | None:
+        async with self.sched.reader() as db:
+            return await BotDb(db).member_timezone(user_id)
+
+    async def set_member_timezone(self, user_id: int, timezone: str) -> None:
+        async with self.sched.transaction() as ctx:
+            await BotDb(ctx.db).set_member_timezone(user_id, timezone, ctx.now.timestamp())

@@ -27,6 +27,7 @@ from .config import ConfigError, Settings, load_settings, without_password
 from .db import BotDb
 from .delivery import Delivery
 from .discord_endpoints import use_discord_endpoints
+from .lifecycle_commands import LifecycleCommands
 from .pacing import ChannelPacer, lease_needed
 from .views import PageButton
 
@@ -118,6 +119,7 @@ class CrierBot(commands.Bot):
 
     async def setup_hook(self) -> None:
         await self.add_cog(AnnouncementCommands(self.announcements, self.clock))
+        await self.add_cog(LifecycleCommands(self.announcements))
         self.add_dynamic_items(PageButton)
         self.logged_in.set()
         await self.sync_commands()

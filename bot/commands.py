@@ -31,7 +31,7 @@ from .checks import (
 )
 from .limits import MAX_CHOICES, MAX_MESSAGE
 from .models import AnnouncementState
-from .parsing import InputError, read_schedule, resolve_timezone
+from .parsing import InputError, parse_until, read_schedule, resolve_timezone
 from .render import PAGE_SIZE, choice_label, confirmation, listing_page
 from .replies import answer_error, reply
 from .transformers import Timezone
@@ -40,6 +40,10 @@ from .views import COMMANDS_COG, ScheduleModal, page_buttons
 log = logging.getLogger(__name__)
 
 EMPTY_MESSAGE = "The message is empty. Type the text to announce, e.g. `Standup in 5 minutes!`"
+UNTIL_ONE_OFF = (
+    "`until` is for repeating announcements (it is when the repeats stop); this one posts "
+    "once. Add a `repeat` (e.g. `repeat: daily`), or leave `until` out."
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +56,7 @@ class ScheduleRequest:
     repeat: str | None
     timezone: ZoneInfo | None
     mention_id: int | None
+    until: str | None = None
 
 
 class AnnouncementCommands(Cog, name=COMMANDS_COG):
@@ -77,8 +82,9 @@ class AnnouncementCommands(Cog, name=COMMANDS_COG):
         message="The text to post (leave out to type a long or multi-line message)",
         channel="Where to post (default: this channel)",
         repeat="every friday at 8pm, daily at 9, biweekly, last day of the month, every 2h, cron",
-        timezone="Time zone for `when` and `repeat` (default: the server's, else UTC)",
+        timezone="Time zone for `when` and `repeat` (default: yours, else the server's, else UTC)",
         mention="A role to ping (pick @everyone to ping everyone)",
+        until="With repeat: when the repeats stop (read like `when`)",
     )
     async def schedule(
         self,
@@ -89,6 +95,7 @@ class AnnouncementCommands(Cog, name=COMMANDS_COG):
         repeat: app_commands.Range[str, 1, 100] | None = None,
         timezone: Timezone | None = None,
         mention: discord.Role | None = None,
+        until: app_commands.Range[str, 1, 100] | None = None,
     ) -> None:
         request = ScheduleRequest(
             when=when,
@@ -96,6 +103,7 @@ class AnnouncementCommands(Cog, name=COMMANDS_COG):
             repeat=repeat,
             timezone=timezone,
             mention_id=None if mention is None else mention.id,
+            until=until,
         )
         if message is None:
             await self._draft(interaction, request, message="")  # refuse before typing
@@ -136,10 +144,16 @@ class AnnouncementCommands(Cog, name=COMMANDS_COG):
         if target is None:
             raise Refusal("I can't find that channel in this server.")
         channel = check_channel(member, guild.me, target)
-        zone = request.timezone or resolve_timezone(settings.timezone or "UTC")
-        reading = read_schedule(
-            request.when, request.repeat, zone, self.clock.now(), locale=_locale(interaction)
-        )
+        zone = request.timezone or await self.typing_zone(member, settings)
+        now, locale = self.clock.now(), _locale(interaction)
+        reading = read_schedule(request.when, request.repeat, zone, now, locale=locale)
+        until = None
+        upcoming = reading.upcoming
+        if request.until is not None:
+            if reading.rule is None:
+                raise InputError(UNTIL_ONE_OFF)
+            until = parse_until(request.until, zone, now, reading.first, locale=locale)
+            upcoming = tuple(t for t in upcoming if t <= until)
         role = None if request.mention_id is None else guild.get_role(request.mention_id)
         if request.mention_id is not None and role is None:
             raise Refusal("I can't find that role in this server.")
@@ -162,8 +176,15 @@ class AnnouncementCommands(Cog, name=COMMANDS_COG):
             first=reading.first,
             timezone=zone.key,
             repeat=reading.rule,
+            until=until,
         )
-        return draft, [*reading.notes, *plan.notes], reading.upcoming
+        return draft, [*reading.notes, *plan.notes], upcoming
+
+    async def typing_zone(self, member: discord.Member, settings: GuildSettings) -> ZoneInfo:
+        """The zone the times a member types are read in when they name none: their own
+        (``/timezone``), else the server's, else UTC."""
+        own = await self.announcements.member_timezone(member.id)
+        return resolve_timezone(own or settings.timezone or "UTC")
 
     # --- /list ---------------------------------------------------------------------------------
 

@@ -190,8 +190,8 @@ class BotDb:
             "INSERT INTO bot_announcements (guild_id, local_id, channel_id, author_id, "
             "content, mention, allowed_mentions, first_ts, timezone, repeat_kind, "
             "repeat_cron, repeat_every, repeat_words, repeat_nth, repeat_step, state, "
-            "created_at, updated_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+            "created_at, updated_at, until_ts) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
             (
                 draft.guild_id,
                 local_id,
@@ -211,6 +211,7 @@ class BotDb:
                 AnnouncementState.SCHEDULED.value,
                 now,
                 now,
+                None if draft.until is None else draft.until.timestamp(),
             ),
         )
         assert row is not None  # RETURNING gives the inserted row
@@ -279,6 +280,20 @@ class BotDb:
         await self.db.execute(
             "UPDATE bot_announcements SET state = ?, updated_at = ? WHERE id = ?",
             (state.value, now, announcement_id),
+        )
+
+    async def set_resumed(self, announcement_id: int, now: float) -> None:
+        """Move an announcement back to ``scheduled``, forgetting why it was paused."""
+        await self.db.execute(
+            "UPDATE bot_announcements SET state = ?, failure = NULL, updated_at = ? WHERE id = ?",
+            (AnnouncementState.SCHEDULED.value, now, announcement_id),
+        )
+
+    async def set_until(self, announcement_id: int, until_ts: float | None, now: float) -> None:
+        """Set (or clear, with None) the time after which a recurring announcement stops."""
+        await self.db.execute(
+            "UPDATE bot_announcements SET until_ts = ?, updated_at = ? WHERE id = ?",
+            (until_ts, now, announcement_id),
         )
 
     async def set_failure(
@@ -358,6 +373,16 @@ class BotDb:
             (announcement_id, fire_ts, job_id, nonce, DeliveryState.MISSED.value, now, reason),
         )
 
+    async def record_skipped(
+        self, announcement_id: int, fire_ts: float, nonce: str, now: float, reason: str
+    ) -> None:
+        """Record the occurrence skipped before it came due: its job will post nothing."""
+        await self.db.execute(
+            "INSERT INTO bot_deliveries (announcement_id, fire_ts, nonce, state, "
+            "first_attempt_at, error) VALUES (?, ?, ?, ?, ?, ?)",
+            (announcement_id, fire_ts, nonce, DeliveryState.SKIPPED.value, now, reason),
+        )
+
     async def mark_sent(
         self, announcement_id: int, fire_ts: float, message_id: int, now: float, late_by: float
     ) -> None:
@@ -430,6 +455,14 @@ class BotDb:
             "VALUES (?, ?, ?, ?, ?)",
             (announcement_id, now, actor_id, action.value, detail),
         )
+
+    async def last_change_at(self, announcement_id: int, action: HistoryAction) -> float | None:
+        """When the announcement last had a change of this kind, or None if never."""
+        row = await self._one(
+            "SELECT max(at) AS at FROM bot_history WHERE announcement_id = ? AND action = ?",
+            (announcement_id, action.value),
+        )
+        return None if row is None or row["at"] is None else float(row["at"])
 
     async def history(self, announcement_id: int, limit: int) -> list[HistoryEntry]:
         """The announcement's latest ``limit`` changes, oldest first."""

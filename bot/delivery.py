@@ -24,7 +24,6 @@ post it again when it wakes up, after Discord has forgotten the nonce.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 from dataclasses import dataclass
 from enum import StrEnum
@@ -43,9 +42,10 @@ from scheduler import (
 )
 
 from .announcements import SEND_FN, Announcement, Announcements
+from .changes import end_announcement, end_if_past_until
 from .db import BotDb
 from .limits import MAX_MESSAGE
-from .models import AnnouncementState, DeliveryState
+from .models import AnnouncementState, DeliveryState, HistoryAction, nonce_for
 from .pacing import ChannelPacer, hold_lease, keep_lease
 
 log = logging.getLogger("crier.delivery")  # tests and operators filter on this name
@@ -65,12 +65,6 @@ drop the occurrence without a word. An interrupted delivery is re-sent with the 
 until it is recorded, or reported by ``_begin_attempt`` once its first attempt is older than
 the nonce window (at most 300 s; with leases of at least 1 s that is fewer than 400
 re-dispatches)."""
-
-
-def nonce_for(announcement_id: int, fire_ts: float) -> str:
-    """A nonce of at most 25 characters, the same for every attempt at one occurrence."""
-    digest = hashlib.blake2b(f"{announcement_id}:{fire_ts!r}".encode(), digest_size=12)
-    return "c" + digest.hexdigest()[:24]
 
 
 def allowed_mentions(spec: dict[str, Any]) -> discord.AllowedMentions:
@@ -143,6 +137,9 @@ class Delivery:
         fire_ts = float(args.get("fire_ts") or ctx.job.fire_ts or 0.0)
         if ann is None or ann.state != AnnouncementState.SCHEDULED:
             return {"skipped": str(AnnouncementState.CANCELED if ann is None else ann.state)}
+        if ann.until_ts is not None and fire_ts > ann.until_ts:
+            await ctx.run_mutation(self._end, {"ann": ann.id})
+            return {"skipped": "past until"}
         found_at = ctx.now.timestamp()
         # Late means found late (after downtime), not queued behind this channel's others.
         late = found_at - fire_ts >= LATE_NOTE_AFTER
@@ -268,7 +265,15 @@ class Delivery:
         ann_id, fire_ts, job_id = int(args["ann"]), float(args["fire_ts"]), int(args["job"])
         now = float(args["now"])
         record = await rows.delivery(ann_id, fire_ts)
+        if record is None and await _due_while_paused(rows, ann_id, fire_ts):
+            # It came due before the announcement was last resumed: a time missed while
+            # paused is never posted late.
+            reason = "due while the announcement was paused"
+            await rows.record_skipped(ann_id, fire_ts, nonce_for(ann_id, fire_ts), now, reason)
+            return Attempt(Decision.DONE, reason=reason)
         if record is not None:
+            if record.state == DeliveryState.SKIPPED:
+                await _end_if_finished(ctx, ann_id)
             if record.state != DeliveryState.SENDING:
                 return Attempt(
                     Decision.DONE, reason=f"{record.state} (message {record.message_id})"
@@ -301,6 +306,13 @@ class Delivery:
         now = ctx.now.timestamp()
         await rows.mark_sent(args["ann"], args["fire_ts"], args["message"], now, args["late_by"])
         await rows.record_posted(args["ann"], args["message"], now)
+        await _end_if_finished(ctx, int(args["ann"]))
+
+    async def _end(self, ctx: TransactionContext, args: dict[str, Any]) -> None:
+        """An occurrence past the announcement's until came due: it ends, posting nothing."""
+        ann = await BotDb(ctx.db).announcement(int(args["ann"]))
+        if ann is not None and ann.state == AnnouncementState.SCHEDULED:
+            await end_announcement(ctx, ann)
 
     async def _record_transient_error(self, ctx: TransactionContext, args: dict[str, Any]) -> None:
         await BotDb(ctx.db).note_delivery_error(args["ann"], args["fire_ts"], args["error"])
@@ -323,6 +335,19 @@ class Delivery:
             new_state = ann.state  # one occurrence lost; the recurrence goes on
         await rows.set_failure(ann.id, new_state, args["error"], ctx.now.timestamp())
         return True
+
+
+async def _due_while_paused(rows: BotDb, ann_id: int, fire_ts: float) -> bool:
+    resumed_at = await rows.last_change_at(ann_id, HistoryAction.RESUMED)
+    return resumed_at is not None and fire_ts < resumed_at
+
+
+async def _end_if_finished(ctx: TransactionContext, ann_id: int) -> None:
+    """After an occurrence (posted or skipped): end the announcement now if its next time
+    is past its until, so that /list shows it ended."""
+    ann = await BotDb(ctx.db).announcement(ann_id)
+    if ann is not None:
+        await end_if_past_until(ctx, ann)
 
 
 def _permanent(exc: discord.HTTPException) -> bool:

@@ -6,6 +6,7 @@ rows, and the domain layer (:mod:`bot.announcements`), which decides what they m
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -81,6 +82,8 @@ class Draft:
     first: datetime
     timezone: str
     repeat: RepeatRule | None
+    until: datetime | None = None
+    """A recurring announcement posts nothing after this time."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,6 +152,12 @@ def mention_markup(mention: str) -> str:
     if mention in ("everyone", "here"):
         return f"@{mention}"
     return f"<@&{mention.removeprefix('role:')}>"
+
+
+def nonce_for(announcement_id: int, fire_ts: float) -> str:
+    """An occurrence's nonce (at most 25 characters), the same for every attempt at it."""
+    digest = hashlib.blake2b(f"{announcement_id}:{fire_ts!r}".encode(), digest_size=12)
+    return "c" + digest.hexdigest()[:24]
 
 
 @dataclass(frozen=True, slots=True)

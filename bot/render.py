@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
 
-from .announcements import Announcement, Listing
+from .announcements import Announcement, Listing, NotPossible, Skipped, Why
 from .limits import MAX_CHOICE_NAME, MAX_MESSAGE
 from .models import AnnouncementState, mention_markup
 from .parsing import discord_timestamp
@@ -87,7 +87,16 @@ def listing_page(listing: Listing, page: int, guild_id: int, hidden: Collection[
         nxt = listing.next_fires.get(a.id)
         if a.state == AnnouncementState.SCHEDULED:
             lines.append(f"  next: {when(nxt)}")
+        elif a.state == AnnouncementState.PAUSED:
+            lines.append(f"  paused: nothing posts until `/resume id:{a.local_id}`")
+        elif a.state == AnnouncementState.DONE:
+            lines.append("  ended: its `until` was reached; it posts nothing more")
         lines.append(f"  repeats: {a.repeat_words or 'no'}")
+        if a.until_ts is not None and a.state in (
+            AnnouncementState.SCHEDULED,
+            AnnouncementState.PAUSED,
+        ):
+            lines.append(f"  until: {when(datetime.fromtimestamp(a.until_ts, UTC))}")
         if a.last_message_id is not None:
             link = f"https://discord.com/channels/{guild_id}/{a.channel_id}/{a.last_message_id}"
             lines.append(f"  posted: {link}")
@@ -112,3 +121,62 @@ def choice_label(a: Announcement, nxt: datetime | None, hidden: bool = False) ->
     flat = HIDDEN if hidden else " ".join(a.content.split())
     label = f"#{a.local_id} · {when_text} · {flat}"
     return label if len(label) <= MAX_CHOICE_NAME else label[: MAX_CHOICE_NAME - 1] + "…"
+
+
+def not_possible(error: NotPossible) -> str:
+    """Why a change can't be made, and what to do instead (nothing was changed)."""
+    a = error.announcement
+    n = "?" if a is None else a.local_id
+    name = f"Announcement #{n}"
+    at = "—" if error.at is None else when(error.at)
+    texts = {
+        Why.SENT: f"{name} was already posted; there is nothing left to change.",
+        Why.CANCELED: f"{name} was canceled. Schedule a new one with `/schedule`.",
+        Why.FAILED: f"{name} failed ({'' if a is None else a.failure}). Schedule it again "
+        "with `/schedule`.",
+        Why.DONE: f"{name} has ended: its `until` was reached. Schedule a new one with "
+        "`/schedule`.",
+        Why.ALREADY_PAUSED: f"{name} is already paused. Use `/resume id:{n}` to post it again.",
+        Why.NOT_PAUSED: f"{name} isn't paused; there is nothing to resume.",
+        Why.TIME_PASSED: f"{name}'s time, {at}, passed while it was paused, so it can't just "
+        f"resume. Give it a new time with `/edit id:{n} when:…` (it stays paused until then).",
+        Why.ONE_OFF: f"{name} posts only once, so there is no next occurrence to skip. "
+        f"Use `/cancel id:{n}` to stop it, or `/pause id:{n}`.",
+        Why.PAUSED: f"{name} is paused: nothing posts until you `/resume id:{n}` it. Resume "
+        "it first, then skip.",
+        Why.NOTHING_LEFT: f"{name} has nothing left to post before its `until` ({at}). Give "
+        f"it a later one with `/edit id:{n} until:…`, or `/cancel` it.",
+        Why.UNTIL_ONE_OFF: f"{name} posts only once; `until` is for repeating announcements.",
+        Why.UNTIL_BEFORE_FIRST: f"Its first time would be {at}, after `until`: nothing would "
+        "ever be posted. Pick a later `until`.",
+    }
+    return texts[error.why] + " Nothing was changed."
+
+
+def paused(a: Announcement) -> str:
+    what = "Its schedule is stopped" if a.recurring else "It will not be posted"
+    return (
+        f"⏸️ Paused announcement **#{a.local_id}** for <#{a.channel_id}>. {what} until you "
+        f"`/resume id:{a.local_id}` it."
+    )
+
+
+def resumed(a: Announcement, nxt: datetime | None) -> str:
+    lines = [f"▶️ Resumed announcement **#{a.local_id}** for <#{a.channel_id}>."]
+    lines.append(f"**Next:** {when(nxt)}")
+    if a.recurring:
+        lines.append("Times that passed while it was paused are not posted.")
+    if a.failure:
+        lines.append(f"The failure that paused it is cleared ({a.failure}).")
+    return "\n".join(lines)
+
+
+def skipped(s: Skipped) -> str:
+    a = s.announcement
+    lines = [
+        f"⏭️ Skipping announcement **#{a.local_id}** at {when(s.skipped)}: it won't be posted then.",
+        f"**Next after that:** {when(s.then)}"
+        if s.then is not None
+        else "That was the last one before its `until`: it then ends.",
+    ]
+    return "\n".join(lines)

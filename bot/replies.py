@@ -15,9 +15,10 @@ from discord import app_commands
 
 from scheduler.stores.sqlite import refused_write
 
-from .announcements import NotFound
+from .announcements import NotFound, NotPossible
 from .checks import Refusal
 from .parsing import InputError
+from .render import not_possible
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +46,8 @@ def error_answer(interaction: discord.Interaction, error: BaseException) -> str:
         cause = cause.__cause__
     if isinstance(cause, Refusal | InputError):
         return str(cause)
+    if isinstance(cause, NotPossible):
+        return not_possible(cause)
     if isinstance(cause, NotFound):
         return f"{cause}. Use `/list` to see this server's announcements."
     if refused_write(cause):

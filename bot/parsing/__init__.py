@@ -25,7 +25,7 @@ from .errors import MAX_AHEAD, MAX_INPUT_LENGTH, InputError
 from .repeat import MAX_INTERVAL, MIN_INTERVAL, parse_repeat
 from .rule import RepeatRule, next_times
 from .schedule import ScheduleReading, read_schedule
-from .when import date_notes, parse_when
+from .when import date_notes, parse_until, parse_when
 from .zones import COMMON_ZONES, resolve_timezone, timezone_choices
 
 __all__ = [
@@ -43,6 +43,7 @@ __all__ = [
     "next_times",
     "parse_duration",
     "parse_repeat",
+    "parse_until",
     "parse_when",
     "read_schedule",
     "resolve_timezone",

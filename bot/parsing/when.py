@@ -53,6 +53,7 @@ from .clock import CLOCK_TEXT, parse_clock
 from .dates import NUMERIC_DATE, read_numeric_date
 from .display import (
     EPOCH,
+    discord_timestamp,
     epoch_seconds,
     example_date,
     examples,
@@ -126,6 +127,21 @@ def parse_when(text: str, tz: ZoneInfo, now: datetime, *, locale: str | None = N
         if result is not None:
             return _checked(result, tz, now)
     return _parse_absolute(s, tz, now, locale)
+
+
+def parse_until(
+    text: str, tz: ZoneInfo, now: datetime, first: datetime, *, locale: str | None = None
+) -> datetime:
+    """Read an ``until`` text like ``when`` (same forms, same zone, same locale), as a time
+    after the announcement's ``first`` post."""
+    until = parse_when(text, tz, now, locale=locale)
+    if until <= first:
+        raise InputError(
+            f"`until` ({discord_timestamp(until, 'F')}) must be after the first time "
+            f"({discord_timestamp(first, 'F')}): it is when the repeats stop. "
+            "Try a later date, like `until: 2030-12-31 18:00`."
+        )
+    return until
 
 
 # --------------------------------------------------------------------------- instants

@@ -14,7 +14,7 @@ from bot.commands import AnnouncementCommands
 from scheduler.testing import FakeClock
 from tests.bot.conftest import World, restore_discord_endpoints, run_command, settings_for
 
-COMMANDS = {"schedule", "list", "cancel", "settings"}
+COMMANDS = {"schedule", "list", "cancel", "settings", "pause", "resume", "skip", "timezone"}
 
 
 @pytest.fixture
@@ -153,19 +153,34 @@ async def test_the_synced_definitions_have_what_the_commands_promise(
         "schedule": None,
         "list": None,
         "cancel": None,
+        "pause": None,
+        "resume": None,
+        "skip": None,
+        "timezone": None,
     }
 
     def options(name: str) -> dict[str, dict[str, Any]]:
         return {o["name"]: o for o in synced[name].options}
 
     schedule = options("schedule")
-    assert list(schedule) == ["when", "message", "channel", "repeat", "timezone", "mention"]
+    assert list(schedule) == [
+        "when",
+        "message",
+        "channel",
+        "repeat",
+        "timezone",
+        "mention",
+        "until",
+    ]
     # `when` may be left out when `repeat` names a time of day (the rule's next time is first).
     assert [n for n, o in schedule.items() if o["required"]] == []
     assert schedule["message"]["max_length"] == 2000
     assert schedule["timezone"]["autocomplete"] is True
     assert all(o["description"] for o in schedule.values())
-    assert options("cancel")["id"]["autocomplete"] is True and options("cancel")["id"]["required"]
+    for name in ("cancel", "pause", "resume", "skip"):
+        assert options(name)["id"]["autocomplete"] is True and options(name)["id"]["required"]
+    assert options("timezone")["zone"]["autocomplete"] is True
+    assert not options("timezone")["zone"]["required"]
     settings = options("settings")
     assert list(settings) == ["timezone", "manager_role", "log_channel", "clear"]
     assert settings["timezone"]["autocomplete"] is True

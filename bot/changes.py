@@ -1,0 +1,168 @@
+"""Changes to a live announcement's course, shared by the domain layer and the delivery:
+why a change can't be made (:class:`NotPossible`), and an announcement's ``until`` (set,
+cleared, reached). Every function here writes in the caller's transaction."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import StrEnum
+
+from scheduler import ScheduleNotFound, TransactionContext
+
+from .db import BotDb
+from .models import Announcement, AnnouncementState, HistoryAction
+
+__all__ = [
+    "NotFound",
+    "NotPossible",
+    "Skipped",
+    "Why",
+    "change_until",
+    "end_announcement",
+    "end_if_past_until",
+    "live_announcement",
+    "next_scheduled_fire",
+    "unrecorded_from",
+]
+
+
+class NotFound(LookupError):
+    """No announcement of the guild has that number (another guild's ids are not found)."""
+
+
+class Why(StrEnum):
+    """Why a change can't be made as asked (the reply says what to do instead)."""
+
+    SENT = "sent"
+    CANCELED = "canceled"
+    FAILED = "failed"
+    DONE = "done"
+    ALREADY_PAUSED = "already paused"
+    NOT_PAUSED = "not paused"
+    TIME_PASSED = "its time passed while it was paused"
+    ONE_OFF = "one-off"
+    PAUSED = "paused"
+    NOTHING_LEFT = "nothing left before until"
+    UNTIL_ONE_OFF = "until on a one-off"
+    UNTIL_BEFORE_FIRST = "until before the first time"
+
+
+class NotPossible(ValueError):
+    """The change can't be made (nothing was written): ``why``, about ``announcement``, with
+    the time it concerns (``at``: the passed time, the until, the first time)."""
+
+    def __init__(
+        self, why: Why, announcement: Announcement | None = None, at: datetime | None = None
+    ) -> None:
+        super().__init__(str(why))
+        self.why = why
+        self.announcement = announcement
+        self.at = at
+
+
+_NOT_LIVE = {
+    AnnouncementState.SENT: Why.SENT,
+    AnnouncementState.CANCELED: Why.CANCELED,
+    AnnouncementState.FAILED: Why.FAILED,
+    AnnouncementState.DONE: Why.DONE,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    """What ``/skip`` did: the occurrence it skipped and the one that comes next (None when
+    the announcement ends first, at its ``until``)."""
+
+    announcement: Announcement
+    skipped: datetime
+    then: datetime | None
+
+
+def at(ts: float) -> datetime:
+    return datetime.fromtimestamp(ts, UTC)
+
+
+def stamp(ts: float) -> str:
+    return f"<t:{int(ts)}:f>"
+
+
+async def live_announcement(rows: BotDb, guild_id: int, local_id: int) -> Announcement:
+    """The guild's announcement, if it is still live (scheduled or paused)."""
+    a = await rows.announcement_by_local_id(guild_id, local_id)
+    if a is None:
+        raise NotFound(f"announcement #{local_id} not found")
+    if not a.live:
+        raise NotPossible(_NOT_LIVE[a.state], a)
+    return a
+
+
+async def next_scheduled_fire(ctx: TransactionContext, a: Announcement) -> datetime | None:
+    assert a.schedule_name is not None
+    try:
+        return (await ctx.scheduler.schedules.get(a.schedule_name)).next_fire
+    except ScheduleNotFound:
+        return None
+
+
+async def unrecorded_from(
+    rows: BotDb, a: Announcement, start: datetime | None, after: Callable[[datetime], datetime]
+) -> datetime | None:
+    """The first fire time from ``start`` on that has no delivery row yet (not skipped
+    already), or None if there is none up to the announcement's ``until``."""
+    t = start
+    for _ in range(_SKIP_LOOKAHEAD):
+        if t is None or (a.until_ts is not None and t.timestamp() > a.until_ts):
+            return None
+        if await rows.delivery(a.id, t.timestamp()) is None:
+            return t
+        t = after(t)
+    return None
+
+
+_SKIP_LOOKAHEAD = 1000
+"""How many recorded (skipped) times in a row are looked past for the next free one."""
+
+
+async def change_until(ctx: TransactionContext, a: Announcement, until: datetime | None) -> str:
+    """Set or clear (None) ``a``'s until in the caller's transaction (``/edit`` calls this
+    in its own); returns the change in words for its history. A one-off is refused. If the
+    next time is past the new until, the announcement ends now."""
+    if until is not None and not a.recurring:
+        raise NotPossible(Why.UNTIL_ONE_OFF, a)
+    rows = BotDb(ctx.db)
+    now = ctx.now.timestamp()
+    until_ts = None if until is None else until.timestamp()
+    await rows.set_until(a.id, until_ts, now)
+    changed = dataclasses.replace(a, until_ts=until_ts)
+    if changed.state == AnnouncementState.SCHEDULED:
+        await end_if_past_until(ctx, changed)
+    before = "none" if a.until_ts is None else stamp(a.until_ts)
+    return f"until: {before} → {'none' if until_ts is None else stamp(until_ts)}"
+
+
+async def end_if_past_until(ctx: TransactionContext, a: Announcement) -> bool:
+    """End a scheduled recurring announcement whose next time is past its until (``done``,
+    its schedule deleted, the bot's ``ended`` in its history); whether it ended."""
+    if a.until_ts is None or a.schedule_name is None or a.state != AnnouncementState.SCHEDULED:
+        return False
+    nxt = await next_scheduled_fire(ctx, a)
+    if nxt is not None and nxt.timestamp() <= a.until_ts:
+        return False
+    await end_announcement(ctx, a)
+    return True
+
+
+async def end_announcement(ctx: TransactionContext, a: Announcement) -> None:
+    """A recurring announcement reached its until: ``done``, its schedule deleted."""
+    if a.schedule_name is not None:
+        with contextlib.suppress(ScheduleNotFound):
+            await ctx.scheduler.schedules.delete(a.schedule_name)
+    rows = BotDb(ctx.db)
+    now = ctx.now.timestamp()
+    await rows.set_state(a.id, AnnouncementState.DONE, now)
+    detail = "" if a.until_ts is None else f"until {stamp(a.until_ts)} reached"
+    await rows.add_history(a.id, HistoryAction.ENDED, None, now, detail)

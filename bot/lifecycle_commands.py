@@ -1,0 +1,130 @@
+"""/pause, /resume, /skip and /timezone, as a discord.py cog beside the announcement commands.
+
+Each command checks who may use it, calls one domain method (one transaction with its
+history row) and replies ephemerally; a change that can't be made is answered by
+:func:`bot.replies.answer_error` with why and what to do instead, and changes nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, cast
+
+import discord
+from discord import app_commands
+from discord.ext.commands import Bot, Cog
+
+from .announcements import Announcements
+from .checks import guild_member, require_manager
+from .commands import AnnouncementCommands
+from .render import paused, resumed, skipped
+from .replies import answer_error, reply
+from .transformers import Timezone
+from .views import COMMANDS_COG
+
+log = logging.getLogger(__name__)
+
+LIFECYCLE_COG = "Lifecycle"
+
+AnnouncementId = app_commands.Range[int, 1, 2**53]
+
+
+class LifecycleCommands(Cog, name=LIFECYCLE_COG):
+    """/pause, /resume, /skip (managers) and /timezone (any member); guild only."""
+
+    def __init__(self, announcements: Announcements) -> None:
+        self.announcements = announcements
+
+    async def cog_app_command_error(
+        self, interaction: discord.Interaction, error: app_commands.AppCommandError
+    ) -> None:
+        await answer_error(interaction, error)
+
+    async def _manager(self, interaction: discord.Interaction) -> tuple[int, int]:
+        """The guild's id and the member's, once the member is found to be a manager."""
+        guild, member = guild_member(interaction)
+        require_manager(member, await self.announcements.settings(guild.id))
+        return guild.id, member.id
+
+    @app_commands.command(
+        name="pause", description="Pause an announcement: nothing posts until resumed"
+    )
+    @app_commands.guild_only()
+    @app_commands.describe(id="The announcement's number (see /list)")
+    async def pause(self, interaction: discord.Interaction, id: AnnouncementId) -> None:
+        guild_id, member_id = await self._manager(interaction)
+        before = await self.announcements.pause(guild_id, id, member_id)
+        log.info("announcement %d (#%d) paused by %d", before.id, id, member_id)
+        await reply(interaction, paused(before))
+
+    @app_commands.command(
+        name="resume", description="Resume a paused announcement from its next future time"
+    )
+    @app_commands.guild_only()
+    @app_commands.describe(id="The announcement's number (see /list)")
+    async def resume(self, interaction: discord.Interaction, id: AnnouncementId) -> None:
+        guild_id, member_id = await self._manager(interaction)
+        before, nxt = await self.announcements.resume(guild_id, id, member_id)
+        log.info("announcement %d (#%d) resumed by %d", before.id, id, member_id)
+        await reply(interaction, resumed(before, nxt))
+
+    @app_commands.command(
+        name="skip", description="Skip the next occurrence of a repeating announcement"
+    )
+    @app_commands.guild_only()
+    @app_commands.describe(id="The announcement's number (see /list)")
+    async def skip(self, interaction: discord.Interaction, id: AnnouncementId) -> None:
+        guild_id, member_id = await self._manager(interaction)
+        done = await self.announcements.skip(guild_id, id, member_id)
+        log.info(
+            "announcement %d (#%d): occurrence %s skipped by %d",
+            done.announcement.id, id, done.skipped.isoformat(), member_id,
+        )  # fmt: skip
+        await reply(interaction, skipped(done))
+
+    @pause.autocomplete("id")
+    @resume.autocomplete("id")
+    @skip.autocomplete("id")
+    async def announcement_choices(
+        self, interaction: discord.Interaction, current: str
+    ) -> list[app_commands.Choice[int]]:
+        """The same choices as /cancel's: this server's live announcements."""
+        bot = cast(Bot, interaction.client)
+        commands = bot.get_cog(COMMANDS_COG)
+        if not isinstance(commands, AnnouncementCommands):
+            return []
+        # discord.py's stubs type an autocomplete callback as the decorator's result; it is
+        # the method itself.
+        choices: Any = commands.live_announcement_choices
+        found: list[app_commands.Choice[int]] = await choices(interaction, current)
+        return found
+
+    @app_commands.command(
+        name="timezone", description="Your own time zone for the times you type (any member)"
+    )
+    @app_commands.guild_only()
+    @app_commands.describe(zone="An IANA zone, like Europe/Berlin (leave out to see yours)")
+    async def timezone(
+        self, interaction: discord.Interaction, zone: Timezone | None = None
+    ) -> None:
+        guild, member = guild_member(interaction)
+        if zone is not None:
+            await self.announcements.set_member_timezone(member.id, zone.key)
+            await reply(
+                interaction,
+                f"🌐 Your time zone is now **{zone.key}**: the times you type in `/schedule` "
+                "and `/edit` are read in it, unless you pick a `timezone` there.",
+            )
+            return
+        own = await self.announcements.member_timezone(member.id)
+        server = (await self.announcements.settings(guild.id)).timezone
+        if own is not None:
+            text = f"🌐 Your time zone is **{own}**."
+        elif server is not None:
+            text = (
+                "🌐 You haven't set a time zone; times you type are read in the server's, "
+                f"**{server}**."
+            )
+        else:
+            text = "🌐 You haven't set a time zone; times you type are read in **UTC**."
+        await reply(interaction, text + " Set yours with `/timezone zone:…`.")
