@@ -21,6 +21,7 @@ from .changes import (
     Why,
     at,
     change_until,
+    end_if_past_until,
     live_announcement,
     next_scheduled_fire,
     stamp,
@@ -338,8 +339,9 @@ class Announcements:
             rows = BotDb(ctx.db)
             a = await live_announcement(rows, guild_id, local_id)
             now = ctx.now.timestamp()
-            detail = await change_until(ctx, a, until)
+            changed, detail = await change_until(ctx, a, until)
             await rows.add_history(a.id, HistoryAction.EDITED, actor_id, now, detail)
+            await end_if_past_until(ctx, changed)
             after = await rows.announcement(a.id)
         assert after is not None  # announcements are never deleted
         return after

@@ -127,21 +127,20 @@ _SKIP_LOOKAHEAD = 1000
 """How many recorded (skipped) times in a row are looked past for the next free one."""
 
 
-async def change_until(ctx: TransactionContext, a: Announcement, until: datetime | None) -> str:
+async def change_until(
+    ctx: TransactionContext, a: Announcement, until: datetime | None
+) -> tuple[Announcement, str]:
     """Set or clear (None) ``a``'s until in the caller's transaction (``/edit`` calls this
-    in its own); returns the change in words for its history. A one-off is refused. If the
-    next time is past the new until, the announcement ends now."""
+    in its own); returns the announcement as changed and the change in words for its
+    history. A one-off is refused. Once the edit is recorded, the caller ends it if nothing
+    is left to post before the new until: ``await end_if_past_until(ctx, changed)``."""
     if until is not None and not a.recurring:
         raise NotPossible(Why.UNTIL_ONE_OFF, a)
-    rows = BotDb(ctx.db)
-    now = ctx.now.timestamp()
     until_ts = None if until is None else until.timestamp()
-    await rows.set_until(a.id, until_ts, now)
-    changed = dataclasses.replace(a, until_ts=until_ts)
-    if changed.state == AnnouncementState.SCHEDULED:
-        await end_if_past_until(ctx, changed)
+    await BotDb(ctx.db).set_until(a.id, until_ts, ctx.now.timestamp())
     before = "none" if a.until_ts is None else stamp(a.until_ts)
-    return f"until: {before} → {'none' if until_ts is None else stamp(until_ts)}"
+    detail = f"until: {before} → {'none' if until_ts is None else stamp(until_ts)}"
+    return dataclasses.replace(a, until_ts=until_ts), detail
 
 
 async def end_if_past_until(ctx: TransactionContext, a: Announcement) -> bool:

@@ -238,25 +238,7 @@ class AnnouncementCommands(Cog, name=COMMANDS_COG):
     async def live_announcement_choices(
         self, interaction: discord.Interaction, current: str
     ) -> list[app_commands.Choice[int]]:
-        """This server's live announcements whose id starts with the typed number, or whose
-        label contains the typed text."""
-        guild, member = interaction.guild, interaction.user
-        if guild is None or not isinstance(member, discord.Member):
-            return []
-        typed = current.strip().lstrip("#").lower()
-        out: list[app_commands.Choice[int]] = []
-        for a in await self.announcements.live(guild.id):
-            hidden = not can_read(member, guild, a.channel_id)
-            label = choice_label(a, await self.announcements.next_fire(a), hidden)
-            if typed.isdigit():  # a number is an id: match ids that start with it
-                if not str(a.local_id).startswith(typed):
-                    continue
-            elif typed and typed not in label.lower():
-                continue
-            out.append(app_commands.Choice(name=label, value=a.local_id))
-            if len(out) == MAX_CHOICES:
-                break
-        return out
+        return await live_announcement_choices(self.announcements, interaction, current)
 
     # --- /settings -----------------------------------------------------------------------------
 
@@ -316,6 +298,30 @@ class AnnouncementCommands(Cog, name=COMMANDS_COG):
         if changed:
             await self.announcements.save_settings(new)
         await reply(interaction, settings_summary(new, changed))
+
+
+async def live_announcement_choices(
+    announcements: Announcements, interaction: discord.Interaction, current: str
+) -> list[app_commands.Choice[int]]:
+    """This server's live announcements whose id starts with the typed number, or whose
+    label contains the typed text."""
+    guild, member = interaction.guild, interaction.user
+    if guild is None or not isinstance(member, discord.Member):
+        return []
+    typed = current.strip().lstrip("#").lower()
+    out: list[app_commands.Choice[int]] = []
+    for a in await announcements.live(guild.id):
+        hidden = not can_read(member, guild, a.channel_id)
+        label = choice_label(a, await announcements.next_fire(a), hidden)
+        if typed.isdigit():  # a number is an id: match ids that start with it
+            if not str(a.local_id).startswith(typed):
+                continue
+        elif typed and typed not in label.lower():
+            continue
+        out.append(app_commands.Choice(name=label, value=a.local_id))
+        if len(out) == MAX_CHOICES:
+            break
+    return out
 
 
 def settings_summary(settings: GuildSettings, changed: bool) -> str:

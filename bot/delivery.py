@@ -333,7 +333,11 @@ class Delivery:
                 await ctx.scheduler.schedules.pause(ann.schedule_name)
         else:
             new_state = ann.state  # one occurrence lost; the recurrence goes on
-        await rows.set_failure(ann.id, new_state, args["error"], ctx.now.timestamp())
+        now = ctx.now.timestamp()
+        await rows.set_failure(ann.id, new_state, args["error"], now)
+        if new_state != ann.state:  # the bot's own change, kept in the history
+            detail = args["error"] + ("; paused" if new_state == AnnouncementState.PAUSED else "")
+            await rows.add_history(ann.id, HistoryAction.FAILED, None, now, detail)
         return True
 
 

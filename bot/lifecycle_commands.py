@@ -8,19 +8,17 @@ history row) and replies ephemerally; a change that can't be made is answered by
 from __future__ import annotations
 
 import logging
-from typing import Any, cast
 
 import discord
 from discord import app_commands
-from discord.ext.commands import Bot, Cog
+from discord.ext.commands import Cog
 
 from .announcements import Announcements
 from .checks import guild_member, require_manager
-from .commands import AnnouncementCommands
+from .commands import live_announcement_choices
 from .render import paused, resumed, skipped
 from .replies import answer_error, reply
 from .transformers import Timezone
-from .views import COMMANDS_COG
 
 log = logging.getLogger(__name__)
 
@@ -89,15 +87,7 @@ class LifecycleCommands(Cog, name=LIFECYCLE_COG):
         self, interaction: discord.Interaction, current: str
     ) -> list[app_commands.Choice[int]]:
         """The same choices as /cancel's: this server's live announcements."""
-        bot = cast(Bot, interaction.client)
-        commands = bot.get_cog(COMMANDS_COG)
-        if not isinstance(commands, AnnouncementCommands):
-            return []
-        # discord.py's stubs type an autocomplete callback as the decorator's result; it is
-        # the method itself.
-        choices: Any = commands.live_announcement_choices
-        found: list[app_commands.Choice[int]] = await choices(interaction, current)
-        return found
+        return await live_announcement_choices(self.announcements, interaction, current)
 
     @app_commands.command(
         name="timezone", description="Your own time zone for the times you type (any member)"
