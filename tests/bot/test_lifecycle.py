@@ -1,7 +1,7 @@
 """An announcement's course after it is scheduled: /pause, /resume, /skip, `until`, and the
 member's own /timezone, end to end through the real discord.py client against the fake
 Discord, on a FakeClock, with the database read back (announcement, deliveries, schedule,
-history)."""
+history). Every test runs on SQLite, and on PostgreSQL when a server is configured."""
 
 from __future__ import annotations
 
@@ -18,12 +18,18 @@ from bot.delivery import PERMANENT_CODES, nonce_for
 from scheduler import ScheduleNotFound
 from scheduler.testing import FakeClock
 from tests.bot.conftest import NOW, World, db_snapshot, run_command
+from tests.bot.test_commands import any_db_crier  # noqa: F401 (a fixture, used by crier)
 from tests.fakediscord import Member
 from tests.fakediscord import Permissions as P
 from tests.fakediscord.interactions import CB_AUTOCOMPLETE_RESULT
 from tests.fakediscord.state import Channel
 
 # --- helpers -------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def crier(any_db_crier: Crier) -> Crier:  # noqa: F811 (this module's bot: on either database)
+    return any_db_crier
 
 
 def stamp(dt: datetime) -> str:
