@@ -42,6 +42,8 @@ def confirmation(
         f"**First:** {when(first)}",
         f"**Repeats:** {repeat}",
     ]
+    if a.until_ts is not None:
+        lines.append(f"**Until:** {when(datetime.fromtimestamp(a.until_ts, UTC))}, then it ends")
     if a.recurring and len(upcoming) > 1:
         lines.append("**Next:** " + ", ".join(discord_timestamp(t, "F") for t in upcoming))
     lines.append(f"**Pings:** {_pings(a)}")

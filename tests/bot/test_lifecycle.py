@@ -333,6 +333,17 @@ async def test_skip_is_refused_for_a_one_off_and_a_paused_one(
 # --- until ---------------------------------------------------------------------------------------
 
 
+async def test_until_is_confirmed_and_the_next_posts_listed_stop_there(
+    world: World, crier: Crier
+) -> None:
+    text = await answer(
+        world, "schedule", when="in 10m", message="hi", repeat="every 1h", until="in 1h30m"
+    )
+    assert f"**Until:** {stamp(NOW + timedelta(hours=1, minutes=30))}, then it ends" in text
+    listed = ", ".join(f"<t:{int(t.timestamp())}:F>" for t in HOURLY[:2])
+    assert f"**Next:** {listed}\n" in text
+
+
 async def test_until_the_last_occurrence_before_it_posts_then_it_is_done(
     world: World, crier: Crier, clock: FakeClock
 ) -> None:
@@ -419,8 +430,8 @@ async def test_set_until_for_edit_sets_clears_and_ends_at_once(
         ({"when": "in 10m"}, "`until` is for repeating announcements"),
         ({"when": "in 10m", "repeat": "hourly", "until": "in 5m"}, "must be after the first"),
         ({"when": "in 10m", "repeat": "hourly", "until": "someday"}, "try `in 90m`"),
-        # The rule's first time (09:00 tomorrow) is after until: nothing would ever post.
-        ({"when": "in 10m", "repeat": "0 9 * * *", "until": "in 1h"}, "nothing would ever"),
+        # The rule's first post (09:00 tomorrow) is after until: nothing would ever post.
+        ({"when": "in 10m", "repeat": "0 9 * * *", "until": "in 1h"}, "must be after the first"),
     ],
 )
 async def test_until_refusals_write_nothing(
