@@ -134,8 +134,8 @@ def not_possible(error: NotPossible) -> str:
     texts = {
         Why.SENT: f"{name} was already posted; there is nothing left to change.",
         Why.CANCELED: f"{name} was canceled. Schedule a new one with `/schedule`.",
-        Why.FAILED: f"{name} failed ({'' if a is None else a.failure}). Schedule it again "
-        "with `/schedule`.",
+        Why.FAILED: f"{name} failed ({(a and a.failure) or 'see `/list`'}). Schedule it "
+        "again with `/schedule`.",
         Why.DONE: f"{name} has ended: its `until` was reached. Schedule a new one with "
         "`/schedule`.",
         Why.ALREADY_PAUSED: f"{name} is already paused. Use `/resume id:{n}` to post it again.",

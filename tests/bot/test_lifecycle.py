@@ -578,3 +578,17 @@ async def test_timezone_autocomplete(world: World, crier: Crier) -> None:
         world.guild, world.general, world.member, "timezone", {"zone": "tokyo"}, focused="zone"
     )
     assert [c["value"] for c in (await h.response()).choices] == ["Asia/Tokyo"]
+
+
+async def test_a_failed_one_off_cannot_be_paused_resumed_or_skipped(
+    world: World, crier: Crier, clock: FakeClock
+) -> None:
+    local = await schedule(world, "in 10m", "Once")
+    world.news.set_overwrite(world.guild.bot_member, deny=P.SEND_MESSAGES)
+    await advance_to(crier, clock, FIRST)
+    assert (await get(crier, world, local)).state == "failed"
+    before = await everything(crier)
+    for command in ("pause", "resume", "skip"):
+        text = await answer(world, command, id=local)
+        assert f"Announcement #{local} failed ({PERMANENT_CODES[50013]} (50013))" in text
+    assert await everything(crier) == before
