@@ -9,10 +9,12 @@ and written through :class:`bot.db.BotDb`, on the scheduler's own connection.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from enum import StrEnum
 
-from scheduler import JobState, ScheduleNotFound, Scheduler
+from scheduler import JobState, ScheduleNotFound, Scheduler, TransactionContext
 
 from .changes import (
     NotFound,
@@ -27,12 +29,14 @@ from .changes import (
     stamp,
     unrecorded_from,
 )
+from .edit_changes import SHOWN, TIMING, Change, Field, changes, history_detail
 from .config import default
 from .db import BotDb
 from .models import (
     LIVE_STATES,
     Announcement,
     AnnouncementState,
+    DeliveryState,
     Draft,
     GuildSettings,
     HistoryAction,
@@ -43,26 +47,82 @@ from .models import (
 __all__ = [
     "LIVE_STATES",
     "SEND_FN",
+    "UPDATE_FN",
     "Announcement",
     "AnnouncementState",
     "Announcements",
     "Draft",
+    "EditOutcome",
     "GuildSettings",
     "Listing",
+    "NotEditable",
     "NotFound",
     "NotPossible",
     "Skipped",
     "Why",
+    "PostedUpdate",
+    "check_editable",
+    "enqueue_post_update",
     "mention_markup",
     "schedule_name",
 ]
 
 SEND_FN = "announcements:send"
+UPDATE_FN = "crier.update_posted"
+"""The durable job that brings a posted message up to date with its announcement."""
 _EPOCH = datetime.fromtimestamp(0, UTC)
 
 
-def schedule_name(announcement_id: int) -> str:
-    return f"announcement:{announcement_id}"
+def schedule_name(announcement_id: int, anchored_at: float | None = None) -> str:
+    """The name of an announcement's schedule; one re-anchored by an edit (at
+    ``anchored_at``) gets a name of its own, so none of its occurrences can be mistaken for
+    one of the schedule it replaces."""
+    if anchored_at is None:
+        return f"announcement:{announcement_id}"
+    return f"announcement:{announcement_id}@{round(anchored_at * 1000)}"
+
+
+async def enqueue_post_update(
+    ctx: TransactionContext, announcement_id: int, fire_ts: float, channel_id: int, revision: int
+) -> int:
+    """In ``ctx``'s transaction: bring the message posted for the occurrence at ``fire_ts``
+    up to date with ``revision`` (one job per revision, whoever asks for it)."""
+    return await ctx.scheduler.enqueue(
+        UPDATE_FN,
+        {"announcement_id": announcement_id, "fire_ts": fire_ts, "channel_id": channel_id},
+        idempotency_key=f"post-update:{announcement_id}:{fire_ts!r}:{revision}",
+        name=f"update the post of announcement {announcement_id}",
+    )
+
+
+class NotEditable(ValueError):
+    """The edit can't be made as asked; ``str(e)`` says why (shown to the member)."""
+
+
+class PostedUpdate(StrEnum):
+    """What an edit does to the message already posted for the announcement."""
+
+    NONE = "none"
+    """Nothing: no post, or nothing it shows changed."""
+    QUEUED = "queued"
+    """It is edited in place (a durable job)."""
+    LEFT = "left"
+    """It is left as it was (``update_posted: false``)."""
+    AFTER_SEND = "after_send"
+    """An occurrence is being posted right now; it is brought up to date once it is."""
+    UNAVAILABLE = "unavailable"
+    """It can no longer be updated (deleted, or the announcement moved to another channel)."""
+
+
+@dataclass(frozen=True, slots=True)
+class EditOutcome:
+    before: Announcement
+    after: Announcement
+    changes: list[Change]
+    next_fire: datetime | None
+    posted: PostedUpdate
+    message_id: int | None = None
+    """The posted message concerned by ``posted``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,26 +181,34 @@ class Announcements:
                 )
                 await rows.set_job(ann_id, job_id)
             else:
-                name = schedule_name(ann_id)
-                spec, tz = rule.schedule_spec(draft.timezone)
-                info = await ctx.scheduler.schedules.create(
-                    name,
-                    spec,
-                    SEND_FN,
-                    {"announcement_id": ann_id},
-                    tz=tz,
-                    start=draft.first,
-                    catch_up="fire_once",
-                    catchup_window=timedelta(seconds=self.catch_up_window),
-                    overlap="skip",
-                )
-                first = info.next_fire or draft.first
+                first = await self.create_schedule(ctx, ann_id, draft, schedule_name(ann_id))
                 if draft.until is not None and first > draft.until:
                     raise NotPossible(Why.UNTIL_BEFORE_FIRST, at=first)  # rolls it all back
-                await rows.set_schedule(ann_id, name)
             ann = await rows.announcement(ann_id)
         assert ann is not None  # written above, in the same transaction
         return ann, first
+
+    async def create_schedule(
+        self, ctx: TransactionContext, ann_id: int, draft: Draft, name: str
+    ) -> datetime:
+        """In ``ctx``'s transaction: the schedule that delivers a recurring announcement,
+        from ``draft.first`` on; returns its first time."""
+        rule = draft.repeat
+        assert rule is not None  # only a recurring announcement has a schedule
+        spec, tz = rule.schedule_spec(draft.timezone)
+        info = await ctx.scheduler.schedules.create(
+            name,
+            spec,
+            SEND_FN,
+            {"announcement_id": ann_id},
+            tz=tz,
+            start=draft.first,
+            catch_up="fire_once",
+            catchup_window=timedelta(seconds=self.catch_up_window),
+            overlap="skip",
+        )
+        await BotDb(ctx.db).set_schedule(ann_id, name)
+        return info.next_fire or draft.first
 
     # --- read ----------------------------------------------------------------------------------
 
@@ -355,3 +423,145 @@ class Announcements:
     async def set_member_timezone(self, user_id: int, timezone: str) -> None:
         async with self.sched.transaction() as ctx:
             await BotDb(ctx.db).set_member_timezone(user_id, timezone, ctx.now.timestamp())
+
+    # --- edit ----------------------------------------------------------------------------------
+
+    async def anchor(self, a: Announcement) -> datetime:
+        """Where a new rule starts when an edit changes how ``a`` repeats (or its zone) but
+        not its ``when``: the occurrence that would have come next (a due one not yet posted
+        included), else its first time."""
+        if a.schedule_name is not None:
+            pending = [
+                j.fire_ts
+                for j in await self.sched.list_jobs(state="pending", fn=SEND_FN, limit=1000)
+                if j.schedule_name == a.schedule_name and j.fire_ts is not None
+            ]
+            nxt = None
+            with contextlib.suppress(ScheduleNotFound):
+                nxt = (await self.sched.schedules.get(a.schedule_name)).next_fire
+            times = pending + ([] if nxt is None else [nxt.timestamp()])
+            if times:
+                return datetime.fromtimestamp(min(times), UTC)
+        return datetime.fromtimestamp(a.first_ts, UTC)
+
+    async def edit(
+        self,
+        before: Announcement,
+        draft: Draft,
+        *,
+        when_given: bool,
+        update_posted: bool,
+        actor_id: int,
+    ) -> EditOutcome:
+        """Change ``before`` into ``draft`` in one transaction: the row, its job or schedule,
+        the history entry and the update of its posted message. Raises :class:`NotEditable`
+        (nothing written) when the change can't be made; an edit that changes nothing writes
+        nothing."""
+        next_before = await self.next_fire(before)
+        async with self.sched.transaction() as ctx:
+            rows = BotDb(ctx.db)
+            a = await rows.announcement(before.id)
+            if a is None or a.guild_id != before.guild_id:
+                raise NotFound(f"announcement #{before.local_id} not found")
+            if (a.state, a.revision, a.updated_at) != (
+                before.state,
+                before.revision,
+                before.updated_at,
+            ):
+                raise NotEditable(
+                    f"Announcement #{a.local_id} changed while you were editing it. Look at it "
+                    "again (`/list`) and repeat your edit."
+                )
+            found = changes(a, draft, when_given=when_given, next_before=next_before)
+            if not found:
+                return EditOutcome(a, a, [], next_before, PostedUpdate.NONE)
+            fields = {c.field for c in found}
+            last = await rows.last_attempted_delivery(a.id)
+            check_editable(
+                a, fields, last_sending=last is not None and last.state == DeliveryState.SENDING
+            )
+            now = ctx.now.timestamp()
+            revision = a.revision + (1 if fields & SHOWN else 0)
+            await rows.update_announcement(a.id, draft, revision, now)
+            if fields & TIMING and a.live:
+                await self._replan(ctx, a, draft, now)
+            await rows.add_history(a.id, HistoryAction.EDITED, actor_id, now, history_detail(found))
+            posted = PostedUpdate.NONE
+            message_id = None if last is None else last.message_id
+            if last is not None and last.state == DeliveryState.SENT and last.message_id:
+                if Field.CHANNEL in fields and last.update_error is None:
+                    await rows.set_update_error(a.id, last.fire_ts, MOVED.format(draft.channel_id))
+                    posted = PostedUpdate.UNAVAILABLE if fields & SHOWN else posted
+                elif not fields & SHOWN:
+                    pass
+                elif last.update_error is not None:
+                    posted = PostedUpdate.UNAVAILABLE
+                elif update_posted:
+                    await enqueue_post_update(ctx, a.id, last.fire_ts, a.channel_id, revision)
+                    posted = PostedUpdate.QUEUED
+                else:
+                    posted = PostedUpdate.LEFT
+            elif last is not None and last.state == DeliveryState.SENDING and fields & SHOWN:
+                posted = PostedUpdate.AFTER_SEND
+            after = await rows.announcement(a.id)
+        assert after is not None  # written above, in the same transaction
+        return EditOutcome(a, after, found, await self.next_fire(after), posted, message_id)
+
+    async def _replan(
+        self, ctx: TransactionContext, a: Announcement, draft: Draft, now: float
+    ) -> None:
+        """Replace the job or schedule of a live announcement by one for ``draft``'s time and
+        rule. An occurrence already in progress finishes and is not repeated: a re-anchored
+        schedule has a name of its own, and the delivery records each time once."""
+        rows = BotDb(ctx.db)
+        if a.job_id is not None and not a.recurring:
+            canceled = await ctx.scheduler.cancel(a.job_id)
+            if not canceled and a.state == AnnouncementState.SCHEDULED:
+                raise NotEditable(BEING_POSTED.format(a.local_id))
+        if a.schedule_name is not None:
+            with contextlib.suppress(ScheduleNotFound):
+                await ctx.scheduler.schedules.delete(a.schedule_name)
+        if draft.repeat is None:
+            first_ts = draft.first.timestamp()
+            job_id = await ctx.scheduler.run_at(
+                draft.first,
+                SEND_FN,
+                {"announcement_id": a.id, "fire_ts": first_ts},
+                idempotency_key=f"announcement:{a.id}:{first_ts!r}:edited:{now!r}",
+                name=f"announcement {a.id}",
+            )
+            await rows.set_job(a.id, job_id)
+            await rows.set_schedule(a.id, None)
+            return
+        name = schedule_name(a.id, now)
+        await self.create_schedule(ctx, a.id, draft, name)
+        await rows.set_job(a.id, None)
+        if a.state == AnnouncementState.PAUSED:
+            await ctx.scheduler.schedules.pause(name)
+
+
+MOVED = "the announcement moved to <#{}>: this post is no longer updated"
+BEING_POSTED = (
+    "Announcement #{} is being posted right now, so its time can't change. Try again in a "
+    "moment (its message can still be edited)."
+)
+
+
+def check_editable(
+    a: Announcement, fields: Collection[Field], *, last_sending: bool = False
+) -> None:
+    """Refuse an edit the announcement's state doesn't allow."""
+    n = a.local_id
+    if a.state == AnnouncementState.CANCELED:
+        raise NotEditable(f"Announcement #{n} was canceled. Schedule a new one with `/schedule`.")
+    if a.state == AnnouncementState.FAILED:
+        raise NotEditable(
+            f"Announcement #{n} failed ({a.failure}). Schedule it again with `/schedule`."
+        )
+    if a.state in (AnnouncementState.SENT, AnnouncementState.DONE) and set(fields) - SHOWN:
+        raise NotEditable(
+            f"Announcement #{n} has posted its last time; only its `message` and `mention` "
+            "can still change (in the posted message). For a new time, use `/schedule`."
+        )
+    if TIMING.intersection(fields) and not a.recurring and last_sending:
+        raise NotEditable(BEING_POSTED.format(n))

@@ -28,7 +28,9 @@ from .db import BotDb
 from .delivery import Delivery
 from .discord_endpoints import use_discord_endpoints
 from .lifecycle_commands import LifecycleCommands
+from .edit_commands import EditCommands
 from .pacing import ChannelPacer, lease_needed
+from .post_updates import PostUpdates
 from .views import PageButton
 
 log = logging.getLogger(__name__)
@@ -120,6 +122,7 @@ class CrierBot(commands.Bot):
     async def setup_hook(self) -> None:
         await self.add_cog(AnnouncementCommands(self.announcements, self.clock))
         await self.add_cog(LifecycleCommands(self.announcements))
+        await self.add_cog(EditCommands(self.announcements, self.clock))
         self.add_dynamic_items(PageButton)
         self.logged_in.set()
         await self.sync_commands()
@@ -228,6 +231,8 @@ class Crier:
             ready=self.bot.logged_in,
         )
         self.delivery.register(self.registry)
+        self.post_updates = PostUpdates(self.delivery)
+        self.post_updates.register(self.registry)
 
     async def start(self) -> None:
         """Open the database, log in, and connect in the background (returns once ready)."""

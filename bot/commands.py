@@ -10,9 +10,6 @@ and the page buttons route theirs to the same mapping, :func:`bot.replies.answer
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
-from datetime import datetime
-from zoneinfo import ZoneInfo
 
 import discord
 from discord import app_commands
@@ -20,43 +17,20 @@ from discord.ext.commands import Bot, Cog
 
 from scheduler import Clock
 
-from .announcements import Announcements, Draft, GuildSettings, mention_markup
-from .checks import (
-    Refusal,
-    check_channel,
-    guild_member,
-    manage_server_only,
-    plan_mentions,
-    require_manager,
-)
+from .announcements import Announcements, GuildSettings
+from .checks import Refusal, guild_member, manage_server_only, require_manager
 from .limits import MAX_CHOICES, MAX_MESSAGE
 from .models import AnnouncementState
-from .parsing import InputError, parse_until, read_schedule, resolve_timezone
+from .parsing import InputError
 from .render import PAGE_SIZE, choice_label, confirmation, listing_page
 from .replies import answer_error, reply
 from .transformers import Timezone
+from .validation import EMPTY_MESSAGE, ScheduleRequest, check_request
 from .views import COMMANDS_COG, ScheduleModal, page_buttons
 
+__all__ = ["EMPTY_MESSAGE", "AnnouncementCommands", "CommandTree", "ScheduleRequest", "can_read"]
+
 log = logging.getLogger(__name__)
-
-EMPTY_MESSAGE = "The message is empty. Type the text to announce, e.g. `Standup in 5 minutes!`"
-UNTIL_ONE_OFF = (
-    "`until` is for repeating announcements (it is when the repeats stop); this one posts "
-    "once. Add a `repeat` (e.g. `repeat: daily`), or leave `until` out."
-)
-
-
-@dataclass(frozen=True, slots=True)
-class ScheduleRequest:
-    """The /schedule options other than the message, kept by id while the form is open (the
-    channel and role are looked up again when it is submitted)."""
-
-    when: str | None
-    channel_id: int
-    repeat: str | None
-    timezone: ZoneInfo | None
-    mention_id: int | None
-    until: str | None = None
 
 
 class AnnouncementCommands(Cog, name=COMMANDS_COG):
@@ -106,7 +80,8 @@ class AnnouncementCommands(Cog, name=COMMANDS_COG):
             until=until,
         )
         if message is None:
-            await self._draft(interaction, request, message="")  # refuse before typing
+            # Refused before any typing if anything else is wrong.
+            await check_request(self.announcements, self.clock, interaction, request, "")
 
             async def submit(submitted: discord.Interaction, text: str) -> None:
                 await self._create(submitted, request, text)
@@ -120,7 +95,9 @@ class AnnouncementCommands(Cog, name=COMMANDS_COG):
     ) -> None:
         if not message.strip():
             raise InputError(EMPTY_MESSAGE)
-        draft, notes, upcoming = await self._draft(interaction, request, message)
+        draft, notes, upcoming = await check_request(
+            self.announcements, self.clock, interaction, request, message
+        )
         announcement, first = await self.announcements.create(draft)
         log.info(
             "announcement %d (#%d) scheduled in guild %d channel %d by %d",
@@ -128,63 +105,6 @@ class AnnouncementCommands(Cog, name=COMMANDS_COG):
             draft.author_id,
         )  # fmt: skip
         await reply(interaction, confirmation(announcement, first, notes, upcoming))
-
-    async def _draft(
-        self, interaction: discord.Interaction, request: ScheduleRequest, message: str
-    ) -> tuple[Draft, list[str], tuple[datetime, ...]]:
-        """The announcement ``request`` asks for, checked in full (permissions, channel, time,
-        repeat rule, mentions, length), notes for the member (how a date was read, who is
-        pinged) and its first posts (three for a repeating one); refused with what was
-        wrong. An empty ``message`` (the form is still to be shown) checks everything else.
-        Dates like ``24/12`` are read by the member's Discord locale (else the server's)."""
-        guild, member = guild_member(interaction)
-        settings = await self.announcements.settings(guild.id)
-        require_manager(member, settings)
-        target = guild.get_channel_or_thread(request.channel_id)
-        if target is None:
-            raise Refusal("I can't find that channel in this server.")
-        channel = check_channel(member, guild.me, target)
-        zone = request.timezone or await self.typing_zone(member, settings)
-        now, locale = self.clock.now(), _locale(interaction)
-        reading = read_schedule(request.when, request.repeat, zone, now, locale=locale)
-        until = None
-        upcoming = reading.upcoming
-        if request.until is not None:
-            if reading.rule is None:
-                raise InputError(UNTIL_ONE_OFF)
-            until = parse_until(request.until, zone, now, reading.first, locale=locale)
-            upcoming = tuple(t for t in upcoming if t <= until)
-        role = None if request.mention_id is None else guild.get_role(request.mention_id)
-        if request.mention_id is not None and role is None:
-            raise Refusal("I can't find that role in this server.")
-        plan = plan_mentions(member, guild.me, channel, role, message)
-        prefix = 0 if plan.mention is None else len(mention_markup(plan.mention)) + 1
-        if message and not message.strip():
-            raise InputError(EMPTY_MESSAGE)
-        if len(message) + prefix > MAX_MESSAGE:
-            raise InputError(
-                f"The message is {len(message) + prefix} characters (with the mention); "
-                f"Discord allows {MAX_MESSAGE}. Shorten it or split it into two announcements."
-            )
-        draft = Draft(
-            guild_id=guild.id,
-            channel_id=channel.id,
-            author_id=member.id,
-            content=message,
-            mention=plan.mention,
-            allowed_mentions=plan.allowed,
-            first=reading.first,
-            timezone=zone.key,
-            repeat=reading.rule,
-            until=until,
-        )
-        return draft, [*reading.notes, *plan.notes], upcoming
-
-    async def typing_zone(self, member: discord.Member, settings: GuildSettings) -> ZoneInfo:
-        """The zone the times a member types are read in when they name none: their own
-        (``/timezone``), else the server's, else UTC."""
-        own = await self.announcements.member_timezone(member.id)
-        return resolve_timezone(own or settings.timezone or "UTC")
 
     # --- /list ---------------------------------------------------------------------------------
 
@@ -363,11 +283,3 @@ class CommandTree(app_commands.CommandTree[Bot]):
             await answer_error(interaction, error)
         else:  # the command's cog has answered it
             await super().on_error(interaction, error)
-
-
-def _locale(interaction: discord.Interaction) -> str | None:
-    """The member's Discord locale (``en-US``, ``fr``…), else the server's, else ``None``."""
-    for locale in (interaction.locale, interaction.guild_locale):
-        if locale is not None:
-            return str(locale.value)
-    return None

@@ -101,6 +101,24 @@ def _announcement(row: Any) -> Announcement:
     )
 
 
+_PAST_DELIVERY_COLUMNS = (
+    "fire_ts, state, message_id, sent_at, late_by, error, revision, update_error"
+)
+
+
+def _past_delivery(r: Any) -> PastDelivery:
+    return PastDelivery(
+        fire_ts=float(r["fire_ts"]),
+        state=DeliveryState(r["state"]),
+        message_id=_optional_int(r["message_id"]),
+        sent_at=None if r["sent_at"] is None else float(r["sent_at"]),
+        late_by=None if r["late_by"] is None else float(r["late_by"]),
+        error=r["error"],
+        revision=_optional_int(r["revision"]),
+        update_error=r["update_error"],
+    )
+
+
 def _state_in(states: Sequence[str]) -> str:
     """``state IN (?, …)`` with one placeholder per state."""
     return "state IN (" + ", ".join("?" * len(states)) + ")"
@@ -217,17 +235,48 @@ class BotDb:
         assert row is not None  # RETURNING gives the inserted row
         return int(row["id"])
 
-    async def set_job(self, announcement_id: int, job_id: int) -> None:
-        """Record the job that delivers a one-off announcement."""
+    async def set_job(self, announcement_id: int, job_id: int | None) -> None:
+        """Record the job that delivers a one-off announcement (None: it has none)."""
         await self.db.execute(
             "UPDATE bot_announcements SET job_id = ? WHERE id = ?", (job_id, announcement_id)
         )
 
-    async def set_schedule(self, announcement_id: int, schedule_name: str) -> None:
-        """Record the schedule that delivers a recurring announcement."""
+    async def set_schedule(self, announcement_id: int, schedule_name: str | None) -> None:
+        """Record the schedule that delivers a recurring announcement (None: it has none)."""
         await self.db.execute(
             "UPDATE bot_announcements SET schedule_name = ? WHERE id = ?",
             (schedule_name, announcement_id),
+        )
+
+    async def update_announcement(
+        self, announcement_id: int, draft: Draft, revision: int, now: float
+    ) -> None:
+        """Write an edit: what the announcement posts, where, when and how it repeats (its
+        id, guild, author, state and job or schedule are left as they are)."""
+        rule = draft.repeat
+        await self.db.execute(
+            "UPDATE bot_announcements SET channel_id = ?, content = ?, mention = ?, "
+            "allowed_mentions = ?, first_ts = ?, timezone = ?, repeat_kind = ?, "
+            "repeat_cron = ?, repeat_every = ?, repeat_words = ?, repeat_nth = ?, "
+            "repeat_step = ?, until_ts = ?, revision = ?, updated_at = ? WHERE id = ?",
+            (
+                draft.channel_id,
+                draft.content,
+                draft.mention,
+                json.dumps(draft.allowed_mentions, sort_keys=True),
+                draft.first.timestamp(),
+                draft.timezone,
+                None if rule is None else rule.kind,
+                None if rule is None else rule.cron,
+                None if rule is None or rule.every is None else rule.every.total_seconds(),
+                None if rule is None else rule.words,
+                None if rule is None else encode_nth(rule.nth),
+                None if rule is None else encode_step(rule.step),
+                None if draft.until is None else draft.until.timestamp(),
+                revision,
+                now,
+                announcement_id,
+            ),
         )
 
     async def announcement(self, announcement_id: int) -> Announcement | None:
@@ -384,13 +433,45 @@ class BotDb:
         )
 
     async def mark_sent(
-        self, announcement_id: int, fire_ts: float, message_id: int, now: float, late_by: float
+        self,
+        announcement_id: int,
+        fire_ts: float,
+        message_id: int,
+        now: float,
+        late_by: float,
+        revision: int,
     ) -> None:
-        """Record the occurrence sent as ``message_id``."""
+        """Record the occurrence sent as ``message_id``, showing the announcement's
+        ``revision``."""
         await self.db.execute(
             "UPDATE bot_deliveries SET state = ?, message_id = ?, sent_at = ?, late_by = ?, "
-            "error = NULL WHERE announcement_id = ? AND fire_ts = ?",
-            (DeliveryState.SENT.value, message_id, now, late_by, announcement_id, fire_ts),
+            "revision = ?, error = NULL WHERE announcement_id = ? AND fire_ts = ?",
+            (
+                DeliveryState.SENT.value,
+                message_id,
+                now,
+                late_by,
+                revision,
+                announcement_id,
+                fire_ts,
+            ),
+        )
+
+    async def record_post_revision(
+        self, announcement_id: int, fire_ts: float, revision: int
+    ) -> None:
+        """Record that the occurrence's posted message now shows ``revision``."""
+        await self.db.execute(
+            "UPDATE bot_deliveries SET revision = ?, update_error = NULL "
+            "WHERE announcement_id = ? AND fire_ts = ?",
+            (revision, announcement_id, fire_ts),
+        )
+
+    async def set_update_error(self, announcement_id: int, fire_ts: float, error: str) -> None:
+        """Record why the occurrence's posted message is no longer brought up to date."""
+        await self.db.execute(
+            "UPDATE bot_deliveries SET update_error = ? WHERE announcement_id = ? AND fire_ts = ?",
+            (error, announcement_id, fire_ts),
         )
 
     async def note_delivery_error(self, announcement_id: int, fire_ts: float, error: str) -> None:
@@ -421,23 +502,30 @@ class BotDb:
     async def recent_deliveries(self, announcement_id: int, limit: int) -> list[PastDelivery]:
         """The announcement's latest ``limit`` recorded occurrences, newest first."""
         cur = await self.db.execute(
-            "SELECT fire_ts, state, message_id, sent_at, late_by, error, revision, update_error "
-            "FROM bot_deliveries WHERE announcement_id = ? ORDER BY fire_ts DESC LIMIT ?",
+            f"SELECT {_PAST_DELIVERY_COLUMNS} FROM bot_deliveries WHERE announcement_id = ? "
+            "ORDER BY fire_ts DESC LIMIT ?",
             (announcement_id, limit),
         )
-        return [
-            PastDelivery(
-                fire_ts=float(r["fire_ts"]),
-                state=DeliveryState(r["state"]),
-                message_id=_optional_int(r["message_id"]),
-                sent_at=None if r["sent_at"] is None else float(r["sent_at"]),
-                late_by=None if r["late_by"] is None else float(r["late_by"]),
-                error=r["error"],
-                revision=_optional_int(r["revision"]),
-                update_error=r["update_error"],
-            )
-            for r in await cur.fetchall()
-        ]
+        return [_past_delivery(r) for r in await cur.fetchall()]
+
+    async def last_attempted_delivery(self, announcement_id: int) -> PastDelivery | None:
+        """The announcement's latest occurrence that was attempted (sent, being sent, failed
+        or missed; a skipped one is not), or None."""
+        row = await self._one(
+            f"SELECT {_PAST_DELIVERY_COLUMNS} FROM bot_deliveries WHERE announcement_id = ? "
+            "AND state <> ? ORDER BY fire_ts DESC LIMIT 1",
+            (announcement_id, DeliveryState.SKIPPED.value),
+        )
+        return None if row is None else _past_delivery(row)
+
+    async def past_delivery(self, announcement_id: int, fire_ts: float) -> PastDelivery | None:
+        """The occurrence as recorded, or None."""
+        row = await self._one(
+            f"SELECT {_PAST_DELIVERY_COLUMNS} FROM bot_deliveries WHERE announcement_id = ? "
+            "AND fire_ts = ?",
+            (announcement_id, fire_ts),
+        )
+        return None if row is None else _past_delivery(row)
 
     # --- history (who changed what, when) ----------------------------------------------------
 

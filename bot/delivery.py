@@ -41,7 +41,7 @@ from scheduler import (
     TransactionContext,
 )
 
-from .announcements import SEND_FN, Announcement, Announcements
+from .announcements import MOVED, SEND_FN, Announcement, Announcements, enqueue_post_update
 from .changes import end_announcement, end_if_past_until
 from .db import BotDb
 from .limits import MAX_MESSAGE
@@ -174,16 +174,16 @@ class Delivery:
                 # can still be deduplicated by Discord.
                 async with asyncio.timeout(self.send_timeout):
                     message = await self.client.get_partial_messageable(ann.channel_id).send(
-                        _with_late_note(ann.text, fire_ts) if late else ann.text,
+                        with_late_note(ann.text, fire_ts) if late else ann.text,
                         nonce=attempt.nonce,
                         allowed_mentions=allowed_mentions(ann.allowed_mentions),
                     )
         except discord.HTTPException as exc:
-            if _permanent(exc):
-                reason = _describe(exc)
+            if permanent(exc):
+                reason = describe(exc)
                 await self._fail(ctx, ann, fire_ts, reason, pause=ann.recurring)
                 raise NonRetryable(reason) from exc
-            reason = _describe(exc)
+            reason = describe(exc)
             await self._transient(ctx, ann, fire_ts, reason)
             raise RetryLater(reason) from exc
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
@@ -192,7 +192,14 @@ class Delivery:
             raise RetryLater(reason) from exc
         await ctx.run_mutation(
             self._record_sent,
-            {"ann": ann.id, "fire_ts": fire_ts, "message": message.id, "late_by": late_by},
+            {
+                "ann": ann.id,
+                "fire_ts": fire_ts,
+                "message": message.id,
+                "late_by": late_by,
+                "revision": ann.revision,
+                "channel": ann.channel_id,
+            },
         )
         return {"message_id": message.id, "late_by": round(late_by, 3)}
 
@@ -238,14 +245,18 @@ class Delivery:
             ann.id, ann.local_id, reason, ann.guild_id, ann.channel_id, job_id,
             "; recurring announcement paused" if paused else "",
         )  # fmt: skip
-        settings = await self.announcements.settings(ann.guild_id)
-        if settings.log_channel_id is None:
-            return
         text = (
             f"⚠️ Announcement #{ann.local_id} for <#{ann.channel_id}> could not be posted: "
             f"{reason}."
             + (" It is paused; schedule it again once this is fixed." if paused else "")
         )
+        await self.tell_log_channel(ann.guild_id, text)
+
+    async def tell_log_channel(self, guild_id: int, text: str) -> None:
+        """Post ``text`` (pinging no one) to the guild's log channel, if it has one."""
+        settings = await self.announcements.settings(guild_id)
+        if settings.log_channel_id is None:
+            return
         try:
             async with self.pacer.slot(settings.log_channel_id) as turn:
                 turn.sent = True
@@ -255,7 +266,7 @@ class Delivery:
         except discord.HTTPException as exc:
             log.warning(
                 "could not post the failure report to log channel %d of guild %d: %s",
-                settings.log_channel_id, ann.guild_id, _describe(exc),
+                settings.log_channel_id, guild_id, describe(exc),
             )  # fmt: skip
 
     # --- bookkeeping mutations ---------------------------------------------------------------
@@ -302,11 +313,22 @@ class Delivery:
         return Attempt(Decision.SEND, nonce=nonce)
 
     async def _record_sent(self, ctx: TransactionContext, args: dict[str, Any]) -> None:
+        """Record the occurrence sent, showing the revision it was sent with; if an edit
+        landed while it was being sent, bring the posted message up to date (a job, in this
+        same transaction), unless the edit moved the announcement to another channel."""
         rows = BotDb(ctx.db)
         now = ctx.now.timestamp()
-        await rows.mark_sent(args["ann"], args["fire_ts"], args["message"], now, args["late_by"])
-        await rows.record_posted(args["ann"], args["message"], now)
-        await _end_if_finished(ctx, int(args["ann"]))
+        ann_id, fire_ts, sent_revision = args["ann"], args["fire_ts"], int(args["revision"])
+        await rows.mark_sent(ann_id, fire_ts, args["message"], now, args["late_by"], sent_revision)
+        await rows.record_posted(ann_id, args["message"], now)
+        ann = await rows.announcement(ann_id)
+        assert ann is not None  # announcements are never deleted
+        if ann.revision > sent_revision:
+            if ann.channel_id != int(args["channel"]):
+                await rows.set_update_error(ann_id, fire_ts, MOVED.format(ann.channel_id))
+            else:
+                await enqueue_post_update(ctx, ann_id, fire_ts, ann.channel_id, ann.revision)
+        await _end_if_finished(ctx, int(ann_id))
 
     async def _end(self, ctx: TransactionContext, args: dict[str, Any]) -> None:
         """An occurrence past the announcement's until came due: it ends, posting nothing."""
@@ -354,13 +376,13 @@ async def _end_if_finished(ctx: TransactionContext, ann_id: int) -> None:
         await end_if_past_until(ctx, ann)
 
 
-def _permanent(exc: discord.HTTPException) -> bool:
+def permanent(exc: discord.HTTPException) -> bool:
     if exc.code in PERMANENT_CODES:
         return True
     return 400 <= exc.status < 500 and exc.status != 429
 
 
-def _describe(exc: discord.HTTPException) -> str:
+def describe(exc: discord.HTTPException) -> str:
     known = PERMANENT_CODES.get(exc.code)
     if known:
         return f"{known} ({exc.code})"
@@ -368,6 +390,6 @@ def _describe(exc: discord.HTTPException) -> str:
     return f"HTTP {exc.status}" + (f" code {exc.code}" if exc.code else "") + f": {text}"
 
 
-def _with_late_note(text: str, fire_ts: float) -> str:
+def with_late_note(text: str, fire_ts: float) -> str:
     note = f"\n-# Sent late: this was scheduled for <t:{int(fire_ts)}:F>."
     return text + note if len(text) + len(note) <= MAX_MESSAGE else text

@@ -5,7 +5,16 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
 
-from .announcements import Announcement, Listing, NotPossible, Skipped, Why
+from .announcements import (
+    Announcement,
+    EditOutcome,
+    Listing,
+    NotPossible,
+    PostedUpdate,
+    Skipped,
+    Why,
+)
+from .edit_changes import Field
 from .limits import MAX_CHOICE_NAME, MAX_MESSAGE
 from .models import AnnouncementState, mention_markup
 from .parsing import discord_timestamp
@@ -182,3 +191,54 @@ def skipped(s: Skipped) -> str:
         else "That was the last one before its `until`: it then ends.",
     ]
     return "\n".join(lines)
+_FIELD_NAMES = {
+    Field.MENTION: "Pings",
+    Field.CHANNEL: "Channel",
+    Field.WHEN: "When",
+    Field.REPEAT: "Repeats",
+    Field.TIMEZONE: "Time zone",
+    Field.UNTIL: "Until",
+}
+_POSTED_NOTES = {
+    PostedUpdate.QUEUED: "✏️ The posted message {link} is being edited in place.",
+    PostedUpdate.LEFT: "The posted message {link} is left as it was (`update_posted: false`).",
+    PostedUpdate.AFTER_SEND: (
+        "It is being posted right now; the posted message will show the new text."
+    ),
+    PostedUpdate.UNAVAILABLE: (
+        "The posted message {link} can't be updated (deleted, or the announcement moved to "
+        "another channel); it is not posted again."
+    ),
+}
+
+
+def message_link(guild_id: int, channel_id: int, message_id: int | None) -> str:
+    if message_id is None:
+        return ""
+    return f"https://discord.com/channels/{guild_id}/{channel_id}/{message_id}"
+
+
+def edit_reply(outcome: EditOutcome, notes: list[str]) -> str:
+    """The /edit answer: what changed (before → after), the next time, the posted message."""
+    a, before = outcome.after, outcome.before
+    if not outcome.changes:
+        return f"Nothing to change: announcement **#{a.local_id}** is already like that."
+    lines = [f"✏️ Edited announcement **#{a.local_id}** in <#{a.channel_id}>."]
+    for c in outcome.changes:
+        if c.field == Field.MESSAGE:
+            lines.append("**Message:** changed (preview below)")
+        else:
+            lines.append(f"**{_FIELD_NAMES[c.field]}:** {c.before} → {c.after}")
+    if a.state == AnnouncementState.SCHEDULED:
+        lines.append(f"**Next:** {when(outcome.next_fire)}")
+    else:
+        lines.append(f"**State:** {a.state}")
+    note = _POSTED_NOTES.get(outcome.posted)
+    if note is not None:
+        link = message_link(a.guild_id, before.channel_id, outcome.message_id)
+        lines.append(note.format(link=link).replace("  ", " "))
+    lines += [f"ℹ️ {n}" for n in notes]
+    if any(c.field in (Field.MESSAGE, Field.MENTION) for c in outcome.changes):
+        lines += ["**Preview:**", preview(a.text)]
+    text = "\n".join(lines)
+    return text if len(text) <= MAX_MESSAGE else text[: MAX_MESSAGE - 1] + "…"

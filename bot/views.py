@@ -20,7 +20,8 @@ COMMANDS_COG = "AnnouncementCommands"
 
 
 class ScheduleModal(discord.ui.Modal, title="New announcement"):
-    """Asked when /schedule is used without `message`, for long or multi-line text; the
+    """Asked when /schedule is used without `message`, for long or multi-line text (and by
+    /edit without options, prefilled with the current ``text`` under its own ``title``); the
     submitted text goes to ``submit`` with the interaction."""
 
     body: discord.ui.TextInput[ScheduleModal] = discord.ui.TextInput(
@@ -30,8 +31,18 @@ class ScheduleModal(discord.ui.Modal, title="New announcement"):
         max_length=MAX_MESSAGE,
     )
 
-    def __init__(self, submit: Callable[[discord.Interaction, str], Awaitable[None]]) -> None:
-        super().__init__(timeout=900)
+    def __init__(
+        self,
+        submit: Callable[[discord.Interaction, str], Awaitable[None]],
+        *,
+        title: str | None = None,
+        text: str | None = None,
+    ) -> None:
+        if title is None:
+            super().__init__(timeout=900)
+        else:
+            super().__init__(timeout=900, title=title)
+        self.body.default = text
         self.submit = submit
 
     async def on_submit(self, interaction: discord.Interaction) -> None:

@@ -14,7 +14,9 @@ from bot.commands import AnnouncementCommands
 from scheduler.testing import FakeClock
 from tests.bot.conftest import World, restore_discord_endpoints, run_command, settings_for
 
-COMMANDS = {"schedule", "list", "cancel", "settings", "pause", "resume", "skip", "timezone"}
+COMMANDS = {
+    "schedule", "list", "cancel", "settings", "pause", "resume", "skip", "timezone", "edit",
+}  # fmt: skip
 
 
 @pytest.fixture
@@ -157,6 +159,7 @@ async def test_the_synced_definitions_have_what_the_commands_promise(
         "resume": None,
         "skip": None,
         "timezone": None,
+        "edit": None,
     }
 
     def options(name: str) -> dict[str, dict[str, Any]]:
@@ -190,3 +193,12 @@ async def test_the_synced_definitions_have_what_the_commands_promise(
         "log_channel",
     ]
     assert synced["list"].options == []
+    edit = options("edit")
+    assert list(edit) == [
+        "id", "message", "when", "repeat", "channel", "timezone", "mention", "until",
+        "update_posted",
+    ]  # fmt: skip
+    assert [n for n, o in edit.items() if o["required"]] == ["id"]
+    assert edit["message"]["max_length"] == 2000
+    assert all(edit[n]["autocomplete"] is True for n in ("id", "timezone", "mention"))
+    assert all(o["description"] for o in edit.values())

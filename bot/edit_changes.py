@@ -1,0 +1,97 @@
+"""What an edit changes in an announcement, field by field, in words (before → after).
+
+Pure: compares the announcement as stored with the checked :class:`~bot.models.Draft` of its
+edit. The words are shown in the /edit reply and kept (shorter) in the history.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import StrEnum
+
+from .models import Announcement, Draft, mention_markup
+from .parsing import discord_timestamp
+
+ONE_OFF_WORDS = "no (posted once)"
+
+
+class Field(StrEnum):
+    """The parts of an announcement an edit may change, in the order they are shown."""
+
+    MESSAGE = "message"
+    MENTION = "mention"
+    CHANNEL = "channel"
+    WHEN = "when"
+    REPEAT = "repeat"
+    TIMEZONE = "timezone"
+    UNTIL = "until"
+
+
+TIMING = frozenset({Field.WHEN, Field.REPEAT, Field.TIMEZONE})
+"""Changes that re-plan the deliveries (a new job or a re-anchored schedule)."""
+SHOWN = frozenset({Field.MESSAGE, Field.MENTION})
+"""Changes to what a post shows (they bump the revision and update a posted message)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    field: Field
+    before: str
+    after: str
+
+    @property
+    def words(self) -> str:
+        """``when: <t:a:f> → <t:b:f>``; a message change is named only (texts are long)."""
+        if self.field == Field.MESSAGE:
+            return "message"
+        return f"{self.field}: {self.before} → {self.after}"
+
+
+def _stamp(ts: float | None) -> str:
+    if ts is None:
+        return "none"
+    return discord_timestamp(datetime.fromtimestamp(ts, UTC), "f")
+
+
+def _mention(mention: str | None) -> str:
+    return "none" if mention is None else mention_markup(mention)
+
+
+def _same_rule(a: Announcement, d: Draft) -> bool:
+    rule = d.repeat
+    if rule is None or a.repeat_kind is None:
+        return rule is None and a.repeat_kind is None
+    every = None if rule.every is None else rule.every.total_seconds()
+    return (a.repeat_kind, a.repeat_cron, a.repeat_every) == (rule.kind, rule.cron, every)
+
+
+def changes(
+    a: Announcement, d: Draft, *, when_given: bool, next_before: datetime | None
+) -> list[Change]:
+    """What ``d`` changes in ``a``. ``when_given``: a new ``when`` was typed (a recurring
+    announcement is then re-anchored there); ``next_before``: its next time before the edit."""
+    out: list[Change] = []
+    if d.content != a.content:
+        out.append(Change(Field.MESSAGE, a.content, d.content))
+    if d.mention != a.mention:
+        out.append(Change(Field.MENTION, _mention(a.mention), _mention(d.mention)))
+    if d.channel_id != a.channel_id:
+        out.append(Change(Field.CHANNEL, f"<#{a.channel_id}>", f"<#{d.channel_id}>"))
+    before_ts = a.first_ts if next_before is None else next_before.timestamp()
+    if when_given and d.first.timestamp() != before_ts:
+        out.append(Change(Field.WHEN, _stamp(before_ts), _stamp(d.first.timestamp())))
+    if not _same_rule(a, d):
+        after = d.repeat.words if d.repeat is not None else ONE_OFF_WORDS
+        out.append(Change(Field.REPEAT, a.repeat_words or ONE_OFF_WORDS, after))
+    if d.timezone != a.timezone:
+        out.append(Change(Field.TIMEZONE, a.timezone, d.timezone))
+    until = None if d.until is None else d.until.timestamp()
+    if until != a.until_ts:
+        out.append(Change(Field.UNTIL, _stamp(a.until_ts), _stamp(until)))
+    return out
+
+
+def history_detail(found: list[Change]) -> str:
+    """The history's short account of an edit: ``message; when: <t:a:f> → <t:b:f>``."""
+    return "; ".join(c.words for c in found)

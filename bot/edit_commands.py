@@ -1,0 +1,281 @@
+"""/edit, as a cog of its own: change an announcement, and the message it already posted.
+
+The options left out keep the announcement's current values; the whole result is checked by
+the same code as /schedule (:func:`bot.validation.check_request`), so it gets the same
+answers, and nothing is written on a refusal. Without any option to change, the form opens
+prefilled with the current text.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from zoneinfo import ZoneInfo
+
+import discord
+from discord import app_commands
+from discord.ext.commands import Cog
+
+from scheduler import Clock
+
+from .announcements import Announcement, Announcements, check_editable
+from .changes import Field
+from .checks import Refusal, guild_member, require_manager
+from .commands import can_read
+from .limits import MAX_CHOICE_NAME, MAX_CHOICES, MAX_MESSAGE
+from .models import AnnouncementState
+from .parsing import InputError, resolve_timezone
+from .render import choice_label, edit_reply
+from .replies import answer_error, reply
+from .transformers import Timezone
+from .validation import (
+    EMPTY_MESSAGE,
+    NO_REPEAT_WORDS,
+    KeptMentions,
+    ScheduleRequest,
+    check_request,
+)
+from .views import ScheduleModal
+
+log = logging.getLogger(__name__)
+
+EDITABLE_STATES = (
+    AnnouncementState.SCHEDULED,
+    AnnouncementState.PAUSED,
+    AnnouncementState.SENT,
+    AnnouncementState.DONE,
+)
+"""States /edit offers in its autocomplete (a posted one's text can still change)."""
+_ROLE_MARKUP = re.compile(r"<@&(\d{1,22})>")
+NO_MENTION = "none"
+
+
+@dataclass(frozen=True, slots=True)
+class EditOptions:
+    """The /edit options other than ``id``, ``message`` and ``update_posted``, as typed."""
+
+    when: str | None = None
+    repeat: str | None = None
+    channel_id: int | None = None
+    timezone: ZoneInfo | None = None
+    mention: str | None = None
+    until: str | None = None
+
+    @property
+    def empty(self) -> bool:
+        return all(
+            v is None
+            for v in (
+                self.when,
+                self.repeat,
+                self.channel_id,
+                self.timezone,
+                self.mention,
+                self.until,
+            )
+        )
+
+    @property
+    def changes_timing(self) -> bool:
+        return self.when is not None or self.repeat is not None or self.timezone is not None
+
+
+def mention_option(guild: discord.Guild, typed: str) -> int | None:
+    """The role the ``mention`` option names (its id; the guild's id for @everyone), or None
+    for ``none``; refused like /schedule's role option when there is no such role."""
+    text = typed.strip()
+    lowered = text.lower().lstrip("@")
+    if lowered in NO_REPEAT_WORDS:
+        return None
+    if lowered in ("everyone", "here"):
+        return guild.default_role.id
+    found = _ROLE_MARKUP.fullmatch(text)
+    if found is not None or text.isdigit():
+        role = guild.get_role(int(found[1] if found else text))
+    else:
+        role = discord.utils.find(lambda r: r.name.lower() == lowered, guild.roles)
+    if role is None:
+        raise Refusal("I can't find that role in this server.")
+    return role.id
+
+
+class EditCommands(Cog, name="EditCommands"):
+    """/edit (guild only)."""
+
+    def __init__(self, announcements: Announcements, clock: Clock) -> None:
+        self.announcements = announcements
+        self.clock = clock
+
+    async def cog_app_command_error(
+        self, interaction: discord.Interaction, error: app_commands.AppCommandError
+    ) -> None:
+        await answer_error(interaction, error)
+
+    @app_commands.command(
+        name="edit", description="Change an announcement (and the message it already posted)"
+    )
+    @app_commands.guild_only()
+    @app_commands.describe(
+        id="The announcement's number (see /list)",
+        message="The new text (leave every option out to edit the text in a form)",
+        when="A new time: in 90m, 18:00, tomorrow 09:00, 2026-12-24 18:00, or <t:1735000000>",
+        repeat="A new rule (daily, weekly, every 2h, 0 9 * * 1-5…), or none to post once",
+        channel="Where to post from now on",
+        timezone="The zone for `when`, `until` and the rule",
+        mention="A role to ping, everyone, or none",
+        until="When a repeating announcement stops (a time like `when`), or none",
+        update_posted="Also edit the message already posted (default: yes)",
+    )
+    async def edit(
+        self,
+        interaction: discord.Interaction,
+        id: app_commands.Range[int, 1, 2**53],
+        message: app_commands.Range[str, 1, MAX_MESSAGE] | None = None,
+        when: app_commands.Range[str, 1, 100] | None = None,
+        repeat: app_commands.Range[str, 1, 100] | None = None,
+        channel: discord.TextChannel | None = None,
+        timezone: Timezone | None = None,
+        mention: app_commands.Range[str, 1, 100] | None = None,
+        until: app_commands.Range[str, 1, 100] | None = None,
+        update_posted: bool = True,
+    ) -> None:
+        guild, member = guild_member(interaction)
+        require_manager(member, await self.announcements.settings(guild.id))
+        current = await self.announcements.get(guild.id, id)
+        options = EditOptions(
+            when=when,
+            repeat=repeat,
+            channel_id=None if channel is None else channel.id,
+            timezone=timezone,
+            mention=mention,
+            until=until,
+        )
+        if message is None and options.empty:
+            check_editable(current, {Field.MESSAGE})
+            request, _ = await self._request(guild, current, options)
+            # Refused before any typing if anything else is wrong.
+            await check_request(self.announcements, self.clock, interaction, request, "")
+
+            async def submit(submitted: discord.Interaction, text: str) -> None:
+                await self._apply(submitted, current, options, text, update_posted)
+
+            modal = ScheduleModal(
+                submit, title=f"Edit announcement #{current.local_id}", text=current.content
+            )
+            await interaction.response.send_modal(modal)
+            return
+        await self._apply(
+            interaction,
+            current,
+            options,
+            current.content if message is None else message,
+            update_posted,
+        )
+
+    async def _request(
+        self, guild: discord.Guild, a: Announcement, options: EditOptions
+    ) -> tuple[ScheduleRequest, bool]:
+        """The /schedule request the edit amounts to (the options left out keep ``a``'s
+        values), and whether a new ``when`` was given."""
+        zone = options.timezone or resolve_timezone(a.timezone)
+        when: str | datetime
+        if options.when is not None:
+            when = options.when
+        elif options.changes_timing and a.live:
+            when = await self.announcements.anchor(a)
+        else:
+            when = datetime.fromtimestamp(a.first_ts, UTC)
+        kept = None
+        mention_id = None
+        if options.mention is None:
+            kept = KeptMentions(a.mention, a.allowed_mentions)
+        else:
+            mention_id = mention_option(guild, options.mention)
+        until: str | datetime | None = options.until
+        if until is None and a.until_ts is not None:
+            until = datetime.fromtimestamp(a.until_ts, UTC)
+        request = ScheduleRequest(
+            when=when,
+            channel_id=options.channel_id or a.channel_id,
+            repeat=a.rule if options.repeat is None else options.repeat,
+            timezone=zone,
+            mention_id=mention_id,
+            kept_mentions=kept,
+            until=until,
+        )
+        return request, options.when is not None
+
+    async def _apply(
+        self,
+        interaction: discord.Interaction,
+        current: Announcement,
+        options: EditOptions,
+        message: str,
+        update_posted: bool,
+    ) -> None:
+        if not message.strip():
+            raise InputError(EMPTY_MESSAGE)
+        guild, member = guild_member(interaction)
+        request, when_given = await self._request(guild, current, options)
+        draft, notes, _ = await check_request(
+            self.announcements, self.clock, interaction, request, message
+        )
+        outcome = await self.announcements.edit(
+            current, draft, when_given=when_given, update_posted=update_posted, actor_id=member.id
+        )
+        if outcome.changes:
+            log.info(
+                "announcement %d (#%d) edited in guild %d by %d: %s",
+                current.id, current.local_id, guild.id, member.id,
+                ", ".join(c.field for c in outcome.changes),
+            )  # fmt: skip
+        await reply(interaction, edit_reply(outcome, notes))
+
+    @edit.autocomplete("id")
+    async def editable_choices(
+        self, interaction: discord.Interaction, current: str
+    ) -> list[app_commands.Choice[int]]:
+        """This server's announcements that can still be edited, matched like /cancel's."""
+        guild, member = interaction.guild, interaction.user
+        if guild is None or not isinstance(member, discord.Member):
+            return []
+        typed = current.strip().lstrip("#").lower()
+        listing = await self.announcements.listing(guild.id, 0, 200)
+        out: list[app_commands.Choice[int]] = []
+        for a in listing.items:
+            if a.state not in EDITABLE_STATES:
+                continue
+            hidden = not can_read(member, guild, a.channel_id)
+            label = choice_label(a, listing.next_fires.get(a.id), hidden)
+            if typed.isdigit():
+                if not str(a.local_id).startswith(typed):
+                    continue
+            elif typed and typed not in label.lower():
+                continue
+            out.append(app_commands.Choice(name=label, value=a.local_id))
+            if len(out) == MAX_CHOICES:
+                break
+        return out
+
+    @edit.autocomplete("mention")
+    async def mention_choices(
+        self, interaction: discord.Interaction, current: str
+    ) -> list[app_commands.Choice[str]]:
+        """``none``, ``everyone`` and the server's roles whose name contains the typed text."""
+        guild = interaction.guild
+        if guild is None:
+            return []
+        typed = current.strip().lstrip("@").lower()
+        named = [("none (no ping)", NO_MENTION), ("@everyone", "everyone")]
+        named += [
+            (f"@{r.name}"[:MAX_CHOICE_NAME], str(r.id))
+            for r in reversed(guild.roles)
+            if not r.is_default()
+        ]
+        return [
+            app_commands.Choice(name=name, value=value)
+            for name, value in named
+            if not typed or typed in name.lower()
+        ][:MAX_CHOICES]

@@ -1,0 +1,195 @@
+"""Checking what a member asks for, the one way ``/schedule`` and ``/edit`` both do it.
+
+:func:`check_request` takes the options as typed (or, for an edit, the announcement's current
+values for the options left out) and returns the :class:`~bot.models.Draft` to write, or
+refuses with what was wrong (:class:`~bot.checks.Refusal`, :class:`~bot.parsing.InputError`)
+before anything is written: permissions, channel, time, repeat rule, ``until``, mentions and
+length are checked in that order, with the same answers for both commands.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import discord
+
+from scheduler import Clock
+
+from .announcements import Announcements, Draft, mention_markup
+from .checks import Refusal, check_channel, guild_member, plan_mentions, require_manager
+from .limits import MAX_MESSAGE
+from .parsing import (
+    InputError,
+    RepeatRule,
+    ScheduleReading,
+    date_notes,
+    next_times,
+    parse_repeat,
+    parse_when,
+    read_schedule,
+    resolve_timezone,
+)
+
+EMPTY_MESSAGE = "The message is empty. Type the text to announce, e.g. `Standup in 5 minutes!`"
+NO_REPEAT_WORDS = frozenset({"none", "no", "never", "off", "once"})
+"""What ``until`` (and ``mention`` on /edit) take to mean "none"."""
+
+
+@dataclass(frozen=True, slots=True)
+class KeptMentions:
+    """An edit that leaves ``mention`` alone keeps what the announcement may ping, as it was
+    decided when it was scheduled (a text edit never widens what it pings)."""
+
+    mention: str | None
+    allowed: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleRequest:
+    """The options other than the message, kept by id while the form is open (the channel
+    and role are looked up again when it is submitted).
+
+    On /edit, an option left out carries the announcement's current value: ``when`` as a
+    time already set (not parsed again), ``repeat`` as its rule, ``mention`` as
+    :class:`KeptMentions`, ``until`` as its time."""
+
+    when: str | datetime | None
+    channel_id: int
+    repeat: str | RepeatRule | None
+    timezone: ZoneInfo | None
+    mention_id: int | None
+    kept_mentions: KeptMentions | None = None
+    until: str | datetime | None = None
+
+
+async def check_request(
+    announcements: Announcements,
+    clock: Clock,
+    interaction: discord.Interaction,
+    request: ScheduleRequest,
+    message: str,
+) -> tuple[Draft, list[str], tuple[datetime, ...]]:
+    """The announcement ``request`` asks for, checked in full (permissions, channel, time,
+    repeat rule, until, mentions, length), notes for the member (how a date was read, who
+    is pinged) and its first posts (three for a repeating one); refused with what was
+    wrong. An empty ``message`` (the form is still to be shown) checks everything else.
+    Dates like ``24/12`` are read by the member's Discord locale (else the server's)."""
+    guild, member = guild_member(interaction)
+    settings = await announcements.settings(guild.id)
+    require_manager(member, settings)
+    target = guild.get_channel_or_thread(request.channel_id)
+    if target is None:
+        raise Refusal("I can't find that channel in this server.")
+    channel = check_channel(member, guild.me, target)
+    zone = request.timezone or resolve_timezone(settings.timezone or "UTC")
+    now = clock.now()
+    reading = _reading(request.when, request.repeat, zone, now, _locale(interaction))
+    first, rule = reading.first, reading.rule
+    until = _until(request.until, rule, first, zone, now, _locale(interaction))
+    if request.kept_mentions is not None:
+        mention, allowed, notes = request.kept_mentions.mention, request.kept_mentions.allowed, []
+    else:
+        role = None if request.mention_id is None else guild.get_role(request.mention_id)
+        if request.mention_id is not None and role is None:
+            raise Refusal("I can't find that role in this server.")
+        plan = plan_mentions(member, guild.me, channel, role, message)
+        mention, allowed, notes = plan.mention, plan.allowed, plan.notes
+    prefix = 0 if mention is None else len(mention_markup(mention)) + 1
+    if message and not message.strip():
+        raise InputError(EMPTY_MESSAGE)
+    if len(message) + prefix > MAX_MESSAGE:
+        raise InputError(
+            f"The message is {len(message) + prefix} characters (with the mention); "
+            f"Discord allows {MAX_MESSAGE}. Shorten it or split it into two announcements."
+        )
+    draft = Draft(
+        guild_id=guild.id,
+        channel_id=channel.id,
+        author_id=member.id,
+        content=message,
+        mention=mention,
+        allowed_mentions=allowed,
+        first=first,
+        timezone=zone.key,
+        repeat=rule,
+        until=until,
+    )
+    return draft, [*reading.notes, *notes], reading.upcoming
+
+
+def _reading(
+    when: str | datetime | None,
+    repeat: str | RepeatRule | None,
+    zone: ZoneInfo,
+    now: datetime,
+    locale: str | None,
+) -> ScheduleReading:
+    """``when`` and ``repeat`` read together, as /schedule reads them; on /edit either may be
+    kept: ``when`` as a time already set (where the rule starts; not checked again),
+    ``repeat`` as the announcement's rule (a cron rule follows ``zone``, which may be new)."""
+    if not isinstance(when, datetime) and not isinstance(repeat, RepeatRule):
+        return read_schedule(when, repeat, zone, now, locale=locale)
+    notes: tuple[str, ...] = ()
+    if isinstance(when, datetime):
+        start = when
+    else:
+        text = when or ""
+        start = parse_when(text, zone, now, locale=locale)
+        notes = tuple(date_notes(text, zone, now, locale))
+    if isinstance(repeat, RepeatRule):
+        rule: RepeatRule | None = _in_zone(repeat, zone)
+    else:
+        rule = parse_repeat(repeat, start, zone) if repeat and repeat.strip() else None
+    if rule is None:
+        return ScheduleReading(start, None, (start,), notes)
+    upcoming = tuple(next_times(rule, start, zone, 3))
+    return ScheduleReading(upcoming[0], rule, upcoming, notes)
+
+
+_ZONE_IN_WORDS = re.compile(r"\(([^()]+)\)$")
+
+
+def _in_zone(rule: RepeatRule, zone: ZoneInfo) -> RepeatRule:
+    """A kept cron rule, said in ``zone`` (its words end with the zone it is read in)."""
+    if rule.cron is None or not _ZONE_IN_WORDS.search(rule.words):
+        return rule
+    return replace(rule, words=_ZONE_IN_WORDS.sub(f"({zone.key})", rule.words))
+
+
+def _locale(interaction: discord.Interaction) -> str | None:
+    """The member's Discord locale (``en-US``, ``fr``…), else the server's, else ``None``."""
+    for locale in (interaction.locale, interaction.guild_locale):
+        if locale is not None:
+            return str(locale.value)
+    return None
+
+
+def _until(
+    until: str | datetime | None,
+    rule: RepeatRule | None,
+    first: datetime,
+    zone: ZoneInfo,
+    now: datetime,
+    locale: str | None,
+) -> datetime | None:
+    """When a recurring announcement stops: after its first time, read like ``when``."""
+    if until is None or (isinstance(until, str) and until.strip().lower() in NO_REPEAT_WORDS):
+        return None
+    if rule is None:
+        if isinstance(until, datetime):
+            return None  # the announcement no longer repeats: there is nothing to end
+        raise InputError(
+            "`until` ends a repeating announcement; this one is posted once. Add a `repeat` "
+            "(e.g. `weekly`) or leave `until` out."
+        )
+    end = until if isinstance(until, datetime) else parse_when(until, zone, now, locale=locale)
+    if end <= first:
+        raise InputError(
+            f"`until` must be after the first time (<t:{int(first.timestamp())}:F>); "
+            "e.g. `2031-12-31 23:59`."
+        )
+    return end
