@@ -21,7 +21,7 @@ from discord.ext.commands import Cog
 from scheduler import Clock
 
 from .announcements import Announcement, Announcements, check_editable
-from .changes import Field
+from .edit_changes import Field
 from .checks import Refusal, guild_member, require_manager
 from .commands import can_read
 from .limits import MAX_CHOICE_NAME, MAX_CHOICES, MAX_MESSAGE
