@@ -323,11 +323,10 @@ class Delivery:
         await rows.record_posted(ann_id, args["message"], now)
         ann = await rows.announcement(ann_id)
         assert ann is not None  # announcements are never deleted
-        if ann.revision > sent_revision:
-            if ann.channel_id != int(args["channel"]):
-                await rows.set_update_error(ann_id, fire_ts, MOVED.format(ann.channel_id))
-            else:
-                await enqueue_post_update(ctx, ann_id, fire_ts, ann.channel_id, ann.revision)
+        if ann.channel_id != int(args["channel"]):
+            await rows.set_update_error(ann_id, fire_ts, MOVED.format(ann.channel_id))
+        elif ann.revision > sent_revision:
+            await enqueue_post_update(ctx, ann_id, fire_ts, ann.channel_id, ann.revision)
         await _end_if_finished(ctx, int(ann_id))
 
     async def _end(self, ctx: TransactionContext, args: dict[str, Any]) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+from collections import Counter
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -319,6 +320,31 @@ async def test_channel_change_after_a_post_leaves_that_post(
     assert [m.content for m in world.fake.bot_messages(world.general)] == ["there"]
 
 
+async def test_channel_change_mid_send_leaves_that_post(
+    world: World, crier: Crier, clock: FakeClock
+) -> None:
+    """The occurrence being sent goes to the channel it started in; that post is then no
+    longer the announcement's to update (a later text edit does not PATCH it)."""
+    local = await schedule(world, when="in 10m", message="here", repeat="daily")
+    hold = world.fake.hold_messages(world.news, stage="after")
+    clock.advance(timedelta(minutes=10))
+    idle = asyncio.create_task(crier.sched.wait_idle())
+    await world.fake.wait_until(lambda: hold.parked, what="the send to be held")
+    await edit(world, id=local, channel=world.general)
+    hold.release()
+    await idle
+    [msg] = world.fake.bot_messages(world.news)
+    a = await get(crier, world, local)
+    [row] = await rows(crier, "SELECT * FROM bot_deliveries WHERE announcement_id = ?", a.id)
+    assert (
+        row["update_error"]
+        == f"the announcement moved to <#{world.general.id}>: this post is no longer updated"
+    )
+    assert "can't be updated" in await edit(world, id=local, message="there")
+    await crier.sched.wait_idle()
+    assert msg.content == "here" and patches(world, msg) == []
+
+
 # --- recurring ----------------------------------------------------------------------------------
 
 
@@ -474,9 +500,10 @@ async def test_mention_rights_on_edit(world: World, crier: Crier, clock: FakeClo
     assert a.mention == "everyone" and a.allowed_mentions["everyone"] is True
     # ...but may not set an @everyone mention of their own.
     before = await snapshot(crier)
-    content = await edit(world, id=1, mention="everyone")
-    assert content == await edit(world, id=1, mention="@everyone")
-    assert await snapshot(crier) == before  # unchanged (it already pings everyone)
+    for typed in ("everyone", "@everyone"):
+        content = await edit(world, id=1, mention=typed)
+        assert "You don't have **Mention @everyone**" in content, content
+    assert await snapshot(crier) == before
     quiet = world.guild.add_role("quiet", mentionable=False)
     content = await edit(world, id=1, mention=str(quiet.id))
     assert "can't be mentioned by you" in content
@@ -630,6 +657,7 @@ class EditFuzz:
         self.lounge = world.guild.add_channel("lounge", type=2)
         elsewhere = world.fake.add_guild(name="Elsewhere", bot_permissions=P.DEFAULT_BOT)
         self.elsewhere = elsewhere.add_channel("elsewhere")
+        self.outcomes: Counter[str] = Counter()
 
     async def base(self, kind: str) -> int:
         w = self.world
@@ -659,6 +687,12 @@ class EditFuzz:
         return out
 
     async def run(self, kind: str, case: dict[str, Any]) -> None:
+        outcome = await self._run(kind, case)
+        self.outcomes[outcome] += 1
+        if sum(self.outcomes.values()) == EXAMPLES:
+            print(f"\n/edit fuzz: {dict(self.outcomes)}")
+
+    async def _run(self, kind: str, case: dict[str, Any]) -> str:
         w = self.world
         local = await self.base(kind)
         options = self.options(local, case)
@@ -668,11 +702,11 @@ class EditFuzz:
         except ValueError as exc:  # Discord's client would not send it
             assert any(r in str(exc) for r in CLIENT_REFUSALS) or "channel type" in str(exc), exc
             assert await snapshot(self.crier) == before
-            return
+            return "refused by Discord's client"
         cb: InteractionCallback = await h.response(timeout=10)
         if cb.type == CB_MODAL:
             assert set(options) <= {"id", "update_posted"}, options
-            return
+            return "form"
         assert cb.type == CB_CHANNEL_MESSAGE and cb.ephemeral, (cb.type, cb.data)
         content = cb.content or ""
         assert GENERIC not in content, (options, content)
@@ -684,12 +718,13 @@ class EditFuzz:
             if kind == "posted" and "message" in options and options.get("update_posted", True):
                 [msg] = [m for m in w.fake.bot_messages(w.news) if m.id == a.last_message_id]
                 assert msg.content == a.text
-            return
+            return f"edited ({kind})"
         if content.startswith("Nothing to change"):
             assert await snapshot(self.crier) == before
-            return
+            return "nothing to change"
         assert content.strip() and REFUSAL.search(content), content
         assert await snapshot(self.crier) == before, (options, content)
+        return "refused by the bot"
 
 
 @pytest.fixture
