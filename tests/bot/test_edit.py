@@ -29,6 +29,7 @@ from bot.announcements import UPDATE_FN, Announcement
 from bot.app import Crier
 from scheduler.testing import FakeClock
 from tests.bot.conftest import NOW, World, run_command
+from tests.bot.test_commands import any_db_crier  # noqa: F401  (a fixture used here)
 from tests.bot.test_crash_bot import DEADLINE, HOLD, Harness
 from tests.fakediscord import InteractionCallback
 from tests.fakediscord import Permissions as P
@@ -237,6 +238,42 @@ async def test_edit_of_a_posted_one_patches_the_same_message(
     [row] = await rows(crier, "SELECT * FROM bot_deliveries WHERE announcement_id = ?", a.id)
     assert (row["message_id"], row["revision"], row["update_error"]) == (msg.id, 2, None)
     assert [h[0] for h in await history(crier, a)] == ["created", "edited", "post_updated"]
+    [job] = await crier.sched.list_jobs(fn=UPDATE_FN)
+    assert job.state == "success"
+
+
+async def test_edit_time_and_posted_text_on_every_database(
+    world: World,
+    any_db_crier: Crier,  # noqa: F811  (the fixture imported above)
+    clock: FakeClock,
+) -> None:
+    """The edit's writes (row, job, history, update job) on SQLite and PostgreSQL."""
+    crier = any_db_crier
+    pending = await schedule(world, when="in 1h", message="later")
+    await edit(world, id=pending, when="in 2h", message="even later")
+    local, msg = await posted_one(world, crier, clock, "posted")
+    assert "being edited in place" in await edit(world, id=local, message="fixed")
+    await crier.sched.wait_idle()
+    assert msg.content == "fixed" and len(patches(world, msg)) == 1
+    await advance(crier, clock, timedelta(hours=1, minutes=50))  # 2 h after the edit
+    assert [m.content for m in world.fake.bot_messages(world.news)] == ["fixed", "even later"]
+    a = await get(crier, world, local)
+    assert [h[0] for h in await history(crier, a)] == ["created", "edited", "post_updated"]
+
+
+async def test_a_transient_error_on_the_patch_is_retried(
+    world: World, crier: Crier, clock: FakeClock
+) -> None:
+    local, msg = await posted_one(world, crier, clock, "v1")
+    path = re.escape(f"/channels/{world.news.id}/messages/{msg.id}")
+    world.fake.faults.add(method="PATCH", path_regex=path, status=503)
+    await edit(world, id=local, message="v2")
+    await crier.sched.wait_idle()
+    assert msg.content == "v1"  # the PATCH met a 503: the job waits to retry
+    [job] = await crier.sched.list_jobs(fn=UPDATE_FN)
+    assert job.state == "pending" and job.attempts == 1
+    await advance(crier, clock, timedelta(seconds=3))
+    assert msg.content == "v2" and world.fake.bot_messages(world.news) == [msg]
     [job] = await crier.sched.list_jobs(fn=UPDATE_FN)
     assert job.state == "success"
 
