@@ -185,6 +185,11 @@ class EditCommands(Cog, name="EditCommands"):
             when = options.when
         elif options.changes_timing and a.live:
             when = await self.announcements.anchor(a)
+            if options.repeat is None and a.repeat_kind == "cron" and when > self.clock.now():
+                # A new zone for the same rule: the coming occurrence is the same wall-clock
+                # time in the new zone (found from there on, not from the old zone's instant).
+                wall = when.astimezone(resolve_timezone(a.timezone)).replace(tzinfo=zone)
+                when = max(wall, self.clock.now())
         else:
             when = datetime.fromtimestamp(a.first_ts, UTC)
         kept = None

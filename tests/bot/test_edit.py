@@ -441,6 +441,29 @@ async def test_timezone_change_keeps_the_rule_in_the_new_zone(
     assert info.next_fire == datetime(2030, 3, 2, 14, tzinfo=UTC)  # 09:00 EST
 
 
+async def test_an_nth_weekday_rule_survives_text_and_zone_edits(
+    world: World, crier: Crier, clock: FakeClock
+) -> None:
+    """A rule five cron fields can't say (the 2nd and 4th Thursday) is kept exactly by an
+    edit that leaves ``repeat`` alone, and follows a new zone."""
+    local = await schedule(world, message="club", repeat="every 2nd and 4th thursday at 19:00")
+    before = await get(crier, world, local)
+    assert before.repeat_nth == (2, 4)
+    [old] = await crier.sched.schedules.list()
+    await edit(world, id=local, message="book club")
+    a = await get(crier, world, local)
+    assert a.rule == before.rule and a.schedule_name == before.schedule_name
+    assert await crier.sched.schedules.list() == [old]  # not re-planned
+    content = await edit(world, id=local, timezone=PARIS)
+    a = await get(crier, world, local)
+    assert a.repeat_nth == (2, 4) and a.repeat_words is not None
+    assert a.repeat_words.endswith(f"({PARIS})"), a.repeat_words
+    [info] = await crier.sched.schedules.list()
+    # March 14th 2030 is the 2nd Thursday: 19:00 in Paris (CET) is 18:00 UTC.
+    assert info.next_fire == datetime(2030, 3, 14, 18, tzinfo=UTC)
+    assert f"**Next:** {stamp(info.next_fire)}" in content
+
+
 async def test_edit_while_an_occurrence_is_in_progress_does_not_repeat_or_skip_it(
     world: World, crier: Crier, clock: FakeClock
 ) -> None:
