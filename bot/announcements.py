@@ -29,9 +29,9 @@ from .changes import (
     stamp,
     unrecorded_from,
 )
-from .edit_changes import SHOWN, TIMING, Change, Field, changes, history_detail
 from .config import default
 from .db import BotDb
+from .edit_changes import SHOWN, TIMING, Change, Field, changes, history_detail
 from .models import (
     LIVE_STATES,
     Announcement,
@@ -58,9 +58,9 @@ __all__ = [
     "NotEditable",
     "NotFound",
     "NotPossible",
+    "PostedUpdate",
     "Skipped",
     "Why",
-    "PostedUpdate",
     "check_editable",
     "enqueue_post_update",
     "mention_markup",
@@ -483,9 +483,16 @@ class Announcements:
             now = ctx.now.timestamp()
             revision = a.revision + (1 if fields & SHOWN else 0)
             await rows.update_announcement(a.id, draft, revision, now)
+            if Field.UNTIL in fields:  # the row as edited: it may have just become recurring
+                edited = await rows.announcement(a.id)
+                assert edited is not None  # written above
+                await change_until(ctx, edited, draft.until)
             if fields & TIMING and a.live:
                 await self._replan(ctx, a, draft, now)
             await rows.add_history(a.id, HistoryAction.EDITED, actor_id, now, history_detail(found))
+            changed = await rows.announcement(a.id)
+            assert changed is not None  # written above
+            await end_if_past_until(ctx, changed)  # nothing left before a new until: done
             posted = PostedUpdate.NONE
             message_id = None if last is None else last.message_id
             if last is not None and last.state == DeliveryState.SENT and last.message_id:

@@ -27,8 +27,8 @@ from .config import ConfigError, Settings, load_settings, without_password
 from .db import BotDb
 from .delivery import Delivery
 from .discord_endpoints import use_discord_endpoints
-from .lifecycle_commands import LifecycleCommands
 from .edit_commands import EditCommands
+from .lifecycle_commands import LifecycleCommands
 from .pacing import ChannelPacer, lease_needed
 from .post_updates import PostUpdates
 from .views import PageButton

@@ -25,10 +25,18 @@ from .parsing import InputError
 from .render import PAGE_SIZE, choice_label, confirmation, listing_page
 from .replies import answer_error, reply
 from .transformers import Timezone
-from .validation import EMPTY_MESSAGE, ScheduleRequest, check_request
+from .validation import EMPTY_MESSAGE, UNTIL_ONE_OFF, ScheduleRequest, check_request
 from .views import COMMANDS_COG, ScheduleModal, page_buttons
 
-__all__ = ["EMPTY_MESSAGE", "AnnouncementCommands", "CommandTree", "ScheduleRequest", "can_read"]
+__all__ = [
+    "EMPTY_MESSAGE",
+    "UNTIL_ONE_OFF",
+    "AnnouncementCommands",
+    "CommandTree",
+    "ScheduleRequest",
+    "can_read",
+    "live_announcement_choices",
+]
 
 log = logging.getLogger(__name__)
 

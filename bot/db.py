@@ -252,13 +252,13 @@ class BotDb:
         self, announcement_id: int, draft: Draft, revision: int, now: float
     ) -> None:
         """Write an edit: what the announcement posts, where, when and how it repeats (its
-        id, guild, author, state and job or schedule are left as they are)."""
+        id, guild, author, state, until and job or schedule are left as they are)."""
         rule = draft.repeat
         await self.db.execute(
             "UPDATE bot_announcements SET channel_id = ?, content = ?, mention = ?, "
             "allowed_mentions = ?, first_ts = ?, timezone = ?, repeat_kind = ?, "
             "repeat_cron = ?, repeat_every = ?, repeat_words = ?, repeat_nth = ?, "
-            "repeat_step = ?, until_ts = ?, revision = ?, updated_at = ? WHERE id = ?",
+            "repeat_step = ?, revision = ?, updated_at = ? WHERE id = ?",
             (
                 draft.channel_id,
                 draft.content,
@@ -272,7 +272,6 @@ class BotDb:
                 None if rule is None else rule.words,
                 None if rule is None else encode_nth(rule.nth),
                 None if rule is None else encode_step(rule.step),
-                None if draft.until is None else draft.until.timestamp(),
                 revision,
                 now,
                 announcement_id,

@@ -63,8 +63,10 @@ def _same_rule(a: Announcement, d: Draft) -> bool:
     if rule is None or a.repeat_kind is None:
         return rule is None and a.repeat_kind is None
     every = None if rule.every is None else rule.every.total_seconds()
-    stored = (a.repeat_kind, a.repeat_cron, a.repeat_every, a.repeat_words)
-    return stored == (rule.kind, rule.cron, every, rule.words)
+    stored = (a.repeat_kind, a.repeat_cron, a.repeat_every, a.repeat_words, a.repeat_nth)
+    return stored == (rule.kind, rule.cron, every, rule.words, rule.nth) and (
+        a.repeat_step == rule.step
+    )
 
 
 def changes(

@@ -21,9 +21,9 @@ from discord.ext.commands import Cog
 from scheduler import Clock
 
 from .announcements import Announcement, Announcements, check_editable
-from .edit_changes import Field
 from .checks import Refusal, guild_member, require_manager
 from .commands import can_read
+from .edit_changes import Field
 from .limits import MAX_CHOICE_NAME, MAX_CHOICES, MAX_MESSAGE
 from .models import AnnouncementState
 from .parsing import InputError, resolve_timezone

@@ -191,6 +191,8 @@ def skipped(s: Skipped) -> str:
         else "That was the last one before its `until`: it then ends.",
     ]
     return "\n".join(lines)
+
+
 _FIELD_NAMES = {
     Field.MENTION: "Pings",
     Field.CHANNEL: "Channel",

@@ -19,7 +19,7 @@ import discord
 
 from scheduler import Clock
 
-from .announcements import Announcements, Draft, mention_markup
+from .announcements import Announcements, Draft, GuildSettings, mention_markup
 from .checks import Refusal, check_channel, guild_member, plan_mentions, require_manager
 from .limits import MAX_MESSAGE
 from .parsing import (
@@ -27,14 +27,20 @@ from .parsing import (
     RepeatRule,
     ScheduleReading,
     date_notes,
+    discord_timestamp,
     next_times,
     parse_repeat,
+    parse_until,
     parse_when,
     read_schedule,
     resolve_timezone,
 )
 
 EMPTY_MESSAGE = "The message is empty. Type the text to announce, e.g. `Standup in 5 minutes!`"
+UNTIL_ONE_OFF = (
+    "`until` is for repeating announcements (it is when the repeats stop); this one posts "
+    "once. Add a `repeat` (e.g. `repeat: daily`), or leave `until` out."
+)
 NO_REPEAT_WORDS = frozenset({"none", "no", "never", "off", "once"})
 """What ``until`` (and ``mention`` on /edit) take to mean "none"."""
 
@@ -85,11 +91,14 @@ async def check_request(
     if target is None:
         raise Refusal("I can't find that channel in this server.")
     channel = check_channel(member, guild.me, target)
-    zone = request.timezone or resolve_timezone(settings.timezone or "UTC")
-    now = clock.now()
-    reading = _reading(request.when, request.repeat, zone, now, _locale(interaction))
+    zone = request.timezone or await typing_zone(announcements, member, settings)
+    now, locale = clock.now(), _locale(interaction)
+    reading = _reading(request.when, request.repeat, zone, now, locale)
     first, rule = reading.first, reading.rule
-    until = _until(request.until, rule, first, zone, now, _locale(interaction))
+    until = _until(request.until, rule, first, zone, now, locale)
+    upcoming = reading.upcoming
+    if until is not None:
+        upcoming = tuple(t for t in upcoming if t <= until)
     if request.kept_mentions is not None:
         mention, allowed, notes = request.kept_mentions.mention, request.kept_mentions.allowed, []
     else:
@@ -118,7 +127,16 @@ async def check_request(
         repeat=rule,
         until=until,
     )
-    return draft, [*reading.notes, *notes], reading.upcoming
+    return draft, [*reading.notes, *notes], upcoming
+
+
+async def typing_zone(
+    announcements: Announcements, member: discord.Member, settings: GuildSettings
+) -> ZoneInfo:
+    """The zone the times a member types are read in when they name none: their own
+    (``/timezone``), else the server's, else UTC."""
+    own = await announcements.member_timezone(member.id)
+    return resolve_timezone(own or settings.timezone or "UTC")
 
 
 def _reading(
@@ -176,20 +194,21 @@ def _until(
     now: datetime,
     locale: str | None,
 ) -> datetime | None:
-    """When a recurring announcement stops: after its first time, read like ``when``."""
+    """When a recurring announcement stops: a time after its first post, read like
+    ``when``; on /edit, ``none`` clears it and a kept one is checked against the new first
+    time."""
     if until is None or (isinstance(until, str) and until.strip().lower() in NO_REPEAT_WORDS):
         return None
     if rule is None:
         if isinstance(until, datetime):
-            return None  # the announcement no longer repeats: there is nothing to end
+            return None  # it no longer repeats: there is nothing to end
+        raise InputError(UNTIL_ONE_OFF)
+    if isinstance(until, str):
+        return parse_until(until, zone, now, first, locale=locale)
+    if until <= first:
         raise InputError(
-            "`until` ends a repeating announcement; this one is posted once. Add a `repeat` "
-            "(e.g. `weekly`) or leave `until` out."
+            f"`until` ({discord_timestamp(until, 'F')}) must be after the first time "
+            f"({discord_timestamp(first, 'F')}): it is when the repeats stop. Give a later "
+            "`until` too, or `until: none`."
         )
-    end = until if isinstance(until, datetime) else parse_when(until, zone, now, locale=locale)
-    if end <= first:
-        raise InputError(
-            f"`until` must be after the first time (<t:{int(first.timestamp())}:F>); "
-            "e.g. `2031-12-31 23:59`."
-        )
-    return end
+    return until

@@ -496,8 +496,27 @@ async def test_until_on_a_recurring_one_and_refused_on_a_one_off(
     one = await schedule(world, when="in 1h", message="o")
     before = await snapshot(crier)
     content = await edit(world, id=one, until="2030-03-10 00:00")
-    assert "`until` ends a repeating announcement" in content
+    assert "`until` is for repeating announcements" in content
     assert await snapshot(crier) == before
+
+
+async def test_a_one_off_made_recurring_with_until_in_one_edit(
+    world: World, crier: Crier, clock: FakeClock
+) -> None:
+    local = await schedule(world, when="in 1h", message="r")
+    content = await edit(world, id=local, repeat="daily", until="in 50h")
+    assert "**Repeats:** no (posted once) → every day at 13:00 (UTC)" in content
+    a = await get(crier, world, local)
+    assert a.recurring and a.until_ts == (NOW + timedelta(hours=50)).timestamp()
+    await advance(crier, clock, timedelta(hours=1))
+    for _ in range(3):
+        await advance(crier, clock, timedelta(days=1))
+    # 13:00 today, tomorrow and the day after (49 h from now); then it is done
+    assert len(world.fake.bot_messages(world.news)) == 3
+    a = await get(crier, world, local)
+    assert a.state == "done"
+    actions = [h[0] for h in await history(crier, a)]
+    assert actions == ["created", "edited", "ended"]
 
 
 # --- refusals -----------------------------------------------------------------------------------
@@ -513,7 +532,7 @@ async def test_until_on_a_recurring_one_and_refused_on_a_one_off(
         ({"timezone": "Mars/Olympus"}, "I don't know the time zone `Mars/Olympus`"),
         ({"message": "   "}, "The message is empty"),
         ({"mention": "nosuchrole"}, "I can't find that role in this server."),
-        ({"until": "in 30m", "repeat": "daily"}, "`until` must be after the first time"),
+        ({"until": "in 30m", "repeat": "daily"}, "must be after the first time"),
     ],
 )
 async def test_a_refusal_writes_nothing(
