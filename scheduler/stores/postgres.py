@@ -11,7 +11,8 @@ moving. Local commits wake local listeners at once, without waiting for the roun
 
 Every transaction runs at READ COMMITTED (what the claim query's ``SKIP LOCKED`` is written
 for); ``read`` runs in a read-only REPEATABLE READ transaction. Application SQL
-(``ctx.db.execute``) uses ``?`` placeholders as on SQLite; they are rewritten to ``$n`` here.
+(``ctx.db.execute``) uses ``?`` placeholders as on SQLite; they are rewritten to ``$n``
+(:mod:`scheduler.stores._pg_connection` runs it; the migrations are in ``_pg_migrations``).
 
 Unlike SQLite, PostgreSQL aborts the whole transaction when a statement fails: only a
 ``ROLLBACK TO SAVEPOINT`` (what the driver does around each mutation) makes it usable again.
@@ -25,9 +26,8 @@ import asyncio
 import logging
 import re
 import secrets
-import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from contextlib import asynccontextmanager, suppress
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
 from typing import Any, ClassVar, TypeVar, cast
 
 import asyncpg
@@ -35,27 +35,15 @@ import asyncpg
 from .. import _ops
 from ..abc import Cursor, Store, Tx
 from ..errors import InvalidArgument, SchedulerError, StoreError
-from ..migrations import (
-    VERSION_TABLE,
-    Migration,
-    MigrationSet,
-    check_applied,
-    scheduler_migrations,
-)
+from ..migrations import MigrationSet, scheduler_migrations
 from ..sql import positional_queries
 from ..sql.placeholders import translate_placeholders
 from ..store_types import NewJob, Op, OpState, Params, Q
-from ._base import (
-    NestedTransactionGuard,
-    ReadOnlyDb,
-    migration_failed,
-    migration_label,
-    quote_ident,
-    redact_dsn,
-    settle,
-    version_table_ddl,
-)
+from ._base import NestedTransactionGuard, ReadOnlyDb, quote_ident, redact_dsn, settle
+from ._pg_connection import abort, user_execute, user_params
+from ._pg_connection import rowcount as rowcount  # part of this module's interface (tests read it)
 from ._pg_listener import WakeListener
+from ._pg_migrations import migrate
 
 T = TypeVar("T")
 
@@ -67,21 +55,9 @@ Connection = Any
 DEFAULT_CHANNEL = "scheduler_wake"
 _CHANNEL = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 
-# Serializes migrators across processes (pg_advisory_xact_lock takes a bigint): "schedmig".
-_MIGRATION_LOCK = int.from_bytes(b"schedmig", "big")
-
-_VERSION_DDL = version_table_ddl("DOUBLE PRECISION")
-
 # asyncpg 0.30 lets a pool skip its session reset (RESET ALL, UNLISTEN *, ... on every
 # release: about half the cost of a short operation). Older versions always reset.
 _CAN_SKIP_RESET = hasattr(asyncpg.Connection, "get_reset_query")
-
-# How many application statements' shapes (returns rows or not) are remembered.
-_SHAPES_KEPT = 1000
-
-# How long a rollback may take before the connection is given up (terminated, and replaced
-# by the pool): after a cancellation the server may be slow to answer, or gone.
-_ABORT_TIMEOUT = 10.0
 
 # The store whose write transaction the current task holds, to turn a nested transaction
 # (a second connection, committing on its own, or a deadlock on the first one's row locks)
@@ -92,56 +68,6 @@ _nested = NestedTransactionGuard(
     "it would commit separately, or wait for the first one's locks forever",
     per_task=True,
 )
-
-
-def rowcount(status: str | None) -> int:
-    """The row count in a command status (``"INSERT 0 3"`` is 3, ``"CREATE TABLE"`` is -1)."""
-    if not status:
-        return -1
-    head, _, last = status.rpartition(" ")
-    return int(last) if head and last.isdigit() else -1
-
-
-def _user_params(params: Sequence[Any]) -> tuple[Any, ...]:
-    if isinstance(params, str | bytes | Mapping):
-        raise InvalidArgument(
-            "SQL parameters must be a sequence of values for the ? placeholders "
-            f"(named parameters are not supported), got {type(params).__name__}"
-        )
-    return tuple(params)
-
-
-# --- cancellation-safe rollback ------------------------------------------------------------
-
-
-def _closed(conn: Connection) -> bool:
-    """Whether the session behind ``conn`` is over (the server ended it, or the pool already
-    took back the connection because it closed): its transaction went with it."""
-    try:
-        return bool(conn.is_closed())
-    except asyncpg.InterfaceError:  # a pool's proxy, detached when its connection closed
-        return True
-
-
-async def _abort(conn: Connection) -> None:
-    """Roll back whatever is open on ``conn``; a connection that cannot roll back is
-    terminated, so the pool replaces it instead of handing out a half-finished transaction.
-    A connection already closed has nothing to roll back (and must not hide, behind an error
-    of its own, the error that the caller is handling)."""
-
-    async def rollback() -> None:
-        if _closed(conn):
-            return
-        try:
-            await conn.execute("ROLLBACK", timeout=_ABORT_TIMEOUT)
-        except Exception as exc:
-            if _closed(conn):
-                return  # it died meanwhile: the server rolled it back
-            log.warning("rollback failed (%s); dropping the connection", exc)
-            with suppress(Exception):
-                conn.terminate()
-
-    await settle(rollback())
 
 
 # --- transactions and read access ----------------------------------------------------------
@@ -168,7 +94,7 @@ class PostgresTx(Tx):
     async def executemany(self, sql: str, params: Sequence[Sequence[Any]]) -> Cursor:
         """Run ``sql`` once per parameter row, pipelined; ``rowcount`` is -1 (PostgreSQL's
         batch protocol reports no total)."""
-        rows = [_user_params(p) for p in params]
+        rows = [user_params(p) for p in params]
         self._store._touched(self._conn)
         await self._conn.executemany(translate_placeholders(sql), rows)
         return Cursor([], -1)
@@ -320,75 +246,12 @@ class PostgresStore(Store):
         try:
             async with self._pool.acquire() as conn:
                 self._touched(conn)  # migrations are application SQL too
-                await self._migrate(conn, loaded)
+                await migrate(conn, loaded)
             if self.listen:
                 await self._listener.start()
         except BaseException:
             await self.close()
             raise
-
-    async def _migrate(self, conn: Connection, loaded: list[list[Migration]]) -> None:
-        """Apply what is missing, one migration per transaction, under an advisory lock.
-
-        The version table is read and checked first, and again under the lock before each
-        migration: a database we must refuse (a newer schema, an edited migration) is left
-        exactly as it was.
-        """
-        where: str = f"PostgreSQL database {await conn.fetchval('SELECT current_database()')!r}"
-
-        async def check() -> dict[str, dict[int, str]]:
-            applied = await self._applied(conn)
-            for ms in loaded:
-                if ms:
-                    check_applied(ms, applied.get(ms[0].component, {}), where)
-            return applied
-
-        applied = await check()
-        for ms in loaded:
-            for m in ms:
-                if m.version in applied.get(m.component, {}):
-                    continue
-                async with conn.transaction():
-                    await conn.execute("SELECT pg_advisory_xact_lock($1)", _MIGRATION_LOCK)
-                    applied = await check()
-                    if m.version in applied.get(m.component, {}):
-                        continue  # another process applied it while we waited for the lock
-                    await conn.execute(_VERSION_DDL)
-                    try:
-                        await conn.execute(m.sql)
-                    except asyncpg.PostgresError as exc:
-                        raise migration_failed(where, m, exc) from exc
-                    await conn.execute(
-                        f"INSERT INTO {VERSION_TABLE} "
-                        "(component, version, name, checksum, applied_at) "
-                        "VALUES ($1, $2, $3, $4, $5)",
-                        m.component,
-                        m.version,
-                        m.name,
-                        m.checksum,
-                        time.time(),
-                    )
-                log.info("%s: applied migration %s", where, migration_label(m))
-
-    @staticmethod
-    async def _applied(conn: Connection) -> dict[str, dict[int, str]]:
-        # Asked of pg_class with the statement's snapshot, not with to_regclass: after waiting
-        # for another migrator's lock, this transaction's catalog cache may still say the
-        # table is missing (it learns of other sessions' DDL only when it locks a relation).
-        exists = await conn.fetchval(
-            "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class c "
-            "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
-            "WHERE c.relname = $1 AND n.nspname = ANY (current_schemas(false)))",
-            VERSION_TABLE,
-        )
-        if not exists:
-            return {}
-        applied: dict[str, dict[int, str]] = {}
-        for component, version, checksum in await conn.fetch(
-            f"SELECT component, version, checksum FROM {VERSION_TABLE}"
-        ):
-            applied.setdefault(str(component), {})[int(version)] = str(checksum)
-        return applied
 
     async def close(self) -> None:
         await self._listener.close()
@@ -405,29 +268,8 @@ class PostgresStore(Store):
                 pool.terminate()
 
     async def _user_execute(self, conn: Connection, sql: str, params: Sequence[Any]) -> Cursor:
-        """Run application SQL: rows, and the row count from the command status.
-
-        The first time a statement is seen it is prepared, to learn whether it returns rows
-        (a prepared statement reports both rows and status, at the cost of a second round
-        trip). After that it takes one round trip through asyncpg's statement cache: a
-        statement that returns rows is fetched (its count is the number of rows: a SELECT's,
-        or a RETURNING's, which returns one row per row changed), any other is executed for
-        its status.
-        """
-        args = _user_params(params)
-        text = translate_placeholders(sql)
-        returns_rows = self._returns_rows.get(text)
-        if returns_rows is None:
-            stmt = await conn.prepare(text)
-            rows: list[Any] = await stmt.fetch(*args)
-            if len(self._returns_rows) >= _SHAPES_KEPT:
-                self._returns_rows.clear()
-            self._returns_rows[text] = bool(stmt.get_attributes())
-            return Cursor(rows, rowcount(stmt.get_statusmsg()), None)
-        if returns_rows:
-            rows = await conn.fetch(text, *args)
-            return Cursor(rows, len(rows), None)
-        return Cursor([], rowcount(await conn.execute(text, *args)), None)
+        """Run application SQL (see :func:`user_execute`), with this store's statement shapes."""
+        return await user_execute(conn, sql, params, self._returns_rows)
 
     def _touched(self, conn: Connection) -> None:
         if _CAN_SKIP_RESET:
@@ -503,7 +345,7 @@ class PostgresStore(Store):
                     await settle(self._commit(conn, state))
                     committed = True
                 except BaseException:
-                    await _abort(conn)
+                    await abort(conn)
                     raise
         except Exception as exc:
             if not committed:
@@ -536,7 +378,7 @@ class PostgresStore(Store):
                 await conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
                 result = await self._drive(conn, op(OpState(now)))
             finally:
-                await _abort(conn)  # nothing to keep
+                await abort(conn)  # nothing to keep
         return result
 
     @asynccontextmanager
@@ -552,7 +394,7 @@ class PostgresStore(Store):
                 await conn.execute("BEGIN ISOLATION LEVEL READ COMMITTED READ ONLY")
                 yield PostgresReadDb(self, conn)
             finally:
-                await _abort(conn)
+                await abort(conn)
 
     def is_deterministic_error(self, exc: BaseException) -> bool:
         """Constraint violations (unique, foreign key, check, not null) and data errors
