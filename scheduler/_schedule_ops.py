@@ -2,16 +2,17 @@
 
 One engine serves static crons (reconciled from code at boot) and runtime schedules. A
 schedule row holds its trigger, its target, its policies, and ``next_fire_ts``: the first
-nominal fire time not yet materialized. A tick materializes due times as jobs keyed
-``"<name>:<fire_ts>"`` (unique), so a time runs once however often it is computed, and
-re-anchors ``next_fire_ts`` past the whole backlog from the trigger, never from "now".
+nominal fire time not yet materialized. Here: writing and reading definitions, manual runs
+and backfills, reconciling the static crons, and the occurrence job a fire time becomes
+(keyed ``"<name>:<fire_ts>"``, unique, so a time runs once however often it is computed).
+The tick, which materializes due times under the catch-up and overlap policies, is in
+``_schedule_ticks``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import logging
 import random
 from collections.abc import Sequence
 from datetime import timedelta
@@ -21,8 +22,7 @@ from . import _ops
 from ._codec import ts_to_datetime
 from ._codec import ts_to_datetime as _dt  # the short name the operations below use
 from ._ops import stable_seed
-from .errors import DuplicateName, InvalidSchedule, ScheduleNotFound, SchedulerError
-from .models import JobState
+from .errors import DuplicateName, InvalidSchedule, ScheduleNotFound
 from .store_types import (
     NewJob,
     Op,
@@ -38,19 +38,11 @@ from .store_types import (
 )
 from .triggers import Interval, trigger_from_spec
 
-log = logging.getLogger(__name__)
-
 Overlap = Literal["skip", "buffer_one", "allow_all", "cancel_other"]
 CatchUp = Literal["skip", "fire_once", "fire_all"]
 OVERLAPS: tuple[str, ...] = ("skip", "buffer_one", "allow_all", "cancel_other")
 CATCH_UPS: tuple[str, ...] = ("skip", "fire_once", "fire_all")
 
-ON_TIME_GRACE = 60.0
-"""Under ``catch_up="skip"``, the latest due time still fires if the tick reaches it within
-this many seconds (it came due while the scheduler was running; only the tick was late).
-Every earlier due time of the backlog, and a latest one found later than this, is missed
-(counted in ``missed``): skip never fires a burst."""
-FIRE_ALL_CAP = 1000
 BACKFILL_CAP = 10_000
 _US = timedelta(microseconds=1)
 
@@ -163,7 +155,7 @@ def _cancel_pending(st: OpState, name: str) -> Op[int]:
     return len(ids)
 
 
-def _occurrence(row: ScheduleRow | ScheduleDef, fire_ts: float, next_ts: float) -> NewJob:
+def occurrence(row: ScheduleRow | ScheduleDef, fire_ts: float, next_ts: float) -> NewJob:
     target = row.target
     jitter = jitter_offset(row.name, fire_ts, row.jitter)
     return NewJob(
@@ -186,8 +178,8 @@ def _occurrence(row: ScheduleRow | ScheduleDef, fire_ts: float, next_ts: float) 
 def trigger(st: OpState, name: str, resolve: Resolve) -> Op[int]:
     """Run the schedule now, once (a manual occurrence; overlap and pause do not apply)."""
     row = yield from get(st, name)
-    row = _with_live_target(row, resolve)
-    job = _occurrence(row, st.now, st.now)
+    row = with_live_target(row, resolve)
+    job = occurrence(row, st.now, st.now)
     job = NewJob(**{**_fields(job), "idempotency_key": f"{name}:trigger:{st.now!r}"})
     job_id: int = yield from _ops.enqueue(st, job)
     return job_id
@@ -209,7 +201,7 @@ def backfill(
             f"backfill end {_dt(end).isoformat()} is before its start {_dt(start).isoformat()}"
         )
     row = yield from get(st, name)
-    row = _with_live_target(row, resolve)
+    row = with_live_target(row, resolve)
     trig = trigger_of(row.trigger_spec)
     times: list[float] = []
     t = trig.next_after(_dt(start) - _US)
@@ -225,159 +217,15 @@ def backfill(
     for fire_ts in times:
         existing = yield Q("job_by_key", {"idempotency_key": occurrence_key(name, fire_ts)}, "one")
         if existing is None:
-            created.append((yield from _ops.enqueue(st, _occurrence(row, fire_ts, st.now))))
+            created.append((yield from _ops.enqueue(st, occurrence(row, fire_ts, st.now))))
     return created
 
 
-def _with_live_target(row: ScheduleRow, resolve: Resolve) -> ScheduleRow:
+def with_live_target(row: ScheduleRow, resolve: Resolve) -> ScheduleRow:
     live = resolve(row.target.fn)
     if live is None or live == row.target:
         return row
     return ScheduleRow(**{**{f: getattr(row, f) for f in row.__dataclass_fields__}, "target": live})
-
-
-# --- ticks ---------------------------------------------------------------------------------
-
-
-def next_fire(st: OpState) -> Op[float | None]:
-    row = yield Q("next_schedule_fire", {}, "one")
-    return None if row is None else float(row["next_fire_ts"])
-
-
-def tick(st: OpState, limit: int, trigger_of: TriggerOf, resolve: Resolve) -> Op[int]:
-    """Materialize the due times of up to ``limit`` due schedules; returns how many were due."""
-    due = yield Q("due_schedules", {"now": st.now, "limit": limit}, "all")
-    rows = [ScheduleRow.of(r) for r in due]
-    for row in rows:
-        try:
-            trig = trigger_of(row.trigger_spec)
-        except SchedulerError as exc:  # a stored spec this code cannot read
-            yield Q("advance_schedule", _advance(st, row, None, row.last_fire_ts, 0, 0, str(exc)))
-            continue
-        yield from _tick_one(st, row, trig, resolve)
-    return len(rows)
-
-
-def _due_times(row: ScheduleRow, trig: Trigger, now: float) -> tuple[list[float], int, bool, float]:
-    """The times to fire now under the catch-up policy, how many due times are dropped,
-    whether they form a backlog batch (fired one after another), and the latest due time."""
-    assert row.next_fire_ts is not None
-    first = row.next_fire_ts
-    now_dt = _dt(now)
-    latest_dt = trig.latest_at_or_before(now_dt)
-    latest = first if latest_dt is None else max(first, latest_dt.timestamp())
-    due = _count_due(trig, first, latest)
-    window_start = now - row.catchup_window
-    if row.catch_up == "fire_all":
-        times = _newest(trig, max(first, window_start), latest, FIRE_ALL_CAP)
-        return times, max(0, due - len(times)), len(times) > 1, latest
-    if row.catch_up == "fire_once":
-        times = [latest] if latest >= window_start else []
-    else:
-        times = [latest] if now - latest <= ON_TIME_GRACE else []
-    return times, max(0, due - len(times)), False, latest
-
-
-def _count_due(trig: Trigger, first: float, latest: float) -> int:
-    """Due times in [first, latest]: exact for intervals (O(1)); for cron, 1 or 2 ("more
-    than one"), which keeps skip/fire_once to a bounded handful of computations."""
-    if isinstance(trig, Interval):
-        return trig.count_between(_dt(first) - _US, _dt(latest))
-    return 1 if latest <= first else 2
-
-
-def _newest(trig: Trigger, lo: float, hi: float, cap: int) -> list[float]:
-    """Up to ``cap`` fire times in ``[lo, hi]``, the newest ones, oldest first."""
-    if hi < lo:
-        return []
-    if isinstance(trig, Interval):
-        n = min(cap, trig.count_between(_dt(lo) - _US, _dt(hi)))
-        newest = trig.latest_at_or_before(_dt(hi))
-        assert newest is not None
-        return [(newest - trig.every * i).timestamp() for i in range(n - 1, -1, -1)]
-    out: list[float] = []
-    t = trig.latest_at_or_before(_dt(hi))
-    while t is not None and t.timestamp() >= lo and len(out) < cap:
-        out.append(t.timestamp())
-        t = trig.latest_at_or_before(t - _US)
-    out.reverse()
-    return out
-
-
-def _tick_one(st: OpState, row: ScheduleRow, trig: Trigger, resolve: Resolve) -> Op[None]:
-    now = st.now
-    assert row.next_fire_ts is not None
-    times, missed, batch, last_ts = _due_times(row, trig, now)
-    nxt = trig.next_after(_dt(now)).timestamp()
-    error: str | None = None
-    skipped = 0
-    live = resolve(row.target.fn)
-    if live is None:
-        error = f"function {row.target.fn!r} is not registered in the process that ticked"
-        missed += len(times)
-        times = []
-    elif live != row.target:
-        row = _with_live_target(row, resolve)
-    if times:
-        skipped = yield from _materialize(st, row, times, batch)
-    if missed:
-        log.warning(
-            "schedule %r: %d due time(s) dropped by catch_up=%s", row.name, missed, row.catch_up
-        )
-    yield Q("advance_schedule", _advance(st, row, nxt, last_ts, skipped, missed, error))
-    st.wake = True
-
-
-def _advance(
-    st: OpState,
-    row: ScheduleRow,
-    next_fire_ts: float | None,
-    last_fire_ts: float | None,
-    skipped: int,
-    missed: int,
-    error: str | None,
-) -> Params:
-    """The parameters of ``advance_schedule``: the tick's result for ``row``, fenced on the
-    next fire time the tick read."""
-    return {
-        "name": row.name,
-        "from_fire_ts": row.next_fire_ts,
-        "next_fire_ts": next_fire_ts,
-        "last_fire_ts": last_fire_ts,
-        "skipped": skipped,
-        "missed": missed,
-        "last_error": error,
-        "now": st.now,
-    }
-
-
-def _materialize(st: OpState, row: ScheduleRow, times: list[float], batch: bool) -> Op[int]:
-    """Create the occurrences for ``times`` under the overlap policy; returns how many were
-    skipped."""
-    active = yield Q("schedule_active_jobs", {"schedule_name": row.name}, "all")
-    held = any(r["state"] == JobState.HELD for r in active)
-    busy = bool(active)
-    skipped = 0
-    for fire_ts in times:
-        key = occurrence_key(row.name, fire_ts)
-        if (yield Q("job_by_key", {"idempotency_key": key}, "one")) is not None:
-            continue  # this time already has its occurrence
-        runnable = True
-        if busy and row.overlap != "allow_all":
-            if row.overlap == "cancel_other":
-                for r in active:
-                    if r["state"] in (JobState.PENDING, JobState.HELD):
-                        yield from _ops.cancel(st, int(r["id"]))
-                active = []
-            elif batch or (row.overlap == "buffer_one" and not held):
-                runnable = False
-            else:
-                skipped += 1
-                continue
-        yield from _ops.enqueue(st, _occurrence(row, fire_ts, fire_ts), held=not runnable)
-        held = held or not runnable
-        busy = True
-    return skipped
 
 
 # --- static crons --------------------------------------------------------------------------

@@ -2,8 +2,8 @@
 
 A store implements a handful of primitives (open, close, a write transaction, running a
 scheduler operation, reads, a snapshot for application SQL). Everything else is written once
-here on top of them and the operations in ``scheduler._ops`` and ``scheduler._schedule_ops``,
-so every store gives it the same meaning:
+here on top of them and the operations in ``scheduler._ops``, ``scheduler._schedule_ops`` and
+``scheduler._schedule_ticks``, so every store gives it the same meaning:
 
 - :class:`Operations`, the named operations on jobs and schedules, available inside a write
   transaction (``tx.pause_schedule(name)``) and at a time (``store.at(now).pause_schedule(name)``);
@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, ClassVar, Protocol, TypeVar
 
-from . import _ops, _schedule_ops
+from . import _ops, _schedule_ops, _schedule_ticks
 from .migrations import MigrationSet
 from .models import Job, JobState
 from .store_types import (
@@ -100,7 +100,8 @@ class Operations(ABC):
     A write transaction (:class:`Tx`) offers them in that transaction, at its time; a store
     offers them at a given time through :meth:`Store.at`, each write in a transaction of its
     own and each read against a snapshot. The operations themselves live in
-    ``scheduler._ops`` (jobs) and ``scheduler._schedule_ops`` (schedules).
+    ``scheduler._ops`` (jobs), ``scheduler._schedule_ops`` and ``scheduler._schedule_ticks``
+    (schedules).
     """
 
     @abstractmethod
@@ -180,7 +181,7 @@ class Operations(ABC):
         """Materialize the due times of up to ``limit`` due schedules under their catch-up
         and overlap policies, each as a job keyed by (name, fire time), and re-anchor each
         schedule past its whole backlog. Returns how many schedules were due."""
-        return await self.run(lambda st: _schedule_ops.tick(st, limit, trigger_of, resolve))
+        return await self.run(lambda st: _schedule_ticks.tick(st, limit, trigger_of, resolve))
 
     async def reconcile_schedules(self, definitions: Sequence[ScheduleDef]) -> ReconcileReport:
         """Make the static schedules match ``definitions`` by name: unchanged ones are left
@@ -192,7 +193,7 @@ class Operations(ABC):
 
     async def next_schedule_time(self) -> float | None:
         """The earliest next fire time of an active schedule, or None."""
-        return await self.read(_schedule_ops.next_fire)
+        return await self.read(_schedule_ticks.next_fire)
 
 
 class Tx(Operations):
