@@ -2,8 +2,9 @@
 
 A store implements a handful of primitives (open, close, a write transaction, running a
 scheduler operation, reads, a snapshot for application SQL). Everything else is written once
-here on top of them and the operations in ``scheduler._ops``, ``scheduler._schedule_ops`` and
-``scheduler._schedule_ticks``, so every store gives it the same meaning:
+here on top of them and the operations in ``scheduler._ops``, ``scheduler._job_reads``,
+``scheduler._schedule_ops`` and ``scheduler._schedule_ticks``, so every store gives it the
+same meaning:
 
 - :class:`Operations`, the named operations on jobs and schedules, available inside a write
   transaction (``tx.pause_schedule(name)``) and at a time (``store.at(now).pause_schedule(name)``);
@@ -21,7 +22,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, ClassVar, Protocol, TypeVar
 
-from . import _ops, _schedule_ops, _schedule_ticks
+from . import _job_reads, _ops, _schedule_ops, _schedule_ticks
 from .migrations import MigrationSet
 from .models import Job, JobState
 from .store_types import (
@@ -100,8 +101,8 @@ class Operations(ABC):
     A write transaction (:class:`Tx`) offers them in that transaction, at its time; a store
     offers them at a given time through :meth:`Store.at`, each write in a transaction of its
     own and each read against a snapshot. The operations themselves live in
-    ``scheduler._ops`` (jobs), ``scheduler._schedule_ops`` and ``scheduler._schedule_ticks``
-    (schedules).
+    ``scheduler._ops`` and ``scheduler._job_reads`` (jobs), ``scheduler._schedule_ops`` and
+    ``scheduler._schedule_ticks`` (schedules).
     """
 
     @abstractmethod
@@ -364,7 +365,7 @@ class Store(ABC):
         return done
 
     async def get_job(self, job_id: int, now: float) -> Job | None:
-        job: Job | None = await self.read(lambda st: _ops.get_job(st, job_id), now)
+        job: Job | None = await self.read(lambda st: _job_reads.get_job(st, job_id), now)
         return job
 
     async def list_jobs(
@@ -378,10 +379,10 @@ class Store(ABC):
     ) -> list[Job]:
         """Jobs, newest first, optionally filtered; page with ``before_id``."""
         jobs: list[Job] = await self.read(
-            lambda st: _ops.list_jobs(st, state, fn, before_id, limit), now
+            lambda st: _job_reads.list_jobs(st, state, fn, before_id, limit), now
         )
         return jobs
 
     async def count_by_state(self, now: float) -> dict[JobState, int]:
-        counts: dict[JobState, int] = await self.read(_ops.count_by_state, now)
+        counts: dict[JobState, int] = await self.read(_job_reads.count_by_state, now)
         return counts

@@ -1,0 +1,70 @@
+"""The scheduler's reads of jobs, as sans-IO operations (see ``_ops``): one job, a page of
+jobs, the count in each state, and the :class:`~scheduler.models.Job` a job row becomes."""
+
+from __future__ import annotations
+
+from . import _codec
+from ._codec import optional_float
+from ._ops import decode_payload
+from .models import Job, JobKind, JobState
+from .store_types import Op, OpState, Q, Row
+
+
+def get_job(st: OpState, job_id: int) -> Op[Job | None]:
+    row = yield Q("get_job", {"job_id": job_id}, "one")
+    return None if row is None else job_from_row(row)
+
+
+def list_jobs(
+    st: OpState,
+    state: JobState | None,
+    fn: str | None,
+    before_id: int | None,
+    limit: int,
+) -> Op[list[Job]]:
+    params = {
+        "state": None if state is None else state.value,
+        "fn": fn,
+        "before_id": before_id,
+        "limit": limit,
+    }
+    rows = yield Q("list_jobs", params, "all")
+    return [job_from_row(r) for r in rows]
+
+
+def count_by_state(st: OpState) -> Op[dict[JobState, int]]:
+    rows = yield Q("count_by_state", {}, "all")
+    counts = dict.fromkeys(JobState, 0)
+    for r in rows:
+        counts[JobState(r["state"])] = int(r["n"])
+    return counts
+
+
+def job_from_row(r: Row) -> Job:
+    """A :class:`Job` from a ``get_job`` / ``list_jobs`` row."""
+    args, context = decode_payload(r)
+    return Job(
+        id=int(r["id"]),
+        fn=r["fn"],
+        kind=JobKind(r["kind"]),
+        state=JobState(r["state"]),
+        next_ts=float(r["next_ts"]),
+        attempts=int(r["attempts"]),
+        max_failures=int(r["max_failures"]),
+        run_count=int(r["run_count"]),
+        lease_expires_at=optional_float(r["lease_expires_at"]),
+        parent_id=None if r["parent_id"] is None else int(r["parent_id"]),
+        idempotency_key=r["idempotency_key"],
+        on_complete=r["on_complete"],
+        name=r["name"],
+        schedule_name=r["schedule_name"],
+        fire_ts=optional_float(r["fire_ts"]),
+        jitter=optional_float(r["jitter"]),
+        created_at=float(r["created_at"]),
+        updated_at=float(r["updated_at"]),
+        finished_at=optional_float(r["finished_at"]),
+        args=args,
+        context=context,
+        result=_codec.loads(r["result"]),
+        error=r["error"],
+    )
