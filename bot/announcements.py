@@ -33,6 +33,7 @@ from .config import default
 from .db import BotDb
 from .edit_changes import SHOWN, TIMING, Change, Field, changes, history_detail
 from .models import (
+    INTERRUPTED_AND_STOPPED,
     LIVE_STATES,
     Announcement,
     AnnouncementState,
@@ -296,8 +297,14 @@ class Announcements:
                 raise NotFound(f"announcement #{local_id} not found")
             if not a.live:
                 return a
-            if a.job_id is not None:
-                await ctx.scheduler.cancel(a.job_id)
+            if a.job_id is not None and await ctx.scheduler.cancel(a.job_id):
+                # Its job was waiting, so an attempt recorded "sending" was interrupted (a
+                # crash, a stop) and will not be retried: say so instead of "sending" for ever.
+                await rows.close_interrupted_delivery(
+                    a.id,
+                    a.first_ts,
+                    INTERRUPTED_AND_STOPPED.format(state=AnnouncementState.CANCELED),
+                )
             if a.schedule_name is not None:
                 with contextlib.suppress(ScheduleNotFound):
                     await ctx.scheduler.schedules.delete(a.schedule_name)

@@ -481,6 +481,24 @@ class BotDb:
             (error, announcement_id, fire_ts, DeliveryState.SENDING.value),
         )
 
+    async def close_interrupted_delivery(
+        self, announcement_id: int, fire_ts: float, error: str
+    ) -> bool:
+        """Record an occurrence whose attempt was interrupted (still ``sending``) failed with
+        ``error``; False if it is not being sent."""
+        cur = await self.db.execute(
+            "UPDATE bot_deliveries SET state = ?, error = ? WHERE announcement_id = ? "
+            "AND fire_ts = ? AND state = ?",
+            (
+                DeliveryState.FAILED.value,
+                error,
+                announcement_id,
+                fire_ts,
+                DeliveryState.SENDING.value,
+            ),
+        )
+        return bool(cur.rowcount)
+
     async def mark_delivery_failed(self, announcement_id: int, fire_ts: float, error: str) -> bool:
         """Record the occurrence failed (a missed one stays missed) with ``error``; False if it
         was recorded sent, and nothing was changed."""

@@ -45,7 +45,13 @@ from .announcements import MOVED, SEND_FN, Announcement, Announcements, enqueue_
 from .changes import end_announcement, end_if_past_until
 from .db import BotDb
 from .limits import MAX_MESSAGE
-from .models import AnnouncementState, DeliveryState, HistoryAction, nonce_for
+from .models import (
+    INTERRUPTED_AND_STOPPED,
+    AnnouncementState,
+    DeliveryState,
+    HistoryAction,
+    nonce_for,
+)
 from .pacing import ChannelPacer, hold_lease, keep_lease
 
 log = logging.getLogger("crier.delivery")  # tests and operators filter on this name
@@ -136,7 +142,17 @@ class Delivery:
         ann = await self.announcements.by_id(int(args["announcement_id"]))
         fire_ts = float(args.get("fire_ts") or ctx.job.fire_ts or 0.0)
         if ann is None or ann.state != AnnouncementState.SCHEDULED:
-            return {"skipped": str(AnnouncementState.CANCELED if ann is None else ann.state)}
+            state = str(AnnouncementState.CANCELED if ann is None else ann.state)
+            if ann is not None:
+                # An attempt a crash interrupted, then the announcement was canceled (or
+                # paused, or ended): it is not sent again, and its row must not stay
+                # "sending" for ever. Whether the interrupted attempt reached Discord can't
+                # be known without sending again, so the row says so.
+                await ctx.run_mutation(
+                    self._close_interrupted,
+                    {"ann": ann.id, "fire_ts": fire_ts, "state": state},
+                )
+            return {"skipped": state}
         if ann.until_ts is not None and fire_ts > ann.until_ts:
             await ctx.run_mutation(self._end, {"ann": ann.id})
             return {"skipped": "past until"}
@@ -334,6 +350,13 @@ class Delivery:
         ann = await BotDb(ctx.db).announcement(int(args["ann"]))
         if ann is not None and ann.state == AnnouncementState.SCHEDULED:
             await end_announcement(ctx, ann)
+
+    async def _close_interrupted(self, ctx: TransactionContext, args: dict[str, Any]) -> None:
+        await BotDb(ctx.db).close_interrupted_delivery(
+            args["ann"],
+            args["fire_ts"],
+            INTERRUPTED_AND_STOPPED.format(state=args["state"]),
+        )
 
     async def _record_transient_error(self, ctx: TransactionContext, args: dict[str, Any]) -> None:
         await BotDb(ctx.db).note_delivery_error(args["ann"], args["fire_ts"], args["error"])

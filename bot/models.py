@@ -193,3 +193,11 @@ class PastDelivery:
     error: str | None
     revision: int | None
     update_error: str | None
+
+
+INTERRUPTED_AND_STOPPED = (
+    "may not have been delivered: an attempt was interrupted and the announcement was {state} "
+    "before it could be sent again"
+)
+"""Why an occurrence whose attempt a crash or a stop interrupted ends failed when its
+announcement was canceled, paused or ended before the attempt could be retried."""

@@ -25,6 +25,7 @@ import pytest
 from bot.announcements import SEND_FN, Announcement, schedule_name
 from bot.app import Crier
 from bot.delivery import PERMANENT_CODES, nonce_for
+from bot.models import INTERRUPTED_AND_STOPPED
 from scheduler import JobState
 from scheduler.testing import FakeClock
 from tests.bot.conftest import NOW, CrierFactory, World
@@ -828,3 +829,68 @@ async def test_rerun_after_the_message_id_was_recorded_sends_nothing(
         "scheduled" if recurring else "sent",
         created.id,
     )
+
+
+# --- an interrupted attempt whose announcement then stopped ----------------------------------
+
+
+async def interrupt_a_send(world: World, crier: Crier, clock: FakeClock, **options: Any) -> int:
+    """Schedule in 5 minutes, then stop the bot while the fake hangs on the send (which it has
+    created): the attempt's row stays ``sending`` and its job is handed back."""
+    local = await schedule(world, world.news, "in 5m", "Interrupted", **options)
+    world.fake.faults.add(
+        method="POST", path_regex=messages_regex(world.news), after_effect=True, delay=HANG
+    )
+    clock.advance(timedelta(minutes=5))
+    await world.fake.wait_until(lambda: send_requests(world, world.news), what="the send")
+    await crier.sched.stop(grace=0.2)
+    await crier.close()
+    return local
+
+
+async def test_interrupted_attempt_of_an_announcement_paused_meanwhile_is_closed_not_left_sending(
+    world: World, crier_factory: CrierFactory, clock: FakeClock, tmp_path: Path
+) -> None:
+    """The bot stops mid-send of a recurring occurrence; another instance pauses the
+    announcement before this one comes back. The occurrence is not sent again, and its row
+    says it may not have been delivered instead of staying ``sending`` for ever."""
+    local = await interrupt_a_send(world, await crier_factory(), clock, repeat="every 1h")
+    with closing(sqlite3.connect(tmp_path / "crier.db")) as conn:
+        conn.execute("UPDATE bot_announcements SET state = 'paused' WHERE local_id = ?", (local,))
+        conn.commit()
+    world.fake.faults.clear()
+    crier = await crier_factory()
+    await idle(crier)
+    [row] = await deliveries(crier)
+    assert (row["state"], row["error"]) == (
+        "failed",
+        INTERRUPTED_AND_STOPPED.format(state="paused"),
+    )
+    assert len(send_requests(world, world.news)) == 1  # not sent again
+
+
+async def test_canceling_a_one_off_whose_attempt_was_interrupted_closes_its_row(
+    world: World, crier_factory: CrierFactory, clock: FakeClock, tmp_path: Path
+) -> None:
+    """The bot stopped mid-send; the announcement is canceled while its job waits to run
+    again: the job is canceled and the attempt's row says it may not have been delivered."""
+    from bot.announcements import Announcements
+    from bot.app import bot_migrations
+    from scheduler import Registry, Scheduler, SqliteStore
+
+    local = await interrupt_a_send(world, await crier_factory(), clock)
+    # A scheduler whose clock is before the job's time, so that nothing runs it meanwhile.
+    sched = Scheduler(
+        SqliteStore(tmp_path / "crier.db"),
+        Registry(),
+        clock=FakeClock(NOW),
+        migrations=[bot_migrations()],
+    )
+    async with sched:
+        before = await Announcements(sched).cancel(world.guild.id, local, actor_id=1)
+        assert before.job_id is not None
+        job = await sched.get_job(before.job_id)
+        assert job is not None and job.state == JobState.CANCELED
+    with closing(sqlite3.connect(tmp_path / "crier.db")) as conn:
+        [(state, error)] = conn.execute("SELECT state, error FROM bot_deliveries").fetchall()
+    assert (state, error) == ("failed", INTERRUPTED_AND_STOPPED.format(state="canceled"))
