@@ -41,6 +41,8 @@ from .models import (
     Draft,
     GuildSettings,
     HistoryAction,
+    HistoryEntry,
+    PastDelivery,
     mention_markup,
     nonce_for,
 )
@@ -52,9 +54,11 @@ __all__ = [
     "Announcement",
     "AnnouncementState",
     "Announcements",
+    "Details",
     "Draft",
     "EditOutcome",
     "GuildSettings",
+    "IdChoices",
     "Listing",
     "NotEditable",
     "NotFound",
@@ -131,6 +135,38 @@ class Listing:
     items: list[Announcement]
     total: int
     next_fires: dict[int, datetime | None]
+
+
+@dataclass(frozen=True, slots=True)
+class Details:
+    """Everything /info shows of one announcement."""
+
+    announcement: Announcement
+    next_times: list[datetime]
+    """Its next delivery times (at most ``INFO_TIMES``), skipped occurrences left out."""
+    skipped: list[datetime]
+    """Occurrences still to come that were skipped (``/skip``)."""
+    deliveries: list[PastDelivery]
+    """Its latest recorded occurrences, newest first (at most ``INFO_DELIVERIES``)."""
+    history: list[HistoryEntry]
+    """Its latest changes, oldest first (at most ``INFO_HISTORY``)."""
+    earlier_history: bool
+    """Whether older changes than those in ``history`` exist."""
+
+
+@dataclass(frozen=True, slots=True)
+class IdChoices:
+    """Announcements an ``id`` option may offer, with their next delivery times."""
+
+    items: list[Announcement]
+    next_fires: dict[int, datetime | None]
+
+
+INFO_TIMES = 5
+INFO_DELIVERIES = 5
+INFO_HISTORY = 10
+CHOICES_SCANNED = 200
+"""How many of a guild's newest matching announcements an autocomplete looks through."""
 
 
 class Announcements:
@@ -280,6 +316,79 @@ class Announcements:
         except ScheduleNotFound:
             return None
         return info.next_fire
+
+    async def choices(
+        self,
+        guild_id: int,
+        states: tuple[AnnouncementState, ...] | None,
+        *,
+        recurring: bool | None = None,
+        id_prefix: str = "",
+    ) -> IdChoices:
+        """The guild's announcements in ``states`` (None: any), newest first, read at once;
+        their next times come from one read of the schedules, and only if a recurring
+        scheduled one is among them."""
+        async with self.sched.reader() as db:
+            rows = await BotDb(db).announcements_to_choose(
+                guild_id, states, recurring=recurring, id_prefix=id_prefix,
+                limit=CHOICES_SCANNED,
+            )  # fmt: skip
+        return IdChoices(rows, await self._next_fires(rows))
+
+    async def info(self, guild_id: int, local_id: int) -> Details:
+        """What /info shows: the announcement, its next times (from its schedule's trigger,
+        or its one time if still to come), its latest deliveries and its change history.
+
+        Raises :class:`NotFound` (also for another guild's number)."""
+        now = self.sched.clock.now()
+        async with self.sched.reader() as db:
+            rows = BotDb(db)
+            a = await rows.announcement_by_local_id(guild_id, local_id)
+            if a is None:
+                raise NotFound(f"announcement #{local_id} not found")
+            skipped_ts = await rows.skipped_fire_times(a.id, now.timestamp())
+            # Skipped occurrences still to come are recorded too; they are not deliveries yet.
+            recorded = await rows.recent_deliveries(a.id, INFO_DELIVERIES + len(skipped_ts))
+            history = await rows.history(a.id, INFO_HISTORY + 1)
+        deliveries = [d for d in recorded if d.fire_ts not in skipped_ts][:INFO_DELIVERIES]
+        skipped = [datetime.fromtimestamp(ts, UTC) for ts in skipped_ts]
+        return Details(
+            announcement=a,
+            next_times=await self._next_times(a, now, set(skipped_ts)),
+            skipped=skipped,
+            deliveries=deliveries,
+            history=history[-INFO_HISTORY:],
+            earlier_history=len(history) > INFO_HISTORY,
+        )
+
+    async def _next_times(
+        self, a: Announcement, now: datetime, skipped: set[float]
+    ) -> list[datetime]:
+        """The next ``INFO_TIMES`` delivery times: none unless scheduled; a one-off's one
+        time if still to come; a recurring one's from its schedule's next fire on, by its
+        trigger, leaving out skipped ones and stopping at ``until``."""
+        if a.state != AnnouncementState.SCHEDULED:
+            return []
+        if a.schedule_name is None:
+            return [datetime.fromtimestamp(a.first_ts, UTC)] if a.first_ts > now.timestamp() else []
+        try:
+            schedule = await self.sched.schedules.get(a.schedule_name)
+        except ScheduleNotFound:
+            return []
+        if schedule.paused or schedule.next_fire is None:
+            return []
+        out: list[datetime] = []
+        fire = schedule.next_fire
+        # Bounded: every skipped occurrence is one more step, and there are few of them.
+        for _ in range(INFO_TIMES + len(skipped)):
+            if a.until_ts is not None and fire.timestamp() > a.until_ts:
+                break
+            if fire.timestamp() not in skipped:
+                out.append(fire)
+                if len(out) == INFO_TIMES:
+                    break
+            fire = schedule.trigger.next_after(fire)
+        return out
 
     # --- cancel --------------------------------------------------------------------------------
 

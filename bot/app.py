@@ -28,6 +28,7 @@ from .db import BotDb
 from .delivery import Delivery
 from .discord_endpoints import use_discord_endpoints
 from .edit_commands import EditCommands
+from .info_commands import InfoCommands
 from .lifecycle_commands import LifecycleCommands
 from .pacing import ChannelPacer, lease_needed
 from .post_updates import PostUpdates
@@ -123,6 +124,7 @@ class CrierBot(commands.Bot):
         await self.add_cog(AnnouncementCommands(self.announcements, self.clock))
         await self.add_cog(LifecycleCommands(self.announcements))
         await self.add_cog(EditCommands(self.announcements, self.clock))
+        await self.add_cog(InfoCommands(self.announcements))
         self.add_dynamic_items(PageButton)
         self.logged_in.set()
         await self.sync_commands()

@@ -67,6 +67,17 @@ def require_manager(member: discord.Member, settings: GuildSettings) -> None:
         raise Refusal(f"You need the **Manage Server** permission{role} to manage announcements.")
 
 
+def can_read(member: discord.Member, guild: discord.Guild, channel_id: int) -> bool:
+    """Whether ``member`` may read the text of an announcement meant for that channel: only
+    if they can view it (Discord would never show them a message there); for a channel no
+    longer in the server, only if they manage the server."""
+    channel = guild.get_channel_or_thread(channel_id)
+    if channel is None:
+        perms = member.guild_permissions
+        return perms.administrator or perms.manage_guild
+    return channel.permissions_for(member).view_channel
+
+
 @dataclass(slots=True)
 class MentionPlan:
     """What may ping, fixed at scheduling time from the member's rights then."""

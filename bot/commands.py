@@ -18,11 +18,12 @@ from discord.ext.commands import Bot, Cog
 from scheduler import Clock
 
 from .announcements import Announcements, GuildSettings
-from .checks import Refusal, guild_member, manage_server_only, require_manager
-from .limits import MAX_CHOICES, MAX_MESSAGE
+from .autocomplete import announcement_ids
+from .checks import Refusal, can_read, guild_member, manage_server_only, require_manager
+from .limits import MAX_MESSAGE
 from .models import AnnouncementState
 from .parsing import InputError
-from .render import PAGE_SIZE, choice_label, confirmation, listing_page
+from .render import PAGE_SIZE, confirmation, listing_page
 from .replies import answer_error, reply
 from .transformers import Timezone
 from .validation import EMPTY_MESSAGE, UNTIL_ONE_OFF, ScheduleRequest, check_request
@@ -35,7 +36,6 @@ __all__ = [
     "CommandTree",
     "ScheduleRequest",
     "can_read",
-    "live_announcement_choices",
 ]
 
 log = logging.getLogger(__name__)
@@ -143,12 +143,13 @@ class AnnouncementCommands(Cog, name=COMMANDS_COG):
     @app_commands.command(name="cancel", description="Cancel a scheduled announcement")
     @app_commands.guild_only()
     @app_commands.describe(id="The announcement's number (see /list)")
+    @app_commands.autocomplete(id=announcement_ids("cancel"))
     async def cancel(
         self, interaction: discord.Interaction, id: app_commands.Range[int, 1, 2**53]
     ) -> None:
         guild, member = guild_member(interaction)
         require_manager(member, await self.announcements.settings(guild.id))
-        before = await self.announcements.cancel(guild.id, id)
+        before = await self.announcements.cancel(guild.id, id, actor_id=member.id)
         if before.state == AnnouncementState.SENT:
             raise Refusal(f"Announcement #{id} was already posted; there is nothing to cancel.")
         if before.state == AnnouncementState.CANCELED:
@@ -161,12 +162,6 @@ class AnnouncementCommands(Cog, name=COMMANDS_COG):
         await reply(
             interaction, f"🚫 Canceled announcement **#{id}** for <#{before.channel_id}>. {what}"
         )
-
-    @cancel.autocomplete("id")
-    async def live_announcement_choices(
-        self, interaction: discord.Interaction, current: str
-    ) -> list[app_commands.Choice[int]]:
-        return await live_announcement_choices(self.announcements, interaction, current)
 
     # --- /settings -----------------------------------------------------------------------------
 
@@ -228,30 +223,6 @@ class AnnouncementCommands(Cog, name=COMMANDS_COG):
         await reply(interaction, settings_summary(new, changed))
 
 
-async def live_announcement_choices(
-    announcements: Announcements, interaction: discord.Interaction, current: str
-) -> list[app_commands.Choice[int]]:
-    """This server's live announcements whose id starts with the typed number, or whose
-    label contains the typed text."""
-    guild, member = interaction.guild, interaction.user
-    if guild is None or not isinstance(member, discord.Member):
-        return []
-    typed = current.strip().lstrip("#").lower()
-    out: list[app_commands.Choice[int]] = []
-    for a in await announcements.live(guild.id):
-        hidden = not can_read(member, guild, a.channel_id)
-        label = choice_label(a, await announcements.next_fire(a), hidden)
-        if typed.isdigit():  # a number is an id: match ids that start with it
-            if not str(a.local_id).startswith(typed):
-                continue
-        elif typed and typed not in label.lower():
-            continue
-        out.append(app_commands.Choice(name=label, value=a.local_id))
-        if len(out) == MAX_CHOICES:
-            break
-    return out
-
-
 def settings_summary(settings: GuildSettings, changed: bool) -> str:
     manager = (
         f"<@&{settings.manager_role_id}>"
@@ -267,17 +238,6 @@ def settings_summary(settings: GuildSettings, changed: bool) -> str:
             f"**Log channel for failures:** {log_channel}",
         ]
     )
-
-
-def can_read(member: discord.Member, guild: discord.Guild, channel_id: int) -> bool:
-    """Whether ``member`` may read the text of an announcement meant for that channel: only
-    if they can view it (Discord would never show them a message there); for a channel no
-    longer in the server, only if they manage the server."""
-    channel = guild.get_channel_or_thread(channel_id)
-    if channel is None:
-        perms = member.guild_permissions
-        return perms.administrator or perms.manage_guild
-    return channel.permissions_for(member).view_channel
 
 
 class CommandTree(app_commands.CommandTree[Bot]):

@@ -298,6 +298,34 @@ class BotDb:
             (guild_id, *_values(LIVE_STATES), limit),
         )
 
+    async def announcements_to_choose(
+        self,
+        guild_id: int,
+        states: Sequence[str] | None,
+        *,
+        recurring: bool | None,
+        id_prefix: str,
+        limit: int,
+    ) -> list[Announcement]:
+        """The guild's announcements an ``id`` option may offer, newest first: in ``states``
+        (None: any), recurring or one-off only if ``recurring`` says so, numbered from
+        ``id_prefix`` (digits; "" for any)."""
+        where = ["guild_id = ?"]
+        params: list[Any] = [guild_id]
+        if states is not None:
+            where.append(_state_in(states))
+            params += _values(states)
+        if recurring is not None:
+            where.append("repeat_kind IS NOT NULL" if recurring else "repeat_kind IS NULL")
+        if id_prefix:
+            where.append("CAST(local_id AS TEXT) LIKE ?")
+            params.append(id_prefix + "%")
+        return await self._announcements(
+            _SELECT_ANNOUNCEMENT + "WHERE " + " AND ".join(where) + " "
+            "ORDER BY local_id DESC LIMIT ?",
+            (*params, limit),
+        )
+
     async def count_announcements(self, guild_id: int) -> int:
         """How many announcements the guild has, in every state."""
         row = await self._one(
@@ -543,6 +571,15 @@ class BotDb:
             (announcement_id, fire_ts),
         )
         return None if row is None else _past_delivery(row)
+
+    async def skipped_fire_times(self, announcement_id: int, after: float) -> list[float]:
+        """The occurrences after ``after`` recorded skipped (``/skip``), soonest first."""
+        cur = await self.db.execute(
+            "SELECT fire_ts FROM bot_deliveries WHERE announcement_id = ? AND state = ? "
+            "AND fire_ts > ? ORDER BY fire_ts",
+            (announcement_id, DeliveryState.SKIPPED.value, after),
+        )
+        return [float(r["fire_ts"]) for r in await cur.fetchall()]
 
     # --- history (who changed what, when) ----------------------------------------------------
 

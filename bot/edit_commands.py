@@ -21,13 +21,12 @@ from discord.ext.commands import Cog
 from scheduler import Clock
 
 from .announcements import Announcement, Announcements, check_editable
+from .autocomplete import announcement_ids
 from .checks import Refusal, guild_member, require_manager
-from .commands import can_read
 from .edit_changes import Field
 from .limits import MAX_CHOICE_NAME, MAX_CHOICES, MAX_MESSAGE
-from .models import AnnouncementState
 from .parsing import InputError, resolve_timezone
-from .render import choice_label, edit_reply
+from .render import edit_reply
 from .replies import answer_error, reply
 from .transformers import Timezone
 from .validation import (
@@ -41,13 +40,6 @@ from .views import ScheduleModal
 
 log = logging.getLogger(__name__)
 
-EDITABLE_STATES = (
-    AnnouncementState.SCHEDULED,
-    AnnouncementState.PAUSED,
-    AnnouncementState.SENT,
-    AnnouncementState.DONE,
-)
-"""States /edit offers in its autocomplete (a posted one's text can still change)."""
 _ROLE_MARKUP = re.compile(r"<@&(\d{1,22})>")
 NO_MENTION = "none"
 
@@ -128,6 +120,7 @@ class EditCommands(Cog, name="EditCommands"):
         until="When a repeating announcement stops (a time like `when`), or none",
         update_posted="Also edit the message already posted (default: yes)",
     )
+    @app_commands.autocomplete(id=announcement_ids("edit"))
     async def edit(
         self,
         interaction: discord.Interaction,
@@ -237,32 +230,6 @@ class EditCommands(Cog, name="EditCommands"):
                 ", ".join(c.field for c in outcome.changes),
             )  # fmt: skip
         await reply(interaction, edit_reply(outcome, notes))
-
-    @edit.autocomplete("id")
-    async def editable_choices(
-        self, interaction: discord.Interaction, current: str
-    ) -> list[app_commands.Choice[int]]:
-        """This server's announcements that can still be edited, matched like /cancel's."""
-        guild, member = interaction.guild, interaction.user
-        if guild is None or not isinstance(member, discord.Member):
-            return []
-        typed = current.strip().lstrip("#").lower()
-        listing = await self.announcements.listing(guild.id, 0, 200)
-        out: list[app_commands.Choice[int]] = []
-        for a in listing.items:
-            if a.state not in EDITABLE_STATES:
-                continue
-            hidden = not can_read(member, guild, a.channel_id)
-            label = choice_label(a, listing.next_fires.get(a.id), hidden)
-            if typed.isdigit():
-                if not str(a.local_id).startswith(typed):
-                    continue
-            elif typed and typed not in label.lower():
-                continue
-            out.append(app_commands.Choice(name=label, value=a.local_id))
-            if len(out) == MAX_CHOICES:
-                break
-        return out
 
     @edit.autocomplete("mention")
     async def mention_choices(

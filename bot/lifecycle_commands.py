@@ -14,8 +14,8 @@ from discord import app_commands
 from discord.ext.commands import Cog
 
 from .announcements import Announcements
+from .autocomplete import announcement_ids
 from .checks import guild_member, require_manager
-from .commands import live_announcement_choices
 from .render import paused, resumed, skipped
 from .replies import answer_error, reply
 from .transformers import Timezone
@@ -49,6 +49,7 @@ class LifecycleCommands(Cog, name=LIFECYCLE_COG):
     )
     @app_commands.guild_only()
     @app_commands.describe(id="The announcement's number (see /list)")
+    @app_commands.autocomplete(id=announcement_ids("pause"))
     async def pause(self, interaction: discord.Interaction, id: AnnouncementId) -> None:
         guild_id, member_id = await self._manager(interaction)
         before = await self.announcements.pause(guild_id, id, member_id)
@@ -60,6 +61,7 @@ class LifecycleCommands(Cog, name=LIFECYCLE_COG):
     )
     @app_commands.guild_only()
     @app_commands.describe(id="The announcement's number (see /list)")
+    @app_commands.autocomplete(id=announcement_ids("resume"))
     async def resume(self, interaction: discord.Interaction, id: AnnouncementId) -> None:
         guild_id, member_id = await self._manager(interaction)
         before, nxt = await self.announcements.resume(guild_id, id, member_id)
@@ -71,6 +73,7 @@ class LifecycleCommands(Cog, name=LIFECYCLE_COG):
     )
     @app_commands.guild_only()
     @app_commands.describe(id="The announcement's number (see /list)")
+    @app_commands.autocomplete(id=announcement_ids("skip"))
     async def skip(self, interaction: discord.Interaction, id: AnnouncementId) -> None:
         guild_id, member_id = await self._manager(interaction)
         done = await self.announcements.skip(guild_id, id, member_id)
@@ -79,15 +82,6 @@ class LifecycleCommands(Cog, name=LIFECYCLE_COG):
             done.announcement.id, id, done.skipped.isoformat(), member_id,
         )  # fmt: skip
         await reply(interaction, skipped(done))
-
-    @pause.autocomplete("id")
-    @resume.autocomplete("id")
-    @skip.autocomplete("id")
-    async def announcement_choices(
-        self, interaction: discord.Interaction, current: str
-    ) -> list[app_commands.Choice[int]]:
-        """The same choices as /cancel's: this server's live announcements."""
-        return await live_announcement_choices(self.announcements, interaction, current)
 
     @app_commands.command(
         name="timezone", description="Your own time zone for the times you type (any member)"

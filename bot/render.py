@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from .announcements import (
     Announcement,
+    Details,
     EditOutcome,
     Listing,
     NotPossible,
@@ -16,8 +17,8 @@ from .announcements import (
 )
 from .edit_changes import Field
 from .limits import MAX_CHOICE_NAME, MAX_MESSAGE
-from .models import AnnouncementState, mention_markup
-from .parsing import discord_timestamp
+from .models import AnnouncementState, DeliveryState, HistoryEntry, PastDelivery, mention_markup
+from .parsing import discord_timestamp, spoken_duration
 
 PAGE_SIZE = 6
 PREVIEW_LIMIT = 1000
@@ -244,3 +245,129 @@ def edit_reply(outcome: EditOutcome, notes: list[str]) -> str:
         lines += ["**Preview:**", preview(a.text)]
     text = "\n".join(lines)
     return text if len(text) <= MAX_MESSAGE else text[: MAX_MESSAGE - 1] + "…"
+
+
+# --- /info -------------------------------------------------------------------------------------
+
+REASON_LIMIT = 160
+"""Characters of a failure reason or a history detail shown by /info."""
+MIN_TEXT_SHOWN = 300
+"""Room /info keeps for the text, shortening the history (oldest first) if it must."""
+DELIVERY_ICON = {
+    DeliveryState.SENT: "✅ posted",
+    DeliveryState.SENDING: "⏳ being posted",
+    DeliveryState.FAILED: "❌ failed",
+    DeliveryState.MISSED: "❌ missed",
+    DeliveryState.SKIPPED: "⏭️ skipped",
+}
+_NO_TIMES = {
+    AnnouncementState.PAUSED: "none while paused (`/resume` continues with the next future time)",
+    AnnouncementState.SENT: "none (it was posted)",
+    AnnouncementState.FAILED: "none (it failed)",
+    AnnouncementState.CANCELED: "none (it was canceled)",
+    AnnouncementState.DONE: "none (it ended)",
+}
+
+
+def info_page(details: Details, hidden: bool) -> str:
+    """The /info answer, at most ``MAX_MESSAGE`` characters: every section is shown; the
+    text (as it will post) is cut to fit, with a note, and so is the history, oldest first,
+    if the rest leaves too little room for the text. ``hidden``: the reader can't see the
+    channel, so the text isn't shown."""
+    history = list(details.history)
+    earlier = details.earlier_history
+    while True:
+        head = _info_head(details, history, earlier)
+        room = MAX_MESSAGE - len(head) - 1
+        if room >= MIN_TEXT_SHOWN or not history:
+            break
+        history.pop(0)
+        earlier = True
+    text = f"`{HIDDEN}`" if hidden else _fitted_preview(details.announcement.text, room)
+    page = head + "\n" + text
+    return page if len(page) <= MAX_MESSAGE else page[: MAX_MESSAGE - 1] + "…"
+
+
+def _info_head(details: Details, history: list[HistoryEntry], earlier: bool) -> str:
+    a = details.announcement
+    icon = STATE_ICON.get(a.state, "•")
+    lines = [
+        f"ℹ️ Announcement **#{a.local_id}** in <#{a.channel_id}> · {icon} {a.state} · "
+        f"by <@{a.author_id}>",
+        f"**Repeats:** {a.repeat_words or 'no (posted once)'}",
+    ]
+    if a.until_ts is not None:
+        lines.append(f"**Until:** {when(datetime.fromtimestamp(a.until_ts, UTC))}")
+    lines.append(f"**Pings:** {_pings(a)}")
+    if a.failure and a.state in _SHOWS_FAILURE:
+        lines.append(f"⚠️ {_cut(a.failure)}")
+    lines.append("**Next times:**")
+    if details.next_times:
+        lines += [f"• {when(t)}" for t in details.next_times]
+    else:
+        lines.append("• " + _NO_TIMES.get(a.state, "none to come"))
+    if details.skipped:
+        lines.append(
+            "**Skipped:** " + ", ".join(discord_timestamp(t, "f") for t in details.skipped)
+        )
+    lines.append("**Last deliveries:**")
+    if details.deliveries:
+        lines += [_delivery_line(a, d) for d in details.deliveries]
+    else:
+        lines.append("• none yet")
+    lines.append("**History:**")
+    if earlier:
+        lines.append("• *(earlier changes not shown)*")
+    lines += [_history_line(h) for h in history]
+    lines.append("**Text as it will post:**")
+    return "\n".join(lines)
+
+
+def _delivery_line(a: Announcement, d: PastDelivery) -> str:
+    fired = discord_timestamp(datetime.fromtimestamp(d.fire_ts, UTC), "f")
+    line = f"• {fired} — {DELIVERY_ICON.get(d.state, d.state)}"
+    if d.state == DeliveryState.SENT and d.message_id is not None:
+        line += " " + message_link(a.guild_id, a.channel_id, d.message_id)
+        if d.late_by is not None and d.late_by >= 1:
+            line += f" · sent late by {spoken_duration(timedelta(seconds=round(d.late_by)))}"
+    elif d.error:
+        line += f": {_cut(d.error)}"
+    if d.update_error:
+        line += f"\n  ⚠️ the posted message could not be updated: {_cut(d.update_error)}"
+    return line
+
+
+def _history_line(h: HistoryEntry) -> str:
+    who = "the bot" if h.actor_id is None else f"<@{h.actor_id}>"
+    at = discord_timestamp(datetime.fromtimestamp(h.at, UTC), "f")
+    what = str(h.action).replace("_", " ")
+    line = f"• {at} {what} by {who}"
+    return line + f" — {_cut(h.detail)}" if h.detail else line
+
+
+def _cut(text: str, limit: int = REASON_LIMIT) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _fitted_preview(text: str, room: int) -> str:
+    """The text as a block quote in at most ``room`` characters: whole if it fits, else the
+    longest start of it that fits with the note saying how much is left out."""
+    whole = preview(text, len(text))
+    if len(whole) <= room:
+        return whole
+    low, high = 0, len(text)  # the longest cut that fits lies in [low, high)
+    while high - low > 1:
+        mid = (low + high) // 2
+        if len(_cut_preview(text, mid)) <= room:
+            low = mid
+        else:
+            high = mid
+    return _cut_preview(text, low)
+
+
+def _cut_preview(text: str, limit: int) -> str:
+    return preview(text[:limit], limit) + (
+        f"\n*…cut to fit: {len(text) - limit} more of its {len(text)} characters "
+        "are not shown here (they will be posted)*"
+    )

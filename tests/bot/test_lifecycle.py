@@ -504,21 +504,25 @@ async def test_another_guilds_id_is_not_found(
     assert sorted(posts(world)) == ["Ours", "Ours too"]
 
 
-async def test_pause_autocomplete_offers_the_live_announcements(
+async def test_pause_resume_skip_autocomplete_offer_what_each_accepts(
     world: World, other: World, crier: Crier
 ) -> None:
     local = await schedule(world, "in 10m", "Status", repeat="every 1h")
-    for command in ("pause", "resume", "skip"):
-        h = await world.fake.invoke_autocomplete(
-            world.guild, world.general, world.admin, command, {"id": ""}, focused="id"
+
+    async def offered(w: World, command: str) -> list[int]:
+        h = await w.fake.invoke_autocomplete(
+            w.guild, w.general, w.admin, command, {"id": ""}, focused="id"
         )
         cb = await h.response()
         assert cb.type == CB_AUTOCOMPLETE_RESULT
-        assert [c["value"] for c in cb.choices] == [local]
-        h = await other.fake.invoke_autocomplete(
-            other.guild, other.general, other.admin, command, {"id": ""}, focused="id"
-        )
-        assert (await h.response()).choices == []
+        return [c["value"] for c in cb.choices]
+
+    # Scheduled: it can be paused or skipped, not resumed.
+    assert [await offered(world, c) for c in ("pause", "resume", "skip")] == [[local], [], [local]]
+    await answer(world, "pause", id=local)
+    assert [await offered(world, c) for c in ("pause", "resume", "skip")] == [[], [local], []]
+    for command in ("pause", "resume", "skip"):
+        assert await offered(other, command) == []
 
 
 # --- /timezone -----------------------------------------------------------------------------------

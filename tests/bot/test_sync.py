@@ -16,6 +16,7 @@ from tests.bot.conftest import World, restore_discord_endpoints, run_command, se
 
 COMMANDS = {
     "schedule", "list", "cancel", "settings", "pause", "resume", "skip", "timezone", "edit",
+    "info",
 }  # fmt: skip
 
 
@@ -142,8 +143,8 @@ async def test_the_synced_definitions_have_what_the_commands_promise(
     world: World, crier: Crier
 ) -> None:
     """Server-only commands; /settings hidden from all but Manage Server; the options each
-    command documents, with autocomplete for zones and for /cancel's id, and Discord's
-    message limit on /schedule's text."""
+    command documents, with autocomplete for zones and for every command's id, and
+    Discord's message limit on /schedule's text."""
     synced = {name: command for (name, _), command in world.fake.global_commands.items()}
     assert set(synced) == COMMANDS
     for command in synced.values():
@@ -160,6 +161,7 @@ async def test_the_synced_definitions_have_what_the_commands_promise(
         "skip": None,
         "timezone": None,
         "edit": None,
+        "info": None,
     }
 
     def options(name: str) -> dict[str, dict[str, Any]]:
@@ -180,7 +182,7 @@ async def test_the_synced_definitions_have_what_the_commands_promise(
     assert schedule["message"]["max_length"] == 2000
     assert schedule["timezone"]["autocomplete"] is True
     assert all(o["description"] for o in schedule.values())
-    for name in ("cancel", "pause", "resume", "skip"):
+    for name in ("cancel", "pause", "resume", "skip", "edit", "info"):
         assert options(name)["id"]["autocomplete"] is True and options(name)["id"]["required"]
     assert options("timezone")["zone"]["autocomplete"] is True
     assert not options("timezone")["zone"]["required"]

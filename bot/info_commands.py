@@ -1,0 +1,42 @@
+"""/info: everything about one announcement, for the members who may manage it.
+
+Its errors are answered like every command's (:func:`bot.replies.answer_error`).
+"""
+
+from __future__ import annotations
+
+import discord
+from discord import app_commands
+from discord.ext.commands import Cog
+
+from .announcements import Announcements
+from .autocomplete import announcement_ids
+from .checks import can_read, guild_member, require_manager
+from .render import info_page
+from .replies import answer_error, reply
+
+
+class InfoCommands(Cog, name="InfoCommands"):
+    """/info (guild only)."""
+
+    def __init__(self, announcements: Announcements) -> None:
+        self.announcements = announcements
+
+    async def cog_app_command_error(
+        self, interaction: discord.Interaction, error: app_commands.AppCommandError
+    ) -> None:
+        await answer_error(interaction, error)
+
+    @app_commands.command(name="info", description="Everything about one announcement")
+    @app_commands.guild_only()
+    @app_commands.describe(id="The announcement's number (see /list)")
+    @app_commands.autocomplete(id=announcement_ids("info"))
+    async def info(
+        self, interaction: discord.Interaction, id: app_commands.Range[int, 1, 2**53]
+    ) -> None:
+        # The same rights as /cancel: it shows the text, the history and who made it.
+        guild, member = guild_member(interaction)
+        require_manager(member, await self.announcements.settings(guild.id))
+        details = await self.announcements.info(guild.id, id)
+        hidden = not can_read(member, guild, details.announcement.channel_id)
+        await reply(interaction, info_page(details, hidden))
