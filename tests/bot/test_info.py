@@ -432,3 +432,27 @@ async def test_autocomplete_is_filtered_to_the_states_each_command_accepts(
     # A recurring one's label shows its next time.
     [recurring] = [c for c in await id_choices(world, "ids-skip")]
     assert recurring["name"] == "#2 · Mar 01 14:00 UTC · recurring"
+
+
+async def test_a_long_history_gives_way_to_the_text_oldest_first(
+    world: World, crier: Crier
+) -> None:
+    """Ten changes with long details and a long text: the oldest changes are left out (and
+    said to be), the newest kept, and the text keeps room of its own."""
+    text = "word " * 390
+    await run_command(world, "schedule", when="in 1h", message=text.strip())
+    ann_id = await row_id(crier, world, 1)
+    async with crier.sched.transaction() as ctx:
+        for n in range(1, 10):
+            at = (NOW + timedelta(minutes=n)).timestamp()
+            detail = f"change {n}: " + "x" * 140
+            await BotDb(ctx.db).add_history(ann_id, HistoryAction.EDITED, None, at, detail)
+    page = await info(world, 1)
+    history = section(page, "History")
+    assert history[0] == "• *(earlier changes not shown)*"
+    kept = [int(line.split("change ", 1)[1].split(":", 1)[0]) for line in history[1:]]
+    assert kept and kept == list(range(10 - len(kept), 10))  # the newest, in order
+    assert f"created by <@{world.admin.user.id}>" not in page  # the oldest went first
+    shown = page.split("**Text as it will post:**\n", 1)[1]
+    assert len(shown) >= 300 and "cut to fit" in shown
+    assert section(page, "Next times") == [f"• {stamp(NOW + timedelta(hours=1))}"]
