@@ -23,6 +23,7 @@ from bot.models import AnnouncementState, HistoryAction
 from bot.render import HIDDEN
 from scheduler.testing import FakeClock
 from tests.bot.conftest import NOW, CrierFactory, World, db_snapshot, run_command
+from tests.bot.test_commands import any_db_crier  # noqa: F401  (a fixture: SQLite and PostgreSQL)
 from tests.fakediscord import Permissions as P
 from tests.fakediscord.interactions import CB_AUTOCOMPLETE_RESULT, CB_CHANNEL_MESSAGE
 
@@ -456,3 +457,22 @@ async def test_a_long_history_gives_way_to_the_text_oldest_first(
     shown = page.split("**Text as it will post:**\n", 1)[1]
     assert len(shown) >= 300 and "cut to fit" in shown
     assert section(page, "Next times") == [f"• {stamp(NOW + timedelta(hours=1))}"]
+
+
+async def test_info_and_its_autocomplete_on_each_database(
+    world: World,
+    any_db_crier: Crier,  # noqa: F811
+    clock: FakeClock,
+) -> None:
+    for n in range(1, 13):
+        repeat = {"repeat": "daily"} if n % 2 else {}
+        await run_command(world, "schedule", when=f"in {n}h", message=f"number {n}", **repeat)
+    await run_command(world, "cancel", id=12)
+    assert await values(world, "cancel", "1") == [11, 10, 1]
+    assert await values(world, "info", "1") == [12, 11, 10, 1]
+    assert await values(world, "cancel", "number 1") == [11, 10, 1]
+    page = await info(world, 11)
+    assert section(page, "Next times") == [
+        f"• {stamp(NOW + timedelta(hours=11, days=d))}" for d in range(5)
+    ]
+    assert section(page, "History") == [f"• {short(NOW)} created by <@{world.admin.user.id}>"]
