@@ -261,7 +261,7 @@ DELIVERY_ICON = {
     DeliveryState.SKIPPED: "⏭️ skipped",
 }
 _NO_TIMES = {
-    AnnouncementState.PAUSED: "none while paused (`/resume` continues with the next future time)",
+    AnnouncementState.PAUSED: "none while paused (see `/resume`)",
     AnnouncementState.SENT: "none (it was posted)",
     AnnouncementState.FAILED: "none (it failed)",
     AnnouncementState.CANCELED: "none (it was canceled)",

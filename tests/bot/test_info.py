@@ -195,9 +195,7 @@ async def test_info_of_a_recurring_one_paused_by_a_failure(
     await advance(crier, clock, timedelta(hours=1))
     page = await info(world, 1)
     assert "· ⏸️ paused ·" in page.split("\n")[0]
-    assert section(page, "Next times") == [
-        "• none while paused (`/resume` continues with the next future time)"
-    ]
+    assert section(page, "Next times") == ["• none while paused (see `/resume`)"]
     [line] = section(page, "Last deliveries")
     assert line.startswith(f"• {short(NOW + timedelta(hours=1))} — ❌ failed: Missing Permissions")
 
