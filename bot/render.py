@@ -258,7 +258,6 @@ DELIVERY_ICON = {
     DeliveryState.SENDING: "⏳ being posted",
     DeliveryState.FAILED: "❌ failed",
     DeliveryState.MISSED: "❌ missed",
-    DeliveryState.SKIPPED: "⏭️ skipped",
 }
 _NO_TIMES = {
     AnnouncementState.PAUSED: "none while paused (see `/resume`)",
@@ -325,6 +324,8 @@ def _info_head(details: Details, history: list[HistoryEntry], earlier: bool) -> 
 
 def _delivery_line(a: Announcement, d: PastDelivery) -> str:
     fired = discord_timestamp(datetime.fromtimestamp(d.fire_ts, UTC), "f")
+    if d.state == DeliveryState.SKIPPED:  # its reason says who skipped it
+        return f"• {fired} — ⏭️ {_cut(d.error or 'skipped')}"
     line = f"• {fired} — {DELIVERY_ICON.get(d.state, d.state)}"
     if d.state == DeliveryState.SENT and d.message_id is not None:
         line += " " + message_link(a.guild_id, a.channel_id, d.message_id)

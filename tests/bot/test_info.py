@@ -474,3 +474,71 @@ async def test_info_and_its_autocomplete_on_each_database(
         f"• {stamp(NOW + timedelta(hours=11, days=d))}" for d in range(5)
     ]
     assert section(page, "History") == [f"• {short(NOW)} created by <@{world.admin.user.id}>"]
+
+
+# --- with /pause, /resume, /skip and until ------------------------------------------------------
+
+
+async def test_info_leaves_out_a_skipped_time_and_says_it_is_skipped(
+    world: World, crier: Crier, clock: FakeClock
+) -> None:
+    await run_command(world, "schedule", when="in 1h", message="tick", repeat="hourly")
+    await run_command(world, "skip", id=1)  # skips NOW+1h
+    await run_command(world, "skip", id=1)  # and NOW+2h
+    page = await info(world, 1)
+    hours = [NOW + timedelta(hours=h) for h in range(1, 8)]
+    assert section(page, "Next times") == [f"• {stamp(t)}" for t in hours[2:7]]
+    assert f"**Skipped:** {short(hours[0])}, {short(hours[1])}" in page.split("\n")
+    assert section(page, "Last deliveries") == ["• none yet"]  # skips still to come aren't
+    admin = f"<@{world.admin.user.id}>"
+    assert section(page, "History") == [
+        f"• {short(NOW)} created by {admin}",
+        f"• {short(NOW)} skipped by {admin} — {short(hours[0])}",
+        f"• {short(NOW)} skipped by {admin} — {short(hours[1])}",
+    ]
+    # Once its time has passed, a skipped occurrence is one of the last deliveries.
+    await advance(crier, clock, timedelta(hours=3))
+    assert world.fake.bot_messages(world.general) != []
+    page = await info(world, 1)
+    assert "**Skipped:**" not in page
+    assert section(page, "Last deliveries")[1:] == [
+        f"• {short(hours[1])} — ⏭️ skipped by {admin}",
+        f"• {short(hours[0])} — ⏭️ skipped by {admin}",
+    ]
+
+
+async def test_info_stops_the_next_times_at_until(world: World, crier: Crier) -> None:
+    await run_command(
+        world, "schedule", when="in 1h", message="tick", repeat="hourly", until="in 3h"
+    )
+    page = await info(world, 1)
+    assert f"**Until:** {stamp(NOW + timedelta(hours=3))}" in page.split("\n")
+    assert section(page, "Next times") == [
+        f"• {stamp(NOW + timedelta(hours=h))}" for h in (1, 2, 3)
+    ]
+
+
+async def test_info_history_of_pause_and_resume_by_another_manager(
+    world: World, crier: Crier, clock: FakeClock
+) -> None:
+    role = world.guild.add_role("managers", P.MANAGE_GUILD)
+    erin = world.guild.add_member(name="erin", roles=[role])
+    await run_command(world, "schedule", when="in 1h", message="tick", repeat="hourly")
+    await run_command(world, "pause", id=1, by=erin)
+    page = await info(world, 1)
+    assert section(page, "Next times") == ["• none while paused (see `/resume`)"]
+    clock.advance(timedelta(minutes=90))
+    await run_command(world, "resume", id=1, by=erin)
+    page = await info(world, 1)
+    resumed_at = NOW + timedelta(minutes=90)
+    # Resumed with the next future time, not the one missed while paused.
+    assert section(page, "Next times") == [
+        f"• {stamp(NOW + timedelta(hours=h))}" for h in range(2, 7)
+    ]
+    lines = section(page, "History")
+    assert lines[:2] == [
+        f"• {short(NOW)} created by <@{world.admin.user.id}>",
+        f"• {short(NOW)} paused by <@{erin.user.id}>",
+    ]
+    assert lines[2].startswith(f"• {short(resumed_at)} resumed by <@{erin.user.id}>")
+    assert len(lines) == 3
