@@ -17,7 +17,14 @@ from .announcements import (
 )
 from .edit_changes import Field
 from .limits import MAX_CHOICE_NAME, MAX_MESSAGE
-from .models import AnnouncementState, DeliveryState, HistoryEntry, PastDelivery, mention_markup
+from .models import (
+    AnnouncementState,
+    DeliveryState,
+    HistoryAction,
+    HistoryEntry,
+    PastDelivery,
+    mention_markup,
+)
 from .parsing import discord_timestamp, spoken_duration
 
 PAGE_SIZE = 6
@@ -338,10 +345,17 @@ def _delivery_line(a: Announcement, d: PastDelivery) -> str:
     return line
 
 
+HISTORY_WORDS = {
+    HistoryAction.POST_UPDATED: "posted message updated",
+    HistoryAction.POST_UPDATE_FAILED: "posted message could not be updated",
+}
+"""How /info says the changes whose action name isn't already a verb."""
+
+
 def _history_line(h: HistoryEntry) -> str:
     who = "the bot" if h.actor_id is None else f"<@{h.actor_id}>"
     at = discord_timestamp(datetime.fromtimestamp(h.at, UTC), "f")
-    what = str(h.action).replace("_", " ")
+    what = HISTORY_WORDS.get(h.action, str(h.action))
     line = f"• {at} {what} by {who}"
     return line + f" — {_cut(h.detail)}" if h.detail else line
 

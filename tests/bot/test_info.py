@@ -231,7 +231,10 @@ async def test_info_history_shows_the_bots_own_changes_and_details(
             ann_id, HistoryAction.POST_UPDATED, None, later.timestamp(), "message"
         )
     page = await info(world, 1)
-    assert section(page, "History")[-1] == f"• {short(later)} post updated by the bot — message"
+    assert (
+        section(page, "History")[-1]
+        == f"• {short(later)} posted message updated by the bot — message"
+    )
 
 
 async def test_long_text_is_cut_to_fit_and_every_section_stays(
@@ -426,7 +429,7 @@ async def test_autocomplete_is_filtered_to_the_states_each_command_accepts(
     assert set(expected) == set(ACCEPTS)
     for name, ids in expected.items():
         assert await values(world, f"ids-{name}") == ids, name
-    for name in ("cancel", "pause", "resume", "skip", "info"):  # the commands themselves
+    for name in ("cancel", "pause", "resume", "skip", "edit", "info"):  # the commands too
         assert await values(world, name) == expected[name], name
     # A recurring one's label shows its next time.
     [recurring] = [c for c in await id_choices(world, "ids-skip")]
@@ -476,7 +479,7 @@ async def test_info_and_its_autocomplete_on_each_database(
     assert section(page, "History") == [f"• {short(NOW)} created by <@{world.admin.user.id}>"]
 
 
-# --- with /pause, /resume, /skip and until ------------------------------------------------------
+# --- with /pause, /resume, /skip, /edit and until -----------------------------------------------
 
 
 async def test_info_leaves_out_a_skipped_time_and_says_it_is_skipped(
@@ -542,3 +545,43 @@ async def test_info_history_of_pause_and_resume_by_another_manager(
     ]
     assert lines[2].startswith(f"• {short(resumed_at)} resumed by <@{erin.user.id}>")
     assert len(lines) == 3
+
+
+async def test_info_after_an_edit_and_a_post_that_could_not_be_updated(
+    world: World, crier: Crier, clock: FakeClock
+) -> None:
+    role = world.guild.add_role("managers", P.MANAGE_GUILD)
+    erin = world.guild.add_member(name="erin", roles=[role])
+    await run_command(world, "schedule", when="in 10m", message="first words")
+    await advance(crier, clock, timedelta(minutes=10))
+    [posted] = world.fake.bot_messages(world.general)
+    world.fake._delete(posted)  # a moderator deletes it
+    await run_command(world, "edit", id=1, message="corrected", by=erin)
+    await crier.sched.wait_idle()
+    async with crier.sched.reader() as db:
+        [delivery] = await BotDb(db).recent_deliveries(await row_id(crier, world, 1), 5)
+        history = await BotDb(db).history(await row_id(crier, world, 1), 10)
+    reason = delivery.update_error
+    assert reason and "Unknown Message" in reason
+    assert [(h.action, h.actor_id) for h in history] == [
+        (HistoryAction.CREATED, world.admin.user.id),
+        (HistoryAction.EDITED, erin.user.id),
+        (HistoryAction.POST_UPDATE_FAILED, None),
+    ]
+
+    page = await info(world, 1)
+    link = f"https://discord.com/channels/{world.guild.id}/{world.general.id}/{posted.id}"
+    assert section(page, "Last deliveries") == [
+        f"• {short(NOW + timedelta(minutes=10))} — ✅ posted {link}",
+        f"  ⚠️ the posted message could not be updated: {reason}",
+    ]
+    lines = section(page, "History")
+    assert lines[0] == f"• {short(NOW)} created by <@{world.admin.user.id}>"
+    assert lines[1].startswith(
+        f"• {short(NOW + timedelta(minutes=10))} edited by <@{erin.user.id}>"
+    )
+    assert lines[2] == (
+        f"• {short(NOW + timedelta(minutes=10))} posted message could not be updated by the bot "
+        f"— {reason}"
+    )
+    assert page.endswith("**Text as it will post:**\n> corrected")
