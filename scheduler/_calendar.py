@@ -120,7 +120,10 @@ def next_nth_window(day: date, nth: tuple[int, ...]) -> date:
         if day.day < last:
             return day.replace(day=max(first, day.day + 1))
     following = _month_start(day.year, day.month)
-    return following.replace(day=_nth_windows(following.year, following.month, nth)[0][0])
+    # A month may have no window at all (no 29th: February has no 5th weekday window).
+    while not (windows := _nth_windows(following.year, following.month, nth)):
+        following = _month_start(following.year, following.month)
+    return following.replace(day=windows[0][0])
 
 
 def previous_nth_window(day: date, nth: tuple[int, ...]) -> date:
@@ -129,7 +132,9 @@ def previous_nth_window(day: date, nth: tuple[int, ...]) -> date:
         if day.day > first:
             return day.replace(day=min(last, day.day - 1))
     previous = date(day.year, day.month, 1) - _ONE_DAY
-    return previous.replace(day=_nth_windows(previous.year, previous.month, nth)[-1][1])
+    while not (windows := _nth_windows(previous.year, previous.month, nth)):
+        previous = date(previous.year, previous.month, 1) - _ONE_DAY
+    return previous.replace(day=windows[-1][1])
 
 
 def check_nth(nth: Iterable[int] | None, fields: list[str], expr: str) -> tuple[int, ...]:

@@ -1030,6 +1030,23 @@ def test_calendar_rules_match_brute_force_across_2027(case: str, zone_name: str)
         assert got == calendar_fires(predicate, zone, lo, hi)
 
 
+def test_fifth_weekday_rule_steps_over_months_without_one() -> None:
+    """February (28 days) has no 5th-weekday window at all; the walk steps over it both ways
+    (found by hypothesis: it raised IndexError)."""
+    paris = "Europe/Paris"
+    fifth_wednesday = Cron("0 0 * * 3", paris, nth=(5,))
+    assert run(fifth_wednesday, utc(2026, 4, 1), 4) == [
+        utc(2026, 4, 28, 22),  # Wednesday 29 April, midnight in Paris (CEST)
+        utc(2026, 7, 28, 22),
+        utc(2026, 9, 29, 22),
+        utc(2026, 12, 29, 23),  # Wednesday 30 December (CET)
+    ]
+    # From January 2027: no 5th Wednesday in January or February; next is 31 March (CEST).
+    assert run(fifth_wednesday, utc(2027, 1, 1), 1) == [utc(2027, 3, 30, 22)]
+    # Walking down from April 2026 crosses March (no 5th Wednesday) and February (no window).
+    assert fifth_wednesday.latest_at_or_before(utc(2026, 4, 1)) == utc(2025, 12, 30, 23)
+
+
 def test_calendar_rules_by_hand_in_paris() -> None:
     after = datetime(2026, 12, 1, 12, tzinfo=UTC)  # Tuesday 13:00 in Paris
     paris = "Europe/Paris"
