@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import socket
 import time
 from collections.abc import AsyncIterator
@@ -853,3 +854,320 @@ async def test_network_guard_blocks_the_internet(network_guard: NetworkGuard) ->
     blocked = network_guard.take_violations()  # expected ones; don't fail the test at teardown
     assert len(blocked) == 5, blocked
     assert any("discord.com" in b for b in blocked)
+
+
+# --- issue 11's surface: uploads, flags, embeds, threads, forums, crossposts ---------------------
+
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4
+
+
+async def test_multipart_upload_keeps_bytes_flags_and_embed_attachment_urls(
+    world: World, bot
+) -> None:
+    client, _ = bot
+    fake = world.fake
+    world.guild.set_bot_permissions(P.DEFAULT_BOT | P.ATTACH_FILES)
+    ch = text_channel(client, world.channel)
+    embed = discord.Embed(title="Launch", description="today").set_image(url="attachment://a.png")
+    sent = await ch.send(
+        "with a picture",
+        embed=embed,
+        file=discord.File(io.BytesIO(PNG), filename="a.png", description="the logo"),
+        silent=True,
+    )
+    msg = fake.get_message(sent.id)
+    assert msg is not None and msg.silent and not msg.suppress_embeds
+    assert [(a.filename, a.data, a.description) for a in msg.attachments] == [
+        ("a.png", PNG, "the logo")
+    ]
+    assert msg.attachments[0].content_type == "image/png"
+    assert msg.embeds[0]["image"]["url"] == msg.attachments[0].url  # attachment:// resolved
+    assert sent.flags.suppress_notifications and sent.attachments[0].filename == "a.png"
+    assert await sent.attachments[0].read() == PNG  # served by the fake's CDN
+
+    # An edit listing no attachments removes them; a new file replaces them.
+    other = b"GIF89a" + b"\x00" * 50
+    edited = await sent.edit(attachments=[discord.File(io.BytesIO(other), filename="b.gif")])
+    assert msg.files == {"b.gif": other} and [a.filename for a in edited.attachments] == ["b.gif"]
+    assert msg.history[-1]["attachments"][0].data == PNG
+    await sent.edit(content="kept")  # no attachments field: kept
+    assert msg.files == {"b.gif": other} and msg.content == "kept"
+    await sent.edit(attachments=[])
+    assert msg.attachments == []
+
+
+async def test_upload_needs_attach_files(world: World, bot) -> None:
+    client, _ = bot
+    world.channel.set_overwrite(world.guild.bot_role, deny=P.ATTACH_FILES)
+    ch = text_channel(client, world.channel)
+    with pytest.raises(discord.Forbidden) as info:
+        await ch.send(file=discord.File(io.BytesIO(b"x"), filename="x.txt"))
+    assert info.value.code == 50013
+    assert world.fake.bot_messages(world.channel) == []
+
+
+async def test_upload_over_the_limit_is_413_40005(world: World) -> None:
+    fake = world.fake
+    fake.attachments.upload_limit = 10
+    world.guild.set_bot_permissions(P.DEFAULT_BOT | P.ATTACH_FILES)
+    client, _ = make_client()
+    async with run_client(fake, client):
+        ch = text_channel(client, world.channel)
+        with pytest.raises(discord.HTTPException) as info:
+            await ch.send(file=discord.File(io.BytesIO(b"x" * 11), filename="big.bin"))
+    assert info.value.status == 413 and info.value.code == 40005
+    assert fake.bot_messages(world.channel) == []
+
+
+async def test_embed_limits_are_refused_with_discords_error_body(world: World, bot) -> None:
+    fake = world.fake
+    headers = {"Authorization": f"Bot {fake.token}"}
+    url = f"{fake.api_base}/channels/{world.channel.id}/messages"
+    cases = [
+        ({"embeds": [{"title": "t" * 257}]}, {"embeds": {"0": {"title": {"_errors": [
+            {"code": "BASE_TYPE_MAX_LENGTH", "message": "Must be 256 or fewer in length."}]}}}}),
+        ({"embeds": [{"description": "d" * 4097}]}, {"embeds": {"0": {"description": {
+            "_errors": [{"code": "BASE_TYPE_MAX_LENGTH",
+                         "message": "Must be 4096 or fewer in length."}]}}}}),
+        ({"embeds": [{"description": "d" * 4000}, {"description": "d" * 2001}]}, {"embeds": {
+            "_errors": [{"code": "MAX_EMBED_SIZE_EXCEEDED",
+                         "message": "Embed size exceeds maximum size of 6000"}]}}),
+        ({"embeds": [{"title": "x"}] * 11}, {"embeds": {"_errors": [
+            {"code": "BASE_TYPE_MAX_LENGTH", "message": "Must be 10 or fewer in length."}]}}),
+    ]  # fmt: skip
+    async with aiohttp.ClientSession() as session:
+        for payload, errors in cases:
+            async with session.post(url, json=payload, headers=headers) as resp:
+                assert resp.status == 400
+                assert await resp.json() == {
+                    "message": "Invalid Form Body",
+                    "code": 50035,
+                    "errors": errors,
+                }
+    assert fake.bot_messages(world.channel) == []
+
+
+async def test_thread_send_unarchives_and_a_locked_thread_refuses(world: World) -> None:
+    fake, guild = world.fake, world.guild
+    open_thread = guild.add_thread(world.channel, "open")
+    archived = guild.add_thread(world.channel, "archived", archived=True)
+    locked = guild.add_thread(world.channel, "locked", locked=True)
+    locked_archived = guild.add_thread(world.channel, "frozen", archived=True, locked=True)
+    client, _ = make_client()
+    async with run_client(fake, client):
+        got = client.get_channel(open_thread.id)
+        assert isinstance(got, discord.Thread) and got.parent_id == world.channel.id
+        assert client.get_channel(archived.id) is None  # Discord only sends active threads
+        await got.send("in the thread")
+        assert [m.content for m in fake.channel_messages(open_thread)] == ["in the thread"]
+
+        thread = await client.fetch_channel(archived.id)
+        assert isinstance(thread, discord.Thread) and thread.archived
+        await thread.send("wakes it")
+        assert not archived.archived
+        await fake.wait_until(lambda: client.get_channel(archived.id) is not None, what="cache")
+
+        for target, code in ((locked, 160005), (locked_archived, 50083)):
+            th = await client.fetch_channel(target.id)
+            assert isinstance(th, discord.Thread) and th.locked
+            with pytest.raises(discord.HTTPException) as info:
+                await th.send("refused")
+            assert info.value.code == code
+            assert fake.channel_messages(target) == []
+        assert locked_archived.archived
+
+        # Without SEND_MESSAGES_IN_THREADS on the parent, a thread refuses the send.
+        world.channel.set_overwrite(guild.everyone_role, deny=P.SEND_MESSAGES_IN_THREADS)
+        await fake.gateway.drain()
+        with pytest.raises(discord.Forbidden):
+            await got.send("no")
+
+
+async def test_forum_post_with_tags_files_and_flags(world: World) -> None:
+    fake, guild = world.fake, world.guild
+    guild.set_bot_permissions(P.DEFAULT_BOT | P.ATTACH_FILES)
+    staff = guild.new_tag("staff", moderated=True)
+    forum = guild.add_forum("releases", tags=["news", "ops", staff], require_tag=True)
+    client, _ = make_client()
+    async with run_client(fake, client):
+        f = client.get_channel(forum.id)
+        assert isinstance(f, discord.ForumChannel)
+        assert [t.name for t in f.available_tags] == ["news", "ops", "staff"]
+        assert f.flags.require_tag
+        news = f.get_tag(forum.tag_named("news").id)
+        assert news is not None
+
+        with pytest.raises(discord.HTTPException) as info:
+            await f.create_thread(name="untagged", content="x")
+        assert info.value.status == 400 and info.value.code == 40067
+        with pytest.raises(discord.Forbidden):  # a moderated tag needs MANAGE_THREADS
+            await f.create_thread(name="staff", content="x", applied_tags=[f.get_tag(staff.id)])
+        assert fake.forum_posts(forum) == []
+
+        created = await f.create_thread(
+            name="v1.0",
+            content="released",
+            embed=discord.Embed(title="v1.0"),
+            file=discord.File(io.BytesIO(PNG), filename="shot.png"),
+            applied_tags=[news],
+            silent=True,
+        )
+        assert created.thread.id == created.message.id
+        [post] = fake.forum_posts(forum)
+        assert post.id == created.thread.id and post.name == "v1.0"
+        assert post.applied_tags == [news.id]
+        starter = fake.get_message(post.id)
+        assert starter is not None and starter.channel_id == post.id
+        assert starter.content == "released" and starter.silent and starter.nonce is None
+        assert starter.files == {"shot.png": PNG} and starter.embeds[0]["title"] == "v1.0"
+        await fake.wait_until(lambda: client.get_channel(post.id) is not None, what="THREAD_CREATE")
+        assert created.thread.applied_tags[0].id == news.id
+
+        with pytest.raises(discord.HTTPException) as info:  # the forum itself takes no messages
+            await fake_send(fake, forum.id, {"content": "x"})
+        assert info.value.code == 40058
+
+
+async def fake_send(fake: FakeDiscord, channel_id: int, payload: dict[str, object]) -> None:
+    """A raw POST /channels/{id}/messages through discord.py's HTTP client."""
+    http = discord.http.HTTPClient(asyncio.get_running_loop())
+    with pointing_discord_py_at(fake):
+        await http.static_login(fake.token)
+        try:
+            route = discord.http.Route("POST", "/channels/{c}/messages", c=channel_id)
+            await http.request(route, json=payload)
+        finally:
+            await http.close()
+
+
+async def test_forum_post_hold_after_leaves_exactly_one_post(world: World) -> None:
+    fake, guild = world.fake, world.guild
+    forum = guild.add_forum("posts")
+    hold = fake.hold_messages(forum, stage="after")
+    client, _ = make_client()
+    async with run_client(fake, client):
+        f = client.get_channel(forum.id)
+        assert isinstance(f, discord.ForumChannel)
+        task = asyncio.create_task(f.create_thread(name="p", content="held"))
+        await fake.wait_until(lambda: hold.parked == 1, what="parked forum post")
+        [post] = fake.forum_posts(forum)
+        assert hold.sends[0].message_id == post.id and hold.sends[0].nonce is None
+        hold.release()
+        created = await task
+        assert created.thread.id == post.id and len(fake.forum_posts(forum)) == 1
+
+
+async def test_crosspost_flag_40033_and_its_rate_limit(world: World) -> None:
+    fake = world.fake
+    fake.ratelimits.set_bucket("crosspost", 2, 120.0)
+    news = world.guild.add_announcement_channel("news")
+    client, _ = make_client()
+    async with run_client(fake, client):
+        ch = client.get_channel(news.id)
+        assert isinstance(ch, discord.TextChannel) and ch.is_news()
+        first = await ch.send("one")
+        assert await first.publish() is None
+        msg = fake.get_message(first.id)
+        assert msg is not None and msg.crossposted and fake.crossposts.crossposted == [first.id]
+        await fake.wait_until(
+            lambda: (
+                (m := client._connection._get_message(first.id)) is not None and m.flags.crossposted
+            ),
+            what="MESSAGE_UPDATE with the flag",
+        )
+        # discord.py sleeps out a bucket it sees exhausted (here: 120 s) before returning, so
+        # the rest goes through raw HTTP: a second publish is 40033 and spends the bucket.
+        second = await ch.send("two")
+        headers = {"Authorization": f"Bot {fake.token}"}
+        base = f"{fake.api_base}/channels/{news.id}/messages"
+        async with (
+            aiohttp.ClientSession() as session,
+            session.post(f"{base}/{first.id}/crosspost", headers=headers) as resp,
+        ):
+            assert resp.status == 400
+            assert await resp.json() == {
+                "message": "This message has already been crossposted",
+                "code": 40033,
+            }
+        # A client new to the bucket gets the 429; discord.py raises as the wait is long.
+        http = discord.http.HTTPClient(asyncio.get_running_loop(), max_ratelimit_timeout=30.0)
+        with pointing_discord_py_at(fake):
+            await http.static_login(fake.token)
+            try:
+                with pytest.raises(discord.RateLimited) as limited:
+                    await http.publish_message(news.id, second.id)
+            finally:
+                await http.close()
+        assert 100 < limited.value.retry_after <= 120
+        assert not fake.get_message(second.id).crossposted  # type: ignore[union-attr]
+        await ch.send("sending is not limited by it")
+
+        plain = await text_channel(client, world.channel).send("plain")
+        with pytest.raises(discord.HTTPException) as info:
+            await plain.publish()
+        assert info.value.code == 50024
+    limited_request = next(r for r in fake.requests if r.ratelimited)
+    assert limited_request.path.endswith(f"/messages/{second.id}/crosspost")
+
+
+async def test_crosspost_429_headers(world: World) -> None:
+    fake = world.fake
+    fake.ratelimits.set_bucket("crosspost", 1, 3600.0)
+    news = world.guild.add_announcement_channel("news")
+    msgs = [fake.post_message(news, world.guild.bot_member, f"m{i}") for i in range(2)]
+    headers = {"Authorization": f"Bot {fake.token}"}
+    async with aiohttp.ClientSession() as session:
+        for i, m in enumerate(msgs):
+            url = f"{fake.api_base}/channels/{news.id}/messages/{m.id}/crosspost"
+            async with session.post(url, headers=headers) as resp:
+                if i == 0:
+                    assert resp.status == 200 and (await resp.json())["flags"] & 1
+                    continue
+                assert resp.status == 429
+                body = await resp.json()
+                assert 3590 < body["retry_after"] <= 3600 and body["global"] is False
+                assert resp.headers["Via"] == "1.1 google"
+                assert resp.headers["X-RateLimit-Remaining"] == "0"
+                assert resp.headers["X-RateLimit-Scope"] == "user"
+                assert int(resp.headers["Retry-After"]) >= 3590
+
+
+async def test_attachment_option_url_is_served_until_it_expires(world: World, bot) -> None:
+    _, tree = bot
+    fake = world.fake
+    upload = fake.make_attachment("cat.png", PNG)
+    got: dict[str, object] = {}
+
+    @tree.command(description="Post an image")
+    async def image(interaction: discord.Interaction, picture: discord.Attachment) -> None:
+        got["name"] = picture.filename
+        got["bytes"] = await picture.read()
+        upload.stop_serving()  # the signed URL expires
+        try:
+            await picture.read()
+        except discord.HTTPException as exc:
+            got["second_status"] = exc.status
+        await interaction.response.send_message("ok", ephemeral=True)
+
+    guild_obj = discord.Object(world.guild.id)
+    tree.copy_global_to(guild=guild_obj)
+    await tree.sync(guild=guild_obj)
+    handle = await fake.invoke_command(
+        world.guild, world.channel, world.alice, "image", {"picture": upload}
+    )
+    cb = await handle.response()
+    assert cb.content == "ok"
+    assert got == {"name": "cat.png", "bytes": PNG, "second_status": 404}
+    assert upload.fetch_count == 1
+    resolved = handle.payload["data"]["resolved"]["attachments"][str(upload.id)]
+    assert resolved["url"] == upload.url and resolved["ephemeral"] is True
+    async with aiohttp.ClientSession() as session:
+        async with session.get(upload.url) as resp:
+            assert resp.status == 404
+            assert await resp.text() == "This content is no longer available."
+        upload.stop_serving(status=403)
+        async with session.get(upload.url) as resp:
+            assert resp.status == 403
+        upload.resume_serving()
+        async with session.get(upload.url) as resp:
+            assert resp.status == 200 and await resp.read() == PNG

@@ -20,8 +20,10 @@ Quick tour::
             assert not msg.pings.everyone
 
 Main modules: ``server`` (FakeDiscord, REST), ``gateway``, ``interactions`` (InteractionHandle),
-``state`` (guild/channel/role/member/message model), ``permissions``, ``ratelimit``, ``faults``,
-``netguard``, ``client`` (pointing discord.py at the fake).
+``state`` (guild/channel/thread/role/member/message model), ``attachments`` (multipart uploads,
+the fake's CDN), ``forums`` (threads, forum posts), ``crosspost`` (publishing), ``errors``,
+``permissions``, ``ratelimit``, ``faults``, ``netguard``, ``client`` (pointing discord.py at the
+fake).
 """
 
 import warnings
@@ -34,7 +36,9 @@ with warnings.catch_warnings():
     warnings.filterwarnings("ignore", message=".*audioop.*", category=DeprecationWarning)
     import discord  # noqa: F401
 
+from .attachments import Attachment
 from .client import pointing_discord_py_at, run_client
+from .errors import ApiError
 from .faults import Fault, FaultInjector
 from .gateway import (
     INTENT_GUILD_MEMBERS,
@@ -48,13 +52,24 @@ from .interactions import CommandNotAvailable, InteractionCallback, InteractionH
 from .netguard import NetworkAccessBlocked, NetworkGuard, install_network_guard, network_guard
 from .permissions import Permissions, base_permissions, channel_permissions
 from .ratelimit import RateLimiter, Storm
-from .server import ApiError, FakeDiscord, RequestRecord
+from .server import FakeDiscord, RequestRecord
 from .state import (
+    ANNOUNCEMENT_THREAD,
+    CHANNEL_FLAG_REQUIRE_TAG,
+    FLAG_CROSSPOSTED,
+    FLAG_SUPPRESS_EMBEDS,
+    FLAG_SUPPRESS_NOTIFICATIONS,
+    GUILD_ANNOUNCEMENT,
     GUILD_CATEGORY,
+    GUILD_FORUM,
+    GUILD_MEDIA,
     GUILD_TEXT,
     GUILD_VOICE,
+    PRIVATE_THREAD,
+    PUBLIC_THREAD,
     ApplicationCommand,
     Channel,
+    ForumTag,
     Guild,
     Member,
     Message,
@@ -66,19 +81,31 @@ from .state import (
 )
 
 __all__ = [
+    "ANNOUNCEMENT_THREAD",
+    "CHANNEL_FLAG_REQUIRE_TAG",
+    "FLAG_CROSSPOSTED",
+    "FLAG_SUPPRESS_EMBEDS",
+    "FLAG_SUPPRESS_NOTIFICATIONS",
+    "GUILD_ANNOUNCEMENT",
     "GUILD_CATEGORY",
+    "GUILD_FORUM",
+    "GUILD_MEDIA",
     "GUILD_TEXT",
     "GUILD_VOICE",
     "INTENT_GUILD_MEMBERS",
     "INTENT_GUILD_PRESENCES",
     "INTENT_MESSAGE_CONTENT",
+    "PRIVATE_THREAD",
+    "PUBLIC_THREAD",
     "ApiError",
     "ApplicationCommand",
+    "Attachment",
     "Channel",
     "CommandNotAvailable",
     "FakeDiscord",
     "Fault",
     "FaultInjector",
+    "ForumTag",
     "Gateway",
     "GatewaySession",
     "Guild",

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .attachments import Attachment
 from .state import (
     DM,
     FLAG_EPHEMERAL,
@@ -409,7 +410,7 @@ def _coerce_option(
             opt_def=opt_def, name=name, value=value, resolved=resolved,
         )  # fmt: skip
     elif opt_type == OPT_ATTACHMENT:
-        raise ValueError("attachment options are not supported by the fake")
+        value = _resolve_attachment(fake, channel, name, value, resolved)
 
     if opt_type in (OPT_INTEGER, OPT_NUMBER) and opt_def is not None:
         lo, hi = opt_def.get("min_value"), opt_def.get("max_value")
@@ -425,6 +426,26 @@ def _coerce_option(
     return out
 
 
+def _resolve_attachment(
+    fake: FakeDiscord,
+    channel: Channel,
+    name: str,
+    value: Any,
+    resolved: dict[str, dict[str, Any]],
+) -> str:
+    """An ATTACHMENT option: ``value`` is an :class:`Attachment` (``fake.make_attachment``),
+    or ``(filename, bytes)``; it goes into ``resolved.attachments`` with a URL the fake
+    serves (until ``attachment.stop_serving()``)."""
+    if isinstance(value, tuple) and len(value) == 2:
+        value = fake.make_attachment(value[0], value[1])
+    if not isinstance(value, Attachment):
+        raise ValueError(f"option {name!r}: pass an Attachment or (filename, bytes), got {value!r}")
+    if value.size > ATTACHMENT_SIZE_LIMIT:
+        raise ValueError(f"option {name!r}: {value.size} bytes is over Discord's upload limit")
+    resolved.setdefault("attachments", {})[str(value.id)] = value.to_dict()
+    return str(value.id)
+
+
 def _infer_type(value: Any) -> int:
     if isinstance(value, bool):
         return OPT_BOOLEAN
@@ -438,6 +459,8 @@ def _infer_type(value: Any) -> int:
         return OPT_ROLE
     if isinstance(value, (Member, User)):
         return OPT_USER
+    if isinstance(value, Attachment):
+        return OPT_ATTACHMENT
     return OPT_STRING
 
 

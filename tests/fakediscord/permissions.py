@@ -10,7 +10,8 @@ The algorithm follows Discord's documented order:
    all role overwrites of the member's roles aggregated (deny all, then allow all),
    the member-specific overwrite (deny, then allow).
 5. Implicit rules: without VIEW_CHANNEL nothing else in the channel is usable; without
-   SEND_MESSAGES a member cannot mention @everyone, embed links, attach files or send TTS.
+   SEND_MESSAGES (in a thread: SEND_MESSAGES_IN_THREADS) a member cannot mention @everyone,
+   embed links, attach files or send TTS. A thread uses its parent channel's overwrites.
 6. A timed-out member (communication_disabled_until in the future) keeps only VIEW_CHANNEL and
    READ_MESSAGE_HISTORY, unless they are the owner or an administrator.
 """
@@ -166,7 +167,11 @@ def channel_permissions(guild: Guild, channel: Channel, member: Member) -> int:
         return P.ALL
 
     perms = base
-    overwrites = channel.overwrites
+    # A thread has no overwrites of its own: it takes its parent channel's.
+    parent = (
+        guild.channels.get(channel.parent_id) if channel.is_thread and channel.parent_id else None
+    )
+    overwrites = parent.overwrites if parent is not None else channel.overwrites
     everyone = overwrites.get((0, guild.id))
     if everyone is not None:
         perms &= ~everyone.deny
@@ -188,7 +193,9 @@ def channel_permissions(guild: Guild, channel: Channel, member: Member) -> int:
 
     if not perms & P.VIEW_CHANNEL:
         return 0
-    if not perms & P.SEND_MESSAGES:
+    # In a thread, SEND_MESSAGES_IN_THREADS is what embeds, files, TTS and @everyone depend on.
+    sends = P.SEND_MESSAGES_IN_THREADS if channel.is_thread else P.SEND_MESSAGES
+    if not perms & sends:
         perms &= ~_SEND_DEPENDENT
     if _is_timed_out(member):
         perms &= _TIMEOUT_KEEP

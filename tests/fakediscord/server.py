@@ -26,7 +26,18 @@ from typing import Any
 
 from aiohttp import web
 
+from .attachments import (
+    DEFAULT_UPLOAD_LIMIT,
+    Attachment,
+    AttachmentStore,
+    Upload,
+    read_multipart,
+    resolve_embed_urls,
+)
+from .crosspost import CrosspostRoutes
+from .errors import ERROR_MESSAGES, ApiError, form_error
 from .faults import Fault, FaultInjector
+from .forums import ForumRoutes, check_thread_send
 from .gateway import INTENT_GUILD_MEMBERS, INTENT_MESSAGE_CONTENT, Gateway, GatewaySession
 from .holds import MessageHold, MessageHolds, ParkedSend, Stage
 from .interactions import (
@@ -58,6 +69,7 @@ from .state import (
     FLAG_SUPPRESS_EMBEDS,
     FLAG_SUPPRESS_NOTIFICATIONS,
     TEXT_CAPABLE_TYPES,
+    THREAD_ONLY_TYPES,
     ApplicationCommand,
     Channel,
     Guild,
@@ -73,61 +85,8 @@ from .state import (
 
 log = logging.getLogger("fakediscord")
 
-ERROR_MESSAGES = {
-    0: "Unknown error",
-    10003: "Unknown Channel",
-    10004: "Unknown Guild",
-    10007: "Unknown Member",
-    10008: "Unknown Message",
-    10011: "Unknown Role",
-    10013: "Unknown User",
-    10015: "Unknown Webhook",
-    10062: "Unknown interaction",
-    10063: "Unknown application command",
-    40060: "Interaction has already been acknowledged.",
-    50001: "Missing Access",
-    50005: "Cannot edit a message authored by another user",
-    50006: "Cannot send an empty message",
-    50007: "Cannot send messages to this user",
-    50008: "Cannot send messages in a non-text channel",
-    50013: "Missing Permissions",
-    50027: "Invalid Webhook Token",
-    50035: "Invalid Form Body",
-}
-
 FLAG_IS_COMPONENTS_V2 = 1 << 15
 _SETTABLE_MESSAGE_FLAGS = FLAG_SUPPRESS_EMBEDS | FLAG_SUPPRESS_NOTIFICATIONS | FLAG_IS_COMPONENTS_V2
-
-
-class ApiError(Exception):
-    """Raised inside route handlers; becomes a Discord-style JSON error response."""
-
-    def __init__(
-        self,
-        status: int,
-        code: int,
-        message: str | None = None,
-        errors: dict[str, Any] | None = None,
-    ) -> None:
-        self.status = status
-        self.code = code
-        self.message = message or ERROR_MESSAGES.get(code, "Unknown error")
-        self.errors = errors
-        super().__init__(f"{status} {code} {self.message}")
-
-    def body(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"message": self.message, "code": self.code}
-        if self.errors:
-            data["errors"] = self.errors
-        return data
-
-
-def form_error(path: str, code: str, message: str) -> ApiError:
-    """A 50035 Invalid Form Body error for one field (``path`` like ``content`` or ``embeds.0``)."""
-    errors: dict[str, Any] = {"_errors": [{"code": code, "message": message}]}
-    for part in reversed(path.split(".")):
-        errors = {part: errors}
-    return ApiError(400, 50035, errors=errors)
 
 
 @dataclass
@@ -158,11 +117,12 @@ class _Route:
 
 
 class _Body:
-    """Parsed request body: JSON (or ``payload_json`` of a multipart form) plus attachments."""
+    """Parsed request body: JSON (or ``payload_json`` of a multipart form) plus the uploaded
+    ``files[n]`` by index (they become attachments once the handler knows where they go)."""
 
-    def __init__(self, json_data: Any, attachments: list[dict[str, Any]]) -> None:
+    def __init__(self, json_data: Any, uploads: Mapping[int, Upload] | None = None) -> None:
         self.json = json_data
-        self.attachments = attachments
+        self.uploads: Mapping[int, Upload] = uploads or {}
 
     def get(self, key: str, default: Any = None) -> Any:
         if isinstance(self.json, dict):
@@ -219,6 +179,9 @@ class FakeDiscord:
         privileged_intents: int = 0,
         application_flags: int = 0,
         shutdown_timeout: float = 1.0,
+        crosspost_limit: int = 10,
+        crosspost_per: float = 3600.0,
+        upload_limit: int = DEFAULT_UPLOAD_LIMIT,
     ) -> None:
         self.snowflakes = SnowflakeGenerator()
         self.bot_user = User(
@@ -265,6 +228,14 @@ class FakeDiscord:
             global_limit=global_limit,
             global_per=global_per,
         )
+        self.ratelimits.set_bucket("crosspost", crosspost_limit, crosspost_per)
+        self.attachments = AttachmentStore(
+            lambda: f"http://{self.host}:{self.port}",
+            self.snowflakes.next,
+            upload_limit=upload_limit,
+        )
+        self.forum_routes = ForumRoutes(self)
+        self.crossposts = CrosspostRoutes(self)
         self.faults = FaultInjector()
         self.holds = MessageHolds(self._changed)
         self.requests: list[RequestRecord] = []
@@ -287,6 +258,10 @@ class FakeDiscord:
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_route("*", r"/api/v{version:\d+}/{tail:.*}", self._handle_api)
         app.router.add_get("/", self.gateway.handle)
+        for prefix in ("attachments", "ephemeral-attachments"):
+            app.router.add_get(
+                f"/{prefix}/{{owner_id}}/{{attachment_id}}/{{filename}}", self.attachments.serve
+            )
         app.router.add_route("*", "/{tail:.*}", self._handle_stray)
         self._runner = web.AppRunner(
             app, access_log=None, shutdown_timeout=self._shutdown_timeout, handle_signals=False
@@ -431,8 +406,14 @@ class FakeDiscord:
         ch.deleted = True
         if ch.guild is not None:
             ch.guild.channels.pop(ch.id, None)
+            ch.guild.threads.pop(ch.id, None)
             if self._guild_live(ch.guild):
-                self.gateway.dispatch("CHANNEL_DELETE", ch.to_dict())
+                if ch.is_thread:
+                    data = {"id": str(ch.id), "type": ch.type, "parent_id": str(ch.parent_id)}
+                    data["guild_id"] = str(ch.guild.id)
+                    self.gateway.dispatch("THREAD_DELETE", data)
+                else:
+                    self.gateway.dispatch("CHANNEL_DELETE", ch.to_dict())
         self._changed()
 
     def open_dm(self, user: User | Member | int) -> Channel:
@@ -469,7 +450,17 @@ class FakeDiscord:
 
     def _channel_updated(self, channel: Channel) -> None:
         if channel.guild is not None and self._guild_live(channel.guild):
-            self.gateway.dispatch("CHANNEL_UPDATE", channel.to_dict())
+            event = "THREAD_UPDATE" if channel.is_thread else "CHANNEL_UPDATE"
+            self.gateway.dispatch(event, channel.to_dict())
+        self._changed()
+
+    def _thread_created(self, thread: Channel, *, newly_created: bool) -> None:
+        self.channels[thread.id] = thread
+        if thread.guild is not None and self._guild_live(thread.guild) and not thread.archived:
+            data = thread.to_dict()
+            if newly_created:
+                data["newly_created"] = True
+            self.gateway.dispatch("THREAD_CREATE", data)
         self._changed()
 
     def _role_created(self, role: Role) -> None:
@@ -540,6 +531,30 @@ class FakeDiscord:
 
     def get_message(self, message_id: int) -> Message | None:
         return self.messages.get(message_id)
+
+    def make_attachment(
+        self, filename: str, data: bytes, *, content_type: str | None = None
+    ) -> Attachment:
+        """A file a user attaches to a slash command's ATTACHMENT option (pass it, or
+        ``(filename, bytes)``, as the option's value). Its ``url`` is served by the fake
+        (``/ephemeral-attachments/...``) until ``attachment.stop_serving(status=404)``."""
+        return self.attachments.create(
+            0,
+            filename,
+            data,
+            content_type=content_type,
+            ephemeral=True,
+            application_id=self.application_id,
+        )
+
+    def forum_posts(self, forum: Channel | int) -> list[Channel]:
+        """Threads created in ``forum`` (oldest first); each one's starter message is
+        ``fake.get_message(thread.id)``."""
+        fid = _id_of(forum)
+        return sorted(
+            (c for c in self.channels.values() if c.is_thread and c.parent_id == fid),
+            key=lambda c: c.id,
+        )
 
     def hold_messages(
         self, channel: Channel | int, *, stage: Stage = "before", skip: int = 0, count: int = 1
@@ -625,9 +640,10 @@ class FakeDiscord:
         enforce_nonce: bool = False,
         webhook_id: int | None = None,
         interaction_metadata: dict[str, Any] | None = None,
-        attachments: list[dict[str, Any]] | None = None,
+        attachments: list[Attachment] | None = None,
         dispatch: bool = True,
         pings: bool = True,
+        message_id: int | None = None,
     ) -> Message:
         content = fields.get("content") or ""
         allowed_mentions = fields.get("allowed_mentions")
@@ -643,13 +659,15 @@ class FakeDiscord:
             )
         else:
             computed, user_ids, role_ids = Pings(suppressed=["no pings (ephemeral)"]), [], []
+        embeds = [dict(e) for e in fields.get("embeds") or []]
+        resolve_embed_urls(embeds, list(attachments or []))
         msg = Message(
-            id=self.snowflakes.next(),
+            id=message_id or self.snowflakes.next(),
             channel_id=channel.id,
             guild_id=channel.guild_id,
             author=author,
             content=content,
-            embeds=list(fields.get("embeds") or []),
+            embeds=embeds,
             components=list(fields.get("components") or []),
             attachments=list(attachments or []),
             flags=flags,
@@ -1029,6 +1047,8 @@ class FakeDiscord:
             major="channel_id",
         )
         add("POST", "/channels/{channel_id}/typing", self._typing, major="channel_id")
+        self.forum_routes.install(add)
+        self.crossposts.install(add)
 
         add("GET", "/guilds/{guild_id}", self._get_guild, major="guild_id")
         add("GET", "/guilds/{guild_id}/channels", self._get_guild_channels, major="guild_id")
@@ -1073,39 +1093,16 @@ class FakeDiscord:
 
     async def _read_body(self, request: web.Request) -> _Body:
         if request.method in ("GET", "DELETE", "HEAD") or not request.can_read_body:
-            return _Body(None, [])
+            return _Body(None)
         ctype = request.headers.get("Content-Type", "")
         if ctype.startswith("multipart/"):
-            payload: Any = None
-            attachments: list[dict[str, Any]] = []
-            reader = await request.multipart()
-            while True:
-                part = await reader.next()
-                if part is None:
-                    break
-                name = getattr(part, "name", None)
-                if name == "payload_json":
-                    payload = json.loads(await part.text())  # type: ignore[union-attr]
-                else:
-                    raw = await part.read()  # type: ignore[union-attr]
-                    filename = getattr(part, "filename", None) or "file"
-                    aid = self.snowflakes.next()
-                    attachments.append(
-                        {
-                            "id": str(aid),
-                            "filename": filename,
-                            "size": len(raw),
-                            "url": f"http://127.0.0.1:{self.port}/attachments/{aid}/{filename}",
-                            "proxy_url": f"http://127.0.0.1:{self.port}/attachments/{aid}/{filename}",
-                            "content_type": "application/octet-stream",
-                        }
-                    )
-            return _Body(payload, attachments)
+            payload, uploads = await read_multipart(request)
+            return _Body(payload, uploads)
         raw = await request.read()
         if not raw:
-            return _Body(None, [])
+            return _Body(None)
         try:
-            return _Body(json.loads(raw), [])
+            return _Body(json.loads(raw))
         except ValueError as exc:
             raise ApiError(400, 50109, "The request body contains invalid JSON.") from exc
 
@@ -1309,7 +1306,7 @@ class FakeDiscord:
             (fields.get("content") or "").strip()
             or fields.get("embeds")
             or fields.get("components")
-            or body.attachments
+            or body.uploads
             or data.get("sticker_ids")
             or data.get("poll")
         )
@@ -1731,9 +1728,11 @@ class FakeDiscord:
         if ch.guild is not None:
             if not perms & P.VIEW_CHANNEL:
                 raise ApiError(403, 50001)
+            if ch.type in THREAD_ONLY_TYPES:
+                raise ApiError(400, 40058)
             if ch.type not in TEXT_CAPABLE_TYPES:
                 raise ApiError(400, 50008)
-            if not perms & P.SEND_MESSAGES:
+            if not perms & (P.SEND_MESSAGES_IN_THREADS if ch.is_thread else P.SEND_MESSAGES):
                 raise ApiError(403, 50013)
         elif ch.recipients and not ch.recipients[0].accepts_dms:
             raise ApiError(403, 50007)
@@ -1744,8 +1743,9 @@ class FakeDiscord:
         enforce = bool(body.get("enforce_nonce"))
         if fields.get("embeds") and ch.guild is not None and not perms & P.EMBED_LINKS:
             raise ApiError(403, 50013)
-        if body.attachments and ch.guild is not None and not perms & P.ATTACH_FILES:
+        if body.uploads and ch.guild is not None and not perms & P.ATTACH_FILES:
             raise ApiError(403, 50013)
+        unarchive = check_thread_send(ch, perms)
         if fields.get("tts") and not perms & P.SEND_TTS_MESSAGES:
             fields["tts"] = False
 
@@ -1793,11 +1793,39 @@ class FakeDiscord:
             type=mtype,
             nonce=nonce,
             enforce_nonce=enforce,
-            attachments=body.attachments,
+            attachments=self._attachments_of(body.json, body.uploads, ch.id),
         )
         if nonce is not None:
             self._nonce_index[(ch.id, self.bot_user.id, str(nonce))] = (msg, now)
+        if ch.is_thread:
+            ch.message_count += 1
+            if unarchive:
+                ch.unarchive()
         return self._message_payload(msg)
+
+    def _attachments_of(
+        self, payload: Any, uploads: Mapping[int, Upload], channel_id: int
+    ) -> list[Attachment]:
+        """The attachments a new message gets from ``payload["attachments"]`` + the uploads."""
+        spec = payload.get("attachments") if isinstance(payload, dict) else None
+        if spec is None and not uploads:
+            return []
+        return self.attachments.resolve(spec, uploads, channel_id=channel_id)
+
+    def _edit_attachments(
+        self, msg: Message, payload: Any, uploads: Mapping[int, Upload], fields: dict[str, Any]
+    ) -> None:
+        """Put the message's attachments after an edit into ``fields`` (when they change)."""
+        has_spec = isinstance(payload, dict) and "attachments" in payload
+        if not has_spec and not uploads:
+            return
+        spec = payload.get("attachments") if has_spec else None
+        fields["attachments"] = self.attachments.resolve(
+            [] if has_spec and spec is None else spec,
+            uploads,
+            channel_id=msg.channel_id,
+            existing=msg.attachments,
+        )
 
     def _apply_edit(self, msg: Message, fields: Mapping[str, Any], *, record_history: bool) -> None:
         if record_history:
@@ -1806,14 +1834,19 @@ class FakeDiscord:
                     "content": msg.content,
                     "embeds": msg.embeds,
                     "components": msg.components,
+                    "attachments": msg.attachments,
+                    "flags": msg.flags,
                     "edited_at": msg.edited_at,
                 }
             )
             msg.edited_at = time.time()
         if "content" in fields:
             msg.content = fields["content"]
+        if "attachments" in fields:
+            msg.attachments = fields["attachments"]
         if "embeds" in fields:
-            msg.embeds = fields["embeds"]
+            msg.embeds = [dict(e) for e in fields["embeds"]]
+            resolve_embed_urls(msg.embeds, msg.attachments)
         if "components" in fields:
             msg.components = fields["components"]
         if "allowed_mentions" in fields:
@@ -1834,6 +1867,11 @@ class FakeDiscord:
         fields = self._validate_message_fields(body, creating=False)
         if fields.get("embeds") and ch.guild is not None and not perms & P.EMBED_LINKS:
             raise ApiError(403, 50013)
+        if body.uploads and ch.guild is not None and not perms & P.ATTACH_FILES:
+            raise ApiError(403, 50013)
+        if ch.is_thread and ch.archived:
+            raise ApiError(400, 50083)
+        self._edit_attachments(msg, body.json, body.uploads, fields)
         self._apply_edit(msg, fields, record_history=True)
         self._dispatch_message("MESSAGE_UPDATE", msg)
         self._changed()
@@ -1922,7 +1960,7 @@ class FakeDiscord:
         fields: Mapping[str, Any],
         *,
         flags: int,
-        attachments: list[dict[str, Any]],
+        attachments: list[Attachment],
         type: int,
     ) -> Message:
         return self._new_message(
@@ -1980,13 +2018,12 @@ class FakeDiscord:
         message_resource: Message | None = None
         try:
             if cb_type == CB_CHANNEL_MESSAGE:
-                fields = self._validate_message_fields(
-                    _Body(cb_data, body.attachments), creating=True
-                )
+                fields = self._validate_message_fields(_Body(cb_data, body.uploads), creating=True)
                 flags = int(cb_data.get("flags") or 0) & (_SETTABLE_MESSAGE_FLAGS | FLAG_EPHEMERAL)
                 msg_type = 20 if handle.type == APPLICATION_COMMAND else 0
+                attachments = self._attachments_of(cb_data, body.uploads, handle.channel.id)
                 handle.original = self._interaction_message(
-                    handle, fields, flags=flags, attachments=body.attachments, type=msg_type
+                    handle, fields, flags=flags, attachments=attachments, type=msg_type
                 )
                 message_resource = handle.original
             elif cb_type == CB_DEFERRED_CHANNEL_MESSAGE:
@@ -2000,9 +2037,8 @@ class FakeDiscord:
                 handle.original = handle.message
             elif cb_type == CB_UPDATE_MESSAGE:
                 assert handle.message is not None
-                fields = self._validate_message_fields(
-                    _Body(cb_data, body.attachments), creating=False
-                )
+                fields = self._validate_message_fields(_Body(cb_data, body.uploads), creating=False)
+                self._edit_attachments(handle.message, cb_data, body.uploads, fields)
                 self._apply_edit(handle.message, fields, record_history=True)
                 handle.original = handle.message
                 message_resource = handle.message
@@ -2130,7 +2166,7 @@ class FakeDiscord:
                 handle,
                 fields,
                 flags=flags & (_SETTABLE_MESSAGE_FLAGS | FLAG_EPHEMERAL),
-                attachments=body.attachments,
+                attachments=self._attachments_of(body.json, body.uploads, handle.channel.id),
                 type=0,
             )
         handle.followups.append(msg)
@@ -2151,6 +2187,7 @@ class FakeDiscord:
         handle = self._interaction_for_webhook(params)
         msg = self._webhook_target(handle, params["message_id"])
         fields = self._validate_message_fields(body, creating=False)
+        self._edit_attachments(msg, body.json, body.uploads, fields)
         was_loading = msg.loading
         if was_loading and not (
             (fields.get("content") or "").strip()

@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .attachments import Attachment
 from .permissions import Permissions, base_permissions, channel_permissions
 
 if TYPE_CHECKING:
@@ -30,11 +31,26 @@ DM = 1
 GUILD_VOICE = 2
 GUILD_CATEGORY = 4
 GUILD_ANNOUNCEMENT = 5
+ANNOUNCEMENT_THREAD = 10
+PUBLIC_THREAD = 11
+PRIVATE_THREAD = 12
+GUILD_STAGE_VOICE = 13
 GUILD_FORUM = 15
+GUILD_MEDIA = 16
 
-TEXT_CAPABLE_TYPES = frozenset({GUILD_TEXT, DM, GUILD_VOICE, GUILD_ANNOUNCEMENT, 13})
+THREAD_TYPES = frozenset({ANNOUNCEMENT_THREAD, PUBLIC_THREAD, PRIVATE_THREAD})
+THREAD_ONLY_TYPES = frozenset({GUILD_FORUM, GUILD_MEDIA})
+TEXT_CAPABLE_TYPES = frozenset(
+    {GUILD_TEXT, DM, GUILD_VOICE, GUILD_ANNOUNCEMENT, GUILD_STAGE_VOICE} | THREAD_TYPES
+)
+
+# Channel flags
+CHANNEL_FLAG_PINNED = 1 << 1
+CHANNEL_FLAG_REQUIRE_TAG = 1 << 4
 
 # Message flags
+FLAG_CROSSPOSTED = 1 << 0
+FLAG_IS_CROSSPOST = 1 << 1
 FLAG_SUPPRESS_EMBEDS = 1 << 2
 FLAG_EPHEMERAL = 1 << 6
 FLAG_LOADING = 1 << 7
@@ -212,7 +228,31 @@ def overwrite(target: Role | Member | User | int, *, allow: int = 0, deny: int =
 
 
 @dataclass(eq=False)
+class ForumTag:
+    """A tag a forum offers (``available_tags``); ``moderated`` ones need MANAGE_THREADS."""
+
+    id: int
+    name: str
+    moderated: bool = False
+    emoji_name: str | None = None
+    emoji_id: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": str(self.id),
+            "name": self.name,
+            "moderated": self.moderated,
+            "emoji_id": str(self.emoji_id) if self.emoji_id else None,
+            "emoji_name": self.emoji_name,
+        }
+
+
+@dataclass(eq=False)
 class Channel:
+    """A guild channel, a DM, or a thread (``type`` 10/11/12: ``parent_id`` is the channel it
+    lives in, ``archived``/``locked``/``applied_tags`` its thread metadata). A forum (15) has
+    ``available_tags`` and ``flags`` (``CHANNEL_FLAG_REQUIRE_TAG``)."""
+
     id: int
     type: int
     name: str | None
@@ -226,6 +266,31 @@ class Channel:
     recipients: list[User] = field(default_factory=list)
     last_message_id: int | None = None
     deleted: bool = False
+    flags: int = 0
+    available_tags: list[ForumTag] = field(default_factory=list)
+    # thread metadata
+    owner_id: int | None = None
+    applied_tags: list[int] = field(default_factory=list)
+    archived: bool = False
+    locked: bool = False
+    auto_archive_duration: int = 1440
+    archive_timestamp: float = field(default_factory=time.time)
+    created_at: float = field(default_factory=time.time)
+    message_count: int = 0
+
+    @property
+    def is_thread(self) -> bool:
+        return self.type in THREAD_TYPES
+
+    @property
+    def require_tag(self) -> bool:
+        return bool(self.flags & CHANNEL_FLAG_REQUIRE_TAG)
+
+    def tag_named(self, name: str) -> ForumTag:
+        for tag in self.available_tags:
+            if tag.name == name:
+                return tag
+        raise KeyError(name)
 
     @property
     def guild_id(self) -> int | None:
@@ -255,6 +320,7 @@ class Channel:
             "nsfw": self.nsfw,
             "flags": 0,
         }
+        data["flags"] = self.flags
         if self.type != GUILD_CATEGORY:
             data["topic"] = self.topic
             data["rate_limit_per_user"] = self.rate_limit_per_user
@@ -263,7 +329,67 @@ class Channel:
             data["bitrate"] = 64000
             data["user_limit"] = 0
             data["rtc_region"] = None
+        if self.type in THREAD_ONLY_TYPES:
+            data["available_tags"] = [t.to_dict() for t in self.available_tags]
+            data["default_reaction_emoji"] = None
+            data["default_thread_rate_limit_per_user"] = 0
+            data["default_sort_order"] = None
+            data["default_forum_layout"] = 0
+            data["default_auto_archive_duration"] = 1440
+        if self.is_thread:
+            for key in ("position", "permission_overwrites", "topic", "nsfw"):
+                data.pop(key, None)
+            data["owner_id"] = str(self.owner_id) if self.owner_id else None
+            data["message_count"] = self.message_count
+            data["total_message_sent"] = self.message_count
+            data["member_count"] = 1
+            data["applied_tags"] = [str(t) for t in self.applied_tags]
+            data["thread_metadata"] = {
+                "archived": self.archived,
+                "auto_archive_duration": self.auto_archive_duration,
+                "archive_timestamp": iso(self.archive_timestamp),
+                "locked": self.locked,
+                "create_timestamp": iso(self.created_at),
+            }
+            if self.type == PRIVATE_THREAD:
+                data["thread_metadata"]["invitable"] = True
         return data
+
+    # --- thread state (THREAD_UPDATE is sent) ---
+
+    def archive(self, *, locked: bool | None = None) -> Channel:
+        """Archive the thread (and lock it when ``locked``)."""
+        self.archived = True
+        if locked is not None:
+            self.locked = locked
+        self.archive_timestamp = time.time()
+        self._notify()
+        return self
+
+    def unarchive(self) -> Channel:
+        self.archived = False
+        self.archive_timestamp = time.time()
+        self._notify()
+        return self
+
+    def lock(self, locked: bool = True) -> Channel:
+        self.locked = locked
+        self._notify()
+        return self
+
+    def set_tags(self, tags: Iterable[ForumTag]) -> Channel:
+        """Replace a forum's ``available_tags`` (CHANNEL_UPDATE)."""
+        self.available_tags = list(tags)
+        self._notify()
+        return self
+
+    def set_require_tag(self, required: bool = True) -> Channel:
+        if required:
+            self.flags |= CHANNEL_FLAG_REQUIRE_TAG
+        else:
+            self.flags &= ~CHANNEL_FLAG_REQUIRE_TAG
+        self._notify()
+        return self
 
     # --- mutation helpers (notify the client over the gateway) ---
 
@@ -385,6 +511,7 @@ class Guild:
         self.preferred_locale = preferred_locale
         self.roles: dict[int, Role] = {}
         self.channels: dict[int, Channel] = {}
+        self.threads: dict[int, Channel] = {}
         self.members: dict[int, Member] = {}
         self.system_channel_id: int | None = None
         self.everyone_role = Role(
@@ -451,6 +578,85 @@ class Guild:
         self._fake._channel_created(channel)
         return channel
 
+    def add_announcement_channel(self, name: str, **kwargs: Any) -> Channel:
+        """A GUILD_ANNOUNCEMENT (5) channel: its messages can be crossposted."""
+        return self.add_channel(name, type=GUILD_ANNOUNCEMENT, **kwargs)
+
+    def add_forum(
+        self,
+        name: str,
+        *,
+        tags: Iterable[str | ForumTag] = (),
+        require_tag: bool = False,
+        type: int = GUILD_FORUM,
+        overwrites: Iterable[Overwrite] = (),
+        parent: Channel | int | None = None,
+        topic: str | None = None,
+    ) -> Channel:
+        """A forum (15, or media 16) channel offering ``tags`` (names, or ``ForumTag`` with
+        ``moderated``/``emoji_name``); ``require_tag`` sets the REQUIRE_TAG flag (1 << 4)."""
+        forum = Channel(
+            id=self._fake.snowflakes.next(),
+            type=type,
+            name=name,
+            guild=self,
+            position=len(self.channels),
+            parent_id=_id_of(parent) if parent is not None else None,
+            topic=topic,
+            overwrites={(ow.type, ow.id): ow for ow in overwrites},
+            flags=CHANNEL_FLAG_REQUIRE_TAG if require_tag else 0,
+        )
+        for tag in tags:
+            if isinstance(tag, str):
+                tag = ForumTag(id=self._fake.snowflakes.next(), name=tag)
+            forum.available_tags.append(tag)
+        self.channels[forum.id] = forum
+        self._fake._channel_created(forum)
+        return forum
+
+    def new_tag(
+        self, name: str, *, moderated: bool = False, emoji_name: str | None = None
+    ) -> ForumTag:
+        """A ``ForumTag`` with a fresh id (for ``add_forum(tags=[...])`` / ``set_tags``)."""
+        return ForumTag(
+            id=self._fake.snowflakes.next(), name=name, moderated=moderated, emoji_name=emoji_name
+        )
+
+    def add_thread(
+        self,
+        parent: Channel | int,
+        name: str,
+        *,
+        type: int | None = None,
+        owner: User | Member | None = None,
+        archived: bool = False,
+        locked: bool = False,
+        applied_tags: Iterable[ForumTag | int] = (),
+        auto_archive_duration: int = 1440,
+    ) -> Channel:
+        """A thread in ``parent`` (public 11 by default; 10 in an announcement channel). The
+        client gets THREAD_CREATE (an archived thread is not sent: Discord only tells a client
+        about active threads)."""
+        parent_ch = self.channels[_id_of(parent)]
+        if type is None:
+            type = ANNOUNCEMENT_THREAD if parent_ch.type == GUILD_ANNOUNCEMENT else PUBLIC_THREAD
+        owner_user = owner.user if isinstance(owner, Member) else owner
+        thread = Channel(
+            id=self._fake.snowflakes.next(),
+            type=type,
+            name=name,
+            guild=self,
+            parent_id=parent_ch.id,
+            owner_id=(owner_user or self.owner or self.bot_member).id,
+            archived=archived,
+            locked=locked,
+            applied_tags=[_id_of(t) for t in applied_tags],
+            auto_archive_duration=auto_archive_duration,
+        )
+        self.threads[thread.id] = thread
+        self._fake._thread_created(thread, newly_created=False)
+        return thread
+
     def add_member(
         self,
         user_id: int | User | None = None,
@@ -495,6 +701,12 @@ class Guild:
         for channel in self.channels.values():
             if channel.name == name:
                 return channel
+        raise KeyError(name)
+
+    def thread_named(self, name: str) -> Channel:
+        for thread in self.threads.values():
+            if thread.name == name:
+                return thread
         raise KeyError(name)
 
     def permissions_for(self, member: Member | User | int, channel: Channel | None = None) -> int:
@@ -573,7 +785,9 @@ class Guild:
                 "voice_states": [],
                 "members": [m.to_dict() for m in members],
                 "channels": [c.to_dict() for c in self.channels.values() if not c.deleted],
-                "threads": [],
+                "threads": [
+                    t.to_dict() for t in self.threads.values() if not t.deleted and not t.archived
+                ],
                 "presences": [],
                 "stage_instances": [],
                 "guild_scheduled_events": [],
@@ -614,7 +828,7 @@ class Message:
     content: str = ""
     embeds: list[dict[str, Any]] = field(default_factory=list)
     components: list[dict[str, Any]] = field(default_factory=list)
-    attachments: list[dict[str, Any]] = field(default_factory=list)
+    attachments: list[Attachment] = field(default_factory=list)
     flags: int = 0
     tts: bool = False
     type: int = 0
@@ -643,6 +857,25 @@ class Message:
         return bool(self.flags & FLAG_LOADING)
 
     @property
+    def crossposted(self) -> bool:
+        """Published from an announcement channel (the CROSSPOSTED flag, 1 << 0)."""
+        return bool(self.flags & FLAG_CROSSPOSTED)
+
+    @property
+    def silent(self) -> bool:
+        """Sent with SUPPRESS_NOTIFICATIONS (1 << 12)."""
+        return bool(self.flags & FLAG_SUPPRESS_NOTIFICATIONS)
+
+    @property
+    def suppress_embeds(self) -> bool:
+        return bool(self.flags & FLAG_SUPPRESS_EMBEDS)
+
+    @property
+    def files(self) -> dict[str, bytes]:
+        """The attachments' bytes by filename."""
+        return {a.filename: a.data for a in self.attachments}
+
+    @property
     def mention_user_ids(self) -> list[int]:
         return [u.id for u in self.mention_users]
 
@@ -663,7 +896,7 @@ class Message:
             "mention_everyone": self.pings.everyone or self.pings.here,
             "mentions": [u.to_dict() for u in self.mention_users],
             "mention_roles": [str(r) for r in self.mention_role_ids],
-            "attachments": self.attachments,
+            "attachments": [a.to_dict() for a in self.attachments],
             "embeds": self.embeds,
             "pinned": self.pinned,
             "flags": self.flags,
