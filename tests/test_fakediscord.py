@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import base64
+import html
 import io
+import re
 import socket
 import time
+import urllib.parse
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
@@ -1171,3 +1175,212 @@ async def test_attachment_option_url_is_served_until_it_expires(world: World, bo
         upload.resume_serving()
         async with session.get(upload.url) as resp:
             assert resp.status == 200 and await resp.read() == PNG
+
+
+# --- issue 13's OAuth2 (a dashboard logging users in with Discord) --------------------------------
+
+REDIRECT = "http://127.0.0.1:1/callback"
+
+
+def query_of(location: str) -> dict[str, str]:
+    parsed = urllib.parse.urlsplit(location)
+    assert f"{parsed.scheme}://{parsed.netloc}{parsed.path}" == REDIRECT
+    return dict(urllib.parse.parse_qsl(parsed.query))
+
+
+async def authorize(
+    session: aiohttp.ClientSession, fake: FakeDiscord, **overrides: str
+) -> aiohttp.ClientResponse:
+    params = {
+        "response_type": "code",
+        "client_id": fake.oauth2.client_id,
+        "redirect_uri": REDIRECT,
+        "scope": "identify guilds",
+        "state": "s-123",
+    } | overrides
+    return await session.get(fake.oauth2.authorize_url, params=params, allow_redirects=False)
+
+
+async def exchange(
+    session: aiohttp.ClientSession, fake: FakeDiscord, form: dict[str, str], *, basic: bool = False
+) -> tuple[int, dict[str, object]]:
+    headers: dict[str, str] = {}
+    if basic:  # RFC 6749 2.3.1: each part form-encoded, then "id:secret" in base64
+        quote = urllib.parse.quote
+        pair = f"{quote(fake.oauth2.client_id)}:{quote(fake.oauth2.client_secret)}"
+        headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
+    else:
+        form = form | {
+            "client_id": fake.oauth2.client_id,
+            "client_secret": fake.oauth2.client_secret,
+        }
+    async with session.post(fake.oauth2.token_url, data=form, headers=headers) as resp:
+        return resp.status, await resp.json()
+
+
+async def bearer_get(
+    session: aiohttp.ClientSession, fake: FakeDiscord, path: str, token: str
+) -> tuple[int, object]:
+    headers = {"Authorization": f"Bearer {token}"}
+    async with session.get(f"{fake.api_base}{path}", headers=headers) as resp:
+        return resp.status, await resp.json()
+
+
+async def test_oauth2_code_flow_lists_the_users_guilds(world: World) -> None:
+    fake, guild = world.fake, world.guild
+    fake.add_guild(name="Alice's", owner_id=world.alice.user)
+    fake.add_guild(name="Elsewhere")
+    fake.oauth2.add_redirect_uri(REDIRECT)
+    fake.oauth_login_as(world.mod)
+    async with aiohttp.ClientSession() as session:
+        async with await authorize(session, fake) as resp:
+            assert resp.status == 302
+            got = query_of(resp.headers["Location"])
+        assert got["state"] == "s-123"
+        status, tokens = await exchange(
+            session, fake, {"grant_type": "authorization_code", "code": got["code"],
+                            "redirect_uri": REDIRECT},
+        )  # fmt: skip
+        assert status == 200
+        assert tokens["token_type"] == "Bearer" and tokens["scope"] == "identify guilds"
+        assert tokens["expires_in"] == 604800 and tokens["refresh_token"]
+        access = str(tokens["access_token"])
+
+        status, me = await bearer_get(session, fake, "/users/@me", access)
+        assert status == 200 and isinstance(me, dict)
+        assert me["id"] == str(world.mod.id) and me["username"] == "mod" and "email" not in me
+        status, guilds = await bearer_get(session, fake, "/users/@me/guilds", access)
+        assert status == 200
+        assert guilds == [
+            {"id": str(guild.id), "name": guild.name, "icon": None, "banner": None,
+             "owner": False, "permissions": str(P.DEFAULT_EVERYONE | P.MANAGE_GUILD),
+             "features": []},
+        ]  # fmt: skip
+
+        # The same code twice is refused; so is the bot token's world for a Bearer token.
+        status, err = await exchange(
+            session, fake, {"grant_type": "authorization_code", "code": got["code"],
+                            "redirect_uri": REDIRECT},
+        )  # fmt: skip
+        assert (status, err["error"]) == (400, "invalid_grant")
+
+        fake.oauth_login_as(world.alice)
+        async with await authorize(session, fake, scope="guilds") as resp:
+            code = query_of(resp.headers["Location"])["code"]
+        status, tokens = await exchange(
+            session, fake, {"grant_type": "authorization_code", "code": code,
+                            "redirect_uri": REDIRECT}, basic=True,
+        )  # fmt: skip
+        assert status == 200
+        status, guilds = await bearer_get(
+            session, fake, "/users/@me/guilds", str(tokens["access_token"])
+        )
+        assert isinstance(guilds, list)
+        assert [(g["name"], g["owner"], g["permissions"]) for g in guilds] == [
+            (guild.name, False, str(P.DEFAULT_EVERYONE)),
+            ("Alice's", True, str(P.ALL)),
+        ]
+        status, err = await bearer_get(session, fake, "/users/@me", str(tokens["access_token"]))
+        assert (status, err) == (403, {"message": "Missing Access", "code": 50001})
+
+
+async def test_oauth2_refresh_and_expiry(world: World) -> None:
+    fake = world.fake
+    now = [1_000_000.0]
+    fake.oauth2.clock = lambda: now[0]
+    fake.oauth2.add_redirect_uri(REDIRECT)
+    fake.oauth_login_as(world.alice)
+    async with aiohttp.ClientSession() as session:
+        async with await authorize(session, fake) as resp:
+            code = query_of(resp.headers["Location"])["code"]
+        _, first = await exchange(
+            session, fake, {"grant_type": "authorization_code", "code": code,
+                            "redirect_uri": REDIRECT},
+        )  # fmt: skip
+        now[0] += 604800  # a week later the access token has expired
+        status, err = await bearer_get(session, fake, "/users/@me", str(first["access_token"]))
+        assert (status, err) == (401, {"message": "401: Unauthorized", "code": 0})
+
+        status, second = await exchange(
+            session, fake, {"grant_type": "refresh_token",
+                            "refresh_token": str(first["refresh_token"])}, basic=True,
+        )  # fmt: skip
+        assert status == 200 and second["access_token"] != first["access_token"]
+        status, me = await bearer_get(session, fake, "/users/@me", str(second["access_token"]))
+        assert status == 200 and isinstance(me, dict) and me["id"] == str(world.alice.id)
+        status, err = await exchange(
+            session, fake, {"grant_type": "refresh_token",
+                            "refresh_token": str(first["refresh_token"])},
+        )  # fmt: skip
+        assert (status, err["error"]) == (400, "invalid_grant")  # a refresh token works once
+
+        fake.oauth2.expire_tokens()
+        status, _ = await bearer_get(session, fake, "/users/@me", str(second["access_token"]))
+        assert status == 401
+
+        # A code is good for 10 minutes.
+        async with await authorize(session, fake) as resp:
+            code = query_of(resp.headers["Location"])["code"]
+        now[0] += 601
+        status, err = await exchange(
+            session, fake, {"grant_type": "authorization_code", "code": code,
+                            "redirect_uri": REDIRECT},
+        )  # fmt: skip
+        assert (status, err["error"]) == (400, "invalid_grant")
+
+
+async def test_oauth2_refusals(world: World) -> None:
+    fake = world.fake
+    fake.oauth2.add_redirect_uri(REDIRECT)
+    async with aiohttp.ClientSession() as session:
+        async with await authorize(session, fake) as resp:
+            assert resp.status == 401  # nobody logged in: Discord's login page
+        fake.oauth_login_as(world.alice, approve=False)
+        async with await authorize(session, fake) as resp:
+            got = query_of(resp.headers["Location"])
+        assert got["error"] == "access_denied" and got["state"] == "s-123" and "code" not in got
+        fake.oauth_login_as(world.alice)
+        async with await authorize(session, fake, client_id="42") as resp:
+            assert resp.status == 400 and "Location" not in resp.headers
+        async with await authorize(session, fake, redirect_uri="http://127.0.0.1:1/evil") as resp:
+            assert resp.status == 400 and "Location" not in resp.headers
+        async with await authorize(session, fake, scope="identify nonsense") as resp:
+            assert query_of(resp.headers["Location"])["error"] == "invalid_scope"
+        async with await authorize(session, fake, response_type="token") as resp:
+            assert query_of(resp.headers["Location"])["error"] == "unsupported_response_type"
+
+        async with await authorize(session, fake) as resp:
+            code = query_of(resp.headers["Location"])["code"]
+        bad_secret = {"grant_type": "authorization_code", "code": code, "redirect_uri": REDIRECT,
+                      "client_id": fake.oauth2.client_id, "client_secret": "wrong"}  # fmt: skip
+        async with session.post(fake.oauth2.token_url, data=bad_secret) as resp:
+            assert resp.status == 401 and (await resp.json())["error"] == "invalid_client"
+        status, err = await exchange(
+            session, fake, {"grant_type": "authorization_code", "code": code,
+                            "redirect_uri": "http://127.0.0.1:1/other"},
+        )  # fmt: skip
+        assert (status, err["error"]) == (400, "invalid_grant")
+        status, err = await exchange(session, fake, {"grant_type": "password"})
+        assert (status, err["error"]) == (400, "unsupported_grant_type")
+        status, _ = await bearer_get(session, fake, "/users/@me", "not-a-token")
+        assert status == 401
+
+
+async def test_oauth2_consent_page_posts_the_decision(world: World) -> None:
+    fake = world.fake
+    fake.oauth2.add_redirect_uri(REDIRECT)
+    fake.oauth2.consent_page = True
+    fake.oauth_login_as(world.alice)
+    async with aiohttp.ClientSession() as session:
+        async with await authorize(session, fake) as resp:
+            assert resp.status == 200
+            page = await resp.text()
+        assert "Authorize" in page and "alice" in page
+        fields = dict(re.findall(r'name="([^"]+)" value="([^"]*)"', page))
+        for decision, expect in (("cancel", "error"), ("authorize", "code")):
+            form = {k: html.unescape(v) for k, v in fields.items()} | {"decision": decision}
+            async with session.post(
+                fake.oauth2.authorize_url, data=form, allow_redirects=False
+            ) as resp:
+                assert resp.status == 302
+                assert expect in query_of(resp.headers["Location"])

@@ -118,7 +118,7 @@ async def read_multipart(request: web.Request) -> tuple[Any, dict[int, Upload]]:
         match = _FILES_PART.fullmatch(name)
         index = int(match.group(1)) if match else len(uploads)
         filename = getattr(part, "filename", None) or f"file{index}"
-        ctype = part.headers.get("Content-Type")  # type: ignore[union-attr]
+        ctype = part.headers.get("Content-Type")
         uploads[index] = Upload(index, filename, bytes(raw), ctype)
     return payload, uploads
 

@@ -60,6 +60,7 @@ from .interactions import (
     build_modal_components,
     find_component,
 )
+from .oauth2 import OAuth2
 from .permissions import Permissions as P
 from .ratelimit import Decision, RateLimiter
 from .state import (
@@ -235,6 +236,7 @@ class FakeDiscord:
             upload_limit=upload_limit,
         )
         self.forum_routes = ForumRoutes(self)
+        self.oauth2 = OAuth2(self)
         self.crossposts = CrosspostRoutes(self)
         self.faults = FaultInjector()
         self.holds = MessageHolds(self._changed)
@@ -256,6 +258,7 @@ class FakeDiscord:
 
     async def start(self) -> FakeDiscord:
         app = web.Application(client_max_size=64 * 1024 * 1024)
+        self.oauth2.install(app)
         app.router.add_route("*", r"/api/v{version:\d+}/{tail:.*}", self._handle_api)
         app.router.add_get("/", self.gateway.handle)
         for prefix in ("attachments", "ephemeral-attachments"):
@@ -531,6 +534,11 @@ class FakeDiscord:
 
     def get_message(self, message_id: int) -> Message | None:
         return self.messages.get(message_id)
+
+    def oauth_login_as(self, who: User | Member | int | None, *, approve: bool = True) -> None:
+        """The user logged in to Discord in the browser that visits ``/oauth2/authorize``, and
+        whether they authorize the application (see ``oauth2.py``)."""
+        self.oauth2.login_as(who, approve=approve)
 
     def make_attachment(
         self, filename: str, data: bytes, *, content_type: str | None = None
@@ -1128,6 +1136,8 @@ class FakeDiscord:
         self, request: web.Request, path: str, record: RequestRecord
     ) -> web.StreamResponse:
         method = request.method
+        if self.oauth2.claims(request, path):
+            return await self.oauth2.handle(request, path)
         route, params = self._match(method, path)
         if route is None:
             log.error(
