@@ -23,20 +23,24 @@ from .models import (
     LIVE_STATES,
     Announcement,
     AnnouncementState,
+    Content,
     DeliveryRecord,
     DeliveryState,
+    Destination,
     Draft,
     GuildSettings,
     HistoryAction,
     HistoryEntry,
+    Image,
     PastDelivery,
+    PublishState,
 )
 
 _ANNOUNCEMENT_COLUMNS = (
     "id, guild_id, local_id, channel_id, author_id, content, mention, allowed_mentions, "
     "first_ts, timezone, repeat_kind, repeat_cron, repeat_every, repeat_words, job_id, "
     "schedule_name, state, failure, last_message_id, created_at, updated_at, until_ts, revision, "
-    "repeat_nth, repeat_step"
+    "repeat_nth, repeat_step, title, silent, destination, publish, tags"
 )
 _SELECT_ANNOUNCEMENT = f"SELECT {_ANNOUNCEMENT_COLUMNS} FROM bot_announcements "
 _OPEN_STATES = (AnnouncementState.FAILED, AnnouncementState.PAUSED, AnnouncementState.SCHEDULED)
@@ -98,11 +102,25 @@ def _announcement(row: Any) -> Announcement:
         revision=int(row["revision"]),
         repeat_nth=decode_nth(row["repeat_nth"]),
         repeat_step=decode_step(row["repeat_step"]),
+        rich=Content(
+            title=row["title"],
+            silent=bool(row["silent"]),
+            destination=Destination(row["destination"]),
+            publish=bool(row["publish"]),
+            tags=tuple(int(t) for t in json.loads(row["tags"] or "[]")),
+        ),
     )
 
 
+def _rich_values(rich: Content) -> tuple[Any, ...]:
+    """``title, silent, destination, publish, tags`` as stored."""
+    tags = json.dumps([str(t) for t in rich.tags]) if rich.tags else None
+    return (rich.title, int(rich.silent), rich.destination.value, int(rich.publish), tags)
+
+
 _PAST_DELIVERY_COLUMNS = (
-    "fire_ts, state, message_id, sent_at, late_by, error, revision, update_error"
+    "fire_ts, state, message_id, sent_at, late_by, error, revision, update_error, "
+    "publish_state, publish_error, thread_id"
 )
 
 
@@ -116,6 +134,9 @@ def _past_delivery(r: Any) -> PastDelivery:
         error=r["error"],
         revision=_optional_int(r["revision"]),
         update_error=r["update_error"],
+        publish_state=None if r["publish_state"] is None else PublishState(r["publish_state"]),
+        publish_error=r["publish_error"],
+        thread_id=_optional_int(r["thread_id"]),
     )
 
 
@@ -208,8 +229,9 @@ class BotDb:
             "INSERT INTO bot_announcements (guild_id, local_id, channel_id, author_id, "
             "content, mention, allowed_mentions, first_ts, timezone, repeat_kind, "
             "repeat_cron, repeat_every, repeat_words, repeat_nth, repeat_step, state, "
-            "created_at, updated_at, until_ts) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+            "created_at, updated_at, until_ts, title, silent, destination, publish, tags) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "RETURNING id",
             (
                 draft.guild_id,
                 local_id,
@@ -230,6 +252,7 @@ class BotDb:
                 now,
                 now,
                 None if draft.until is None else draft.until.timestamp(),
+                *_rich_values(draft.rich),
             ),
         )
         assert row is not None  # RETURNING gives the inserted row
@@ -258,7 +281,8 @@ class BotDb:
             "UPDATE bot_announcements SET channel_id = ?, content = ?, mention = ?, "
             "allowed_mentions = ?, first_ts = ?, timezone = ?, repeat_kind = ?, "
             "repeat_cron = ?, repeat_every = ?, repeat_words = ?, repeat_nth = ?, "
-            "repeat_step = ?, revision = ?, updated_at = ? WHERE id = ?",
+            "repeat_step = ?, revision = ?, updated_at = ?, title = ?, silent = ?, "
+            "destination = ?, publish = ?, tags = ? WHERE id = ?",
             (
                 draft.channel_id,
                 draft.content,
@@ -274,6 +298,7 @@ class BotDb:
                 None if rule is None else encode_step(rule.step),
                 revision,
                 now,
+                *_rich_values(draft.rich),
                 announcement_id,
             ),
         )
@@ -402,7 +427,7 @@ class BotDb:
     async def delivery(self, announcement_id: int, fire_ts: float) -> DeliveryRecord | None:
         """What is recorded of the occurrence's delivery, or None before its first attempt."""
         row = await self._one(
-            "SELECT state, message_id, first_attempt_at, nonce FROM bot_deliveries "
+            "SELECT state, message_id, first_attempt_at, nonce, thread_id FROM bot_deliveries "
             "WHERE announcement_id = ? AND fire_ts = ?",
             (announcement_id, fire_ts),
         )
@@ -413,6 +438,7 @@ class BotDb:
             message_id=_optional_int(row["message_id"]),
             first_attempt_at=float(row["first_attempt_at"]),
             nonce=row["nonce"],
+            thread_id=_optional_int(row["thread_id"]),
         )
 
     async def begin_delivery(
@@ -580,6 +606,95 @@ class BotDb:
             (announcement_id, DeliveryState.SKIPPED.value, after),
         )
         return [float(r["fire_ts"]) for r in await cur.fetchall()]
+
+    async def set_thread(self, announcement_id: int, fire_ts: float, thread_id: int) -> None:
+        """Record the forum post the occurrence made (before it is recorded sent)."""
+        await self.db.execute(
+            "UPDATE bot_deliveries SET thread_id = ? WHERE announcement_id = ? AND fire_ts = ?",
+            (thread_id, announcement_id, fire_ts),
+        )
+
+    async def recorded_threads(self, thread_ids: Sequence[int]) -> set[int]:
+        """Which of these threads some occurrence recorded as its forum post."""
+        if not thread_ids:
+            return set()
+        marks = ", ".join("?" * len(thread_ids))
+        cur = await self.db.execute(
+            f"SELECT thread_id FROM bot_deliveries WHERE thread_id IN ({marks})",
+            tuple(thread_ids),
+        )
+        return {int(r["thread_id"]) for r in await cur.fetchall()}
+
+    async def set_publish(
+        self,
+        announcement_id: int,
+        fire_ts: float,
+        state: PublishState,
+        error: str | None,
+        now: float | None,
+    ) -> None:
+        """Record where publishing the occurrence's post stands (``now``: when it ended)."""
+        await self.db.execute(
+            "UPDATE bot_deliveries SET publish_state = ?, publish_error = ?, published_at = ? "
+            "WHERE announcement_id = ? AND fire_ts = ?",
+            (state.value, error, now, announcement_id, fire_ts),
+        )
+
+    # --- attachments (the bytes are read only to post them) ----------------------------------
+
+    async def replace_images(
+        self, announcement_id: int, guild_id: int, images: Sequence[Image], now: float
+    ) -> None:
+        """The files uploaded with every post of the announcement, from now on."""
+        await self.db.execute(
+            "DELETE FROM bot_attachments WHERE announcement_id = ?", (announcement_id,)
+        )
+        for position, image in enumerate(images):
+            await self.db.execute(
+                "INSERT INTO bot_attachments (announcement_id, guild_id, position, filename, "
+                "content_type, size, data, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    announcement_id,
+                    guild_id,
+                    position,
+                    image.filename,
+                    image.content_type,
+                    len(image.data),
+                    image.data,
+                    now,
+                ),
+            )
+
+    async def images(self, announcement_id: int) -> list[Image]:
+        """The files to upload with a post, bytes included."""
+        cur = await self.db.execute(
+            "SELECT filename, content_type, data FROM bot_attachments "
+            "WHERE announcement_id = ? ORDER BY position",
+            (announcement_id,),
+        )
+        return [
+            Image(r["filename"], r["content_type"], bytes(r["data"])) for r in await cur.fetchall()
+        ]
+
+    async def image_names(self, announcement_id: int) -> list[tuple[str, int]]:
+        """The names and sizes of the files uploaded with a post (no bytes read)."""
+        cur = await self.db.execute(
+            "SELECT filename, size FROM bot_attachments WHERE announcement_id = ? "
+            "ORDER BY position",
+            (announcement_id,),
+        )
+        return [(r["filename"], int(r["size"])) for r in await cur.fetchall()]
+
+    async def guild_image_bytes(self, guild_id: int, except_announcement: int | None) -> int:
+        """The bytes the guild's live announcements keep in files (but one's, if given)."""
+        row = await self._one(
+            "SELECT coalesce(sum(f.size), 0) AS total FROM bot_attachments f "
+            "JOIN bot_announcements a ON a.id = f.announcement_id "
+            f"WHERE f.guild_id = ? AND a.{_state_in(LIVE_STATES)} AND a.id <> ?",
+            (guild_id, *_values(LIVE_STATES), except_announcement or 0),
+        )
+        assert row is not None  # an aggregate always gives a row
+        return int(row["total"])
 
     # --- history (who changed what, when) ----------------------------------------------------
 

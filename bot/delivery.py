@@ -44,7 +44,6 @@ from scheduler import (
 from .announcements import MOVED, SEND_FN, Announcement, Announcements, enqueue_post_update
 from .changes import end_announcement, end_if_past_until
 from .db import BotDb
-from .limits import MAX_MESSAGE
 from .models import (
     INTERRUPTED_AND_STOPPED,
     AnnouncementState,
@@ -53,6 +52,18 @@ from .models import (
     nonce_for,
 )
 from .pacing import ChannelPacer, hold_lease, keep_lease
+from .payload import PostPayload, allowed_mentions, post_payload, with_late_note
+
+__all__ = [
+    "PERMANENT_CODES",
+    "SEND_RETRY",
+    "Delivery",
+    "allowed_mentions",
+    "describe",
+    "nonce_for",
+    "permanent",
+    "with_late_note",
+]
 
 log = logging.getLogger("crier.delivery")  # tests and operators filter on this name
 
@@ -71,17 +82,6 @@ drop the occurrence without a word. An interrupted delivery is re-sent with the 
 until it is recorded, or reported by ``_begin_attempt`` once its first attempt is older than
 the nonce window (at most 300 s; with leases of at least 1 s that is fewer than 400
 re-dispatches)."""
-
-
-def allowed_mentions(spec: dict[str, Any]) -> discord.AllowedMentions:
-    """What may ping, as decided when the announcement was scheduled."""
-    roles = [discord.Object(int(r)) for r in spec.get("roles", [])]
-    return discord.AllowedMentions(
-        everyone=bool(spec.get("everyone")),
-        roles=roles or False,
-        users=bool(spec.get("users", True)),
-        replied_user=False,
-    )
 
 
 class Decision(StrEnum):
@@ -183,17 +183,14 @@ class Delivery:
                     await self._fail(ctx, ann, fire_ts, attempt.reason, pause=False)
                     raise NonRetryable(attempt.reason)
                 late_by = max(0.0, now - fire_ts)
+                payload = await self.payload(ann, fire_ts if late else None)
                 # Nothing may post for a run that could have lost its job meanwhile.
                 await hold_lease(ctx, self.lease_needed)
                 turn.sent = True
                 # A send that hangs is abandoned well inside the nonce window, so its retry
                 # can still be deduplicated by Discord.
                 async with asyncio.timeout(self.send_timeout):
-                    message = await self.client.get_partial_messageable(ann.channel_id).send(
-                        with_late_note(ann.text, fire_ts) if late else ann.text,
-                        nonce=attempt.nonce,
-                        allowed_mentions=allowed_mentions(ann.allowed_mentions),
-                    )
+                    message_id = await self.post(ann, payload, attempt.nonce)
         except discord.HTTPException as exc:
             if permanent(exc):
                 reason = describe(exc)
@@ -211,13 +208,27 @@ class Delivery:
             {
                 "ann": ann.id,
                 "fire_ts": fire_ts,
-                "message": message.id,
+                "message": message_id,
                 "late_by": late_by,
                 "revision": ann.revision,
                 "channel": ann.channel_id,
             },
         )
-        return {"message_id": message.id, "late_by": round(late_by, 3)}
+        return {"message_id": message_id, "late_by": round(late_by, 3)}
+
+    # --- what is posted, and where (see bot.payload and bot.destinations) ---------------------
+
+    async def payload(self, ann: Announcement, late_for: float | None) -> PostPayload:
+        """The post of ``ann`` as it is now, with its stored files."""
+        async with self.announcements.sched.reader() as db:
+            images = await BotDb(db).images(ann.id)
+        return post_payload(ann, images, late_for)
+
+    async def post(self, ann: Announcement, payload: PostPayload, nonce: str) -> int:
+        """Post ``payload`` where ``ann`` goes; returns the message's id."""
+        channel = self.client.get_partial_messageable(ann.channel_id)
+        message = await channel.send(nonce=nonce, **payload.send_options())
+        return message.id
 
     async def _transient(
         self, ctx: ActionContext, ann: Announcement, fire_ts: float, reason: str
@@ -410,8 +421,3 @@ def describe(exc: discord.HTTPException) -> str:
         return f"{known} ({exc.code})"
     text = exc.text or exc.__class__.__name__
     return f"HTTP {exc.status}" + (f" code {exc.code}" if exc.code else "") + f": {text}"
-
-
-def with_late_note(text: str, fire_ts: float) -> str:
-    note = f"\n-# Sent late: this was scheduled for <t:{int(fire_ts)}:F>."
-    return text + note if len(text) + len(note) <= MAX_MESSAGE else text

@@ -44,6 +44,28 @@ class DeliveryState(StrEnum):
     """Skipped on purpose (``/skip``): the occurrence's job finds it and posts nothing."""
 
 
+class Destination(StrEnum):
+    """What kind of channel an announcement posts in (stored in ``bot_announcements``)."""
+
+    TEXT = "text"
+    ANNOUNCEMENT = "announcement"
+    """An announcement (news) channel: the post may be published to following servers."""
+    THREAD = "thread"
+    """An existing thread: posted in it (an archived one is unarchived by the send)."""
+    FORUM = "forum"
+    """A forum channel: each occurrence is a new forum post, titled by ``title``."""
+
+
+class PublishState(StrEnum):
+    """How publishing a post in an announcement channel ended (``bot_deliveries``)."""
+
+    PENDING = "pending"
+    PUBLISHED = "published"
+    PUBLISHED_LATE = "published_late"
+    FAILED = "failed"
+    """Not published; ``publish_error`` says why."""
+
+
 class HistoryAction(StrEnum):
     """A change in an announcement's life, as kept in ``bot_history`` and shown by /info."""
 
@@ -70,6 +92,29 @@ class GuildSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class Image:
+    """A file uploaded with every post, as downloaded when it was scheduled."""
+
+    filename: str
+    content_type: str | None
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Content:
+    """What a post shows besides its text: an embed title, silence, where it goes."""
+
+    title: str | None = None
+    """Set: the post is an embed with this title and the message as its description."""
+    silent: bool = False
+    destination: Destination = Destination.TEXT
+    publish: bool = False
+    """Publish (crosspost) the post after it is posted (announcement channels only)."""
+    tags: tuple[int, ...] = ()
+    """A forum post's tags (ids)."""
+
+
+@dataclass(frozen=True, slots=True)
 class Draft:
     """An announcement that passed every check, ready to be written."""
 
@@ -84,6 +129,9 @@ class Draft:
     repeat: RepeatRule | None
     until: datetime | None = None
     """A recurring announcement posts nothing after this time."""
+    rich: Content = Content()
+    images: tuple[Image, ...] | None = ()
+    """The files to upload with every post; None (an edit that leaves them): kept as they are."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +163,7 @@ class Announcement:
     """Bumped by every change to what a post shows; a posted message records the one it shows."""
     repeat_nth: tuple[int, ...] = ()
     repeat_step: DateStep | None = None
+    rich: Content = Content()
 
     @property
     def rule(self) -> RepeatRule | None:
@@ -168,6 +217,8 @@ class DeliveryRecord:
     message_id: int | None
     first_attempt_at: float
     nonce: str
+    thread_id: int | None = None
+    """A forum post's thread, once it is known to exist."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,6 +244,9 @@ class PastDelivery:
     error: str | None
     revision: int | None
     update_error: str | None
+    publish_state: PublishState | None = None
+    publish_error: str | None = None
+    thread_id: int | None = None
 
 
 INTERRUPTED_AND_STOPPED = (

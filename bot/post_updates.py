@@ -31,16 +31,10 @@ from scheduler import ActionContext, NonRetryable, Registry, Retry, RetryLater, 
 
 from .announcements import UPDATE_FN, Announcement
 from .db import BotDb
-from .delivery import (
-    LATE_NOTE_AFTER,
-    Delivery,
-    allowed_mentions,
-    describe,
-    permanent,
-    with_late_note,
-)
+from .delivery import LATE_NOTE_AFTER, Delivery, describe, permanent
 from .models import DeliveryState, HistoryAction
 from .pacing import hold_lease, keep_lease
+from .payload import PostPayload
 
 log = logging.getLogger(__name__)
 
@@ -71,14 +65,11 @@ class PostUpdates:
                 if isinstance(target, str):
                     return {"nothing": target}
                 ann, message_id, late_by = target
-                text = with_late_note(ann.text, fire_ts) if late_by >= LATE_NOTE_AFTER else ann.text
+                payload = await d.payload(ann, fire_ts if late_by >= LATE_NOTE_AFTER else None)
                 await hold_lease(ctx, d.lease_needed)
                 turn.sent = True
                 async with asyncio.timeout(d.send_timeout):
-                    message = d.client.get_partial_messageable(channel_id)
-                    await message.get_partial_message(message_id).edit(
-                        content=text, allowed_mentions=allowed_mentions(ann.allowed_mentions)
-                    )
+                    await self._patch(channel_id, message_id, payload)
                 await ctx.run_mutation(
                     self._record_updated,
                     {"ann": ann_id, "fire_ts": fire_ts, "revision": ann.revision},
@@ -98,6 +89,11 @@ class PostUpdates:
             raise RetryLater(describe(exc)) from exc
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
             raise RetryLater(f"{type(exc).__name__}: {exc}") from exc
+
+    async def _patch(self, channel_id: int, message_id: int, payload: PostPayload) -> None:
+        """Replace what the posted message shows (text, embed, files) by ``payload``."""
+        channel = self.delivery.client.get_partial_messageable(channel_id)
+        await channel.get_partial_message(message_id).edit(**payload.edit_options())
 
     async def _target(self, ann_id: int, fire_ts: float) -> tuple[Announcement, int, float] | str:
         """The announcement and the message to PATCH (with how late it was posted), or why

@@ -1,0 +1,105 @@
+"""What one post of an announcement sends: its text or embed, its files, its flags.
+
+Built from the announcement as it is now and its stored files, the same way for a new post
+(:mod:`bot.delivery`) and for bringing a posted one up to date (:mod:`bot.post_updates`), so
+an edit covers the embed and the files too. Pure: no request is made here.
+
+- ``title`` set: the post is an embed (the title, and the message as its description); the
+  chosen mention stays in the content, where a ping works (an embed never pings);
+- ``silent``: the post carries ``SUPPRESS_NOTIFICATIONS`` (``@silent``);
+- the files are uploaded with every post (``discord.File`` objects are built anew each time:
+  one is read as it is sent).
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import discord
+
+from .limits import MAX_EMBED_DESCRIPTION, MAX_MESSAGE
+from .models import Announcement, Image, mention_markup
+
+EMBED_COLOUR = discord.Colour.blurple()
+
+
+@dataclass(frozen=True, slots=True)
+class PostPayload:
+    """One post: its content (None with an embed and no mention), embed, files, silence."""
+
+    content: str | None
+    embed: discord.Embed | None
+    images: tuple[Image, ...]
+    silent: bool
+    allowed_mentions: discord.AllowedMentions
+
+    def files(self) -> list[discord.File]:
+        """The files to upload, fresh (a ``discord.File`` is spent once sent)."""
+        return [
+            discord.File(io.BytesIO(image.data), filename=image.filename) for image in self.images
+        ]
+
+    def send_options(self) -> dict[str, Any]:
+        """Keyword arguments for ``Messageable.send`` (and a forum's ``create_thread``)."""
+        options: dict[str, Any] = {
+            "content": self.content,
+            "allowed_mentions": self.allowed_mentions,
+            "files": self.files(),
+        }
+        if self.embed is not None:
+            options["embed"] = self.embed
+        if self.silent:
+            options["silent"] = True
+        return options
+
+    def edit_options(self) -> dict[str, Any]:
+        """Keyword arguments for ``PartialMessage.edit``: everything the post shows is
+        replaced (an embed removed when the title was, the files by the current ones)."""
+        return {
+            "content": self.content,
+            "embeds": [] if self.embed is None else [self.embed],
+            "attachments": self.files(),
+            "allowed_mentions": self.allowed_mentions,
+        }
+
+
+def allowed_mentions(spec: dict[str, Any]) -> discord.AllowedMentions:
+    """What may ping, as decided when the announcement was scheduled."""
+    roles = [discord.Object(int(r)) for r in spec.get("roles", [])]
+    return discord.AllowedMentions(
+        everyone=bool(spec.get("everyone")),
+        roles=roles or False,
+        users=bool(spec.get("users", True)),
+        replied_user=False,
+    )
+
+
+def late_note(fire_ts: float) -> str:
+    return f"\n-# Sent late: this was scheduled for <t:{int(fire_ts)}:F>."
+
+
+def with_late_note(text: str, fire_ts: float, limit: int = MAX_MESSAGE) -> str:
+    """``text`` with a note that it was posted late, if it still fits in ``limit``."""
+    note = late_note(fire_ts)
+    return text + note if len(text) + len(note) <= limit else text
+
+
+def post_payload(
+    ann: Announcement, images: Sequence[Image], late_for: float | None = None
+) -> PostPayload:
+    """The post of ``ann`` with ``images``; ``late_for``: the due time of an occurrence
+    posted late (the post then says so)."""
+    mentions = allowed_mentions(ann.allowed_mentions)
+    title = ann.rich.title
+    if title is None:
+        text = ann.text if late_for is None else with_late_note(ann.text, late_for)
+        return PostPayload(text, None, tuple(images), ann.rich.silent, mentions)
+    description = ann.content
+    if late_for is not None:
+        description = with_late_note(description, late_for, MAX_EMBED_DESCRIPTION)
+    embed = discord.Embed(title=title, description=description, colour=EMBED_COLOUR)
+    content = None if ann.mention is None else mention_markup(ann.mention)
+    return PostPayload(content, embed, tuple(images), ann.rich.silent, mentions)
