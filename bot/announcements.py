@@ -65,6 +65,7 @@ __all__ = [
     "NotPossible",
     "PostedUpdate",
     "Skipped",
+    "TooMuchStored",
     "Why",
     "check_editable",
     "enqueue_post_update",
@@ -102,6 +103,11 @@ async def enqueue_post_update(
 
 class NotEditable(ValueError):
     """The edit can't be made as asked; ``str(e)`` says why (shown to the member)."""
+
+
+class TooMuchStored(ValueError):
+    """The server's announcements would keep more bytes in files than the limit allows;
+    ``str(e)`` says so (shown to the member)."""
 
 
 class PostedUpdate(StrEnum):
@@ -173,10 +179,19 @@ class Announcements:
     """Create, list and cancel announcements, and keep guild settings."""
 
     def __init__(
-        self, sched: Scheduler, catch_up_window: float = default("catch_up_window")
+        self,
+        sched: Scheduler,
+        catch_up_window: float = default("catch_up_window"),
+        *,
+        file_max_bytes: float = default("file_max_bytes"),
+        guild_files_max_bytes: float = default("guild_files_max_bytes"),
     ) -> None:
         self.sched = sched
         self.catch_up_window = catch_up_window
+        self.file_max_bytes = file_max_bytes
+        """The largest file one announcement may carry (checked as it is downloaded)."""
+        self.guild_files_max_bytes = guild_files_max_bytes
+        """The most one server's live announcements may keep in files together."""
 
     # --- settings ------------------------------------------------------------------------------
 
@@ -205,6 +220,7 @@ class Announcements:
             await rows.lock_guild(draft.guild_id, now)
             local_id = await rows.next_local_id(draft.guild_id)
             ann_id = await rows.insert_announcement(draft, local_id, now)
+            await self._store_images(rows, ann_id, draft, now)
             await rows.add_history(ann_id, HistoryAction.CREATED, draft.author_id, now)
             rule = draft.repeat
             first = draft.first
@@ -224,6 +240,29 @@ class Announcements:
             ann = await rows.announcement(ann_id)
         assert ann is not None  # written above, in the same transaction
         return ann, first
+
+    async def _store_images(self, rows: BotDb, ann_id: int, draft: Draft, now: float) -> None:
+        """Keep ``draft``'s files for the announcement (None: leave its files as they are),
+        refused when the server would then keep more than its limit."""
+        if draft.images is None:
+            return
+        size = sum(len(image.data) for image in draft.images)
+        if size:
+            kept = await rows.guild_image_bytes(draft.guild_id, ann_id)
+            if kept + size > self.guild_files_max_bytes:
+                limit = self.guild_files_max_bytes / (1024 * 1024)
+                raise TooMuchStored(
+                    f"This server's announcements already keep {kept / (1024 * 1024):.1f} MiB "
+                    f"of files; with this one ({size / (1024 * 1024):.1f} MiB) they would "
+                    f"pass the server's limit of {limit:.1f} MiB. Cancel announcements with "
+                    "files you no longer need, or attach a smaller one."
+                )
+        await rows.replace_images(ann_id, draft.guild_id, draft.images, now)
+
+    async def image_names(self, announcement_id: int) -> list[tuple[str, int]]:
+        """The names and sizes of the files an announcement posts (no bytes are read)."""
+        async with self.sched.reader() as db:
+            return await BotDb(db).image_names(announcement_id)
 
     async def create_schedule(
         self, ctx: TransactionContext, ann_id: int, draft: Draft, name: str
@@ -599,6 +638,7 @@ class Announcements:
             now = ctx.now.timestamp()
             revision = a.revision + (1 if fields & SHOWN else 0)
             await rows.update_announcement(a.id, draft, revision, now)
+            await self._store_images(rows, a.id, draft, now)
             if Field.UNTIL in fields:  # the row as edited: it may have just become recurring
                 edited = await rows.announcement(a.id)
                 assert edited is not None  # written above

@@ -26,6 +26,7 @@ from .commands import AnnouncementCommands, CommandTree
 from .config import ConfigError, Settings, load_settings, without_password
 from .db import BotDb
 from .delivery import Delivery
+from .destinations import every_destination_permissions
 from .discord_endpoints import use_discord_endpoints
 from .edit_commands import EditCommands
 from .info_commands import InfoCommands
@@ -94,6 +95,10 @@ def setup_logging(settings: Settings) -> None:
         logging.getLogger("discord.client").setLevel(logging.WARNING)
 
 
+MAX_RATELIMIT_WAIT = 30.0
+"""The longest 429 discord.py waits out itself; a longer one raises ``RateLimited``."""
+
+
 class CrierBot(commands.Bot):
     """The Discord client, holding the scheduler-backed services; hosts the commands cog."""
 
@@ -112,11 +117,20 @@ class CrierBot(commands.Bot):
             intents=discord.Intents.default(),
             allowed_mentions=discord.AllowedMentions.none(),
             guild_ready_timeout=guild_ready_timeout,
+            # A long 429 (publishing is limited to about 10 an hour per channel) raises
+            # instead of sleeping inside a delivery: the publish step waits as a scheduled
+            # retry of its own. Short ones are still waited out by discord.py.
+            max_ratelimit_timeout=MAX_RATELIMIT_WAIT,
         )
         self.settings = settings
         self.sched = sched
         self.clock = clock
-        self.announcements = Announcements(sched, settings.catch_up_window)
+        self.announcements = Announcements(
+            sched,
+            settings.catch_up_window,
+            file_max_bytes=settings.file_max_bytes,
+            guild_files_max_bytes=settings.guild_files_max_bytes,
+        )
         self.logged_in = asyncio.Event()
         self.synced_commands: bool | None = None
 
@@ -187,8 +201,8 @@ class CrierBot(commands.Bot):
 
     async def on_ready(self) -> None:
         app_id = self.application_id or 0
-        base = discord.Permissions(view_channel=True, send_messages=True)
-        pings = discord.Permissions(view_channel=True, send_messages=True, mention_everyone=True)
+        base = every_destination_permissions()
+        pings = base | discord.Permissions(mention_everyone=True)
         scopes = ("bot", "applications.commands")
         log.info("connected as %s to %d server(s)", self.user, len(self.guilds))
         log.info("invite: %s", discord.utils.oauth_url(app_id, permissions=base, scopes=scopes))

@@ -89,34 +89,10 @@ class MentionPlan:
     notes: list[str] = field(default_factory=list)
 
 
-def check_channel(member: discord.Member, me: discord.Member, channel: Any) -> discord.TextChannel:
-    """The member and the bot must both be able to see and post in ``channel``."""
-    if not isinstance(channel, discord.TextChannel):
-        raise Refusal("Announcements can go to text or announcement channels only.")
-    mine = channel.permissions_for(member)
-    if not (mine.view_channel and mine.send_messages):
-        raise Refusal(
-            f"You can't post in {channel.mention} yourself, so you can't schedule "
-            "announcements there."
-        )
-    bots = channel.permissions_for(me)
-    missing = [
-        name
-        for name, ok in (("View Channel", bots.view_channel), ("Send Messages", bots.send_messages))
-        if not ok
-    ]
-    if missing:
-        raise Refusal(
-            f"I need {' and '.join(f'**{m}**' for m in missing)} in {channel.mention} "
-            "to post there. Ask an admin to grant it, then try again."
-        )
-    return channel
-
-
 def plan_mentions(
     member: discord.Member,
     me: discord.Member,
-    channel: discord.TextChannel,
+    channel: discord.TextChannel | discord.Thread | discord.ForumChannel,
     role: discord.Role | None,
     content: str,
 ) -> MentionPlan:

@@ -10,6 +10,7 @@ and the page buttons route theirs to the same mapping, :func:`bot.replies.answer
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 
 import discord
 from discord import app_commands
@@ -20,7 +21,9 @@ from scheduler import Clock
 from .announcements import Announcements, GuildSettings
 from .autocomplete import announcement_ids
 from .checks import Refusal, can_read, guild_member, manage_server_only, require_manager
-from .limits import MAX_MESSAGE
+from .destinations import Target, tag_choices
+from .files import download
+from .limits import MAX_CHOICES, MAX_EMBED_TITLE, MAX_MESSAGE
 from .models import AnnouncementState
 from .parsing import InputError
 from .render import PAGE_SIZE, confirmation, listing_page
@@ -67,17 +70,27 @@ class AnnouncementCommands(Cog, name=COMMANDS_COG):
         timezone="Time zone for `when` and `repeat` (default: yours, else the server's, else UTC)",
         mention="A role to ping (pick @everyone to ping everyone)",
         until="With repeat: when the repeats stop (read like `when`)",
+        title="Post it as an embed with this title (names a forum post)",
+        image="An image or file to post with it (kept, and uploaded with every post)",
+        silent="Post with @silent: no push notification",
+        publish="In an announcement channel: publish to following servers (default: yes)",
+        tags="In a forum: the post's tags, separated by commas",
     )
     async def schedule(
         self,
         interaction: discord.Interaction,
         when: app_commands.Range[str, 1, 100] | None = None,
         message: app_commands.Range[str, 1, MAX_MESSAGE] | None = None,
-        channel: discord.TextChannel | None = None,
+        channel: Target | None = None,
         repeat: app_commands.Range[str, 1, 100] | None = None,
         timezone: Timezone | None = None,
         mention: discord.Role | None = None,
         until: app_commands.Range[str, 1, 100] | None = None,
+        title: app_commands.Range[str, 1, MAX_EMBED_TITLE] | None = None,
+        image: discord.Attachment | None = None,
+        silent: bool = False,
+        publish: bool | None = None,
+        tags: app_commands.Range[str, 1, 200] | None = None,
     ) -> None:
         request = ScheduleRequest(
             when=when,
@@ -86,26 +99,48 @@ class AnnouncementCommands(Cog, name=COMMANDS_COG):
             timezone=timezone,
             mention_id=None if mention is None else mention.id,
             until=until,
+            title=title,
+            silent=silent,
+            publish=publish,
+            tags=tags,
+            has_files=image is not None,
         )
         if message is None:
             # Refused before any typing if anything else is wrong.
             await check_request(self.announcements, self.clock, interaction, request, "")
 
-            async def submit(submitted: discord.Interaction, text: str) -> None:
-                await self._create(submitted, request, text)
+            async def submit(
+                submitted: discord.Interaction, text: str, heading: str | None
+            ) -> None:
+                typed = request if heading is None else replace(request, title=heading)
+                await self._create(submitted, typed, text, image)
 
-            await interaction.response.send_modal(ScheduleModal(submit))
+            await interaction.response.send_modal(ScheduleModal(submit, heading=title))
             return
-        await self._create(interaction, request, message)
+        await self._create(interaction, request, message, image)
+
+    @schedule.autocomplete("tags")
+    async def tag_choices(
+        self, interaction: discord.Interaction, current: str
+    ) -> list[app_commands.Choice[str]]:
+        """The tags of the forum picked in ``channel``, matching the name being typed."""
+        return forum_tag_choices(interaction, current)
 
     async def _create(
-        self, interaction: discord.Interaction, request: ScheduleRequest, message: str
+        self,
+        interaction: discord.Interaction,
+        request: ScheduleRequest,
+        message: str,
+        image: discord.Attachment | None,
     ) -> None:
         if not message.strip():
             raise InputError(EMPTY_MESSAGE)
         draft, notes, upcoming = await check_request(
             self.announcements, self.clock, interaction, request, message
         )
+        if image is not None:
+            file = await download(image, self.announcements.file_max_bytes)
+            draft = replace(draft, images=(file,))
         announcement, first = await self.announcements.create(draft)
         log.info(
             "announcement %d (#%d) scheduled in guild %d channel %d by %d",
@@ -221,6 +256,20 @@ class AnnouncementCommands(Cog, name=COMMANDS_COG):
         if changed:
             await self.announcements.save_settings(new)
         await reply(interaction, settings_summary(new, changed))
+
+
+def forum_tag_choices(
+    interaction: discord.Interaction, current: str
+) -> list[app_commands.Choice[str]]:
+    """Autocomplete for ``tags``: the tags of the forum picked in the ``channel`` option."""
+    guild = interaction.guild
+    picked = getattr(interaction.namespace, "channel", None)
+    if guild is None or picked is None:
+        return []
+    forum = guild.get_channel(picked.id)
+    return [
+        app_commands.Choice(name=name, value=value) for name, value in tag_choices(forum, current)
+    ][:MAX_CHOICES]
 
 
 def settings_summary(settings: GuildSettings, changed: bool) -> str:

@@ -20,6 +20,7 @@ from dotenv import dotenv_values
 from dotenv.parser import parse_stream
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+MIB = 1024.0 * 1024.0
 
 
 class ConfigError(ValueError):
@@ -224,6 +225,22 @@ SETTINGS: tuple[Setting, ...] = (
         "How long after a first send attempt a re-send with the same nonce is still safe "
         "(Discord keeps nonces for a few minutes).",
     ),
+    Setting(
+        "FILE_MAX_MB",
+        "file_max_bytes",
+        Number(0.01, 500.0, scale=MIB),
+        "8",
+        "The largest image or file one announcement may carry (kept in the database and "
+        "uploaded with every post; in MiB, kept in bytes).",
+    ),
+    Setting(
+        "GUILD_FILES_MAX_MB",
+        "guild_files_max_bytes",
+        Number(0.0, 100_000.0, scale=MIB),
+        "50",
+        "The most the live announcements of one server may keep in files together (MiB, "
+        "kept in bytes).",
+    ),
 )
 """Every setting, in the order they are checked."""
 
@@ -255,6 +272,8 @@ class Settings:
     nonce_window: float = default("nonce_window")
     lease: float = default("lease")
     sweep_interval: float = default("sweep_interval")
+    file_max_bytes: float = default("file_max_bytes")
+    guild_files_max_bytes: float = default("guild_files_max_bytes")
 
     @property
     def database(self) -> tuple[str, str]:

@@ -26,11 +26,16 @@ class Field(StrEnum):
     REPEAT = "repeat"
     TIMEZONE = "timezone"
     UNTIL = "until"
+    TITLE = "title"
+    IMAGE = "image"
+    SILENT = "silent"
+    TAGS = "tags"
+    PUBLISH = "publish"
 
 
 TIMING = frozenset({Field.WHEN, Field.REPEAT, Field.TIMEZONE})
 """Changes that re-plan the deliveries (a new job or a re-anchored schedule)."""
-SHOWN = frozenset({Field.MESSAGE, Field.MENTION})
+SHOWN = frozenset({Field.MESSAGE, Field.MENTION, Field.TITLE, Field.IMAGE})
 """Changes to what a post shows (they bump the revision and update a posted message)."""
 
 
@@ -43,8 +48,8 @@ class Change:
     @property
     def words(self) -> str:
         """``when: <t:a:f> → <t:b:f>``; a message change is named only (texts are long)."""
-        if self.field == Field.MESSAGE:
-            return "message"
+        if self.field in (Field.MESSAGE, Field.IMAGE):
+            return str(self.field)
         return f"{self.field}: {self.before} → {self.after}"
 
 
@@ -92,7 +97,34 @@ def changes(
     until = None if d.until is None else d.until.timestamp()
     if until != a.until_ts:
         out.append(Change(Field.UNTIL, _stamp(a.until_ts), _stamp(until)))
+    out += _rich_changes(a, d)
     return out
+
+
+def _rich_changes(a: Announcement, d: Draft) -> list[Change]:
+    """What ``d`` changes in ``a``'s title, files, silence, tags and publishing."""
+    out: list[Change] = []
+    old, new = a.rich, d.rich
+    if new.title != old.title:
+        out.append(Change(Field.TITLE, old.title or "none", new.title or "none"))
+    if d.images is not None:
+        names = ", ".join(i.filename for i in d.images) or "none"
+        out.append(Change(Field.IMAGE, "", names))
+    if new.silent != old.silent:
+        out.append(Change(Field.SILENT, _yes(old.silent), _yes(new.silent)))
+    if new.tags != old.tags:
+        out.append(Change(Field.TAGS, _tags(old.tags), _tags(new.tags)))
+    if new.publish != old.publish:
+        out.append(Change(Field.PUBLISH, _yes(old.publish), _yes(new.publish)))
+    return out
+
+
+def _yes(flag: bool) -> str:
+    return "yes" if flag else "no"
+
+
+def _tags(tags: tuple[int, ...]) -> str:
+    return ", ".join(str(t) for t in tags) or "none"
 
 
 def history_detail(found: list[Change]) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
@@ -23,8 +23,10 @@ from scheduler import Clock
 from .announcements import Announcement, Announcements, check_editable
 from .autocomplete import announcement_ids
 from .checks import Refusal, guild_member, require_manager
+from .destinations import Target
 from .edit_changes import Field
-from .limits import MAX_CHOICE_NAME, MAX_CHOICES, MAX_MESSAGE
+from .files import download
+from .limits import MAX_CHOICE_NAME, MAX_CHOICES, MAX_EMBED_TITLE, MAX_MESSAGE
 from .parsing import InputError, resolve_timezone
 from .render import edit_reply
 from .replies import answer_error, reply
@@ -54,6 +56,10 @@ class EditOptions:
     timezone: ZoneInfo | None = None
     mention: str | None = None
     until: str | None = None
+    title: str | None = None
+    """A new title (``none`` removes it: the post is plain text again)."""
+    silent: bool | None = None
+    image: discord.Attachment | None = None
 
     @property
     def empty(self) -> bool:
@@ -66,6 +72,9 @@ class EditOptions:
                 self.timezone,
                 self.mention,
                 self.until,
+                self.title,
+                self.silent,
+                self.image,
             )
         )
 
@@ -118,6 +127,9 @@ class EditCommands(Cog, name="EditCommands"):
         timezone="The zone for `when`, `until` and the rule",
         mention="A role to ping, everyone, or none",
         until="When a repeating announcement stops (a time like `when`), or none",
+        title="A title (the post becomes an embed), or none for plain text",
+        image="A new image or file to post with it (replaces the current one)",
+        silent="Post with @silent (no push notification)",
         update_posted="Also edit the message already posted (default: yes)",
     )
     @app_commands.autocomplete(id=announcement_ids("edit"))
@@ -128,10 +140,13 @@ class EditCommands(Cog, name="EditCommands"):
         message: app_commands.Range[str, 1, MAX_MESSAGE] | None = None,
         when: app_commands.Range[str, 1, 100] | None = None,
         repeat: app_commands.Range[str, 1, 100] | None = None,
-        channel: discord.TextChannel | None = None,
+        channel: Target | None = None,
         timezone: Timezone | None = None,
         mention: app_commands.Range[str, 1, 100] | None = None,
         until: app_commands.Range[str, 1, 100] | None = None,
+        title: app_commands.Range[str, 1, MAX_EMBED_TITLE] | None = None,
+        image: discord.Attachment | None = None,
+        silent: bool | None = None,
         update_posted: bool = True,
     ) -> None:
         guild, member = guild_member(interaction)
@@ -144,6 +159,9 @@ class EditCommands(Cog, name="EditCommands"):
             timezone=timezone,
             mention=mention,
             until=until,
+            title=title,
+            silent=silent,
+            image=image,
         )
         if message is None and options.empty:
             check_editable(current, {Field.MESSAGE})
@@ -151,11 +169,18 @@ class EditCommands(Cog, name="EditCommands"):
             # Refused before any typing if anything else is wrong.
             await check_request(self.announcements, self.clock, interaction, request, "")
 
-            async def submit(submitted: discord.Interaction, text: str) -> None:
-                await self._apply(submitted, current, options, text, update_posted)
+            async def submit(
+                submitted: discord.Interaction, text: str, heading: str | None
+            ) -> None:
+                # The form shows the title too: emptied, the post is plain text again.
+                typed = replace(options, title=heading or NO_MENTION)
+                await self._apply(submitted, current, typed, text, update_posted)
 
             modal = ScheduleModal(
-                submit, title=f"Edit announcement #{current.local_id}", text=current.content
+                submit,
+                title=f"Edit announcement #{current.local_id}",
+                text=current.content,
+                heading=current.rich.title,
             )
             await interaction.response.send_modal(modal)
             return
@@ -194,6 +219,10 @@ class EditCommands(Cog, name="EditCommands"):
         until: str | datetime | None = options.until
         if until is None and a.until_ts is not None:
             until = datetime.fromtimestamp(a.until_ts, UTC)
+        moved = options.channel_id is not None and options.channel_id != a.channel_id
+        title = a.rich.title
+        if options.title is not None:
+            title = None if options.title.strip().lower() in NO_REPEAT_WORDS else options.title
         request = ScheduleRequest(
             when=when,
             channel_id=options.channel_id or a.channel_id,
@@ -202,6 +231,11 @@ class EditCommands(Cog, name="EditCommands"):
             mention_id=mention_id,
             kept_mentions=kept,
             until=until,
+            title=title,
+            silent=a.rich.silent if options.silent is None else options.silent,
+            publish=None if moved else a.rich.publish,
+            tags=None if moved else a.rich.tags,
+            has_files=options.image is not None or bool(await self.announcements.image_names(a.id)),
         )
         return request, options.when is not None
 
@@ -220,6 +254,10 @@ class EditCommands(Cog, name="EditCommands"):
         draft, notes, _ = await check_request(
             self.announcements, self.clock, interaction, request, message
         )
+        images = None  # the files are kept, unless a new one is given
+        if options.image is not None:
+            images = (await download(options.image, self.announcements.file_max_bytes),)
+        draft = replace(draft, images=images)
         outcome = await self.announcements.edit(
             current, draft, when_given=when_given, update_posted=update_posted, actor_id=member.id
         )

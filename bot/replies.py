@@ -15,7 +15,7 @@ from discord import app_commands
 
 from scheduler.stores.sqlite import refused_write
 
-from .announcements import NotEditable, NotFound, NotPossible
+from .announcements import NotEditable, NotFound, NotPossible, TooMuchStored
 from .checks import Refusal
 from .parsing import InputError
 from .render import not_possible
@@ -44,7 +44,7 @@ def error_answer(interaction: discord.Interaction, error: BaseException) -> str:
     cause = getattr(error, "original", error)
     if isinstance(cause, app_commands.TransformerError) and cause.__cause__ is not None:
         cause = cause.__cause__
-    if isinstance(cause, Refusal | InputError | NotEditable):
+    if isinstance(cause, Refusal | InputError | NotEditable | TooMuchStored):
         return str(cause)
     if isinstance(cause, NotPossible):
         return not_possible(cause)

@@ -20,8 +20,10 @@ import discord
 from scheduler import Clock
 
 from .announcements import Announcements, Draft, GuildSettings, mention_markup
-from .checks import Refusal, check_channel, guild_member, plan_mentions, require_manager
-from .limits import MAX_MESSAGE
+from .checks import Refusal, guild_member, plan_mentions, require_manager
+from .destinations import Target, check_destination, forum_title, resolve_tags, split_tags
+from .limits import MAX_EMBED_DESCRIPTION, MAX_EMBED_TITLE, MAX_EMBED_TOTAL, MAX_MESSAGE
+from .models import Content, Destination
 from .parsing import (
     InputError,
     RepeatRule,
@@ -70,6 +72,15 @@ class ScheduleRequest:
     mention_id: int | None
     kept_mentions: KeptMentions | None = None
     until: str | datetime | None = None
+    title: str | None = None
+    """Set: the post is an embed with this title (a forum post is named by it)."""
+    silent: bool = False
+    publish: bool | None = None
+    """Publish the post (announcement channels; None: yes there)."""
+    tags: str | tuple[int, ...] | None = None
+    """A forum post's tags: names as typed (comma-separated), or on /edit the kept ids."""
+    has_files: bool = False
+    """A file is attached (the bot then needs Attach Files)."""
 
 
 async def check_request(
@@ -87,10 +98,12 @@ async def check_request(
     guild, member = guild_member(interaction)
     settings = await announcements.settings(guild.id)
     require_manager(member, settings)
-    target = guild.get_channel_or_thread(request.channel_id)
-    if target is None:
-        raise Refusal("I can't find that channel in this server.")
-    channel = check_channel(member, guild.me, target)
+    title = request.title.strip() if request.title and request.title.strip() else None
+    found = await find_target(guild, request.channel_id)
+    channel, destination = check_destination(
+        member, guild.me, found, embed=title is not None, files=request.has_files
+    )
+    rich = _content(request, channel, destination, title, form_pending=not message)
     zone = request.timezone or await typing_zone(announcements, member, settings)
     now, locale = clock.now(), _locale(interaction)
     reading = _reading(request.when, request.repeat, zone, now, locale)
@@ -110,11 +123,7 @@ async def check_request(
     prefix = 0 if mention is None else len(mention_markup(mention)) + 1
     if message and not message.strip():
         raise InputError(EMPTY_MESSAGE)
-    if len(message) + prefix > MAX_MESSAGE:
-        raise InputError(
-            f"The message is {len(message) + prefix} characters (with the mention); "
-            f"Discord allows {MAX_MESSAGE}. Shorten it or split it into two announcements."
-        )
+    check_length(message, prefix, title)
     draft = Draft(
         guild_id=guild.id,
         channel_id=channel.id,
@@ -126,8 +135,91 @@ async def check_request(
         timezone=zone.key,
         repeat=rule,
         until=until,
+        rich=rich,
     )
     return draft, [*reading.notes, *notes], upcoming
+
+
+async def find_target(guild: discord.Guild, channel_id: int) -> Target:
+    """The channel or thread with this id in ``guild``: from the cache, else (an archived
+    thread is not cached) asked of Discord."""
+    found: Any = guild.get_channel_or_thread(channel_id)
+    if found is None:
+        try:
+            found = await guild.fetch_channel(channel_id)
+        except (discord.NotFound, discord.Forbidden):
+            found = None
+    if found is None or getattr(found, "guild", guild).id != guild.id:
+        raise Refusal("I can't find that channel in this server.")
+    return found  # type: ignore[no-any-return]
+
+
+def check_length(message: str, prefix: int, title: str | None) -> None:
+    """The text fits Discord's limits: 2000 characters in a message, or with a ``title``
+    (an embed) 256 in its title, 4096 in its description and 6000 in all."""
+    if title is None:
+        if len(message) + prefix > MAX_MESSAGE:
+            raise InputError(
+                f"The message is {len(message) + prefix} characters (with the mention); "
+                f"Discord allows {MAX_MESSAGE}. Shorten it or split it into two announcements."
+            )
+        return
+    if len(title) > MAX_EMBED_TITLE:
+        raise InputError(
+            f"The title is {len(title)} characters; an embed's title may have at most "
+            f"{MAX_EMBED_TITLE}. Shorten it, e.g. `title: Weekly update`."
+        )
+    if len(message) > MAX_EMBED_DESCRIPTION:
+        raise InputError(
+            f"The message is {len(message)} characters; under a title (an embed) Discord "
+            f"allows {MAX_EMBED_DESCRIPTION}. Shorten it or split it into two announcements."
+        )
+    if len(title) + len(message) > MAX_EMBED_TOTAL:
+        raise InputError(
+            f"The title and message are {len(title) + len(message)} characters together; an "
+            f"embed may have {MAX_EMBED_TOTAL} in all. Shorten them."
+        )
+
+
+def _content(
+    request: ScheduleRequest,
+    channel: Target,
+    destination: Destination,
+    title: str | None,
+    *,
+    form_pending: bool,
+) -> Content:
+    """The title, silence, publishing and tags asked for, as the destination allows (a
+    forum's title may still come with the form, when it is still to be shown)."""
+    if request.publish and destination != Destination.ANNOUNCEMENT:
+        raise Refusal(
+            f"{channel.mention} is not an announcement channel: only posts there can be "
+            "published to following servers. Leave `publish` out."
+        )
+    tags: tuple[int, ...] = ()
+    if isinstance(channel, discord.ForumChannel):
+        if not form_pending:
+            forum_title(title, channel)
+        if isinstance(request.tags, tuple):
+            known = {t.id for t in channel.available_tags}
+            tags = tuple(t for t in request.tags if t in known)
+            if not tags and channel.flags.require_tag:
+                tags = resolve_tags(channel, [])  # refused: the forum requires one
+        else:
+            tags = resolve_tags(channel, split_tags(request.tags))
+    elif isinstance(request.tags, str) and split_tags(request.tags):
+        raise Refusal(
+            f"{channel.mention} is not a forum channel: only forum posts have tags. Leave "
+            "`tags` out."
+        )
+    publish = destination == Destination.ANNOUNCEMENT and request.publish is not False
+    return Content(
+        title=title,
+        silent=request.silent,
+        destination=destination,
+        publish=publish,
+        tags=tags,
+    )
 
 
 async def typing_zone(

@@ -12,7 +12,7 @@ from typing import Any, Protocol, cast
 import discord
 from discord.ext.commands import Bot
 
-from .limits import MAX_MESSAGE
+from .limits import MAX_EMBED_TITLE, MAX_MESSAGE
 from .replies import answer_error
 
 COMMANDS_COG = "AnnouncementCommands"
@@ -21,8 +21,8 @@ COMMANDS_COG = "AnnouncementCommands"
 
 class ScheduleModal(discord.ui.Modal, title="New announcement"):
     """Asked when /schedule is used without `message`, for long or multi-line text (and by
-    /edit without options, prefilled with the current ``text`` under its own ``title``); the
-    submitted text goes to ``submit`` with the interaction."""
+    /edit without options, prefilled with the current ``text`` and ``heading`` under its own
+    ``title``); the submitted text and embed title go to ``submit`` with the interaction."""
 
     body: discord.ui.TextInput[ScheduleModal] = discord.ui.TextInput(
         label="Message",
@@ -31,22 +31,33 @@ class ScheduleModal(discord.ui.Modal, title="New announcement"):
         max_length=MAX_MESSAGE,
     )
 
+    heading: discord.ui.TextInput[ScheduleModal] = discord.ui.TextInput(
+        label="Title (optional: posts it as an embed)",
+        style=discord.TextStyle.short,
+        placeholder="Names a forum post; leave empty for a plain message",
+        required=False,
+        max_length=MAX_EMBED_TITLE,
+    )
+
     def __init__(
         self,
-        submit: Callable[[discord.Interaction, str], Awaitable[None]],
+        submit: Callable[[discord.Interaction, str, str | None], Awaitable[None]],
         *,
         title: str | None = None,
         text: str | None = None,
+        heading: str | None = None,
     ) -> None:
         if title is None:
             super().__init__(timeout=900)
         else:
             super().__init__(timeout=900, title=title)
         self.body.default = text
+        self.heading.default = heading
         self.submit = submit
 
     async def on_submit(self, interaction: discord.Interaction) -> None:
-        await self.submit(interaction, self.body.value)
+        """``submit`` gets the text and the title typed (None when it was left empty)."""
+        await self.submit(interaction, self.body.value, self.heading.value.strip() or None)
 
     async def on_error(self, interaction: discord.Interaction, error: Exception) -> None:  # type: ignore[override]
         await answer_error(interaction, error)

@@ -66,7 +66,11 @@ async def text_input_id(h: InteractionHandle) -> str:
     generates it)."""
     assert (await h.response()).type == CB_MODAL
     assert h.modal is not None
-    inputs = [c for c in iter_components(h.modal["components"]) if c["type"] == 4]
+    inputs = [
+        c
+        for c in iter_components(h.modal["components"])
+        if c["type"] == 4 and c["label"] == "Message"
+    ]
     assert len(inputs) == 1, h.modal
     return str(inputs[0]["custom_id"])
 

@@ -183,7 +183,11 @@ async def test_edit_without_options_opens_the_form_prefilled(
     )
     assert (await h.response()).type == CB_MODAL
     assert h.modal is not None and h.modal["title"] == f"Edit announcement #{local}"
-    [field] = [c for c in iter_components(h.modal["components"]) if c["type"] == 4]
+    [field] = [
+        c
+        for c in iter_components(h.modal["components"])
+        if c["type"] == 4 and c["label"] == "Message"
+    ]
     assert field["value"] == "line one\nline two"
     sub = await h.submit_modal({field["custom_id"]: "line one\nline 2"})
     assert "✏️ Edited announcement" in ((await sub.response()).content or "")

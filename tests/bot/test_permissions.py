@@ -169,7 +169,8 @@ async def test_a_voice_channel_is_refused(world: World, crier: Crier) -> None:
         world,
         crier,
         "schedule",
-        "Announcements can go to text or announcement channels only.",
+        "Announcements can go to text channels, announcement channels, threads or forum "
+        "channels only.",
         where=voice,
         when="in 1h",
         message="x",

@@ -176,7 +176,17 @@ async def test_the_synced_definitions_have_what_the_commands_promise(
         "timezone",
         "mention",
         "until",
+        "title",
+        "image",
+        "silent",
+        "publish",
+        "tags",
     ]
+    # Every destination: text (0), announcement (5), threads (10, 11, 12), forums (15) and
+    # media channels (16, forums of files).
+    assert set(schedule["channel"]["channel_types"]) == {0, 5, 10, 11, 12, 15, 16}
+    assert schedule["image"]["type"] == 11 and schedule["tags"]["autocomplete"] is True
+    assert schedule["title"]["max_length"] == 256
     # `when` may be left out when `repeat` names a time of day (the rule's next time is first).
     assert [n for n, o in schedule.items() if o["required"]] == []
     assert schedule["message"]["max_length"] == 2000
@@ -198,7 +208,7 @@ async def test_the_synced_definitions_have_what_the_commands_promise(
     edit = options("edit")
     assert list(edit) == [
         "id", "message", "when", "repeat", "channel", "timezone", "mention", "until",
-        "update_posted",
+        "title", "image", "silent", "update_posted",
     ]  # fmt: skip
     assert [n for n, o in edit.items() if o["required"]] == ["id"]
     assert edit["message"]["max_length"] == 2000
