@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
@@ -43,6 +43,7 @@ from .models import (
     HistoryAction,
     HistoryEntry,
     PastDelivery,
+    PublishState,
     mention_markup,
     nonce_for,
 )
@@ -141,6 +142,8 @@ class Listing:
     items: list[Announcement]
     total: int
     next_fires: dict[int, datetime | None]
+    published: dict[int, tuple[PublishState, str | None]] = field(default_factory=dict)
+    """For a post to publish: how publishing its latest post stands, and why it failed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -323,7 +326,14 @@ class Announcements:
                 items += await BotDb(db).closed_announcements(
                     guild_id, limit - len(items), max(0, offset - len(head))
                 )
-        return Listing(items, total, {a.id: fires.get(a.id) for a in items})
+        published = {}
+        async with self.sched.reader() as db:
+            for a in items:
+                if a.rich.publish:
+                    last = await BotDb(db).last_attempted_delivery(a.id)
+                    if last is not None and last.publish_state is not None:
+                        published[a.id] = (last.publish_state, last.publish_error)
+        return Listing(items, total, {a.id: fires.get(a.id) for a in items}, published)
 
     async def _next_fires(self, rows: list[Announcement]) -> dict[int, datetime | None]:
         """Next delivery times, with one read of the schedules for the recurring ones."""

@@ -33,6 +33,7 @@ from .info_commands import InfoCommands
 from .lifecycle_commands import LifecycleCommands
 from .pacing import ChannelPacer, lease_needed
 from .post_updates import PostUpdates
+from .publishing import Publisher
 from .views import PageButton
 
 log = logging.getLogger(__name__)
@@ -249,6 +250,8 @@ class Crier:
         self.delivery.register(self.registry)
         self.post_updates = PostUpdates(self.delivery)
         self.post_updates.register(self.registry)
+        self.publisher = Publisher(self.delivery)
+        self.publisher.register(self.registry)
 
     async def start(self) -> None:
         """Open the database, log in, and connect in the background (returns once ready)."""

@@ -44,15 +44,19 @@ from scheduler import (
 from .announcements import MOVED, SEND_FN, Announcement, Announcements, enqueue_post_update
 from .changes import end_announcement, end_if_past_until
 from .db import BotDb
+from .forum_posts import create_forum_post, find_forum_post
 from .models import (
     INTERRUPTED_AND_STOPPED,
     AnnouncementState,
     DeliveryState,
+    Destination,
     HistoryAction,
+    PublishState,
     nonce_for,
 )
 from .pacing import ChannelPacer, hold_lease, keep_lease
 from .payload import PostPayload, allowed_mentions, post_payload, with_late_note
+from .publish_jobs import enqueue_publish
 
 __all__ = [
     "PERMANENT_CODES",
@@ -69,6 +73,7 @@ log = logging.getLogger("crier.delivery")  # tests and operators filter on this 
 
 PERMANENT_CODES = {
     10003: "Unknown Channel: the channel was deleted",
+    50083: "Thread archived or locked: nothing can be posted in it",
     50001: "Missing Access: the bot cannot see the channel",
     50013: "Missing Permissions: the bot may not post in the channel",
 }
@@ -104,6 +109,8 @@ class Attempt:
     action: Decision
     nonce: str = ""
     reason: str = ""
+    again: bool = False
+    """An earlier attempt at it was interrupted: it may have posted (see bot.forum_posts)."""
 
 
 class Delivery:
@@ -190,7 +197,11 @@ class Delivery:
                 # A send that hangs is abandoned well inside the nonce window, so its retry
                 # can still be deduplicated by Discord.
                 async with asyncio.timeout(self.send_timeout):
-                    message_id = await self.post(ann, payload, attempt.nonce)
+                    message_id = await self.post(ann, payload, attempt)
+        except discord.RateLimited as exc:  # a 429 longer than discord.py waits out itself
+            reason = f"rate limited for {exc.retry_after:.0f}s"
+            await self._transient(ctx, ann, fire_ts, reason)
+            raise RetryLater(reason) from exc
         except discord.HTTPException as exc:
             if permanent(exc):
                 reason = describe(exc)
@@ -212,6 +223,8 @@ class Delivery:
                 "late_by": late_by,
                 "revision": ann.revision,
                 "channel": ann.channel_id,
+                "destination": ann.rich.destination.value,
+                "publish": ann.rich.publish,
             },
         )
         return {"message_id": message_id, "late_by": round(late_by, 3)}
@@ -224,11 +237,41 @@ class Delivery:
             images = await BotDb(db).images(ann.id)
         return post_payload(ann, images, late_for)
 
-    async def post(self, ann: Announcement, payload: PostPayload, nonce: str) -> int:
-        """Post ``payload`` where ``ann`` goes; returns the message's id."""
+    async def post(self, ann: Announcement, payload: PostPayload, attempt: Attempt) -> int:
+        """Post ``payload`` where ``ann`` goes (a channel or thread: a message with the
+        occurrence's nonce; a forum: a new post, unless an interrupted attempt made it);
+        returns the message's id."""
+        if ann.rich.destination == Destination.FORUM:
+            if attempt.again:
+                found = await find_forum_post(self.client, self.announcements.sched, ann)
+                if found is not None:
+                    log.info("announcement %d: found forum post %d made earlier", ann.id, found)
+                    return found
+            return await create_forum_post(self.client, ann, payload)
         channel = self.client.get_partial_messageable(ann.channel_id)
-        message = await channel.send(nonce=nonce, **payload.send_options())
+        message = await channel.send(nonce=attempt.nonce, **payload.send_options())
         return message.id
+
+    async def _after_post(self, ctx: TransactionContext, args: dict[str, Any]) -> None:
+        """In the transaction that records the post: a forum post's thread is recorded (an
+        interrupted attempt's re-run finds it taken), and a post to publish gets its job."""
+        rows = BotDb(ctx.db)
+        ann_id, fire_ts, message_id = int(args["ann"]), float(args["fire_ts"]), args["message"]
+        if args.get("destination") == Destination.FORUM:
+            await rows.set_thread(ann_id, fire_ts, int(message_id))
+        if args.get("publish"):
+            await rows.set_publish(ann_id, fire_ts, PublishState.PENDING, None, None)
+            await enqueue_publish(
+                ctx,
+                {
+                    "announcement_id": ann_id,
+                    "fire_ts": fire_ts,
+                    "channel_id": int(args["channel"]),
+                    "message_id": int(message_id),
+                    "posted_at": ctx.now.timestamp(),
+                    "round": 0,
+                },
+            )
 
     async def _transient(
         self, ctx: ActionContext, ann: Announcement, fire_ts: float, reason: str
@@ -327,7 +370,7 @@ class Delivery:
                     ),
                 )
             await rows.retry_delivery(ann_id, fire_ts, job_id)
-            return Attempt(Decision.SEND, nonce=record.nonce)
+            return Attempt(Decision.SEND, nonce=record.nonce, again=True)
         late = float(args["found_at"]) - fire_ts
         nonce = nonce_for(ann_id, fire_ts)
         if late > self.catch_up_window:
@@ -348,6 +391,7 @@ class Delivery:
         ann_id, fire_ts, sent_revision = args["ann"], args["fire_ts"], int(args["revision"])
         await rows.mark_sent(ann_id, fire_ts, args["message"], now, args["late_by"], sent_revision)
         await rows.record_posted(ann_id, args["message"], now)
+        await self._after_post(ctx, args)
         ann = await rows.announcement(ann_id)
         assert ann is not None  # announcements are never deleted
         if ann.channel_id != int(args["channel"]):

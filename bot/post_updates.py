@@ -32,7 +32,7 @@ from scheduler import ActionContext, NonRetryable, Registry, Retry, RetryLater, 
 from .announcements import UPDATE_FN, Announcement
 from .db import BotDb
 from .delivery import LATE_NOTE_AFTER, Delivery, describe, permanent
-from .models import DeliveryState, HistoryAction
+from .models import DeliveryState, Destination, HistoryAction
 from .pacing import hold_lease, keep_lease
 from .payload import PostPayload
 
@@ -68,8 +68,10 @@ class PostUpdates:
                 payload = await d.payload(ann, fire_ts if late_by >= LATE_NOTE_AFTER else None)
                 await hold_lease(ctx, d.lease_needed)
                 turn.sent = True
+                # A forum post's first message is in its thread, whose id is the message's.
+                where = message_id if ann.rich.destination == Destination.FORUM else channel_id
                 async with asyncio.timeout(d.send_timeout):
-                    await self._patch(channel_id, message_id, payload)
+                    await self._patch(where, message_id, payload)
                 await ctx.run_mutation(
                     self._record_updated,
                     {"ann": ann_id, "fire_ts": fire_ts, "revision": ann.revision},

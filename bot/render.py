@@ -20,9 +20,11 @@ from .limits import MAX_CHOICE_NAME, MAX_MESSAGE
 from .models import (
     AnnouncementState,
     DeliveryState,
+    Destination,
     HistoryAction,
     HistoryEntry,
     PastDelivery,
+    PublishState,
     mention_markup,
 )
 from .parsing import discord_timestamp, spoken_duration
@@ -64,9 +66,39 @@ def confirmation(
     if a.recurring and len(upcoming) > 1:
         lines.append("**Next:** " + ", ".join(discord_timestamp(t, "F") for t in upcoming))
     lines.append(f"**Pings:** {_pings(a)}")
+    lines += content_lines(a)
     lines += [f"ℹ️ {n}" for n in notes]
-    lines += ["**Preview:**", preview(a.text)]
+    lines += ["**Preview:**"]
+    if a.rich.title is not None:
+        lines.append(f"> **{a.rich.title}**")
+    lines.append(preview(a.text))
     return "\n".join(lines)
+
+
+_WHERE = {
+    Destination.ANNOUNCEMENT: "an announcement channel",
+    Destination.THREAD: "a thread (an archived one is reopened by the post)",
+    Destination.FORUM: "a forum: each time a new post",
+}
+
+
+def content_lines(a: Announcement, files: Sequence[str] = ()) -> list[str]:
+    """What the post is besides its text: where it goes, embed, files, silence, publishing."""
+    rich = a.rich
+    lines = []
+    if rich.destination in _WHERE:
+        lines.append(f"**Posts in:** {_WHERE[rich.destination]}")
+    if rich.title is not None:
+        lines.append(f"**Embed title:** {rich.title}")
+    if files:
+        lines.append("**Files:** " + ", ".join(f"`{name}`" for name in files))
+    if rich.tags:
+        lines.append("**Tags:** " + ", ".join(str(t) for t in rich.tags))
+    if rich.silent:
+        lines.append("**Silent:** yes (@silent: no push notification)")
+    if rich.destination == Destination.ANNOUNCEMENT:
+        lines.append(f"**Published to followers:** {'yes' if rich.publish else 'no'}")
+    return lines
 
 
 def _pings(a: Announcement) -> str:
@@ -117,14 +149,33 @@ def listing_page(listing: Listing, page: int, guild_id: int, hidden: Collection[
         ):
             lines.append(f"  until: {when(datetime.fromtimestamp(a.until_ts, UTC))}")
         if a.last_message_id is not None:
-            link = f"https://discord.com/channels/{guild_id}/{a.channel_id}/{a.last_message_id}"
-            lines.append(f"  posted: {link}")
+            lines.append(f"  posted: {post_link(guild_id, a, a.last_message_id)}")
+        if a.id in listing.published:
+            lines.append(f"  {publish_words(*listing.published[a.id])}")
         if a.failure and a.state in _SHOWS_FAILURE:
             lines.append(f"  ⚠️ {a.failure}")
         lines.append(f"  `{HIDDEN}`" if a.channel_id in hidden else f"  {_snippet(a.text)}")
         out.append("\n".join(lines))
     text = "\n".join(out)
     return text if len(text) <= MAX_MESSAGE else text[: MAX_MESSAGE - 10] + "…"
+
+
+def post_link(guild_id: int, a: Announcement, message_id: int) -> str:
+    """A link to a post (a forum post's is its thread's)."""
+    if a.rich.destination == Destination.FORUM:
+        return f"https://discord.com/channels/{guild_id}/{message_id}"
+    return f"https://discord.com/channels/{guild_id}/{a.channel_id}/{message_id}"
+
+
+def publish_words(state: PublishState, error: str | None) -> str:
+    """How publishing a post ended, in /list's and /info's words."""
+    if state == PublishState.FAILED:
+        return f"not published: {error}"
+    return {
+        PublishState.PENDING: "publishing (waiting for the channel's publish limit)",
+        PublishState.PUBLISHED: "published",
+        PublishState.PUBLISHED_LATE: "published late",
+    }[state]
 
 
 def _snippet(text: str, width: int = 80) -> str:
