@@ -259,6 +259,10 @@ _FIELD_NAMES = {
     Field.REPEAT: "Repeats",
     Field.TIMEZONE: "Time zone",
     Field.UNTIL: "Until",
+    Field.TITLE: "Embed title",
+    Field.SILENT: "Silent",
+    Field.TAGS: "Tags",
+    Field.PUBLISH: "Published to followers",
 }
 _POSTED_NOTES = {
     PostedUpdate.QUEUED: "✏️ The posted message {link} is being edited in place.",
@@ -288,6 +292,8 @@ def edit_reply(outcome: EditOutcome, notes: list[str]) -> str:
     for c in outcome.changes:
         if c.field == Field.MESSAGE:
             lines.append("**Message:** changed (preview below)")
+        elif c.field == Field.IMAGE:
+            lines.append(f"**File:** now {c.after}")
         else:
             lines.append(f"**{_FIELD_NAMES[c.field]}:** {c.before} → {c.after}")
     if a.state == AnnouncementState.SCHEDULED:
