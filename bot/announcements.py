@@ -161,6 +161,8 @@ class Details:
     """Its latest changes, oldest first (at most ``INFO_HISTORY``)."""
     earlier_history: bool
     """Whether older changes than those in ``history`` exist."""
+    files: tuple[str, ...] = ()
+    """The names of the files uploaded with every post."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -399,6 +401,7 @@ class Announcements:
             # Skipped occurrences still to come are recorded too; they are not deliveries yet.
             recorded = await rows.recent_deliveries(a.id, INFO_DELIVERIES + len(skipped_ts))
             history = await rows.history(a.id, INFO_HISTORY + 1)
+            files = tuple(name for name, _ in await rows.image_names(a.id))
         deliveries = [d for d in recorded if d.fire_ts not in skipped_ts][:INFO_DELIVERIES]
         skipped = [datetime.fromtimestamp(ts, UTC) for ts in skipped_ts]
         return Details(
@@ -408,6 +411,7 @@ class Announcements:
             deliveries=deliveries,
             history=history[-INFO_HISTORY:],
             earlier_history=len(history) > INFO_HISTORY,
+            files=files,
         )
 
     async def _next_times(

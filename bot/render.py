@@ -70,7 +70,7 @@ def confirmation(
     lines += [f"ℹ️ {n}" for n in notes]
     lines += ["**Preview:**"]
     if a.rich.title is not None:
-        lines.append(f"> **{a.rich.title}**")
+        lines.append(f"> **{_cut(a.rich.title, 256)}**")
     lines.append(preview(a.text))
     return "\n".join(lines)
 
@@ -362,6 +362,7 @@ def _info_head(details: Details, history: list[HistoryEntry], earlier: bool) -> 
     if a.until_ts is not None:
         lines.append(f"**Until:** {when(datetime.fromtimestamp(a.until_ts, UTC))}")
     lines.append(f"**Pings:** {_pings(a)}")
+    lines += content_lines(a, details.files)
     if a.failure and a.state in _SHOWS_FAILURE:
         lines.append(f"⚠️ {_cut(a.failure)}")
     lines.append("**Next times:**")
@@ -392,9 +393,11 @@ def _delivery_line(a: Announcement, d: PastDelivery) -> str:
         return f"• {fired} — ⏭️ {_cut(d.error or 'skipped')}"
     line = f"• {fired} — {DELIVERY_ICON.get(d.state, d.state)}"
     if d.state == DeliveryState.SENT and d.message_id is not None:
-        line += " " + message_link(a.guild_id, a.channel_id, d.message_id)
+        line += " " + post_link(a.guild_id, a, d.message_id)
         if d.late_by is not None and d.late_by >= 1:
             line += f" · sent late by {spoken_duration(timedelta(seconds=round(d.late_by)))}"
+        if d.publish_state is not None:
+            line += f" · {publish_words(d.publish_state, d.publish_error)}"
     elif d.error:
         line += f": {_cut(d.error)}"
     if d.update_error:
