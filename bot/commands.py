@@ -21,14 +21,14 @@ from scheduler import Clock
 from .announcements import Announcements, GuildSettings
 from .autocomplete import announcement_ids
 from .checks import Refusal, can_read, guild_member, manage_server_only, require_manager
-from .destinations import Target, tag_choices
+from .destinations import tag_choices
 from .files import download
 from .limits import MAX_CHOICES, MAX_EMBED_TITLE, MAX_MESSAGE
 from .models import AnnouncementState
 from .parsing import InputError
 from .render import PAGE_SIZE, confirmation, listing_page
 from .replies import answer_error, reply
-from .transformers import Timezone
+from .transformers import DestinationChannel, Timezone
 from .validation import EMPTY_MESSAGE, UNTIL_ONE_OFF, ScheduleRequest, check_request
 from .views import COMMANDS_COG, ScheduleModal, page_buttons
 
@@ -81,7 +81,7 @@ class AnnouncementCommands(Cog, name=COMMANDS_COG):
         interaction: discord.Interaction,
         when: app_commands.Range[str, 1, 100] | None = None,
         message: app_commands.Range[str, 1, MAX_MESSAGE] | None = None,
-        channel: Target | None = None,
+        channel: DestinationChannel | None = None,
         repeat: app_commands.Range[str, 1, 100] | None = None,
         timezone: Timezone | None = None,
         mention: discord.Role | None = None,

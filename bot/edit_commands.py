@@ -23,14 +23,13 @@ from scheduler import Clock
 from .announcements import Announcement, Announcements, check_editable
 from .autocomplete import announcement_ids
 from .checks import Refusal, guild_member, require_manager
-from .destinations import Target
 from .edit_changes import Field
 from .files import download
 from .limits import MAX_CHOICE_NAME, MAX_CHOICES, MAX_EMBED_TITLE, MAX_MESSAGE
 from .parsing import InputError, resolve_timezone
 from .render import edit_reply
 from .replies import answer_error, reply
-from .transformers import Timezone
+from .transformers import DestinationChannel, Timezone
 from .validation import (
     EMPTY_MESSAGE,
     NO_REPEAT_WORDS,
@@ -140,7 +139,7 @@ class EditCommands(Cog, name="EditCommands"):
         message: app_commands.Range[str, 1, MAX_MESSAGE] | None = None,
         when: app_commands.Range[str, 1, 100] | None = None,
         repeat: app_commands.Range[str, 1, 100] | None = None,
-        channel: Target | None = None,
+        channel: DestinationChannel | None = None,
         timezone: Timezone | None = None,
         mention: app_commands.Range[str, 1, 100] | None = None,
         until: app_commands.Range[str, 1, 100] | None = None,

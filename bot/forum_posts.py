@@ -4,7 +4,9 @@ Creating one has no nonce, so the delivery's intent is recorded first (the occur
 state ``sending``) and the thread id once it exists (with the occurrence recorded sent). A
 re-run of an attempt that was interrupted (a crash, a lost response) first looks for the post
 it may have made: an active thread of the forum that the bot started under the announcement's
-title and that no occurrence has recorded. Only if there is none is a post created.
+title and that no occurrence has recorded. Only if there is none is a post created. (Two
+announcements with the same title in one forum, both interrupted mid-post at once, could take
+each other's post: each still ends with exactly one.)
 """
 
 from __future__ import annotations
@@ -34,16 +36,18 @@ async def find_forum_post(
     client: discord.Client, sched: Scheduler, ann: Announcement
 ) -> int | None:
     """The post an interrupted attempt may have made for ``ann``: the oldest active thread
-    of its forum started by the bot under its title that no occurrence recorded, or None."""
+    of its forum started by the bot under its title that no occurrence recorded, or None.
+
+    The forum's active threads are the client's: Discord sends every active thread with the
+    guild when the bot connects (a restarted bot knows those made before its crash) and each
+    new one as it is created (a retry after a lost response, seconds later, knows it)."""
+    await client.wait_until_ready()
     forum = await forum_of(client, ann.channel_id)
     me = client.user
     candidates = [
         t.id
-        for t in await forum.guild.active_threads()
-        if t.parent_id == forum.id
-        and me is not None
-        and t.owner_id == me.id
-        and t.name == ann.rich.title
+        for t in forum.threads
+        if me is not None and t.owner_id == me.id and t.name == ann.rich.title
     ]
     if not candidates:
         return None

@@ -101,5 +101,8 @@ def post_payload(
     if late_for is not None:
         description = with_late_note(description, late_for, MAX_EMBED_DESCRIPTION)
     embed = discord.Embed(title=title, description=description, colour=EMBED_COLOUR)
+    pictures = [i for i in images if (i.content_type or "").startswith("image/")]
+    if pictures:  # shown inside the embed rather than above it
+        embed.set_image(url=f"attachment://{pictures[0].filename}")
     content = None if ann.mention is None else mention_markup(ann.mention)
     return PostPayload(content, embed, tuple(images), ann.rich.silent, mentions)

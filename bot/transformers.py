@@ -8,6 +8,7 @@ the other options' converted values.
 
 from __future__ import annotations
 
+from typing import Any
 from zoneinfo import ZoneInfo
 
 import discord
@@ -44,3 +45,38 @@ class TimezoneTransformer(app_commands.Transformer):
 
 
 Timezone = app_commands.Transform[ZoneInfo, TimezoneTransformer]
+
+
+class DestinationTransformer(app_commands.Transformer):
+    """A channel an announcement may post in: a text or announcement channel, a thread (an
+    archived one too, which the client doesn't keep in its cache) or a forum. Arrives as
+    what the interaction carries (its id is looked up again, with a fetch if need be, by the
+    shared check)."""
+
+    @property
+    def type(self) -> discord.AppCommandOptionType:
+        return discord.AppCommandOptionType.channel
+
+    @property
+    def channel_types(self) -> list[discord.ChannelType]:
+        t = discord.ChannelType
+        return [
+            t.text,
+            t.news,
+            t.news_thread,
+            t.public_thread,
+            t.private_thread,
+            t.forum,
+            t.media,
+        ]
+
+    async def transform(
+        self, interaction: discord.Interaction, value: Any, /
+    ) -> app_commands.AppCommandChannel | app_commands.AppCommandThread:
+        return value  # type: ignore[no-any-return]
+
+
+DestinationChannel = app_commands.Transform[
+    app_commands.AppCommandChannel | app_commands.AppCommandThread, DestinationTransformer
+]
+"""The ``channel`` option of /schedule and /edit."""

@@ -1,0 +1,427 @@
+"""Every destination and file end to end through discord.py against the fake Discord:
+images kept as bytes, threads, forum posts, announcement channels and their publish step.
+
+Due times follow a FakeClock; each outcome is read back from the fake (messages, posts,
+crossposts, requests) and from the bot's own tables.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.app import Crier
+from scheduler.testing import FakeClock
+from tests.bot.conftest import CrierFactory, World, db_snapshot, run_command
+from tests.bot.test_delivery import advance, idle
+from tests.fakediscord import Permissions as P
+from tests.fakediscord.interactions import CB_AUTOCOMPLETE_RESULT, CB_CHANNEL_MESSAGE
+from tests.fakediscord.state import Channel
+
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4
+
+
+async def schedule(world: World, channel: Channel, **options: Any) -> int:
+    cb = await run_command(world, "schedule", channel=channel, **options)
+    found = re.search(r"Scheduled announcement \*\*#(\d+)\*\*", cb.content or "")
+    assert found is not None, cb.content
+    return int(found[1])
+
+
+async def refused(world: World, crier: Crier, says: str, **options: Any) -> str:
+    """``/schedule`` that must be refused: ephemeral, says ``says``, nothing written."""
+    before = await db_snapshot(crier)
+    cb = await run_command(world, "schedule", **options)
+    assert cb.type == CB_CHANNEL_MESSAGE and cb.ephemeral
+    assert says in (cb.content or ""), cb.content
+    assert await db_snapshot(crier) == before
+    return cb.content or ""
+
+
+async def rows(crier: Crier, sql: str, *params: Any) -> list[dict[str, Any]]:
+    async with crier.sched.reader() as db:
+        cur = await db.execute(sql, params)
+        return [dict(r) for r in await cur.fetchall()]
+
+
+# --- images and files ---------------------------------------------------------------------------
+
+
+async def test_an_image_is_downloaded_once_and_posted_after_its_url_expired(
+    world: World, crier: Crier, clock: FakeClock
+) -> None:
+    upload = world.fake.make_attachment("cat.png", PNG)
+    await schedule(world, world.news, when="in 1h", repeat="hourly", message="cats", image=upload)
+    assert upload.fetch_count == 1
+    upload.stop_serving(status=404)  # Discord's signed URL expired
+    await advance(crier, clock, timedelta(hours=1))
+    await advance(crier, clock, timedelta(hours=1))
+    posts = world.fake.bot_messages(world.news)
+    assert [(p.content, p.files) for p in posts] == [("cats", {"cat.png": PNG})] * 2
+    assert upload.fetch_count == 1
+    [kept] = await rows(crier, "SELECT filename, size FROM bot_attachments")
+    assert kept == {"filename": "cat.png", "size": len(PNG)}
+
+
+async def test_an_image_under_a_title_is_shown_in_the_embed(
+    world: World, crier: Crier, clock: FakeClock
+) -> None:
+    upload = world.fake.make_attachment("chart.png", PNG)
+    await schedule(world, world.news, when="in 1m", title="Chart", message="up", image=upload)
+    await advance(crier, clock, timedelta(minutes=1))
+    [post] = world.fake.bot_messages(world.news)
+    [attachment] = post.attachments
+    [embed] = post.embeds
+    assert embed["image"]["url"] == attachment.url and attachment.data == PNG
+
+
+async def test_a_file_over_the_limits_is_refused_and_nothing_is_written(
+    world: World, crier_factory: CrierFactory
+) -> None:
+    crier = await crier_factory(file_max_bytes=2000.0, guild_files_max_bytes=3000.0)
+    big = world.fake.make_attachment("big.png", b"x" * 2001)
+    await refused(
+        world,
+        crier,
+        "That file is 0.0 MiB; an announcement's file may be at most 0.0 MiB.",
+        when="in 1h",
+        message="m",
+        image=big,
+        channel=world.news,
+    )
+    assert big.fetch_count == 0  # refused by its announced size, before any download
+    await schedule(
+        world,
+        world.news,
+        when="in 1h",
+        message="m",
+        image=world.fake.make_attachment("a.png", b"a" * 2000),
+    )
+    text = await refused(
+        world,
+        crier,
+        "This server's announcements already keep",
+        when="in 1h",
+        message="m",
+        image=world.fake.make_attachment("b.png", b"b" * 1500),
+        channel=world.news,
+    )
+    assert "the server's limit of 0.0 MiB" in text
+
+
+async def test_an_image_needs_attach_files(world: World, crier: Crier) -> None:
+    world.news.set_overwrite(world.guild.bot_role, deny=P.ATTACH_FILES)
+    await refused(
+        world,
+        crier,
+        f"I need **Attach Files** in <#{world.news.id}> to post there.",
+        when="in 1h",
+        message="m",
+        image=world.fake.make_attachment("a.png", PNG),
+        channel=world.news,
+    )
+
+
+async def test_an_edit_replaces_the_posted_file(
+    world: World, crier: Crier, clock: FakeClock
+) -> None:
+    local = await schedule(
+        world,
+        world.news,
+        when="in 1m",
+        message="v1",
+        image=world.fake.make_attachment("one.png", PNG),
+    )
+    await advance(crier, clock, timedelta(minutes=1))
+    [post] = world.fake.bot_messages(world.news)
+    cb = await run_command(
+        world, "edit", id=local, image=world.fake.make_attachment("two.png", b"2" * 10)
+    )
+    assert "**File:** now two.png" in (cb.content or ""), cb.content
+    await idle(crier)
+    assert world.fake.bot_messages(world.news) == [post]
+    assert post.files == {"two.png": b"2" * 10}
+
+
+# --- threads ------------------------------------------------------------------------------------
+
+
+async def test_a_thread_gets_the_post_and_an_archived_one_is_reopened(
+    world: World, crier: Crier, clock: FakeClock
+) -> None:
+    thread = world.guild.add_thread(world.news, "weekly")
+    await schedule(world, thread, when="in 1h", repeat="hourly", message="in the thread")
+    await advance(crier, clock, timedelta(hours=1))
+    thread.archive()
+    await advance(crier, clock, timedelta(hours=1))
+    assert [m.content for m in world.fake.bot_messages(thread)] == ["in the thread"] * 2
+    assert not thread.archived
+    assert world.fake.bot_messages(world.news) == []
+
+
+async def test_an_archived_thread_can_be_picked(world: World, crier: Crier) -> None:
+    thread = world.guild.add_thread(world.news, "old", archived=True)
+    await schedule(world, thread, when="in 1h", message="m")
+
+
+async def test_a_locked_thread_is_refused_and_a_thread_locked_later_fails_reported(
+    world: World, crier: Crier, clock: FakeClock
+) -> None:
+    locked = world.guild.add_thread(world.news, "locked", locked=True)
+    await refused(
+        world,
+        crier,
+        f"<#{locked.id}> is locked: nothing new can be posted in it.",
+        when="in 1h",
+        message="m",
+        channel=locked,
+    )
+    later = world.guild.add_thread(world.news, "later")
+    local = await schedule(world, later, when="in 1h", message="m")
+    later.lock(True)
+    await advance(crier, clock, timedelta(hours=1))
+    assert world.fake.bot_messages(later) == []
+    a = await crier.bot.announcements.get(world.guild.id, local)
+    assert a.state == "failed" and a.failure is not None and "HTTP 400" in a.failure
+
+
+async def test_a_thread_needs_send_messages_in_threads(world: World, crier: Crier) -> None:
+    thread = world.guild.add_thread(world.news, "t")
+    world.news.set_overwrite(world.guild.bot_role, deny=P.SEND_MESSAGES_IN_THREADS)
+    await refused(
+        world,
+        crier,
+        f"I need **Send Messages in Threads** in <#{thread.id}>",
+        when="in 1h",
+        message="m",
+        channel=thread,
+    )
+
+
+# --- forums -------------------------------------------------------------------------------------
+
+
+def forum_world(world: World, *, require_tag: bool = False) -> Channel:
+    world.guild.set_bot_permissions(
+        P.VIEW_CHANNEL | P.SEND_MESSAGES | P.MENTION_EVERYONE | P.CREATE_PUBLIC_THREADS
+    )
+    return world.guild.add_forum("releases", tags=["news", "beta"], require_tag=require_tag)
+
+
+async def test_each_occurrence_is_a_new_forum_post_with_its_title_and_tags(
+    world: World, crier: Crier, clock: FakeClock
+) -> None:
+    forum = forum_world(world)
+    await schedule(
+        world,
+        forum,
+        when="in 1d",
+        repeat="daily",
+        title="Nightly build",
+        message="fresh",
+        tags="beta",
+    )
+    await advance(crier, clock, timedelta(days=1))
+    await advance(crier, clock, timedelta(days=1))
+    posts = world.fake.forum_posts(forum)
+    assert [(t.name, t.applied_tags) for t in posts] == [
+        ("Nightly build", [forum.tag_named("beta").id])
+    ] * 2
+    starters = [world.fake.get_message(t.id) for t in posts]
+    assert [(m.content, [e["title"] for e in m.embeds]) for m in starters if m] == [
+        ("", ["Nightly build"])
+    ] * 2
+    recorded = await rows(crier, "SELECT thread_id, message_id FROM bot_deliveries")
+    assert recorded == [{"thread_id": t.id, "message_id": t.id} for t in posts]
+
+
+async def test_a_forum_post_needs_a_title_and_a_required_tag(world: World, crier: Crier) -> None:
+    forum = forum_world(world, require_tag=True)
+    await refused(
+        world, crier, "each post needs a `title`", when="in 1h", message="m", channel=forum
+    )
+    await refused(
+        world,
+        crier,
+        "requires a tag on every post",
+        when="in 1h",
+        message="m",
+        title="T",
+        channel=forum,
+    )
+    await refused(
+        world, crier, "has no tag `gamma`", when="in 1h", message="m", title="T", channel=forum,
+        tags="gamma",
+    )  # fmt: skip
+    await refused(
+        world, crier, "a forum post's name may have at most 100", when="in 1h", message="m",
+        title="t" * 101, channel=forum, tags="news",
+    )  # fmt: skip
+    await schedule(world, forum, when="in 1h", message="m", title="T", tags="News, beta")
+
+
+async def test_tags_are_autocompleted_from_the_forum(world: World, crier: Crier) -> None:
+    forum = forum_world(world)
+    h = await world.fake.invoke_autocomplete(
+        world.guild, world.general, world.admin, "schedule",
+        {"channel": forum, "when": "in 1h", "tags": "news, b"}, focused="tags",
+    )  # fmt: skip
+    cb = await h.response(timeout=5)
+    assert cb.type == CB_AUTOCOMPLETE_RESULT
+    assert [c["value"] for c in cb.choices] == ["news, beta"]
+
+
+async def test_tags_are_for_forums_only(world: World, crier: Crier) -> None:
+    await refused(
+        world, crier, "only forum posts have tags", when="in 1h", message="m", tags="x",
+        channel=world.news,
+    )  # fmt: skip
+
+
+# --- announcement channels and publishing -------------------------------------------------------
+
+
+def announcement_channel(world: World, *, publishes: int = 10, per: float = 1.0) -> Channel:
+    """An announcement channel whose publish bucket allows ``publishes`` per ``per`` seconds.
+
+    Tests not about the hourly limit use a short window: once discord.py (with
+    ``max_ratelimit_timeout``) has seen a bucket that resets further away than that timeout,
+    it refuses every call on it locally until then, and the fake's windows run in real time
+    while the test's clock is a FakeClock."""
+    world.fake.ratelimits.set_bucket("crosspost", publishes, per)
+    return world.guild.add_announcement_channel("updates")
+
+
+async def test_a_post_in_an_announcement_channel_is_published(
+    world: World, crier: Crier, clock: FakeClock
+) -> None:
+    news = announcement_channel(world)
+    await schedule(world, news, when="in 1h", repeat="hourly", message="to followers")
+    await schedule(world, news, when="in 1h", message="just here", publish=False)
+    await advance(crier, clock, timedelta(hours=1))
+    await advance(crier, clock, timedelta(hours=1))
+    published = [m for m in world.fake.bot_messages(news) if m.crossposted]
+    assert [m.content for m in published] == ["to followers"] * 2
+    assert world.fake.crossposts.crossposted == [m.id for m in published]
+    states = await rows(
+        crier,
+        "SELECT publish_state FROM bot_deliveries ORDER BY fire_ts, announcement_id",
+    )
+    assert [r["publish_state"] for r in states] == ["published", None, "published"]
+    cb = await run_command(world, "list")
+    assert "published" in (cb.content or "")
+
+
+async def test_publish_is_refused_outside_announcement_channels(world: World, crier: Crier) -> None:
+    await refused(
+        world, crier, "is not an announcement channel", when="in 1h", message="m",
+        publish=True, channel=world.news,
+    )  # fmt: skip
+
+
+async def test_already_crossposted_counts_as_published(
+    world: World, crier: Crier, clock: FakeClock
+) -> None:
+    news = announcement_channel(world)
+    world.fake.faults.add(method="POST", path_regex=r".*/crosspost", status=400, code=40033)
+    await schedule(world, news, when="in 1m", message="m")
+    await advance(crier, clock, timedelta(minutes=1))
+    [row] = await rows(crier, "SELECT publish_state, publish_error FROM bot_deliveries")
+    assert row == {"publish_state": "published", "publish_error": None}
+
+
+async def test_a_publish_rate_limited_waits_as_a_job_and_is_published_late(
+    world: World, crier: Crier, clock: FakeClock
+) -> None:
+    news = announcement_channel(world)
+    world.fake.faults.add(method="POST", path_regex=r".*/crosspost", status=429, retry_after=120)
+    await schedule(world, news, when="in 1m", message="m")
+    await advance(crier, clock, timedelta(minutes=1))
+    [row] = await rows(crier, "SELECT publish_state FROM bot_deliveries")
+    assert row["publish_state"] == "pending"
+    [waiting] = await crier.sched.list_jobs(state="pending", fn="crier.publish")
+    assert waiting.next_at >= clock.now() + timedelta(seconds=119)
+    await advance(crier, clock, timedelta(minutes=3))
+    [row] = await rows(crier, "SELECT publish_state FROM bot_deliveries")
+    assert row["publish_state"] == "published_late"
+    [post] = world.fake.bot_messages(news)
+    assert post.crossposted
+    cb = await run_command(world, "info", id=1)
+    assert "published late" in (cb.content or ""), cb.content
+
+
+async def test_the_publish_limit_exhausted_never_holds_up_deliveries(
+    world: World, crier: Crier, clock: FakeClock
+) -> None:
+    """Two publishes an hour in #updates: the posts after that wait for their publish as
+    scheduled jobs of their own, while every post (there and in #general) goes out on time."""
+    news = announcement_channel(world, publishes=2, per=3600)
+    await schedule(world, news, when="in 1m", repeat="every 1 minute", message="tick")
+    await schedule(world, world.general, when="in 1m", repeat="every 1 minute", message="tock")
+    for _ in range(4):
+        await advance(crier, clock, timedelta(minutes=1))
+    posted = world.fake.bot_messages(news)
+    assert [m.content for m in posted] == ["tick"] * 4
+    assert [m.content for m in world.fake.bot_messages(world.general)] == ["tock"] * 4
+    published = world.fake.crossposts.crossposted
+    assert 1 <= len(published) <= 2 and published == [m.id for m in posted[: len(published)]]
+    states = await rows(
+        crier,
+        "SELECT d.publish_state, d.late_by FROM bot_deliveries d "
+        "JOIN bot_announcements a ON a.id = d.announcement_id WHERE a.channel_id = ? "
+        "ORDER BY d.fire_ts",
+        news.id,
+    )
+    assert [r["publish_state"] for r in states] == ["published"] * len(published) + ["pending"] * (
+        4 - len(published)
+    )
+    assert all(r["late_by"] < 1 for r in states)  # every post went out on time
+    waiting = await crier.sched.list_jobs(state="pending", fn="crier.publish")
+    assert len(waiting) == 4 - len(published)
+    assert all(j.next_at > clock.now() for j in waiting)
+    cb = await run_command(world, "list")
+    assert "publishing (waiting for the channel's publish limit)" in (cb.content or "")
+
+
+async def test_a_bot_that_cannot_see_the_channel_anymore_does_not_publish(
+    world: World, crier: Crier, clock: FakeClock, tmp_path: Path
+) -> None:
+    news = announcement_channel(world)
+    world.fake.faults.add(method="POST", path_regex=r".*/crosspost", status=403, code=50001)
+    await schedule(world, news, when="in 1m", message="m")
+    await advance(crier, clock, timedelta(minutes=1))
+    [row] = await rows(crier, "SELECT publish_state, publish_error FROM bot_deliveries")
+    assert row["publish_state"] == "failed"
+    assert row["publish_error"] == "Missing Access: the bot cannot see the channel (50001)"
+    cb = await run_command(world, "list")
+    assert "not published: Missing Access" in (cb.content or "")
+
+
+@pytest.mark.parametrize("destination", ["text", "announcement", "thread", "forum"])
+async def test_the_mention_guard_holds_everywhere(
+    world: World, crier: Crier, clock: FakeClock, destination: str
+) -> None:
+    """@everyone typed by a member who may not ping it shows but pings no one."""
+    forum = forum_world(world)
+    where = {
+        "text": world.news,
+        "announcement": announcement_channel(world),
+        "thread": world.guild.add_thread(world.news, "t"),
+        "forum": forum,
+    }[destination]
+    world.guild.everyone_role.edit(
+        permissions=world.guild.everyone_role.permissions & ~P.MENTION_EVERYONE
+    )
+    extra = {"title": "T"} if destination == "forum" else {}
+    await schedule(world, where, when="in 1m", message="@everyone hi", **extra)
+    await advance(crier, clock, timedelta(minutes=1))
+    if destination == "forum":
+        [thread] = world.fake.forum_posts(forum)
+        post = world.fake.get_message(thread.id)
+    else:
+        [post] = world.fake.bot_messages(where)
+    assert post is not None and not post.pings.anything
