@@ -8,6 +8,8 @@ crossposts, requests) and from the bot's own tables.
 from __future__ import annotations
 
 import re
+import time
+from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -17,10 +19,12 @@ import pytest
 from bot.app import Crier
 from scheduler.testing import FakeClock
 from tests.bot.conftest import CrierFactory, World, db_snapshot, run_command
+from tests.bot.test_crash_bot import DEADLINE, HOLD, Harness
 from tests.bot.test_delivery import advance, idle
 from tests.fakediscord import Permissions as P
 from tests.fakediscord.interactions import CB_AUTOCOMPLETE_RESULT, CB_CHANNEL_MESSAGE
 from tests.fakediscord.state import Channel
+from tests.support.processes import Process, procs, until
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4
 
@@ -262,6 +266,54 @@ async def test_a_forum_post_needs_a_title_and_a_required_tag(world: World, crier
         title="t" * 101, channel=forum, tags="news",
     )  # fmt: skip
     await schedule(world, forum, when="in 1h", message="m", title="T", tags="News, beta")
+
+
+@pytest.fixture
+async def bots() -> AsyncIterator[list[Process]]:
+    async with procs() as started:
+        yield started
+
+
+@pytest.mark.parametrize("created", [False, True], ids=["before-the-post", "after-the-post"])
+async def test_kill_mid_forum_post_makes_one_post(
+    world: World, tmp_path: Path, bots: list[Process], created: bool
+) -> None:
+    """SIGKILL while Discord holds the forum post's request, before it made the post (the
+    request reached its edge only) or after (the response is what is held back): the
+    restarted bot's re-run finds the post it made, or makes it, and there is one post."""
+    forum = forum_world(world)
+    h = Harness(world, tmp_path, bots)
+    fake = h.fake
+    path = re.escape(f"/channels/{forum.id}/threads")
+    if created:
+        fake.faults.add(method="POST", path_regex=path, after_effect=True, delay=HOLD)
+    else:
+        fake.faults.add(method="POST", path_regex=path, delay=HOLD, disconnect=True)
+    first = await h.start_bot()
+    text = await h.command(
+        "schedule", when=str(int(time.time()) + 2), message="Once", title="Launch",
+        channel=forum, tags="news",
+    )  # fmt: skip
+    assert "Scheduled announcement" in text, text
+
+    def posts() -> list[Any]:
+        return [r for r in fake.requests if r.method == "POST" and r.path.endswith(path[-8:])]
+
+    await until(lambda: bool(posts()), DEADLINE, "the forum post's request to arrive")
+    assert len(fake.forum_posts(forum)) == (1 if created else 0)
+    [row] = h.deliveries()
+    assert (row["state"], row["thread_id"]) == ("sending", None)  # the intent, recorded first
+    await h.kill(first)
+
+    await h.start_bot()
+    rows = await h.until_delivery(
+        lambda r: r[0]["state"] == "sent" and r[0]["job_state"] == "success", "the re-run"
+    )
+    [thread] = fake.forum_posts(forum)
+    assert (thread.name, thread.applied_tags) == ("Launch", [forum.tag_named("news").id])
+    [row] = rows
+    assert (row["thread_id"], row["message_id"], row["attempts"]) == (thread.id, thread.id, 2)
+    assert len(posts()) == (1 if created else 2)  # a post found is never made again
 
 
 async def test_tags_are_autocompleted_from_the_forum(world: World, crier: Crier) -> None:
