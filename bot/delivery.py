@@ -74,6 +74,7 @@ log = logging.getLogger("crier.delivery")  # tests and operators filter on this 
 PERMANENT_CODES = {
     10003: "Unknown Channel: the channel was deleted",
     50083: "Thread archived or locked: nothing can be posted in it",
+    160005: "Thread locked: nothing can be posted in it",
     50001: "Missing Access: the bot cannot see the channel",
     50013: "Missing Permissions: the bot may not post in the channel",
 }

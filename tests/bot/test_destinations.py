@@ -19,6 +19,7 @@ import pytest
 from bot.app import Crier
 from scheduler.testing import FakeClock
 from tests.bot.conftest import CrierFactory, World, db_snapshot, run_command
+from tests.bot.test_commands import any_db_crier  # noqa: F401  (a fixture used here)
 from tests.bot.test_crash_bot import DEADLINE, HOLD, Harness
 from tests.bot.test_delivery import advance, idle
 from tests.fakediscord import Permissions as P
@@ -69,6 +70,28 @@ async def test_an_image_is_downloaded_once_and_posted_after_its_url_expired(
     assert upload.fetch_count == 1
     [kept] = await rows(crier, "SELECT filename, size FROM bot_attachments")
     assert kept == {"filename": "cat.png", "size": len(PNG)}
+
+
+async def test_the_bytes_and_the_rich_options_are_kept_on_every_database(
+    world: World,
+    any_db_crier: Crier,  # noqa: F811  (the fixture imported above)
+    clock: FakeClock,
+) -> None:
+    crier = any_db_crier
+    news = announcement_channel(world)
+    upload = world.fake.make_attachment("cat.png", PNG)
+    local = await schedule(
+        world, news, when="in 1m", title="T", message="m", image=upload, silent=True
+    )
+    a = await crier.bot.announcements.get(world.guild.id, local)
+    assert (a.rich.title, a.rich.silent, a.rich.destination, a.rich.publish) == (
+        "T", True, "announcement", True,
+    )  # fmt: skip
+    await advance(crier, clock, timedelta(minutes=1))
+    [post] = world.fake.bot_messages(news)
+    assert post.files == {"cat.png": PNG} and post.silent and post.crossposted
+    [row] = await rows(crier, "SELECT publish_state, message_id FROM bot_deliveries")
+    assert row == {"publish_state": "published", "message_id": post.id}
 
 
 async def test_an_image_under_a_title_is_shown_in_the_embed(
@@ -190,7 +213,7 @@ async def test_a_locked_thread_is_refused_and_a_thread_locked_later_fails_report
     await advance(crier, clock, timedelta(hours=1))
     assert world.fake.bot_messages(later) == []
     a = await crier.bot.announcements.get(world.guild.id, local)
-    assert a.state == "failed" and a.failure is not None and "HTTP 400" in a.failure
+    assert (a.state, a.failure) == ("failed", "Thread locked: nothing can be posted in it (160005)")
 
 
 async def test_a_thread_needs_send_messages_in_threads(world: World, crier: Crier) -> None:
@@ -241,6 +264,23 @@ async def test_each_occurrence_is_a_new_forum_post_with_its_title_and_tags(
     ] * 2
     recorded = await rows(crier, "SELECT thread_id, message_id FROM bot_deliveries")
     assert recorded == [{"thread_id": t.id, "message_id": t.id} for t in posts]
+
+
+async def test_an_edit_of_a_forum_post_updates_its_first_message(
+    world: World, crier: Crier, clock: FakeClock
+) -> None:
+    forum = forum_world(world)
+    local = await schedule(world, forum, when="in 1m", title="Draft", message="v1")
+    await advance(crier, clock, timedelta(minutes=1))
+    [thread] = world.fake.forum_posts(forum)
+    cb = await run_command(world, "edit", id=local, title="Final", message="v2")
+    assert "is being edited in place" in (cb.content or ""), cb.content
+    await idle(crier)
+    assert world.fake.forum_posts(forum) == [thread]  # never a second post
+    starter = world.fake.get_message(thread.id)
+    assert starter is not None
+    assert [(e["title"], e["description"]) for e in starter.embeds] == [("Final", "v2")]
+    assert thread.name == "Draft"  # the post keeps the name it was made with
 
 
 async def test_a_forum_post_needs_a_title_and_a_required_tag(world: World, crier: Crier) -> None:
