@@ -23,7 +23,7 @@ from scheduler.testing import FakeClock
 from tests.bot.conftest import World, db_snapshot, run_command
 from tests.bot.test_delivery import advance
 from tests.fakediscord import Permissions as P
-from tests.fakediscord.interactions import CB_CHANNEL_MESSAGE
+from tests.fakediscord.interactions import CB_CHANNEL_MESSAGE, CB_MODAL, iter_components
 from tests.fakediscord.state import Message
 from tests.proof.conftest import size
 from tests.proof.test_schedule_fuzz import CLIENT_REFUSALS, REFUSAL, messages
@@ -136,6 +136,32 @@ async def test_a_long_title_is_refused_by_discords_client_and_nothing_is_written
             {"when": "in 1h", "message": "x", "title": "t" * 257},
         )
     assert await db_snapshot(crier) == before
+
+
+async def test_the_form_has_a_title_field(embeds: World, crier: Crier, clock: FakeClock) -> None:
+    world = embeds
+    h = await world.fake.invoke_command(
+        world.guild,
+        world.general,
+        world.admin,
+        "schedule",
+        {"when": "in 1m", "channel": world.news},
+    )
+    assert (await h.response()).type == CB_MODAL and h.modal is not None
+    fields = {
+        c["label"]: c["custom_id"] for c in iter_components(h.modal["components"]) if c["type"] == 4
+    }
+    assert set(fields) == {"Message", "Title (optional: posts it as an embed)"}
+    sub = await h.submit_modal(
+        {
+            fields["Message"]: "line one\nline two",
+            fields["Title (optional: posts it as an embed)"]: "Hi",
+        }
+    )
+    assert "✅ Scheduled announcement" in ((await sub.response()).content or "")
+    await advance(crier, clock, timedelta(minutes=1))
+    [post] = posts(world)
+    assert [(e["title"], e["description"]) for e in post.embeds] == [("Hi", "line one\nline two")]
 
 
 # --- edits cover the embed ----------------------------------------------------------------------
