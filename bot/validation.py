@@ -147,8 +147,8 @@ async def find_target(guild: discord.Guild, channel_id: int) -> Target:
     if found is None:
         try:
             found = await guild.fetch_channel(channel_id)
-        except (discord.NotFound, discord.Forbidden):
-            found = None
+        except (discord.NotFound, discord.Forbidden, discord.InvalidData):
+            found = None  # gone, hidden from the bot, or another server's
     if found is None or getattr(found, "guild", guild).id != guild.id:
         raise Refusal("I can't find that channel in this server.")
     return found  # type: ignore[no-any-return]

@@ -517,3 +517,14 @@ async def test_the_mention_guard_holds_everywhere(
     else:
         [post] = world.fake.bot_messages(where)
     assert post is not None and not post.pings.anything
+
+
+async def test_another_servers_channel_or_thread_is_not_found(
+    world: World, other: World, crier: Crier
+) -> None:
+    thread = other.guild.add_thread(other.news, "theirs", archived=True)
+    for where in (other.news, thread):
+        await refused(
+            world, crier, "I can't find that channel in this server.", when="in 1h",
+            message="m", channel=where,
+        )  # fmt: skip
