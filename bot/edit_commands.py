@@ -221,7 +221,7 @@ class EditCommands(Cog, name="EditCommands"):
         moved = options.channel_id is not None and options.channel_id != a.channel_id
         title = a.rich.title
         if options.title is not None:
-            title = None if options.title.strip().lower() in NO_REPEAT_WORDS else options.title
+            title = None if options.title.strip().lower() == NO_MENTION else options.title
         request = ScheduleRequest(
             when=when,
             channel_id=options.channel_id or a.channel_id,

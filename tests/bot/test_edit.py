@@ -726,6 +726,8 @@ edit_cases = st.fixed_dictionaries(
         "until": st.one_of(whens, st.just(("lit", "none"))),
         "channel": st.sampled_from(["news", "voice", "other-guild"]),
         "update_posted": st.booleans(),
+        "title": st.one_of(messages, st.just("none")),
+        "silent": st.booleans(),
     },
 )
 bases = st.sampled_from(["one-off", "recurring", "posted"])
@@ -797,10 +799,18 @@ class EditFuzz:
             a = await get(self.crier, w, local)
             if "message" in options:
                 assert a.content == options["message"]
+            if "title" in options:
+                typed = options["title"].strip()
+                assert a.rich.title == (None if typed.lower() in ("", "none") else typed)
+            if "silent" in options:
+                assert a.rich.silent == options["silent"]
             await self.crier.sched.wait_idle()
             if kind == "posted" and "message" in options and options.get("update_posted", True):
                 [msg] = [m for m in w.fake.bot_messages(w.news) if m.id == a.last_message_id]
-                assert msg.content == a.text
+                if a.rich.title is None:
+                    assert msg.content == a.text
+                else:  # an embed: the text is its description
+                    assert [e["description"] for e in msg.embeds] == [a.content]
             return f"edited ({kind})"
         if content.startswith("Nothing to change"):
             assert await snapshot(self.crier) == before
