@@ -320,7 +320,11 @@ class Fuzz:
         if cb.type == CB_MODAL:
             assert not case.modal or "message" not in options
             assert h.modal is not None
-            [field] = [c for c in iter_components(h.modal["components"]) if c["type"] == 4]
+            [field] = [
+                c
+                for c in iter_components(h.modal["components"])
+                if c["type"] == 4 and c["label"] == "Message"
+            ]
             try:
                 h = await h.submit_modal({field["custom_id"]: text})
             except ValueError as exc:

@@ -50,7 +50,8 @@ async def advance(crier: Crier, clock: FakeClock, delta: timedelta) -> None:
 
 def modal_input(h: Any) -> str:
     assert h.modal is not None
-    [field] = [c for c in iter_components(h.modal["components"]) if c["type"] == 4]
+    components = iter_components(h.modal["components"])
+    [field] = [c for c in components if c["type"] == 4 and c["label"] == "Message"]
     return str(field["custom_id"])
 
 
