@@ -31,9 +31,10 @@ from .errors import (
     UnknownFunction,
 )
 from .migrations import MigrationSet
-from .models import Job, JobInfo, JobKind, JobState, Retry
+from .models import Job, JobInfo, JobKind, JobState, Retry, Run, RunOutcome
 from .registry import Registry
 from .schedules import ScheduleInfo
+from .stats import SchedulerStats
 from .stores.sqlite import SqliteStore
 from .triggers import Cron, Interval
 
@@ -65,11 +66,14 @@ __all__ = [
     "Registry",
     "Retry",
     "RetryLater",
+    "Run",
+    "RunOutcome",
     "ScheduleInfo",
     "ScheduleNotFound",
     "Scheduler",
     "SchedulerClosed",
     "SchedulerError",
+    "SchedulerStats",
     "SchemaTooNew",
     "SqliteStore",
     "Store",

@@ -34,6 +34,9 @@ log = logging.getLogger("scheduler.driver")
 FLUSH_BATCH = 512
 """Outcomes recorded per transaction (keeps each completion transaction short)."""
 
+PRUNE_RUNS_BATCH = 5000
+"""Runs deleted per transaction by the retention sweep."""
+
 
 class Driver:
     """Claims due work and runs it: mutations in one write transaction per batch, actions
@@ -141,6 +144,7 @@ class Driver:
             claim = await self.store.claim_due(
                 now, now + engine.lease_seconds, mutation_limit=batch, action_limit=action_limit
             )
+            engine.stats.claimed_jobs((j.kind, now - j.next_ts) for j in claim.jobs)
             mutations = [j for j in claim.jobs if j.kind is JobKind.MUTATION]
             actions = [j for j in claim.jobs if j.kind is JobKind.ACTION]
             for job in actions:
@@ -168,7 +172,8 @@ class Driver:
             async with self.store.transaction(self.clock.time()) as tx:
                 outcomes = [await self._run_mutation(tx, job) for job in jobs]
                 # Every completion commits with the batch's writes: one round trip for all.
-                await tx.complete(outcomes)
+                report = await tx.complete(outcomes, self.engine.process_id)
+            self.engine.stats.recorded(report.outcomes, report.stale)
         except asyncio.CancelledError:
             # Rolled back: nothing they did happened. Hand them back without counting.
             await self._record([_runs.released(j) for j in jobs], urgent=True)
@@ -289,7 +294,7 @@ class Driver:
             del self._completions[:FLUSH_BATCH]
             self._recording = len(batch)
             try:
-                report = await self.store.complete(batch, self.clock.time())
+                report = await self.store.complete(batch, self.clock.time(), self.engine.process_id)
             except Exception:
                 self._recording = 0
                 failures += 1
@@ -305,6 +310,7 @@ class Driver:
                 await asyncio.sleep(min(5.0, 0.1 * 2**failures))
                 continue
             self._recording = 0
+            self.engine.stats.recorded(report.outcomes, report.stale)
             if report.stale:
                 log.warning(
                     "%d outcome(s) discarded: their lease had expired and the job moved on",
@@ -333,18 +339,30 @@ class Driver:
             await self.clock.sleep(self.engine.sweep_seconds)
 
     async def sweep_once(self) -> None:
-        """Reclaim expired leases, prune old terminal jobs, and wake the loop (the backstop)."""
+        """Reclaim expired leases, prune old terminal jobs and runs, and wake the loop (the
+        backstop)."""
+        engine = self.engine
         now = self.clock.time()
-        report = await self.store.reclaim_expired(now)
+        report = await self.store.reclaim_expired(now, process=engine.process_id)
+        engine.stats.reclaimed(report.requeued, report.failed)
         if report.requeued or report.failed:
             log.warning(
                 "lease sweep: %d job(s) back to pending, %d failed (their run was lost)",
                 report.requeued,
                 report.failed,
             )
-        if self.engine.retention_seconds is not None:
-            await self.store.prune(now - self.engine.retention_seconds, now)
+        if engine.retention_seconds is not None:
+            await self.store.prune(now - engine.retention_seconds, now)
+        if engine.run_retention_seconds is not None:
+            await self._prune_runs(now - engine.run_retention_seconds, now)
         self.wake()
+
+    async def _prune_runs(self, before: float, now: float) -> None:
+        """Delete the runs recorded before ``before``, a batch per transaction (so the
+        writer is never held long), until none is left."""
+        ops = self.store.at(now)
+        while await ops.prune_runs(before, PRUNE_RUNS_BATCH) == PRUNE_RUNS_BATCH:
+            pass
 
     # --- idleness ------------------------------------------------------------------------------
 

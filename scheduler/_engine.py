@@ -9,6 +9,9 @@ public API; everything below it takes the engine.
 
 from __future__ import annotations
 
+import os
+import secrets
+import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
@@ -20,6 +23,7 @@ from .clock import Clock, SystemClock
 from .errors import InvalidArgument, SchedulerClosed
 from .models import Retry
 from .registry import Registry
+from .stats import SchedulerStats
 from .store_types import NewJob, Target, Trigger
 from .triggers import trigger_from_json
 
@@ -53,7 +57,19 @@ class Tunables(TypedDict, total=False):
     batch_size: int
     max_concurrency: int
     retention: timedelta | float | None
+    run_retention: timedelta | float | None
     shutdown_grace: timedelta | float
+    process_id: str | None
+
+
+PROCESS_ID_LIMIT = 200
+"""The longest process id, in characters."""
+
+
+def default_process_id() -> str:
+    """This process's name in the run history: host, pid and a random suffix (a pid is
+    reused after a restart, and by processes in different containers of one host)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
 
 
 def _positive_int(value: object, what: str) -> int:
@@ -67,7 +83,8 @@ class Engine:
 
     Tunables (validated here): ``lease_seconds``, ``lease_margin``, ``sweep_seconds``,
     ``batch_size``, ``max_concurrency``, ``retention_seconds`` (None keeps terminal jobs
-    forever) and ``shutdown_grace``; see :class:`~scheduler.Scheduler` for their meaning.
+    forever), ``run_retention_seconds`` (None keeps the run history forever),
+    ``shutdown_grace`` and ``process_id``; see :class:`~scheduler.Scheduler` for their meaning.
     """
 
     def __init__(
@@ -82,7 +99,9 @@ class Engine:
         batch_size: int = 64,
         max_concurrency: int = 64,
         retention: timedelta | float | None = timedelta(days=7),
+        run_retention: timedelta | float | None = timedelta(days=7),
         shutdown_grace: timedelta | float = timedelta(seconds=10),
+        process_id: str | None = None,
     ) -> None:
         if not isinstance(store, Store):
             raise InvalidArgument(f"store must be a scheduler Store, got {store!r}")
@@ -110,7 +129,17 @@ class Engine:
             if retention is None
             else _codec.to_seconds(retention, "retention", sign="positive")
         )
+        self.run_retention_seconds = (
+            None
+            if run_retention is None
+            else _codec.to_seconds(run_retention, "run_retention", sign="positive")
+        )
         self.shutdown_grace = _codec.to_seconds(shutdown_grace, "shutdown_grace")
+        if process_id is not None:
+            _codec.check_name(process_id, "process_id", PROCESS_ID_LIMIT)
+        self.process_id = default_process_id() if process_id is None else process_id
+        self.stats = SchedulerStats()
+        """What this process's driver has done (see :mod:`scheduler.stats`)."""
         self.running = False
         """Whether transactions may be opened (set by the scheduler's lifecycle: from its
         start until its stop has drained the in-flight work)."""

@@ -14,10 +14,10 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
-from . import _codec
+from . import _codec, _run_history
 from ._codec import optional_float
 from .errors import InvalidArgument, JobNotFound
-from .models import JobKind, JobState
+from .models import JobKind, JobState, RunOutcome
 from .store_types import (
     Claim,
     ClaimedJob,
@@ -211,13 +211,18 @@ def next_due_time(st: OpState, include_actions: bool = True) -> Op[float | None]
     return best
 
 
-def complete(st: OpState, outcomes: Sequence[Outcome]) -> Op[CompletionReport]:
-    """Record how runs ended, each fenced by (id, run count, in_progress).
+def complete(
+    st: OpState, outcomes: Sequence[Outcome], process: str | None = None
+) -> Op[CompletionReport]:
+    """Record how runs ended, each fenced by (id, run count, in_progress), with the run
+    history's rows for them (ran by ``process``).
 
     A stale outcome (the lease was lost and the job moved on) changes nothing.
     Terminal transitions fire ``on_complete`` in the same transaction.
     """
+    yield from _run_history.record_outcomes(st, outcomes, process)
     applied = stale = 0
+    counts: dict[RunOutcome, int] = {}
     for o in outcomes:
         j = o.job
         fence = {"job_id": j.id, "run_count": j.run_count, "now": st.now}
@@ -244,9 +249,11 @@ def complete(st: OpState, outcomes: Sequence[Outcome]) -> Op[CompletionReport]:
                 yield from _terminal(st, j, _failed_json(o.error))
         if n:
             applied += 1
+            kind = o.run_outcome
+            counts[kind] = counts.get(kind, 0) + 1
         else:
             stale += 1
-    return CompletionReport(applied, stale)
+    return CompletionReport(applied, stale, counts)
 
 
 def _failed_json(error: str | None) -> str:
@@ -284,19 +291,48 @@ _LEASE_LOST_ACTION = (
     "not have had its effect, so it is not run again"
 )
 _LEASE_LOST_BUDGET = "lease expired while in progress, and the retry budget is spent"
+_LEASE_LOST_REQUEUED = "lease expired while in progress (the process crashed or stalled); run again"
 
 
-def reclaim_expired(st: OpState, limit: int) -> Op[ReclaimReport]:
+def _replayable(r: Row) -> bool:
+    return r["kind"] == JobKind.MUTATION or bool(r["idempotent"])
+
+
+def _requeued(r: Row) -> bool:
+    return _replayable(r) and int(r["attempts"]) + 1 < int(r["max_failures"])
+
+
+def _lease_lost_error(r: Row) -> str:
+    if _requeued(r):
+        return _LEASE_LOST_REQUEUED
+    return _LEASE_LOST_BUDGET if _replayable(r) else _LEASE_LOST_ACTION
+
+
+def reclaim_expired(st: OpState, limit: int, process: str | None = None) -> Op[ReclaimReport]:
     """Reclaim jobs whose lease expired: mutations (and idempotent actions) go back to pending
     now with the attempt counted, dead-lettering once the budget is spent; other actions fail
-    with ``on_complete`` fired, since they may already have had their effect."""
+    with ``on_complete`` fired, since they may already have had their effect. Each lost run
+    is recorded in the run history as ``lease_lost`` (the sweep's ``process`` named in its
+    error: which process held the lease is not known)."""
     rows = yield Q("expired_leases", {"now": st.now, "limit": limit}, "all")
+    swept = "" if process is None else f"; reclaimed by {process}"
+    yield from _run_history.record_rows(
+        _run_history.run_row(
+            st,
+            int(r["id"]),
+            int(r["run_count"]),
+            RunOutcome.LEASE_LOST,
+            _lease_lost_error(r) + swept,
+            None,
+        )
+        for r in rows
+    )
     requeued = failed = 0
     for r in rows:
         job_id = int(r["id"])
         fence = {"job_id": job_id, "run_count": r["run_count"], "now": st.now}
-        replayable = r["kind"] == JobKind.MUTATION or bool(r["idempotent"])
-        if replayable and r["attempts"] + 1 < r["max_failures"]:
+        replayable = _replayable(r)
+        if _requeued(r):
             n = yield Q("reclaim_pending", fence)
             if n:
                 requeued += 1

@@ -21,10 +21,12 @@ from .abc import Db, Store
 from .clock import Clock
 from .context import TransactionContext, open_transaction
 from .crons import CronJobs, reconcile_crons
+from .errors import InvalidArgument
 from .migrations import MigrationSet
-from .models import Job, JobState
+from .models import Job, JobState, Run
 from .registry import Registry
 from .schedules import Schedules
+from .stats import SchedulerStats
 
 log = logging.getLogger(__name__)
 
@@ -69,8 +71,10 @@ class Scheduler:
     5 s),
     ``sweep_interval`` (the only periodic timer), ``batch_size`` (jobs per claim),
     ``max_concurrency`` (actions running at once), ``retention`` (how long terminal jobs are
-    kept; None keeps them forever), ``migrations`` (the application's own migration sets,
-    applied with the scheduler's).
+    kept; None keeps them forever), ``run_retention`` (how long the run history is kept,
+    default 7 days; None keeps it forever), ``process_id`` (this process's name in the run
+    history; default host, pid and a random suffix), ``migrations`` (the application's own
+    migration sets, applied with the scheduler's).
     """
 
     def __init__(
@@ -100,7 +104,11 @@ class Scheduler:
     batch_size = _EngineAttribute[int]()
     max_concurrency = _EngineAttribute[int]()
     retention_seconds = _EngineAttribute[float | None]()
+    run_retention_seconds = _EngineAttribute[float | None]()
     shutdown_grace = _EngineAttribute[float]()
+    process_id = _EngineAttribute[str]()
+    stats = _EngineAttribute[SchedulerStats]()
+    """What this process's driver has done since the scheduler was built."""
 
     # --- lifecycle -----------------------------------------------------------------------------
 
@@ -233,6 +241,21 @@ class Scheduler:
         return await self.store.list_jobs(
             self.clock.time(), state=st, fn=fn, before_id=before_id, limit=limit
         )
+
+    async def runs(
+        self,
+        job_id: int | None = None,
+        fn: str | None = None,
+        since: datetime | float | None = None,
+        limit: int = 100,
+    ) -> list[Run]:
+        """The run history, newest first: every attempt of every job (of ``job_id``, of
+        ``fn``, finished at or after ``since``), kept for ``run_retention``."""
+        self._check_open()
+        start = None if since is None else _codec.to_timestamp(since)
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+            raise InvalidArgument(f"limit must be a whole number, got {limit!r}")
+        return await self.store.at(self.clock.time()).runs(job_id, fn, start, limit)
 
     # --- recurring schedules ------------------------------------------------------------------
 

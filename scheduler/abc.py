@@ -22,9 +22,9 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, ClassVar, Protocol, TypeVar
 
-from . import _job_reads, _ops, _schedule_ops, _schedule_ticks
+from . import _job_reads, _ops, _run_history, _schedule_ops, _schedule_ticks
 from .migrations import MigrationSet
-from .models import Job, JobState
+from .models import Job, JobState, Run
 from .store_types import (
     Claim,
     CompletionReport,
@@ -127,11 +127,33 @@ class Operations(ABC):
         itself was canceled; :class:`~scheduler.errors.JobNotFound` if there is no such job."""
         return await self.run(lambda st: _ops.cancel(st, job_id))
 
-    async def complete(self, outcomes: Sequence[Outcome]) -> CompletionReport:
+    async def complete(
+        self, outcomes: Sequence[Outcome], process: str | None = None
+    ) -> CompletionReport:
         """Record run outcomes: success, retry with backoff, dead-letter (firing
         ``on_complete`` with the terminal result), or release. Each is fenced by the run count
-        and ``in_progress``, so a late worker can never overwrite a newer outcome."""
-        return await self.run(lambda st: _ops.complete(st, outcomes))
+        and ``in_progress``, so a late worker can never overwrite a newer outcome. Each
+        outcome that applies writes its run's history row (ran by ``process``) in the same
+        transaction; a stale one writes none."""
+        return await self.run(lambda st: _ops.complete(st, outcomes, process))
+
+    # --- run history -----------------------------------------------------------------------
+
+    async def runs(
+        self,
+        job_id: int | None = None,
+        fn: str | None = None,
+        since: float | None = None,
+        limit: int = 100,
+    ) -> list[Run]:
+        """Up to ``limit`` recorded runs (at most ``RUN_LIST_LIMIT``), newest first: of one
+        job and/or one function, finished at or after ``since`` (epoch seconds)."""
+        return await self.read(lambda st: _run_history.list_runs(st, job_id, fn, since, limit))
+
+    async def prune_runs(self, before: float, limit: int = 5000) -> int:
+        """Delete up to ``limit`` runs that finished before ``before``, oldest first; returns
+        how many."""
+        return await self.run(lambda st: _run_history.prune_runs(st, before, limit))
 
     # --- schedules -------------------------------------------------------------------------
 
@@ -329,20 +351,28 @@ class Store(ABC):
         )
         return claim
 
-    async def complete(self, outcomes: Sequence[Outcome], now: float) -> CompletionReport:
+    async def complete(
+        self, outcomes: Sequence[Outcome], now: float, process: str | None = None
+    ) -> CompletionReport:
         """:meth:`Operations.complete` in one transaction of its own."""
-        return await self.at(now).complete(outcomes)
+        return await self.at(now).complete(outcomes, process)
 
     async def extend_lease(self, job_id: int, run_count: int, until: float, now: float) -> bool:
         """Move a held lease to ``until``; False if the run no longer holds the job."""
         held: bool = await self.run(lambda st: _ops.extend_lease(st, job_id, run_count, until), now)
         return held
 
-    async def reclaim_expired(self, now: float, limit: int = 1000) -> ReclaimReport:
+    async def reclaim_expired(
+        self, now: float, limit: int = 1000, process: str | None = None
+    ) -> ReclaimReport:
         """Reclaim up to ``limit`` jobs whose lease expired before ``now``: mutations and
         idempotent actions back to pending with the attempt counted (dead-lettered once the
-        budget is spent), other actions to failed with ``on_complete`` fired."""
-        report: ReclaimReport = await self.run(lambda st: _ops.reclaim_expired(st, limit), now)
+        budget is spent), other actions to failed with ``on_complete`` fired. Each lost run
+        is recorded in the run history as ``lease_lost``, in the same transaction (the
+        sweeping ``process`` is named in its error)."""
+        report: ReclaimReport = await self.run(
+            lambda st: _ops.reclaim_expired(st, limit, process), now
+        )
         return report
 
     async def next_due_time(self, now: float) -> float | None:

@@ -135,3 +135,65 @@ class JobInfo:
     def fire_time(self) -> datetime | None:
         """For a schedule occurrence, the nominal fire time it stands for."""
         return None if self.fire_ts is None else ts_to_datetime(self.fire_ts)
+
+
+class RunOutcome(enum.StrEnum):
+    """How one run (one attempt of a job) ended, as the run history records it."""
+
+    SUCCESS = "success"
+    """The handler returned; the job succeeded."""
+    RETRY = "retry"
+    """The handler failed with retry budget left: the job runs again after its backoff."""
+    FAILED = "failed"
+    """The run failed for good (no budget left, or an error that would fail the same way
+    again, or interrupted by shutdown): the job is dead-lettered."""
+    RELEASED = "released"
+    """Stopped before it could have had an effect (rolled back, or an idempotent action
+    stopped at shutdown): the job is pending again, no attempt counted."""
+    DISCARDED = "discarded"
+    """The run stopped because it could no longer be sure of its lease: the job was handed
+    back (retried now if budget is left, failed otherwise)."""
+    LEASE_LOST = "lease_lost"
+    """The run's lease expired (its process crashed or stalled) and the sweep reclaimed the
+    job: back to pending with the attempt counted, or failed."""
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """One attempt of a job, from the run history (``sched.runs(...)``). Times are epoch
+    seconds (UTC); ``attempt`` is the failed attempts before this run (0 on the first), as
+    ``ctx.job.attempt``."""
+
+    id: int
+    job_id: int
+    fn: str
+    attempt: int
+    run_count: int
+    due_ts: float
+    started_at: float | None
+    finished_at: float
+    outcome: RunOutcome
+    error: str | None
+    process: str | None
+
+    @property
+    def lateness(self) -> float | None:
+        """Seconds from when the job was due to when the run began (None if not known)."""
+        return None if self.started_at is None else self.started_at - self.due_ts
+
+    @property
+    def duration(self) -> float | None:
+        """Seconds from the run's start to its recorded outcome (None if not known)."""
+        return None if self.started_at is None else self.finished_at - self.started_at
+
+    @property
+    def due(self) -> datetime:
+        return ts_to_datetime(self.due_ts)
+
+    @property
+    def started(self) -> datetime | None:
+        return None if self.started_at is None else ts_to_datetime(self.started_at)
+
+    @property
+    def finished(self) -> datetime:
+        return ts_to_datetime(self.finished_at)

@@ -17,7 +17,7 @@ from functools import cached_property
 from typing import Any, Literal, Protocol, TypeVar
 
 from ._codec import optional_float
-from .models import JobKind
+from .models import JobKind, RunOutcome
 from .triggers import Cron, Interval
 
 T = TypeVar("T")
@@ -122,7 +122,8 @@ class Outcome:
     """How one claimed run ended.
 
     ``release`` puts the job back to pending without counting an attempt (the run was
-    stopped before it could have had an effect, e.g. at shutdown).
+    stopped before it could have had an effect, e.g. at shutdown). ``discarded`` marks a
+    failure that is the run giving up its lease (recorded as such in the run history).
     """
 
     job: ClaimedJob
@@ -131,6 +132,20 @@ class Outcome:
     error: str | None = None
     retryable: bool = True
     release: bool = False
+    discarded: bool = False
+
+    @property
+    def run_outcome(self) -> RunOutcome:
+        """What the run history records for this run."""
+        if self.release:
+            return RunOutcome.RELEASED
+        if self.ok:
+            return RunOutcome.SUCCESS
+        if self.discarded:
+            return RunOutcome.DISCARDED
+        if self.retryable and self.job.attempts + 1 < self.job.max_failures:
+            return RunOutcome.RETRY
+        return RunOutcome.FAILED
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +159,8 @@ class CompletionReport:
     applied: int
     stale: int
     """Outcomes whose job had moved on (lease lost, reclaimed): discarded, fenced by run count."""
+    outcomes: Mapping[RunOutcome, int] = field(default_factory=dict)
+    """The applied outcomes by what the run history recorded for them."""
 
 
 # --- schedules -----------------------------------------------------------------------------

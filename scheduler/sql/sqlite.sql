@@ -293,3 +293,38 @@ INSERT INTO scheduler_schedules (
 VALUES (:name, :source, :trigger_spec, :fn, :kind, :idempotent, :max_failures,
         :initial_backoff, :backoff_base, :args, :overlap, :catch_up, :catchup_window, :jitter,
         :paused, :next_fire_ts, :last_fire_ts, :fingerprint, :now, :now);
+
+-- Run history --------------------------------------------------------------------------------
+
+-- name: record_runs
+-- One run's history row, read from its job (claim time, due time, attempt) while that run still holds it.
+INSERT INTO scheduler_runs (
+    job_id, fn, attempt, run_count, due_ts, started_at, finished_at, outcome, error, process)
+SELECT id, fn, attempts, run_count, next_ts, updated_at, :now, :outcome, :error, :process
+FROM scheduler_jobs
+WHERE id = :job_id AND run_count = :run_count AND state = 'in_progress';
+
+-- name: list_runs
+-- Up to :limit runs, newest first, optionally of one function and finished at or after :since.
+SELECT id, job_id, fn, attempt, run_count, due_ts, started_at, finished_at, outcome, error,
+       process
+FROM scheduler_runs
+WHERE (:fn IS NULL OR fn = :fn) AND (:since IS NULL OR finished_at >= :since)
+ORDER BY id DESC
+LIMIT :limit;
+
+-- name: job_runs
+-- Up to :limit runs of one job, newest first, optionally of one function and finished at or after :since.
+SELECT id, job_id, fn, attempt, run_count, due_ts, started_at, finished_at, outcome, error,
+       process
+FROM scheduler_runs
+WHERE job_id = :job_id AND (:fn IS NULL OR fn = :fn)
+  AND (:since IS NULL OR finished_at >= :since)
+ORDER BY id DESC
+LIMIT :limit;
+
+-- name: prune_runs
+-- Delete up to :limit runs that finished before :before, oldest first (run retention).
+DELETE FROM scheduler_runs
+WHERE id IN (
+    SELECT id FROM scheduler_runs WHERE finished_at < :before ORDER BY finished_at LIMIT :limit);

@@ -73,6 +73,20 @@ _nested = NestedTransactionGuard(
 # --- transactions and read access ----------------------------------------------------------
 
 
+_ERROR_TEXT = frozenset({"set_error", "record_runs"})
+"""The queries that write a handler's error text."""
+
+
+def _without_nul(params: Params) -> Params:
+    """``params`` with NUL in its error text replaced: error text is diagnostic and
+    PostgreSQL text cannot hold NUL, so a handler's exception message must not make its own
+    completion unrecordable."""
+    error = params["error"]
+    if isinstance(error, str) and "\x00" in error:
+        return {**params, "error": error.replace("\x00", "\ufffd")}
+    return params
+
+
 class PostgresTx(Tx):
     """An open READ COMMITTED write transaction on one pooled connection."""
 
@@ -316,13 +330,13 @@ class PostgresStore(Store):
         sql = query.sql
         if q.fetch == "many":
             batch = cast("Sequence[Params]", q.params)
+            if q.name in _ERROR_TEXT:
+                batch = [_without_nul(p) for p in batch]
             await conn.executemany(sql, list(map(query.values, batch)))
             return len(batch)
         params = cast("Params", q.params)
-        if q.name == "set_error" and isinstance(params["error"], str):
-            # Error text is diagnostic and PostgreSQL text cannot hold NUL: a handler's
-            # exception message must not make its own completion unrecordable.
-            params = {**params, "error": params["error"].replace("\x00", "\ufffd")}
+        if q.name in _ERROR_TEXT:
+            params = _without_nul(params)
         args = query.values(params)
         if q.fetch == "all":
             return await conn.fetch(sql, *args)
