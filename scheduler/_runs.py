@@ -83,4 +83,6 @@ def lease_lost(job: ClaimedJob, *, found_lost: bool, why: str) -> Outcome | None
         return None
     if job.idempotent:
         return released(job)
-    return Outcome(job, ok=False, error=f"discarded: lease lost ({why})", retryable=True)
+    return Outcome(
+        job, ok=False, error=f"discarded: lease lost ({why})", retryable=True, discarded=True
+    )
