@@ -1,7 +1,8 @@
-"""``python -m scheduler --db PATH jobs|schedules ...``: the operator's view of a store.
+"""``python -m scheduler --db PATH jobs|schedules|runs ...``: the operator's view of a store.
 
 Works on the database alone (no application code is imported): jobs and schedules can be
-listed, shown, canceled, retried, paused, resumed, triggered, backfilled and deleted. Output
+listed, shown, canceled, retried, paused, resumed, triggered, backfilled and deleted, and
+the run history read (``runs ls``: did it run, when, how late, and why not). Output
 is a readable table, or JSON with ``--json`` for scripts. A running scheduler on another
 process sees the change at its next wake-up (at once on PostgreSQL; on SQLite within its
 sweep interval, 30 s by default, or sooner if it wakes for its own work).
@@ -12,6 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import re
 import sys
 import time
 from collections.abc import Sequence
@@ -23,7 +25,7 @@ from ._codec import ts_to_datetime
 from ._engine import Engine
 from .abc import Store
 from .errors import SchedulerError
-from .models import Job, JobState
+from .models import Job, JobState, Run
 from .registry import Registry
 from .stores.sqlite import SqliteStore
 
@@ -223,6 +225,61 @@ async def _list_schedules(args: argparse.Namespace, engine: Engine, now: float) 
     return 0
 
 
+async def _runs(args: argparse.Namespace, store: Store, now: float) -> int:
+    since = None if args.since is None else _parse_since(args.since, now)
+    runs = await store.at(now).runs(job_id=args.job, fn=args.fn, since=since, limit=args.limit)
+    if args.json:
+        print(json.dumps([_run_json(r) for r in runs], indent=2))
+    elif not runs:
+        print("no runs")
+    else:
+        rows = [
+            [
+                str(r.id),
+                str(r.job_id),
+                r.fn,
+                str(r.attempt + 1),
+                r.outcome.value,
+                _when(r.due_ts, now),
+                _seconds(r.lateness),
+                _seconds(r.duration),
+                r.process or "-",
+                _short(r.error, 40),
+            ]
+            for r in runs
+        ]
+        headers = ["RUN", "JOB", "FN", "TRY", "OUTCOME", "DUE", "LATE", "TOOK", "PROCESS", "ERROR"]
+        print(_table(headers, rows))
+    return 0
+
+
+def _run_json(run: Run) -> dict[str, Any]:
+    data = {f: getattr(run, f) for f in run.__dataclass_fields__}
+    data["outcome"] = run.outcome.value
+    data["lateness"] = run.lateness
+    data["duration"] = run.duration
+    return data
+
+
+def _seconds(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value * 1000:.0f}ms" if value < 1 else f"{value:.1f}s"
+
+
+_AGO = re.compile(r"(\d+(?:\.\d+)?)\s*([smhd])")
+_UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def _parse_since(text: str, now: float) -> float:
+    """A time as :func:`_parse_time` reads it, or a span before now (``90s``, ``15m``,
+    ``2h``, ``7d``)."""
+    ago = _AGO.fullmatch(text.strip())
+    if ago is not None:
+        return now - float(ago.group(1)) * _UNIT[ago.group(2)]
+    return _parse_time(text)
+
+
 def _parse_time(text: str) -> float:
     try:
         return float(text)
@@ -286,6 +343,18 @@ def build_parser() -> argparse.ArgumentParser:
     bf.add_argument("name")
     bf.add_argument("start", help="ISO 8601 with offset, or epoch seconds")
     bf.add_argument("end")
+
+    runs = groups.add_parser("runs", help="the run history: every attempt of every job")
+    rsub = runs.add_subparsers(dest="action", required=True)
+    rls = rsub.add_parser("ls", help="list runs, newest first", parents=[_json_flag()])
+    rls.add_argument("--fn", help="only runs of this function")
+    rls.add_argument("--job", type=int, help="only runs of this job")
+    rls.add_argument(
+        "--since",
+        help="only runs finished since: ISO 8601 with offset, epoch seconds, or a span "
+        "before now (90s, 15m, 2h, 7d)",
+    )
+    rls.add_argument("--limit", type=int, default=100)
     return parser
 
 
@@ -297,6 +366,8 @@ async def amain(argv: Sequence[str] | None = None) -> int:
         now = time.time()
         if args.group == "jobs":
             return await _jobs(args, store, now)
+        if args.group == "runs":
+            return await _runs(args, store, now)
         return await _schedules(args, store, now)
     finally:
         await store.close()

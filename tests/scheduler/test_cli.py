@@ -113,3 +113,54 @@ def test_a_file_that_is_not_a_database_is_refused_untouched(tmp_path: Path) -> N
     assert out.returncode == 1
     assert "not a SQLite database" in out.stderr and "Traceback" not in out.stderr
     assert path.read_text() == "hello, not a database\n"
+
+
+async def test_runs_ls_shows_every_attempt_as_a_table_and_json(tmp_path: Path) -> None:
+    reg = Registry()
+
+    @reg.mutation("work")
+    async def work(ctx: Any, args: Any) -> None:
+        if args == "fail":
+            raise ValueError("it broke")
+
+    @reg.mutation("other")
+    async def other(ctx: Any, args: Any) -> None:
+        return None
+
+    path = tmp_path / "runs.db"
+    async with Scheduler(SqliteStore(path), reg, process_id="worker-1") as sched:
+        failed = await sched.enqueue("work", "fail", retry=Retry(max_failures=1))
+        done = await sched.enqueue("work", "fine")
+        await sched.enqueue("other")
+        await sched.wait_idle()
+
+    out = cli(path, "runs", "ls")
+    assert out.returncode == 0, out.stderr
+    header, _rule, *rows = out.stdout.splitlines()
+    assert header.split() == [
+        "RUN", "JOB", "FN", "TRY", "OUTCOME", "DUE", "LATE", "TOOK", "PROCESS", "ERROR"
+    ]  # fmt: skip
+    assert len(rows) == 3
+    assert any(
+        r.split()[:5] == ["1", str(failed), "work", "1", "failed"]
+        and "worker-1" in r
+        and "ValueError: it broke" in r
+        for r in rows
+    )
+
+    data = json.loads(cli(path, "runs", "ls", "--fn", "work", "--json").stdout)
+    assert [(r["job_id"], r["outcome"]) for r in data] == [(done, "success"), (failed, "failed")]
+    first = data[1]
+    assert first["attempt"] == 0 and first["process"] == "worker-1"
+    assert first["error"] == "ValueError: it broke"
+    assert first["lateness"] == pytest.approx(first["started_at"] - first["due_ts"])
+    assert {"due_ts", "started_at", "finished_at", "run_count", "duration"} <= set(first)
+
+    only = json.loads(cli(path, "runs", "ls", "--job", str(done), "--json").stdout)
+    assert [r["job_id"] for r in only] == [done]
+    assert len(json.loads(cli(path, "runs", "ls", "--since", "1h", "--json").stdout)) == 3
+    later = (datetime.now(UTC) + timedelta(hours=1)).isoformat()
+    assert cli(path, "runs", "ls", "--since", later).stdout.strip() == "no runs"
+    assert len(json.loads(cli(path, "runs", "ls", "--limit", "1", "--json").stdout)) == 1
+    bad = cli(path, "runs", "ls", "--since", "yesterday")
+    assert bad.returncode == 1 and "cannot read time" in bad.stderr
