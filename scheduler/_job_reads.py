@@ -1,5 +1,6 @@
 """The scheduler's reads of jobs, as sans-IO operations (see ``_ops``): one job, a page of
-jobs, the count in each state, and the :class:`~scheduler.models.Job` a job row becomes."""
+jobs, the count in each state, the bounded counts metrics read, and the
+:class:`~scheduler.models.Job` a job row becomes."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from . import _codec
 from ._codec import optional_float
 from ._ops import decode_payload
 from .models import Job, JobKind, JobState
-from .store_types import Op, OpState, Q, Row
+from .store_types import Op, OpState, Q, Row, StoreGauges
 
 
 def get_job(st: OpState, job_id: int) -> Op[Job | None]:
@@ -38,6 +39,31 @@ def count_by_state(st: OpState) -> Op[dict[JobState, int]]:
     for r in rows:
         counts[JobState(r["state"])] = int(r["n"])
     return counts
+
+
+def gauges(st: OpState, cap: int) -> Op[StoreGauges]:
+    """The store's gauges at ``st.now``, every count stopping at ``cap`` rows, so a scrape
+    costs the same however many jobs there are."""
+    rows = yield Q("count_active_capped", {"cap": cap}, "all")
+    active = {r["state"]: int(r["n"]) for r in rows}
+    due = 0
+    oldest: float | None = None
+    for kind in JobKind:
+        row = yield Q("count_due_capped", {"kind": kind.value, "now": st.now, "cap": cap}, "one")
+        due += int(row["n"])
+        first = yield Q("next_due", {"kind": kind.value}, "one")
+        if first is not None and float(first["next_ts"]) <= st.now:
+            ts = float(first["next_ts"])
+            oldest = ts if oldest is None else min(oldest, ts)
+    totals = yield Q("schedule_totals", {}, "one")
+    return StoreGauges(
+        active=active,
+        due=min(due, cap),
+        oldest_due=oldest,
+        schedules=int(totals["n"]),
+        schedule_missed=int(totals["missed"]),
+        schedule_skipped=int(totals["skipped"]),
+    )
 
 
 def job_from_row(r: Row) -> Job:

@@ -316,17 +316,13 @@ def reclaim_expired(st: OpState, limit: int, process: str | None = None) -> Op[R
     error: which process held the lease is not known)."""
     rows = yield Q("expired_leases", {"now": st.now, "limit": limit}, "all")
     swept = "" if process is None else f"; reclaimed by {process}"
-    yield from _run_history.record_rows(
-        _run_history.run_row(
-            st,
-            int(r["id"]),
-            int(r["run_count"]),
-            RunOutcome.LEASE_LOST,
-            _lease_lost_error(r) + swept,
-            None,
+    lost = [
+        _run_history.run_entry(
+            int(r["id"]), int(r["run_count"]), RunOutcome.LEASE_LOST, _lease_lost_error(r) + swept
         )
         for r in rows
-    )
+    ]
+    yield from _run_history.record_runs(st, lost, None)
     requeued = failed = 0
     for r in rows:
         job_id = int(r["id"])

@@ -11,7 +11,7 @@ writes ``updated_at`` of a job in progress).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from ._codec import optional_float
@@ -22,41 +22,27 @@ RUN_LIST_LIMIT = 10_000
 """The most runs one read returns."""
 
 
-def run_row(
-    st: OpState,
-    job_id: int,
-    run_count: int,
-    outcome: RunOutcome,
-    error: str | None,
-    process: str | None,
-) -> dict[str, Any]:
-    """The parameters of ``record_runs`` for one run."""
-    return {
-        "job_id": job_id,
-        "run_count": run_count,
-        "now": st.now,
-        "outcome": outcome.value,
-        "error": error,
-        "process": process,
-    }
+def run_entry(job_id: int, run_count: int, outcome: RunOutcome, error: str | None) -> list[Any]:
+    """One run of a ``record_runs`` batch: ``[job id, run count, outcome, error]``. NUL in
+    the error text (which PostgreSQL text cannot hold) is replaced, so that a handler's
+    exception message cannot make its own history unrecordable."""
+    if error is not None and "\x00" in error:
+        error = error.replace("\x00", "\ufffd")
+    return [job_id, run_count, outcome.value, error]
+
+
+def record_runs(st: OpState, runs: list[list[Any]], process: str | None) -> Op[None]:
+    """Record a batch of runs (:func:`run_entry` each) ran by ``process``, in one statement,
+    each read from its job as the run left it: run it before the outcomes change their
+    jobs. A run that no longer holds its job (the lease was lost) records nothing."""
+    if runs:
+        yield Q("record_runs", {"runs": runs, "now": st.now, "process": process})
 
 
 def record_outcomes(st: OpState, outcomes: Sequence[Outcome], process: str | None) -> Op[None]:
-    """Record the runs ``outcomes`` end, in one statement for the whole batch; run it before
-    the outcomes change their jobs (a row is read from its job as the run left it)."""
-    if outcomes:
-        rows = [
-            run_row(st, o.job.id, o.job.run_count, o.run_outcome, o.error, process)
-            for o in outcomes
-        ]
-        yield Q("record_runs", rows, "many")
-
-
-def record_rows(rows: Iterable[dict[str, Any]]) -> Op[None]:
-    """Record runs from prepared :func:`run_row` parameters, in one statement."""
-    batch = list(rows)
-    if batch:
-        yield Q("record_runs", batch, "many")
+    """Record the runs ``outcomes`` end (see :func:`record_runs`)."""
+    runs = [run_entry(o.job.id, o.job.run_count, o.run_outcome, o.error) for o in outcomes]
+    yield from record_runs(st, runs, process)
 
 
 def list_runs(

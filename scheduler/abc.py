@@ -37,6 +37,7 @@ from .store_types import (
     Resolve,
     ScheduleDef,
     ScheduleRow,
+    StoreGauges,
     TriggerOf,
 )
 
@@ -149,6 +150,12 @@ class Operations(ABC):
         """Up to ``limit`` recorded runs (at most ``RUN_LIST_LIMIT``), newest first: of one
         job and/or one function, finished at or after ``since`` (epoch seconds)."""
         return await self.read(lambda st: _run_history.list_runs(st, job_id, fn, since, limit))
+
+    async def gauges(self, cap: int = 100_000) -> StoreGauges:
+        """Jobs by active state, the due backlog (and its oldest due time), and the schedule
+        totals, for metrics: every count stops at ``cap`` rows, so a read costs the same
+        however many jobs there are."""
+        return await self.read(lambda st: _job_reads.gauges(st, cap))
 
     async def prune_runs(self, before: float, limit: int = 5000) -> int:
         """Delete up to ``limit`` runs that finished before ``before``, oldest first; returns

@@ -163,6 +163,24 @@ class CompletionReport:
     """The applied outcomes by what the run history recorded for them."""
 
 
+@dataclass(frozen=True, slots=True)
+class StoreGauges:
+    """What the store holds now, for metrics: each count bounded by the cap it was read
+    with (a count at the cap means "at least that many")."""
+
+    active: Mapping[str, int]
+    """Jobs by active state (``pending``, ``held``, ``in_progress``)."""
+    due: int
+    """Pending jobs due now, not yet claimed (the backlog)."""
+    oldest_due: float | None
+    """The due time of the longest-waiting due pending job (None when nothing is due)."""
+    schedules: int
+    schedule_missed: int
+    """Fire times every schedule's catch-up policy dropped, added up."""
+    schedule_skipped: int
+    """Fire times every schedule's overlap policy skipped, added up."""
+
+
 # --- schedules -----------------------------------------------------------------------------
 
 Trigger = Cron | Interval

@@ -317,16 +317,17 @@ VALUES (:name, :source, :trigger_spec, :fn, :kind, :idempotent, :max_failures,
 -- Run history --------------------------------------------------------------------------------
 
 -- name: record_runs
--- One run's history row, read from its job (claim time, due time, attempt) while that run still holds it.
--- The job row is locked, so a concurrent reclaim or completion of the same run waits and
+-- The history rows of a batch of runs ([job id, run count, outcome, error] each), read from their jobs while those runs still hold them.
+-- The job rows are locked, so a concurrent reclaim or completion of the same run waits and
 -- then finds it moved on (one history row per run).
 INSERT INTO scheduler_runs (
     job_id, fn, attempt, run_count, due_ts, started_at, finished_at, outcome, error, process)
-SELECT id, fn, attempts, run_count, next_ts, updated_at, :now::double precision,
-       :outcome::text, :error::text, :process::text
-FROM scheduler_jobs
-WHERE id = :job_id::bigint AND run_count = :run_count::integer AND state = 'in_progress'
-FOR UPDATE;
+SELECT j.id, j.fn, j.attempts, j.run_count, j.next_ts, j.updated_at, :now::double precision,
+       r.value ->> 2, r.value ->> 3, :process::text
+FROM jsonb_array_elements(:runs::jsonb) AS r(value)
+JOIN scheduler_jobs AS j ON j.id = (r.value ->> 0)::bigint
+WHERE j.run_count = (r.value ->> 1)::integer AND j.state = 'in_progress'
+FOR UPDATE OF j;
 
 -- name: list_runs
 -- Up to :limit runs, newest first, optionally of one function and finished at or after :since.
@@ -353,3 +354,29 @@ LIMIT :limit;
 DELETE FROM scheduler_runs
 WHERE id IN (
     SELECT id FROM scheduler_runs WHERE finished_at < :before ORDER BY finished_at LIMIT :limit);
+
+-- Metrics --------------------------------------------------------------------------------------
+
+-- name: count_active_capped
+-- How many jobs are pending, held and in progress, each counted up to :cap (through their indexes).
+SELECT 'pending' AS state, count(*) AS n
+FROM (SELECT 1 FROM scheduler_jobs WHERE state = 'pending' LIMIT :cap) AS pending
+UNION ALL
+SELECT 'held', count(*)
+FROM (SELECT 1 FROM scheduler_jobs
+      WHERE state = 'held' AND schedule_name IS NOT NULL LIMIT :cap) AS held
+UNION ALL
+SELECT 'in_progress', count(*)
+FROM (SELECT 1 FROM scheduler_jobs
+      WHERE state = 'in_progress' AND lease_expires_at IS NOT NULL LIMIT :cap) AS running;
+
+-- name: count_due_capped
+-- How many pending jobs of one kind are due at :now, counted up to :cap.
+SELECT count(*) AS n
+FROM (SELECT 1 FROM scheduler_jobs
+      WHERE state = 'pending' AND kind = :kind AND next_ts <= :now LIMIT :cap) AS due;
+
+-- name: schedule_totals
+-- Every schedule's times dropped by catch-up (missed) and by overlap (skipped), added up.
+SELECT count(*) AS n, coalesce(sum(missed), 0) AS missed, coalesce(sum(skipped), 0) AS skipped
+FROM scheduler_schedules;

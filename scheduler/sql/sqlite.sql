@@ -297,12 +297,14 @@ VALUES (:name, :source, :trigger_spec, :fn, :kind, :idempotent, :max_failures,
 -- Run history --------------------------------------------------------------------------------
 
 -- name: record_runs
--- One run's history row, read from its job (claim time, due time, attempt) while that run still holds it.
+-- The history rows of a batch of runs ([job id, run count, outcome, error] each), read from their jobs while those runs still hold them.
 INSERT INTO scheduler_runs (
     job_id, fn, attempt, run_count, due_ts, started_at, finished_at, outcome, error, process)
-SELECT id, fn, attempts, run_count, next_ts, updated_at, :now, :outcome, :error, :process
-FROM scheduler_jobs
-WHERE id = :job_id AND run_count = :run_count AND state = 'in_progress';
+SELECT j.id, j.fn, j.attempts, j.run_count, j.next_ts, j.updated_at, :now,
+       json_extract(r.value, '$[2]'), json_extract(r.value, '$[3]'), :process
+FROM json_each(:runs) AS r
+JOIN scheduler_jobs AS j ON j.id = json_extract(r.value, '$[0]')
+WHERE j.run_count = json_extract(r.value, '$[1]') AND j.state = 'in_progress';
 
 -- name: list_runs
 -- Up to :limit runs, newest first, optionally of one function and finished at or after :since.
@@ -328,3 +330,29 @@ LIMIT :limit;
 DELETE FROM scheduler_runs
 WHERE id IN (
     SELECT id FROM scheduler_runs WHERE finished_at < :before ORDER BY finished_at LIMIT :limit);
+
+-- Metrics --------------------------------------------------------------------------------------
+
+-- name: count_active_capped
+-- How many jobs are pending, held and in progress, each counted up to :cap (through their indexes).
+SELECT 'pending' AS state, count(*) AS n
+FROM (SELECT 1 FROM scheduler_jobs WHERE state = 'pending' LIMIT :cap) AS pending
+UNION ALL
+SELECT 'held', count(*)
+FROM (SELECT 1 FROM scheduler_jobs
+      WHERE state = 'held' AND schedule_name IS NOT NULL LIMIT :cap) AS held
+UNION ALL
+SELECT 'in_progress', count(*)
+FROM (SELECT 1 FROM scheduler_jobs
+      WHERE state = 'in_progress' AND lease_expires_at IS NOT NULL LIMIT :cap) AS running;
+
+-- name: count_due_capped
+-- How many pending jobs of one kind are due at :now, counted up to :cap.
+SELECT count(*) AS n
+FROM (SELECT 1 FROM scheduler_jobs
+      WHERE state = 'pending' AND kind = :kind AND next_ts <= :now LIMIT :cap) AS due;
+
+-- name: schedule_totals
+-- Every schedule's times dropped by catch-up (missed) and by overlap (skipped), added up.
+SELECT count(*) AS n, coalesce(sum(missed), 0) AS missed, coalesce(sum(skipped), 0) AS skipped
+FROM scheduler_schedules;

@@ -23,6 +23,7 @@ A transaction left aborted is rolled back at the end and reported with a
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import re
 import secrets
@@ -36,7 +37,7 @@ from .. import _ops
 from ..abc import Cursor, Store, Tx
 from ..errors import InvalidArgument, SchedulerError, StoreError
 from ..migrations import MigrationSet, scheduler_migrations
-from ..sql import positional_queries
+from ..sql import Numbered, positional_queries
 from ..sql.placeholders import translate_placeholders
 from ..store_types import NewJob, Op, OpState, Params, Q
 from ._base import NestedTransactionGuard, ReadOnlyDb, quote_ident, redact_dsn, settle
@@ -73,18 +74,15 @@ _nested = NestedTransactionGuard(
 # --- transactions and read access ----------------------------------------------------------
 
 
-_ERROR_TEXT = frozenset({"set_error", "record_runs"})
-"""The queries that write a handler's error text."""
-
-
-def _without_nul(params: Params) -> Params:
-    """``params`` with NUL in its error text replaced: error text is diagnostic and
-    PostgreSQL text cannot hold NUL, so a handler's exception message must not make its own
-    completion unrecordable."""
-    error = params["error"]
-    if isinstance(error, str) and "\x00" in error:
-        return {**params, "error": error.replace("\x00", "\ufffd")}
-    return params
+def jsonb_parameters(queries: dict[str, Numbered]) -> dict[str, frozenset[int]]:
+    """For each query that takes ``$n::jsonb`` parameters, their positions: those values
+    (lists, as the SQLite store hands them to ``json_each``) are sent as JSON text."""
+    out: dict[str, frozenset[int]] = {}
+    for name, q in queries.items():
+        at = frozenset(i for i in range(len(q.names)) if f"${i + 1}::jsonb" in q.sql)
+        if at:
+            out[name] = at
+    return out
 
 
 class PostgresTx(Tx):
@@ -208,6 +206,7 @@ class PostgresStore(Store):
         self.application_name = application_name
         self._connect_kwargs = connect_kwargs
         self._queries = positional_queries("postgres")
+        self._json_params = jsonb_parameters(self._queries)
         # Tags this store's NOTIFYs, so its own commits (already announced locally) are not
         # announced twice when they come back through LISTEN.
         self._token = secrets.token_hex(8)
@@ -330,14 +329,17 @@ class PostgresStore(Store):
         sql = query.sql
         if q.fetch == "many":
             batch = cast("Sequence[Params]", q.params)
-            if q.name in _ERROR_TEXT:
-                batch = [_without_nul(p) for p in batch]
             await conn.executemany(sql, list(map(query.values, batch)))
             return len(batch)
         params = cast("Params", q.params)
-        if q.name in _ERROR_TEXT:
-            params = _without_nul(params)
+        if q.name == "set_error" and isinstance(params["error"], str):
+            # Error text is diagnostic and PostgreSQL text cannot hold NUL: a handler's
+            # exception message must not make its own completion unrecordable.
+            params = {**params, "error": params["error"].replace("\x00", "\ufffd")}
         args = query.values(params)
+        json_at = self._json_params.get(q.name)
+        if json_at:
+            args = tuple(json.dumps(a) if i in json_at else a for i, a in enumerate(args))
         if q.fetch == "all":
             return await conn.fetch(sql, *args)
         if q.fetch == "one":
