@@ -31,10 +31,12 @@ from .discord_endpoints import use_discord_endpoints
 from .edit_commands import EditCommands
 from .info_commands import InfoCommands
 from .lifecycle_commands import LifecycleCommands
+from .metrics import BotStats
 from .pacing import ChannelPacer, lease_needed
 from .post_updates import PostUpdates
 from .publishing import Publisher
 from .views import PageButton
+from .web.server import WebServer
 
 log = logging.getLogger(__name__)
 
@@ -104,11 +106,18 @@ class CrierBot(commands.Bot):
     """The Discord client, holding the scheduler-backed services; hosts the commands cog."""
 
     def __init__(
-        self, settings: Settings, sched: Scheduler, clock: Clock, guild_ready_timeout: float = 2.0
+        self,
+        settings: Settings,
+        sched: Scheduler,
+        clock: Clock,
+        guild_ready_timeout: float = 2.0,
+        *,
+        stats: BotStats | None = None,
     ) -> None:
         # The bot never joins voice: don't let discord.py warn at every start that voice
         # libraries are missing (a bad token must give one clear line, nothing more).
         discord.VoiceClient.warn_nacl = discord.VoiceClient.warn_dave = False
+        self.stats = stats if stats is not None else BotStats()
         super().__init__(
             # Slash commands only: no prefix, so no message (not even one that mentions the
             # bot) is read as a command, and no message-content intent is needed.
@@ -122,6 +131,7 @@ class CrierBot(commands.Bot):
             # instead of sleeping inside a delivery: the publish step waits as a scheduled
             # retry of its own. Short ones are still waited out by discord.py.
             max_ratelimit_timeout=MAX_RATELIMIT_WAIT,
+            http_trace=self.stats.trace_config(),  # counts the 429s discord.py waits out
         )
         self.settings = settings
         self.sched = sched
@@ -236,7 +246,15 @@ class Crier:
             max_concurrency=512,
             migrations=[bot_migrations()],
         )
-        self.bot = CrierBot(settings, self.sched, self.clock, guild_ready_timeout)
+        self.stats = BotStats()
+        """What this process's deliveries, edits and requests did (``/metrics``)."""
+        self.bot = CrierBot(
+            settings,
+            self.sched,
+            self.clock,
+            guild_ready_timeout,
+            stats=self.stats,
+        )
         self.delivery = Delivery(
             self.bot,
             self.bot.announcements,
@@ -246,12 +264,29 @@ class Crier:
             heartbeat_every=max(0.5, settings.lease / 3),
             lease_needed=lease_needed(self.sched, settings.nonce_window / 3),
             ready=self.bot.logged_in,
+            stats=self.stats,
         )
         self.delivery.register(self.registry)
         self.post_updates = PostUpdates(self.delivery)
         self.post_updates.register(self.registry)
         self.publisher = Publisher(self.delivery)
         self.publisher.register(self.registry)
+        self.web = self._web_server()
+        """The HTTP server on ``HTTP_ADDRESS`` (None when it is not set)."""
+
+    def _web_server(self) -> WebServer | None:
+        if self.settings.http_address is None:
+            return None
+        try:
+            from .web.observability import observability_routes
+        except ImportError as exc:
+            raise ConfigError(
+                f"HTTP_ADDRESS serves /metrics, which needs {exc.name or 'prometheus_client'}: "
+                "install the bot with its metrics extra (pip install 'crier[metrics]')"
+            ) from None
+        server = WebServer(*self.settings.http_address)
+        server.add_routes(observability_routes(self.bot, self.sched, self.stats))
+        return server
 
     async def start(self) -> None:
         """Open the database, log in, and connect in the background (returns once ready)."""
@@ -264,6 +299,8 @@ class Crier:
                 f"cannot open the database {database_name(self.settings)}: {exc}"
             ) from exc
         try:
+            if self.web is not None:  # up before the gateway: /healthz says it is connecting
+                await self.web.start()
             await self.bot.login(self.settings.token)
             self._runner = asyncio.create_task(self.bot.connect(), name="discord-gateway")
             ready = asyncio.create_task(self.bot.wait_until_ready())
@@ -280,6 +317,8 @@ class Crier:
 
     async def close(self) -> None:
         try:
+            if self.web is not None:
+                await self.web.stop()
             await self.sched.stop()
         finally:
             with contextlib.suppress(Exception):

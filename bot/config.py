@@ -133,6 +133,21 @@ def _database_url(name: str, raw: str) -> str:
     )
 
 
+def _http_address(name: str, raw: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``127.0.0.1:8080``, ``[::1]:8080``, ``0.0.0.0:9100``; port 0 takes any
+    free one) as ``(host, port)``."""
+    text = raw.strip()
+    host, sep, port_text = text.rpartition(":")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    if not sep or not host or not port_text.isdigit() or int(port_text) > 65535:
+        raise ConfigError(
+            f"{name} must be HOST:PORT, e.g. 127.0.0.1:8080 (0.0.0.0:8080 for every "
+            f"interface), got {raw!r}"
+        )
+    return host, int(port_text)
+
+
 # --- the table ----------------------------------------------------------------------------------
 
 
@@ -241,6 +256,13 @@ SETTINGS: tuple[Setting, ...] = (
         "The most the live announcements of one server may keep in files together (MiB, "
         "kept in bytes).",
     ),
+    Setting(
+        "HTTP_ADDRESS",
+        "http_address",
+        _http_address,
+        None,
+        "Where to serve /healthz and /metrics (HOST:PORT); unset: no HTTP server.",
+    ),
 )
 """Every setting, in the order they are checked."""
 
@@ -274,6 +296,7 @@ class Settings:
     sweep_interval: float = default("sweep_interval")
     file_max_bytes: float = default("file_max_bytes")
     guild_files_max_bytes: float = default("guild_files_max_bytes")
+    http_address: tuple[str, int] | None = default("http_address")
 
     @property
     def database(self) -> tuple[str, str]:

@@ -759,6 +759,10 @@ class BotDb:
 
     # --- command sync bookkeeping (bot_meta) -------------------------------------------------
 
+    async def ping(self) -> None:
+        """Read one row of the bot's own tables: raises if the database cannot be read."""
+        await self._one("SELECT key FROM bot_meta LIMIT 1", ())
+
     async def meta_value(self, key: str) -> str | None:
         """The value stored under ``key``, or None."""
         row = await self._one("SELECT value FROM bot_meta WHERE key = ?", (key,))

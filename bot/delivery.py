@@ -45,6 +45,7 @@ from .announcements import MOVED, SEND_FN, Announcement, Announcements, enqueue_
 from .changes import end_announcement, end_if_past_until
 from .db import BotDb
 from .forum_posts import create_forum_post, find_forum_post
+from .metrics import BotStats
 from .models import (
     INTERRUPTED_AND_STOPPED,
     AnnouncementState,
@@ -126,8 +127,11 @@ class Delivery:
         heartbeat_every: float,
         lease_needed: float,
         ready: asyncio.Event | None = None,
+        stats: BotStats | None = None,
     ) -> None:
         self.client = client
+        self.stats = stats if stats is not None else BotStats()
+        """What this process's deliveries and edits did (``/metrics``)."""
         self.ready = ready
         """Set once the client is logged in (sends wait for it)."""
         self.announcements = announcements
@@ -195,6 +199,8 @@ class Delivery:
                 # Nothing may post for a run that could have lost its job meanwhile.
                 await hold_lease(ctx, self.lease_needed)
                 turn.sent = True
+                if attempt.again and ann.rich.destination != Destination.FORUM:
+                    self.stats.nonce_resends += 1  # (a forum post has no nonce)
                 # A send that hangs is abandoned well inside the nonce window, so its retry
                 # can still be deduplicated by Discord.
                 async with asyncio.timeout(self.send_timeout):
@@ -228,6 +234,7 @@ class Delivery:
                 "publish": ann.rich.publish,
             },
         )
+        self._count_sent(late=late, again=attempt.again)
         return {"message_id": message_id, "late_by": round(late_by, 3)}
 
     # --- what is posted, and where (see bot.payload and bot.destinations) ---------------------
@@ -274,6 +281,12 @@ class Delivery:
                 },
             )
 
+    def _count_sent(self, *, late: bool, again: bool) -> None:
+        stats = self.stats
+        stats.deliveries_sent += 1
+        stats.deliveries_late += late
+        stats.deliveries_resent += again
+
     async def _transient(
         self, ctx: ActionContext, ann: Announcement, fire_ts: float, reason: str
     ) -> None:
@@ -304,6 +317,7 @@ class Delivery:
         )
         if not recorded:
             return  # another run delivered it meanwhile: there is no failure to report
+        self.stats.deliveries_failed += 1
         await hold_lease(ctx, self.lease_needed)
         await self.report(ann, ctx.job.id, reason, paused=pause)
 

@@ -76,6 +76,7 @@ class PostUpdates:
                     self._record_updated,
                     {"ann": ann_id, "fire_ts": fire_ts, "revision": ann.revision},
                 )
+                d.stats.edits += 1
                 log.info(
                     "announcement %d: message %d updated to revision %d",
                     ann_id, message_id, ann.revision,
@@ -137,6 +138,7 @@ class PostUpdates:
         await ctx.run_mutation(
             self._record_failed, {"ann": ann_id, "fire_ts": fire_ts, "error": reason}
         )
+        self.delivery.stats.edits_failed += 1
         ann = await self.delivery.announcements.by_id(ann_id)
         if ann is None:
             return

@@ -121,6 +121,10 @@ class Publisher:
 
         await ctx.run_mutation(record, {})
         if state == PublishState.FAILED:
+            self.delivery.stats.publishes_failed += 1
+        else:
+            self.delivery.stats.publishes += 1
+        if state == PublishState.FAILED:
             log.warning(
                 "announcement %s: post %s not published: %s",
                 args["announcement_id"], args["message_id"], error,

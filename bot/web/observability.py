@@ -1,0 +1,110 @@
+"""``GET /healthz`` and ``GET /metrics``: is this bot process working, and what has it done.
+
+``/healthz`` answers ``200 ok`` when the gateway is connected, the database answers a read
+and the scheduler runs; otherwise ``503`` with every reason, one per line (for a load
+balancer, systemd or a container's health check). ``/metrics`` is the Prometheus text
+format: the scheduler's metrics (``scheduler.metrics``) and the bot's own (``crier_*``,
+:mod:`bot.metrics`). Both need no login: serve them on loopback or behind a proxy.
+
+This module needs ``prometheus_client`` (the ``metrics`` extra): the bot imports it only
+when ``HTTP_ADDRESS`` is set.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+from collections.abc import Iterator
+
+import discord
+from aiohttp import web
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from prometheus_client.registry import Collector
+
+from scheduler import Scheduler
+from scheduler.metrics import SchedulerCollector
+
+from ..db import BotDb
+from ..metrics import BotStats
+
+log = logging.getLogger(__name__)
+
+DATABASE_TIMEOUT = 2.0
+"""How long ``/healthz`` waits for the database's answer before calling it unreachable."""
+
+
+async def problems(client: discord.Client, sched: Scheduler) -> list[str]:
+    """Why this process is not healthy (empty: it is)."""
+    found: list[str] = []
+    ws = client.ws
+    if client.is_closed() or ws is None or not ws.open or not client.is_ready():
+        found.append("gateway not connected")
+    if not sched.running:
+        found.append("scheduler not running")
+    try:
+        async with asyncio.timeout(DATABASE_TIMEOUT):
+            async with sched.reader() as db:
+                await BotDb(db).ping()
+    except TimeoutError:
+        found.append(f"database unreachable: no answer within {DATABASE_TIMEOUT:g}s")
+    except Exception as exc:
+        found.append(f"database unreachable: {type(exc).__name__}: {exc}")
+    return found
+
+
+def observability_routes(
+    client: discord.Client, sched: Scheduler, stats: BotStats
+) -> list[web.RouteDef]:
+    """The ``/healthz`` and ``/metrics`` routes for this process."""
+    registry = CollectorRegistry()
+    scheduler_metrics = SchedulerCollector(sched, registry=registry)
+    registry.register(_BotCollector(client, stats))
+
+    async def healthz(request: web.Request) -> web.Response:
+        found = await problems(client, sched)
+        if found:
+            return web.Response(status=503, text="\n".join(found) + "\n")
+        return web.Response(text="ok\n")
+
+    async def metrics(request: web.Request) -> web.Response:
+        try:
+            await scheduler_metrics.refresh()
+        except Exception as exc:  # the counters are still worth serving
+            log.warning("/metrics: could not read the store's gauges: %s", exc)
+            scheduler_metrics.gauges = None
+        body = generate_latest(registry)
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    return [web.get("/healthz", healthz), web.get("/metrics", metrics)]
+
+
+class _BotCollector(Collector):
+    """The bot's counters (:class:`BotStats`) and its gateway's state, as Prometheus
+    metrics."""
+
+    def __init__(self, client: discord.Client, stats: BotStats) -> None:
+        self.client = client
+        self.stats = stats
+
+    def describe(self) -> Iterator[Metric]:
+        return iter(())
+
+    def collect(self) -> Iterator[Metric]:
+        for name, help_text, value in self.stats.counters():
+            yield CounterMetricFamily(name, help_text, value=value)
+        ws = self.client.ws
+        connected = not self.client.is_closed() and ws is not None and ws.open
+        yield GaugeMetricFamily(
+            "crier_gateway_connected", "1 while the Discord gateway is connected.", int(connected)
+        )
+        latency = self.client.latency
+        if connected and math.isfinite(latency):
+            yield GaugeMetricFamily(
+                "crier_gateway_latency_seconds",
+                "Time between the gateway's last heartbeat and its acknowledgement.",
+                latency,
+            )
+        yield GaugeMetricFamily("crier_guilds", "Servers the bot is in.", len(self.client.guilds))
