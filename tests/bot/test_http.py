@@ -19,6 +19,9 @@ from scheduler import JobState
 from scheduler.testing import FakeClock
 from tests.bot.conftest import CrierFactory, World
 from tests.bot.test_delivery import advance_to_retry, idle, messages_regex, posts, schedule
+from tests.bot.test_destinations import announcement_channel
+from tests.bot.test_destinations import schedule as schedule_in
+from tests.bot.test_edit import edit
 
 TOKEN = "x" * 24 + ".abcdef.ghijklmnopqrstu"
 
@@ -185,3 +188,24 @@ async def test_metrics_count_a_resend_with_the_same_nonce_and_a_failure(
     assert sample(page, "crier_deliveries_failed_total") == 1
     assert sample(page, "scheduler_retries_total") == 1
     assert sample(page, "scheduler_failures_total") == 1
+
+
+async def test_metrics_count_publishes_and_edits_of_posted_messages(
+    world: World, served: Crier, clock: FakeClock, http: aiohttp.ClientSession
+) -> None:
+    news = announcement_channel(world)
+    local = await schedule_in(world, news, when="in 1m", message="to followers")
+    clock.advance(timedelta(minutes=1))
+    await idle(served)
+    [posted] = world.fake.bot_messages(news)
+    assert posted.crossposted
+    await edit(world, id=local, message="to followers, corrected")
+    await idle(served)
+    assert world.fake.bot_messages(news)[0].content == "to followers, corrected"
+
+    page = samples((await get(http, served, "/metrics"))[1])
+    assert sample(page, "crier_deliveries_sent_total") == 1
+    assert sample(page, "crier_publishes_total") == 1
+    assert sample(page, "crier_publishes_failed_total") == 0
+    assert sample(page, "crier_edits_total") == 1
+    assert sample(page, "crier_edits_failed_total") == 0
