@@ -57,15 +57,20 @@ def make_store(settings: Settings) -> Store:
 
 
 class RedactingFormatter(logging.Formatter):
-    """Never lets the token reach a log line, whatever logged it."""
+    """Never lets the token (nor the OAuth2 client secret, ``others``) reach a log line,
+    whatever logged it."""
 
-    def __init__(self, secret: str, fmt: str) -> None:
+    def __init__(self, secret: str, fmt: str, *, others: Sequence[str | None] = ()) -> None:
         super().__init__(fmt)
         self._secret = secret
+        self._others = [s for s in others if s]
 
     def format(self, record: logging.LogRecord) -> str:
         text = super().format(record)
-        return text.replace(self._secret, "[token]") if self._secret else text
+        text = text.replace(self._secret, "[token]") if self._secret else text
+        for other in self._others:
+            text = text.replace(other, "[secret]")
+        return text
 
 
 class RefusedWriteFilter(logging.Filter):
@@ -85,7 +90,11 @@ class RefusedWriteFilter(logging.Filter):
 def setup_logging(settings: Settings) -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(
-        RedactingFormatter(settings.token, "%(asctime)s %(levelname)-7s %(name)s: %(message)s")
+        RedactingFormatter(
+            settings.token,
+            "%(asctime)s %(levelname)-7s %(name)s: %(message)s",
+            others=(settings.client_secret,),
+        )
     )
     handler.addFilter(RefusedWriteFilter())
     root = logging.getLogger()

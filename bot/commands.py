@@ -18,7 +18,7 @@ from discord.ext.commands import Bot, Cog
 
 from scheduler import Clock
 
-from .announcements import Announcements, GuildSettings
+from .announcements import Announcement, Announcements, GuildSettings
 from .autocomplete import announcement_ids
 from .checks import Refusal, can_read, guild_member, manage_server_only, require_manager
 from .destinations import tag_choices
@@ -185,18 +185,7 @@ class AnnouncementCommands(Cog, name=COMMANDS_COG):
         guild, member = guild_member(interaction)
         require_manager(member, await self.announcements.settings(guild.id))
         before = await self.announcements.cancel(guild.id, id, actor_id=member.id)
-        if before.state == AnnouncementState.SENT:
-            raise Refusal(f"Announcement #{id} was already posted; there is nothing to cancel.")
-        if before.state == AnnouncementState.CANCELED:
-            raise Refusal(f"Announcement #{id} was already canceled.")
-        if before.state == AnnouncementState.FAILED:
-            raise Refusal(
-                f"Announcement #{id} already failed ({before.failure}); nothing to cancel."
-            )
-        what = "Its schedule is deleted." if before.recurring else "It will not be posted."
-        await reply(
-            interaction, f"🚫 Canceled announcement **#{id}** for <#{before.channel_id}>. {what}"
-        )
+        await reply(interaction, canceled(before))
 
     # --- /settings -----------------------------------------------------------------------------
 
@@ -270,6 +259,20 @@ def forum_tag_choices(
     return [
         app_commands.Choice(name=name, value=value) for name, value in tag_choices(forum, current)
     ][:MAX_CHOICES]
+
+
+def canceled(before: Announcement) -> str:
+    """The answer to a cancel, given the announcement as it was; refused (nothing was
+    changed) if it was no longer live."""
+    n = before.local_id
+    if before.state == AnnouncementState.SENT:
+        raise Refusal(f"Announcement #{n} was already posted; there is nothing to cancel.")
+    if before.state == AnnouncementState.CANCELED:
+        raise Refusal(f"Announcement #{n} was already canceled.")
+    if before.state == AnnouncementState.FAILED:
+        raise Refusal(f"Announcement #{n} already failed ({before.failure}); nothing to cancel.")
+    what = "Its schedule is deleted." if before.recurring else "It will not be posted."
+    return f"🚫 Canceled announcement **#{n}** for <#{before.channel_id}>. {what}"
 
 
 def settings_summary(settings: GuildSettings, changed: bool) -> str:

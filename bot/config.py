@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -98,6 +99,23 @@ class OneOf:
         if value not in self.choices:
             raise ConfigError(f"{name} must be one of {', '.join(self.choices)}, got {value!r}")
         return value
+
+
+def _secret(name: str, raw: str) -> str:
+    secret = raw.strip()
+    if len(secret) < 8 or not all("!" <= c <= "~" for c in secret):
+        raise ConfigError(
+            f"{name} does not look like an OAuth2 client secret (check for stray text)"
+        )
+    return secret
+
+
+def _user_ids(name: str, raw: str) -> tuple[int, ...]:
+    """Discord user ids separated by commas or spaces."""
+    parts = [p for p in re.split(r"[,\s]+", raw.strip()) if p]
+    if not parts:
+        raise ConfigError(f"{name} must list Discord user ids (comma-separated), got {raw!r}")
+    return tuple(Snowflake()(name, p) for p in parts)
 
 
 def _token(name: str, raw: str) -> str:
@@ -263,6 +281,35 @@ SETTINGS: tuple[Setting, ...] = (
         None,
         "Where to serve /healthz and /metrics (HOST:PORT); unset: no HTTP server.",
     ),
+    Setting(
+        "DISCORD_CLIENT_SECRET",
+        "client_secret",
+        _secret,
+        None,
+        "The application's OAuth2 client secret: with HTTP_ADDRESS, serves the dashboard.",
+    ),
+    Setting(
+        "DASHBOARD_PUBLIC_URL",
+        "dashboard_url",
+        Url(("http", "https"), strip_slash=True),
+        None,
+        "The dashboard's address as browsers reach it (behind a reverse proxy); its https "
+        "makes the session cookie Secure. Unset: the address each request came to.",
+    ),
+    Setting(
+        "DISCORD_OAUTH_BASE",
+        "oauth_base",
+        Url(("http", "https"), strip_slash=True),
+        "https://discord.com",
+        "Where Discord's OAuth2 authorize page lives (a test fake).",
+    ),
+    Setting(
+        "DASHBOARD_OPERATORS",
+        "dashboard_operators",
+        _user_ids,
+        None,
+        "User ids who see the scheduler's jobs in the dashboard; unset: the application's owner.",
+    ),
 )
 """Every setting, in the order they are checked."""
 
@@ -297,6 +344,10 @@ class Settings:
     file_max_bytes: float = default("file_max_bytes")
     guild_files_max_bytes: float = default("guild_files_max_bytes")
     http_address: tuple[str, int] | None = default("http_address")
+    client_secret: str | None = field(default=default("client_secret"), repr=False)
+    dashboard_url: str | None = default("dashboard_url")
+    oauth_base: str = default("oauth_base")
+    dashboard_operators: tuple[int, ...] | None = default("dashboard_operators")
 
     @property
     def database(self) -> tuple[str, str]:

@@ -101,6 +101,58 @@ def mention_option(guild: discord.Guild, typed: str) -> int | None:
     return role.id
 
 
+async def edit_request(
+    announcements: Announcements,
+    clock: Clock,
+    guild: discord.Guild,
+    a: Announcement,
+    options: EditOptions,
+) -> tuple[ScheduleRequest, bool]:
+    """The /schedule request the edit amounts to (the options left out keep ``a``'s
+    values), and whether a new ``when`` was given."""
+    zone = options.timezone or resolve_timezone(a.timezone)
+    when: str | datetime
+    if options.when is not None:
+        when = options.when
+    elif options.changes_timing and a.live:
+        when = await announcements.anchor(a)
+        if options.repeat is None and a.repeat_kind == "cron" and when > clock.now():
+            # A new zone for the same rule: the coming occurrence is the same wall-clock
+            # time in the new zone (found from there on, not from the old zone's instant).
+            wall = when.astimezone(resolve_timezone(a.timezone)).replace(tzinfo=zone)
+            when = max(wall, clock.now())
+    else:
+        when = datetime.fromtimestamp(a.first_ts, UTC)
+    kept = None
+    mention_id = None
+    if options.mention is None:
+        kept = KeptMentions(a.mention, a.allowed_mentions)
+    else:
+        mention_id = mention_option(guild, options.mention)
+    until: str | datetime | None = options.until
+    if until is None and a.until_ts is not None:
+        until = datetime.fromtimestamp(a.until_ts, UTC)
+    moved = options.channel_id is not None and options.channel_id != a.channel_id
+    title = a.rich.title
+    if options.title is not None:
+        title = None if options.title.strip().lower() == NO_MENTION else options.title
+    request = ScheduleRequest(
+        when=when,
+        channel_id=options.channel_id or a.channel_id,
+        repeat=a.rule if options.repeat is None else options.repeat,
+        timezone=zone,
+        mention_id=mention_id,
+        kept_mentions=kept,
+        until=until,
+        title=title,
+        silent=a.rich.silent if options.silent is None else options.silent,
+        publish=None if moved else a.rich.publish,
+        tags=None if moved else a.rich.tags,
+        has_files=options.image is not None or bool(await announcements.image_names(a.id)),
+    )
+    return request, options.when is not None
+
+
 class EditCommands(Cog, name="EditCommands"):
     """/edit (guild only)."""
 
@@ -164,7 +216,7 @@ class EditCommands(Cog, name="EditCommands"):
         )
         if message is None and options.empty:
             check_editable(current, {Field.MESSAGE})
-            request, _ = await self._request(guild, current, options)
+            request, _ = await edit_request(self.announcements, self.clock, guild, current, options)
             # Refused before any typing if anything else is wrong.
             await check_request(self.announcements, self.clock, interaction, request, "")
 
@@ -191,53 +243,6 @@ class EditCommands(Cog, name="EditCommands"):
             update_posted,
         )
 
-    async def _request(
-        self, guild: discord.Guild, a: Announcement, options: EditOptions
-    ) -> tuple[ScheduleRequest, bool]:
-        """The /schedule request the edit amounts to (the options left out keep ``a``'s
-        values), and whether a new ``when`` was given."""
-        zone = options.timezone or resolve_timezone(a.timezone)
-        when: str | datetime
-        if options.when is not None:
-            when = options.when
-        elif options.changes_timing and a.live:
-            when = await self.announcements.anchor(a)
-            if options.repeat is None and a.repeat_kind == "cron" and when > self.clock.now():
-                # A new zone for the same rule: the coming occurrence is the same wall-clock
-                # time in the new zone (found from there on, not from the old zone's instant).
-                wall = when.astimezone(resolve_timezone(a.timezone)).replace(tzinfo=zone)
-                when = max(wall, self.clock.now())
-        else:
-            when = datetime.fromtimestamp(a.first_ts, UTC)
-        kept = None
-        mention_id = None
-        if options.mention is None:
-            kept = KeptMentions(a.mention, a.allowed_mentions)
-        else:
-            mention_id = mention_option(guild, options.mention)
-        until: str | datetime | None = options.until
-        if until is None and a.until_ts is not None:
-            until = datetime.fromtimestamp(a.until_ts, UTC)
-        moved = options.channel_id is not None and options.channel_id != a.channel_id
-        title = a.rich.title
-        if options.title is not None:
-            title = None if options.title.strip().lower() == NO_MENTION else options.title
-        request = ScheduleRequest(
-            when=when,
-            channel_id=options.channel_id or a.channel_id,
-            repeat=a.rule if options.repeat is None else options.repeat,
-            timezone=zone,
-            mention_id=mention_id,
-            kept_mentions=kept,
-            until=until,
-            title=title,
-            silent=a.rich.silent if options.silent is None else options.silent,
-            publish=None if moved else a.rich.publish,
-            tags=None if moved else a.rich.tags,
-            has_files=options.image is not None or bool(await self.announcements.image_names(a.id)),
-        )
-        return request, options.when is not None
-
     async def _apply(
         self,
         interaction: discord.Interaction,
@@ -249,7 +254,9 @@ class EditCommands(Cog, name="EditCommands"):
         if not message.strip():
             raise InputError(EMPTY_MESSAGE)
         guild, member = guild_member(interaction)
-        request, when_given = await self._request(guild, current, options)
+        request, when_given = await edit_request(
+            self.announcements, self.clock, guild, current, options
+        )
         draft, notes, _ = await check_request(
             self.announcements, self.clock, interaction, request, message
         )

@@ -255,3 +255,17 @@ INTERRUPTED_AND_STOPPED = (
 )
 """Why an occurrence whose attempt a crash or a stop interrupted ends failed when its
 announcement was canceled, paused or ended before the attempt could be retried."""
+
+
+@dataclass(frozen=True, slots=True)
+class DashboardSession:
+    """A login to the web dashboard (``bot.web.dashboard``), found by its id's hash."""
+
+    id_hash: str
+    user_id: int
+    username: str
+    guild_ids: frozenset[int]
+    """The servers the user was in when they logged in (read from Discord then)."""
+    csrf_token: str
+    flash: str | None
+    expires_at: float

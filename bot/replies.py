@@ -37,6 +37,21 @@ async def reply(interaction: discord.Interaction, text: str, **kwargs: Any) -> N
         await interaction.response.send_message(text, ephemeral=True, **kwargs)
 
 
+def expected_answer(error: BaseException) -> str | None:
+    """What to tell the member about an error their request can cause (a refusal, bad
+    input, a change that can't be made, an unknown id, a full disk); None for any other."""
+    if isinstance(error, Refusal | InputError | NotEditable | TooMuchStored):
+        return str(error)
+    if isinstance(error, NotPossible):
+        return not_possible(error)
+    if isinstance(error, NotFound):
+        return f"{error}. Use `/list` to see this server's announcements."
+    if refused_write(error):
+        # The store has logged why, once; the member can only wait for the operator.
+        return REFUSED_WRITE
+    return None
+
+
 def error_answer(interaction: discord.Interaction, error: BaseException) -> str:
     """What to tell the member about ``error``; an unexpected one is logged with an id."""
     # A handler's exception arrives wrapped (CommandInvokeError); a transformer's parser
@@ -44,15 +59,9 @@ def error_answer(interaction: discord.Interaction, error: BaseException) -> str:
     cause = getattr(error, "original", error)
     if isinstance(cause, app_commands.TransformerError) and cause.__cause__ is not None:
         cause = cause.__cause__
-    if isinstance(cause, Refusal | InputError | NotEditable | TooMuchStored):
-        return str(cause)
-    if isinstance(cause, NotPossible):
-        return not_possible(cause)
-    if isinstance(cause, NotFound):
-        return f"{cause}. Use `/list` to see this server's announcements."
-    if refused_write(cause):
-        # The store has logged why, once; the member can only wait for the operator.
-        return REFUSED_WRITE
+    known = expected_answer(cause)
+    if known is not None:
+        return known
     if isinstance(cause, app_commands.TransformerError):
         # The option names a channel or role this bot doesn't have in this server (just
         # created, just deleted, or another server's): the input's fault, not ours.

@@ -96,6 +96,22 @@ async def check_request(
     wrong. An empty ``message`` (the form is still to be shown) checks everything else.
     Dates like ``24/12`` are read by the member's Discord locale (else the server's)."""
     guild, member = guild_member(interaction)
+    return await check_member_request(
+        announcements, clock, guild, member, _locale(interaction), request, message
+    )
+
+
+async def check_member_request(
+    announcements: Announcements,
+    clock: Clock,
+    guild: discord.Guild,
+    member: discord.Member,
+    locale: str | None,
+    request: ScheduleRequest,
+    message: str,
+) -> tuple[Draft, list[str], tuple[datetime, ...]]:
+    """:func:`check_request` for ``member`` of ``guild`` wherever they asked (a command, the
+    dashboard), reading dates like ``24/12`` by ``locale`` (``en-US``, ``fr``…)."""
     settings = await announcements.settings(guild.id)
     require_manager(member, settings)
     title = request.title.strip() if request.title and request.title.strip() else None
@@ -105,7 +121,7 @@ async def check_request(
     )
     rich = _content(request, channel, destination, title, form_pending=not message)
     zone = request.timezone or await typing_zone(announcements, member, settings)
-    now, locale = clock.now(), _locale(interaction)
+    now = clock.now()
     reading = _reading(request.when, request.repeat, zone, now, locale)
     first, rule = reading.first, reading.rule
     until = _until(request.until, rule, first, zone, now, locale)
