@@ -1,3 +1,3 @@
 """The bot's HTTP side, served on ``HTTP_ADDRESS``: ``/healthz`` and ``/metrics``
 (:mod:`bot.web.observability`) on one server (:mod:`bot.web.server`) that the dashboard
-adds its pages to."""
+(:mod:`bot.web.dashboard`) adds its pages to."""

@@ -1,0 +1,277 @@
+"""The dashboard's frame: its collaborators, the page wrapper every route goes through
+(session, CSRF, errors, security headers) and template rendering."""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import uuid
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime
+from importlib import resources
+from typing import Any
+from urllib.parse import urlparse
+from zoneinfo import ZoneInfo
+
+import discord
+import jinja2
+from aiohttp import web
+
+from scheduler import Clock, Scheduler
+
+from ...announcements import Announcements, NotFound
+from ...checks import Refusal
+from ...config import Settings
+from ...models import DashboardSession
+from ...parsing import resolve_timezone
+from ...replies import expected_answer
+from .access import Access
+from .oauth import DiscordOAuth
+from .sessions import SESSION_COOKIE, Sessions
+from .text import discord_html, time_html
+
+log = logging.getLogger(__name__)
+
+SECURITY_HEADERS = {
+    # No script at all, styles from our own stylesheet only, nothing may frame the pages.
+    "Content-Security-Policy": (
+        "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; "
+        "frame-ancestors 'none'; base-uri 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "same-origin",
+    "Cache-Control": "no-store",
+}
+CSRF_REFUSED = (
+    "This form could not be checked (its security token is missing or out of date), so "
+    "nothing was changed. Reload the page and try again."
+)
+LOGIN_LIMIT = (10, 60.0)
+"""Logins started from one address: at most this many per this many seconds."""
+
+
+@dataclass(frozen=True, slots=True)
+class Viewer:
+    """A logged-in request: the session and the zone its times are shown in."""
+
+    session: DashboardSession
+    zone: ZoneInfo
+    operator: bool
+
+
+Handler = Callable[[web.Request, Viewer], Awaitable[web.StreamResponse]]
+AnonymousHandler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+class LoginLimiter:
+    """At most ``count`` logins started per ``seconds`` from one address."""
+
+    def __init__(self, clock: Clock, count: int, seconds: float) -> None:
+        self.clock, self.count, self.seconds = clock, count, seconds
+        self._seen: dict[str, deque[float]] = {}
+
+    def allow(self, address: str) -> bool:
+        now = self.clock.time()
+        seen = self._seen.setdefault(address, deque())
+        while seen and seen[0] <= now - self.seconds:
+            seen.popleft()
+        if len(seen) >= self.count:
+            return False
+        seen.append(now)
+        return True
+
+
+class Dashboard:
+    """Everything the pages need; :func:`add_dashboard` builds it and adds its routes."""
+
+    def __init__(
+        self,
+        *,
+        announcements: Announcements,
+        sched: Scheduler,
+        client: discord.Client,
+        settings: Settings,
+        clock: Clock,
+    ) -> None:
+        if settings.client_secret is None:
+            raise ValueError("the dashboard needs DISCORD_CLIENT_SECRET")
+        self.announcements = announcements
+        self.sched = sched
+        self.client = client
+        self.settings = settings
+        self.clock = clock
+        self.sessions = Sessions(sched, clock)
+        self.oauth = DiscordOAuth(settings.oauth_base, settings.api_base, settings.client_secret)
+        self.access = Access(client, announcements, clock, settings.dashboard_operators)
+        self.limiter = LoginLimiter(clock, *LOGIN_LIMIT)
+        self.secure_cookies = urlparse(settings.dashboard_url or "").scheme == "https"
+        self.templates = jinja2.Environment(
+            loader=jinja2.PackageLoader("bot.web.dashboard", "templates"),
+            autoescape=True,
+            undefined=jinja2.StrictUndefined,
+        )
+        self.stylesheet = (
+            resources.files("bot.web.dashboard").joinpath("static/dashboard.css").read_bytes()
+        )
+
+    # --- addresses -----------------------------------------------------------------------------
+
+    def public_url(self, request: web.Request) -> str:
+        """Where browsers reach the dashboard: ``DASHBOARD_PUBLIC_URL``, else the address
+        this request came to."""
+        return self.settings.dashboard_url or f"{request.scheme}://{request.host}"
+
+    def redirect_uri(self, request: web.Request) -> str:
+        return f"{self.public_url(request)}/auth/callback"
+
+    # --- rendering -----------------------------------------------------------------------------
+
+    def render(
+        self,
+        name: str,
+        viewer: Viewer | None,
+        status: int = 200,
+        guild: discord.Guild | None = None,
+        **values: Any,
+    ) -> web.Response:
+        zone = viewer.zone if viewer else ZoneInfo("UTC")
+        now = self.clock.now()
+        values.setdefault("flash", None)
+        html = self.templates.get_template(name).render(
+            viewer=viewer,
+            guild=guild,
+            csrf=viewer.session.csrf_token if viewer else "",
+            when=lambda dt: time_html(dt, zone),
+            text=lambda t: discord_html(t, guild, zone, now),
+            **values,
+        )
+        return web.Response(text=html, status=status, content_type="text/html")
+
+    def answer(
+        self, viewer: Viewer | None, text: str, status: int, guild: discord.Guild | None = None
+    ) -> web.Response:
+        return self.render("answer.html", viewer, status=status, guild=guild, message=text)
+
+    async def viewer_zone(self, session: DashboardSession, guild_id: int | None) -> ZoneInfo:
+        """The viewer's own zone (``/timezone``), else the server's, else UTC."""
+        own = await self.announcements.member_timezone(session.user_id)
+        if own is None and guild_id is not None:
+            own = (await self.announcements.settings(guild_id)).timezone
+        return resolve_timezone(own or "UTC")
+
+    async def flash(self, viewer: Viewer) -> str | None:
+        """The answer to the viewer's last change, once."""
+        text = viewer.session.flash
+        if text is not None:
+            await self.sessions.set_flash(viewer.session, None)
+        return text
+
+    def now(self) -> datetime:
+        return self.clock.now()
+
+    # --- the wrapper ---------------------------------------------------------------------------
+
+    def page(self, handler: Handler) -> AnonymousHandler:
+        """A route for logged-in viewers: a state-changing request must carry the session's
+        CSRF token; a known refusal is answered like the command's, anything else is logged
+        with an id."""
+
+        async def wrapped(request: web.Request) -> web.StreamResponse:
+            viewer = await self.viewer_of(request)
+            if viewer is None:
+                if request.method == "GET":
+                    raise web.HTTPSeeOther("/", headers=SECURITY_HEADERS)
+                return secured(self.answer(None, "You are not logged in.", 403))
+            session = viewer.session
+            if request.method != "GET":
+                form = await request.post()
+                token = form.get("csrf")
+                if not isinstance(token, str) or not secrets.compare_digest(
+                    token.encode(), session.csrf_token.encode()
+                ):
+                    return secured(self.answer(viewer, CSRF_REFUSED, 403))
+            return secured(await self.guarded(handler, request, viewer))
+
+        return wrapped
+
+    async def viewer_of(self, request: web.Request) -> Viewer | None:
+        """The logged-in viewer of ``request``, if any."""
+        session = await self.sessions.find(request.cookies.get(SESSION_COOKIE))
+        if session is None:
+            return None
+        return Viewer(
+            session,
+            await self.viewer_zone(session, _guild_id(request)),
+            await self.access.is_operator(session),
+        )
+
+    async def guarded(
+        self, handler: Handler, request: web.Request, viewer: Viewer
+    ) -> web.StreamResponse:
+        try:
+            return await handler(request, viewer)
+        except web.HTTPException as exc:
+            if exc.status == 404:
+                return self.answer(viewer, "Not found.", 404)
+            exc.headers.update(SECURITY_HEADERS)
+            raise
+        except NotFound as exc:
+            return self.answer(viewer, f"{exc}.", 404)
+        except Exception as exc:
+            known = expected_answer(exc)
+            if known is not None:
+                return self.answer(viewer, known, 403 if isinstance(exc, Refusal) else 400)
+            error_id = uuid.uuid4().hex[:8]
+            log.error("dashboard %s %s failed (error id %s)", request.method,
+                      request.rel_url.path, error_id, exc_info=exc)  # fmt: skip
+            return self.answer(
+                viewer,
+                f"Something went wrong on my side (error id `{error_id}`). Nothing was saved.",
+                500,
+            )
+
+    def public(self, handler: AnonymousHandler) -> AnonymousHandler:
+        """A route anyone may reach (the login pages), with the security headers."""
+
+        async def wrapped(request: web.Request) -> web.StreamResponse:
+            try:
+                return secured(await handler(request))
+            except web.HTTPException as exc:
+                exc.headers.update(SECURITY_HEADERS)
+                raise
+
+        return wrapped
+
+
+def secured(response: web.StreamResponse) -> web.StreamResponse:
+    response.headers.update(SECURITY_HEADERS)
+    return response
+
+
+def _guild_id(request: web.Request) -> int | None:
+    raw = request.match_info.get("guild_id")
+    return int(raw) if raw is not None and raw.isdigit() else None
+
+
+def add_dashboard(
+    app: web.Application,
+    *,
+    announcements: Announcements,
+    sched: Scheduler,
+    client: discord.Client,
+    settings: Settings,
+    clock: Clock,
+) -> Dashboard:
+    """Serve the dashboard on ``app`` (before it starts)."""
+    from . import announcement_pages, auth_pages, operator_pages
+
+    dashboard = Dashboard(
+        announcements=announcements, sched=sched, client=client, settings=settings, clock=clock
+    )
+    app.add_routes(auth_pages.routes(dashboard))
+    app.add_routes(announcement_pages.routes(dashboard))
+    app.add_routes(operator_pages.routes(dashboard))
+    return dashboard

@@ -1,0 +1,113 @@
+"""The dashboard served by the real bot (real discord.py client against the fake Discord,
+its OAuth2 included) on 127.0.0.1, and one Chromium per test module driven by Playwright.
+
+Chromium is the distribution's package (``/usr/bin/chromium``), installed by
+``scripts/test``; Playwright can't download browsers here. Without it the browser tests are
+skipped, saying why."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from aiohttp import web
+
+from bot.app import Crier
+from bot.web.dashboard import Dashboard, add_dashboard
+from scheduler.testing import FakeClock
+from tests.bot.conftest import NOW, World, add_world, restore_discord_endpoints, settings_for
+from tests.fakediscord import FakeDiscord
+
+CHROMIUM = os.environ.get("CRIER_CHROMIUM", "/usr/bin/chromium")
+HAVE_CHROMIUM = Path(CHROMIUM).exists()
+
+
+@dataclass
+class Site:
+    """The bot, its dashboard's address and the world it sees."""
+
+    crier: Crier
+    dashboard: Dashboard
+    url: str
+    world: World
+    clock: FakeClock
+
+    @property
+    def fake(self) -> FakeDiscord:
+        return self.world.fake
+
+
+async def serve_dashboard(tmp_path: Path, **overrides: Any) -> AsyncIterator[Site]:
+    """Start the fake Discord, the bot and its dashboard; yield them; stop them all."""
+    clock = FakeClock(NOW)
+    async with FakeDiscord() as fake:
+        world = add_world(fake, "Crier Test", admin="alice", member="bob")
+        oauth_base = fake.oauth2.authorize_url.removesuffix("/oauth2/authorize")
+        settings = settings_for(
+            fake,
+            tmp_path / "crier.db",
+            client_secret=fake.oauth2.client_secret,
+            oauth_base=oauth_base,
+            **overrides,
+        )
+        crier = Crier(settings, clock=clock, guild_ready_timeout=0.05)
+        await crier.start()
+        app = web.Application()
+        dashboard = add_dashboard(
+            app,
+            announcements=crier.bot.announcements,
+            sched=crier.sched,
+            client=crier.bot,
+            settings=settings,
+            clock=clock,
+        )
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        url = f"http://127.0.0.1:{runner.addresses[0][1]}"
+        fake.oauth2.add_redirect_uri(f"{url}/auth/callback")
+        if settings.dashboard_url:
+            fake.oauth2.add_redirect_uri(f"{settings.dashboard_url}/auth/callback")
+        try:
+            yield Site(crier, dashboard, url, world, clock)
+        finally:
+            await runner.cleanup()
+            await crier.close()
+            restore_discord_endpoints()
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def site(tmp_path: Path) -> AsyncIterator[Site]:
+    async for s in serve_dashboard(tmp_path):
+        yield s
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def browser() -> AsyncIterator[Any]:
+    """One headless Chromium for the module's tests (each test opens its own context)."""
+    if not HAVE_CHROMIUM:
+        pytest.skip(
+            f"no Chromium at {CHROMIUM}: install the distribution's `chromium` package "
+            "(scripts/test does, with apt-get) to run the dashboard's browser tests"
+        )
+    playwright_api = pytest.importorskip(
+        "playwright.async_api", reason="playwright is not installed (pip install -e '.[dev]')"
+    )
+    async with playwright_api.async_playwright() as p:
+        found = await p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            yield found
+        finally:
+            await found.close()
+
+
+@pytest.fixture(scope="module")
+def screenshots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the browser tests save screenshots of the main pages."""
+    return tmp_path_factory.mktemp("dashboard-screenshots")

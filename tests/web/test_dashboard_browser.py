@@ -1,0 +1,259 @@
+"""The dashboard in a real browser (Chromium), against the real bot and the fake Discord:
+login, the list, creating, editing and canceling through the forms (and what the fake
+Discord then sees posted), who may see and change what, CSRF, cookie flags, the operator's
+scheduler views. Screenshots of the main pages are saved under the test run's tmp dir."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from bot.models import AnnouncementState
+from tests.bot.conftest import db_snapshot
+from tests.fakediscord import Member, User
+
+from .conftest import Site
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def page(browser: Any, site: Site) -> AsyncIterator[Any]:
+    context = await browser.new_context(viewport={"width": 1100, "height": 800})
+    context.set_default_timeout(5000)
+    found = await context.new_page()
+    try:
+        yield found
+    finally:
+        await context.close()
+
+
+async def log_in(page: Any, site: Site, who: Member | User) -> None:
+    """Log in through the dashboard's button and the fake Discord's OAuth2 pages."""
+    site.fake.oauth_login_as(who)
+    await page.goto(site.url + "/")
+    await page.get_by_role("link", name="Log in with Discord").click()
+    await page.wait_for_url(site.url + "/")
+    assert await page.get_by_role("button", name="Log out").is_visible()
+
+
+async def advance(site: Site, delta: timedelta) -> None:
+    site.clock.advance(delta)
+    await site.crier.sched.wait_idle()
+
+
+async def create_through_form(page: Any, site: Site, message: str, when: str = "in 10m") -> None:
+    world = site.world
+    await page.goto(f"{site.url}/g/{world.guild.id}/new")
+    await page.locator("textarea[name=message]").fill(message)
+    await page.get_by_label("Channel").select_option(str(world.news.id))
+    await page.get_by_label("When").fill(when)
+    await page.get_by_role("button", name="Schedule").click()
+    await page.wait_for_selector(".flash")
+
+
+async def test_login_list_create_and_see_it_posted_once(
+    page: Any, site: Site, screenshots: Path
+) -> None:
+    world = site.world
+    await log_in(page, site, world.admin)
+    await page.screenshot(path=screenshots / "home.png")
+    await page.get_by_role("link", name=world.guild.name).click()
+    assert "No announcements yet" in await page.content()
+
+    await page.goto(f"{site.url}/g/{world.guild.id}/new")
+    await page.locator("textarea[name=message]").fill("Standup in **five** minutes!")
+    await page.get_by_label("Channel").select_option(str(world.news.id))
+    await page.get_by_label("When").fill("in 10m")
+    await page.get_by_role("button", name="Preview").click()
+    preview = page.locator(".preview")
+    assert "Standup in five minutes!" in await preview.inner_text()
+    assert await preview.locator("strong").inner_text() == "five"
+    await page.screenshot(path=screenshots / "form.png", full_page=True)
+    assert site.fake.bot_messages(world.news) == []  # a preview writes nothing
+    await page.get_by_role("button", name="Schedule").click()
+    flash = await page.locator(".flash").inner_text()
+    assert "Scheduled announcement #1 in #news" in flash, flash
+    await page.screenshot(path=screenshots / "announcement.png", full_page=True)
+
+    await page.get_by_role("link", name=f"← {world.guild.name}").click()
+    row = page.locator("table.list tbody tr")
+    assert await row.count() == 1
+    assert "Standup in **five** minutes!" in await row.inner_text()
+    await page.screenshot(path=screenshots / "list.png", full_page=True)
+
+    await advance(site, timedelta(minutes=10))
+    await advance(site, timedelta(minutes=10))
+    [posted] = site.fake.bot_messages(world.news)
+    assert posted.content == "Standup in **five** minutes!"
+    await page.goto(f"{site.url}/g/{world.guild.id}?show=posted")
+    assert await page.locator("table.list tbody tr").count() == 1
+    await page.goto(f"{site.url}/g/{world.guild.id}?show=upcoming")
+    assert await page.locator("table.list tbody tr").count() == 0
+
+
+async def test_bad_input_gets_the_commands_answer_and_nothing_is_written(
+    page: Any, site: Site
+) -> None:
+    await log_in(page, site, site.world.admin)
+    before = await db_snapshot(site.crier)
+    await page.goto(f"{site.url}/g/{site.world.guild.id}/new")
+    await page.locator("textarea[name=message]").fill("hello")
+    await page.get_by_label("When").fill("someday maybe")
+    await page.get_by_role("button", name="Schedule").click()
+    answer = await page.locator(".answer").inner_text()
+    assert "I couldn't read that as a time" in answer, answer  # /schedule's own answer
+    assert await page.locator("textarea[name=message]").input_value() == "hello"  # the form is kept
+    assert await db_snapshot(site.crier) == before
+
+
+async def test_edit_before_it_is_due_posts_the_new_text(page: Any, site: Site) -> None:
+    world = site.world
+    await log_in(page, site, world.admin)
+    await create_through_form(page, site, "Old text", when="in 30m")
+    await page.get_by_role("link", name="Edit").click()
+    assert await page.locator("textarea[name=message]").input_value() == "Old text"
+    await page.locator("textarea[name=message]").fill("New text")
+    await page.get_by_role("button", name="Save changes").click()
+    flash = await page.locator(".flash").inner_text()
+    assert "Edited announcement #1" in flash, flash
+    await advance(site, timedelta(minutes=30))
+    await advance(site, timedelta(minutes=1))
+    assert [m.content for m in site.fake.bot_messages(world.news)] == ["New text"]
+
+
+async def test_cancel_posts_nothing(page: Any, site: Site) -> None:
+    world = site.world
+    await log_in(page, site, world.admin)
+    await create_through_form(page, site, "Never posted")
+    await page.get_by_role("button", name="Cancel").click()
+    flash = await page.locator(".flash").inner_text()
+    assert "Canceled announcement #1 for #news" in flash, flash
+    a = await site.crier.bot.announcements.get(world.guild.id, 1)
+    assert a.state == AnnouncementState.CANCELED
+    await advance(site, timedelta(hours=1))
+    assert site.fake.bot_messages(world.news) == []
+
+
+async def test_a_member_without_rights_sees_nothing_and_a_forged_post_changes_nothing(
+    page: Any, site: Site
+) -> None:
+    world = site.world
+    a, _ = await schedule_directly(site, "Managers only")
+    await log_in(page, site, world.member)
+    assert "There is no server" in await page.content()
+    assert await page.get_by_role("link", name=world.guild.name).count() == 0
+    response = await page.goto(f"{site.url}/g/{world.guild.id}")
+    assert response.status == 404
+    response = await page.goto(f"{site.url}/g/{world.guild.id}/a/{a.local_id}")
+    assert response.status == 404
+
+    csrf = await csrf_token(page, site)
+    before = await db_snapshot(site.crier)
+    forged = await page.request.post(
+        f"{site.url}/g/{world.guild.id}/a/{a.local_id}/cancel", form={"csrf": csrf}
+    )
+    assert forged.status == 403
+    assert "Manage Server" in await forged.text()
+    forged = await page.request.post(
+        f"{site.url}/g/{world.guild.id}/new",
+        form={"csrf": csrf, "message": "spam", "channel": str(world.news.id), "when": "in 1m"},
+    )
+    assert forged.status == 403
+    assert await db_snapshot(site.crier) == before
+
+
+async def test_a_post_without_the_csrf_token_is_refused(page: Any, site: Site) -> None:
+    world = site.world
+    a, _ = await schedule_directly(site, "Keep me")
+    await log_in(page, site, world.admin)
+    before = await db_snapshot(site.crier)
+    for form in ({}, {"csrf": "not-the-token"}):
+        refused = await page.request.post(
+            f"{site.url}/g/{world.guild.id}/a/{a.local_id}/cancel", form=form
+        )
+        assert refused.status == 403
+        assert "nothing was changed" in await refused.text()
+    assert await db_snapshot(site.crier) == before
+
+
+async def test_cookie_flags_and_security_headers(page: Any, site: Site) -> None:
+    await log_in(page, site, site.world.admin)
+    [cookie] = [c for c in await page.context.cookies() if c["name"] == "crier_session"]
+    assert cookie["httpOnly"] is True
+    assert cookie["sameSite"] == "Lax"
+    assert cookie["secure"] is False  # served over http here; https makes it Secure
+    response = await page.goto(f"{site.url}/g/{site.world.guild.id}")
+    headers = response.headers
+    assert "frame-ancestors 'none'" in headers["content-security-policy"]
+    assert "script-src" not in headers["content-security-policy"]  # default-src 'none'
+    assert headers["x-content-type-options"] == "nosniff"
+    assert headers["referrer-policy"] == "same-origin"
+    await page.get_by_role("button", name="Log out").click()
+    await page.wait_for_selector("text=Log in with Discord")
+    assert [c for c in await page.context.cookies() if c["name"] == "crier_session"] == []
+
+
+async def test_an_operator_sees_the_scheduler_and_a_manager_does_not(
+    browser: Any, page: Any, site: Site, screenshots: Path
+) -> None:
+    a, _ = await schedule_directly(site, "A job to look at")
+    await log_in(page, site, site.world.admin)
+    assert await page.get_by_role("link", name="Jobs").count() == 0
+    response = await page.goto(f"{site.url}/ops/jobs")
+    assert response.status == 404
+
+    context = await browser.new_context()
+    context.set_default_timeout(5000)
+    operator = await context.new_page()
+    try:
+        await log_in(operator, site, site.fake.app_owner)
+        await operator.get_by_role("link", name="Jobs").click()
+        rows = operator.locator("table.list tbody tr")
+        assert await rows.count() == 1
+        assert "announcements:send" in await rows.inner_text()
+        await operator.screenshot(path=screenshots / "ops-jobs.png", full_page=True)
+        await rows.get_by_role("link").click()
+        await operator.get_by_role("button", name="Cancel").click()
+        assert "canceled" in await operator.locator(".flash").inner_text()
+        assert a.job_id is not None
+        job = await site.crier.sched.get_job(a.job_id)
+        assert job is not None and job.state.value == "canceled"
+        await operator.get_by_role("button", name="Retry").click()
+        assert "pending again" in await operator.locator(".flash").inner_text()
+        await operator.get_by_role("link", name="Schedules").click()
+        assert "No schedules" in await operator.content()
+    finally:
+        await context.close()
+
+
+async def schedule_directly(site: Site, text: str) -> Any:
+    """A one-off in #news in 10 minutes, made through the domain layer (not the page)."""
+    from bot.models import Draft
+
+    world = site.world
+    draft = Draft(
+        guild_id=world.guild.id,
+        channel_id=world.news.id,
+        author_id=world.admin.id,
+        content=text,
+        mention=None,
+        allowed_mentions={"everyone": False, "roles": [], "users": True},
+        first=site.clock.now() + timedelta(minutes=10),
+        timezone="UTC",
+        repeat=None,
+        until=None,
+    )
+    return await site.crier.bot.announcements.create(draft)
+
+
+async def csrf_token(page: Any, site: Site) -> str:
+    await page.goto(site.url + "/")
+    token = await page.locator("input[name=csrf]").first.get_attribute("value")
+    assert token
+    return str(token)
