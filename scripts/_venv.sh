@@ -16,3 +16,21 @@ ensure_venv() {
     touch "$stamp"
   fi
 }
+
+# The dashboard's browser tests drive the distribution's Chromium (Playwright can't download
+# browsers everywhere): install the Debian package when it is missing. Idempotent and quiet;
+# without apt-get (or root) the browser tests are skipped, and say why.
+ensure_chromium() {
+  [ -x /usr/bin/chromium ] && return 0
+  if ! command -v apt-get >/dev/null 2>&1 || [ "$(id -u)" != 0 ]; then
+    echo "no /usr/bin/chromium, and apt-get is not available as root: the dashboard's browser tests will be skipped" >&2
+    return 0
+  fi
+  echo "installing Chromium for the dashboard's browser tests (apt-get install chromium)..." >&2
+  export DEBIAN_FRONTEND=noninteractive
+  if ! apt-get install -y -qq chromium >/dev/null 2>&1; then
+    apt-get update -qq >/dev/null 2>&1 || true
+    apt-get install -y -qq chromium >/dev/null 2>&1 \
+      || echo "could not install chromium: the dashboard's browser tests will be skipped" >&2
+  fi
+}

@@ -7,6 +7,7 @@ skipped, saying why."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -42,6 +43,7 @@ class Site:
         return self.world.fake
 
 
+@contextlib.asynccontextmanager
 async def serve_dashboard(tmp_path: Path, **overrides: Any) -> AsyncIterator[Site]:
     """Start the fake Discord, the bot and its dashboard; yield them; stop them all."""
     clock = FakeClock(NOW)
@@ -84,7 +86,7 @@ async def serve_dashboard(tmp_path: Path, **overrides: Any) -> AsyncIterator[Sit
 
 @pytest_asyncio.fixture(loop_scope="module")
 async def site(tmp_path: Path) -> AsyncIterator[Site]:
-    async for s in serve_dashboard(tmp_path):
+    async with serve_dashboard(tmp_path) as s:
         yield s
 
 

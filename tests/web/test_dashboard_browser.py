@@ -112,6 +112,23 @@ async def test_bad_input_gets_the_commands_answer_and_nothing_is_written(
     assert await db_snapshot(site.crier) == before
 
 
+async def test_a_title_previews_and_posts_as_an_embed(page: Any, site: Site) -> None:
+    world = site.world
+    await log_in(page, site, world.admin)
+    await page.goto(f"{site.url}/g/{world.guild.id}/new")
+    await page.locator("textarea[name=message]").fill("Doors open at 8.")
+    await page.get_by_label("Title").fill("Game night")
+    await page.get_by_label("Channel").select_option(str(world.news.id))
+    await page.get_by_label("When").fill("in 10m")
+    await page.get_by_role("button", name="Preview").click()
+    assert await page.locator(".preview .embed-title").inner_text() == "Game night"
+    await page.get_by_role("button", name="Schedule").click()
+    await page.wait_for_selector(".flash")
+    await advance(site, timedelta(minutes=10))
+    [posted] = site.fake.bot_messages(world.news)
+    assert [e["title"] for e in posted.embeds] == ["Game night"]
+
+
 async def test_edit_before_it_is_due_posts_the_new_text(page: Any, site: Site) -> None:
     world = site.world
     await log_in(page, site, world.admin)

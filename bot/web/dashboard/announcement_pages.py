@@ -39,7 +39,7 @@ FILTERS = {
     "posted": "Posted",
 }
 ZONES = sorted(available_timezones())
-FORM_FIELDS = ("message", "channel", "when", "repeat", "timezone", "mention", "until")
+FORM_FIELDS = ("message", "title", "channel", "when", "repeat", "timezone", "mention", "until")
 
 
 def shown(a: Announcement, show: str, query: str) -> bool:
@@ -59,6 +59,15 @@ def shown(a: Announcement, show: str, query: str) -> bool:
     return True
 
 
+def title_change(current: str | None, typed: str) -> str | None:
+    """The edit's ``title`` option from the form's field, prefilled with ``current``: None
+    (kept) when unchanged, ``none`` (removed) when emptied."""
+    typed = typed.strip()
+    if typed == (current or ""):
+        return None
+    return typed or "none"
+
+
 def locale_of(request: web.Request) -> str | None:
     """The browser's first language (``en-US``): how dates like ``24/12`` are read."""
     first = request.headers.get("Accept-Language", "").split(",")[0].split(";")[0].strip()
@@ -69,6 +78,9 @@ def locale_of(request: web.Request) -> str | None:
 class Preview:
     channel: str
     text: str
+    title: str | None
+    """Set: the post is an embed with this title and ``text`` as its description."""
+    silent: bool
     notes: list[str]
     upcoming: tuple[datetime, ...]
 
@@ -132,7 +144,11 @@ def routes(d: Dashboard) -> list[web.RouteDef]:
         error: str | None = None,
         preview: Preview | None = None,
     ) -> web.Response:
-        channels = [c for c in guild.text_channels if c.permissions_for(member).view_channel]
+        postable: list[discord.TextChannel | discord.ForumChannel] = [
+            *guild.text_channels,
+            *guild.forums,
+        ]
+        channels = [c for c in postable if c.permissions_for(member).view_channel]
         roles = [r for r in reversed(guild.roles) if not r.is_default()]
         return d.render(
             "form.html", viewer, status=400 if error else 200, guild=guild, values=values,
@@ -141,7 +157,7 @@ def routes(d: Dashboard) -> list[web.RouteDef]:
         )  # fmt: skip
 
     def form_values(form: Mapping[str, object]) -> dict[str, str]:
-        return {k: str(form.get(k, "")) for k in (*FORM_FIELDS, "update_posted")}
+        return {k: str(form.get(k, "")) for k in (*FORM_FIELDS, "silent", "update_posted")}
 
     def zone_of(text: str) -> ZoneInfo | None:
         return resolve_timezone(text.strip()) if text.strip() else None
@@ -158,7 +174,8 @@ def routes(d: Dashboard) -> list[web.RouteDef]:
         text = draft.content
         if draft.mention is not None:
             text = f"{mention_markup(draft.mention)} {text}"
-        return Preview(channel.name if channel else str(draft.channel_id), text, notes, upcoming)
+        name = channel.name if channel else str(draft.channel_id)
+        return Preview(name, text, draft.rich.title, draft.rich.silent, notes, upcoming)
 
     async def new_form(request: web.Request, viewer: Viewer) -> web.StreamResponse:
         guild, member = await managed(request, viewer)
@@ -185,6 +202,8 @@ def routes(d: Dashboard) -> list[web.RouteDef]:
                 timezone=zone_of(values["timezone"]),
                 mention_id=mention_option(guild, mention) if mention else None,
                 until=values["until"].strip() or None,
+                title=values["title"].strip() or None,
+                silent=values["silent"] == "on",
             )
             draft, notes, upcoming = await check_member_request(
                 d.announcements, d.clock, guild, member, locale_of(request), request_, message
@@ -211,7 +230,13 @@ def routes(d: Dashboard) -> list[web.RouteDef]:
     async def edit_form(request: web.Request, viewer: Viewer) -> web.StreamResponse:
         guild, member = await managed(request, viewer)
         a = await d.announcements.get(guild.id, local_id(request))
-        values = {"message": a.content, "channel": str(a.channel_id), "update_posted": "on"}
+        values = {
+            "message": a.content,
+            "title": a.rich.title or "",
+            "channel": str(a.channel_id),
+            "silent": "on" if a.rich.silent else "",
+            "update_posted": "on",
+        }
         return form_page(viewer, guild, member, values, editing=a)
 
     async def edit(request: web.Request, viewer: Viewer) -> web.StreamResponse:
@@ -224,6 +249,7 @@ def routes(d: Dashboard) -> list[web.RouteDef]:
             if not message.strip():
                 raise InputError(EMPTY_MESSAGE)
             channel_id = channel_of(values["channel"])
+            silent = values["silent"] == "on"
             options = EditOptions(
                 when=values["when"].strip() or None,
                 repeat=values["repeat"].strip() or None,
@@ -231,6 +257,8 @@ def routes(d: Dashboard) -> list[web.RouteDef]:
                 timezone=zone_of(values["timezone"]),
                 mention=values["mention"].strip() or None,
                 until=values["until"].strip() or None,
+                title=title_change(current.rich.title, values["title"]),
+                silent=None if silent == current.rich.silent else silent,
             )
             request_, when_given = await edit_request(
                 d.announcements, d.clock, guild, current, options

@@ -1,0 +1,101 @@
+"""The dashboard's login and session rules, over plain HTTP (no browser needed): the OAuth
+``state`` check, Secure cookies behind https, login rate limiting, session ids kept only
+hashed, the client secret never logged."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from urllib.parse import parse_qs, urlparse
+
+import aiohttp
+import pytest
+
+from bot.web.dashboard.core import LOGIN_LIMIT
+from bot.web.dashboard.sessions import SESSION_COOKIE, STATE_COOKIE, hash_id
+
+from .conftest import Site, serve_dashboard
+
+
+async def authorize(site: Site, http: aiohttp.ClientSession) -> tuple[str, str, str]:
+    """Start a login: the state cookie, and the code and state Discord sends back."""
+    async with http.get(site.url + "/login", allow_redirects=False) as resp:
+        assert resp.status == 303
+        state_cookie = resp.cookies[STATE_COOKIE].value
+        authorize_url = resp.headers["Location"]
+    async with http.get(authorize_url, allow_redirects=False) as resp:
+        assert resp.status == 302, await resp.text()
+        query = parse_qs(urlparse(resp.headers["Location"]).query)
+    return state_cookie, query["code"][0], query["state"][0]
+
+
+async def test_a_callback_whose_state_is_not_ours_is_refused(tmp_path: Path) -> None:
+    async with serve_dashboard(tmp_path) as site, aiohttp.ClientSession() as http:
+        site.fake.oauth_login_as(site.world.admin)
+        state_cookie, code, state = await authorize(site, http)
+        assert state == state_cookie
+        async with http.get(
+            f"{site.url}/auth/callback",
+            params={"code": code, "state": "forged"},
+            cookies={STATE_COOKIE: state_cookie},
+            allow_redirects=False,
+        ) as resp:
+            assert resp.status == 400
+            assert SESSION_COOKIE not in resp.cookies
+        async with site.crier.sched.reader() as db:
+            cur = await db.execute("SELECT count(*) AS n FROM bot_dashboard_sessions")
+            assert (await cur.fetchone())["n"] == 0
+
+
+async def test_behind_https_the_cookies_are_secure_and_the_session_id_is_kept_hashed(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    public = "https://crier.example.org"
+    async with (
+        serve_dashboard(tmp_path, dashboard_url=public) as site,
+        aiohttp.ClientSession(cookie_jar=aiohttp.DummyCookieJar()) as http,
+    ):
+        site.fake.oauth_login_as(site.world.admin)
+        async with http.get(site.url + "/login", allow_redirects=False) as resp:
+            assert "Secure" in resp.headers["Set-Cookie"]
+            state_cookie = resp.cookies[STATE_COOKIE].value
+            authorize_url = resp.headers["Location"]
+        assert parse_qs(urlparse(authorize_url).query)["redirect_uri"] == [
+            f"{public}/auth/callback"
+        ]
+        async with http.get(authorize_url, allow_redirects=False) as resp:
+            query = parse_qs(urlparse(resp.headers["Location"]).query)
+        async with http.get(
+            f"{site.url}/auth/callback",
+            params={"code": query["code"][0], "state": query["state"][0]},
+            cookies={STATE_COOKIE: state_cookie},
+            allow_redirects=False,
+        ) as resp:
+            assert resp.status == 303
+            morsel = resp.cookies[SESSION_COOKIE]
+            assert morsel["secure"] and morsel["httponly"] and morsel["samesite"] == "Lax"
+            session_id = morsel.value
+        async with site.crier.sched.reader() as db:
+            cur = await db.execute("SELECT id_hash FROM bot_dashboard_sessions")
+            assert [r["id_hash"] for r in await cur.fetchall()] == [hash_id(session_id)]
+        logged = caplog.text
+        assert site.fake.oauth2.client_secret not in logged
+        assert session_id not in logged
+        assert site.fake.oauth2.tokens  # one was issued, and is in no log line
+        for token in site.fake.oauth2.tokens:
+            assert token not in logged
+
+
+async def test_logins_from_one_address_are_rate_limited(tmp_path: Path) -> None:
+    count, _ = LOGIN_LIMIT
+    async with serve_dashboard(tmp_path) as site, aiohttp.ClientSession() as http:
+        for _ in range(count):
+            async with http.get(site.url + "/login", allow_redirects=False) as resp:
+                assert resp.status == 303
+        async with http.get(site.url + "/login", allow_redirects=False) as resp:
+            assert resp.status == 429
+            assert "Too many logins" in await resp.text()
+        site.clock.advance(LOGIN_LIMIT[1])
+        async with http.get(site.url + "/login", allow_redirects=False) as resp:
+            assert resp.status == 303
