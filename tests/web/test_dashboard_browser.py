@@ -129,6 +129,22 @@ async def test_a_title_previews_and_posts_as_an_embed(page: Any, site: Site) -> 
     assert [e["title"] for e in posted.embeds] == ["Game night"]
 
 
+async def test_times_are_in_the_viewers_zone_with_utc_on_hover(page: Any, site: Site) -> None:
+    world = site.world
+    a, _ = await schedule_directly(site, "Zoned")  # 2030-03-01 12:10 UTC
+    await log_in(page, site, world.admin)
+    await page.get_by_label("Your time zone").fill("Europe/Berlin")
+    await page.get_by_role("button", name="Save").click()
+    assert "Your time zone is now Europe/Berlin" in await page.locator(".flash").inner_text()
+    assert await site.crier.bot.announcements.member_timezone(world.admin.id) == "Europe/Berlin"
+    await page.goto(f"{site.url}/g/{world.guild.id}")
+    shown = page.locator("table.list tbody tr time")
+    assert await shown.inner_text() == "Fri 2030-03-01 13:10 CET"
+    assert await shown.get_attribute("title") == "2030-03-01 12:10:00 UTC"
+    await page.goto(f"{site.url}/g/{world.guild.id}/a/{a.local_id}/edit")
+    assert await page.get_by_label("Time zone").get_attribute("placeholder") == "UTC"
+
+
 async def test_edit_before_it_is_due_posts_the_new_text(page: Any, site: Site) -> None:
     world = site.world
     await log_in(page, site, world.admin)

@@ -53,6 +53,14 @@ class Access:
         self._members[key] = (now + MEMBER_TTL, found)
         return found
 
+    def names(self, guild_id: int) -> dict[int, str]:
+        """The display names of the members of ``guild_id`` read so far (for mentions)."""
+        return {
+            user_id: member.display_name
+            for (gid, user_id), (_, member) in self._members.items()
+            if gid == guild_id and member is not None
+        }
+
     async def manager(
         self, session: DashboardSession, guild_id: int, *, fresh: bool
     ) -> tuple[discord.Guild, discord.Member] | None:

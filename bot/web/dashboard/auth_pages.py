@@ -8,6 +8,8 @@ import secrets
 
 from aiohttp import web
 
+from ...parsing import resolve_timezone
+from .announcement_pages import ZONES
 from .core import Dashboard, Viewer, secured
 from .oauth import OAuthError
 from .sessions import SESSION_COOKIE, SESSION_SECONDS, STATE_COOKIE, Identity
@@ -24,7 +26,9 @@ def routes(d: Dashboard) -> list[web.RouteDef]:
         if viewer is None:
             return d.render("login.html", None)
         guilds = await d.access.managed_guilds(viewer.session)
-        return d.render("home.html", viewer, guilds=guilds, flash=await d.flash(viewer))
+        return d.render(
+            "home.html", viewer, guilds=guilds, flash=await d.flash(viewer), zones=ZONES
+        )
 
     async def login(request: web.Request) -> web.StreamResponse:
         if not d.limiter.allow(request.remote or "?"):
@@ -69,6 +73,18 @@ def routes(d: Dashboard) -> list[web.RouteDef]:
         redirect.del_cookie(SESSION_COOKIE, path="/")
         raise redirect
 
+    async def own_timezone(request: web.Request, viewer: Viewer) -> web.StreamResponse:
+        """The viewer's own zone, as ``/timezone zone:`` sets it (times they type and see)."""
+        form = await request.post()
+        zone = resolve_timezone(str(form.get("zone", "")).strip())  # InputError: answered
+        await d.announcements.set_member_timezone(viewer.session.user_id, zone.key)
+        await d.sessions.set_flash(
+            viewer.session,
+            f"🌐 Your time zone is now **{zone.key}**: the times you type here and in "
+            "`/schedule` and `/edit` are read in it, unless you pick another on the form.",
+        )
+        raise web.HTTPSeeOther("/")
+
     async def stylesheet(request: web.Request) -> web.StreamResponse:
         response = web.Response(body=d.stylesheet, content_type="text/css")
         secured(response)
@@ -80,6 +96,7 @@ def routes(d: Dashboard) -> list[web.RouteDef]:
         web.get("/login", d.public(login)),
         web.get("/auth/callback", d.public(callback)),
         web.post("/logout", d.page(logout)),
+        web.post("/timezone", d.page(own_timezone)),
         web.get("/static/dashboard.css", stylesheet),
     ]
 

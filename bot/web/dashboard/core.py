@@ -140,12 +140,13 @@ class Dashboard:
         zone = viewer.zone if viewer else ZoneInfo("UTC")
         now = self.clock.now()
         values.setdefault("flash", None)
+        names = self.access.names(guild.id) if guild else {}
         html = self.templates.get_template(name).render(
             viewer=viewer,
             guild=guild,
             csrf=viewer.session.csrf_token if viewer else "",
             when=lambda dt: time_html(dt, zone),
-            text=lambda t: discord_html(t, guild, zone, now),
+            text=lambda t: discord_html(t, guild, zone, now, names),
             **values,
         )
         return web.Response(text=html, status=status, content_type="text/html")

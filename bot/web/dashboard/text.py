@@ -5,6 +5,7 @@ HTML."""
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -36,7 +37,13 @@ def time_html(dt: datetime | None, zone: ZoneInfo) -> Markup:
     )
 
 
-def discord_html(text: str, guild: discord.Guild | None, zone: ZoneInfo, now: datetime) -> Markup:
+def discord_html(
+    text: str,
+    guild: discord.Guild | None,
+    zone: ZoneInfo,
+    now: datetime,
+    names: Mapping[int, str] | None = None,
+) -> Markup:
     """The bot's answer or an announcement's text as Discord would show it, roughly:
     channel, role and user mentions by name, ``<t:…>`` times in the viewer's zone, bold,
     italics, code and line breaks."""
@@ -54,7 +61,8 @@ def discord_html(text: str, guild: discord.Guild | None, zone: ZoneInfo, now: da
 
     def user(m: re.Match[str]) -> str:
         found = guild.get_member(int(m[1])) if guild else None
-        name = found.display_name if found is not None else f"user {m[1]}"
+        known = (names or {}).get(int(m[1]))
+        name = found.display_name if found is not None else known or f"user {m[1]}"
         return str(Markup('<span class="mention">@{}</span>').format(name))
 
     def stamp(m: re.Match[str]) -> str:
