@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from bot.models import AnnouncementState
-from tests.bot.conftest import db_snapshot
+from bot.models import AnnouncementState, Draft
+from tests.bot.conftest import World, add_world, db_snapshot
 from tests.fakediscord import Member, User
 
 from .conftest import Site
@@ -201,6 +201,25 @@ async def test_a_member_without_rights_sees_nothing_and_a_forged_post_changes_no
     assert await db_snapshot(site.crier) == before
 
 
+async def test_no_id_of_another_server_is_usable(page: Any, site: Site) -> None:
+    """The admin of one server gets "not found" for another server's pages and changes,
+    whether or not the bot is there, and their own server's numbers stay their own."""
+    world = site.world
+    other = add_world(site.fake, "Other Guild", admin="carol", member="dave")
+    theirs, _ = await schedule_directly(site, "Theirs", world=other)
+    await log_in(page, site, world.admin)
+    for url in (f"/g/{other.guild.id}", f"/g/{other.guild.id}/a/1", f"/g/{world.guild.id}/a/1"):
+        response = await page.goto(site.url + url)
+        assert response.status == 404, url
+    csrf = await csrf_token(page, site)
+    before = await db_snapshot(site.crier)
+    for url in (f"/g/{other.guild.id}/a/1/cancel", f"/g/{world.guild.id}/a/1/cancel"):
+        refused = await page.request.post(site.url + url, form={"csrf": csrf})
+        assert refused.status == 404, url
+    assert await db_snapshot(site.crier) == before
+    assert (await site.crier.bot.announcements.get(other.guild.id, 1)).id == theirs.id
+
+
 async def test_a_post_without_the_csrf_token_is_refused(page: Any, site: Site) -> None:
     world = site.world
     a, _ = await schedule_directly(site, "Keep me")
@@ -265,11 +284,9 @@ async def test_an_operator_sees_the_scheduler_and_a_manager_does_not(
         await context.close()
 
 
-async def schedule_directly(site: Site, text: str) -> Any:
+async def schedule_directly(site: Site, text: str, world: World | None = None) -> Any:
     """A one-off in #news in 10 minutes, made through the domain layer (not the page)."""
-    from bot.models import Draft
-
-    world = site.world
+    world = world or site.world
     draft = Draft(
         guild_id=world.guild.id,
         channel_id=world.news.id,

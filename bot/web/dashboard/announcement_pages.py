@@ -12,6 +12,7 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 from zoneinfo import ZoneInfo, available_timezones
 
 import discord
@@ -94,7 +95,7 @@ def routes(d: Dashboard) -> list[web.RouteDef]:
         guild = d.client.get_guild(int(raw)) if raw.isdigit() else None
         if guild is None or guild.id not in viewer.session.guild_ids:
             raise web.HTTPNotFound()
-        if request.method == "GET":
+        if request.method in ("GET", "HEAD"):
             found = await d.access.manager(viewer.session, guild.id, fresh=False)
             if found is None:
                 raise web.HTTPNotFound()
@@ -148,7 +149,11 @@ def routes(d: Dashboard) -> list[web.RouteDef]:
             *guild.text_channels,
             *guild.forums,
         ]
-        channels = [c for c in postable if c.permissions_for(member).view_channel]
+        channels: list[Any] = [c for c in postable if c.permissions_for(member).view_channel]
+        if editing is not None and all(c.id != editing.channel_id for c in channels):
+            current = guild.get_channel_or_thread(editing.channel_id)  # a thread, say
+            if current is not None:
+                channels.insert(0, current)
         roles = [r for r in reversed(guild.roles) if not r.is_default()]
         return d.render(
             "form.html", viewer, status=400 if error else 200, guild=guild, values=values,

@@ -183,11 +183,11 @@ class Dashboard:
         async def wrapped(request: web.Request) -> web.StreamResponse:
             viewer = await self.viewer_of(request)
             if viewer is None:
-                if request.method == "GET":
+                if request.method in ("GET", "HEAD"):
                     raise web.HTTPSeeOther("/", headers=SECURITY_HEADERS)
                 return secured(self.answer(None, "You are not logged in.", 403))
             session = viewer.session
-            if request.method != "GET":
+            if request.method not in ("GET", "HEAD"):
                 form = await request.post()
                 token = form.get("csrf")
                 if not isinstance(token, str) or not secrets.compare_digest(
