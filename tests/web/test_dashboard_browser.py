@@ -86,6 +86,10 @@ async def test_login_list_create_and_see_it_posted_once(
     assert await row.count() == 1
     assert "Standup in **five** minutes!" in await row.inner_text()
     await page.screenshot(path=screenshots / "list.png", full_page=True)
+    await page.set_viewport_size({"width": 390, "height": 844})  # a phone
+    assert await page.evaluate("document.documentElement.scrollWidth") <= 390
+    await page.screenshot(path=screenshots / "list-phone.png", full_page=True)
+    await page.set_viewport_size({"width": 1100, "height": 800})
 
     await advance(site, timedelta(minutes=10))
     await advance(site, timedelta(minutes=10))
