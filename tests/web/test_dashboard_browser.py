@@ -116,7 +116,14 @@ async def test_bad_input_gets_the_commands_answer_and_nothing_is_written(
     assert await db_snapshot(site.crier) == before
 
 
-async def test_a_title_previews_and_posts_as_an_embed(page: Any, site: Site) -> None:
+PNG = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d49444154789c6360f8cf00000301010018dd8db00000000049454e44ae426082"
+)
+"""A 1x1 PNG."""
+
+
+async def test_a_title_and_an_image_preview_and_post_as_they_will(page: Any, site: Site) -> None:
     world = site.world
     await log_in(page, site, world.admin)
     await page.goto(f"{site.url}/g/{world.guild.id}/new")
@@ -124,13 +131,18 @@ async def test_a_title_previews_and_posts_as_an_embed(page: Any, site: Site) -> 
     await page.get_by_label("Title").fill("Game night")
     await page.get_by_label("Channel").select_option(str(world.news.id))
     await page.get_by_label("When").fill("in 10m")
+    poster = {"name": "poster.png", "mimeType": "image/png", "buffer": PNG}
+    await page.get_by_label("Image or file").set_input_files(poster)
     await page.get_by_role("button", name="Preview").click()
     assert await page.locator(".preview .embed-title").inner_text() == "Game night"
+    assert await page.locator(".preview img.attached").get_attribute("alt") == "poster.png"
+    await page.get_by_label("Image or file").set_input_files(poster)
     await page.get_by_role("button", name="Schedule").click()
     await page.wait_for_selector(".flash")
     await advance(site, timedelta(minutes=10))
     [posted] = site.fake.bot_messages(world.news)
     assert [e["title"] for e in posted.embeds] == ["Game night"]
+    assert posted.files == {"poster.png": PNG}
 
 
 async def test_times_are_in_the_viewers_zone_with_utc_on_hover(page: Any, site: Site) -> None:

@@ -8,9 +8,10 @@ one server is usable from another. Every change re-reads the member from Discord
 
 from __future__ import annotations
 
+import base64
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo, available_timezones
@@ -27,7 +28,7 @@ from ...parsing import InputError, resolve_timezone
 from ...render import confirmation, edit_reply, info_page, paused, resumed, skipped
 from ...replies import expected_answer
 from ...validation import EMPTY_MESSAGE, ScheduleRequest, check_member_request
-from .core import Dashboard, Viewer
+from .core import Dashboard, Form, Viewer, form_of
 
 log = logging.getLogger(__name__)
 
@@ -76,12 +77,24 @@ def locale_of(request: web.Request) -> str | None:
 
 
 @dataclass(frozen=True, slots=True)
+class PreviewFile:
+    filename: str
+    inline: str | None
+    """A ``data:`` URL showing the image itself (small images only)."""
+
+
+INLINE_IMAGE = 2 * 1024 * 1024
+"""Images up to this size are shown in the preview itself."""
+
+
+@dataclass(frozen=True, slots=True)
 class Preview:
     channel: str
     text: str
     title: str | None
     """Set: the post is an embed with this title and ``text`` as its description."""
     silent: bool
+    files: list[PreviewFile]
     notes: list[str]
     upcoming: tuple[datetime, ...]
 
@@ -161,8 +174,8 @@ def routes(d: Dashboard) -> list[web.RouteDef]:
             zones=ZONES,
         )  # fmt: skip
 
-    def form_values(form: Mapping[str, object]) -> dict[str, str]:
-        return {k: str(form.get(k, "")) for k in (*FORM_FIELDS, "silent", "update_posted")}
+    def form_values(form: Form) -> dict[str, str]:
+        return {k: form.get(k) for k in (*FORM_FIELDS, "silent", "update_posted")}
 
     def zone_of(text: str) -> ZoneInfo | None:
         return resolve_timezone(text.strip()) if text.strip() else None
@@ -180,7 +193,16 @@ def routes(d: Dashboard) -> list[web.RouteDef]:
         if draft.mention is not None:
             text = f"{mention_markup(draft.mention)} {text}"
         name = channel.name if channel else str(draft.channel_id)
-        return Preview(name, text, draft.rich.title, draft.rich.silent, notes, upcoming)
+        images = [
+            PreviewFile(
+                f.filename,
+                f"data:{f.content_type};base64,{base64.b64encode(f.data).decode()}"
+                if (f.content_type or "").startswith("image/") and len(f.data) <= INLINE_IMAGE
+                else None,
+            )
+            for f in draft.images or ()
+        ]
+        return Preview(name, text, draft.rich.title, draft.rich.silent, images, notes, upcoming)
 
     async def new_form(request: web.Request, viewer: Viewer) -> web.StreamResponse:
         guild, member = await managed(request, viewer)
@@ -193,8 +215,9 @@ def routes(d: Dashboard) -> list[web.RouteDef]:
 
     async def create(request: web.Request, viewer: Viewer) -> web.StreamResponse:
         guild, member = await managed(request, viewer)
-        form = await request.post()
+        form = form_of(request)
         values = form_values(form)
+        image = form.files.get("image")
         try:
             message = values["message"]
             if not message.strip():
@@ -209,10 +232,13 @@ def routes(d: Dashboard) -> list[web.RouteDef]:
                 until=values["until"].strip() or None,
                 title=values["title"].strip() or None,
                 silent=values["silent"] == "on",
+                has_files=image is not None,
             )
             draft, notes, upcoming = await check_member_request(
                 d.announcements, d.clock, guild, member, locale_of(request), request_, message
             )
+            if image is not None:
+                draft = replace(draft, images=(image,))
             if form.get("action") == "preview":
                 return form_page(
                     viewer, guild, member, values, preview=preview_of(guild, draft, notes, upcoming)
@@ -247,7 +273,7 @@ def routes(d: Dashboard) -> list[web.RouteDef]:
     async def edit(request: web.Request, viewer: Viewer) -> web.StreamResponse:
         guild, member = await managed(request, viewer)
         current = await d.announcements.get(guild.id, local_id(request))
-        form = await request.post()
+        form = form_of(request)
         values = form_values(form)
         try:
             message = values["message"]

@@ -10,7 +10,7 @@ from aiohttp import web
 
 from ...parsing import resolve_timezone
 from .announcement_pages import ZONES
-from .core import Dashboard, Viewer, secured
+from .core import Dashboard, Viewer, form_of, secured
 from .oauth import OAuthError
 from .sessions import SESSION_COOKIE, SESSION_SECONDS, STATE_COOKIE, Identity
 
@@ -75,7 +75,7 @@ def routes(d: Dashboard) -> list[web.RouteDef]:
 
     async def own_timezone(request: web.Request, viewer: Viewer) -> web.StreamResponse:
         """The viewer's own zone, as ``/timezone zone:`` sets it (times they type and see)."""
-        form = await request.post()
+        form = form_of(request)
         zone = resolve_timezone(str(form.get("zone", "")).strip())  # InputError: answered
         await d.announcements.set_member_timezone(viewer.session.user_id, zone.key)
         await d.sessions.set_flash(

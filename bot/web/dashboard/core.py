@@ -17,14 +17,15 @@ from zoneinfo import ZoneInfo
 
 import discord
 import jinja2
-from aiohttp import web
+from aiohttp import BodyPartReader, web
 
 from scheduler import Clock, Scheduler
 
 from ...announcements import Announcements, NotFound
 from ...checks import Refusal
 from ...config import Settings
-from ...models import DashboardSession
+from ...files import too_large
+from ...models import DashboardSession, Image
 from ...parsing import resolve_timezone
 from ...replies import expected_answer
 from .access import Access
@@ -64,6 +65,29 @@ class Viewer:
 
 Handler = Callable[[web.Request, Viewer], Awaitable[web.StreamResponse]]
 AnonymousHandler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+@dataclass(frozen=True, slots=True)
+class Form:
+    """A posted form: its fields, and the files uploaded with it."""
+
+    fields: dict[str, str]
+    files: dict[str, Image]
+
+    def get(self, name: str, default: str = "") -> str:
+        return self.fields.get(name, default)
+
+
+FORM_KEY = web.RequestKey("crier_form", Form)
+
+
+class FormTooLarge(Exception):
+    """An uploaded file is larger than an announcement may carry; ``str(e)`` says so."""
+
+
+def form_of(request: web.Request) -> Form:
+    """The form :meth:`Dashboard.page` read for this state-changing request."""
+    return request[FORM_KEY]
 
 
 class LoginLimiter:
@@ -188,7 +212,10 @@ class Dashboard:
                 return secured(self.answer(None, "You are not logged in.", 403))
             session = viewer.session
             if request.method not in ("GET", "HEAD"):
-                form = await request.post()
+                try:
+                    form = await self.read_form(request)
+                except FormTooLarge as exc:
+                    return secured(self.answer(viewer, str(exc), 413))
                 token = form.get("csrf")
                 if not isinstance(token, str) or not secrets.compare_digest(
                     token.encode(), session.csrf_token.encode()
@@ -197,6 +224,36 @@ class Dashboard:
             return secured(await self.guarded(handler, request, viewer))
 
         return wrapped
+
+    async def read_form(self, request: web.Request) -> Form:
+        """The posted form, read once (a file at most as large as an announcement may
+        carry), kept on the request for the handler (:func:`form_of`)."""
+        fields: dict[str, str] = {}
+        files: dict[str, Image] = {}
+        if request.content_type != "multipart/form-data":
+            for key, value in (await request.post()).items():
+                if isinstance(value, str):
+                    fields[key] = value
+        else:
+            limit = int(self.announcements.file_max_bytes)
+            reader = await request.multipart()
+            while (part := await reader.next()) is not None:
+                if not isinstance(part, BodyPartReader) or part.name is None:
+                    continue
+                if part.filename is None:
+                    fields[part.name] = (await part.read(decode=True)).decode(errors="replace")
+                    continue
+                data = bytearray()
+                while chunk := await part.read_chunk():
+                    data += chunk
+                    if len(data) > limit:
+                        raise FormTooLarge(too_large(len(data), limit))
+                if part.filename and data:
+                    content_type = part.headers.get("Content-Type")
+                    files[part.name] = Image(part.filename, content_type, bytes(data))
+        form = Form(fields, files)
+        request[FORM_KEY] = form
+        return form
 
     async def viewer_of(self, request: web.Request) -> Viewer | None:
         """The logged-in viewer of ``request``, if any."""

@@ -11,7 +11,7 @@ from aiohttp import web
 
 from scheduler import JobState, ScheduleNotFound
 
-from .core import Dashboard, Viewer
+from .core import Dashboard, Viewer, form_of
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +88,7 @@ def routes(d: Dashboard) -> list[web.RouteDef]:
 
     async def schedule_action(request: web.Request, viewer: Viewer) -> web.StreamResponse:
         operator(viewer)
-        form = await request.post()
+        form = form_of(request)
         name = str(form.get("name", ""))
         action = request.match_info["action"]
         try:
