@@ -236,6 +236,40 @@ async def test_no_id_of_another_server_is_usable(page: Any, site: Site) -> None:
     assert (await site.crier.bot.announcements.get(other.guild.id, 1)).id == theirs.id
 
 
+async def test_rights_are_read_again_from_discord_for_every_change(page: Any, site: Site) -> None:
+    """A manager whose role is taken away after the page loaded can't change anything."""
+    world = site.world
+    await log_in(page, site, world.admin)
+    await create_through_form(page, site, "Still mine?")
+    world.admin.remove_role(world.guild.role_named("admins"))
+    before = await db_snapshot(site.crier)
+    await page.get_by_role("button", name="Cancel").click()
+    answer = await page.locator(".answer").inner_text()
+    assert "You need the Manage Server permission" in answer, answer
+    assert await db_snapshot(site.crier) == before
+
+
+async def test_skip_pause_and_resume_answer_like_the_commands(page: Any, site: Site) -> None:
+    world = site.world
+    await log_in(page, site, world.admin)
+    await page.goto(f"{site.url}/g/{world.guild.id}/new")
+    await page.locator("textarea[name=message]").fill("Daily standup")
+    await page.get_by_label("Channel").select_option(str(world.news.id))
+    await page.get_by_label("Repeat").fill("daily at 13:00")
+    await page.get_by_role("button", name="Schedule").click()
+    assert "Repeats: every day at 13:00" in await page.locator(".flash").inner_text()
+    await page.get_by_role("button", name="Skip next").click()
+    assert "Skipping announcement #1 at" in await page.locator(".flash").inner_text()
+    await page.get_by_role("button", name="Pause").click()
+    assert "Paused announcement #1 for #news" in await page.locator(".flash").inner_text()
+    await page.get_by_role("button", name="Resume").click()
+    assert "Resumed announcement #1 for #news" in await page.locator(".flash").inner_text()
+    await page.goto(f"{site.url}/g/{world.guild.id}?show=recurring")
+    assert await page.locator("table.list tbody tr").count() == 1
+    await advance(site, timedelta(hours=1, minutes=1))  # 13:00 today was skipped
+    assert site.fake.bot_messages(world.news) == []
+
+
 async def test_a_post_without_the_csrf_token_is_refused(page: Any, site: Site) -> None:
     world = site.world
     a, _ = await schedule_directly(site, "Keep me")
@@ -296,6 +330,21 @@ async def test_an_operator_sees_the_scheduler_and_a_manager_does_not(
         assert "pending again" in await operator.locator(".flash").inner_text()
         await operator.get_by_role("link", name="Schedules").click()
         assert "No schedules" in await operator.content()
+        await page.goto(f"{site.url}/g/{site.world.guild.id}/new")
+        await page.locator("textarea[name=message]").fill("Hourly")
+        await page.get_by_label("When").fill("in 10m")
+        await page.get_by_label("Repeat").fill("hourly")
+        await page.get_by_role("button", name="Schedule").click()
+        await page.wait_for_selector(".flash")
+        await operator.reload()
+        row = operator.locator("table.list tbody tr")
+        assert "announcement:2" in await row.inner_text()
+        await row.get_by_role("button", name="Pause").click()
+        assert "paused." in await operator.locator(".flash").inner_text()
+        await row.get_by_role("button", name="Resume").click()
+        assert "resumed." in await operator.locator(".flash").inner_text()
+        await row.get_by_role("button", name="Trigger").click()
+        assert "triggered: job" in await operator.locator(".flash").inner_text()
     finally:
         await context.close()
 
