@@ -9,7 +9,6 @@ import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import datetime
 from importlib import resources
 from typing import Any
 from urllib.parse import urlparse
@@ -193,9 +192,6 @@ class Dashboard:
         if text is not None:
             await self.sessions.set_flash(viewer.session, None)
         return text
-
-    def now(self) -> datetime:
-        return self.clock.now()
 
     # --- the wrapper ---------------------------------------------------------------------------
 

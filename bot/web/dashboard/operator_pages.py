@@ -37,7 +37,7 @@ def routes(d: Dashboard) -> list[web.RouteDef]:
         )
         return d.render(
             "ops_jobs.html", viewer, jobs=found, state=state, fn=fn, states=JOB_STATES,
-            more=len(found) == PAGE, flash=await d.flash(viewer), now=d.now(),
+            more=len(found) == PAGE, flash=await d.flash(viewer),
         )  # fmt: skip
 
     async def job(request: web.Request, viewer: Viewer) -> web.StreamResponse:
