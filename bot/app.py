@@ -12,6 +12,7 @@ import sqlite3
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import aiohttp
 import discord
@@ -37,6 +38,9 @@ from .post_updates import PostUpdates
 from .publishing import Publisher
 from .views import PageButton
 from .web.server import WebServer
+
+if TYPE_CHECKING:
+    from .web.dashboard import Dashboard
 
 log = logging.getLogger(__name__)
 
@@ -280,8 +284,15 @@ class Crier:
         self.post_updates.register(self.registry)
         self.publisher = Publisher(self.delivery)
         self.publisher.register(self.registry)
+        self.dashboard: Dashboard | None = None
+        """The web dashboard, on :attr:`web` when ``DISCORD_CLIENT_SECRET`` is set too."""
         self.web = self._web_server()
         """The HTTP server on ``HTTP_ADDRESS`` (None when it is not set)."""
+        if self.web is None and settings.client_secret is not None:
+            log.warning(
+                "DISCORD_CLIENT_SECRET is set but HTTP_ADDRESS is not: the dashboard is not "
+                "served (set HTTP_ADDRESS, e.g. 127.0.0.1:8080)"
+            )
 
     def _web_server(self) -> WebServer | None:
         if self.settings.http_address is None:
@@ -295,6 +306,17 @@ class Crier:
             ) from None
         server = WebServer(*self.settings.http_address)
         server.add_routes(observability_routes(self.bot, self.sched, self.stats))
+        if self.settings.client_secret is not None:
+            from .web.dashboard import add_dashboard
+
+            self.dashboard = add_dashboard(
+                server.app,
+                announcements=self.bot.announcements,
+                sched=self.sched,
+                client=self.bot,
+                settings=self.settings,
+                clock=self.clock,
+            )
         return server
 
     async def start(self) -> None:
@@ -310,6 +332,9 @@ class Crier:
         try:
             if self.web is not None:  # up before the gateway: /healthz says it is connecting
                 await self.web.start()
+                if self.dashboard is not None:
+                    where = self.settings.dashboard_url or self.web.url
+                    log.info("the dashboard is at %s/", where)
             await self.bot.login(self.settings.token)
             self._runner = asyncio.create_task(self.bot.connect(), name="discord-gateway")
             ready = asyncio.create_task(self.bot.wait_until_ready())

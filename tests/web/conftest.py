@@ -1,5 +1,6 @@
-"""The dashboard served by the real bot (real discord.py client against the fake Discord,
-its OAuth2 included) on 127.0.0.1, and one Chromium per test module driven by Playwright.
+"""The dashboard served by the real bot on its own HTTP server (``HTTP_ADDRESS``, on
+127.0.0.1): a real discord.py client against the fake Discord, its OAuth2 included; and one
+Chromium per test module driven by Playwright.
 
 Chromium is the distribution's package (``/usr/bin/chromium``), installed by
 ``scripts/test``; Playwright can't download browsers here. Without it the browser tests are
@@ -16,10 +17,9 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
-from aiohttp import web
 
 from bot.app import Crier
-from bot.web.dashboard import Dashboard, add_dashboard
+from bot.web.dashboard import Dashboard
 from scheduler.testing import FakeClock
 from tests.bot.conftest import NOW, World, add_world, restore_discord_endpoints, settings_for
 from tests.fakediscord import FakeDiscord
@@ -55,31 +55,19 @@ async def serve_dashboard(tmp_path: Path, **overrides: Any) -> AsyncIterator[Sit
             tmp_path / "crier.db",
             client_secret=fake.oauth2.client_secret,
             oauth_base=oauth_base,
+            http_address=("127.0.0.1", 0),
             **overrides,
         )
         crier = Crier(settings, clock=clock, guild_ready_timeout=0.05)
         await crier.start()
-        app = web.Application()
-        dashboard = add_dashboard(
-            app,
-            announcements=crier.bot.announcements,
-            sched=crier.sched,
-            client=crier.bot,
-            settings=settings,
-            clock=clock,
-        )
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        url = f"http://127.0.0.1:{runner.addresses[0][1]}"
-        fake.oauth2.add_redirect_uri(f"{url}/auth/callback")
-        if settings.dashboard_url:
-            fake.oauth2.add_redirect_uri(f"{settings.dashboard_url}/auth/callback")
         try:
-            yield Site(crier, dashboard, url, world, clock)
+            assert crier.web is not None and crier.dashboard is not None
+            url = crier.web.url
+            fake.oauth2.add_redirect_uri(f"{url}/auth/callback")
+            if settings.dashboard_url:
+                fake.oauth2.add_redirect_uri(f"{settings.dashboard_url}/auth/callback")
+            yield Site(crier, crier.dashboard, url, world, clock)
         finally:
-            await runner.cleanup()
             await crier.close()
             restore_discord_endpoints()
 

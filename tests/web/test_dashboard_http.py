@@ -11,8 +11,11 @@ from urllib.parse import parse_qs, urlparse
 import aiohttp
 import pytest
 
+from bot.app import Crier
 from bot.web.dashboard.core import LOGIN_LIMIT
 from bot.web.dashboard.sessions import SESSION_COOKIE, STATE_COOKIE, hash_id
+from tests.bot.conftest import settings_for
+from tests.fakediscord import FakeDiscord
 
 from .conftest import Site, serve_dashboard
 
@@ -99,3 +102,24 @@ async def test_logins_from_one_address_are_rate_limited(tmp_path: Path) -> None:
         site.clock.advance(LOGIN_LIMIT[1])
         async with http.get(site.url + "/login", allow_redirects=False) as resp:
             assert resp.status == 303
+
+
+async def test_the_dashboard_shares_the_bots_http_server_with_healthz(tmp_path: Path) -> None:
+    async with serve_dashboard(tmp_path) as site, aiohttp.ClientSession() as http:
+        async with http.get(site.url + "/healthz") as resp:
+            assert resp.status == 200
+        async with http.get(site.url + "/") as resp:
+            assert resp.status == 200
+            assert "Log in with Discord" in await resp.text()
+            assert "frame-ancestors 'none'" in resp.headers["Content-Security-Policy"]
+
+
+async def test_without_http_address_the_dashboard_is_not_served_and_a_warning_says_so(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with FakeDiscord() as fake:
+        settings = settings_for(fake, tmp_path / "crier.db", client_secret="s" * 32)
+        with caplog.at_level(logging.WARNING, logger="bot.app"):
+            crier = Crier(settings)
+        assert crier.web is None and crier.dashboard is None
+        assert "HTTP_ADDRESS is not: the dashboard is not served" in caplog.text
