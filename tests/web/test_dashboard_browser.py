@@ -328,6 +328,13 @@ async def test_an_operator_sees_the_scheduler_and_a_manager_does_not(
         assert job is not None and job.state.value == "canceled"
         await operator.get_by_role("button", name="Retry").click()
         assert "pending again" in await operator.locator(".flash").inner_text()
+        await advance(site, timedelta(minutes=10))  # it runs: one success in its history
+        await operator.get_by_role("link", name="Runs").click()
+        runs = operator.locator("table.list tbody tr")
+        assert await runs.count() == 1
+        assert "success" in await runs.inner_text()
+        await operator.goto(f"{site.url}/ops/jobs/{a.job_id}")
+        assert "success" in await operator.locator("table.list").inner_text()
         await operator.get_by_role("link", name="Schedules").click()
         assert "No schedules" in await operator.content()
         await page.goto(f"{site.url}/g/{site.world.guild.id}/new")

@@ -1,11 +1,12 @@
 """The scheduler, for the instance's operators (``DASHBOARD_OPERATORS``, else the
-application's owner): its jobs (by state and function) and schedules, with retry, cancel,
-pause, resume and trigger — what ``python -m scheduler`` shows and does, in a browser.
-Anyone else gets "not found"."""
+application's owner): its jobs (by state and function), schedules and run history, with
+retry, cancel, pause, resume and trigger — what ``python -m scheduler`` shows and does, in a
+browser. Anyone else gets "not found"."""
 
 from __future__ import annotations
 
 import logging
+from datetime import UTC, datetime
 
 from aiohttp import web
 
@@ -17,6 +18,10 @@ log = logging.getLogger(__name__)
 
 JOB_STATES = [s.value for s in JobState]
 PAGE = 50
+
+
+def at(ts: float | None) -> datetime | None:
+    return None if ts is None else datetime.fromtimestamp(ts, UTC)
 
 
 def routes(d: Dashboard) -> list[web.RouteDef]:
@@ -47,9 +52,20 @@ def routes(d: Dashboard) -> list[web.RouteDef]:
         if found is None:
             raise web.HTTPNotFound()
         fields = {f: getattr(found, f) for f in found.__dataclass_fields__}
+        history = await d.sched.runs(job_id=found.id, limit=PAGE)
         return d.render(
-            "ops_job.html", viewer, job=found, fields=fields, flash=await d.flash(viewer)
+            "ops_job.html", viewer, job=found, fields=fields, runs=history, at=at,
+            flash=await d.flash(viewer),
+        )  # fmt: skip
+
+    async def runs(request: web.Request, viewer: Viewer) -> web.StreamResponse:
+        operator(viewer)
+        fn = request.query.get("fn", "").strip()
+        job_raw = request.query.get("job", "").strip()
+        found = await d.sched.runs(
+            job_id=int(job_raw) if job_raw.isdigit() else None, fn=fn or None, limit=PAGE
         )
+        return d.render("ops_runs.html", viewer, runs=found, fn=fn, job=job_raw, at=at)
 
     async def job_action(request: web.Request, viewer: Viewer) -> web.StreamResponse:
         operator(viewer)
@@ -116,6 +132,7 @@ def routes(d: Dashboard) -> list[web.RouteDef]:
         web.get("/ops/jobs", d.page(jobs)),
         web.get("/ops/jobs/{job_id}", d.page(job)),
         web.post("/ops/jobs/{job_id}/{action}", d.page(job_action)),
+        web.get("/ops/runs", d.page(runs)),
         web.get("/ops/schedules", d.page(schedules)),
         web.post("/ops/schedules/{action}", d.page(schedule_action)),
     ]
