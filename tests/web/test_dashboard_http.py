@@ -4,7 +4,9 @@ hashed, the client secret never logged."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import AsyncIterator
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
@@ -16,6 +18,7 @@ from bot.web.dashboard.core import LOGIN_LIMIT
 from bot.web.dashboard.sessions import SESSION_COOKIE, STATE_COOKIE, hash_id
 from tests.bot.conftest import settings_for
 from tests.fakediscord import FakeDiscord
+from tests.scheduler.stores import require_postgres
 
 from .conftest import Site, serve_dashboard
 
@@ -50,13 +53,32 @@ async def test_a_callback_whose_state_is_not_ours_is_refused(tmp_path: Path) -> 
             assert (await cur.fetchone())["n"] == 0
 
 
+@contextlib.asynccontextmanager
+async def database_url(kind: str, tmp_path: Path) -> AsyncIterator[str]:
+    """A fresh database of ``kind`` (PostgreSQL only if a server is configured)."""
+    if kind == "sqlite":
+        yield f"sqlite:///{tmp_path / 'crier.db'}"
+        return
+    dsn = require_postgres()
+    from tests.scheduler.pg import create_database, drop_database, with_database
+
+    name = await create_database(dsn)
+    try:
+        yield with_database(dsn, name)
+    finally:
+        await drop_database(dsn, name)
+
+
+@pytest.mark.parametrize("kind", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 async def test_behind_https_the_cookies_are_secure_and_the_session_id_is_kept_hashed(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    kind: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
+    """On SQLite and PostgreSQL: the session is written, found and kept only hashed."""
     caplog.set_level(logging.DEBUG)
     public = "https://crier.example.org"
     async with (
-        serve_dashboard(tmp_path, dashboard_url=public) as site,
+        database_url(kind, tmp_path) as url,
+        serve_dashboard(tmp_path, dashboard_url=public, database_url=url) as site,
         aiohttp.ClientSession(cookie_jar=aiohttp.DummyCookieJar()) as http,
     ):
         site.fake.oauth_login_as(site.world.admin)
@@ -82,6 +104,10 @@ async def test_behind_https_the_cookies_are_secure_and_the_session_id_is_kept_ha
         async with site.crier.sched.reader() as db:
             cur = await db.execute("SELECT id_hash FROM bot_dashboard_sessions")
             assert [r["id_hash"] for r in await cur.fetchall()] == [hash_id(session_id)]
+        async with http.get(
+            site.url + "/", cookies={SESSION_COOKIE: session_id}, allow_redirects=False
+        ) as resp:
+            assert "Log out" in await resp.text()  # the login works on this database
         logged = caplog.text
         assert site.fake.oauth2.client_secret not in logged
         assert session_id not in logged
