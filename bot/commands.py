@@ -14,11 +14,9 @@ from dataclasses import replace
 
 import discord
 from discord import app_commands
-from discord.ext.commands import Bot, Cog
+from discord.ext.commands import Bot
 
-from scheduler import Clock
-
-from .announcements import Announcement, Announcements, GuildSettings
+from .announcements import Announcement, GuildSettings
 from .autocomplete import announcement_ids
 from .checks import Refusal, can_read, guild_member, manage_server_only, require_manager
 from .destinations import tag_choices
@@ -27,7 +25,7 @@ from .limits import MAX_CHOICES, MAX_EMBED_TITLE, MAX_MESSAGE
 from .models import AnnouncementState
 from .parsing import InputError
 from .render import PAGE_SIZE, confirmation, listing_page
-from .replies import answer_error, reply
+from .replies import AnswersErrors, answer_error, reply
 from .transformers import DestinationChannel, Timezone
 from .validation import EMPTY_MESSAGE, UNTIL_ONE_OFF, ScheduleRequest, check_request
 from .views import COMMANDS_COG, ScheduleModal, page_buttons
@@ -44,17 +42,8 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 
-class AnnouncementCommands(Cog, name=COMMANDS_COG):
+class AnnouncementCommands(AnswersErrors, name=COMMANDS_COG):
     """/schedule, /list, /cancel and /settings (guild only)."""
-
-    def __init__(self, announcements: Announcements, clock: Clock) -> None:
-        self.announcements = announcements
-        self.clock = clock
-
-    async def cog_app_command_error(
-        self, interaction: discord.Interaction, error: app_commands.AppCommandError
-    ) -> None:
-        await answer_error(interaction, error)
 
     # --- /schedule -----------------------------------------------------------------------------
 

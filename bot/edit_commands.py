@@ -16,7 +16,6 @@ from zoneinfo import ZoneInfo
 
 import discord
 from discord import app_commands
-from discord.ext.commands import Cog
 
 from scheduler import Clock
 
@@ -28,7 +27,7 @@ from .files import download
 from .limits import MAX_CHOICE_NAME, MAX_CHOICES, MAX_EMBED_TITLE, MAX_MESSAGE
 from .parsing import InputError, resolve_timezone
 from .render import edit_reply
-from .replies import answer_error, reply
+from .replies import AnswersErrors, reply
 from .transformers import DestinationChannel, Timezone
 from .validation import (
     EMPTY_MESSAGE,
@@ -153,17 +152,8 @@ async def edit_request(
     return request, options.when is not None
 
 
-class EditCommands(Cog, name="EditCommands"):
+class EditCommands(AnswersErrors, name="EditCommands"):
     """/edit (guild only)."""
-
-    def __init__(self, announcements: Announcements, clock: Clock) -> None:
-        self.announcements = announcements
-        self.clock = clock
-
-    async def cog_app_command_error(
-        self, interaction: discord.Interaction, error: app_commands.AppCommandError
-    ) -> None:
-        await answer_error(interaction, error)
 
     @app_commands.command(
         name="edit", description="Change an announcement (and the message it already posted)"

@@ -7,25 +7,15 @@ from __future__ import annotations
 
 import discord
 from discord import app_commands
-from discord.ext.commands import Cog
 
-from .announcements import Announcements
 from .autocomplete import announcement_ids
 from .checks import can_read, guild_member, require_manager
 from .render import info_page
-from .replies import answer_error, reply
+from .replies import AnswersErrors, reply
 
 
-class InfoCommands(Cog, name="InfoCommands"):
+class InfoCommands(AnswersErrors, name="InfoCommands"):
     """/info (guild only)."""
-
-    def __init__(self, announcements: Announcements) -> None:
-        self.announcements = announcements
-
-    async def cog_app_command_error(
-        self, interaction: discord.Interaction, error: app_commands.AppCommandError
-    ) -> None:
-        await answer_error(interaction, error)
 
     @app_commands.command(name="info", description="Everything about one announcement")
     @app_commands.guild_only()

@@ -11,13 +11,11 @@ import logging
 
 import discord
 from discord import app_commands
-from discord.ext.commands import Cog
 
-from .announcements import Announcements
 from .autocomplete import announcement_ids
 from .checks import guild_member, require_manager
 from .render import paused, resumed, skipped
-from .replies import answer_error, reply
+from .replies import AnswersErrors, reply
 from .transformers import Timezone
 
 log = logging.getLogger(__name__)
@@ -27,16 +25,8 @@ LIFECYCLE_COG = "Lifecycle"
 AnnouncementId = app_commands.Range[int, 1, 2**53]
 
 
-class LifecycleCommands(Cog, name=LIFECYCLE_COG):
+class LifecycleCommands(AnswersErrors, name=LIFECYCLE_COG):
     """/pause, /resume, /skip (managers) and /timezone (any member); guild only."""
-
-    def __init__(self, announcements: Announcements) -> None:
-        self.announcements = announcements
-
-    async def cog_app_command_error(
-        self, interaction: discord.Interaction, error: app_commands.AppCommandError
-    ) -> None:
-        await answer_error(interaction, error)
 
     async def _manager(self, interaction: discord.Interaction) -> tuple[int, int]:
         """The guild's id and the member's, once the member is found to be a manager."""

@@ -12,10 +12,12 @@ from typing import Any
 
 import discord
 from discord import app_commands
+from discord.ext.commands import Cog
 
+from scheduler.clock import Clock, SystemClock
 from scheduler.stores.sqlite import refused_write
 
-from .announcements import NotEditable, NotFound, NotPossible, TooMuchStored
+from .announcements import Announcements, NotEditable, NotFound, NotPossible, TooMuchStored
 from .checks import Refusal
 from .parsing import InputError
 from .render import not_possible
@@ -84,3 +86,17 @@ async def answer_error(interaction: discord.Interaction, error: BaseException) -
         await reply(interaction, text)
     except discord.HTTPException:
         log.warning("could not answer interaction %s", interaction.id)
+
+
+class AnswersErrors(Cog):
+    """The base of the bot's command cogs: built from the domain layer (and a clock), never
+    from the client; every error a command of the cog raises is answered here, in one place."""
+
+    def __init__(self, announcements: Announcements, clock: Clock | None = None) -> None:
+        self.announcements = announcements
+        self.clock: Clock = clock if clock is not None else SystemClock()
+
+    async def cog_app_command_error(
+        self, interaction: discord.Interaction, error: app_commands.AppCommandError
+    ) -> None:
+        await answer_error(interaction, error)
