@@ -31,7 +31,7 @@ from .errors import (
     UnknownFunction,
 )
 from .migrations import MigrationSet
-from .models import Job, JobInfo, JobKind, JobState, Retry, Run, RunOutcome
+from .models import Job, JobInfo, JobKind, JobState, Pace, Retry, Run, RunOutcome
 from .registry import Registry
 from .schedules import ScheduleInfo
 from .stats import SchedulerStats
@@ -63,6 +63,7 @@ __all__ = [
     "NonRetryable",
     "NotADatabase",
     "NotSerializable",
+    "Pace",
     "Registry",
     "Retry",
     "RetryLater",

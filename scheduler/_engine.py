@@ -21,7 +21,7 @@ from . import _codec
 from .abc import OperationsAt, Store, Tx
 from .clock import Clock, SystemClock
 from .errors import InvalidArgument, SchedulerClosed
-from .models import Retry
+from .models import Pace, Retry
 from .registry import Registry
 from .stats import SchedulerStats
 from .store_types import NewJob, Target, Trigger
@@ -40,6 +40,7 @@ class JobOptions(TypedDict, total=False):
     retry: Retry | None
     name: str | None
     parent_id: int | None
+    pace: Pace | None
 
 
 class EnqueueOptions(JobOptions, total=False):
@@ -179,6 +180,7 @@ class Engine:
         retry: Retry | None = None,
         name: str | None = None,
         parent_id: int | None = None,
+        pace: Pace | None = None,
     ) -> NewJob:
         """Validate everything about a job before anything is written: ``fn`` (and
         ``on_complete``) against the registry, the options, and that ``args`` and ``context``
@@ -197,6 +199,7 @@ class Engine:
         ):
             raise InvalidArgument(f"parent_id must be a job id (int), got {parent_id!r}")
         next_ts = now if run_at is None else _codec.to_timestamp(run_at)
+        pace_key, pace_spacing = self.pace_of(fn, pace)
         context_type, context_blob = _codec.encode_context(context)
         return NewJob(
             fn=fn,
@@ -213,7 +216,19 @@ class Engine:
             on_complete=on_complete,
             name=name,
             parent_id=parent_id,
+            pace_key=pace_key,
+            pace_spacing=pace_spacing,
         )
+
+    def pace_of(self, fn: str, pace: Pace | None) -> tuple[str | None, float | None]:
+        """The pace key and spacing of a job or schedule of ``fn``: ``pace``, else the
+        registration's default (none: unpaced)."""
+        if pace is not None and not isinstance(pace, Pace):
+            raise InvalidArgument(f"pace must be a Pace(key, spacing), got {pace!r}")
+        chosen = pace if pace is not None else self.registry.get(fn).pace
+        if chosen is None:
+            return None, None
+        return chosen.key, chosen.spacing_seconds
 
     # --- schedules --------------------------------------------------------------------------
 

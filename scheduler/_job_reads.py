@@ -93,4 +93,6 @@ def job_from_row(r: Row) -> Job:
         context=context,
         result=_codec.loads(r["result"]),
         error=r["error"],
+        pace_key=r["pace_key"],
+        pace_spacing=optional_float(r["pace_spacing"]),
     )

@@ -14,7 +14,7 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
-from . import _codec, _run_history
+from . import _codec, _pacing, _run_history
 from ._codec import optional_float
 from .errors import InvalidArgument, JobNotFound
 from .models import JobKind, JobState, RunOutcome
@@ -102,6 +102,8 @@ def _insert(st: OpState, job: NewJob, state: JobState) -> Op[int | None]:
             "schedule_name": job.schedule_name,
             "fire_ts": job.fire_ts,
             "jitter": job.jitter,
+            "pace_key": job.pace_key,
+            "pace_spacing": job.pace_spacing,
             "now": st.now,
             "finished_at": finished,
         },
@@ -146,14 +148,21 @@ def _fire_on_complete(st: OpState, job_id: int, callback: str, result_json: str)
 def claim_due(st: OpState, lease_until: float, mutation_limit: int, action_limit: int) -> Op[Claim]:
     """Move up to the given numbers of due pending jobs to ``in_progress`` under a lease.
 
-    Each claim is conditional on the job still being exactly ``pending``.
+    Each claim is conditional on the job still being exactly ``pending``; a paced job is
+    claimed only in its key's open slot, which the claim takes (see ``_pacing``).
     """
     rows: list[Any] = []
-    for kind, limit in ((JobKind.MUTATION, mutation_limit), (JobKind.ACTION, action_limit)):
+    room = {JobKind.MUTATION: mutation_limit, JobKind.ACTION: action_limit}
+    for kind, limit in room.items():
         if limit > 0:
             params = {"kind": kind.value, "now": st.now, "limit": limit, "lease_until": lease_until}
             got = yield Q("claim_due", params, "all")
             rows.extend(got)
+            room[kind] = limit - len(got)
+    paced = yield from _pacing.claim_paced(
+        st, lease_until, room[JobKind.MUTATION], room[JobKind.ACTION]
+    )
+    rows.extend(paced)
     jobs: list[ClaimedJob] = []
     if rows:
         ids = [int(r["id"]) for r in rows]
@@ -199,7 +208,9 @@ def _claimed(r: Row, payload: Row | None) -> ClaimedJob:
 
 
 def next_due_time(st: OpState, include_actions: bool = True) -> Op[float | None]:
-    best: float | None = None
+    """When the next pending job may start: the earliest due unpaced job, or the earliest
+    time a paced one's key's slot lets it start (None if nothing is pending)."""
+    best = yield from _pacing.next_start(st, include_actions)
     kinds = (JobKind.MUTATION, JobKind.ACTION) if include_actions else (JobKind.MUTATION,)
     for kind in kinds:
         row = yield Q("next_due", {"kind": kind.value}, "one")
@@ -347,11 +358,13 @@ def reclaim_expired(st: OpState, limit: int, process: str | None = None) -> Op[R
 
 
 def prune(st: OpState, before: float, limit: int) -> Op[int]:
-    """Delete up to ``limit`` terminal jobs that finished before ``before``."""
+    """Delete up to ``limit`` terminal jobs that finished before ``before``, and forget the
+    pace slots that opened before it."""
     ids = [int(r["id"]) for r in (yield Q("prune_ids", {"before": before, "limit": limit}, "all"))]
     if ids:
         yield Q("delete_args", {"job_ids": ids})
         yield Q("delete_jobs", {"job_ids": ids})
+    yield from _pacing.prune(st, before)
     return len(ids)
 
 

@@ -94,6 +94,8 @@ def _definition_params(st: OpState, d: ScheduleDef, next_fire_ts: float) -> dict
         "jitter": d.jitter,
         "next_fire_ts": next_fire_ts,
         "fingerprint": d.fingerprint,
+        "pace_key": d.pace_key,
+        "pace_spacing": d.pace_spacing,
         "now": st.now,
     }
 
@@ -172,6 +174,8 @@ def occurrence(row: ScheduleRow | ScheduleDef, fire_ts: float, next_ts: float) -
         schedule_name=row.name,
         fire_ts=fire_ts,
         jitter=jitter if row.jitter > 0 else None,
+        pace_key=row.pace_key,
+        pace_spacing=row.pace_spacing,
     )
 
 

@@ -74,7 +74,9 @@ class TransactionScheduling(InTransaction):
         Options: ``run_at`` (default now), ``idempotency_key`` (a second enqueue with a live
         key returns the first job's id), ``on_complete`` (a mutation enqueued with
         ``{"job_id", "context", "result"}`` when the job reaches a terminal state, in the
-        same commit), ``context``, ``retry``, ``name``, ``parent_id``.
+        same commit), ``context``, ``retry``, ``name``, ``parent_id``, ``pace`` (a
+        :class:`~scheduler.Pace`: jobs with one key start at least its spacing apart, in
+        every process; default: the registration's).
         """
         job = self._engine.new_job(fn, args, self._tx.state.now, **options)
         return await (await self._writing()).enqueue(job)
@@ -135,13 +137,25 @@ class ActionScheduling:
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
 
-    async def run_after(self, delay: timedelta | float, fn: str, args: Any = None) -> int:
+    async def run_after(
+        self,
+        delay: timedelta | float,
+        fn: str,
+        args: Any = None,
+        **options: Unpack[JobOptions],
+    ) -> int:
         async with open_transaction(self._engine) as ctx:
-            return await ctx.scheduler.run_after(delay, fn, args)
+            return await ctx.scheduler.run_after(delay, fn, args, **options)
 
-    async def run_at(self, when: datetime | float, fn: str, args: Any = None) -> int:
+    async def run_at(
+        self,
+        when: datetime | float,
+        fn: str,
+        args: Any = None,
+        **options: Unpack[JobOptions],
+    ) -> int:
         async with open_transaction(self._engine) as ctx:
-            return await ctx.scheduler.run_at(when, fn, args)
+            return await ctx.scheduler.run_at(when, fn, args, **options)
 
     async def cancel(self, job_id: int) -> bool:
         async with open_transaction(self._engine) as ctx:

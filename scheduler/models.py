@@ -1,4 +1,4 @@
-"""The scheduler's value types: job states, retry policy, and the job record."""
+"""The scheduler's value types: job states, retry and pacing policies, and the job record."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from ._codec import to_seconds, ts_to_datetime
+from ._codec import check_name, to_seconds, ts_to_datetime
 from .errors import InvalidArgument
 
 
@@ -70,6 +70,33 @@ class Retry:
         return to_seconds(self.initial_backoff, "Retry.initial_backoff")
 
 
+PACE_KEY_LIMIT = 500
+"""The longest pace key, in characters."""
+
+
+@dataclass(frozen=True, slots=True)
+class Pace:
+    """Jobs that share ``key`` start at least ``spacing`` apart, in due order, in every
+    process that shares the store.
+
+    A job waiting for its key's next slot is simply not claimable yet: it holds no lease and
+    no worker slot. Each run takes a slot when it starts (a retry or a re-run after a lost
+    lease takes a new one); a job canceled before it ran takes none. ``spacing`` is seconds
+    (or a ``timedelta``), measured on the claiming process's wall clock.
+    """
+
+    key: str
+    spacing: timedelta | float
+
+    def __post_init__(self) -> None:
+        check_name(self.key, "Pace.key", PACE_KEY_LIMIT)
+        to_seconds(self.spacing, "Pace.spacing", sign="positive")
+
+    @property
+    def spacing_seconds(self) -> float:
+        return to_seconds(self.spacing, "Pace.spacing")
+
+
 DEFAULT_MUTATION_RETRY = Retry(max_failures=4)
 DEFAULT_ACTION_RETRY = Retry(max_failures=1)
 
@@ -101,6 +128,9 @@ class Job:
     context: Any = None
     result: Any = None
     error: str | None = None
+    pace_key: str | None = None
+    """Jobs with one pace key start at least ``pace_spacing`` seconds apart (None: unpaced)."""
+    pace_spacing: float | None = None
 
     @property
     def next_at(self) -> datetime:

@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 from ._codec import check_name
 from .errors import DuplicateName, InvalidArgument, UnknownFunction
-from .models import DEFAULT_ACTION_RETRY, DEFAULT_MUTATION_RETRY, JobKind, Retry
+from .models import DEFAULT_ACTION_RETRY, DEFAULT_MUTATION_RETRY, JobKind, Pace, Retry
 
 Handler = Callable[[Any, Any], Awaitable[Any]]
 H = TypeVar("H", bound=Handler)
@@ -25,6 +25,8 @@ class Registration:
     handler: Handler
     idempotent: bool
     retry: Retry
+    pace: Pace | None = None
+    """The pace of the function's jobs and schedules unless they name their own."""
 
 
 class Registry:
@@ -46,8 +48,10 @@ class Registry:
         *,
         idempotent: bool = False,
         retry: Retry | None = None,
+        pace: Pace | None = None,
     ) -> None:
-        """Register ``handler`` under ``name``; a name may be registered once."""
+        """Register ``handler`` under ``name``; a name may be registered once. ``pace`` is
+        the default pace of its jobs and schedules (see :class:`~scheduler.Pace`)."""
         check_name(name, "a function name", NAME_LIMIT)
         kind = JobKind(kind)
         if name in self._entries:
@@ -58,23 +62,32 @@ class Registry:
             )
         if kind is JobKind.MUTATION and idempotent:
             raise InvalidArgument("idempotent=True is for actions; mutations are always replayable")
+        if pace is not None and not isinstance(pace, Pace):
+            raise InvalidArgument(f"pace must be a Pace(key, spacing), got {pace!r}")
         # An idempotent action is replayed like a mutation after a crash (the lost run counts
         # as an attempt), so it gets a mutation's budget: with one attempt it could never be.
         replayable = kind is JobKind.MUTATION or idempotent
         default = DEFAULT_MUTATION_RETRY if replayable else DEFAULT_ACTION_RETRY
-        self._entries[name] = Registration(name, kind, handler, idempotent, retry or default)
+        self._entries[name] = Registration(name, kind, handler, idempotent, retry or default, pace)
 
-    def mutation(self, name: str, *, retry: Retry | None = None) -> Callable[[H], H]:
+    def mutation(
+        self, name: str, *, retry: Retry | None = None, pace: Pace | None = None
+    ) -> Callable[[H], H]:
         """Decorator: ``handler(ctx, args)`` runs inside one write transaction."""
 
         def deco(fn: H) -> H:
-            self.register(name, fn, JobKind.MUTATION, retry=retry)
+            self.register(name, fn, JobKind.MUTATION, retry=retry, pace=pace)
             return fn
 
         return deco
 
     def action(
-        self, name: str, *, idempotent: bool = False, retry: Retry | None = None
+        self,
+        name: str,
+        *,
+        idempotent: bool = False,
+        retry: Retry | None = None,
+        pace: Pace | None = None,
     ) -> Callable[[H], H]:
         """Decorator: ``handler(ctx, args)`` runs outside any transaction and may do I/O.
 
@@ -83,7 +96,7 @@ class Registry:
         """
 
         def deco(fn: H) -> H:
-            self.register(name, fn, JobKind.ACTION, idempotent=idempotent, retry=retry)
+            self.register(name, fn, JobKind.ACTION, idempotent=idempotent, retry=retry, pace=pace)
             return fn
 
         return deco

@@ -21,6 +21,7 @@ from ._engine import Engine, InTransaction
 from ._schedule_ops import CATCH_UPS, OVERLAPS
 from .abc import Operations
 from .errors import InvalidSchedule
+from .models import Pace
 from .registry import NAME_LIMIT
 from .store_types import ScheduleDef, ScheduleRow
 from .triggers import Cron, Interval
@@ -31,12 +32,14 @@ DEFAULT_WINDOW = timedelta(days=365)
 
 
 class ScheduleOptions(TypedDict, total=False):
-    """A schedule's policies, as keywords (defaults: ``"skip"``, ``"skip"``, a year, none)."""
+    """A schedule's policies, as keywords (defaults: ``"skip"``, ``"skip"``, a year, none,
+    the registration's pace)."""
 
     overlap: str
     catch_up: str
     catchup_window: timedelta | float
     jitter: timedelta | float
+    pace: Pace | None
 
 
 class CreateOptions(ScheduleOptions, total=False):
@@ -115,6 +118,7 @@ def build_def(
     catch_up: str = "skip",
     catchup_window: timedelta | float = DEFAULT_WINDOW,
     jitter: timedelta | float = timedelta(0),
+    pace: Pace | None = None,
 ) -> ScheduleDef:
     """Validate a definition completely (``fn`` against the registry) before anything is
     written."""
@@ -124,6 +128,7 @@ def build_def(
     if catch_up not in CATCH_UPS:
         raise InvalidSchedule(f"catch_up must be one of {', '.join(CATCH_UPS)}; got {catch_up!r}")
     target = engine.target(fn)
+    pace_key, pace_spacing = engine.pace_of(fn, pace)
     return ScheduleDef(
         name=name,
         source=source,
@@ -136,6 +141,8 @@ def build_def(
             catchup_window, "catchup_window", sign="positive", error=InvalidSchedule
         ),
         jitter=_codec.to_seconds(jitter, "jitter", sign="non-negative", error=InvalidSchedule),
+        pace_key=pace_key,
+        pace_spacing=pace_spacing,
     )
 
 
@@ -200,7 +207,8 @@ class TransactionSchedules(_ScheduleReads, InTransaction):
         """Create a runtime schedule. ``spec`` is a cron expression (evaluated in ``tz``) or
         a ``timedelta`` interval, anchored at ``start`` (default: now). With ``start`` in the
         future, nothing fires before it. Options: ``overlap`` (``"skip"``), ``catch_up``
-        (``"skip"``), ``catchup_window`` (a year), ``jitter`` (none). A taken name raises
+        (``"skip"``), ``catchup_window`` (a year), ``jitter`` (none), ``pace`` (every
+        occurrence carries it; default: the function's registration's). A taken name raises
         ``DuplicateName``."""
         now = self._tx.state.now
         begin = None if start is None else _codec.to_timestamp(start, "start")

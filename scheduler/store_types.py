@@ -85,6 +85,9 @@ class NewJob:
     schedule_name: str | None = None
     fire_ts: float | None = None
     jitter: float | None = None
+    pace_key: str | None = None
+    """Jobs with one pace key start at least ``pace_spacing`` seconds apart (None: unpaced)."""
+    pace_spacing: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,6 +219,9 @@ class ScheduleDef:
     catch_up: str
     catchup_window: float
     jitter: float
+    pace_key: str | None = None
+    """The pace every occurrence carries (None: unpaced)."""
+    pace_spacing: float | None = None
 
     @cached_property
     def spec_json(self) -> str:
@@ -226,7 +232,7 @@ class ScheduleDef:
         """What reconciliation compares: everything but an interval's anchor (its phase)."""
         spec = self.trigger.to_spec()
         spec.pop("anchor", None)
-        parts = (
+        parts: tuple[str, ...] = (
             json.dumps(spec, sort_keys=True),
             self.target.fn,
             self.args_json,
@@ -235,6 +241,8 @@ class ScheduleDef:
             repr(self.catchup_window),
             repr(self.jitter),
         )
+        if self.pace_key is not None:  # unpaced schedules keep the fingerprints they had
+            parts += (self.pace_key, repr(self.pace_spacing))
         return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()
 
 
@@ -258,6 +266,8 @@ class ScheduleRow:
     last_error: str | None
     created_at: float
     updated_at: float
+    pace_key: str | None = None
+    pace_spacing: float | None = None
 
     @classmethod
     def of(cls, r: Row) -> ScheduleRow:
@@ -288,6 +298,8 @@ class ScheduleRow:
             last_error=r["last_error"],
             created_at=float(r["created_at"]),
             updated_at=float(r["updated_at"]),
+            pace_key=r["pace_key"],
+            pace_spacing=optional_float(r["pace_spacing"]),
         )
 
 

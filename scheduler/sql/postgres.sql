@@ -9,10 +9,10 @@
 INSERT INTO scheduler_jobs (
     fn, kind, state, next_ts, max_failures, initial_backoff, backoff_base, idempotent,
     parent_id, idempotency_key, on_complete, name, schedule_name, fire_ts, jitter,
-    created_at, updated_at, finished_at)
+    pace_key, pace_spacing, created_at, updated_at, finished_at)
 VALUES (:fn, :kind, :state, :next_ts, :max_failures, :initial_backoff, :backoff_base,
         :idempotent, :parent_id, :idempotency_key, :on_complete, :name, :schedule_name,
-        :fire_ts, :jitter, :now, :now, :finished_at)
+        :fire_ts, :jitter, :pace_key, :pace_spacing, :now, :now, :finished_at)
 ON CONFLICT DO NOTHING
 RETURNING id;
 
@@ -36,12 +36,12 @@ SELECT id FROM scheduler_jobs WHERE idempotency_key = :idempotency_key;
 SELECT state, on_complete FROM scheduler_jobs WHERE id = :job_id;
 
 -- name: claim_due
--- Take up to :limit due pending jobs of one kind, in due order, under a lease until :lease_until.
+-- Take up to :limit due unpaced pending jobs of one kind, in due order, leased until :lease_until.
 -- SKIP LOCKED in a CTE so the LIMIT counts rows this transaction could lock: concurrent
 -- claimers take disjoint batches instead of queueing behind each other's row locks.
 WITH due AS (
     SELECT id FROM scheduler_jobs
-    WHERE state = 'pending' AND kind = :kind AND next_ts <= :now
+    WHERE state = 'pending' AND pace_key IS NULL AND kind = :kind AND next_ts <= :now
     ORDER BY next_ts
     LIMIT :limit
     FOR UPDATE SKIP LOCKED)
@@ -63,9 +63,9 @@ FROM scheduler_job_args
 WHERE job_id = ANY(:job_ids::bigint[]);
 
 -- name: next_due
--- The earliest next_ts of a pending job of one kind.
+-- The earliest next_ts of an unpaced pending job of one kind.
 SELECT next_ts FROM scheduler_jobs
-WHERE state = 'pending' AND kind = :kind
+WHERE state = 'pending' AND pace_key IS NULL AND kind = :kind
 ORDER BY next_ts
 LIMIT 1;
 
@@ -150,6 +150,7 @@ DELETE FROM scheduler_jobs WHERE id = ANY(:job_ids::bigint[]);
 SELECT j.id, j.fn, j.kind, j.state, j.next_ts, j.attempts, j.max_failures, j.run_count,
        j.lease_expires_at, j.parent_id, j.idempotency_key, j.on_complete, j.name,
        j.schedule_name, j.fire_ts, j.jitter, j.created_at, j.updated_at, j.finished_at,
+       j.pace_key, j.pace_spacing,
        a.args, a.context_type, a.context, a.result, a.error, a.callback_of
 FROM scheduler_jobs j LEFT JOIN scheduler_job_args a ON a.job_id = j.id
 WHERE j.id = :job_id;
@@ -159,6 +160,7 @@ WHERE j.id = :job_id;
 SELECT j.id, j.fn, j.kind, j.state, j.next_ts, j.attempts, j.max_failures, j.run_count,
        j.lease_expires_at, j.parent_id, j.idempotency_key, j.on_complete, j.name,
        j.schedule_name, j.fire_ts, j.jitter, j.created_at, j.updated_at, j.finished_at,
+       j.pace_key, j.pace_spacing,
        NULL AS args, NULL AS context_type, NULL AS context, NULL AS result, a.error,
        NULL AS callback_of
 FROM scheduler_jobs j LEFT JOIN scheduler_job_args a ON a.job_id = j.id
@@ -192,10 +194,11 @@ SELECT state, count(*) AS n FROM scheduler_jobs GROUP BY state;
 INSERT INTO scheduler_schedules (
     name, source, trigger_spec, fn, kind, idempotent, max_failures, initial_backoff,
     backoff_base, args, overlap, catch_up, catchup_window, jitter, paused, next_fire_ts,
-    last_fire_ts, fingerprint, created_at, updated_at)
+    last_fire_ts, fingerprint, pace_key, pace_spacing, created_at, updated_at)
 VALUES (:name, :source, :trigger_spec, :fn, :kind, :idempotent, :max_failures,
         :initial_backoff, :backoff_base, :args, :overlap, :catch_up, :catchup_window, :jitter,
-        :paused, :next_fire_ts, :last_fire_ts, :fingerprint, :now, :now)
+        :paused, :next_fire_ts, :last_fire_ts, :fingerprint, :pace_key, :pace_spacing, :now,
+        :now)
 ON CONFLICT DO NOTHING
 RETURNING name;
 
@@ -206,21 +209,24 @@ SET trigger_spec = :trigger_spec, fn = :fn, kind = :kind, idempotent = :idempote
     max_failures = :max_failures, initial_backoff = :initial_backoff,
     backoff_base = :backoff_base, args = :args, overlap = :overlap, catch_up = :catch_up,
     catchup_window = :catchup_window, jitter = :jitter, next_fire_ts = :next_fire_ts,
-    fingerprint = :fingerprint, last_error = NULL, updated_at = :now
+    fingerprint = :fingerprint, pace_key = :pace_key, pace_spacing = :pace_spacing,
+    last_error = NULL, updated_at = :now
 WHERE name = :name;
 
 -- name: get_schedule
 -- One schedule.
 SELECT name, source, trigger_spec, fn, kind, idempotent, max_failures, initial_backoff,
        backoff_base, args, overlap, catch_up, catchup_window, jitter, paused, next_fire_ts,
-       last_fire_ts, skipped, missed, fingerprint, last_error, created_at, updated_at
+       last_fire_ts, skipped, missed, fingerprint, last_error, created_at, updated_at,
+       pace_key, pace_spacing
 FROM scheduler_schedules WHERE name = :name;
 
 -- name: list_schedules
 -- Every schedule by name, optionally only those of one source (static or runtime).
 SELECT name, source, trigger_spec, fn, kind, idempotent, max_failures, initial_backoff,
        backoff_base, args, overlap, catch_up, catchup_window, jitter, paused, next_fire_ts,
-       last_fire_ts, skipped, missed, fingerprint, last_error, created_at, updated_at
+       last_fire_ts, skipped, missed, fingerprint, last_error, created_at, updated_at,
+       pace_key, pace_spacing
 FROM scheduler_schedules
 WHERE (:source::text IS NULL OR source = :source::text)
 ORDER BY name;
@@ -233,7 +239,8 @@ SELECT name, fingerprint, source FROM scheduler_schedules;
 -- Up to :limit active schedules whose next fire time has come, earliest first.
 SELECT name, source, trigger_spec, fn, kind, idempotent, max_failures, initial_backoff,
        backoff_base, args, overlap, catch_up, catchup_window, jitter, paused, next_fire_ts,
-       last_fire_ts, skipped, missed, fingerprint, last_error, created_at, updated_at
+       last_fire_ts, skipped, missed, fingerprint, last_error, created_at, updated_at,
+       pace_key, pace_spacing
 FROM scheduler_schedules
 WHERE paused = 0 AND next_fire_ts IS NOT NULL AND next_fire_ts <= :now
 ORDER BY next_fire_ts, name
@@ -299,20 +306,23 @@ WHERE schedule_name = :schedule_name AND state IN ('pending', 'held');
 -- (Used by the SQLite store; kept here so both dialects define every query.)
 INSERT INTO scheduler_jobs (
     id, fn, kind, state, next_ts, max_failures, initial_backoff, backoff_base, idempotent,
-    on_complete, name, schedule_name, fire_ts, jitter, created_at, updated_at)
+    on_complete, name, schedule_name, fire_ts, jitter, pace_key, pace_spacing, created_at,
+    updated_at)
 OVERRIDING SYSTEM VALUE
 VALUES (:id, :fn, :kind, 'pending', :next_ts, :max_failures, :initial_backoff, :backoff_base,
-        :idempotent, :on_complete, :name, :schedule_name, :fire_ts, :jitter, :now, :now);
+        :idempotent, :on_complete, :name, :schedule_name, :fire_ts, :jitter, :pace_key,
+        :pace_spacing, :now, :now);
 
 -- name: insert_schedules
 -- Boot reconciliation's new static entries, in one executemany.
 INSERT INTO scheduler_schedules (
     name, source, trigger_spec, fn, kind, idempotent, max_failures, initial_backoff,
     backoff_base, args, overlap, catch_up, catchup_window, jitter, paused, next_fire_ts,
-    last_fire_ts, fingerprint, created_at, updated_at)
+    last_fire_ts, fingerprint, pace_key, pace_spacing, created_at, updated_at)
 VALUES (:name, :source, :trigger_spec, :fn, :kind, :idempotent, :max_failures,
         :initial_backoff, :backoff_base, :args, :overlap, :catch_up, :catchup_window, :jitter,
-        :paused, :next_fire_ts, :last_fire_ts, :fingerprint, :now, :now);
+        :paused, :next_fire_ts, :last_fire_ts, :fingerprint, :pace_key, :pace_spacing, :now,
+        :now);
 
 -- Run history --------------------------------------------------------------------------------
 
@@ -380,3 +390,72 @@ FROM (SELECT 1 FROM scheduler_jobs
 -- Every schedule's times dropped by catch-up (missed) and by overlap (skipped), added up.
 SELECT count(*) AS n, coalesce(sum(missed), 0) AS missed, coalesce(sum(skipped), 0) AS skipped
 FROM scheduler_schedules;
+
+-- Pacing ------------------------------------------------------------------------------------
+
+-- name: paced_due
+-- Up to :limit claimable paced jobs: each key's first pending job, if due and its slot open.
+-- The keys are found by a skip scan of scheduler_jobs_paced (one probe per key, however
+-- long a key's queue); :mutations and :actions (0 or 1) say which kinds may be claimed.
+WITH RECURSIVE paced(k) AS (
+    SELECT min(pace_key) FROM scheduler_jobs
+    WHERE state = 'pending' AND pace_key IS NOT NULL
+    UNION ALL
+    SELECT (SELECT min(pace_key) FROM scheduler_jobs
+            WHERE state = 'pending' AND pace_key IS NOT NULL AND pace_key > paced.k)
+    FROM paced WHERE paced.k IS NOT NULL),
+heads AS (
+    SELECT (SELECT id FROM scheduler_jobs
+            WHERE state = 'pending' AND pace_key = paced.k
+            ORDER BY next_ts, id LIMIT 1) AS id
+    FROM paced WHERE paced.k IS NOT NULL)
+SELECT j.id, j.pace_key, j.pace_spacing, j.kind, j.next_ts
+FROM heads JOIN scheduler_jobs j ON j.id = heads.id
+LEFT JOIN scheduler_pace p ON p.pace_key = j.pace_key
+WHERE j.next_ts <= :now AND (p.next_start_ts IS NULL OR p.next_start_ts <= :now)
+  AND ((j.kind = 'mutation' AND :mutations = 1) OR (j.kind = 'action' AND :actions = 1))
+ORDER BY j.next_ts, j.id
+LIMIT :limit;
+
+-- name: next_paced
+-- When the next paced job may start: the earliest of each key's first pending job's due time
+-- or its key's slot, whichever is later (actions only counted when :actions is 1).
+WITH RECURSIVE paced(k) AS (
+    SELECT min(pace_key) FROM scheduler_jobs
+    WHERE state = 'pending' AND pace_key IS NOT NULL
+    UNION ALL
+    SELECT (SELECT min(pace_key) FROM scheduler_jobs
+            WHERE state = 'pending' AND pace_key IS NOT NULL AND pace_key > paced.k)
+    FROM paced WHERE paced.k IS NOT NULL),
+heads AS (
+    SELECT (SELECT id FROM scheduler_jobs
+            WHERE state = 'pending' AND pace_key = paced.k
+            ORDER BY next_ts, id LIMIT 1) AS id
+    FROM paced WHERE paced.k IS NOT NULL)
+SELECT min(GREATEST(j.next_ts, coalesce(p.next_start_ts, j.next_ts))) AS start_ts
+FROM heads JOIN scheduler_jobs j ON j.id = heads.id
+LEFT JOIN scheduler_pace p ON p.pace_key = j.pace_key
+WHERE j.kind = 'mutation' OR :actions = 1;
+
+-- name: take_pace_slot
+-- Take :pace_key's slot if it is open at :now, pushing it on to :next_start_ts; no row if it is not.
+-- The slot is taken under the pace row's lock (an insert's unique entry, or the row an
+-- upsert updates): a concurrent claimer of the same key waits for this commit, then
+-- finds the slot pushed on and takes nothing.
+INSERT INTO scheduler_pace (pace_key, next_start_ts) VALUES (:pace_key, :next_start_ts)
+ON CONFLICT (pace_key) DO UPDATE SET next_start_ts = excluded.next_start_ts
+WHERE scheduler_pace.next_start_ts <= :now
+RETURNING pace_key;
+
+-- name: claim_paced
+-- Take one paced job (its key's slot just taken) under a lease until :lease_until, if still pending.
+UPDATE scheduler_jobs
+SET state = 'in_progress', run_count = run_count + 1, lease_expires_at = :lease_until,
+    updated_at = :now
+WHERE id = :job_id AND state = 'pending'
+RETURNING id, fn, kind, attempts, max_failures, initial_backoff, backoff_base, run_count,
+          next_ts, on_complete, name, idempotent, schedule_name, fire_ts;
+
+-- name: prune_pace
+-- Forget the slots that opened before :before (no row means open: nothing changes).
+DELETE FROM scheduler_pace WHERE next_start_ts < :before;

@@ -225,6 +225,8 @@ def _insert_buffered(
             "schedule_name": j.schedule_name,
             "fire_ts": j.fire_ts,
             "jitter": j.jitter,
+            "pace_key": j.pace_key,
+            "pace_spacing": j.pace_spacing,
             "now": now,
         }
         for job_id, j in jobs

@@ -27,6 +27,8 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import dataclasses
+import itertools
 import json
 import sys
 import time
@@ -269,6 +271,40 @@ async def test_jobs_enqueued_by_one_process_are_each_run_once_by_one_of_two_othe
     assert set(per_job) == enqueued, (sorted(per_job), sorted(enqueued))
     assert set(per_job.values()) == {1}, per_job
     print(f"\n{json.dumps(collections.Counter(name for name, _ in runs))}")
+
+
+async def test_two_processes_racing_one_pace_key_never_start_two_within_its_spacing(
+    dsn: str, children: list[Child], tmp_path: Path
+) -> None:
+    """A backlog on one pace key, due at once, raced by two worker processes (each woken by
+    every commit): each job runs once, in due order, and no two start within the spacing,
+    whichever process claimed them. (Starts are taken in the handlers, a moment after the
+    claim that took the slot: the tolerance is that moment, far below the spacing.)"""
+    spacing, tolerance, n = 0.5, 0.15, 6
+    workers = [await worker(tmp_path, dsn, name, children) for name in ("b", "c")]
+    store = PostgresStore(dsn, listen=False, application_name="probe-parent")
+    await store.open()
+    try:
+        t = time.time()
+        job = dataclasses.replace(probe_job(ACTION, t), pace_key="race", pace_spacing=spacing)
+        ids = [await store.enqueue(job, t) for _ in range(n)]
+    finally:
+        await store.close()
+    assert await job_rows(dsn) == dict.fromkeys(ids, ("success", 1))
+    starts: list[tuple[float, int, str]] = []
+    for w in workers:
+        await w.stop()
+        assert w.proc.returncode == 0, w.err
+        await w.rest()
+        for line in w.lines[1:]:  # after READY
+            ran, name, job_id, at = line.split()
+            assert ran == "RAN", line
+            starts.append((float(at), int(job_id), name))
+    starts.sort()
+    assert [job_id for _, job_id, _ in starts] == ids  # once each, in due order
+    gaps = [b[0] - a[0] for a, b in itertools.pairwise(starts)]
+    assert min(gaps) >= spacing - tolerance, (gaps, starts)
+    print(f"\n{json.dumps(collections.Counter(name for _, _, name in starts))}")
 
 
 async def test_the_postgres_benchmark_runs(tmp_path: Path) -> None:

@@ -247,8 +247,12 @@ async def test_a_fresh_database_gets_every_migration_recorded_with_its_checksum(
         r["indexname"]: r["indexdef"]
         for r in await conn.fetch("SELECT indexname, indexdef FROM pg_indexes")
     }
-    assert "WHERE (state = 'pending'::text)" in indexes["scheduler_jobs_due"]
+    # Since 0005 the due index holds unpaced work only (paced jobs have their own).
+    assert (
+        "WHERE ((state = 'pending'::text) AND (pace_key IS NULL))" in indexes["scheduler_jobs_due"]
+    )
     assert "(kind, next_ts)" in indexes["scheduler_jobs_due"]
+    assert "(pace_key, next_ts, id)" in indexes["scheduler_jobs_paced"]
     assert (
         "WHERE ((state = 'in_progress'::text) AND (lease_expires_at IS NOT NULL))"
         in indexes["scheduler_jobs_lease"]

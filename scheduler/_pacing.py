@@ -1,0 +1,74 @@
+"""Pacing: jobs that share a pace key start at least their spacing apart, in due order,
+across every process that shares the store.
+
+A key's next open slot is a row of ``scheduler_pace``. The claim takes it in its own
+transaction: a paced job is claimable only while it is its key's first pending job (in due
+order), is due, and its key's slot is open; claiming it pushes the slot on by the job's
+spacing. A job waiting for its slot is therefore plain ``pending``: it holds no lease and no
+worker slot, and the driver's next wake-up is the time the slot opens (:func:`next_start`).
+
+Each start takes a slot: a retry, or a re-run after a lost lease, takes a new one when it
+runs again; a job canceled before it ran takes none; a run handed back unstarted (at
+shutdown) has taken its slot. On PostgreSQL the slot is taken under the pace row's lock,
+so two claimers of one key never both start within the spacing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .models import JobKind
+from .store_types import Op, OpState, Q
+
+
+def claim_paced(
+    st: OpState, lease_until: float, mutation_limit: int, action_limit: int
+) -> Op[list[Any]]:
+    """Claim up to the given numbers of paced jobs whose key's slot is open (at most one per
+    key), taking each key's slot; returns the claimed rows, as ``claim_due`` does."""
+    if mutation_limit <= 0 and action_limit <= 0:
+        return []
+    params = {
+        "now": st.now,
+        "mutations": int(mutation_limit > 0),
+        "actions": int(action_limit > 0),
+        "limit": mutation_limit + action_limit,
+    }
+    heads = yield Q("paced_due", params, "all")
+    room = {JobKind.MUTATION: mutation_limit, JobKind.ACTION: action_limit}
+    chosen = []
+    for head in heads:
+        kind = JobKind(head["kind"])
+        if room[kind] > 0:
+            room[kind] -= 1
+            chosen.append(head)
+    rows: list[Any] = []
+    # Slots are taken in key order in every process, so two claimers never wait on each
+    # other's pace rows in a cycle.
+    for head in sorted(chosen, key=lambda h: str(h["pace_key"])):
+        slot = {
+            "pace_key": head["pace_key"],
+            "next_start_ts": st.now + float(head["pace_spacing"]),
+            "now": st.now,
+        }
+        if (yield Q("take_pace_slot", slot, "one")) is None:
+            continue  # another process took the slot since the heads were read
+        claim = {"job_id": head["id"], "now": st.now, "lease_until": lease_until}
+        row = yield Q("claim_paced", claim, "one")
+        if row is not None:
+            rows.append(row)
+    return rows
+
+
+def next_start(st: OpState, include_actions: bool = True) -> Op[float | None]:
+    """When the next paced job may start: the earliest, over the keys, of the later of its
+    first pending job's due time and its slot (None if no paced job is pending)."""
+    row = yield Q("next_paced", {"actions": int(include_actions)}, "one")
+    if row is None or row["start_ts"] is None:
+        return None
+    return float(row["start_ts"])
+
+
+def prune(st: OpState, before: float) -> Op[None]:
+    """Forget slots that opened before ``before``: an absent row is an open slot."""
+    yield Q("prune_pace", {"before": before})
