@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
-from scheduler import JobState, ScheduleNotFound, Scheduler, TransactionContext
+from scheduler import JobState, Pace, ScheduleNotFound, Scheduler, TransactionContext
 
 from .changes import (
     NotFound,
@@ -30,6 +30,7 @@ from .changes import (
     unrecorded_from,
 )
 from .config import default
+from .pacing import channel_pace
 from .db import BotDb
 from .edit_changes import SHOWN, TIMING, Change, Field, changes, history_detail
 from .models import (
@@ -188,15 +189,22 @@ class Announcements:
         sched: Scheduler,
         catch_up_window: float = default("catch_up_window"),
         *,
+        send_spacing: float = default("send_spacing"),
         file_max_bytes: float = default("file_max_bytes"),
         guild_files_max_bytes: float = default("guild_files_max_bytes"),
     ) -> None:
         self.sched = sched
         self.catch_up_window = catch_up_window
+        self.send_spacing = send_spacing
+        """Seconds between the starts of two deliveries to one channel, in every instance."""
         self.file_max_bytes = file_max_bytes
         """The largest file one announcement may carry (checked as it is downloaded)."""
         self.guild_files_max_bytes = guild_files_max_bytes
         """The most one server's live announcements may keep in files together."""
+
+    def pace(self, channel_id: int) -> Pace | None:
+        """The pace of the delivery jobs (and schedules) that post to ``channel_id``."""
+        return channel_pace(channel_id, self.send_spacing)
 
     # --- settings ------------------------------------------------------------------------------
 
@@ -236,6 +244,7 @@ class Announcements:
                     {"announcement_id": ann_id, "fire_ts": first_ts},
                     idempotency_key=f"announcement:{ann_id}:{first_ts!r}",
                     name=f"announcement {ann_id}",
+                    pace=self.pace(draft.channel_id),
                 )
                 await rows.set_job(ann_id, job_id)
             else:
@@ -287,6 +296,7 @@ class Announcements:
             catch_up="fire_once",
             catchup_window=timedelta(seconds=self.catch_up_window),
             overlap="skip",
+            pace=self.pace(draft.channel_id),
         )
         await BotDb(ctx.db).set_schedule(ann_id, name)
         return info.next_fire or draft.first
@@ -532,6 +542,7 @@ class Announcements:
                         {"announcement_id": a.id, "fire_ts": a.first_ts},
                         idempotency_key=f"announcement:{a.id}:{a.first_ts!r}:resumed:{now!r}",
                         name=f"announcement {a.id}",
+                        pace=self.pace(a.channel_id),
                     )
                     await rows.set_job(a.id, job_id)
             await rows.set_resumed(a.id, now)
@@ -657,7 +668,8 @@ class Announcements:
                 edited = await rows.announcement(a.id)
                 assert edited is not None  # written above
                 await change_until(ctx, edited, draft.until)
-            if fields & TIMING and a.live:
+            # A new channel is a new pace (the jobs carry their channel's): re-planned too.
+            if (fields & TIMING or (Field.CHANNEL in fields and self.send_spacing > 0)) and a.live:
                 await self._replan(ctx, a, draft, now)
             await rows.add_history(a.id, HistoryAction.EDITED, actor_id, now, history_detail(found))
             changed = await rows.announcement(a.id)
@@ -706,6 +718,7 @@ class Announcements:
                 {"announcement_id": a.id, "fire_ts": first_ts},
                 idempotency_key=f"announcement:{a.id}:{first_ts!r}:edited:{now!r}",
                 name=f"announcement {a.id}",
+                pace=self.pace(draft.channel_id),
             )
             await rows.set_job(a.id, job_id)
             await rows.set_schedule(a.id, None)

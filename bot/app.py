@@ -152,6 +152,7 @@ class CrierBot(commands.Bot):
         self.announcements = Announcements(
             sched,
             settings.catch_up_window,
+            send_spacing=settings.send_spacing,
             file_max_bytes=settings.file_max_bytes,
             guild_files_max_bytes=settings.guild_files_max_bytes,
         )

@@ -12,8 +12,10 @@ deterministic nonce) before the message is sent, and the message id after. So:
   the occurrence at once, pause a recurring announcement and are reported.
 
 discord.py handles 429s itself (it sleeps and retries); nothing here catches one. Sends to
-one channel are spaced (``ChannelPacer``) in due order, and a job waiting for its turn keeps
-its lease with heartbeats.
+one channel are spaced by the scheduler, in due order and across every instance: each
+occurrence job carries its channel's pace (``bot.pacing.channel_pace``), so a job waiting
+for its channel's turn is not claimed yet and holds nothing. The job keeps its lease with
+heartbeats while it waits for the client and sends.
 
 Right before every request that posts something, the job makes sure it still holds its lease
 for longer than that request may take (``hold_lease``): a process that was paused (a VM
@@ -136,6 +138,8 @@ class Delivery:
         """Set once the client is logged in (sends wait for it)."""
         self.announcements = announcements
         self.pacer = pacer
+        """Spaces what this process posts to one channel outside a delivery job (log-channel
+        reports, edits of posted messages); deliveries are paced by the scheduler."""
         self.catch_up_window = catch_up_window
         self.nonce_window = nonce_window
         self.heartbeat_every = heartbeat_every
@@ -172,10 +176,7 @@ class Delivery:
         # Late means found late (after downtime), not queued behind this channel's others.
         late = found_at - fire_ts >= LATE_NOTE_AFTER
         try:
-            async with (
-                keep_lease(ctx, self.heartbeat_every),
-                self.pacer.slot(ann.channel_id) as turn,
-            ):
+            async with keep_lease(ctx, self.heartbeat_every):
                 if self.ready is not None:
                     await self.ready.wait()
                 now = ctx.now.timestamp()
@@ -198,7 +199,6 @@ class Delivery:
                 payload = await self.payload(ann, fire_ts if late else None)
                 # Nothing may post for a run that could have lost its job meanwhile.
                 await hold_lease(ctx, self.lease_needed)
-                turn.sent = True
                 if attempt.again and ann.rich.destination != Destination.FORUM:
                     self.stats.nonce_resends += 1  # (a forum post has no nonce)
                 # A send that hangs is abandoned well inside the nonce window, so its retry

@@ -1,7 +1,12 @@
-"""Spacing sends to one channel, and keeping a job's lease while a send waits or runs.
+"""Spacing requests to one channel, and keeping a job's lease while a send runs.
 
-What a delivery waits for before it posts: its channel's turn (:class:`ChannelPacer`) and the
-certainty that it still holds its job (:func:`hold_lease`, :func:`keep_lease`).
+Deliveries are spaced by the scheduler, across every bot instance sharing the database: each
+occurrence job carries its channel's pace (:func:`channel_pace`), so it is not even claimed
+before its channel's next slot. Announcement-channel publishes take a key of their own
+(:func:`publish_pace`). What a delivery makes sure of before it posts is that it still holds
+its job (:func:`hold_lease`, :func:`keep_lease`). Other requests a process makes to one
+channel outside a delivery job (log-channel reports, edits of posted messages) are spaced
+within the process (:class:`ChannelPacer`).
 """
 
 from __future__ import annotations
@@ -11,12 +16,24 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator
 
-from scheduler import ActionContext, Scheduler
+from scheduler import ActionContext, Pace, Scheduler
 from scheduler.clock import Clock, monotonic_of
 
 log = logging.getLogger("crier.delivery")
 """The delivery's logger (named like the rest of the delivery's lines, which tests and
 operators filter on)."""
+
+
+def channel_pace(channel_id: int, spacing: float) -> Pace | None:
+    """The pace of the jobs that post to ``channel_id``: they start at least ``spacing``
+    seconds apart, in due order, in every instance (None when sends are not spaced)."""
+    return Pace(f"channel:{channel_id}", spacing) if spacing > 0 else None
+
+
+def publish_pace(channel_id: int, spacing: float) -> Pace | None:
+    """The pace of the jobs that publish (crosspost) messages of announcement channel
+    ``channel_id``: a key of its own, since Discord limits publishes apart from sends."""
+    return Pace(f"publish:{channel_id}", spacing) if spacing > 0 else None
 
 
 def lease_needed(sched: Scheduler, send_timeout: float) -> float:
