@@ -159,10 +159,13 @@ def claim_due(st: OpState, lease_until: float, mutation_limit: int, action_limit
             got = yield Q("claim_due", params, "all")
             rows.extend(got)
             room[kind] = limit - len(got)
-    paced = yield from _pacing.claim_paced(
-        st, lease_until, room[JobKind.MUTATION], room[JobKind.ACTION]
-    )
-    rows.extend(paced)
+    include_actions = action_limit > 0
+    # One query when no paced job may start now (none pending, or every key waiting).
+    paced_start = yield from _pacing.next_start(st, include_actions)
+    if paced_start is not None and paced_start <= st.now:
+        mutations, actions = room[JobKind.MUTATION], room[JobKind.ACTION]
+        rows.extend((yield from _pacing.claim_paced(st, lease_until, mutations, actions)))
+        paced_start = yield from _pacing.next_start(st, include_actions)
     jobs: list[ClaimedJob] = []
     if rows:
         ids = [int(r["id"]) for r in rows]
@@ -170,7 +173,8 @@ def claim_due(st: OpState, lease_until: float, mutation_limit: int, action_limit
         payloads = {int(p["job_id"]): p for p in got}
         for r in sorted(rows, key=lambda r: (r["next_ts"], r["id"])):
             jobs.append(_claimed(r, payloads.get(int(r["id"]))))
-    next_due = yield from next_due_time(st, include_actions=action_limit > 0)
+    unpaced = yield from _next_unpaced(include_actions)
+    next_due = min((t for t in (paced_start, unpaced) if t is not None), default=None)
     tick = yield Q("next_schedule_fire", {}, "one")
     return Claim(jobs, next_due, None if tick is None else float(tick["next_fire_ts"]))
 
@@ -210,7 +214,13 @@ def _claimed(r: Row, payload: Row | None) -> ClaimedJob:
 def next_due_time(st: OpState, include_actions: bool = True) -> Op[float | None]:
     """When the next pending job may start: the earliest due unpaced job, or the earliest
     time a paced one's key's slot lets it start (None if nothing is pending)."""
-    best = yield from _pacing.next_start(st, include_actions)
+    paced = yield from _pacing.next_start(st, include_actions)
+    unpaced = yield from _next_unpaced(include_actions)
+    return min((t for t in (paced, unpaced) if t is not None), default=None)
+
+
+def _next_unpaced(include_actions: bool) -> Op[float | None]:
+    best: float | None = None
     kinds = (JobKind.MUTATION, JobKind.ACTION) if include_actions else (JobKind.MUTATION,)
     for kind in kinds:
         row = yield Q("next_due", {"kind": kind.value}, "one")
