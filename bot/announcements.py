@@ -30,7 +30,6 @@ from .changes import (
     unrecorded_from,
 )
 from .config import default
-from .pacing import channel_pace
 from .db import BotDb
 from .edit_changes import SHOWN, TIMING, Change, Field, changes, history_detail
 from .models import (
@@ -48,6 +47,7 @@ from .models import (
     mention_markup,
     nonce_for,
 )
+from .pacing import channel_pace
 
 __all__ = [
     "LIVE_STATES",

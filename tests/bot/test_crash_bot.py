@@ -203,10 +203,10 @@ async def test_kill_while_discord_held_the_request_uncreated_sends_once(
 
 
 async def test_kill_while_waiting_for_the_channel_slot_sends_once(harness: Harness) -> None:
-    """The second delivery to a channel waits for its spacing slot with nothing sent and no
-    attempt recorded (its ``sending`` row is written only in its slot, right before the
-    send): it keeps its lease while it waits (longer than the lease), and a kill there is
-    followed by exactly one send after the restart."""
+    """The second delivery to a channel waits for its spacing slot unclaimed: the scheduler
+    starts it only in its channel's next slot, so while it waits (longer than the lease) it
+    is pending, with no lease, no run and nothing sent. A kill then is followed by exactly
+    one send after the restart, in its slot (kept in the database)."""
     h, fake, news = harness, harness.fake, harness.world.news
     first = await h.start_bot(SEND_SPACING_SECONDS="6")
     due = int(time.time()) + 2
@@ -215,8 +215,8 @@ async def test_kill_while_waiting_for_the_channel_slot_sends_once(harness: Harne
 
     def waiting() -> list[dict[str, Any]]:
         return h.query(
-            "SELECT j.id, j.state, j.run_count FROM scheduler_jobs j "
-            "WHERE j.fn = 'announcements:send' AND j.state = 'in_progress' AND NOT EXISTS "
+            "SELECT j.id, j.state, j.run_count, j.lease_expires_at FROM scheduler_jobs j "
+            "WHERE j.fn = 'announcements:send' AND NOT EXISTS "
             "(SELECT 1 FROM bot_deliveries d WHERE d.job_id = j.id)"
         )
 
@@ -224,11 +224,11 @@ async def test_kill_while_waiting_for_the_channel_slot_sends_once(harness: Harne
         lambda r: len(r) == 1 and r[0]["state"] == "sent" and len(waiting()) == 1,
         "the second delivery to wait for its slot",
     )
-    claimed_at = time.time()
-    # Held past the 2 s lease while waiting for the slot, without losing it.
-    await until(lambda: time.time() > claimed_at + 3.0, DEADLINE, "3 s")
+    sent_at = time.time()
+    # Due, and waiting past the 2 s lease, holding nothing.
+    await until(lambda: time.time() > max(sent_at, due + 1) + 3.0, DEADLINE, "3 s")
     [job] = waiting()
-    assert job["run_count"] == 1
+    assert (job["state"], job["run_count"], job["lease_expires_at"]) == ("pending", 0, None)
     assert len(h.deliveries()) == 1 and len(h.sends()) == 1
     await h.kill(first)
 
@@ -241,8 +241,10 @@ async def test_kill_while_waiting_for_the_channel_slot_sends_once(harness: Harne
     assert [m.id for m in fake.bot_messages(news)] == [r["message_id"] for r in rows]
     assert len(h.sends()) == 2  # the first was never sent again
     assert fake.nonce_dedup_hits == 0
-    # The second's only attempt is the restarted bot's: the killed run never got to one.
-    assert [(r["attempts"], r["run_count"]) for r in rows] == [(1, 1), (1, 2)]
+    # The second's only run is the restarted bot's: the killed one never claimed it.
+    assert [(r["attempts"], r["run_count"]) for r in rows] == [(1, 1), (1, 1)]
+    messages = fake.bot_messages(news)
+    assert messages[1].created_at - messages[0].created_at >= 6.0 - 0.5
 
 
 async def test_restart_after_the_nonce_window_reports_instead_of_resending(

@@ -181,7 +181,7 @@ async def write_with_service(dsn: str, drafts: list[Draft]) -> list[Announcement
     )
     await writer.start()
     try:
-        service = Announcements(writer)
+        service = Announcements(writer, send_spacing=0.0)  # as the bots (SEND_SPACING 0)
         return [(await service.create(d))[0] for d in drafts]
     finally:
         await writer.stop()

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import itertools
 import math
 import os
 import time
@@ -228,7 +229,7 @@ async def test_three_instances_post_every_occurrence_once_across_a_sigkill(
         # Written while the three instances run: each commit's NOTIFY re-arms their timers.
         plan = Plan(channels, authors, start=math.ceil(time.time() + LEAD))
         t0 = time.time()
-        made = await write_announcements(Announcements(writer), plan)
+        made = await write_announcements(Announcements(writer, send_spacing=0.0), plan)
         written_in = time.time() - t0
         # Late writes would only make their deliveries late; the kill must still come after.
         assert time.time() < plan.start + SPAN / 2, f"writing took {written_in:.1f}s"
@@ -256,7 +257,7 @@ async def test_three_instances_post_every_occurrence_once_across_a_sigkill(
         counters = {s.name: s for s in await writer.schedules.list()}
         counted_at = time.time()
         for a in recurring:
-            await Announcements(writer).cancel(a.guild_id, a.local_id)
+            await Announcements(writer, send_spacing=0.0).cancel(a.guild_id, a.local_id)
 
         conn = await asyncpg.connect(dsn)
         try:
@@ -377,3 +378,65 @@ async def test_three_instances_post_every_occurrence_once_across_a_sigkill(
         f"{fake.nonce_dedup_hits} re-send(s) answered by nonce; "
         f"lateness p50 {lateness[len(lateness) // 2]:.2f}s, max {lateness[-1]:.2f}s"
     )
+
+
+# --- one channel's spacing, across the instances ----------------------------------------------
+
+PACED = 12
+"""One-offs due at (almost) the same instant in one channel."""
+PACED_SPACING = 0.5
+"""SEND_SPACING_SECONDS of every instance (and of the writer, whose jobs carry it)."""
+PACED_TOLERANCE = 0.15
+"""Sends are timed at the fake, a moment after the claim that took the channel's slot."""
+
+
+@pytest.mark.timeout(120)
+async def test_three_instances_keep_one_channels_spacing(
+    dsn: str, writer: Scheduler, bots: list[Process], tmp_path: Path
+) -> None:
+    """Three instances, a burst due at once in one channel: each announcement is posted
+    once, in due order, and no two sends start within the spacing of each other, whichever
+    instance sent them (each occurrence job carries the channel's pace: the scheduler starts
+    one per slot across every instance, instead of each process spacing only its own)."""
+    async with FakeDiscord(ratelimits=False) as fake:
+        guild = fake.add_guild(name="Paced", bot_permissions=P.VIEW_CHANNEL | P.SEND_MESSAGES)
+        news = guild.add_channel("news")
+        author = guild.add_member(name="admin").id
+        env = bot_env(
+            fake.env(),
+            database_url=dsn,
+            lease=str(LEASE),
+            sweep=str(SWEEP),
+            spacing=str(PACED_SPACING),
+        )
+        for i in range(INSTANCES):
+            bots.append(await start_bot(env, tmp_path, f"bot{i}"))
+        await fake.wait_until(
+            lambda: len(fake.gateway.connected_sessions) == INSTANCES,
+            timeout=DEADLINE,
+            what=f"{INSTANCES} bots connected",
+        )
+        plan = Plan([news], {guild.id: author}, start=math.ceil(time.time() + 2.0))
+        service = Announcements(writer, send_spacing=PACED_SPACING)
+        for i in range(PACED):  # due 10 ms apart: one due order, all due within 0.12 s
+            await service.create(draft(plan, 0, f"paced {i:02d}", plan.start + i * 0.01, None))
+        assert time.time() < plan.start, "writing took too long"
+
+        conn = await asyncpg.connect(dsn)
+        try:
+            await until(
+                lambda: pg_work_settled(conn), DEADLINE, "every job to finish", interval=0.1
+            )
+            states = await query(conn, "SELECT state, count(*) AS n FROM bot_deliveries GROUP BY 1")
+        finally:
+            await conn.close()
+        messages = fake.bot_messages(news)
+        assert all(b.proc.returncode is None for b in bots)
+
+    assert states == [{"state": "sent", "n": PACED}]
+    assert [m.content for m in messages] == [f"paced {i:02d}" for i in range(PACED)]
+    gaps = [b.created_at - a.created_at for a, b in itertools.pairwise(messages)]
+    assert min(gaps) >= PACED_SPACING - PACED_TOLERANCE, gaps
+    # And no slower than the spacing allows (each send waits for its slot, not for a sweep).
+    assert messages[-1].created_at - messages[0].created_at < PACED * PACED_SPACING + 2.0
+    assert fake.count_429 == 0
