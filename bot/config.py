@@ -226,7 +226,8 @@ SETTINGS: tuple[Setting, ...] = (
         "send_spacing",
         Number(0.0, 60.0),
         "1.5",
-        "Seconds between two sends to one channel.",
+        "Seconds between the starts of two sends to one channel, across every instance"
+        " (each announcement's jobs carry the value of the instance that scheduled it).",
     ),
     Setting(
         "CATCH_UP_WINDOW_MINUTES",
