@@ -668,9 +668,11 @@ class Announcements:
                 edited = await rows.announcement(a.id)
                 assert edited is not None  # written above
                 await change_until(ctx, edited, draft.until)
-            # A new channel is a new pace (the jobs carry their channel's): re-planned too.
-            if (fields & TIMING or (Field.CHANNEL in fields and self.send_spacing > 0)) and a.live:
+            if fields & TIMING and a.live:
                 await self._replan(ctx, a, draft, now)
+            elif Field.CHANNEL in fields and a.live and self.send_spacing > 0:
+                # The jobs carry their channel's pace: made again with the new channel's.
+                await self._replan(ctx, a, draft, now, moving=True)
             await rows.add_history(a.id, HistoryAction.EDITED, actor_id, now, history_detail(found))
             changed = await rows.announcement(a.id)
             assert changed is not None  # written above
@@ -697,14 +699,23 @@ class Announcements:
         return EditOutcome(a, after, found, await self.next_fire(after), posted, message_id)
 
     async def _replan(
-        self, ctx: TransactionContext, a: Announcement, draft: Draft, now: float
+        self,
+        ctx: TransactionContext,
+        a: Announcement,
+        draft: Draft,
+        now: float,
+        *,
+        moving: bool = False,
     ) -> None:
         """Replace the job or schedule of a live announcement by one for ``draft``'s time and
-        rule. An occurrence already in progress finishes and is not repeated: a re-anchored
-        schedule has a name of its own, and the delivery records each time once."""
+        rule (``moving``: only its channel changed, so only the pace its jobs carry). An
+        occurrence already in progress finishes and is not repeated: a re-anchored schedule
+        has a name of its own, and the delivery records each time once."""
         rows = BotDb(ctx.db)
         if a.job_id is not None and not a.recurring:
             canceled = await ctx.scheduler.cancel(a.job_id)
+            if not canceled and moving:
+                return  # being posted (it posts where the announcement is when it starts)
             if not canceled and a.state == AnnouncementState.SCHEDULED:
                 raise NotEditable(BEING_POSTED.format(a.local_id))
         if a.schedule_name is not None:

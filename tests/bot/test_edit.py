@@ -25,10 +25,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bot.announcements import UPDATE_FN, Announcement
+from bot.announcements import SEND_FN, UPDATE_FN, Announcement
 from bot.app import Crier
+from scheduler import JobState
 from scheduler.testing import FakeClock
-from tests.bot.conftest import NOW, World, run_command
+from tests.bot.conftest import NOW, CrierFactory, World, run_command
 from tests.bot.test_commands import any_db_crier  # noqa: F401  (a fixture used here)
 from tests.bot.test_crash_bot import DEADLINE, HOLD, Harness
 from tests.fakediscord import InteractionCallback
@@ -384,6 +385,46 @@ async def test_channel_change_mid_send_leaves_that_post(
     assert "can't be updated" in await edit(world, id=local, message="there")
     await crier.sched.wait_idle()
     assert msg.content == "here" and patches(world, msg) == []
+
+
+@pytest.mark.parametrize("repeat", [None, "daily"], ids=["one-off", "recurring"])
+async def test_channel_change_paces_the_deliveries_by_the_new_channel(
+    world: World, crier_factory: CrierFactory, clock: FakeClock, repeat: str | None
+) -> None:
+    """Delivery jobs carry their channel's pace (spacing holds across instances): after a
+    channel change, the announcement's next delivery is spaced with the new channel's."""
+    crier = await crier_factory(send_spacing=0.2)
+    options = {"when": "in 10m", "message": "moving"} | ({"repeat": repeat} if repeat else {})
+    local = await schedule(world, **options)
+    await edit(world, id=local, channel=world.general)
+    await advance(crier, clock, timedelta(minutes=10))
+    assert [m.content for m in world.fake.bot_messages(world.general)] == ["moving"]
+    assert world.fake.bot_messages(world.news) == []
+    [job] = [
+        j for j in await crier.sched.list_jobs(state=JobState.SUCCESS, limit=20) if j.fn == SEND_FN
+    ]
+    assert (job.pace_key, job.pace_spacing) == (f"channel:{world.general.id}", 0.2)
+
+
+async def test_channel_change_of_a_one_off_mid_send_leaves_that_post_with_spacing_on(
+    world: World, crier_factory: CrierFactory, clock: FakeClock
+) -> None:
+    """A one-off being posted keeps its job (it posts where it started): the channel change
+    is taken, and no second delivery is planned for the new channel."""
+    crier = await crier_factory(send_spacing=0.2)
+    local = await schedule(world, when="in 10m", message="here")
+    hold = world.fake.hold_messages(world.news, stage="after")
+    clock.advance(timedelta(minutes=10))
+    idle = asyncio.create_task(crier.sched.wait_idle())
+    await world.fake.wait_until(lambda: hold.parked, what="the send to be held")
+    content = await edit(world, id=local, channel=world.general)
+    assert f"**Channel:** <#{world.news.id}> → <#{world.general.id}>" in content
+    hold.release()
+    await idle
+    assert [m.content for m in world.fake.bot_messages(world.news)] == ["here"]
+    assert world.fake.bot_messages(world.general) == []
+    jobs = [j for j in await crier.sched.list_jobs(limit=20) if j.fn == SEND_FN]
+    assert [(j.state, j.pace_key) for j in jobs] == [(JobState.SUCCESS, f"channel:{world.news.id}")]
 
 
 # --- recurring ----------------------------------------------------------------------------------
