@@ -42,21 +42,20 @@ def claim_paced(
         if room[kind] > 0:
             room[kind] -= 1
             chosen.append(head)
-    rows: list[Any] = []
-    # Slots are taken in key order in every process, so two claimers never wait on each
-    # other's pace rows in a cycle.
-    for head in sorted(chosen, key=lambda h: str(h["pace_key"])):
-        slot = {
-            "pace_key": head["pace_key"],
-            "next_start_ts": st.now + float(head["pace_spacing"]),
-            "now": st.now,
-        }
-        if (yield Q("take_pace_slot", slot, "one")) is None:
-            continue  # another process took the slot since the heads were read
-        claim = {"job_id": head["id"], "now": st.now, "lease_until": lease_until}
-        row = yield Q("claim_paced", claim, "one")
-        if row is not None:
-            rows.append(row)
+    if not chosen:
+        return []
+    slots = {
+        "pace_keys": [str(h["pace_key"]) for h in chosen],
+        "next_starts": [st.now + float(h["pace_spacing"]) for h in chosen],
+        "now": st.now,
+    }
+    taken = {r["pace_key"] for r in (yield Q("take_pace_slots", slots, "all"))}
+    # A key not taken was taken by another process since the heads were read.
+    ids = [int(h["id"]) for h in chosen if h["pace_key"] in taken]
+    if not ids:
+        return []
+    claim = {"job_ids": ids, "now": st.now, "lease_until": lease_until}
+    rows: list[Any] = yield Q("claim_paced", claim, "all")
     return rows
 
 

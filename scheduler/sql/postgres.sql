@@ -437,22 +437,25 @@ FROM heads JOIN scheduler_jobs j ON j.id = heads.id
 LEFT JOIN scheduler_pace p ON p.pace_key = j.pace_key
 WHERE j.kind = 'mutation' OR :actions = 1;
 
--- name: take_pace_slot
--- Take :pace_key's slot if it is open at :now, pushing it on to :next_start_ts; no row if it is not.
--- The slot is taken under the pace row's lock (an insert's unique entry, or the row an
--- upsert updates): a concurrent claimer of the same key waits for this commit, then
--- finds the slot pushed on and takes nothing.
-INSERT INTO scheduler_pace (pace_key, next_start_ts) VALUES (:pace_key, :next_start_ts)
+-- name: take_pace_slots
+-- Take each key of :pace_keys whose slot is open at :now, pushing it on to its :next_starts.
+-- Rows go in in key order (so concurrent claimers lock pace rows in one order), each under
+-- its pace row's lock: a claimer of a key another one is taking waits for that commit, then
+-- finds the slot pushed on and takes nothing. Returns the keys taken.
+INSERT INTO scheduler_pace (pace_key, next_start_ts)
+SELECT k.pace_key, k.next_start_ts
+FROM unnest(:pace_keys::text[], :next_starts::float8[]) AS k(pace_key, next_start_ts)
+ORDER BY k.pace_key
 ON CONFLICT (pace_key) DO UPDATE SET next_start_ts = excluded.next_start_ts
 WHERE scheduler_pace.next_start_ts <= :now
 RETURNING pace_key;
 
 -- name: claim_paced
--- Take one paced job (its key's slot just taken) under a lease until :lease_until, if still pending.
+-- Take the paced jobs of :job_ids (their keys' slots just taken) leased until :lease_until, if still pending.
 UPDATE scheduler_jobs
 SET state = 'in_progress', run_count = run_count + 1, lease_expires_at = :lease_until,
     updated_at = :now
-WHERE id = :job_id AND state = 'pending'
+WHERE id = ANY(:job_ids::bigint[]) AND state = 'pending'
 RETURNING id, fn, kind, attempts, max_failures, initial_backoff, backoff_base, run_count,
           next_ts, on_complete, name, idempotent, schedule_name, fire_ts;
 

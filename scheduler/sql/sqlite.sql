@@ -413,19 +413,26 @@ FROM heads JOIN scheduler_jobs j ON j.id = heads.id
 LEFT JOIN scheduler_pace p ON p.pace_key = j.pace_key
 WHERE j.kind = 'mutation' OR :actions = 1;
 
--- name: take_pace_slot
--- Take :pace_key's slot if it is open at :now, pushing it on to :next_start_ts; no row if it is not.
-INSERT INTO scheduler_pace (pace_key, next_start_ts) VALUES (:pace_key, :next_start_ts)
+-- name: take_pace_slots
+-- Take each key of :pace_keys whose slot is open at :now, pushing it on to its :next_starts.
+-- Rows go in in key order (so concurrent claimers lock pace rows in one order), each under
+-- its pace row's lock: a claimer of a key another one is taking waits for that commit, then
+-- finds the slot pushed on and takes nothing. Returns the keys taken.
+INSERT INTO scheduler_pace (pace_key, next_start_ts)
+SELECT k.value, s.value
+FROM json_each(:pace_keys) AS k JOIN json_each(:next_starts) AS s ON s.key = k.key
+WHERE true
+ORDER BY k.value
 ON CONFLICT (pace_key) DO UPDATE SET next_start_ts = excluded.next_start_ts
 WHERE scheduler_pace.next_start_ts <= :now
 RETURNING pace_key;
 
 -- name: claim_paced
--- Take one paced job (its key's slot just taken) under a lease until :lease_until, if still pending.
+-- Take the paced jobs of :job_ids (their keys' slots just taken) leased until :lease_until, if still pending.
 UPDATE scheduler_jobs
 SET state = 'in_progress', run_count = run_count + 1, lease_expires_at = :lease_until,
     updated_at = :now
-WHERE id = :job_id AND state = 'pending'
+WHERE id IN (SELECT value FROM json_each(:job_ids)) AND state = 'pending'
 RETURNING id, fn, kind, attempts, max_failures, initial_backoff, backoff_base, run_count,
           next_ts, on_complete, name, idempotent, schedule_name, fire_ts;
 

@@ -81,6 +81,20 @@ async def test_jobs_of_one_key_start_spacing_apart_in_due_order(store: Store) ->
     assert next_due is None
 
 
+async def test_one_claim_starts_the_first_job_of_every_open_key(store: Store) -> None:
+    firsts = {}
+    for i in range(3):
+        for k in range(20):
+            job_id = await store.enqueue(paced(f"key{k:02d}", next_ts=T0 + i), T0)
+            firsts.setdefault(k, job_id)
+    jobs, next_due = await claim(store, T0 + 5)
+    assert sorted(j.id for j in jobs) == sorted(firsts.values())
+    assert next_due == T0 + 5 + SPACING
+    limited = await store.claim_due(T0 + 5 + SPACING, T0 + 50, mutation_limit=7, action_limit=0)
+    assert len(limited.jobs) == 7  # the limit counts paced jobs too
+    assert limited.next_due == T0 + 5 + SPACING  # the 13 other keys' slots are open
+
+
 async def test_a_job_waiting_for_its_slot_is_pending_without_a_lease(store: Store) -> None:
     first = await store.enqueue(paced(), T0)
     waiting = await store.enqueue(paced(next_ts=T0 + 1), T0)
