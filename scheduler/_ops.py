@@ -160,12 +160,13 @@ def claim_due(st: OpState, lease_until: float, mutation_limit: int, action_limit
             rows.extend(got)
             room[kind] = limit - len(got)
     include_actions = action_limit > 0
-    # One query when no paced job may start now (none pending, or every key waiting).
-    paced_start = yield from _pacing.next_start(st, include_actions)
+    # The next paced start and schedule fire, in one query: no paced job may start now (none
+    # pending, or every key waiting) costs the claim nothing more.
+    paced_start, next_tick = yield from _pacing.next_start(st, include_actions)
     if paced_start is not None and paced_start <= st.now:
         mutations, actions = room[JobKind.MUTATION], room[JobKind.ACTION]
         rows.extend((yield from _pacing.claim_paced(st, lease_until, mutations, actions)))
-        paced_start = yield from _pacing.next_start(st, include_actions)
+        paced_start, next_tick = yield from _pacing.next_start(st, include_actions)
     jobs: list[ClaimedJob] = []
     if rows:
         ids = [int(r["id"]) for r in rows]
@@ -175,8 +176,7 @@ def claim_due(st: OpState, lease_until: float, mutation_limit: int, action_limit
             jobs.append(_claimed(r, payloads.get(int(r["id"]))))
     unpaced = yield from _next_unpaced(include_actions)
     next_due = min((t for t in (paced_start, unpaced) if t is not None), default=None)
-    tick = yield Q("next_schedule_fire", {}, "one")
-    return Claim(jobs, next_due, None if tick is None else float(tick["next_fire_ts"]))
+    return Claim(jobs, next_due, next_tick)
 
 
 def decode_payload(p: Row) -> tuple[Any, Any]:
@@ -214,7 +214,7 @@ def _claimed(r: Row, payload: Row | None) -> ClaimedJob:
 def next_due_time(st: OpState, include_actions: bool = True) -> Op[float | None]:
     """When the next pending job may start: the earliest due unpaced job, or the earliest
     time a paced one's key's slot lets it start (None if nothing is pending)."""
-    paced = yield from _pacing.next_start(st, include_actions)
+    paced, _ = yield from _pacing.next_start(st, include_actions)
     unpaced = yield from _next_unpaced(include_actions)
     return min((t for t in (paced, unpaced) if t is not None), default=None)
 

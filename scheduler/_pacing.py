@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._codec import optional_float
 from .models import JobKind
 from .store_types import Op, OpState, Q
 
@@ -59,13 +60,14 @@ def claim_paced(
     return rows
 
 
-def next_start(st: OpState, include_actions: bool = True) -> Op[float | None]:
+def next_start(st: OpState, include_actions: bool = True) -> Op[tuple[float | None, float | None]]:
     """When the next paced job may start: the earliest, over the keys, of the later of its
-    first pending job's due time and its slot (None if no paced job is pending)."""
+    first pending job's due time and its slot (None if no paced job is pending); and the
+    next fire time of an active schedule (None if there is none), read in the same query."""
     row = yield Q("next_paced", {"actions": int(include_actions)}, "one")
-    if row is None or row["start_ts"] is None:
-        return None
-    return float(row["start_ts"])
+    if row is None:
+        return None, None
+    return optional_float(row["start_ts"]), optional_float(row["next_fire_ts"])
 
 
 def prune(st: OpState, before: float) -> Op[None]:

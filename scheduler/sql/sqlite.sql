@@ -394,8 +394,8 @@ ORDER BY j.next_ts, j.id
 LIMIT :limit;
 
 -- name: next_paced
--- When the next paced job may start: the earliest of each key's first pending job's due time
--- or its key's slot, whichever is later (actions only counted when :actions is 1).
+-- When the next paced job may start (the earliest over the keys of the later of its first pending job's due time and its slot; actions counted when :actions is 1), and the next schedule fire.
+-- Asked once per dispatch pass, so the wake-up for the schedules costs no statement of its own.
 WITH RECURSIVE paced(k) AS (
     SELECT min(pace_key) FROM scheduler_jobs
     WHERE state = 'pending' AND pace_key IS NOT NULL
@@ -408,10 +408,14 @@ heads AS (
             WHERE state = 'pending' AND pace_key = paced.k
             ORDER BY next_ts, id LIMIT 1) AS id
     FROM paced WHERE paced.k IS NOT NULL)
-SELECT min(max(j.next_ts, coalesce(p.next_start_ts, j.next_ts))) AS start_ts
-FROM heads JOIN scheduler_jobs j ON j.id = heads.id
-LEFT JOIN scheduler_pace p ON p.pace_key = j.pace_key
-WHERE j.kind = 'mutation' OR :actions = 1;
+SELECT (SELECT min(max(j.next_ts, coalesce(p.next_start_ts, j.next_ts)))
+        FROM heads JOIN scheduler_jobs j ON j.id = heads.id
+        LEFT JOIN scheduler_pace p ON p.pace_key = j.pace_key
+        WHERE j.kind = 'mutation' OR :actions = 1) AS start_ts,
+       (SELECT next_fire_ts FROM scheduler_schedules
+        WHERE paused = 0 AND next_fire_ts IS NOT NULL
+        ORDER BY next_fire_ts
+        LIMIT 1) AS next_fire_ts;
 
 -- name: take_pace_slots
 -- Take each key of :pace_keys whose slot is open at :now, pushing it on to its :next_starts.
