@@ -1,0 +1,30 @@
+"""The bot's data layer: every SQL statement on the bot's tables, behind named methods.
+
+:class:`BotDb` wraps a connection the scheduler hands out, ``ctx.db`` inside
+``sched.transaction()`` / ``ctx.run_mutation`` or the one ``sched.reader()`` yields, so the
+bot's writes commit or roll back together with the scheduler's (a delivery's bookkeeping and
+its job's outcome, an announcement and its job or schedule): that shared transaction is what
+the exactly-once guarantee rests on. Statements use ``?`` placeholders (the ``Db`` protocol
+translates them for PostgreSQL) and rows are read by column name. No rules live here: what a
+state means is decided in :mod:`bot.announcements` and :mod:`bot.delivery`.
+
+One module per table (or close group of tables), each a :class:`~bot.db.table.Table` whose
+methods :class:`BotDb` puts together: ``announcements``, ``deliveries`` (with the history),
+``attachments``, ``settings`` (guild, member and ``bot_meta``) and ``dashboard``.
+"""
+
+from .announcements import AnnouncementTable, decode_nth, decode_step, encode_nth, encode_step
+from .attachments import AttachmentTable
+from .dashboard import DashboardSessionTable
+from .deliveries import DeliveryTable
+from .settings import SettingsTables
+
+__all__ = ["BotDb", "decode_nth", "decode_step", "encode_nth", "encode_step"]
+
+
+class BotDb(
+    AnnouncementTable, DeliveryTable, AttachmentTable, SettingsTables, DashboardSessionTable
+):
+    """The bot's tables, read and written on one connection of the scheduler's store."""
+
+    __slots__ = ()

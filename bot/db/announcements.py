@@ -1,0 +1,310 @@
+"""The ``bot_announcements`` table: an announcement's row, written and found."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import date
+from typing import Any
+
+from scheduler.triggers import DateStep
+
+from ..models import LIVE_STATES, Announcement, AnnouncementState, Content, Destination, Draft
+from .table import Table, optional_int, state_in, state_values
+
+_ANNOUNCEMENT_COLUMNS = (
+    "id, guild_id, local_id, channel_id, author_id, content, mention, allowed_mentions, "
+    "first_ts, timezone, repeat_kind, repeat_cron, repeat_every, repeat_words, job_id, "
+    "schedule_name, state, failure, last_message_id, created_at, updated_at, until_ts, revision, "
+    "repeat_nth, repeat_step, title, silent, destination, publish, tags"
+)
+_SELECT_ANNOUNCEMENT = f"SELECT {_ANNOUNCEMENT_COLUMNS} FROM bot_announcements "
+_OPEN_STATES = (AnnouncementState.FAILED, AnnouncementState.PAUSED, AnnouncementState.SCHEDULED)
+_CLOSED_STATES = (AnnouncementState.SENT, AnnouncementState.CANCELED, AnnouncementState.DONE)
+
+
+def encode_nth(nth: Sequence[int]) -> str | None:
+    """A rule's weekdays of the month as stored: ``"2,4"``, ``"-1"``; None when it has none."""
+    return ",".join(str(n) for n in nth) if nth else None
+
+
+def decode_nth(text: str | None) -> tuple[int, ...]:
+    return tuple(int(n) for n in text.split(",")) if text else ()
+
+
+def encode_step(step: DateStep | None) -> str | None:
+    """A rule's date step as stored (JSON), or None."""
+    if step is None:
+        return None
+    return json.dumps({"count": step.count, "unit": step.unit, "since": step.since.isoformat()})
+
+
+def decode_step(text: str | None) -> DateStep | None:
+    if text is None:
+        return None
+    raw = json.loads(text)
+    return DateStep(int(raw["count"]), raw["unit"], date.fromisoformat(raw["since"]))
+
+
+def _announcement(row: Any) -> Announcement:
+    every = row["repeat_every"]
+    return Announcement(
+        id=int(row["id"]),
+        guild_id=int(row["guild_id"]),
+        local_id=int(row["local_id"]),
+        channel_id=int(row["channel_id"]),
+        author_id=int(row["author_id"]),
+        content=row["content"],
+        mention=row["mention"],
+        allowed_mentions=json.loads(row["allowed_mentions"]),
+        first_ts=float(row["first_ts"]),
+        timezone=row["timezone"],
+        repeat_kind=row["repeat_kind"],
+        repeat_cron=row["repeat_cron"],
+        repeat_every=None if every is None else float(every),
+        repeat_words=row["repeat_words"],
+        job_id=optional_int(row["job_id"]),
+        schedule_name=row["schedule_name"],
+        state=AnnouncementState(row["state"]),
+        failure=row["failure"],
+        last_message_id=optional_int(row["last_message_id"]),
+        created_at=float(row["created_at"]),
+        updated_at=float(row["updated_at"]),
+        until_ts=None if row["until_ts"] is None else float(row["until_ts"]),
+        revision=int(row["revision"]),
+        repeat_nth=decode_nth(row["repeat_nth"]),
+        repeat_step=decode_step(row["repeat_step"]),
+        rich=Content(
+            title=row["title"],
+            silent=bool(row["silent"]),
+            destination=Destination(row["destination"]),
+            publish=bool(row["publish"]),
+            tags=tuple(int(t) for t in json.loads(row["tags"] or "[]")),
+        ),
+    )
+
+
+def _rich_values(rich: Content) -> tuple[Any, ...]:
+    """``title, silent, destination, publish, tags`` as stored."""
+    tags = json.dumps([str(t) for t in rich.tags]) if rich.tags else None
+    return (rich.title, int(rich.silent), rich.destination.value, int(rich.publish), tags)
+
+
+class AnnouncementTable(Table):
+    """The announcements' rows."""
+
+    __slots__ = ()
+
+    async def _announcements(self, sql: str, params: Sequence[Any]) -> list[Announcement]:
+        cur = await self.db.execute(sql, params)
+        return [_announcement(r) for r in await cur.fetchall()]
+
+    async def next_local_id(self, guild_id: int) -> int:
+        """The number the guild's next announcement gets (one more than its highest)."""
+        row = await self._one(
+            "SELECT coalesce(max(local_id), 0) + 1 AS next_id FROM bot_announcements "
+            "WHERE guild_id = ?",
+            (guild_id,),
+        )
+        assert row is not None  # an aggregate always gives a row
+        return int(row["next_id"])
+
+    async def insert_announcement(self, draft: Draft, local_id: int, now: float) -> int:
+        """Write a new scheduled announcement; returns its id."""
+        rule = draft.repeat
+        row = await self._one(
+            "INSERT INTO bot_announcements (guild_id, local_id, channel_id, author_id, "
+            "content, mention, allowed_mentions, first_ts, timezone, repeat_kind, "
+            "repeat_cron, repeat_every, repeat_words, repeat_nth, repeat_step, state, "
+            "created_at, updated_at, until_ts, title, silent, destination, publish, tags) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "RETURNING id",
+            (
+                draft.guild_id,
+                local_id,
+                draft.channel_id,
+                draft.author_id,
+                draft.content,
+                draft.mention,
+                json.dumps(draft.allowed_mentions, sort_keys=True),
+                draft.first.timestamp(),
+                draft.timezone,
+                None if rule is None else rule.kind,
+                None if rule is None else rule.cron,
+                None if rule is None or rule.every is None else rule.every.total_seconds(),
+                None if rule is None else rule.words,
+                None if rule is None else encode_nth(rule.nth),
+                None if rule is None else encode_step(rule.step),
+                AnnouncementState.SCHEDULED.value,
+                now,
+                now,
+                None if draft.until is None else draft.until.timestamp(),
+                *_rich_values(draft.rich),
+            ),
+        )
+        assert row is not None  # RETURNING gives the inserted row
+        return int(row["id"])
+
+    async def set_job(self, announcement_id: int, job_id: int | None) -> None:
+        """Record the job that delivers a one-off announcement (None: it has none)."""
+        await self.db.execute(
+            "UPDATE bot_announcements SET job_id = ? WHERE id = ?", (job_id, announcement_id)
+        )
+
+    async def set_schedule(self, announcement_id: int, schedule_name: str | None) -> None:
+        """Record the schedule that delivers a recurring announcement (None: it has none)."""
+        await self.db.execute(
+            "UPDATE bot_announcements SET schedule_name = ? WHERE id = ?",
+            (schedule_name, announcement_id),
+        )
+
+    async def update_announcement(
+        self, announcement_id: int, draft: Draft, revision: int, now: float
+    ) -> None:
+        """Write an edit: what the announcement posts, where, when and how it repeats (its
+        id, guild, author, state, until and job or schedule are left as they are)."""
+        rule = draft.repeat
+        await self.db.execute(
+            "UPDATE bot_announcements SET channel_id = ?, content = ?, mention = ?, "
+            "allowed_mentions = ?, first_ts = ?, timezone = ?, repeat_kind = ?, "
+            "repeat_cron = ?, repeat_every = ?, repeat_words = ?, repeat_nth = ?, "
+            "repeat_step = ?, revision = ?, updated_at = ?, title = ?, silent = ?, "
+            "destination = ?, publish = ?, tags = ? WHERE id = ?",
+            (
+                draft.channel_id,
+                draft.content,
+                draft.mention,
+                json.dumps(draft.allowed_mentions, sort_keys=True),
+                draft.first.timestamp(),
+                draft.timezone,
+                None if rule is None else rule.kind,
+                None if rule is None else rule.cron,
+                None if rule is None or rule.every is None else rule.every.total_seconds(),
+                None if rule is None else rule.words,
+                None if rule is None else encode_nth(rule.nth),
+                None if rule is None else encode_step(rule.step),
+                revision,
+                now,
+                *_rich_values(draft.rich),
+                announcement_id,
+            ),
+        )
+
+    async def announcement(self, announcement_id: int) -> Announcement | None:
+        """The announcement with this (global) id, or None."""
+        row = await self._one(_SELECT_ANNOUNCEMENT + "WHERE id = ?", (announcement_id,))
+        return None if row is None else _announcement(row)
+
+    async def announcement_by_local_id(self, guild_id: int, local_id: int) -> Announcement | None:
+        """The guild's announcement with this per-guild number, or None."""
+        row = await self._one(
+            _SELECT_ANNOUNCEMENT + "WHERE guild_id = ? AND local_id = ?", (guild_id, local_id)
+        )
+        return None if row is None else _announcement(row)
+
+    async def live_announcements(self, guild_id: int, limit: int) -> list[Announcement]:
+        """The guild's scheduled and paused announcements, newest first."""
+        return await self._announcements(
+            _SELECT_ANNOUNCEMENT + f"WHERE guild_id = ? AND {state_in(LIVE_STATES)} "
+            "ORDER BY local_id DESC LIMIT ?",
+            (guild_id, *state_values(LIVE_STATES), limit),
+        )
+
+    async def announcements_to_choose(
+        self,
+        guild_id: int,
+        states: Sequence[str] | None,
+        *,
+        recurring: bool | None,
+        id_prefix: str,
+        limit: int,
+    ) -> list[Announcement]:
+        """The guild's announcements an ``id`` option may offer, newest first: in ``states``
+        (None: any), recurring or one-off only if ``recurring`` says so, numbered from
+        ``id_prefix`` (digits; "" for any)."""
+        where = ["guild_id = ?"]
+        params: list[Any] = [guild_id]
+        if states is not None:
+            where.append(state_in(states))
+            params += state_values(states)
+        if recurring is not None:
+            where.append("repeat_kind IS NOT NULL" if recurring else "repeat_kind IS NULL")
+        if id_prefix:
+            where.append("CAST(local_id AS TEXT) LIKE ?")
+            params.append(id_prefix + "%")
+        return await self._announcements(
+            _SELECT_ANNOUNCEMENT + "WHERE " + " AND ".join(where) + " "
+            "ORDER BY local_id DESC LIMIT ?",
+            (*params, limit),
+        )
+
+    async def count_announcements(self, guild_id: int) -> int:
+        """How many announcements the guild has, in every state."""
+        row = await self._one(
+            "SELECT count(*) AS total FROM bot_announcements WHERE guild_id = ?", (guild_id,)
+        )
+        return 0 if row is None else int(row["total"])
+
+    async def open_announcements(self, guild_id: int) -> list[Announcement]:
+        """The guild's failed, paused and scheduled announcements, last updated first."""
+        return await self._announcements(
+            _SELECT_ANNOUNCEMENT + f"WHERE guild_id = ? AND {state_in(_OPEN_STATES)} "
+            "ORDER BY updated_at DESC, local_id DESC",
+            (guild_id, *state_values(_OPEN_STATES)),
+        )
+
+    async def closed_announcements(
+        self, guild_id: int, limit: int, offset: int
+    ) -> list[Announcement]:
+        """A page of the guild's sent, canceled and ended announcements, last updated first."""
+        return await self._announcements(
+            _SELECT_ANNOUNCEMENT + f"WHERE guild_id = ? AND {state_in(_CLOSED_STATES)} "
+            "ORDER BY updated_at DESC, local_id DESC LIMIT ? OFFSET ?",
+            (guild_id, *state_values(_CLOSED_STATES), limit, offset),
+        )
+
+    async def set_state(self, announcement_id: int, state: AnnouncementState, now: float) -> None:
+        """Move an announcement to ``state``."""
+        await self.db.execute(
+            "UPDATE bot_announcements SET state = ?, updated_at = ? WHERE id = ?",
+            (state.value, now, announcement_id),
+        )
+
+    async def set_resumed(self, announcement_id: int, now: float) -> None:
+        """Move an announcement back to ``scheduled``, forgetting why it was paused."""
+        await self.db.execute(
+            "UPDATE bot_announcements SET state = ?, failure = NULL, updated_at = ? WHERE id = ?",
+            (AnnouncementState.SCHEDULED.value, now, announcement_id),
+        )
+
+    async def set_until(self, announcement_id: int, until_ts: float | None, now: float) -> None:
+        """Set (or clear, with None) the time after which a recurring announcement stops."""
+        await self.db.execute(
+            "UPDATE bot_announcements SET until_ts = ?, updated_at = ? WHERE id = ?",
+            (until_ts, now, announcement_id),
+        )
+
+    async def set_failure(
+        self, announcement_id: int, state: AnnouncementState, failure: str, now: float
+    ) -> None:
+        """Move an announcement to ``state`` with the reason its last occurrence failed."""
+        await self.db.execute(
+            "UPDATE bot_announcements SET state = ?, failure = ?, updated_at = ? WHERE id = ?",
+            (state.value, failure, now, announcement_id),
+        )
+
+    async def record_posted(self, announcement_id: int, message_id: int, now: float) -> None:
+        """Record the announcement's latest message and clear its failure; a one-off
+        scheduled announcement is then sent."""
+        await self.db.execute(
+            "UPDATE bot_announcements SET last_message_id = ?, failure = NULL, updated_at = ?, "
+            "state = CASE WHEN repeat_kind IS NULL AND state = ? THEN ? ELSE state END "
+            "WHERE id = ?",
+            (
+                message_id,
+                now,
+                AnnouncementState.SCHEDULED.value,
+                AnnouncementState.SENT.value,
+                announcement_id,
+            ),
+        )
