@@ -1,0 +1,81 @@
+"""Announcements: the bot's domain layer over the scheduler, with no Discord code and no SQL.
+
+An announcement row and the job (one-off) or schedule (recurring) that delivers it are
+written in one transaction. Every id a user sees is the per-guild ``local_id``; every lookup
+is by ``(guild_id, local_id)``, so another guild's id is simply "not found". The rows are read
+and written through :class:`bot.db.BotDb`, on the scheduler's own connection.
+
+:class:`Announcements` is put together from one part per module: ``lifecycle`` (create,
+cancel), ``reading`` (get, listing, /info, choices, next times), ``pausing`` (pause, resume,
+skip, until), ``editing`` (/edit) and ``service`` (what they share: the scheduler, the limits,
+guild and member settings); ``jobs`` names the scheduler jobs they enqueue.
+"""
+
+from __future__ import annotations
+
+from ..changes import NotFound, NotPossible, Skipped, Why
+from ..models import (
+    LIVE_STATES,
+    Announcement,
+    AnnouncementState,
+    Draft,
+    GuildSettings,
+    mention_markup,
+)
+from .editing import (
+    BEING_POSTED,
+    MOVED,
+    Editing,
+    EditOutcome,
+    NotEditable,
+    PostedUpdate,
+    check_editable,
+)
+from .jobs import SEND_FN, UPDATE_FN, enqueue_post_update, schedule_name
+from .lifecycle import TooMuchStored
+from .pausing import Pausing
+from .reading import (
+    CHOICES_SCANNED,
+    INFO_DELIVERIES,
+    INFO_HISTORY,
+    INFO_TIMES,
+    Details,
+    IdChoices,
+    Listing,
+)
+
+__all__ = [
+    "BEING_POSTED",
+    "CHOICES_SCANNED",
+    "INFO_DELIVERIES",
+    "INFO_HISTORY",
+    "INFO_TIMES",
+    "LIVE_STATES",
+    "MOVED",
+    "SEND_FN",
+    "UPDATE_FN",
+    "Announcement",
+    "AnnouncementState",
+    "Announcements",
+    "Details",
+    "Draft",
+    "EditOutcome",
+    "GuildSettings",
+    "IdChoices",
+    "Listing",
+    "NotEditable",
+    "NotFound",
+    "NotPossible",
+    "PostedUpdate",
+    "Skipped",
+    "TooMuchStored",
+    "Why",
+    "check_editable",
+    "enqueue_post_update",
+    "mention_markup",
+    "schedule_name",
+]
+
+
+class Announcements(Editing, Pausing):
+    """Create, list and cancel announcements, and keep guild settings."""

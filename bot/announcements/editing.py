@@ -1,0 +1,215 @@
+"""/edit's domain: an announcement changed into a new draft in one transaction (what changed
+is worked out in :mod:`bot.edit_changes`)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Collection
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import StrEnum
+
+from scheduler import ScheduleNotFound, TransactionContext
+
+from ..changes import NotFound, change_until, end_if_past_until
+from ..db import BotDb
+from ..edit_changes import SHOWN, TIMING, Change, Field, changes, history_detail
+from ..models import Announcement, AnnouncementState, DeliveryState, Draft, HistoryAction
+from .jobs import SEND_FN, enqueue_post_update, schedule_name
+from .lifecycle import Lifecycle
+from .reading import Reading
+
+
+class NotEditable(ValueError):
+    """The edit can't be made as asked; ``str(e)`` says why (shown to the member)."""
+
+
+class PostedUpdate(StrEnum):
+    """What an edit does to the message already posted for the announcement."""
+
+    NONE = "none"
+    """Nothing: no post, or nothing it shows changed."""
+    QUEUED = "queued"
+    """It is edited in place (a durable job)."""
+    LEFT = "left"
+    """It is left as it was (``update_posted: false``)."""
+    AFTER_SEND = "after_send"
+    """An occurrence is being posted right now; it is brought up to date once it is."""
+    UNAVAILABLE = "unavailable"
+    """It can no longer be updated (deleted, or the announcement moved to another channel)."""
+
+
+@dataclass(frozen=True, slots=True)
+class EditOutcome:
+    before: Announcement
+    after: Announcement
+    changes: list[Change]
+    next_fire: datetime | None
+    posted: PostedUpdate
+    message_id: int | None = None
+    """The posted message concerned by ``posted``."""
+
+
+MOVED = "the announcement moved to <#{}>: this post is no longer updated"
+BEING_POSTED = (
+    "Announcement #{} is being posted right now, so its time can't change. Try again in a "
+    "moment (its message can still be edited)."
+)
+
+
+class Editing(Lifecycle, Reading):
+    """Edit announcements."""
+
+    async def anchor(self, a: Announcement) -> datetime:
+        """Where a new rule starts when an edit changes how ``a`` repeats (or its zone) but
+        not its ``when``: the occurrence that would have come next (a due one not yet posted
+        included), else its first time."""
+        if a.schedule_name is not None:
+            pending = [
+                j.fire_ts
+                for j in await self.sched.list_jobs(state="pending", fn=SEND_FN, limit=1000)
+                if j.schedule_name == a.schedule_name and j.fire_ts is not None
+            ]
+            nxt = None
+            with contextlib.suppress(ScheduleNotFound):
+                nxt = (await self.sched.schedules.get(a.schedule_name)).next_fire
+            times = pending + ([] if nxt is None else [nxt.timestamp()])
+            if times:
+                return datetime.fromtimestamp(min(times), UTC)
+        return datetime.fromtimestamp(a.first_ts, UTC)
+
+    async def edit(
+        self,
+        before: Announcement,
+        draft: Draft,
+        *,
+        when_given: bool,
+        update_posted: bool,
+        actor_id: int,
+    ) -> EditOutcome:
+        """Change ``before`` into ``draft`` in one transaction: the row, its job or schedule,
+        the history entry and the update of its posted message. Raises :class:`NotEditable`
+        (nothing written) when the change can't be made; an edit that changes nothing writes
+        nothing."""
+        next_before = await self.next_fire(before)
+        async with self.sched.transaction() as ctx:
+            rows = BotDb(ctx.db)
+            a = await rows.announcement(before.id)
+            if a is None or a.guild_id != before.guild_id:
+                raise NotFound(f"announcement #{before.local_id} not found")
+            if (a.state, a.revision, a.updated_at) != (
+                before.state,
+                before.revision,
+                before.updated_at,
+            ):
+                raise NotEditable(
+                    f"Announcement #{a.local_id} changed while you were editing it. Look at it "
+                    "again (`/list`) and repeat your edit."
+                )
+            found = changes(a, draft, when_given=when_given, next_before=next_before)
+            if not found:
+                return EditOutcome(a, a, [], next_before, PostedUpdate.NONE)
+            fields = {c.field for c in found}
+            last = await rows.last_attempted_delivery(a.id)
+            check_editable(
+                a, fields, last_sending=last is not None and last.state == DeliveryState.SENDING
+            )
+            now = ctx.now.timestamp()
+            revision = a.revision + (1 if fields & SHOWN else 0)
+            await rows.update_announcement(a.id, draft, revision, now)
+            await self._store_images(rows, a.id, draft, now)
+            if Field.UNTIL in fields:  # the row as edited: it may have just become recurring
+                edited = await rows.announcement(a.id)
+                assert edited is not None  # written above
+                await change_until(ctx, edited, draft.until)
+            if fields & TIMING and a.live:
+                await self._replan(ctx, a, draft, now)
+            elif Field.CHANNEL in fields and a.live and self.send_spacing > 0:
+                # The jobs carry their channel's pace: made again with the new channel's.
+                await self._replan(ctx, a, draft, now, moving=True)
+            await rows.add_history(a.id, HistoryAction.EDITED, actor_id, now, history_detail(found))
+            changed = await rows.announcement(a.id)
+            assert changed is not None  # written above
+            await end_if_past_until(ctx, changed)  # nothing left before a new until: done
+            posted = PostedUpdate.NONE
+            message_id = None if last is None else last.message_id
+            if last is not None and last.state == DeliveryState.SENT and last.message_id:
+                if Field.CHANNEL in fields and last.update_error is None:
+                    await rows.set_update_error(a.id, last.fire_ts, MOVED.format(draft.channel_id))
+                    posted = PostedUpdate.UNAVAILABLE if fields & SHOWN else posted
+                elif not fields & SHOWN:
+                    pass
+                elif last.update_error is not None:
+                    posted = PostedUpdate.UNAVAILABLE
+                elif update_posted:
+                    await enqueue_post_update(ctx, a.id, last.fire_ts, a.channel_id, revision)
+                    posted = PostedUpdate.QUEUED
+                else:
+                    posted = PostedUpdate.LEFT
+            elif last is not None and last.state == DeliveryState.SENDING and fields & SHOWN:
+                posted = PostedUpdate.AFTER_SEND
+            after = await rows.announcement(a.id)
+        assert after is not None  # written above, in the same transaction
+        return EditOutcome(a, after, found, await self.next_fire(after), posted, message_id)
+
+    async def _replan(
+        self,
+        ctx: TransactionContext,
+        a: Announcement,
+        draft: Draft,
+        now: float,
+        *,
+        moving: bool = False,
+    ) -> None:
+        """Replace the job or schedule of a live announcement by one for ``draft``'s time and
+        rule (``moving``: only its channel changed, so only the pace its jobs carry). An
+        occurrence already in progress finishes and is not repeated: a re-anchored schedule
+        has a name of its own, and the delivery records each time once."""
+        rows = BotDb(ctx.db)
+        if a.job_id is not None and not a.recurring:
+            canceled = await ctx.scheduler.cancel(a.job_id)
+            if not canceled and moving:
+                return  # being posted (it posts where the announcement is when it starts)
+            if not canceled and a.state == AnnouncementState.SCHEDULED:
+                raise NotEditable(BEING_POSTED.format(a.local_id))
+        if a.schedule_name is not None:
+            with contextlib.suppress(ScheduleNotFound):
+                await ctx.scheduler.schedules.delete(a.schedule_name)
+        if draft.repeat is None:
+            first_ts = draft.first.timestamp()
+            job_id = await ctx.scheduler.run_at(
+                draft.first,
+                SEND_FN,
+                {"announcement_id": a.id, "fire_ts": first_ts},
+                idempotency_key=f"announcement:{a.id}:{first_ts!r}:edited:{now!r}",
+                name=f"announcement {a.id}",
+                pace=self.pace(draft.channel_id),
+            )
+            await rows.set_job(a.id, job_id)
+            await rows.set_schedule(a.id, None)
+            return
+        name = schedule_name(a.id, now)
+        await self.create_schedule(ctx, a.id, draft, name)
+        await rows.set_job(a.id, None)
+        if a.state == AnnouncementState.PAUSED:
+            await ctx.scheduler.schedules.pause(name)
+
+
+def check_editable(
+    a: Announcement, fields: Collection[Field], *, last_sending: bool = False
+) -> None:
+    """Refuse an edit the announcement's state doesn't allow."""
+    n = a.local_id
+    if a.state == AnnouncementState.CANCELED:
+        raise NotEditable(f"Announcement #{n} was canceled. Schedule a new one with `/schedule`.")
+    if a.state == AnnouncementState.FAILED:
+        raise NotEditable(
+            f"Announcement #{n} failed ({a.failure}). Schedule it again with `/schedule`."
+        )
+    if a.state in (AnnouncementState.SENT, AnnouncementState.DONE) and set(fields) - SHOWN:
+        raise NotEditable(
+            f"Announcement #{n} has posted its last time; only its `message` and `mention` "
+            "can still change (in the posted message). For a new time, use `/schedule`."
+        )
+    if TIMING.intersection(fields) and not a.recurring and last_sending:
+        raise NotEditable(BEING_POSTED.format(n))

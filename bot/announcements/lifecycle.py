@@ -1,0 +1,137 @@
+"""An announcement written with its job or schedule (and its files), and canceled."""
+
+from __future__ import annotations
+
+import contextlib
+from datetime import datetime, timedelta
+
+from scheduler import ScheduleNotFound, TransactionContext
+
+from ..changes import NotFound, NotPossible, Why
+from ..db import BotDb
+from ..models import INTERRUPTED_AND_STOPPED, Announcement, AnnouncementState, Draft, HistoryAction
+from .jobs import SEND_FN, schedule_name
+from .service import AnnouncementService
+
+
+class TooMuchStored(ValueError):
+    """The server's announcements would keep more bytes in files than the limit allows;
+    ``str(e)`` says so (shown to the member)."""
+
+
+class Lifecycle(AnnouncementService):
+    """Create and cancel announcements."""
+
+    async def create(self, draft: Draft) -> tuple[Announcement, datetime]:
+        """Write the announcement and its job or schedule together; returns it with its first
+        delivery time."""
+        first_ts = draft.first.timestamp()
+        async with self.sched.transaction() as ctx:
+            rows = BotDb(ctx.db)
+            now = ctx.now.timestamp()
+            # Lock the guild's settings row so that concurrent creates in one guild take their
+            # numbers one after the other: on PostgreSQL (READ COMMITTED) two of them would
+            # otherwise read the same max(local_id) and one would fail on UNIQUE (guild_id,
+            # local_id).
+            await rows.lock_guild(draft.guild_id, now)
+            local_id = await rows.next_local_id(draft.guild_id)
+            ann_id = await rows.insert_announcement(draft, local_id, now)
+            await self._store_images(rows, ann_id, draft, now)
+            await rows.add_history(ann_id, HistoryAction.CREATED, draft.author_id, now)
+            rule = draft.repeat
+            first = draft.first
+            if rule is None:
+                job_id = await ctx.scheduler.run_at(
+                    draft.first,
+                    SEND_FN,
+                    {"announcement_id": ann_id, "fire_ts": first_ts},
+                    idempotency_key=f"announcement:{ann_id}:{first_ts!r}",
+                    name=f"announcement {ann_id}",
+                    pace=self.pace(draft.channel_id),
+                )
+                await rows.set_job(ann_id, job_id)
+            else:
+                first = await self.create_schedule(ctx, ann_id, draft, schedule_name(ann_id))
+                if draft.until is not None and first > draft.until:
+                    raise NotPossible(Why.UNTIL_BEFORE_FIRST, at=first)  # rolls it all back
+            ann = await rows.announcement(ann_id)
+        assert ann is not None  # written above, in the same transaction
+        return ann, first
+
+    async def _store_images(self, rows: BotDb, ann_id: int, draft: Draft, now: float) -> None:
+        """Keep ``draft``'s files for the announcement (None: leave its files as they are),
+        refused when the server would then keep more than its limit."""
+        if draft.images is None:
+            return
+        size = sum(len(image.data) for image in draft.images)
+        if size:
+            kept = await rows.guild_image_bytes(draft.guild_id, ann_id)
+            if kept + size > self.guild_files_max_bytes:
+                limit = self.guild_files_max_bytes / (1024 * 1024)
+                raise TooMuchStored(
+                    f"This server's announcements already keep {kept / (1024 * 1024):.1f} MiB "
+                    f"of files; with this one ({size / (1024 * 1024):.1f} MiB) they would "
+                    f"pass the server's limit of {limit:.1f} MiB. Cancel announcements with "
+                    "files you no longer need, or attach a smaller one."
+                )
+        await rows.replace_images(ann_id, draft.guild_id, draft.images, now)
+
+    async def image_names(self, announcement_id: int) -> list[tuple[str, int]]:
+        """The names and sizes of the files an announcement posts (no bytes are read)."""
+        async with self.sched.reader() as db:
+            return await BotDb(db).image_names(announcement_id)
+
+    async def create_schedule(
+        self, ctx: TransactionContext, ann_id: int, draft: Draft, name: str
+    ) -> datetime:
+        """In ``ctx``'s transaction: the schedule that delivers a recurring announcement,
+        from ``draft.first`` on; returns its first time."""
+        rule = draft.repeat
+        assert rule is not None  # only a recurring announcement has a schedule
+        spec, tz = rule.schedule_spec(draft.timezone)
+        info = await ctx.scheduler.schedules.create(
+            name,
+            spec,
+            SEND_FN,
+            {"announcement_id": ann_id},
+            tz=tz,
+            start=draft.first,
+            catch_up="fire_once",
+            catchup_window=timedelta(seconds=self.catch_up_window),
+            overlap="skip",
+            pace=self.pace(draft.channel_id),
+        )
+        await BotDb(ctx.db).set_schedule(ann_id, name)
+        return info.next_fire or draft.first
+
+    # --- cancel --------------------------------------------------------------------------------
+
+    async def cancel(
+        self, guild_id: int, local_id: int, actor_id: int | None = None
+    ) -> Announcement:
+        """Cancel a live announcement (its pending delivery or its schedule).
+
+        Raises :class:`NotFound`; returns the row as it was if it was no longer live (the
+        caller says why: already sent, failed or canceled)."""
+        async with self.sched.transaction() as ctx:
+            rows = BotDb(ctx.db)
+            a = await rows.announcement_by_local_id(guild_id, local_id)
+            if a is None:
+                raise NotFound(f"announcement #{local_id} not found")
+            if not a.live:
+                return a
+            if a.job_id is not None and await ctx.scheduler.cancel(a.job_id):
+                # Its job was waiting, so an attempt recorded "sending" was interrupted (a
+                # crash, a stop) and will not be retried: say so instead of "sending" for ever.
+                await rows.close_interrupted_delivery(
+                    a.id,
+                    a.first_ts,
+                    INTERRUPTED_AND_STOPPED.format(state=AnnouncementState.CANCELED),
+                )
+            if a.schedule_name is not None:
+                with contextlib.suppress(ScheduleNotFound):
+                    await ctx.scheduler.schedules.delete(a.schedule_name)
+            now = ctx.now.timestamp()
+            await rows.set_state(a.id, AnnouncementState.CANCELED, now)
+            await rows.add_history(a.id, HistoryAction.CANCELED, actor_id, now)
+        return a

@@ -1,0 +1,137 @@
+"""Pause, resume, skip and until: a live announcement's timing changed without an edit
+(their helpers are in :mod:`bot.changes`)."""
+
+from __future__ import annotations
+
+import contextlib
+from datetime import datetime
+
+from scheduler import JobState, ScheduleNotFound
+
+from ..changes import (
+    NotPossible,
+    Skipped,
+    Why,
+    at,
+    change_until,
+    end_if_past_until,
+    live_announcement,
+    next_scheduled_fire,
+    stamp,
+    unrecorded_from,
+)
+from ..db import BotDb
+from ..models import Announcement, AnnouncementState, HistoryAction, nonce_for
+from .jobs import SEND_FN
+from .reading import Reading
+
+
+class Pausing(Reading):
+    """Pause, resume and skip announcements, and set when they stop."""
+
+    async def pause(self, guild_id: int, local_id: int, actor_id: int) -> Announcement:
+        """Stop a live announcement from posting until it is resumed (a recurring one's
+        schedule stops ticking; a one-off's job, if it comes due, posts nothing). Returns the
+        row as it was."""
+        async with self.sched.transaction() as ctx:
+            rows = BotDb(ctx.db)
+            a = await live_announcement(rows, guild_id, local_id)
+            if a.state == AnnouncementState.PAUSED:
+                raise NotPossible(Why.ALREADY_PAUSED, a)
+            if a.schedule_name is not None:
+                with contextlib.suppress(ScheduleNotFound):
+                    await ctx.scheduler.schedules.pause(a.schedule_name)
+            now = ctx.now.timestamp()
+            await rows.set_state(a.id, AnnouncementState.PAUSED, now)
+            await rows.add_history(a.id, HistoryAction.PAUSED, actor_id, now)
+        return a
+
+    async def resume(
+        self, guild_id: int, local_id: int, actor_id: int
+    ) -> tuple[Announcement, datetime | None]:
+        """Post a paused announcement again (also one paused by a failure, whose reason is
+        forgotten), from its next FUTURE time: a recurring one's schedule fires next at the
+        first time after now (no time missed while paused is posted); a one-off whose time
+        passed meanwhile is refused (it needs a new time). Returns the row as it was and the
+        next time."""
+        found = await self.get(guild_id, local_id)
+        job_pending = True
+        if found.job_id is not None:
+            job = await self.sched.get_job(found.job_id)
+            job_pending = job is not None and job.state == JobState.PENDING
+        async with self.sched.transaction() as ctx:
+            rows = BotDb(ctx.db)
+            a = await live_announcement(rows, guild_id, local_id)
+            if a.state != AnnouncementState.PAUSED:
+                raise NotPossible(Why.NOT_PAUSED, a)
+            now = ctx.now.timestamp()
+            nxt: datetime | None
+            if a.schedule_name is not None:
+                with contextlib.suppress(ScheduleNotFound):
+                    await ctx.scheduler.schedules.resume(a.schedule_name)
+                nxt = await next_scheduled_fire(ctx, a)
+                if a.until_ts is not None and (nxt is None or nxt.timestamp() > a.until_ts):
+                    raise NotPossible(Why.NOTHING_LEFT, a, at=at(a.until_ts))
+            else:
+                nxt = at(a.first_ts)
+                if a.first_ts <= now:
+                    raise NotPossible(Why.TIME_PASSED, a, at=nxt)
+                if not job_pending or a.job_id != found.job_id:
+                    # Its job came due while it was paused and posted nothing: a new one.
+                    job_id = await ctx.scheduler.run_at(
+                        nxt,
+                        SEND_FN,
+                        {"announcement_id": a.id, "fire_ts": a.first_ts},
+                        idempotency_key=f"announcement:{a.id}:{a.first_ts!r}:resumed:{now!r}",
+                        name=f"announcement {a.id}",
+                        pace=self.pace(a.channel_id),
+                    )
+                    await rows.set_job(a.id, job_id)
+            await rows.set_resumed(a.id, now)
+            detail = "" if nxt is None else f"next: {stamp(nxt.timestamp())}"
+            await rows.add_history(a.id, HistoryAction.RESUMED, actor_id, now, detail)
+        return a, nxt
+
+    async def skip(self, guild_id: int, local_id: int, actor_id: int) -> Skipped:
+        """Skip the next occurrence of a scheduled recurring announcement: its time gets a
+        ``skipped`` delivery row, so its job posts nothing. A second skip skips the one
+        after."""
+        async with self.sched.transaction() as ctx:
+            rows = BotDb(ctx.db)
+            a = await live_announcement(rows, guild_id, local_id)
+            if a.schedule_name is None:
+                raise NotPossible(Why.ONE_OFF, a)
+            if a.state == AnnouncementState.PAUSED:
+                raise NotPossible(Why.PAUSED, a)
+            try:
+                info = await ctx.scheduler.schedules.get(a.schedule_name)
+            except ScheduleNotFound:
+                raise NotPossible(Why.NOTHING_LEFT, a) from None
+            skipped = await unrecorded_from(rows, a, info.next_fire, info.trigger.next_after)
+            if skipped is None:
+                raise NotPossible(Why.NOTHING_LEFT, a, at=at(a.until_ts or 0))
+            fire_ts = skipped.timestamp()
+            now = ctx.now.timestamp()
+            reason = f"skipped by <@{actor_id}>"
+            await rows.record_skipped(a.id, fire_ts, nonce_for(a.id, fire_ts), now, reason)
+            await rows.add_history(a.id, HistoryAction.SKIPPED, actor_id, now, stamp(fire_ts))
+            then = await unrecorded_from(
+                rows, a, info.trigger.next_after(skipped), info.trigger.next_after
+            )
+        return Skipped(a, skipped, then)
+
+    async def set_until(
+        self, guild_id: int, local_id: int, until: datetime | None, actor_id: int
+    ) -> Announcement:
+        """Set or clear (None) when a recurring announcement stops; returns it as it is
+        now (``done`` already if nothing is left to post before the new ``until``)."""
+        async with self.sched.transaction() as ctx:
+            rows = BotDb(ctx.db)
+            a = await live_announcement(rows, guild_id, local_id)
+            now = ctx.now.timestamp()
+            changed, detail = await change_until(ctx, a, until)
+            await rows.add_history(a.id, HistoryAction.EDITED, actor_id, now, detail)
+            await end_if_past_until(ctx, changed)
+            after = await rows.announcement(a.id)
+        assert after is not None  # announcements are never deleted
+        return after

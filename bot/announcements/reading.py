@@ -1,0 +1,213 @@
+"""The read side: one announcement, a guild's listing, /info, an ``id`` option's choices,
+and next delivery times."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from scheduler import ScheduleNotFound
+
+from ..changes import NotFound
+from ..db import BotDb
+from ..models import Announcement, AnnouncementState, HistoryEntry, PastDelivery, PublishState
+from .service import AnnouncementService
+
+_EPOCH = datetime.fromtimestamp(0, UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class Listing:
+    items: list[Announcement]
+    total: int
+    next_fires: dict[int, datetime | None]
+    published: dict[int, tuple[PublishState, str | None]] = field(default_factory=dict)
+    """For a post to publish: how publishing its latest post stands, and why it failed."""
+
+
+@dataclass(frozen=True, slots=True)
+class Details:
+    """Everything /info shows of one announcement."""
+
+    announcement: Announcement
+    next_times: list[datetime]
+    """Its next delivery times (at most ``INFO_TIMES``), skipped occurrences left out."""
+    skipped: list[datetime]
+    """Occurrences still to come that were skipped (``/skip``)."""
+    deliveries: list[PastDelivery]
+    """Its latest recorded occurrences, newest first (at most ``INFO_DELIVERIES``)."""
+    history: list[HistoryEntry]
+    """Its latest changes, oldest first (at most ``INFO_HISTORY``)."""
+    earlier_history: bool
+    """Whether older changes than those in ``history`` exist."""
+    files: tuple[str, ...] = ()
+    """The names of the files uploaded with every post."""
+
+
+@dataclass(frozen=True, slots=True)
+class IdChoices:
+    """Announcements an ``id`` option may offer, with their next delivery times."""
+
+    items: list[Announcement]
+    next_fires: dict[int, datetime | None]
+
+
+INFO_TIMES = 5
+INFO_DELIVERIES = 5
+INFO_HISTORY = 10
+CHOICES_SCANNED = 200
+"""How many of a guild's newest matching announcements an autocomplete looks through."""
+
+
+class Reading(AnnouncementService):
+    """Announcements found, listed and described, with their next times."""
+
+    async def get(self, guild_id: int, local_id: int) -> Announcement:
+        async with self.sched.reader() as db:
+            found = await BotDb(db).announcement_by_local_id(guild_id, local_id)
+        if found is None:
+            raise NotFound(f"announcement #{local_id} not found")
+        return found
+
+    async def by_id(self, announcement_id: int) -> Announcement | None:
+        async with self.sched.reader() as db:
+            return await BotDb(db).announcement(announcement_id)
+
+    async def live(self, guild_id: int, limit: int = 200) -> list[Announcement]:
+        async with self.sched.reader() as db:
+            return await BotDb(db).live_announcements(guild_id, limit)
+
+    async def listing(self, guild_id: int, offset: int, limit: int) -> Listing:
+        """A page of the guild's announcements: failures (and paused ones) newest first, then
+        the scheduled ones by their next time, then the rest (sent, canceled) newest first."""
+        async with self.sched.reader() as db:
+            rows = BotDb(db)
+            total = await rows.count_announcements(guild_id)
+            open_rows = await rows.open_announcements(guild_id)
+        fires = await self._next_fires(open_rows)
+        troubled = [a for a in open_rows if a.state != AnnouncementState.SCHEDULED]
+        upcoming = sorted(
+            (a for a in open_rows if a.state == AnnouncementState.SCHEDULED),
+            key=lambda a: (fires.get(a.id) is None, fires.get(a.id) or _EPOCH, a.local_id),
+        )
+        head = troubled + upcoming
+        items = head[offset : offset + limit]
+        if len(items) < limit:
+            async with self.sched.reader() as db:
+                items += await BotDb(db).closed_announcements(
+                    guild_id, limit - len(items), max(0, offset - len(head))
+                )
+        published = {}
+        async with self.sched.reader() as db:
+            for a in items:
+                if a.rich.publish:
+                    last = await BotDb(db).last_attempted_delivery(a.id)
+                    if last is not None and last.publish_state is not None:
+                        published[a.id] = (last.publish_state, last.publish_error)
+        return Listing(items, total, {a.id: fires.get(a.id) for a in items}, published)
+
+    async def _next_fires(self, rows: list[Announcement]) -> dict[int, datetime | None]:
+        """Next delivery times, with one read of the schedules for the recurring ones."""
+        recurring = {
+            a.schedule_name
+            for a in rows
+            if a.schedule_name and a.state == AnnouncementState.SCHEDULED
+        }
+        schedules = (
+            {s.name: s.next_fire for s in await self.sched.schedules.list()} if recurring else {}
+        )
+        out: dict[int, datetime | None] = {}
+        for a in rows:
+            if a.state != AnnouncementState.SCHEDULED:
+                out[a.id] = None
+            elif a.schedule_name is None:
+                out[a.id] = datetime.fromtimestamp(a.first_ts, UTC)
+            else:
+                out[a.id] = schedules.get(a.schedule_name)
+        return out
+
+    async def next_fire(self, a: Announcement) -> datetime | None:
+        if a.state != AnnouncementState.SCHEDULED:
+            return None
+        if a.schedule_name is None:
+            return datetime.fromtimestamp(a.first_ts, UTC)
+        try:
+            info = await self.sched.schedules.get(a.schedule_name)
+        except ScheduleNotFound:
+            return None
+        return info.next_fire
+
+    async def choices(
+        self,
+        guild_id: int,
+        states: tuple[AnnouncementState, ...] | None,
+        *,
+        recurring: bool | None = None,
+        id_prefix: str = "",
+    ) -> IdChoices:
+        """The guild's announcements in ``states`` (None: any), newest first, read at once;
+        their next times come from one read of the schedules, and only if a recurring
+        scheduled one is among them."""
+        async with self.sched.reader() as db:
+            rows = await BotDb(db).announcements_to_choose(
+                guild_id, states, recurring=recurring, id_prefix=id_prefix,
+                limit=CHOICES_SCANNED,
+            )  # fmt: skip
+        return IdChoices(rows, await self._next_fires(rows))
+
+    async def info(self, guild_id: int, local_id: int) -> Details:
+        """What /info shows: the announcement, its next times (from its schedule's trigger,
+        or its one time if still to come), its latest deliveries and its change history.
+
+        Raises :class:`NotFound` (also for another guild's number)."""
+        now = self.sched.clock.now()
+        async with self.sched.reader() as db:
+            rows = BotDb(db)
+            a = await rows.announcement_by_local_id(guild_id, local_id)
+            if a is None:
+                raise NotFound(f"announcement #{local_id} not found")
+            skipped_ts = await rows.skipped_fire_times(a.id, now.timestamp())
+            # Skipped occurrences still to come are recorded too; they are not deliveries yet.
+            recorded = await rows.recent_deliveries(a.id, INFO_DELIVERIES + len(skipped_ts))
+            history = await rows.history(a.id, INFO_HISTORY + 1)
+            files = tuple(name for name, _ in await rows.image_names(a.id))
+        deliveries = [d for d in recorded if d.fire_ts not in skipped_ts][:INFO_DELIVERIES]
+        skipped = [datetime.fromtimestamp(ts, UTC) for ts in skipped_ts]
+        return Details(
+            announcement=a,
+            next_times=await self._next_times(a, now, set(skipped_ts)),
+            skipped=skipped,
+            deliveries=deliveries,
+            history=history[-INFO_HISTORY:],
+            earlier_history=len(history) > INFO_HISTORY,
+            files=files,
+        )
+
+    async def _next_times(
+        self, a: Announcement, now: datetime, skipped: set[float]
+    ) -> list[datetime]:
+        """The next ``INFO_TIMES`` delivery times: none unless scheduled; a one-off's one
+        time if still to come; a recurring one's from its schedule's next fire on, by its
+        trigger, leaving out skipped ones and stopping at ``until``."""
+        if a.state != AnnouncementState.SCHEDULED:
+            return []
+        if a.schedule_name is None:
+            return [datetime.fromtimestamp(a.first_ts, UTC)] if a.first_ts > now.timestamp() else []
+        try:
+            schedule = await self.sched.schedules.get(a.schedule_name)
+        except ScheduleNotFound:
+            return []
+        if schedule.paused or schedule.next_fire is None:
+            return []
+        out: list[datetime] = []
+        fire = schedule.next_fire
+        # Bounded: every skipped occurrence is one more step, and there are few of them.
+        for _ in range(INFO_TIMES + len(skipped)):
+            if a.until_ts is not None and fire.timestamp() > a.until_ts:
+                break
+            if fire.timestamp() not in skipped:
+                out.append(fire)
+                if len(out) == INFO_TIMES:
+                    break
+            fire = schedule.trigger.next_after(fire)
+        return out
