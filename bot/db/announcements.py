@@ -84,6 +84,25 @@ def _announcement(row: Any) -> Announcement:
     )
 
 
+def _what_it_posts(draft: Draft) -> tuple[Any, ...]:
+    """The columns from ``content`` to ``repeat_step``, in table order, as a draft sets them
+    (written alike by a new announcement and by an edit)."""
+    rule = draft.repeat
+    return (
+        draft.content,
+        draft.mention,
+        json.dumps(draft.allowed_mentions, sort_keys=True),
+        draft.first.timestamp(),
+        draft.timezone,
+        None if rule is None else rule.kind,
+        None if rule is None else rule.cron,
+        None if rule is None or rule.every is None else rule.every.total_seconds(),
+        None if rule is None else rule.words,
+        None if rule is None else encode_nth(rule.nth),
+        None if rule is None else encode_step(rule.step),
+    )
+
+
 def _rich_values(rich: Content) -> tuple[Any, ...]:
     """``title, silent, destination, publish, tags`` as stored."""
     tags = json.dumps([str(t) for t in rich.tags]) if rich.tags else None
@@ -111,7 +130,6 @@ class AnnouncementTable(Table):
 
     async def insert_announcement(self, draft: Draft, local_id: int, now: float) -> int:
         """Write a new scheduled announcement; returns its id."""
-        rule = draft.repeat
         row = await self._one(
             "INSERT INTO bot_announcements (guild_id, local_id, channel_id, author_id, "
             "content, mention, allowed_mentions, first_ts, timezone, repeat_kind, "
@@ -124,17 +142,7 @@ class AnnouncementTable(Table):
                 local_id,
                 draft.channel_id,
                 draft.author_id,
-                draft.content,
-                draft.mention,
-                json.dumps(draft.allowed_mentions, sort_keys=True),
-                draft.first.timestamp(),
-                draft.timezone,
-                None if rule is None else rule.kind,
-                None if rule is None else rule.cron,
-                None if rule is None or rule.every is None else rule.every.total_seconds(),
-                None if rule is None else rule.words,
-                None if rule is None else encode_nth(rule.nth),
-                None if rule is None else encode_step(rule.step),
+                *_what_it_posts(draft),
                 AnnouncementState.SCHEDULED.value,
                 now,
                 now,
@@ -163,7 +171,6 @@ class AnnouncementTable(Table):
     ) -> None:
         """Write an edit: what the announcement posts, where, when and how it repeats (its
         id, guild, author, state, until and job or schedule are left as they are)."""
-        rule = draft.repeat
         await self.db.execute(
             "UPDATE bot_announcements SET channel_id = ?, content = ?, mention = ?, "
             "allowed_mentions = ?, first_ts = ?, timezone = ?, repeat_kind = ?, "
@@ -172,17 +179,7 @@ class AnnouncementTable(Table):
             "destination = ?, publish = ?, tags = ? WHERE id = ?",
             (
                 draft.channel_id,
-                draft.content,
-                draft.mention,
-                json.dumps(draft.allowed_mentions, sort_keys=True),
-                draft.first.timestamp(),
-                draft.timezone,
-                None if rule is None else rule.kind,
-                None if rule is None else rule.cron,
-                None if rule is None or rule.every is None else rule.every.total_seconds(),
-                None if rule is None else rule.words,
-                None if rule is None else encode_nth(rule.nth),
-                None if rule is None else encode_step(rule.step),
+                *_what_it_posts(draft),
                 revision,
                 now,
                 *_rich_values(draft.rich),
