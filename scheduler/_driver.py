@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 from functools import partial
 from typing import Any
 
-from . import _ops, _runs
+from . import _runs
 from ._engine import Engine
 from .abc import Tx
 from .clock import TimerHandle, monotonic_of
@@ -192,7 +191,6 @@ class Driver:
             db,
             TransactionScheduling(self.engine, tx, db.ensure),
             tx.state.now,
-            random.Random(_ops.job_seed(job.id, job.attempts)),
             _runs.job_info(job),
         )
         try:
@@ -255,8 +253,7 @@ class Driver:
         lease = RunLease(self.monotonic, claimed_at + engine.lease_seconds, engine.lease_margin)
         lease.task = asyncio.current_task()
         info = _runs.job_info(job)
-        rng = random.Random(_ops.job_seed(job.id, job.attempts))
-        ctx = ActionContext(engine, info, rng, lease, partial(self.heartbeat, info))
+        ctx = ActionContext(engine, info, lease, partial(self.heartbeat, info))
         try:
             return _runs.succeeded(job, await reg.handler(ctx, job.args))
         except LeaseLost as exc:

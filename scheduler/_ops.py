@@ -242,6 +242,7 @@ def complete(
     Terminal transitions fire ``on_complete`` in the same transaction.
     """
     yield from _run_history.record_outcomes(st, outcomes, process)
+    succeeded = yield from _finish_successes(st, [o for o in outcomes if o.ok and not o.release])
     applied = stale = 0
     counts: dict[RunOutcome, int] = {}
     for o in outcomes:
@@ -252,9 +253,9 @@ def complete(
             if n:
                 st.wake = True
         elif o.ok:
-            n = yield Q("finish_success", fence)
+            n = j.id in succeeded
+            succeeded.discard(j.id)  # a second outcome of the same run is stale
             if n:
-                yield Q("set_result", {"job_id": j.id, "result": o.value_json})
                 value = "null" if o.value_json is None else o.value_json
                 yield from _terminal(st, j, f'{{"kind":"success","value":{value}}}')
         elif o.retryable and j.attempts + 1 < j.max_failures:
@@ -275,6 +276,23 @@ def complete(
         else:
             stale += 1
     return CompletionReport(applied, stale, counts)
+
+
+def _finish_successes(st: OpState, outcomes: list[Outcome]) -> Op[set[int]]:
+    """Finish the jobs of succeeded runs and record their results, in two statements however
+    many (each fenced as every finish); the ids of the jobs those runs still held."""
+    if not outcomes:
+        return set()
+    ids = [o.job.id for o in outcomes]
+    fence = {"job_ids": ids, "run_counts": [o.job.run_count for o in outcomes], "now": st.now}
+    rows = yield Q("finish_successes", fence, "all")
+    held = {int(r["id"]) for r in rows}
+    if held:
+        # The first outcome of a run is the one that finished it (a second is stale).
+        first = {o.job.id: o.value_json for o in reversed(outcomes) if o.job.id in held}
+        results = {"job_ids": list(first), "results": list(first.values())}
+        yield Q("set_results", results)
+    return held
 
 
 def _failed_json(error: str | None) -> str:

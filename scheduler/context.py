@@ -11,6 +11,7 @@ from typing import Any, Unpack
 
 from . import _codec
 from ._engine import Engine, EnqueueOptions, InTransaction, JobOptions
+from ._ops import job_seed
 from .abc import Cursor, Tx
 from .errors import LeaseLost
 from .models import JobInfo
@@ -103,21 +104,29 @@ class TransactionContext:
     draws the same numbers), ``job`` the running job (None outside a job).
     """
 
-    __slots__ = ("db", "job", "now", "random", "scheduler")
+    __slots__ = ("_random", "_seed", "db", "job", "now", "scheduler")
 
     def __init__(
         self,
         db: Any,
         scheduler: TransactionScheduling,
         now: float,
-        rng: random.Random,
         job: JobInfo | None = None,
     ) -> None:
         self.db = db
         self.scheduler = scheduler
         self.now: datetime = _codec.ts_to_datetime(now)
-        self.random = rng
+        self._random: random.Random | None = None
         self.job = job
+
+    @property
+    def random(self) -> random.Random:
+        """The PRNG, made on first use: in a job seeded from its id and attempt (a replay
+        draws the same numbers), else from the OS."""
+        if self._random is None:
+            job = self.job
+            self._random = random.Random(None if job is None else job_seed(job.id, job.attempt))
+        return self._random
 
 
 @asynccontextmanager
@@ -125,9 +134,7 @@ async def open_transaction(engine: Engine) -> AsyncIterator[TransactionContext]:
     """A write transaction as application code sees it (``sched.transaction()``): its SQL
     and its scheduling commit together on normal exit and roll back on an exception."""
     async with engine.transaction() as tx:
-        yield TransactionContext(
-            tx, TransactionScheduling(engine, tx), tx.state.now, random.Random()
-        )
+        yield TransactionContext(tx, TransactionScheduling(engine, tx), tx.state.now)
 
 
 class ActionScheduling:
@@ -204,13 +211,12 @@ class ActionContext:
     effect would happen twice.
     """
 
-    __slots__ = ("_engine", "_extend_lease", "_lease", "job", "random", "scheduler")
+    __slots__ = ("_engine", "_extend_lease", "_lease", "_random", "job", "scheduler")
 
     def __init__(
         self,
         engine: Engine,
         job: JobInfo,
-        rng: random.Random,
         lease: RunLease,
         extend_lease: Callable[[], Awaitable[bool]],
     ) -> None:
@@ -218,8 +224,16 @@ class ActionContext:
         self._lease = lease
         self._extend_lease = extend_lease
         self.job = job
-        self.random = rng
+        self._random: random.Random | None = None
         self.scheduler = ActionScheduling(engine)
+
+    @property
+    def random(self) -> random.Random:
+        """The run's PRNG, seeded from the job id and attempt (a replay draws the same
+        numbers); made on first use, so a handler that draws none pays nothing for it."""
+        if self._random is None:
+            self._random = random.Random(job_seed(self.job.id, self.job.attempt))
+        return self._random
 
     @property
     def now(self) -> datetime:

@@ -69,11 +69,15 @@ WHERE state = 'pending' AND pace_key IS NULL AND kind = :kind
 ORDER BY next_ts
 LIMIT 1;
 
--- name: finish_success
--- A run succeeded: the job is done (fenced by run count and state, as every finish).
-UPDATE scheduler_jobs
+-- name: finish_successes
+-- Runs that succeeded (:job_ids with their :run_counts): their jobs are done, fenced as every finish; the ids of those still held.
+-- The id = ANY(...) finds the rows by primary key, whatever the statistics say of the join.
+UPDATE scheduler_jobs AS j
 SET state = 'success', lease_expires_at = NULL, updated_at = :now, finished_at = :now
-WHERE id = :job_id AND run_count = :run_count AND state = 'in_progress';
+FROM unnest(:job_ids::bigint[], :run_counts::integer[]) AS r(id, run_count)
+WHERE j.id = ANY(:job_ids::bigint[]) AND j.id = r.id AND j.run_count = r.run_count
+  AND j.state = 'in_progress'
+RETURNING j.id;
 
 -- name: finish_retry
 -- A run failed with budget left: pending again at :next_ts, the attempt counted.
@@ -95,9 +99,11 @@ UPDATE scheduler_jobs
 SET state = 'pending', lease_expires_at = NULL, updated_at = :now
 WHERE id = :job_id AND run_count = :run_count AND state = 'in_progress';
 
--- name: set_result
--- Record a job's result (and clear an earlier attempt's error).
-UPDATE scheduler_job_args SET result = :result, error = NULL WHERE job_id = :job_id;
+-- name: set_results
+-- Record the :results of jobs :job_ids (JSON or null each), clearing earlier attempts' errors.
+UPDATE scheduler_job_args AS a SET result = r.result, error = NULL
+FROM unnest(:job_ids::bigint[], :results::text[]) AS r(job_id, result)
+WHERE a.job_id = ANY(:job_ids::bigint[]) AND a.job_id = r.job_id;
 
 -- name: set_error
 -- Record the error of a job's latest failed attempt.

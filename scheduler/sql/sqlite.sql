@@ -63,11 +63,14 @@ WHERE state = 'pending' AND pace_key IS NULL AND kind = :kind
 ORDER BY next_ts
 LIMIT 1;
 
--- name: finish_success
--- A run succeeded: the job is done (fenced by run count and state, as every finish).
+-- name: finish_successes
+-- Runs that succeeded (:job_ids with their :run_counts): their jobs are done, fenced as every finish; the ids of those still held.
 UPDATE scheduler_jobs
 SET state = 'success', lease_expires_at = NULL, updated_at = :now, finished_at = :now
-WHERE id = :job_id AND run_count = :run_count AND state = 'in_progress';
+FROM json_each(:job_ids) AS i JOIN json_each(:run_counts) AS c ON c.key = i.key
+WHERE scheduler_jobs.id = i.value AND scheduler_jobs.run_count = c.value
+  AND scheduler_jobs.state = 'in_progress'
+RETURNING id;
 
 -- name: finish_retry
 -- A run failed with budget left: pending again at :next_ts, the attempt counted.
@@ -89,9 +92,11 @@ UPDATE scheduler_jobs
 SET state = 'pending', lease_expires_at = NULL, updated_at = :now
 WHERE id = :job_id AND run_count = :run_count AND state = 'in_progress';
 
--- name: set_result
--- Record a job's result (and clear an earlier attempt's error).
-UPDATE scheduler_job_args SET result = :result, error = NULL WHERE job_id = :job_id;
+-- name: set_results
+-- Record the :results of jobs :job_ids (JSON or null each), clearing earlier attempts' errors.
+UPDATE scheduler_job_args SET result = r.value, error = NULL
+FROM json_each(:job_ids) AS i JOIN json_each(:results) AS r ON r.key = i.key
+WHERE scheduler_job_args.job_id = i.value;
 
 -- name: set_error
 -- Record the error of a job's latest failed attempt.

@@ -534,8 +534,11 @@ async def test_fenced_single_job_statements_use_the_primary_key_not_the_lease_in
     await store.claim_due(T0, T0 + LEASE, mutation_limit=500, action_limit=0)
     await conn.execute(f"SET plan_cache_mode = {plans}")
     queries = positional_queries("postgres")
-    fenced = ("finish_success", "finish_retry", "finish_failed", "release", "extend_lease")
-    values = {"job_id": 7, "run_count": 1, "now": T0, "next_ts": T0, "lease_until": T0}
+    fenced = ("finish_successes", "finish_retry", "finish_failed", "release", "extend_lease")
+    values = {
+        "job_id": 7, "run_count": 1, "now": T0, "next_ts": T0, "lease_until": T0,
+        "job_ids": [7, 8], "run_counts": [1, 1],
+    }  # fmt: skip
     for name in (*fenced, "reclaim_pending"):
         sql = queries[name].sql
         args = queries[name].values(values)

@@ -240,6 +240,46 @@ async def test_a_stale_outcome_changes_nothing(store: Store) -> None:
     assert job is not None and (job.state, job.result) == (JobState.SUCCESS, 2)
 
 
+async def test_one_batch_of_outcomes_finishes_each_job_as_its_own_outcome_says(
+    store: Store,
+) -> None:
+    """Successes are finished together: each keeps its own result (a null one clears an
+    earlier error), a stale one and a second outcome of the same run change nothing, and
+    the other outcomes of the batch apply as they would alone."""
+    ids = [await store.enqueue(new_job(max_failures=3), T0) for _ in range(5)]
+    runs = {j.id: j for j in await claim_all(store, T0)}
+    # ids[4] fails once first, so its success must clear the error left behind.
+    await store.complete([Outcome(runs[ids[4]], ok=False, error="flaky")], T0)
+    retry_at = (await store.get_job(ids[4], T0)).next_ts  # type: ignore[union-attr]
+    [again] = await claim_all(store, retry_at)
+    await store.reclaim_expired(T0 + LEASE + 1)  # ids[0..3]'s runs lose their lease
+    fresh = {j.id: j for j in await claim_all(store, T0 + LEASE + 1)}
+    stale = runs[ids[3]]  # lease lost, the job claimed again: the old run's outcome is stale
+    now = T0 + LEASE + 2
+    report = await store.complete(
+        [
+            Outcome(fresh[ids[0]], ok=True, value_json='{"n": 0}'),
+            Outcome(fresh[ids[1]], ok=True, value_json="[1]"),
+            Outcome(fresh[ids[1]], ok=True, value_json='"twice"'),  # the same run again
+            Outcome(fresh[ids[2]], ok=False, error="boom"),
+            Outcome(stale, ok=True, value_json="3"),
+            Outcome(again, ok=True, value_json=None),
+        ],
+        now,
+    )
+    assert (report.applied, report.stale) == (4, 2)
+    jobs = {i: await store.get_job(i, now) for i in ids}
+    got = {i: (j.state, j.result, j.error) for i, j in jobs.items() if j is not None}
+    assert got == {
+        ids[0]: (JobState.SUCCESS, {"n": 0}, None),
+        ids[1]: (JobState.SUCCESS, [1], None),
+        ids[2]: (JobState.PENDING, None, "boom"),
+        ids[3]: (JobState.IN_PROGRESS, None, None),
+        ids[4]: (JobState.SUCCESS, None, None),
+    }
+    assert all(jobs[i].finished_at == now for i in (ids[0], ids[1], ids[4]))  # type: ignore[union-attr]
+
+
 async def test_release_returns_a_job_without_counting_an_attempt(store: Store) -> None:
     job_id = await store.enqueue(new_job(), T0)
     [j] = await claim_all(store, T0)
