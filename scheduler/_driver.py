@@ -234,9 +234,11 @@ class Driver:
             if task is not None:
                 self._actions.discard(task)
         if outcome is not None:
+            # Its slot stays taken until the outcome is recorded: the flush wakes the loop
+            # then (waking it now would claim with no more room than before).
             await self._record([outcome])
-        else:
-            self._changed()
+            return
+        self._changed()
         if self._saturated and not self._stopping:
             self.wake()
 

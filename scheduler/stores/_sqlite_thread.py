@@ -257,6 +257,12 @@ def after_inserts(
     return fn(conn, *args)
 
 
+def begin_then(conn: sqlite3.Connection, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
+    """``BEGIN IMMEDIATE``, then ``fn(conn, *args)``: a transaction's first statement."""
+    conn.execute("BEGIN IMMEDIATE")
+    return fn(conn, *args)
+
+
 def run_sql(conn: sqlite3.Connection, sql: str) -> None:
     conn.execute(sql)
 

@@ -24,7 +24,7 @@ from .. import _ops
 from ..abc import Cursor, Store, Tx
 from ..errors import InvalidArgument, NotADatabase, SchedulerError, StoreError
 from ..migrations import MigrationSet, scheduler_migrations
-from ..store_types import Claim, NewJob, Op, OpState
+from ..store_types import Claim, CompletionReport, NewJob, Op, OpState, Outcome
 from ._base import NestedTransactionGuard, ReadOnlyDb, quote_ident, settle
 
 # WriteRefused and refused_write are part of this module's interface (the bot uses them).
@@ -34,6 +34,7 @@ from ._sqlite_refusals import refused_write as refused_write
 from ._sqlite_thread import (
     WriterBusy,
     after_inserts,
+    begin_then,
     drive,
     in_read_tx,
     in_write_tx,
@@ -62,11 +63,15 @@ _nested = NestedTransactionGuard(
 
 
 class SqliteTx(Tx):
-    """An open ``BEGIN IMMEDIATE`` transaction on the writer connection.
+    """A ``BEGIN IMMEDIATE`` transaction on the writer connection (this process's writer
+    lock is held for its whole life).
 
-    Plain enqueues (no idempotency key, no parent) cost no round trip: their ids are
-    allocated here (the transaction holds the write lock, so nobody else inserts) and the
-    rows are written in one batch ahead of the transaction's next statement or its commit.
+    The ``BEGIN`` travels with the transaction's first statement, in the same round trip
+    to the connection's thread (one hop fewer per transaction; a transaction that runs no
+    statement costs none). Plain enqueues (no idempotency key, no parent) cost no round trip
+    of their own: their ids are allocated here (the transaction holds the write lock, so
+    nobody else inserts) and the rows are written in one batch ahead of the transaction's
+    next statement or its commit.
     """
 
     dialect = "sqlite"
@@ -76,19 +81,24 @@ class SqliteTx(Tx):
         self._state = state
         self._buffer: list[tuple[int, NewJob]] = []
         self._next_id: int | None = None
+        self.begun = False
+        """Whether ``BEGIN IMMEDIATE`` has run (with the first statement)."""
 
     @property
     def state(self) -> OpState:
         return self._state
 
     async def _hop(self, fn: Callable[..., T], *args: Any) -> T:
-        """One round trip, preceded by the buffered inserts (in the same trip)."""
+        """One round trip, preceded by the ``BEGIN`` (the first time) and the buffered
+        inserts (in the same trip)."""
         pending, self._buffer = self._buffer, []
         self._next_id = None  # whatever runs next may insert jobs itself
         if pending:
-            return await self._store._call(
-                after_inserts, self._store._queries, self._state.now, pending, fn, args
-            )
+            args = (self._store._queries, self._state.now, pending, fn, args)
+            fn = after_inserts
+        if not self.begun:
+            self.begun = True  # from here on a failure rolls back whatever did begin
+            return await self._store._call(begin_then, fn, args)
         return await self._store._call(fn, *args)
 
     async def enqueue(self, job: NewJob) -> int:
@@ -121,7 +131,8 @@ class SqliteTx(Tx):
         await self._hop(run_sql, f"ROLLBACK TO {quote_ident(name)}")
 
     async def commit(self) -> None:
-        await self._hop(run_sql, "COMMIT")
+        if self.begun or self._buffer:
+            await self._hop(run_sql, "COMMIT")
 
 
 class SqliteReadDb(ReadOnlyDb):
@@ -314,29 +325,44 @@ class SqliteStore(Store):
         self, now: float, lease_until: float, *, mutation_limit: int, action_limit: int
     ) -> Claim:
         """As :meth:`Store.claim_due`, run on the event loop's own thread when the write lock
-        can be had at once: a claim is a few indexed statements (a fraction of a
-        millisecond), while two thread switches to and from the connection's thread cost
-        more, and on a busy machine much more, which is the lateness of every due job.
-        When another process holds the database's write lock, it waits in the thread."""
+        can be had at once (see :meth:`_run_inline`)."""
+        claim: Claim = await self._run_inline(
+            lambda st: _ops.claim_due(st, lease_until, mutation_limit, action_limit), now
+        )
+        return claim
+
+    async def complete(
+        self, outcomes: Sequence[Outcome], now: float, process: str | None = None
+    ) -> CompletionReport:
+        """As :meth:`Store.complete`, run on the event loop's own thread when the write lock
+        can be had at once (see :meth:`_run_inline`)."""
+        report: CompletionReport = await self._run_inline(
+            lambda st: _ops.complete(st, outcomes, process), now
+        )
+        return report
+
+    async def _run_inline(self, op: Callable[[OpState], Op[T]], now: float) -> T:
+        """Run the driver's bookkeeping ``op`` (a claim, a batch of completions: a few
+        indexed statements, a fraction of a millisecond) on the event loop's own thread
+        when the write lock can be had at once. A hop to the connection's thread and back
+        costs more than that: two thread switches, each of which may wait for the GIL's
+        switch interval while the loop is busy, which on a busy machine is the lateness of
+        every due job. When another process holds the database's write lock, the op waits
+        for it in the thread instead."""
         state = OpState(now)
-        op = _ops.claim_due(state, lease_until, mutation_limit, action_limit)
         async with self._writer_held():
             writer = self._writer
             if writer is None:
                 raise SchedulerError(f"{self!r} is not open")
-            conn = writer._conn
             try:
-                claim: Claim = in_write_tx_now(conn, self._queries, op, self.busy_timeout)
+                result = in_write_tx_now(writer._conn, self._queries, op(state), self.busy_timeout)
             except WriterBusy:
-                claim = await self._call(
-                    in_write_tx,
-                    self._queries,
-                    _ops.claim_due(state, lease_until, mutation_limit, action_limit),
-                )
+                state = OpState(now)
+                result = await self._call(in_write_tx, self._queries, op(state))
         self._committed()
         if state.wake:
             self._notify()
-        return claim
+        return result
 
     async def read(self, op: Callable[[OpState], Op[T]], now: float) -> T:
         return await self._read_call(in_read_tx, self._queries, op(OpState(now)))
@@ -345,17 +371,18 @@ class SqliteStore(Store):
     async def transaction(self, now: float) -> AsyncIterator[SqliteTx]:
         state = OpState(now)
         async with self._writer_held():
+            tx = SqliteTx(self, state)
             try:
-                await self._call(run_sql, "BEGIN IMMEDIATE")
-                tx = SqliteTx(self, state)
                 yield tx
             except BaseException:
-                await self._call(rollback_if_open)
+                if tx.begun:
+                    await self._call(rollback_if_open)
                 raise
             try:
                 await tx.commit()
             except BaseException:
-                await self._call(rollback_if_open)
+                if tx.begun:
+                    await self._call(rollback_if_open)
                 raise
         self._committed()
         if state.wake:

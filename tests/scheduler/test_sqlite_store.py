@@ -516,6 +516,33 @@ def test_an_unknown_synchronous_setting_is_refused(tmp_path: Path) -> None:
         SqliteStore(tmp_path / "x.db", synchronous="SOMETIMES")  # type: ignore[arg-type]
 
 
+async def test_a_transaction_takes_the_file_s_write_lock_with_its_first_statement(
+    tmp_path: Path,
+) -> None:
+    """``BEGIN IMMEDIATE`` travels with the first statement (one round trip fewer): a
+    transaction that runs none never waits for another connection's lock, and one that
+    runs one holds the lock from then until its commit."""
+    path = tmp_path / "lazy.db"
+    await open_close(path)
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    store = SqliteStore(path, busy_timeout=0.05)
+    await store.open()
+    try:
+        other.execute("BEGIN IMMEDIATE")
+        async with store.transaction(0):
+            pass  # no statement: nothing to wait for
+        other.execute("COMMIT")
+        async with store.transaction(0) as tx:
+            await tx.execute("CREATE TABLE t (id INTEGER)")
+            with pytest.raises(sqlite3.OperationalError, match="locked"):
+                other.execute("BEGIN IMMEDIATE")  # the store holds it now
+        other.execute("BEGIN IMMEDIATE")  # released at the commit
+        other.execute("COMMIT")
+    finally:
+        other.close()
+        await store.close()
+
+
 async def test_a_write_waits_for_another_connection_s_lock_within_busy_timeout(
     tmp_path: Path,
 ) -> None:
@@ -529,8 +556,8 @@ async def test_a_write_waits_for_another_connection_s_lock_within_busy_timeout(
     try:
         other.execute("BEGIN IMMEDIATE")  # another writer holds the lock
         with pytest.raises(sqlite3.OperationalError, match="locked"):
-            async with impatient.transaction(0):
-                pass
+            async with impatient.transaction(0) as tx:
+                await tx.execute("SELECT 1")  # the first statement takes the lock
         held_for = 0.3
         released = asyncio.get_running_loop().call_later(held_for, other.execute, "COMMIT")
         started = time.monotonic()
