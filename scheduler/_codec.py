@@ -16,6 +16,8 @@ _decode = json.JSONDecoder().decode
 
 def dumps(value: Any, what: str) -> str:
     """``value`` as compact JSON; :class:`NotSerializable` says what could not be stored."""
+    if value is None:  # most arguments and results: no encoder call
+        return "null"
     try:
         return _encoder.encode(value)
     except (TypeError, ValueError) as exc:
@@ -23,7 +25,7 @@ def dumps(value: Any, what: str) -> str:
 
 
 def loads(text: str | None) -> Any:
-    return None if text is None else _decode(text)
+    return None if text is None or text == "null" else _decode(text)
 
 
 def encode_context(value: Any) -> tuple[str | None, bytes | None]:
