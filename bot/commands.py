@@ -16,6 +16,8 @@ import discord
 from discord import app_commands
 from discord.ext.commands import Bot
 
+from scheduler import set_interactive
+
 from .announcements import Announcement, GuildSettings
 from .autocomplete import announcement_ids
 from .checks import Refusal, can_read, guild_member, manage_server_only, require_manager
@@ -284,6 +286,13 @@ def settings_summary(settings: GuildSettings, changed: bool) -> str:
 class CommandTree(app_commands.CommandTree[Bot]):
     """The command tree; an error that reaches no command (one that no longer exists, used
     before the last sync reached the member's client) is answered like a command's."""
+
+    async def interaction_check(self, interaction: discord.Interaction[Bot], /) -> bool:
+        """Every command and autocomplete runs in a task of its own, started for it: all it
+        does from here on is interactive work (someone is waiting on the answer), so its
+        transactions and reads go ahead of the deliveries' bookkeeping queued in the store."""
+        set_interactive()
+        return True
 
     async def on_error(
         self, interaction: discord.Interaction[Bot], error: app_commands.AppCommandError, /

@@ -12,6 +12,8 @@ from typing import Any, Protocol, cast
 import discord
 from discord.ext.commands import Bot
 
+from scheduler import interactive
+
 from .limits import MAX_EMBED_TITLE, MAX_MESSAGE
 from .replies import answer_error
 
@@ -57,7 +59,8 @@ class ScheduleModal(discord.ui.Modal, title="New announcement"):
 
     async def on_submit(self, interaction: discord.Interaction) -> None:
         """``submit`` gets the text and the title typed (None when it was left empty)."""
-        await self.submit(interaction, self.body.value, self.heading.value.strip() or None)
+        with interactive():  # someone waits on it: ahead of background work
+            await self.submit(interaction, self.body.value, self.heading.value.strip() or None)
 
     async def on_error(self, interaction: discord.Interaction, error: Exception) -> None:  # type: ignore[override]
         await answer_error(interaction, error)
@@ -95,7 +98,8 @@ class PageButton(
 
     async def callback(self, interaction: discord.Interaction) -> None:
         try:
-            text, view = await _list_pages(interaction).list_page(interaction, self.page)
+            with interactive():  # someone waits on it: ahead of background work
+                text, view = await _list_pages(interaction).list_page(interaction, self.page)
         except Exception as exc:  # answered with an error id
             await answer_error(interaction, exc)
             return

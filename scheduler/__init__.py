@@ -7,6 +7,7 @@ the only polling. ``README.md`` ("The scheduler as a library") shows it in use.
 
 from typing import TYPE_CHECKING, Any
 
+from ._lanes import interactive, is_interactive, set_interactive
 from ._scheduler import Scheduler
 from .abc import Cursor, Db, Store
 from .clock import Clock, SystemClock
@@ -83,6 +84,9 @@ __all__ = [
     "TransactionContext",
     "UnknownFunction",
     "cron_jobs",
+    "interactive",
+    "is_interactive",
+    "set_interactive",
 ]
 
 

@@ -7,14 +7,16 @@ the contexts and the schedule APIs are given.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import AsyncIterator, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import AbstractContextManager, asynccontextmanager
 from datetime import datetime, timedelta
 from types import TracebackType
 from typing import Any, Generic, TypeVar, Unpack, overload
 
 from . import _codec
+from . import _lanes as lanes
 from ._driver import Driver
 from ._engine import Engine, EnqueueOptions, JobOptions, Tunables
 from .abc import Db, Store
@@ -31,6 +33,11 @@ from .stats import SchedulerStats
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+
+def _lane(interactive: bool | None) -> AbstractContextManager[None]:
+    """The lane a call asked for, or the caller's own (None)."""
+    return contextlib.nullcontext() if interactive is None else lanes.interactive(interactive)
 
 
 class _EngineAttribute(Generic[T]):
@@ -179,17 +186,29 @@ class Scheduler:
 
     # --- transactions --------------------------------------------------------------------------
 
-    def transaction(self) -> AbstractAsyncContextManager[TransactionContext]:
+    @asynccontextmanager
+    async def transaction(
+        self, *, interactive: bool | None = None
+    ) -> AsyncIterator[TransactionContext]:
         """One write transaction: ``ctx.db`` runs SQL in it, ``ctx.scheduler`` schedules in it;
-        both commit together on normal exit and roll back on an exception."""
-        return open_transaction(self._engine)
+        both commit together on normal exit and roll back on an exception.
+
+        ``interactive=True`` (someone is waiting on it: a command, a page) takes the store's
+        connection before any queued background work, ``False`` queues it as background work;
+        the default is the lane of the calling context (see :func:`scheduler.interactive`)."""
+        with _lane(interactive):
+            async with open_transaction(self._engine) as ctx:
+                yield ctx
 
     @asynccontextmanager
-    async def reader(self) -> AsyncIterator[Db]:
-        """Read-only SQL that never waits for the writer (each statement sees the latest commit)."""
+    async def reader(self, *, interactive: bool | None = None) -> AsyncIterator[Db]:
+        """Read-only SQL that never waits for the writer (each statement sees the latest
+        commit). ``interactive`` as for :meth:`transaction`: on a store with one reader
+        connection, an interactive read's statements go before queued background reads."""
         self._check_open()
-        async with self.store.snapshot() as db:
-            yield db
+        with _lane(interactive):
+            async with self.store.snapshot() as db:
+                yield db
 
     # --- jobs ------------------------------------------------------------------------------------
 

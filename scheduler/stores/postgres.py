@@ -34,6 +34,7 @@ from typing import Any, ClassVar, TypeVar, cast
 import asyncpg
 
 from .. import _ops
+from .._lanes import Lanes
 from ..abc import Cursor, Store, Tx
 from ..errors import InvalidArgument, SchedulerError, StoreError
 from ..migrations import MigrationSet, scheduler_migrations
@@ -214,6 +215,7 @@ class PostgresStore(Store):
         # strings are checked above (an identifier, hex digits): nothing here is user data.
         self._notify_and_commit = f"SELECT pg_notify('{channel}', '{self._token}'); COMMIT"
         self._pool: Any = None
+        self._lanes = Lanes(max_size)
         self._listener = WakeListener(
             self,
             self._connect_listener,
@@ -306,10 +308,15 @@ class PostgresStore(Store):
 
     # --- running operations ------------------------------------------------------------------
 
-    def _acquire(self) -> Any:
+    @asynccontextmanager
+    async def _acquire(self) -> AsyncIterator[Connection]:
+        """A pooled connection, interactive work served first (see scheduler._lanes): the
+        gate holds as many permits as the pool has connections, so the pool never queues
+        anyone itself."""
         if self._pool is None:
             raise SchedulerError(f"{self!r} is not open")
-        return self._pool.acquire()
+        async with self._lanes.held(), self._pool.acquire() as conn:
+            yield conn
 
     async def _drive(self, conn: Connection, gen: Op[T]) -> T:
         """Run a sans-IO operation to completion on ``conn``, one await per query."""

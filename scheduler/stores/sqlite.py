@@ -1,8 +1,10 @@
 """The embedded store: one SQLite file in WAL mode, one writer connection, one reader.
 
-Every write goes through the single writer connection, serialized by an asyncio lock in
-this process and by ``BEGIN IMMEDIATE`` (with a busy timeout) across processes, so two
-processes on one file never both claim a job. Each scheduler operation runs whole inside the
+Every write goes through the single writer connection, serialized in this process by a
+:class:`~scheduler._lanes.Lanes` gate (interactive transactions take it before queued bulk
+ones) and by ``BEGIN IMMEDIATE`` (with a busy timeout) across processes, so two processes
+on one file never both claim a job. Reads share one reader connection, through a gate of
+the same kind. Each scheduler operation runs whole inside the
 connection's thread: one thread hop per operation, however many statements it issues (the
 plain :mod:`sqlite3` functions that run there are in :mod:`scheduler.stores._sqlite_thread`).
 """
@@ -21,6 +23,7 @@ from typing import Any, ClassVar, Literal, TypeVar
 import aiosqlite
 
 from .. import _ops
+from .._lanes import Lanes
 from ..abc import Cursor, Store, Tx
 from ..errors import InvalidArgument, NotADatabase, SchedulerError, StoreError
 from ..migrations import MigrationSet, scheduler_migrations
@@ -181,8 +184,9 @@ class SqliteStore(Store):
         self._checkpointer: aiosqlite.Connection | None = None
         self._checkpoint_task: asyncio.Task[None] | None = None
         self._commits = 0
-        self._lock = asyncio.Lock()
-        self._read_lock = asyncio.Lock()
+        # The writer and the reader, each handed out interactive work first (see _lanes).
+        self._lock = Lanes(1)
+        self._read_lock = Lanes(1)
         self._refusals = RefusedWrites(self.path)
 
     def __repr__(self) -> str:
@@ -279,7 +283,7 @@ class SqliteStore(Store):
         conn = self._reader
         if conn is None:
             raise SchedulerError(f"{self!r} is not open")
-        async with self._read_lock:
+        async with self._read_lock.held():
             return await settle(_in_thread(conn, fn, *args))
 
     # --- writes the disk refuses (see _sqlite_refusals) -----------------------------------------
@@ -298,7 +302,7 @@ class SqliteStore(Store):
         such refusals says once that writes work again."""
         token = _nested.enter(self)
         try:
-            async with self._lock:
+            async with self._lock.held():
                 before = self._changes()
                 try:
                     yield
