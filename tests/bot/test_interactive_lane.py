@@ -1,0 +1,47 @@
+"""A slash command's database work goes ahead of background work queued in the store
+(``scheduler.set_interactive`` in the command tree's check), end to end through the fake."""
+
+from __future__ import annotations
+
+import asyncio
+
+from bot.app import Crier
+from scheduler._lanes import Lanes
+from tests.bot.conftest import World
+from tests.fakediscord.interactions import CB_CHANNEL_MESSAGE
+
+QUEUED = 5
+
+
+async def test_schedule_writes_before_background_transactions_queued_ahead_of_it(
+    world: World, crier: Crier
+) -> None:
+    gate: Lanes = crier.sched.store._lock  # type: ignore[attr-defined]
+    held, release = asyncio.Event(), asyncio.Event()
+    seen: list[int] = []
+    """For each background transaction, in the order they ran: the announcements it saw."""
+
+    async def holder() -> None:
+        async with crier.sched.transaction(interactive=False):
+            held.set()
+            await release.wait()
+
+    async def background() -> None:
+        async with crier.sched.transaction(interactive=False) as ctx:
+            cur = await ctx.db.execute("SELECT count(*) FROM bot_announcements")
+            row = await cur.fetchone()
+            seen.append(int(row[0]))
+
+    hold = asyncio.create_task(holder())
+    await held.wait()
+    queued = [asyncio.create_task(background()) for _ in range(QUEUED)]
+    await world.fake.wait_until(lambda: gate.waiting[1] >= QUEUED, what="background queued")
+    h = await world.fake.invoke_command(
+        world.guild, world.general, world.admin, "schedule", {"when": "in 1h", "message": "hi"}
+    )
+    await world.fake.wait_until(lambda: gate.waiting[0] == 1, what="the command's write queued")
+    release.set()
+    cb = await h.response()
+    await asyncio.gather(hold, *queued)
+    assert cb.type == CB_CHANNEL_MESSAGE and "Scheduled announcement" in (cb.content or "")
+    assert seen == [1] * QUEUED  # every one of them ran after the command's write
