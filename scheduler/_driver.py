@@ -33,6 +33,9 @@ log = logging.getLogger("scheduler.driver")
 FLUSH_BATCH = 512
 """Outcomes recorded per transaction (keeps each completion transaction short)."""
 
+PRUNE_JOBS_BATCH = 1000
+"""Terminal jobs deleted per transaction by the retention sweep."""
+
 PRUNE_RUNS_BATCH = 5000
 """Runs deleted per transaction by the retention sweep."""
 
@@ -351,10 +354,17 @@ class Driver:
                 report.failed,
             )
         if engine.retention_seconds is not None:
-            await self.store.prune(now - engine.retention_seconds, now)
+            await self._prune_jobs(now - engine.retention_seconds, now)
         if engine.run_retention_seconds is not None:
             await self._prune_runs(now - engine.run_retention_seconds, now)
         self.wake()
+
+    async def _prune_jobs(self, before: float, now: float) -> None:
+        """Delete the terminal jobs finished before ``before``, a batch per transaction,
+        until none is left (one batch per sweep would fall behind any rate above a batch
+        per sweep interval, and the table would grow without bound)."""
+        while await self.store.prune(before, now, PRUNE_JOBS_BATCH) == PRUNE_JOBS_BATCH:
+            pass
 
     async def _prune_runs(self, before: float, now: float) -> None:
         """Delete the runs recorded before ``before``, a batch per transaction (so the

@@ -21,6 +21,7 @@ from scheduler import (
     SchedulerClosed,
     SchedulerError,
     UnknownFunction,
+    _driver,
 )
 from scheduler._ops import backoff_delay, job_seed
 from scheduler.testing import FakeClock
@@ -475,6 +476,23 @@ async def test_terminal_jobs_are_pruned_after_the_retention_period(
     await sched.sweep()
     assert await sched.get_job(done) is None
     assert await sched.get_job(waiting) is not None
+
+
+async def test_one_sweep_prunes_every_expired_job_however_many_batches_they_take(
+    make: Make, clock: FakeClock
+) -> None:
+    """The retention sweep deletes a batch per transaction until none is left: one batch
+    per sweep would fall behind any completion rate above a batch per sweep interval."""
+    n = _driver.PRUNE_JOBS_BATCH * 2 + 5
+    sched = await start(make(retention=timedelta(hours=1), sweep_interval=timedelta(days=1)))
+    async with sched.transaction() as ctx:
+        for _ in range(n):
+            await ctx.scheduler.run_after(0, "noop")
+    await sched.wait_idle()
+    assert (await sched.store.count_by_state(clock.time())).get(JobState.SUCCESS) == n
+    clock.advance(timedelta(hours=2))
+    await sched.sweep()
+    assert (await sched.store.count_by_state(clock.time())).get(JobState.SUCCESS, 0) == 0
 
 
 # --- bad input -----------------------------------------------------------------------------
