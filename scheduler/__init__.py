@@ -7,6 +7,7 @@ the only polling. ``README.md`` ("The scheduler as a library") shows it in use.
 
 from typing import TYPE_CHECKING, Any
 
+from ._engine import JobRequest
 from ._lanes import interactive, is_interactive, set_interactive
 from ._scheduler import Scheduler
 from .abc import Cursor, Db, Store
@@ -34,7 +35,7 @@ from .errors import (
 from .migrations import MigrationSet
 from .models import Job, JobInfo, JobKind, JobState, Pace, Retry, Run, RunOutcome
 from .registry import Registry
-from .schedules import ScheduleInfo
+from .schedules import ScheduleInfo, ScheduleRequest
 from .stats import SchedulerStats
 from .stores.sqlite import SqliteStore
 from .triggers import Cron, Interval
@@ -57,6 +58,7 @@ __all__ = [
     "JobInfo",
     "JobKind",
     "JobNotFound",
+    "JobRequest",
     "JobState",
     "LeaseLost",
     "MigrationError",
@@ -72,6 +74,7 @@ __all__ = [
     "RunOutcome",
     "ScheduleInfo",
     "ScheduleNotFound",
+    "ScheduleRequest",
     "Scheduler",
     "SchedulerClosed",
     "SchedulerError",

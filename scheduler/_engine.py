@@ -15,7 +15,7 @@ import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
-from typing import Any, TypedDict
+from typing import Any, TypedDict, Unpack
 
 from . import _codec
 from .abc import OperationsAt, Store, Tx
@@ -47,6 +47,20 @@ class EnqueueOptions(JobOptions, total=False):
     """The options of ``enqueue``, as keywords: those of :class:`JobOptions` and when."""
 
     run_at: datetime | float | None
+
+
+class JobRequest:
+    """One job of ``enqueue_many``: what ``enqueue(fn, args, **options)`` takes."""
+
+    __slots__ = ("args", "fn", "options")
+
+    def __init__(self, fn: str, args: Any = None, **options: Unpack[EnqueueOptions]) -> None:
+        self.fn = fn
+        self.args = args
+        self.options = options
+
+    def __repr__(self) -> str:
+        return f"JobRequest({self.fn!r}, {self.args!r}, **{self.options!r})"
 
 
 class Tunables(TypedDict, total=False):

@@ -82,6 +82,15 @@ def enqueue(st: OpState, job: NewJob, *, held: bool = False) -> Op[int]:
     return job_id
 
 
+def enqueue_many(st: OpState, jobs: Sequence[NewJob]) -> Op[list[int]]:
+    """:func:`enqueue` for each of ``jobs`` in order, in one operation (so one round trip
+    where the store drives a whole operation at once); their ids, in the same order."""
+    ids: list[int] = []
+    for job in jobs:
+        ids.append((yield from enqueue(st, job)))
+    return ids
+
+
 def _insert(st: OpState, job: NewJob, state: JobState) -> Op[int | None]:
     finished = st.now if state is JobState.CANCELED else None
     row = yield Q(

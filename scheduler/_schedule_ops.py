@@ -62,9 +62,9 @@ def jitter_offset(name: str, fire_ts: float, jitter: float) -> float:
 # --- writing definitions -----------------------------------------------------------------
 
 
-def create(st: OpState, d: ScheduleDef, start: float | None = None) -> Op[None]:
+def create(st: OpState, d: ScheduleDef, start: float | None = None) -> Op[float]:
     """Insert a schedule; its first fire is the trigger's first time after now, or its
-    first time at or after ``start`` when that is later."""
+    first time at or after ``start`` when that is later. Returns that first fire time."""
     if start is not None and start > st.now:
         first = d.trigger.next_after(_dt(start) - _US).timestamp()
     else:
@@ -73,6 +73,16 @@ def create(st: OpState, d: ScheduleDef, start: float | None = None) -> Op[None]:
     if row is None:
         raise DuplicateName(f"a schedule named {d.name!r} already exists")
     st.wake = True
+    return first
+
+
+def create_many(st: OpState, items: Sequence[tuple[ScheduleDef, float | None]]) -> Op[list[float]]:
+    """:func:`create` for each ``(definition, start)`` in order, in one operation; their
+    first fire times, in the same order."""
+    firsts: list[float] = []
+    for d, start in items:
+        firsts.append((yield from create(st, d, start)))
+    return firsts
 
 
 def _definition_params(st: OpState, d: ScheduleDef, next_fire_ts: float) -> dict[str, Any]:

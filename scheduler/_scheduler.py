@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import AbstractContextManager, asynccontextmanager
 from datetime import datetime, timedelta
 from types import TracebackType
@@ -18,7 +18,7 @@ from typing import Any, Generic, TypeVar, Unpack, overload
 from . import _codec
 from . import _lanes as lanes
 from ._driver import Driver
-from ._engine import Engine, EnqueueOptions, JobOptions, Tunables
+from ._engine import Engine, EnqueueOptions, JobOptions, JobRequest, Tunables
 from .abc import Db, Store
 from .clock import Clock
 from .context import TransactionContext, open_transaction
@@ -216,6 +216,11 @@ class Scheduler:
         """``ctx.scheduler.enqueue`` in a transaction of its own."""
         async with self.transaction() as ctx:
             return await ctx.scheduler.enqueue(fn, args, **options)
+
+    async def enqueue_many(self, requests: Iterable[JobRequest]) -> list[int]:
+        """``ctx.scheduler.enqueue_many`` in a transaction of its own."""
+        async with self.transaction() as ctx:
+            return await ctx.scheduler.enqueue_many(requests)
 
     async def run_after(
         self, delay: timedelta | float, fn: str, args: Any = None, **options: Unpack[JobOptions]

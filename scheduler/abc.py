@@ -122,6 +122,13 @@ class Operations(ABC):
         A transaction may batch the write until its next statement or its commit."""
         return await self.run(lambda st: _ops.enqueue(st, job))
 
+    async def enqueue_many(self, jobs: Sequence[NewJob]) -> list[int]:
+        """:meth:`enqueue` each of ``jobs`` in order, as one operation (one round trip on a
+        store that drives an operation whole); returns their ids in the same order. Each job
+        means exactly what it would alone: a live idempotency key gives the existing job's id
+        (also a key taken earlier in the same batch)."""
+        return await self.run(lambda st: _ops.enqueue_many(st, jobs))
+
     async def cancel(self, job_id: int) -> bool:
         """Cancel a pending job (firing its ``on_complete``) and, breadth first, its pending
         descendants, even when the job itself is running or finished. Returns whether the job
@@ -169,6 +176,14 @@ class Operations(ABC):
         first time at or after ``start`` when that is later. A taken name raises
         :class:`~scheduler.errors.DuplicateName`."""
         await self.run(lambda st: _schedule_ops.create(st, definition, start))
+
+    async def create_schedules(
+        self, items: Sequence[tuple[ScheduleDef, float | None]]
+    ) -> list[float]:
+        """:meth:`create_schedule` each ``(definition, start)`` in order, as one operation;
+        returns their first fire times in the same order. A taken name (also one taken
+        earlier in the same batch) raises :class:`~scheduler.errors.DuplicateName`."""
+        return await self.run(lambda st: _schedule_ops.create_many(st, items))
 
     async def get_schedule(self, name: str) -> ScheduleRow:
         """The schedule named ``name``; :class:`~scheduler.errors.ScheduleNotFound` if none."""

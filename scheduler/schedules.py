@@ -10,7 +10,7 @@ from __future__ import annotations
 import builtins
 import json
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -26,7 +26,13 @@ from .registry import NAME_LIMIT
 from .store_types import ScheduleDef, ScheduleRow
 from .triggers import Cron, Interval
 
-__all__ = ["ScheduleInfo", "ScheduleOptions", "Schedules", "TransactionSchedules"]
+__all__ = [
+    "ScheduleInfo",
+    "ScheduleOptions",
+    "ScheduleRequest",
+    "Schedules",
+    "TransactionSchedules",
+]
 
 DEFAULT_WINDOW = timedelta(days=365)
 
@@ -47,6 +53,30 @@ class CreateOptions(ScheduleOptions, total=False):
 
     tz: str | None
     start: datetime | float | None
+
+
+class ScheduleRequest:
+    """One schedule of ``schedules.create_many``: what ``create(name, spec, fn, args,
+    **options)`` takes."""
+
+    __slots__ = ("args", "fn", "name", "options", "spec")
+
+    def __init__(
+        self,
+        name: str,
+        spec: str | timedelta | Cron | Interval,
+        fn: str,
+        args: Any = None,
+        **options: Unpack[CreateOptions],
+    ) -> None:
+        self.name = name
+        self.spec = spec
+        self.fn = fn
+        self.args = args
+        self.options = options
+
+    def __repr__(self) -> str:
+        return f"ScheduleRequest({self.name!r}, {self.spec!r}, {self.fn!r}, ...)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,13 +240,41 @@ class TransactionSchedules(_ScheduleReads, InTransaction):
         (``"skip"``), ``catchup_window`` (a year), ``jitter`` (none), ``pace`` (every
         occurrence carries it; default: the function's registration's). A taken name raises
         ``DuplicateName``."""
-        now = self._tx.state.now
-        begin = None if start is None else _codec.to_timestamp(start, "start")
-        anchor = now if begin is None else begin
-        trigger = make_trigger(spec, tz, _codec.ts_to_datetime(anchor))
-        definition = build_def(self._engine, name, "runtime", trigger, fn, args, **options)
+        definition, begin = self._definition(name, spec, fn, args, tz, start, options)
         await (await self._writing()).create_schedule(definition, begin)
         return await self.get(name)
+
+    async def create_many(self, requests: Iterable[ScheduleRequest]) -> builtins.list[datetime]:
+        """:meth:`create` for each request, in order, as one write (one round trip on
+        SQLite); returns each schedule's first fire time, in the same order. Every request
+        is validated before anything is written; a taken name (also one earlier in the
+        batch) raises ``DuplicateName``."""
+        items = []
+        for r in requests:
+            opts: CreateOptions = {**r.options}
+            tz = opts.pop("tz", None)
+            start = opts.pop("start", None)
+            items.append(self._definition(r.name, r.spec, r.fn, r.args, tz, start, opts))
+        if not items:
+            return []
+        firsts = await (await self._writing()).create_schedules(items)
+        return [_codec.ts_to_datetime(t) for t in firsts]
+
+    def _definition(
+        self,
+        name: str,
+        spec: str | timedelta | Cron | Interval,
+        fn: str,
+        args: Any,
+        tz: str | None,
+        start: datetime | float | None,
+        options: ScheduleOptions,
+    ) -> tuple[ScheduleDef, float | None]:
+        """A validated runtime definition, and its start (None: now)."""
+        begin = None if start is None else _codec.to_timestamp(start, "start")
+        anchor = self._tx.state.now if begin is None else begin
+        trigger = make_trigger(spec, tz, _codec.ts_to_datetime(anchor))
+        return build_def(self._engine, name, "runtime", trigger, fn, args, **options), begin
 
     async def pause(self, name: str) -> bool:
         """Stop firing (False if it was paused already)."""
@@ -271,6 +329,10 @@ class Schedules(_ScheduleReads):
     ) -> ScheduleInfo:
         async with self._own_transaction() as schedules:
             return await schedules.create(name, spec, fn, args, **options)
+
+    async def create_many(self, requests: Iterable[ScheduleRequest]) -> builtins.list[datetime]:
+        async with self._own_transaction() as schedules:
+            return await schedules.create_many(requests)
 
     async def pause(self, name: str) -> bool:
         async with self._own_transaction() as schedules:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import calendar
+import dataclasses
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -16,10 +17,12 @@ from scheduler import (
     CronJobs,
     DuplicateName,
     InvalidSchedule,
+    JobRequest,
     JobState,
     Registry,
     ScheduleNotFound,
     Scheduler,
+    ScheduleRequest,
     UnknownFunction,
     cron_jobs,
 )
@@ -311,6 +314,62 @@ async def test_a_static_name_may_not_clash_with_a_runtime_schedule(make: Make) -
     crons.hourly("shared", 0, "tick")
     with pytest.raises(DuplicateName, match="runtime"):
         await make(crons).start()
+
+
+async def test_create_many_writes_what_create_writes_in_one_transaction(make: Make) -> None:
+    sched = make()
+    specs: list[tuple[str, Any, dict[str, Any]]] = [
+        ("c", "0 9 * * *", {"tz": "Europe/London", "catch_up": "fire_once"}),
+        ("i", timedelta(minutes=10), {"start": START + timedelta(hours=2), "overlap": "allow_all"}),
+        ("j", timedelta(hours=1), {"jitter": timedelta(seconds=30)}),
+    ]
+    await sched.start()
+    singly = [await sched.schedules.create(n, spec, "tick", {"n": n}, **o) for n, spec, o in specs]
+    async with sched.transaction() as ctx:
+        firsts = await ctx.scheduler.schedules.create_many(
+            ScheduleRequest(f"many-{n}", spec, "tick", {"n": n}, **o) for n, spec, o in specs
+        )
+    assert firsts == [s.next_fire for s in singly]
+    assert firsts[1] == START + timedelta(hours=2)
+    listed = {s.name: s for s in await sched.schedules.list()}
+    assert [dataclasses.replace(listed[f"many-{s.name}"], name=s.name) for s in singly] == singly
+    with pytest.raises(DuplicateName):  # a name taken earlier in the same batch
+        await sched.schedules.create_many(
+            [ScheduleRequest("x", "0 * * * *", "tick"), ScheduleRequest("x", "5 * * * *", "tick")]
+        )
+    with pytest.raises(UnknownFunction):  # validated before anything is written
+        await sched.schedules.create_many(
+            [ScheduleRequest("y", "0 * * * *", "tick"), ScheduleRequest("z", "0 * * * *", "no")]
+        )
+    assert len(await sched.schedules.list()) == 6
+
+
+async def test_enqueue_many_enqueues_each_as_enqueue_would(make: Make) -> None:
+    sched = make()
+    await sched.start()
+    later = START + timedelta(hours=1)
+    taken = await sched.enqueue("tick", 0, idempotency_key="k0", run_at=later)
+    ids = await sched.enqueue_many(
+        [
+            JobRequest("tick", 1, run_at=later, name="first"),
+            JobRequest("tick", 2, idempotency_key="k0"),  # live key: the existing job
+            JobRequest("tick", 3, idempotency_key="k3", run_at=later),
+            JobRequest("tick", 4, idempotency_key="k3"),  # taken earlier in the batch
+        ]
+    )
+    assert ids[1] == taken and ids[3] == ids[2]
+    assert len({ids[0], taken, ids[2]}) == 3
+    assert len(await sched.list_jobs()) == 3
+    first, third = await sched.get_job(ids[0]), await sched.get_job(ids[2])
+    assert first is not None and third is not None
+    assert (first.args, first.name, first.next_ts, first.state) == (
+        1, "first", later.timestamp(), JobState.PENDING,
+    )  # fmt: skip
+    assert (third.args, third.idempotency_key) == (3, "k3")
+    assert await sched.enqueue_many([]) == []
+    with pytest.raises(UnknownFunction):
+        await sched.enqueue_many([JobRequest("tick", 5), JobRequest("missing", 6)])
+    assert len(await sched.list_jobs()) == 3
 
 
 # --- anchoring, idempotency ----------------------------------------------------------------
