@@ -109,6 +109,34 @@ def _rich_values(rich: Content) -> tuple[Any, ...]:
     return (rich.title, int(rich.silent), rich.destination.value, int(rich.publish), tags)
 
 
+_INSERT_ANNOUNCEMENTS = (
+    "INSERT INTO bot_announcements (guild_id, local_id, channel_id, author_id, "
+    "content, mention, allowed_mentions, first_ts, timezone, repeat_kind, "
+    "repeat_cron, repeat_every, repeat_words, repeat_nth, repeat_step, state, "
+    "created_at, updated_at, until_ts, title, silent, destination, publish, tags) VALUES "
+)
+_ROW_PLACEHOLDERS = "(" + ", ".join("?" * 24) + ")"
+_ROWS_PER_INSERT = 500
+"""Rows (or ids) per statement in the bulk writes: 24 columns x 500 stays far below the
+bound-parameter limits of SQLite (32,766) and PostgreSQL (32,767)."""
+
+
+def _new_row(draft: Draft, local_id: int, now: float) -> tuple[Any, ...]:
+    """The values of a new scheduled announcement, in ``_INSERT_ANNOUNCEMENTS``' order."""
+    return (
+        draft.guild_id,
+        local_id,
+        draft.channel_id,
+        draft.author_id,
+        *_what_it_posts(draft),
+        AnnouncementState.SCHEDULED.value,
+        now,
+        now,
+        None if draft.until is None else draft.until.timestamp(),
+        *_rich_values(draft.rich),
+    )
+
+
 class AnnouncementTable(Table):
     """The announcements' rows."""
 
@@ -131,27 +159,75 @@ class AnnouncementTable(Table):
     async def insert_announcement(self, draft: Draft, local_id: int, now: float) -> int:
         """Write a new scheduled announcement; returns its id."""
         row = await self._one(
-            "INSERT INTO bot_announcements (guild_id, local_id, channel_id, author_id, "
-            "content, mention, allowed_mentions, first_ts, timezone, repeat_kind, "
-            "repeat_cron, repeat_every, repeat_words, repeat_nth, repeat_step, state, "
-            "created_at, updated_at, until_ts, title, silent, destination, publish, tags) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-            "RETURNING id",
-            (
-                draft.guild_id,
-                local_id,
-                draft.channel_id,
-                draft.author_id,
-                *_what_it_posts(draft),
-                AnnouncementState.SCHEDULED.value,
-                now,
-                now,
-                None if draft.until is None else draft.until.timestamp(),
-                *_rich_values(draft.rich),
-            ),
+            _INSERT_ANNOUNCEMENTS + _ROW_PLACEHOLDERS + " RETURNING id",
+            _new_row(draft, local_id, now),
         )
         assert row is not None  # RETURNING gives the inserted row
         return int(row["id"])
+
+    async def insert_announcements(
+        self, numbered: Sequence[tuple[Draft, int]], now: float
+    ) -> list[int]:
+        """Write new scheduled announcements, each ``(draft, local_id)`` as
+        :meth:`insert_announcement` would, a few hundred rows a statement; returns their ids
+        in the same order."""
+        ids: list[int] = []
+        for start in range(0, len(numbered), _ROWS_PER_INSERT):
+            chunk = numbered[start : start + _ROWS_PER_INSERT]
+            params: list[Any] = []
+            for draft, local_id in chunk:
+                params += _new_row(draft, local_id, now)
+            cur = await self.db.execute(
+                _INSERT_ANNOUNCEMENTS + ", ".join([_ROW_PLACEHOLDERS] * len(chunk))
+                + " RETURNING id, guild_id, local_id",
+                params,
+            )  # fmt: skip
+            by_number = {
+                (int(r["guild_id"]), int(r["local_id"])): int(r["id"]) for r in await cur.fetchall()
+            }
+            ids += [by_number[(d.guild_id, n)] for d, n in chunk]
+        return ids
+
+    async def next_local_ids(self, guild_ids: Sequence[int]) -> dict[int, int]:
+        """:meth:`next_local_id` of each guild, a few hundred guilds a statement."""
+        out = dict.fromkeys(guild_ids, 1)
+        for start in range(0, len(guild_ids), _ROWS_PER_INSERT):
+            chunk = guild_ids[start : start + _ROWS_PER_INSERT]
+            cur = await self.db.execute(
+                "SELECT guild_id, max(local_id) + 1 AS next_id FROM bot_announcements "
+                f"WHERE guild_id IN ({', '.join('?' * len(chunk))}) GROUP BY guild_id",
+                chunk,
+            )
+            for r in await cur.fetchall():
+                out[int(r["guild_id"])] = int(r["next_id"])
+        return out
+
+    async def set_jobs(self, pairs: Sequence[tuple[int, int | None]]) -> None:
+        """:meth:`set_job` for each ``(announcement_id, job_id)``, in one call."""
+        if pairs:
+            await self.db.executemany(
+                "UPDATE bot_announcements SET job_id = ? WHERE id = ?",
+                [(job_id, ann_id) for ann_id, job_id in pairs],
+            )
+
+    async def set_schedules(self, pairs: Sequence[tuple[int, str | None]]) -> None:
+        """:meth:`set_schedule` for each ``(announcement_id, schedule_name)``, in one call."""
+        if pairs:
+            await self.db.executemany(
+                "UPDATE bot_announcements SET schedule_name = ? WHERE id = ?",
+                [(name, ann_id) for ann_id, name in pairs],
+            )
+
+    async def announcements_by_ids(self, ids: Sequence[int]) -> list[Announcement]:
+        """The announcements with these (global) ids, in the same order (each must exist)."""
+        found: dict[int, Announcement] = {}
+        for start in range(0, len(ids), _ROWS_PER_INSERT):
+            chunk = ids[start : start + _ROWS_PER_INSERT]
+            for a in await self._announcements(
+                _SELECT_ANNOUNCEMENT + f"WHERE id IN ({', '.join('?' * len(chunk))})", chunk
+            ):
+                found[a.id] = a
+        return [found[i] for i in ids]
 
     async def set_job(self, announcement_id: int, job_id: int | None) -> None:
         """Record the job that delivers a one-off announcement (None: it has none)."""

@@ -276,6 +276,18 @@ class DeliveryTable(Table):
             (announcement_id, now, actor_id, action.value, detail),
         )
 
+    async def add_histories(
+        self, entries: Sequence[tuple[int, HistoryAction, int | None]], now: float
+    ) -> None:
+        """:meth:`add_history` for each ``(announcement_id, action, actor_id)``, in order, in
+        one call."""
+        if entries:
+            await self.db.executemany(
+                "INSERT INTO bot_history (announcement_id, at, actor_id, action, detail) "
+                "VALUES (?, ?, ?, ?, '')",
+                [(ann_id, now, actor, action.value) for ann_id, action, actor in entries],
+            )
+
     async def last_change_at(self, announcement_id: int, action: HistoryAction) -> float | None:
         """When the announcement last had a change of this kind, or None if never."""
         row = await self._one(

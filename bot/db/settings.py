@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ..models import GuildSettings
 from .table import Table, optional_int
 
@@ -54,6 +56,15 @@ class SettingsTables(Table):
             "INSERT INTO bot_guild_settings (guild_id, updated_at) VALUES (?, ?) "
             "ON CONFLICT (guild_id) DO UPDATE SET guild_id = excluded.guild_id",
             (guild_id, now),
+        )
+
+    async def lock_guilds(self, guild_ids: Sequence[int], now: float) -> None:
+        """:meth:`lock_guild` for each guild, in one call (lock them in one order everywhere,
+        e.g. sorted, so two such calls cannot deadlock on PostgreSQL)."""
+        await self.db.executemany(
+            "INSERT INTO bot_guild_settings (guild_id, updated_at) VALUES (?, ?) "
+            "ON CONFLICT (guild_id) DO UPDATE SET guild_id = excluded.guild_id",
+            [(g, now) for g in guild_ids],
         )
 
     # --- members' own settings ---------------------------------------------------------------
