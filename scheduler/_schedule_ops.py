@@ -126,6 +126,11 @@ def get(st: OpState, name: str) -> Op[ScheduleRow]:
     return ScheduleRow.of(row)
 
 
+def get_many(st: OpState, names: Sequence[str]) -> Op[dict[str, ScheduleRow]]:
+    rows = yield Q("get_schedules", {"names": list(names)}, "all")
+    return {r["name"]: ScheduleRow.of(r) for r in rows}
+
+
 def list_all(st: OpState, source: str | None = None) -> Op[list[ScheduleRow]]:
     rows = yield Q("list_schedules", {"source": source}, "all")
     return [ScheduleRow.of(r) for r in rows]

@@ -189,6 +189,11 @@ class Operations(ABC):
         """The schedule named ``name``; :class:`~scheduler.errors.ScheduleNotFound` if none."""
         return await self.read(lambda st: _schedule_ops.get(st, name))
 
+    async def get_schedules(self, names: Sequence[str]) -> dict[str, ScheduleRow]:
+        """The schedules of ``names`` that exist, by name (a name with no schedule is left
+        out), in one read however many there are."""
+        return await self.read(lambda st: _schedule_ops.get_many(st, names))
+
     async def list_schedules(self, source: str | None = None) -> list[ScheduleRow]:
         """Every schedule by name, or only those of ``source`` (``"static"``/``"runtime"``)."""
         return await self.read(lambda st: _schedule_ops.list_all(st, source))

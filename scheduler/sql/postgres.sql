@@ -227,6 +227,14 @@ SELECT name, source, trigger_spec, fn, kind, idempotent, max_failures, initial_b
        pace_key, pace_spacing
 FROM scheduler_schedules WHERE name = :name;
 
+-- name: get_schedules
+-- The schedules of these names (those that exist), in no order.
+SELECT name, source, trigger_spec, fn, kind, idempotent, max_failures, initial_backoff,
+       backoff_base, args, overlap, catch_up, catchup_window, jitter, paused, next_fire_ts,
+       last_fire_ts, skipped, missed, fingerprint, last_error, created_at, updated_at,
+       pace_key, pace_spacing
+FROM scheduler_schedules WHERE name = ANY(:names::text[]);
+
 -- name: list_schedules
 -- Every schedule by name, optionally only those of one source (static or runtime).
 SELECT name, source, trigger_spec, fn, kind, idempotent, max_failures, initial_backoff,

@@ -344,6 +344,22 @@ async def test_create_many_writes_what_create_writes_in_one_transaction(make: Ma
     assert len(await sched.schedules.list()) == 6
 
 
+async def test_get_many_reads_the_named_schedules_as_get_does(make: Make) -> None:
+    sched = make()
+    await sched.start()
+    for name, spec in (("a", "0 9 * * *"), ("b", timedelta(hours=1)), ("c", "*/5 * * * *")):
+        await sched.schedules.create(name, spec, "tick", {"n": name})
+    await sched.schedules.pause("c")
+    got = await sched.schedules.get_many(["c", "a", "missing", "a"])
+    assert got == {"a": await sched.schedules.get("a"), "c": await sched.schedules.get("c")}
+    assert got["c"].paused
+    async with sched.transaction() as ctx:
+        assert await ctx.scheduler.schedules.get_many(["b"]) == {
+            "b": await sched.schedules.get("b")
+        }
+    assert await sched.schedules.get_many([]) == {}
+
+
 async def test_enqueue_many_enqueues_each_as_enqueue_would(make: Make) -> None:
     sched = make()
     await sched.start()
