@@ -13,8 +13,6 @@ from ..db import BotDb
 from ..models import Announcement, AnnouncementState, HistoryEntry, PastDelivery, PublishState
 from .service import AnnouncementService
 
-_EPOCH = datetime.fromtimestamp(0, UTC)
-
 
 @dataclass(frozen=True, slots=True)
 class Listing:
@@ -79,43 +77,46 @@ class Reading(AnnouncementService):
 
     async def listing(self, guild_id: int, offset: int, limit: int) -> Listing:
         """A page of the guild's announcements: failures (and paused ones) newest first, then
-        the scheduled ones by their next time, then the rest (sent, canceled) newest first."""
+        the scheduled ones by their next time, then the rest (sent, canceled) newest first.
+
+        Each part is read a page at a time through its index, so a page costs about the same
+        however many announcements the guild has."""
         async with self.sched.reader() as db:
             rows = BotDb(db)
-            total = await rows.count_announcements(guild_id)
-            open_rows = await rows.open_announcements(guild_id)
-        fires = await self._next_fires(open_rows)
-        troubled = [a for a in open_rows if a.state != AnnouncementState.SCHEDULED]
-        upcoming = sorted(
-            (a for a in open_rows if a.state == AnnouncementState.SCHEDULED),
-            key=lambda a: (fires.get(a.id) is None, fires.get(a.id) or _EPOCH, a.local_id),
-        )
-        head = troubled + upcoming
-        items = head[offset : offset + limit]
-        if len(items) < limit:
-            async with self.sched.reader() as db:
-                items += await BotDb(db).closed_announcements(
-                    guild_id, limit - len(items), max(0, offset - len(head))
-                )
-        published = {}
-        async with self.sched.reader() as db:
+            counts = await rows.count_by_state(guild_id)
+            troubled = sum(
+                counts.get(s, 0) for s in (AnnouncementState.FAILED, AnnouncementState.PAUSED)
+            )
+            scheduled = counts.get(AnnouncementState.SCHEDULED, 0)
+            items = await rows.troubled_page(guild_id, limit, offset) if offset < troubled else []
+            fires: dict[int, datetime | None] = {a.id: None for a in items}
+            if len(items) < limit and offset + len(items) < troubled + scheduled:
+                upcoming_from = max(0, offset - troubled)
+                for a, ts in await rows.upcoming_page(guild_id, limit - len(items), upcoming_from):
+                    items.append(a)
+                    fires[a.id] = None if ts is None else datetime.fromtimestamp(ts, UTC)
+            if len(items) < limit:
+                closed_from = max(0, offset - troubled - scheduled)
+                for a in await rows.closed_page(guild_id, limit - len(items), closed_from):
+                    items.append(a)
+                    fires[a.id] = None
+            published = {}
             for a in items:
                 if a.rich.publish:
-                    last = await BotDb(db).last_attempted_delivery(a.id)
+                    last = await rows.last_attempted_delivery(a.id)
                     if last is not None and last.publish_state is not None:
                         published[a.id] = (last.publish_state, last.publish_error)
-        return Listing(items, total, {a.id: fires.get(a.id) for a in items}, published)
+        return Listing(items, sum(counts.values()), fires, published)
 
     async def _next_fires(self, rows: list[Announcement]) -> dict[int, datetime | None]:
-        """Next delivery times, with one read of the schedules for the recurring ones."""
+        """Next delivery times, with one read of the recurring ones' schedules (only theirs)."""
         recurring = {
             a.schedule_name
             for a in rows
             if a.schedule_name and a.state == AnnouncementState.SCHEDULED
         }
-        schedules = (
-            {s.name: s.next_fire for s in await self.sched.schedules.list()} if recurring else {}
-        )
+        found = await self.sched.schedules.get_many(recurring)
+        schedules = {name: s.next_fire for name, s in found.items()}
         out: dict[int, datetime | None] = {}
         for a in rows:
             if a.state != AnnouncementState.SCHEDULED:

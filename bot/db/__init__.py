@@ -9,21 +9,27 @@ translates them for PostgreSQL) and rows are read by column name. No rules live 
 state means is decided in :mod:`bot.announcements` and :mod:`bot.delivery`.
 
 One module per table (or close group of tables), each a :class:`~bot.db.table.Table` whose
-methods :class:`BotDb` puts together: ``announcements``, ``deliveries`` (with the history),
-``attachments``, ``settings`` (guild, member and ``bot_meta``) and ``dashboard``.
+methods :class:`BotDb` puts together: ``announcements``, ``listing`` (the pages of /list and
+of an ``id`` option), ``deliveries`` (with the history), ``attachments``, ``settings``
+(guild, member and ``bot_meta``) and ``dashboard``.
 """
 
-from .announcements import AnnouncementTable, decode_nth, decode_step, encode_nth, encode_step
+from .announcements import decode_nth, decode_step, encode_nth, encode_step
 from .attachments import AttachmentTable
 from .dashboard import DashboardSessionTable
 from .deliveries import DeliveryTable
+from .listing import ListingReads
 from .settings import SettingsTables
 
 __all__ = ["BotDb", "decode_nth", "decode_step", "encode_nth", "encode_step"]
 
 
 class BotDb(
-    AnnouncementTable, DeliveryTable, AttachmentTable, SettingsTables, DashboardSessionTable
+    ListingReads,
+    DeliveryTable,
+    AttachmentTable,
+    SettingsTables,
+    DashboardSessionTable,
 ):
     """The bot's tables, read and written on one connection of the scheduler's store."""
 

@@ -283,59 +283,6 @@ class AnnouncementTable(Table):
             (guild_id, *state_values(LIVE_STATES), limit),
         )
 
-    async def announcements_to_choose(
-        self,
-        guild_id: int,
-        states: Sequence[str] | None,
-        *,
-        recurring: bool | None,
-        id_prefix: str,
-        limit: int,
-    ) -> list[Announcement]:
-        """The guild's announcements an ``id`` option may offer, newest first: in ``states``
-        (None: any), recurring or one-off only if ``recurring`` says so, numbered from
-        ``id_prefix`` (digits; "" for any)."""
-        where = ["guild_id = ?"]
-        params: list[Any] = [guild_id]
-        if states is not None:
-            where.append(state_in(states))
-            params += state_values(states)
-        if recurring is not None:
-            where.append("repeat_kind IS NOT NULL" if recurring else "repeat_kind IS NULL")
-        if id_prefix:
-            where.append("CAST(local_id AS TEXT) LIKE ?")
-            params.append(id_prefix + "%")
-        return await self._announcements(
-            _SELECT_ANNOUNCEMENT + "WHERE " + " AND ".join(where) + " "
-            "ORDER BY local_id DESC LIMIT ?",
-            (*params, limit),
-        )
-
-    async def count_announcements(self, guild_id: int) -> int:
-        """How many announcements the guild has, in every state."""
-        row = await self._one(
-            "SELECT count(*) AS total FROM bot_announcements WHERE guild_id = ?", (guild_id,)
-        )
-        return 0 if row is None else int(row["total"])
-
-    async def open_announcements(self, guild_id: int) -> list[Announcement]:
-        """The guild's failed, paused and scheduled announcements, last updated first."""
-        return await self._announcements(
-            _SELECT_ANNOUNCEMENT + f"WHERE guild_id = ? AND {state_in(_OPEN_STATES)} "
-            "ORDER BY updated_at DESC, local_id DESC",
-            (guild_id, *state_values(_OPEN_STATES)),
-        )
-
-    async def closed_announcements(
-        self, guild_id: int, limit: int, offset: int
-    ) -> list[Announcement]:
-        """A page of the guild's sent, canceled and ended announcements, last updated first."""
-        return await self._announcements(
-            _SELECT_ANNOUNCEMENT + f"WHERE guild_id = ? AND {state_in(_CLOSED_STATES)} "
-            "ORDER BY updated_at DESC, local_id DESC LIMIT ? OFFSET ?",
-            (guild_id, *state_values(_CLOSED_STATES), limit, offset),
-        )
-
     async def set_state(self, announcement_id: int, state: AnnouncementState, now: float) -> None:
         """Move an announcement to ``state``."""
         await self.db.execute(
