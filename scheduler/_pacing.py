@@ -62,9 +62,11 @@ def claim_paced(
 
 def next_start(st: OpState, include_actions: bool = True) -> Op[tuple[float | None, float | None]]:
     """When the next paced job may start: the earliest, over the keys, of the later of its
-    first pending job's due time and its slot (None if no paced job is pending); and the
-    next fire time of an active schedule (None if there is none), read in the same query."""
-    row = yield Q("next_paced", {"actions": int(include_actions)}, "one")
+    first pending job's due time and its slot (None if no paced job is pending; when one may
+    start now, a time not after now); and the next fire time of an active schedule (None if
+    there is none), read in the same query. Its cost follows the keys whose slot is still
+    ahead and the jobs queued behind them, not the number of keys or of pending jobs."""
+    row = yield Q("next_paced", {"actions": int(include_actions), "now": st.now}, "one")
     if row is None:
         return None, None
     return optional_float(row["start_ts"]), optional_float(row["next_fire_ts"])

@@ -384,47 +384,70 @@ FROM scheduler_schedules;
 
 -- name: paced_due
 -- Up to :limit claimable paced jobs: each key's first pending job, if due and its slot open.
--- The keys are found by a skip scan of scheduler_jobs_paced (one probe per key, however
--- long a key's queue); :mutations and :actions (0 or 1) say which kinds may be claimed.
-WITH RECURSIVE paced(k) AS (
-    SELECT min(pace_key) FROM scheduler_jobs
-    WHERE state = 'pending' AND pace_key IS NOT NULL
-    UNION ALL
-    SELECT (SELECT min(pace_key) FROM scheduler_jobs
-            WHERE state = 'pending' AND pace_key IS NOT NULL AND pace_key > paced.k)
-    FROM paced WHERE paced.k IS NOT NULL),
-heads AS (
-    SELECT (SELECT id FROM scheduler_jobs
-            WHERE state = 'pending' AND pace_key = paced.k
-            ORDER BY next_ts, id LIMIT 1) AS id
-    FROM paced WHERE paced.k IS NOT NULL)
-SELECT j.id, j.pace_key, j.pace_spacing, j.kind, j.next_ts
-FROM heads JOIN scheduler_jobs j ON j.id = heads.id
-LEFT JOIN scheduler_pace p ON p.pace_key = j.pace_key
-WHERE j.next_ts <= :now AND (p.next_start_ts IS NULL OR p.next_start_ts <= :now)
-  AND ((j.kind = 'mutation' AND :mutations = 1) OR (j.kind = 'action' AND :actions = 1))
-ORDER BY j.next_ts, j.id
+-- Walks the due paced jobs in due order (scheduler_jobs_paced_due, per kind), keeping each
+-- that is its key's first (one probe of scheduler_jobs_paced): the cost follows the due
+-- backlog, not the number of keys or of future jobs; :mutations and :actions (0 or 1) say
+-- which kinds may be claimed.
+SELECT * FROM (
+    SELECT j.id, j.pace_key, j.pace_spacing, j.kind, j.next_ts FROM scheduler_jobs j
+    WHERE j.state = 'pending' AND j.pace_key IS NOT NULL AND j.kind = 'mutation' AND :mutations = 1
+      AND j.next_ts <= :now
+      AND j.id = (SELECT h.id FROM scheduler_jobs h
+                   WHERE h.state = 'pending' AND h.pace_key = j.pace_key
+                   ORDER BY h.next_ts, h.id LIMIT 1)
+      AND NOT EXISTS (SELECT 1 FROM scheduler_pace p
+                      WHERE p.pace_key = j.pace_key AND p.next_start_ts > :now)
+    ORDER BY j.next_ts, j.id
+    LIMIT :limit) AS mutations
+UNION ALL
+SELECT * FROM (
+    SELECT j.id, j.pace_key, j.pace_spacing, j.kind, j.next_ts FROM scheduler_jobs j
+    WHERE j.state = 'pending' AND j.pace_key IS NOT NULL AND j.kind = 'action' AND :actions = 1
+      AND j.next_ts <= :now
+      AND j.id = (SELECT h.id FROM scheduler_jobs h
+                   WHERE h.state = 'pending' AND h.pace_key = j.pace_key
+                   ORDER BY h.next_ts, h.id LIMIT 1)
+      AND NOT EXISTS (SELECT 1 FROM scheduler_pace p
+                      WHERE p.pace_key = j.pace_key AND p.next_start_ts > :now)
+    ORDER BY j.next_ts, j.id
+    LIMIT :limit) AS actions
+ORDER BY next_ts, id
 LIMIT :limit;
 
 -- name: next_paced
--- When the next paced job may start (the earliest over the keys of the later of its first pending job's due time and its slot; actions counted when :actions is 1), and the next schedule fire.
--- Asked once per dispatch pass, so the wake-up for the schedules costs no statement of its own.
-WITH RECURSIVE paced(k) AS (
-    SELECT min(pace_key) FROM scheduler_jobs
-    WHERE state = 'pending' AND pace_key IS NOT NULL
-    UNION ALL
-    SELECT (SELECT min(pace_key) FROM scheduler_jobs
-            WHERE state = 'pending' AND pace_key IS NOT NULL AND pace_key > paced.k)
-    FROM paced WHERE paced.k IS NOT NULL),
-heads AS (
-    SELECT (SELECT id FROM scheduler_jobs
-            WHERE state = 'pending' AND pace_key = paced.k
-            ORDER BY next_ts, id LIMIT 1) AS id
-    FROM paced WHERE paced.k IS NOT NULL)
-SELECT (SELECT min(max(j.next_ts, coalesce(p.next_start_ts, j.next_ts)))
-        FROM heads JOIN scheduler_jobs j ON j.id = heads.id
-        LEFT JOIN scheduler_pace p ON p.pace_key = j.pace_key
-        WHERE j.kind = 'mutation' OR :actions = 1) AS start_ts,
+-- When the next paced job may start (the earliest over the keys of the later of its first pending job's due time and its slot, exact when it is after :now; actions counted when :actions is 1), and the next schedule fire.
+-- A key's slot ahead of :now is one of few (scheduler_pace_ahead); every other key's time is
+-- its first job's, found by walking the pending paced jobs in due order to the first that is
+-- its key's first. Asked once per dispatch pass, so the wake-up for the schedules costs no
+-- statement of its own.
+SELECT (SELECT min(t) FROM (
+            SELECT (SELECT max(j.next_ts, coalesce(p.next_start_ts, j.next_ts))
+         FROM scheduler_jobs j LEFT JOIN scheduler_pace p ON p.pace_key = j.pace_key
+         WHERE j.state = 'pending' AND j.pace_key IS NOT NULL AND j.kind = 'mutation'
+           AND j.id = (SELECT h.id FROM scheduler_jobs h
+                   WHERE h.state = 'pending' AND h.pace_key = j.pace_key
+                   ORDER BY h.next_ts, h.id LIMIT 1)
+           AND (p.next_start_ts IS NULL OR p.next_start_ts <= max(j.next_ts, :now))
+         ORDER BY j.next_ts, j.id
+         LIMIT 1) AS t
+            UNION ALL
+            SELECT (SELECT max(j.next_ts, coalesce(p.next_start_ts, j.next_ts))
+         FROM scheduler_jobs j LEFT JOIN scheduler_pace p ON p.pace_key = j.pace_key
+         WHERE j.state = 'pending' AND j.pace_key IS NOT NULL AND j.kind = 'action'
+           AND j.id = (SELECT h.id FROM scheduler_jobs h
+                   WHERE h.state = 'pending' AND h.pace_key = j.pace_key
+                   ORDER BY h.next_ts, h.id LIMIT 1)
+           AND (p.next_start_ts IS NULL OR p.next_start_ts <= max(j.next_ts, :now))
+         ORDER BY j.next_ts, j.id
+         LIMIT 1) AS t WHERE :actions = 1
+            UNION ALL
+            SELECT (SELECT min(max(j.next_ts, p.next_start_ts))
+                    FROM scheduler_pace p
+                    JOIN scheduler_jobs j ON j.id = (SELECT h.id FROM scheduler_jobs h
+                         WHERE h.state = 'pending' AND h.pace_key = p.pace_key
+                         ORDER BY h.next_ts, h.id LIMIT 1)
+                    WHERE p.next_start_ts > :now AND (j.kind = 'mutation' OR :actions = 1)) AS t
+        ) AS starts) AS start_ts,
        (SELECT next_fire_ts FROM scheduler_schedules
         WHERE paused = 0 AND next_fire_ts IS NOT NULL
         ORDER BY next_fire_ts
