@@ -28,6 +28,7 @@ from ..abc import Cursor, Store, Tx
 from ..errors import InvalidArgument, NotADatabase, SchedulerError, StoreError
 from ..migrations import MigrationSet, scheduler_migrations
 from ..store_types import Claim, CompletionReport, NewJob, Op, OpState, Outcome
+from . import _sqlite_verified
 from ._base import NestedTransactionGuard, ReadOnlyDb, quote_ident, settle
 
 # WriteRefused and refused_write are part of this module's interface (the bot uses them).
@@ -184,6 +185,8 @@ class SqliteStore(Store):
         self._checkpointer: aiosqlite.Connection | None = None
         self._checkpoint_task: asyncio.Task[None] | None = None
         self._commits = 0
+        self._opened = False
+        """Whether ``open`` finished (so a clean close may mark the file as left sound)."""
         # The writer and the reader, each handed out interactive work first (see _lanes).
         self._lock = Lanes(1)
         self._read_lock = Lanes(1)
@@ -214,15 +217,25 @@ class SqliteStore(Store):
             )
 
     async def open(self, migrations: Sequence[MigrationSet] = ()) -> None:
+        """Open the file (see :meth:`Store.open`). Every page is checked with ``PRAGMA
+        quick_check`` first, unless the file is exactly as a store left it at a clean close
+        (see :mod:`scheduler.stores._sqlite_verified`): a restart of a large database then
+        costs no read of all of it, and any file changed since, or never closed cleanly, is
+        checked in full."""
         self._check_file()
         sets = [scheduler_migrations(), *migrations]
+        check_pages = not _sqlite_verified.as_left(self.path)
         try:
             # check_same_thread=False: claims may run on the event loop's thread (see
             # claim_due); every use of the connection is serialized by the writer lock.
             self._writer = await aiosqlite.connect(
                 self.path, isolation_level=None, check_same_thread=False
             )
-            await self._call(open_writer, sets, self.path, self.synchronous, self.busy_timeout)
+            await self._call(
+                open_writer, sets, self.path, self.synchronous, self.busy_timeout, check_pages
+            )
+            _sqlite_verified.forget(self.path)  # open now: it may change, or be left half-done
+            self._opened = True
             self._reader = await aiosqlite.connect(self.path, isolation_level=None)
             await _in_thread(self._reader, open_reader, self.busy_timeout)
             self._checkpointer = await aiosqlite.connect(self.path, isolation_level=None)
@@ -260,14 +273,19 @@ class SqliteStore(Store):
         if self._checkpoint_task is not None:
             await asyncio.gather(self._checkpoint_task, return_exceptions=True)
             self._checkpoint_task = None
+        clean = False
         if self._writer is not None:
             with contextlib.suppress(sqlite3.Error, ValueError):
                 await _in_thread(self._writer, run_sql, "PRAGMA wal_checkpoint(TRUNCATE)")
+                clean = self._opened
         for name in ("_checkpointer", "_reader", "_writer"):
             conn = getattr(self, name)
             setattr(self, name, None)
             if conn is not None:
                 await conn.close()
+        self._opened = False
+        if clean:
+            _sqlite_verified.mark(self.path)
 
     # --- calls into the connection threads -----------------------------------------------------
 

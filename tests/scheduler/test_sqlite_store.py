@@ -41,6 +41,7 @@ from scheduler import (
 )
 from scheduler.migrations import scheduler_migrations
 from scheduler.sql import load_queries
+from scheduler.stores import _sqlite_thread
 from scheduler.stores.sqlite import _in_thread
 from scheduler.testing import FakeClock
 
@@ -203,6 +204,46 @@ async def test_a_file_that_is_not_a_database_is_refused_and_left_untouched(
     assert sha(path) == before
     assert sidecars(path) == []
     await threads_back_to(threads)  # no connection thread left behind
+
+
+def marked(path: Path) -> bool:
+    return Path(f"{path}-verified").exists()
+
+
+@pytest.fixture
+def page_checks(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """The files opened with every page checked (``quick_check``), in order."""
+    checked: list[Path] = []
+    real = _sqlite_thread.check_sound
+
+    def counting(conn: sqlite3.Connection) -> None:
+        checked.append(Path(conn.execute("PRAGMA database_list").fetchone()[2]))
+        real(conn)
+
+    monkeypatch.setattr(_sqlite_thread, "check_sound", counting)
+    return checked
+
+
+async def test_a_file_left_by_a_clean_close_reopens_without_reading_every_page(
+    tmp_path: Path, page_checks: list[Path]
+) -> None:
+    path = tmp_path / "data.db"
+    await _scheduler_db(path)  # new: checked, then closed cleanly
+    assert len(page_checks) == 1
+    for _ in range(2):
+        store = SqliteStore(path)
+        await store.open()
+        assert not marked(path)  # open: a kill now leaves no mark, so the next open checks
+        await store.close()
+        assert marked(path)
+    assert len(page_checks) == 1
+    with closing(sqlite3.connect(path)) as conn:  # written by someone else since
+        conn.execute("DELETE FROM scheduler_job_args WHERE job_id = 1")
+        conn.commit()
+    store = SqliteStore(path)
+    await store.open()
+    await store.close()
+    assert len(page_checks) == 2
 
 
 @VIA
