@@ -19,7 +19,6 @@ from .table import state_in, state_values
 
 TROUBLED = (AnnouncementState.FAILED, AnnouncementState.PAUSED)
 CLOSED = (AnnouncementState.SENT, AnnouncementState.CANCELED, AnnouncementState.DONE)
-EVERY_STATE = tuple(AnnouncementState)
 
 _ONE_OFFS = (
     "SELECT id, first_ts AS next_ts, local_id FROM bot_announcements "
@@ -175,9 +174,11 @@ class ListingReads(AnnouncementTable):
         (None: any), recurring or one-off only if ``recurring`` says so, numbered from
         ``id_prefix`` (digits; "" for any).
 
-        Each state is read newest first along the (guild, state, number) index, and a prefix
-        becomes the few number ranges it stands for, so no read goes past ``limit`` matches."""
-        chosen = EVERY_STATE if states is None else states
+        Each state is read newest first along the (guild, state, number) index (any state:
+        along the (guild, number) key), and a prefix becomes the few number ranges it stands
+        for, read highest first, so no read goes past ``limit`` matches."""
+        # Any state: one read along the (guild, number) key; else one per state.
+        chosen: list[str | None] = [None] if states is None else list(state_values(states))
         ranges: list[tuple[int, int]] | None = None
         if id_prefix:
             row = await self._one(
@@ -192,18 +193,23 @@ class ListingReads(AnnouncementTable):
         if recurring is not None:
             kind = "AND repeat_kind IS NOT NULL " if recurring else "AND repeat_kind IS NULL "
         found: list[Announcement] = []
-        for state in state_values(chosen):
-            params: list[Any] = [guild_id, state]
-            between = ""
-            if ranges is not None:
-                between = "AND (" + " OR ".join(["local_id BETWEEN ? AND ?"] * len(ranges)) + ") "
-                for lo, hi in ranges:
-                    params += [lo, hi]
-            cur = await self.db.execute(
-                _SELECT_ANNOUNCEMENT + "WHERE guild_id = ? AND state = ? " + between + kind
-                + "ORDER BY local_id DESC LIMIT ?",
-                (*params, limit),
-            )  # fmt: skip
-            found += [_announcement(r) for r in await cur.fetchall()]
+        for state in chosen:
+            # Newest first within each range, the ranges highest first: a state's read
+            # stops once it has ``limit`` of them.
+            of_state: list[Announcement] = []
+            for lo, hi in ranges if ranges is not None else [(1, None)]:
+                between = "" if hi is None else "AND local_id BETWEEN ? AND ? "
+                in_state = "" if state is None else "AND state = ? "
+                params: list[Any] = [guild_id, *([] if state is None else [state])]
+                params += [] if hi is None else [lo, hi]
+                cur = await self.db.execute(
+                    _SELECT_ANNOUNCEMENT + "WHERE guild_id = ? " + in_state + between + kind
+                    + "ORDER BY local_id DESC LIMIT ?",
+                    (*params, limit - len(of_state)),
+                )  # fmt: skip
+                of_state += [_announcement(r) for r in await cur.fetchall()]
+                if len(of_state) >= limit:
+                    break
+            found += of_state
         found.sort(key=lambda a: a.local_id, reverse=True)
         return found[:limit]
