@@ -6,8 +6,9 @@
     .venv/bin/python bench/run_all.py --from DIR      # rewrite the docs from a results folder
 
 Runs, each in its own process, in this order: ``bench/scheduler_bench.py``,
-``bench/schedules_bench.py``, ``bench/bot_bench.py`` (if present),
-``bench/interaction_bench.py`` (sizes from ``--interaction-sizes``) and
+``bench/schedules_bench.py``, ``bench/bot_bench.py`` (if present), ``bench/scale_bench.py``
+(100,000 announcements; ``--scale-full`` for 1,000,000, seeded once and cached in the temp
+dir), ``bench/interaction_bench.py`` (sizes from ``--interaction-sizes``) and
 ``bench/compare_bench.py`` (which takes its dispatch-pass section from scheduler_bench's
 JSON rather than building a million rows twice). Each one's stdout and JSON are kept in the
 results folder (``--out``, default a new temporary folder, printed at the end).
@@ -51,9 +52,10 @@ issue's aim); ``--interaction-sizes 0,1000,5000,10000`` for the whole series."""
 
 
 def plan(
-    quick: bool, out: Path, interaction_sizes: str = INTERACTION_SIZES
+    quick: bool, out: Path, interaction_sizes: str = INTERACTION_SIZES, scale: str = "modest"
 ) -> list[tuple[str, list[str]]]:
-    """(name, argv after the interpreter) for each benchmark to run."""
+    """(name, argv after the interpreter) for each benchmark to run (``scale``: the size of
+    ``bench/scale_bench.py``'s seed, ``modest`` unless ``--scale-full``)."""
     q = ["--quick"] if quick else []
     steps = [
         ("scheduler_bench", ["bench/scheduler_bench.py", *q]),
@@ -64,6 +66,7 @@ def plan(
     ]
     if (BENCH / "bot_bench.py").exists():
         steps.append(("bot_bench", ["bench/bot_bench.py", *q]))
+    steps.append(("scale_bench", ["bench/scale_bench.py", *(q or ["--size", scale])]))
     steps.append(
         (
             "interaction_bench",
@@ -123,7 +126,11 @@ def run_step(name: str, argv: list[str], out: Path, root: Path) -> dict[str, Any
 
 
 def run_all(
-    quick: bool, out: Path, rev: str | None, interaction_sizes: str = INTERACTION_SIZES
+    quick: bool,
+    out: Path,
+    rev: str | None,
+    interaction_sizes: str = INTERACTION_SIZES,
+    scale: str = "modest",
 ) -> None:
     info: dict[str, Any] = {"snapshot": None}
     root = ROOT
@@ -131,9 +138,8 @@ def run_all(
         root = out / "snapshot"
         info["snapshot"] = snapshot(rev, root)
         log(f"measuring a snapshot of {info['snapshot']} in {root}")
-    info["steps"] = [
-        run_step(name, argv, out, root) for name, argv in plan(quick, out, interaction_sizes)
-    ]
+    steps = plan(quick, out, interaction_sizes, scale)
+    info["steps"] = [run_step(name, argv, out, root) for name, argv in steps]
     (out / "run_all.json").write_text(json.dumps(info, indent=2) + "\n", "utf-8")
 
 
@@ -298,7 +304,7 @@ def compare_aims(cmp: dict[str, Any]) -> list[dict[str, Any]]:
 
 def aims_section(docs: dict[str, dict[str, Any] | None]) -> list[str]:
     rows = []
-    for name in ("compare_bench", "scheduler_bench"):
+    for name in ("compare_bench", "scheduler_bench", "scale_bench"):
         doc = docs.get(name)
         aims = (doc or {}).get("aims", [])
         if name == "compare_bench" and doc:
@@ -352,7 +358,7 @@ def machine_section(docs: dict[str, dict[str, Any] | None], out: Path) -> list[s
                 f"engineers): `{m.get('git')}` at its start, `{m['git_end']}` at its end; each "
                 "measurement imports the scheduler afresh, so later ones ran the newer code"
             )
-    for name in ("scheduler_bench", "schedules_bench", "bot_bench", "compare_bench"):
+    for name in ("scheduler_bench", "schedules_bench", "bot_bench", "scale_bench", "compare_bench"):
         m = (docs.get(name) or {}).get("meta", {})
         took = ""
         if status:
@@ -683,7 +689,7 @@ def reading_section(cmp: dict[str, Any]) -> list[str]:
 def write_docs(out: Path, docs_dir: Path) -> Path:
     docs = {
         n: load(out, n)
-        for n in ("compare_bench", "scheduler_bench", "schedules_bench", "bot_bench")
+        for n in ("compare_bench", "scheduler_bench", "schedules_bench", "bot_bench", "scale_bench")
     }
     cmp = docs["compare_bench"] or {}
     docs_dir.mkdir(parents=True, exist_ok=True)
@@ -775,6 +781,20 @@ def write_docs(out: Path, docs_dir: Path) -> Path:
             "```",
             "",
         ]
+    scale_txt = out / "scale_bench.txt"
+    if scale_txt.exists():
+        lines += [
+            "## At scale (`scale_bench.py`)",
+            "",
+            "Announcements seeded through the domain layer over many guilds, one of them big: "
+            "start-up, peak RSS, /list and autocomplete in the big guild, the dispatch pass "
+            "against 1,000 pending. Its output, as printed:",
+            "",
+            "```",
+            scale_txt.read_text("utf-8").rstrip(),
+            "```",
+            "",
+        ]
     interact_txt = out / "interaction_bench.txt"
     if interact_txt.exists():
         lines += [
@@ -814,6 +834,11 @@ def main(argv: list[str] | None = None) -> int:
         default=INTERACTION_SIZES,
         help=f"bursts for interaction_bench (default {INTERACTION_SIZES}; 0 is idle)",
     )
+    ap.add_argument(
+        "--scale-full",
+        action="store_true",
+        help="scale_bench at 1,000,000 announcements (default: 100,000; seeded once, cached)",
+    )
     ap.add_argument("--from", dest="source", type=Path, default=None,
                     help="don't run; rewrite the docs from this results folder")  # fmt: skip
     args = ap.parse_args(argv)
@@ -823,7 +848,13 @@ def main(argv: list[str] | None = None) -> int:
         out = args.out or Path(tempfile.mkdtemp(prefix="run-all-"))
         out.mkdir(parents=True, exist_ok=True)
         started = time.perf_counter()
-        run_all(args.quick, out, args.snapshot, args.interaction_sizes)
+        run_all(
+            args.quick,
+            out,
+            args.snapshot,
+            args.interaction_sizes,
+            "full" if args.scale_full else "modest",
+        )
         log(f"\nall benchmarks ran in {time.perf_counter() - started:.0f} s")
     quick = args.quick
     if args.source is not None:
