@@ -40,4 +40,7 @@ def test_quick_scale_bench_measures_every_section(tmp_path: Path) -> None:
     for side in ("bot", "domain"):
         assert set(doc["latency"][side]) == {"list", "autocomplete", "autocomplete_typed"}
     assert doc["pass"]["sizes"]["small"]["pending"] < doc["pass"]["sizes"]["big"]["pending"]
-    assert {a["aim"] for a in doc["aims"]} >= {"peak RSS of the start-up", "dispatch pass flat"}
+    aims = [a["aim"] for a in doc["aims"]]
+    assert any(a.startswith("peak RSS of the start-up") for a in aims), aims
+    assert any(a.startswith("dispatch pass flat") for a in aims), aims
+    assert sum(a.endswith("through the bot") for a in aims) == 3, aims
