@@ -101,9 +101,11 @@ WHERE id = :job_id AND run_count = :run_count AND state = 'in_progress';
 
 -- name: set_results
 -- Record the :results of jobs :job_ids (JSON or null each), clearing earlier attempts' errors.
+-- A row that already says so is not rewritten (a null result with no error: most jobs).
 UPDATE scheduler_job_args AS a SET result = r.result, error = NULL
 FROM unnest(:job_ids::bigint[], :results::text[]) AS r(job_id, result)
-WHERE a.job_id = ANY(:job_ids::bigint[]) AND a.job_id = r.job_id;
+WHERE a.job_id = ANY(:job_ids::bigint[]) AND a.job_id = r.job_id
+  AND (a.result IS DISTINCT FROM r.result OR a.error IS NOT NULL);
 
 -- name: set_error
 -- Record the error of a job's latest failed attempt.

@@ -94,9 +94,11 @@ WHERE id = :job_id AND run_count = :run_count AND state = 'in_progress';
 
 -- name: set_results
 -- Record the :results of jobs :job_ids (JSON or null each), clearing earlier attempts' errors.
+-- A row that already says so is not rewritten (a null result with no error: most jobs).
 UPDATE scheduler_job_args SET result = r.value, error = NULL
 FROM json_each(:job_ids) AS i JOIN json_each(:results) AS r ON r.key = i.key
-WHERE scheduler_job_args.job_id = i.value;
+WHERE scheduler_job_args.job_id = i.value
+  AND (scheduler_job_args.result IS NOT r.value OR scheduler_job_args.error IS NOT NULL);
 
 -- name: set_error
 -- Record the error of a job's latest failed attempt.
