@@ -43,7 +43,12 @@ def count_by_state(st: OpState) -> Op[dict[JobState, int]]:
 
 def gauges(st: OpState, cap: int) -> Op[StoreGauges]:
     """The store's gauges at ``st.now``, every count stopping at ``cap`` rows, so a scrape
-    costs the same however many jobs there are."""
+    costs the same however many jobs there are (the paced part costs one probe per pace key).
+
+    The backlog is the work that could start now: due unpaced jobs, and each pace key's first
+    pending job once it is due and its key's slot is open (its age counted from the later of
+    the two). Due paced jobs behind their key's slot are counted apart, as waiting: they are
+    not late, they are kept to their spacing."""
     rows = yield Q("count_active_capped", {"cap": cap}, "all")
     active = {r["state"]: int(r["n"]) for r in rows}
     due = 0
@@ -55,11 +60,18 @@ def gauges(st: OpState, cap: int) -> Op[StoreGauges]:
         if first is not None and float(first["next_ts"]) <= st.now:
             ts = float(first["next_ts"])
             oldest = ts if oldest is None else min(oldest, ts)
+    paced = yield Q("paced_gauges", {"now": st.now, "cap": cap}, "one")
+    startable = int(paced["startable"])
+    due += startable
+    since = optional_float(paced["startable_since"])
+    if since is not None:
+        oldest = since if oldest is None else min(oldest, since)
     totals = yield Q("schedule_totals", {}, "one")
     return StoreGauges(
         active=active,
         due=min(due, cap),
         oldest_due=oldest,
+        paced_waiting=max(0, min(int(paced["due"]), cap) - startable),
         schedules=int(totals["n"]),
         schedule_missed=int(totals["missed"]),
         schedule_skipped=int(totals["skipped"]),

@@ -159,7 +159,8 @@ class Operations(ABC):
         return await self.read(lambda st: _run_history.list_runs(st, job_id, fn, since, limit))
 
     async def gauges(self, cap: int = 100_000) -> StoreGauges:
-        """Jobs by active state, the due backlog (and its oldest due time), and the schedule
+        """Jobs by active state, the due backlog (work that could start now, and since when
+        its oldest could), the due paced jobs waiting for their key's slot, and the schedule
         totals, for metrics: every count stops at ``cap`` rows, so a read costs the same
         however many jobs there are."""
         return await self.read(lambda st: _job_reads.gauges(st, cap))

@@ -18,10 +18,11 @@ Two kinds of figures:
   it works): claims, completions, retries, failures, releases, discards, stale outcomes,
   lease reclaims, and the lateness histogram. Across processes, add them up (``sum``).
 - the store's gauges, read by :meth:`SchedulerCollector.refresh` (a scrape cannot await):
-  jobs by active state, the due backlog and how long its oldest job has waited, and the
-  schedules' missed and skipped fire times. Every count stops at ``cap`` rows, so a scrape
-  costs the same however large the store grows; these are the same from every process
-  sharing the store (``max`` them, don't add them).
+  jobs by active state, the due backlog (work that could start now) and how long its
+  oldest job has waited, the paced jobs waiting for their key's slot (not backlog: they
+  are kept to their spacing), and the schedules' missed and skipped fire times. Every
+  count stops at ``cap`` rows, so a scrape costs the same however large the store grows;
+  these are the same from every process sharing the store (``max`` them, don't add them).
 """
 
 from __future__ import annotations
@@ -147,7 +148,8 @@ class SchedulerCollector(Collector):
         yield jobs
         yield GaugeMetricFamily(
             f"{ns}_due_backlog",
-            f"Pending jobs due now and not yet claimed (counted up to {self.cap}).",
+            "Pending jobs that could start now and are not yet claimed: due jobs, paced ones "
+            f"only once their key's slot is open (counted up to {self.cap}).",
             value=g.due,
         )
         waited = 0.0
@@ -155,8 +157,15 @@ class SchedulerCollector(Collector):
             waited = max(0.0, self.read_at - g.oldest_due)
         yield GaugeMetricFamily(
             f"{ns}_due_backlog_age_seconds",
-            "How long the longest-waiting due job has waited (0 when nothing is due).",
+            "How long the longest-waiting job of the backlog could have started (0 when the "
+            "backlog is empty).",
             value=waited,
+        )
+        yield GaugeMetricFamily(
+            f"{ns}_paced_waiting",
+            "Due paced jobs waiting for their pace key's next slot (kept to their spacing, "
+            f"not late; counted up to {self.cap}).",
+            value=g.paced_waiting,
         )
         yield GaugeMetricFamily(f"{ns}_schedules", "Recurring schedules.", value=g.schedules)
         yield CounterMetricFamily(

@@ -174,9 +174,13 @@ class StoreGauges:
     active: Mapping[str, int]
     """Jobs by active state (``pending``, ``held``, ``in_progress``)."""
     due: int
-    """Pending jobs due now, not yet claimed (the backlog)."""
+    """Pending jobs that could start now, not yet claimed (the backlog): due unpaced jobs,
+    and the first pending job of each pace key whose slot is open."""
     oldest_due: float | None
-    """The due time of the longest-waiting due pending job (None when nothing is due)."""
+    """Since when the longest-waiting job of the backlog could have started: its due time,
+    or for a paced job the later of that and its slot (None when the backlog is empty)."""
+    paced_waiting: int
+    """Due paced jobs that wait for their key's slot (kept to their spacing: not backlog)."""
     schedules: int
     schedule_missed: int
     """Fire times every schedule's catch-up policy dropped, added up."""

@@ -397,10 +397,37 @@ FROM (SELECT 1 FROM scheduler_jobs
       WHERE state = 'in_progress' AND lease_expires_at IS NOT NULL LIMIT :cap) AS running;
 
 -- name: count_due_capped
--- How many pending jobs of one kind are due at :now, counted up to :cap.
+-- How many unpaced pending jobs of one kind are due at :now, counted up to :cap.
 SELECT count(*) AS n
 FROM (SELECT 1 FROM scheduler_jobs
-      WHERE state = 'pending' AND kind = :kind AND next_ts <= :now LIMIT :cap) AS due;
+      WHERE state = 'pending' AND pace_key IS NULL AND kind = :kind AND next_ts <= :now
+      LIMIT :cap) AS due;
+
+-- name: paced_gauges
+-- Paced jobs at :now: the keys whose first pending job could start now (due, its slot open),
+-- the earliest time one of those became startable, and the due paced pending jobs (up to :cap).
+WITH RECURSIVE paced(k) AS (
+    SELECT min(pace_key) FROM scheduler_jobs
+    WHERE state = 'pending' AND pace_key IS NOT NULL
+    UNION ALL
+    SELECT (SELECT min(pace_key) FROM scheduler_jobs
+            WHERE state = 'pending' AND pace_key IS NOT NULL AND pace_key > paced.k)
+    FROM paced WHERE paced.k IS NOT NULL),
+heads AS (
+    SELECT (SELECT id FROM scheduler_jobs
+            WHERE state = 'pending' AND pace_key = paced.k
+            ORDER BY next_ts, id LIMIT 1) AS id
+    FROM paced WHERE paced.k IS NOT NULL),
+startable AS (
+    SELECT GREATEST(j.next_ts, coalesce(p.next_start_ts, j.next_ts)) AS since
+    FROM heads JOIN scheduler_jobs j ON j.id = heads.id
+    LEFT JOIN scheduler_pace p ON p.pace_key = j.pace_key
+    WHERE j.next_ts <= :now AND (p.next_start_ts IS NULL OR p.next_start_ts <= :now))
+SELECT (SELECT count(*) FROM startable) AS startable,
+       (SELECT min(since) FROM startable) AS startable_since,
+       (SELECT count(*) FROM (SELECT 1 FROM scheduler_jobs
+                              WHERE state = 'pending' AND pace_key IS NOT NULL
+                                AND next_ts <= :now LIMIT :cap) AS d) AS due;
 
 -- name: schedule_totals
 -- Every schedule's times dropped by catch-up (missed) and by overlap (skipped), added up.

@@ -184,6 +184,34 @@ async def test_two_stores_racing_one_key_never_start_two_in_one_slot(
         await b.close()
 
 
+async def test_the_backlog_gauge_counts_paced_jobs_only_once_they_could_start(
+    store: Store,
+) -> None:
+    """Due paced jobs behind their key's slot are not backlog (they are kept to their
+    spacing): the backlog holds what could start now, the rest is counted as waiting."""
+    for i in range(3):
+        await store.enqueue(paced(next_ts=T0 + i), T0)
+    await store.enqueue(paced("b", next_ts=T0 + 3), T0)
+    await store.enqueue(new_job(next_ts=T0 + 1), T0)
+    await store.enqueue(paced("c", next_ts=T0 + 100), T0)  # not due: neither
+
+    g = await store.at(T0 + 5).gauges()
+    # Before any claim every key's slot is open: key a's first, key b's, and the unpaced one.
+    assert (g.due, g.paced_waiting, g.oldest_due) == (3, 2, T0)
+    jobs, _ = await claim(store, T0 + 5)
+    assert len(jobs) == 3  # a's first, b's and the unpaced job
+
+    g = await store.at(T0 + 6).gauges()
+    assert (g.due, g.paced_waiting, g.oldest_due) == (0, 2, None)
+    # Key a's slot opens at T0 + 5 + SPACING: its next job could start from then, not from
+    # its due time (T0 + 1), so that is its age.
+    g = await store.at(T0 + 5 + SPACING + 2).gauges()
+    assert (g.due, g.paced_waiting, g.oldest_due) == (1, 1, T0 + 5 + SPACING)
+    assert g.active["pending"] == 3
+    capped = await store.at(T0 + 5 + SPACING + 2).gauges(cap=1)
+    assert (capped.due, capped.paced_waiting) == (1, 0)
+
+
 async def test_prune_forgets_slots_that_opened_long_ago(store: Store) -> None:
     await store.enqueue(paced(), T0)
     [run] = (await claim(store, T0))[0]
