@@ -144,7 +144,11 @@ class Driver:
             # have begun earlier than this, so leases measured from it never overstate.
             claimed_at = self.monotonic()
             claim = await self.store.claim_due(
-                now, now + engine.lease_seconds, mutation_limit=batch, action_limit=action_limit
+                now,
+                now + engine.lease_seconds,
+                mutation_limit=batch,
+                action_limit=action_limit,
+                process=engine.process_id,
             )
             engine.stats.claimed_jobs((j.kind, now - j.next_ts) for j in claim.jobs)
             mutations = [j for j in claim.jobs if j.kind is JobKind.MUTATION]

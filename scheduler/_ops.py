@@ -154,8 +154,15 @@ def _fire_on_complete(st: OpState, job_id: int, callback: str, result_json: str)
 # --- claim and complete --------------------------------------------------------------------
 
 
-def claim_due(st: OpState, lease_until: float, mutation_limit: int, action_limit: int) -> Op[Claim]:
-    """Move up to the given numbers of due pending jobs to ``in_progress`` under a lease.
+def claim_due(
+    st: OpState,
+    lease_until: float,
+    mutation_limit: int,
+    action_limit: int,
+    process: str | None = None,
+) -> Op[Claim]:
+    """Move up to the given numbers of due pending jobs to ``in_progress`` under a lease
+    held by ``process`` (kept on the job, so a lost lease's history names it).
 
     Each claim is conditional on the job still being exactly ``pending``; a paced job is
     claimed only in its key's open slot, which the claim takes (see ``_pacing``).
@@ -164,7 +171,13 @@ def claim_due(st: OpState, lease_until: float, mutation_limit: int, action_limit
     room = {JobKind.MUTATION: mutation_limit, JobKind.ACTION: action_limit}
     for kind, limit in room.items():
         if limit > 0:
-            params = {"kind": kind.value, "now": st.now, "limit": limit, "lease_until": lease_until}
+            params = {
+                "kind": kind.value,
+                "now": st.now,
+                "limit": limit,
+                "lease_until": lease_until,
+                "process": process,
+            }
             got = yield Q("claim_due", params, "all")
             rows.extend(got)
             room[kind] = limit - len(got)
@@ -174,7 +187,8 @@ def claim_due(st: OpState, lease_until: float, mutation_limit: int, action_limit
     paced_start, next_tick = yield from _pacing.next_start(st, include_actions)
     if paced_start is not None and paced_start <= st.now:
         mutations, actions = room[JobKind.MUTATION], room[JobKind.ACTION]
-        rows.extend((yield from _pacing.claim_paced(st, lease_until, mutations, actions)))
+        paced = _pacing.claim_paced(st, lease_until, mutations, actions, process)
+        rows.extend((yield from paced))
         paced_start, next_tick = yield from _pacing.next_start(st, include_actions)
     jobs: list[ClaimedJob] = []
     if rows:
@@ -360,17 +374,19 @@ def reclaim_expired(st: OpState, limit: int, process: str | None = None) -> Op[R
     """Reclaim jobs whose lease expired: mutations (and idempotent actions) go back to pending
     now with the attempt counted, dead-lettering once the budget is spent; other actions fail
     with ``on_complete`` fired, since they may already have had their effect. Each lost run
-    is recorded in the run history as ``lease_lost`` (the sweep's ``process`` named in its
-    error: which process held the lease is not known)."""
+    is recorded in the run history as ``lease_lost``, ran by the process that held the lease
+    (the one its claim named; None if it named none), with the sweeping ``process`` named in
+    its error."""
     rows = yield Q("expired_leases", {"now": st.now, "limit": limit}, "all")
     swept = "" if process is None else f"; reclaimed by {process}"
-    lost = [
-        _run_history.run_entry(
+    lost: dict[str | None, list[list[Any]]] = {}
+    for r in rows:
+        entry = _run_history.run_entry(
             int(r["id"]), int(r["run_count"]), RunOutcome.LEASE_LOST, _lease_lost_error(r) + swept
         )
-        for r in rows
-    ]
-    yield from _run_history.record_runs(st, lost, None)
+        lost.setdefault(r["lease_holder"], []).append(entry)
+    for holder, entries in lost.items():  # one statement per process that lost leases
+        yield from _run_history.record_runs(st, entries, holder)
     requeued = failed = 0
     for r in rows:
         job_id = int(r["id"])

@@ -23,10 +23,15 @@ from .store_types import Op, OpState, Q
 
 
 def claim_paced(
-    st: OpState, lease_until: float, mutation_limit: int, action_limit: int
+    st: OpState,
+    lease_until: float,
+    mutation_limit: int,
+    action_limit: int,
+    process: str | None = None,
 ) -> Op[list[Any]]:
     """Claim up to the given numbers of paced jobs whose key's slot is open (at most one per
-    key), taking each key's slot; returns the claimed rows, as ``claim_due`` does."""
+    key), taking each key's slot, under leases held by ``process``; returns the claimed
+    rows, as ``claim_due`` does."""
     if mutation_limit <= 0 and action_limit <= 0:
         return []
     params = {
@@ -55,7 +60,7 @@ def claim_paced(
     ids = [int(h["id"]) for h in chosen if h["pace_key"] in taken]
     if not ids:
         return []
-    claim = {"job_ids": ids, "now": st.now, "lease_until": lease_until}
+    claim = {"job_ids": ids, "now": st.now, "lease_until": lease_until, "process": process}
     rows: list[Any] = yield Q("claim_paced", claim, "all")
     return rows
 

@@ -368,14 +368,22 @@ class Store(ABC):
         return await self.at(now).enqueue(job)
 
     async def claim_due(
-        self, now: float, lease_until: float, *, mutation_limit: int, action_limit: int
+        self,
+        now: float,
+        lease_until: float,
+        *,
+        mutation_limit: int,
+        action_limit: int,
+        process: str | None = None,
     ) -> Claim:
         """Claim up to ``mutation_limit`` due mutations and ``action_limit`` due actions, in
         ``next_ts`` order, each only if still exactly ``pending``; each claim bumps the job's
-        run count (the fence) and sets its lease to ``lease_until``. Also returns the earliest
-        pending ``next_ts`` left (actions only counted when ``action_limit > 0``)."""
+        run count (the fence) and sets its lease to ``lease_until``, held by ``process``
+        (the name a lost lease's run history row gets). Also returns the earliest pending
+        ``next_ts`` left (actions only counted when ``action_limit > 0``)."""
         claim: Claim = await self.run(
-            lambda st: _ops.claim_due(st, lease_until, mutation_limit, action_limit), now
+            lambda st: _ops.claim_due(st, lease_until, mutation_limit, action_limit, process),
+            now,
         )
         return claim
 
@@ -396,8 +404,9 @@ class Store(ABC):
         """Reclaim up to ``limit`` jobs whose lease expired before ``now``: mutations and
         idempotent actions back to pending with the attempt counted (dead-lettered once the
         budget is spent), other actions to failed with ``on_complete`` fired. Each lost run
-        is recorded in the run history as ``lease_lost``, in the same transaction (the
-        sweeping ``process`` is named in its error)."""
+        is recorded in the run history as ``lease_lost``, in the same transaction, ran by
+        the process whose claim holds the lease (the sweeping ``process`` is named in its
+        error)."""
         report: ReclaimReport = await self.run(
             lambda st: _ops.reclaim_expired(st, limit, process), now
         )

@@ -36,7 +36,7 @@ SELECT id FROM scheduler_jobs WHERE idempotency_key = :idempotency_key;
 SELECT state, on_complete FROM scheduler_jobs WHERE id = :job_id;
 
 -- name: claim_due
--- Take up to :limit due unpaced pending jobs of one kind, in due order, leased until :lease_until.
+-- Take up to :limit due unpaced pending jobs of one kind, in due order, leased until :lease_until by :process.
 -- SKIP LOCKED in a CTE so the LIMIT counts rows this transaction could lock: concurrent
 -- claimers take disjoint batches instead of queueing behind each other's row locks.
 WITH due AS (
@@ -47,7 +47,7 @@ WITH due AS (
     FOR UPDATE SKIP LOCKED)
 UPDATE scheduler_jobs AS j
 SET state = 'in_progress', run_count = j.run_count + 1, lease_expires_at = :lease_until,
-    updated_at = :now
+    updated_at = :now, lease_holder = :process::text
 FROM due
 WHERE j.id = due.id AND j.state = 'pending'
 RETURNING j.id, j.fn, j.kind, j.attempts, j.max_failures, j.initial_backoff, j.backoff_base,
@@ -117,8 +117,9 @@ UPDATE scheduler_jobs SET lease_expires_at = :lease_until
 WHERE id = :job_id AND run_count = :run_count AND state = 'in_progress';
 
 -- name: expired_leases
--- Up to :limit running jobs whose lease ran out before :now, oldest lease first.
-SELECT id, kind, idempotent, attempts, max_failures, run_count, on_complete, schedule_name
+-- Up to :limit running jobs whose lease ran out before :now, oldest lease first, with the process holding each.
+SELECT id, kind, idempotent, attempts, max_failures, run_count, on_complete, schedule_name,
+       lease_holder
 FROM scheduler_jobs
 WHERE state = 'in_progress' AND lease_expires_at < :now
 ORDER BY lease_expires_at
@@ -521,10 +522,10 @@ WHERE scheduler_pace.next_start_ts <= :now
 RETURNING pace_key;
 
 -- name: claim_paced
--- Take the paced jobs of :job_ids (their keys' slots just taken) leased until :lease_until, if still pending.
+-- Take the paced jobs of :job_ids (their keys' slots just taken) leased until :lease_until by :process, if still pending.
 UPDATE scheduler_jobs
 SET state = 'in_progress', run_count = run_count + 1, lease_expires_at = :lease_until,
-    updated_at = :now
+    updated_at = :now, lease_holder = :process::text
 WHERE id = ANY(:job_ids::bigint[]) AND state = 'pending'
 RETURNING id, fn, kind, attempts, max_failures, initial_backoff, backoff_base, run_count,
           next_ts, on_complete, name, idempotent, schedule_name, fire_ts;

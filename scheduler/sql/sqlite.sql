@@ -35,10 +35,10 @@ SELECT id FROM scheduler_jobs WHERE idempotency_key = :idempotency_key;
 SELECT state, on_complete FROM scheduler_jobs WHERE id = :job_id;
 
 -- name: claim_due
--- Take up to :limit due unpaced pending jobs of one kind, in due order, leased until :lease_until.
+-- Take up to :limit due unpaced pending jobs of one kind, in due order, leased until :lease_until by :process.
 UPDATE scheduler_jobs
 SET state = 'in_progress', run_count = run_count + 1, lease_expires_at = :lease_until,
-    updated_at = :now
+    updated_at = :now, lease_holder = :process
 WHERE id IN (
     SELECT id FROM scheduler_jobs
     WHERE state = 'pending' AND pace_key IS NULL AND kind = :kind AND next_ts <= :now
@@ -110,8 +110,9 @@ UPDATE scheduler_jobs SET lease_expires_at = :lease_until
 WHERE id = :job_id AND run_count = :run_count AND state = 'in_progress';
 
 -- name: expired_leases
--- Up to :limit running jobs whose lease ran out before :now, oldest lease first.
-SELECT id, kind, idempotent, attempts, max_failures, run_count, on_complete, schedule_name
+-- Up to :limit running jobs whose lease ran out before :now, oldest lease first, with the process holding each.
+SELECT id, kind, idempotent, attempts, max_failures, run_count, on_complete, schedule_name,
+       lease_holder
 FROM scheduler_jobs
 WHERE state = 'in_progress' AND lease_expires_at < :now
 ORDER BY lease_expires_at
@@ -497,10 +498,10 @@ WHERE scheduler_pace.next_start_ts <= :now
 RETURNING pace_key;
 
 -- name: claim_paced
--- Take the paced jobs of :job_ids (their keys' slots just taken) leased until :lease_until, if still pending.
+-- Take the paced jobs of :job_ids (their keys' slots just taken) leased until :lease_until by :process, if still pending.
 UPDATE scheduler_jobs
 SET state = 'in_progress', run_count = run_count + 1, lease_expires_at = :lease_until,
-    updated_at = :now
+    updated_at = :now, lease_holder = :process
 WHERE id IN (SELECT value FROM json_each(:job_ids)) AND state = 'pending'
 RETURNING id, fn, kind, attempts, max_failures, initial_backoff, backoff_base, run_count,
           next_ts, on_complete, name, idempotent, schedule_name, fire_ts;

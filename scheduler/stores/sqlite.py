@@ -344,12 +344,19 @@ class SqliteStore(Store):
         return result
 
     async def claim_due(
-        self, now: float, lease_until: float, *, mutation_limit: int, action_limit: int
+        self,
+        now: float,
+        lease_until: float,
+        *,
+        mutation_limit: int,
+        action_limit: int,
+        process: str | None = None,
     ) -> Claim:
         """As :meth:`Store.claim_due`, run on the event loop's own thread when the write lock
         can be had at once (see :meth:`_run_inline`)."""
         claim: Claim = await self._run_inline(
-            lambda st: _ops.claim_due(st, lease_until, mutation_limit, action_limit), now
+            lambda st: _ops.claim_due(st, lease_until, mutation_limit, action_limit, process),
+            now,
         )
         return claim
 

@@ -214,7 +214,11 @@ async def test_a_killed_process_in_flight_attempt_shows_as_lease_lost_after_the_
     dead = stores.new()
     await dead.open()
     try:
-        (claimed,) = await claim_all(dead, T_START + 3600)
+        now = T_START + 3600
+        claim = await dead.claim_due(
+            now, now + LEASE, mutation_limit=8, action_limit=8, process="dead"
+        )
+        (claimed,) = claim.jobs
     finally:
         await dead.close()
     assert await sched.runs(job_id=job_id) == []
@@ -224,11 +228,65 @@ async def test_a_killed_process_in_flight_attempt_shows_as_lease_lost_after_the_
     newest, lost = await sched.runs(job_id=job_id)
     assert lost.outcome is RunOutcome.LEASE_LOST and lost.run_count == claimed.run_count
     assert lost.started_at == T_START + 3600  # the dead process's claim
-    assert lost.process is None  # which process held the lease is not known
+    assert lost.process == "dead"  # the process that held the lease, as its claim named it
     assert lost.error is not None and "reclaimed by survivor" in lost.error
     assert (newest.outcome, newest.attempt, newest.process) == (RunOutcome.SUCCESS, 1, "survivor")
     assert sched.stats.outcomes[RunOutcome.LEASE_LOST] == 1
     assert sched.stats.reclaims_requeued == 1
+
+
+async def test_a_lost_lease_is_recorded_as_run_by_the_process_whose_driver_claimed_it(
+    make: Make, stores: StoreFactory, clock: FakeClock
+) -> None:
+    """A scheduler's claim names its process on the job; a sweep elsewhere that reclaims the
+    lease records the lost run as that process's, and itself in the error."""
+    reg = Registry()
+    running = asyncio.Event()
+    gate = asyncio.Event()
+
+    @reg.action("hang")
+    async def hang(ctx: Any, args: Any) -> None:
+        running.set()
+        await gate.wait()
+
+    holder = await started(make(reg, process_id="holder"))
+    job_id = await holder.enqueue("hang")
+    await asyncio.wait_for(running.wait(), 10)
+    sweeper = stores.new()
+    await sweeper.open()
+    try:
+        later = clock.time() + holder.lease_seconds + 1
+        report = await sweeper.reclaim_expired(later, process="sweeper")
+        (lost,) = await sweeper.at(later).runs(job_id=job_id)
+    finally:
+        await sweeper.close()
+        gate.set()
+    assert (report.requeued, report.failed) == (0, 1)  # an action: not run again
+    assert (lost.outcome, lost.process) == (RunOutcome.LEASE_LOST, "holder")
+    assert lost.error is not None and lost.error.endswith("; reclaimed by sweeper")
+
+
+async def test_one_sweep_records_each_lost_run_as_its_own_holders(stores: StoreFactory) -> None:
+    store = stores.new()
+    await store.open()
+    try:
+        ids = [await store.enqueue(new_job(f"m{i}"), T0) for i in range(3)]
+        held = {}
+        for i, process in enumerate(["a", "b", None]):
+            claim = await store.claim_due(
+                T0 + i, T0 + i + LEASE, mutation_limit=1, action_limit=0, process=process
+            )
+            (job,) = claim.jobs
+            held[job.id] = process
+        report = await store.reclaim_expired(T0 + 10 + LEASE, process="sweeper")
+        runs = await store.at(T0 + 10 + LEASE).runs()
+    finally:
+        await store.close()
+    assert report.requeued == 3
+    assert sorted(held) == sorted(ids)
+    assert {r.job_id: r.process for r in runs} == held
+    assert all(r.outcome is RunOutcome.LEASE_LOST for r in runs)
+    assert all(r.error is not None and r.error.endswith("reclaimed by sweeper") for r in runs)
 
 
 async def test_a_late_outcome_after_a_reclaim_records_nothing(stores: StoreFactory) -> None:

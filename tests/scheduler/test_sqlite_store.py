@@ -473,7 +473,7 @@ PARTIAL_INDEXES = {
 QUERY_PLANS = [
     (
         "claim_due",
-        {"kind": "mutation", "now": 1.0, "limit": 64, "lease_until": 2.0},
+        {"kind": "mutation", "now": 1.0, "limit": 64, "lease_until": 2.0, "process": "p"},
         "scheduler_jobs_due",
     ),
     ("next_due", {"kind": "action"}, "scheduler_jobs_due"),
