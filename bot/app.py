@@ -25,6 +25,7 @@ from scheduler.stores.sqlite import refused_write
 from .announcements import Announcements
 from .commands import AnnouncementCommands, CommandTree
 from .config import ConfigError, Settings, load_settings, without_password
+from .crosspost import Crossposter
 from .db import BotDb
 from .delivery import Delivery
 from .destinations import every_destination_permissions
@@ -277,13 +278,20 @@ class Crier:
             nonce_window=settings.nonce_window,
             heartbeat_every=max(0.5, settings.lease / 3),
             lease_needed=lease_needed(self.sched, settings.nonce_window / 3),
+            publish_spacing=settings.publish_spacing,
             ready=self.bot.logged_in,
             stats=self.stats,
         )
         self.delivery.register(self.registry)
         self.post_updates = PostUpdates(self.delivery)
         self.post_updates.register(self.registry)
-        self.publisher = Publisher(self.delivery)
+        self.crossposter = Crossposter(
+            settings.api_base,
+            settings.token,
+            user_agent=self.bot.http.user_agent,
+            trace=self.stats.trace_config(),
+        )
+        self.publisher = Publisher(self.delivery, self.crossposter)
         self.publisher.register(self.registry)
         self.dashboard: Dashboard | None = None
         """The web dashboard, on :attr:`web` when ``DISCORD_CLIENT_SECRET`` is set too."""
@@ -356,6 +364,8 @@ class Crier:
                 await self.web.stop()
             await self.sched.stop()
         finally:
+            with contextlib.suppress(Exception):
+                await self.crossposter.close()
             with contextlib.suppress(Exception):
                 await self.bot.close()
 

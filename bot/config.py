@@ -230,6 +230,15 @@ SETTINGS: tuple[Setting, ...] = (
         " (each announcement's jobs carry the value of the instance that scheduled it).",
     ),
     Setting(
+        "PUBLISH_SPACING_SECONDS",
+        "publish_spacing",
+        Number(0.0, 3600.0),
+        "360",
+        "Seconds between the starts of two publishes (to followers) of one announcement"
+        " channel's posts, across every instance: Discord allows about 10 an hour per channel;"
+        " 0: not spaced (a publish the limit refuses waits as a retry).",
+    ),
+    Setting(
         "CATCH_UP_WINDOW_MINUTES",
         "catch_up_window",
         Number(1.0, 60.0 * 24 * 30, scale=60.0),
@@ -338,6 +347,7 @@ class Settings:
     api_base: str = DEFAULT_API_BASE
     gateway_url: str = DEFAULT_GATEWAY
     send_spacing: float = default("send_spacing")
+    publish_spacing: float = default("publish_spacing")
     catch_up_window: float = default("catch_up_window")
     nonce_window: float = default("nonce_window")
     lease: float = default("lease")

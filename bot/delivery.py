@@ -128,6 +128,7 @@ class Delivery:
         nonce_window: float,
         heartbeat_every: float,
         lease_needed: float,
+        publish_spacing: float,
         ready: asyncio.Event | None = None,
         stats: BotStats | None = None,
     ) -> None:
@@ -143,6 +144,9 @@ class Delivery:
         self.catch_up_window = catch_up_window
         self.nonce_window = nonce_window
         self.heartbeat_every = heartbeat_every
+        self.publish_spacing = publish_spacing
+        """Seconds between the starts of two publishes in one announcement channel, across
+        every instance (each publish job carries its channel's ``publish_pace``)."""
         self.send_timeout = nonce_window / 3
         """How long one send may take before it is abandoned (and retried with the same
         nonce): well inside the nonce window, so the retry can still be deduplicated."""
@@ -279,6 +283,7 @@ class Delivery:
                     "posted_at": ctx.now.timestamp(),
                     "round": 0,
                 },
+                spacing=self.publish_spacing,
             )
 
     def _count_sent(self, *, late: bool, again: bool) -> None:

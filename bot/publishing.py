@@ -2,10 +2,15 @@
 
 ``crier.publish`` ({announcement_id, fire_ts, channel_id, message_id, posted_at, round}) is
 enqueued in the transaction that records the post sent, so it runs after the post, and apart
-from every delivery. Discord allows about 10 publishes an hour per channel; discord.py is
-told not to wait out a long 429 (``max_ratelimit_timeout``), so a rate-limited publish raises
-``RateLimited`` here and is retried by a new job due when the limit lifts: no delivery, no
-other channel, waits for it. It ends, on the occurrence's row:
+from every delivery. Discord allows about 10 publishes an hour per channel, so each publish
+job carries its channel's ``publish_pace`` (``PUBLISH_SPACING_SECONDS``, 360 s by default):
+the scheduler starts one channel's publishes that far apart across every instance, and a
+queue of them waits unclaimed for its turns instead of running into the limit. The request
+is the bot's own (:mod:`bot.crosspost`): discord.py, told not to wait out a long 429
+(``max_ratelimit_timeout``), would refuse every publish after the first in an hour locally.
+Should Discord refuse one anyway (another tool publishing in the channel, spacing set to 0),
+the publish raises ``RateLimited`` here and is retried by a new job due when the limit
+lifts: no delivery, no other channel, waits for it. It ends, on the occurrence's row:
 
 - ``published``, or ``published_late`` when it went out more than ``LATE_AFTER`` after the
   post (it waited for the limit); "already crossposted" (40033) counts as published;
@@ -27,6 +32,7 @@ import discord
 
 from scheduler import ActionContext, NonRetryable, Registry, Retry, RetryLater, TransactionContext
 
+from .crosspost import Crossposter
 from .db import BotDb
 from .delivery import Delivery, describe, permanent
 from .models import PublishState
@@ -45,10 +51,12 @@ MIN_WAIT = 1.0
 
 
 class Publisher:
-    """The ``crier.publish`` action, on the delivery's client and reports."""
+    """The ``crier.publish`` action, on the delivery's reports; publishes go out through
+    ``crossposter`` (a request of the bot's own: see :mod:`bot.crosspost` for why)."""
 
-    def __init__(self, delivery: Delivery) -> None:
+    def __init__(self, delivery: Delivery, crossposter: Crossposter) -> None:
         self.delivery = delivery
+        self.crossposter = crossposter
 
     def register(self, registry: Registry) -> None:
         registry.action(PUBLISH_FN, idempotent=True, retry=PUBLISH_RETRY)(self.publish)
@@ -67,8 +75,7 @@ class Publisher:
                     await d.ready.wait()
                 await hold_lease(ctx, d.lease_needed)
                 async with asyncio.timeout(d.send_timeout):
-                    channel = d.client.get_partial_messageable(channel_id)
-                    await channel.get_partial_message(message_id).publish()
+                    await self.crossposter.crosspost(channel_id, message_id)
         except discord.RateLimited as exc:
             return await self._wait_for_limit(ctx, args, exc.retry_after)
         except discord.HTTPException as exc:
@@ -98,7 +105,7 @@ class Publisher:
         nxt = {**args, "round": int(args["round"]) + 1}
 
         async def again(tx: TransactionContext, _: dict[str, Any]) -> int:
-            return await enqueue_publish(tx, nxt, at=at)
+            return await enqueue_publish(tx, nxt, spacing=self.delivery.publish_spacing, at=at)
 
         await ctx.run_mutation(again, {})
         log.info(

@@ -69,6 +69,7 @@ def settings_for(fake: FakeDiscord, db: Path, **overrides: Any) -> Settings:
         # The pacer waits on the injected clock, which only the test moves: tests that are
         # not about spacing send without it (test_delivery's spacing test sets its own).
         "send_spacing": 0.0,
+        "publish_spacing": 0.0,  # likewise (test_destinations' publish spacing test sets it)
     }
     values.update(overrides)
     return Settings(**values)

@@ -479,6 +479,49 @@ async def test_the_publish_limit_exhausted_never_holds_up_deliveries(
     assert "publishing (waiting for the channel's publish limit)" in (cb.content or "")
 
 
+async def test_a_queue_of_publishes_goes_out_one_per_slot_and_waits_unclaimed(
+    world: World, crier_factory: CrierFactory, clock: FakeClock
+) -> None:
+    """Discord allows about 10 publishes an hour per channel (the fake's hourly crosspost
+    bucket). Three posts due at once in #updates all go out on time; their publish jobs
+    carry the channel's publish pace, so the scheduler starts one per 360 s slot, each
+    waiting pending and never claimed until then, and each is published in its slot: no
+    429, and no refusal by discord.py's limiter (which, with ``max_ratelimit_timeout``,
+    refuses any call on a bucket that resets more than 30 s away, as this one does)."""
+    crier = await crier_factory(publish_spacing=360.0)
+    news = announcement_channel(world, publishes=10, per=3600)
+    for i in range(3):
+        await schedule(world, news, when="in 1m", message=f"post {i}")
+    await advance(crier, clock, timedelta(minutes=1))
+    posted = world.fake.bot_messages(news)
+    assert [m.content for m in posted] == ["post 0", "post 1", "post 2"]
+    ids = [m.id for m in posted]
+
+    async def started() -> list[int]:
+        """Each publish job's run count, in due order (a rate-limited one would add more)."""
+        jobs = sorted(await crier.sched.list_jobs(fn="crier.publish"), key=lambda j: j.id)
+        return [j.run_count for j in jobs]
+
+    assert await started() == [1, 0, 0]
+    assert world.fake.crossposts.crossposted == ids[:1]
+    await advance(crier, clock, 359)  # the channel's next slot opens 360 s after the first
+    assert await started() == [1, 0, 0]
+    await advance(crier, clock, 1)
+    assert await started() == [1, 1, 0]
+    assert world.fake.crossposts.crossposted == ids[:2]
+    await advance(crier, clock, 359)
+    assert await started() == [1, 1, 0]
+    await advance(crier, clock, 1)
+    assert await started() == [1, 1, 1]
+    assert world.fake.crossposts.crossposted == ids
+
+    crossposts = [r for r in world.fake.requests if r.path.endswith("/crosspost")]
+    assert [r.status for r in crossposts] == [200, 200, 200]
+    assert world.fake.count_429 == 0
+    states = await rows(crier, "SELECT publish_state FROM bot_deliveries ORDER BY announcement_id")
+    assert [r["publish_state"] for r in states] == ["published"] + ["published_late"] * 2
+
+
 async def test_a_bot_that_cannot_see_the_channel_anymore_does_not_publish(
     world: World, crier: Crier, clock: FakeClock, tmp_path: Path
 ) -> None:
