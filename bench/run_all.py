@@ -6,7 +6,8 @@
     .venv/bin/python bench/run_all.py --from DIR      # rewrite the docs from a results folder
 
 Runs, each in its own process, in this order: ``bench/scheduler_bench.py``,
-``bench/schedules_bench.py``, ``bench/bot_bench.py`` (if present), ``bench/scale_bench.py``
+``bench/schedules_bench.py``, ``bench/bot_bench.py`` (if present; also with three bot
+processes on PostgreSQL when ``CRIER_TEST_POSTGRES_DSN`` names a server), ``bench/scale_bench.py``
 (100,000 announcements; ``--scale-full`` for 1,000,000, seeded once and cached in the temp
 dir), ``bench/interaction_bench.py`` (sizes from ``--interaction-sizes``) and
 ``bench/compare_bench.py`` (which takes its dispatch-pass section from scheduler_bench's
@@ -50,6 +51,9 @@ INTERACTION_SIZES = "0,1000,10000"
 """The bursts interaction_bench runs by default (about 6 minutes; the 10,000 one is the
 issue's aim); ``--interaction-sizes 0,1000,5000,10000`` for the whole series."""
 
+INTERACTION_RUNS = 3
+"""Runs of each interaction_bench size (a median with its min-max; about 6 minutes each)."""
+
 
 def plan(
     quick: bool, out: Path, interaction_sizes: str = INTERACTION_SIZES, scale: str = "modest"
@@ -66,11 +70,18 @@ def plan(
     ]
     if (BENCH / "bot_bench.py").exists():
         steps.append(("bot_bench", ["bench/bot_bench.py", *q]))
+        dsn = os.environ.get("CRIER_TEST_POSTGRES_DSN")
+        if dsn:  # three bot processes sharing one PostgreSQL database
+            pg = ["--processes", "3", "--store", "postgres", "--dsn", dsn]
+            steps.append(("bot_bench_pg3", ["bench/bot_bench.py", *pg, *(q or ["--runs", "3"])]))
     steps.append(("scale_bench", ["bench/scale_bench.py", *(q or ["--size", scale])]))
     steps.append(
         (
             "interaction_bench",
-            ["bench/interaction_bench.py", *(q or ["--sizes", interaction_sizes])],
+            [
+                "bench/interaction_bench.py",
+                *(q or ["--sizes", interaction_sizes, "--runs", str(INTERACTION_RUNS)]),
+            ],
         )
     )
     steps.append(
@@ -778,6 +789,20 @@ def write_docs(out: Path, docs_dir: Path) -> Path:
             "",
             "```",
             bot_txt.read_text("utf-8").rstrip(),
+            "```",
+            "",
+        ]
+    pg3_txt = out / "bot_bench_pg3.txt"
+    if pg3_txt.exists():
+        lines += [
+            "## Delivery by three bot processes on one PostgreSQL database "
+            "(`bot_bench.py --processes 3 --store postgres`)",
+            "",
+            "The same burst, delivered by three real bot processes sharing one database "
+            "(pacing is the scheduler's, across processes). Its output, as printed:",
+            "",
+            "```",
+            pg3_txt.read_text("utf-8").rstrip(),
             "```",
             "",
         ]
