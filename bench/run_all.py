@@ -1,6 +1,6 @@
 """Run every benchmark and write ``docs/benchmarks.md`` with a plot, ``docs/benchmarks.png``.
 
-    .venv/bin/python bench/run_all.py                 # the full run (~21 minutes)
+    .venv/bin/python bench/run_all.py                 # the full run (~35 minutes)
     .venv/bin/python bench/run_all.py --quick         # smoke sizes; docs go to the results
                                                       #   folder, not docs/
     .venv/bin/python bench/run_all.py --from DIR      # rewrite the docs from a results folder
