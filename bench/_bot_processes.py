@@ -16,17 +16,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import secrets
 import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 
+from bench._pg import fresh_database
 from bot.announcements import SEND_FN, Announcements
 from bot.app import bot_migrations
 from bot.delivery import SEND_RETRY
@@ -43,30 +42,6 @@ seconds the writes took."""
 
 STARTUP = 60.0
 """How long the bots may take to connect (three processes importing discord.py on 2 cores)."""
-
-
-def with_database(dsn: str, database: str) -> str:
-    """``dsn`` pointing at ``database`` instead."""
-    return urlunsplit(urlsplit(dsn)._replace(path="/" + database))
-
-
-@contextlib.asynccontextmanager
-async def fresh_database(base: str) -> AsyncIterator[str]:
-    """A new database on the server of ``base`` (its dsn), dropped afterwards."""
-    name = "crier_bench_" + secrets.token_hex(6)
-    conn = await asyncpg.connect(base)
-    try:
-        await conn.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        await conn.close()
-    try:
-        yield with_database(base, name)
-    finally:
-        conn = await asyncpg.connect(base)
-        try:
-            await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        finally:
-            await conn.close()
 
 
 @contextlib.asynccontextmanager

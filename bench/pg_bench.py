@@ -41,7 +41,6 @@ import json
 import os
 import platform
 import random
-import secrets
 import shlex
 import sys
 import time
@@ -49,13 +48,14 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 if __package__ in (None, ""):  # run as a script: make `bench` and `scheduler` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import asyncpg
 
+from bench._pg import fresh_database
 from bench._stats import log, out, percentile, summarize, to_jsonable
 from scheduler import JobKind, Registry, Scheduler
 from scheduler.store_types import NewJob
@@ -69,7 +69,6 @@ PROBE_FN = "bench:probe"
 KINDS = {"actions": (ACTION_FN, JobKind.ACTION), "mutations": (MUTATION_FN, JobKind.MUTATION)}
 SECTIONS = ("throughput", "wake")
 DEFAULT_DSN = "postgresql://postgres@127.0.0.1:5432/postgres"
-PREFIX = "crier_bench_"
 PARKED = 3600.0
 """The jobs wait this far out until they are released."""
 WAKE_GAP = (0.020, 0.030)
@@ -210,29 +209,6 @@ async def start_workers(started: list[Child], dsn: str, n: int, sweep: float) ->
 
 
 # --- databases -------------------------------------------------------------------------------
-
-
-def with_database(dsn: str, database: str) -> str:
-    return urlunsplit(urlsplit(dsn)._replace(path="/" + database))
-
-
-@contextlib.asynccontextmanager
-async def fresh_database(base: str) -> AsyncIterator[str]:
-    """A new database on the server of ``base`` for one run; dropped afterwards."""
-    name = PREFIX + secrets.token_hex(6)
-    conn = await asyncpg.connect(base)
-    try:
-        await conn.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        await conn.close()
-    try:
-        yield with_database(base, name)
-    finally:
-        conn = await asyncpg.connect(base)
-        try:
-            await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        finally:
-            await conn.close()
 
 
 async def migrate(dsn: str) -> None:
