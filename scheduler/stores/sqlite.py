@@ -231,9 +231,7 @@ class SqliteStore(Store):
             self._writer = await aiosqlite.connect(
                 self.path, isolation_level=None, check_same_thread=False
             )
-            await self._call(
-                open_writer, sets, self.path, self.synchronous, self.busy_timeout, check_pages
-            )
+            await self._open_writer(sets, check_pages)
             _sqlite_verified.forget(self.path)  # open now: it may change, or be left half-done
             self._opened = True
             self._reader = await aiosqlite.connect(self.path, isolation_level=None)
@@ -249,6 +247,28 @@ class SqliteStore(Store):
         except BaseException:
             await self.close()
             raise
+
+    async def _open_writer(self, sets: list[MigrationSet], check_pages: bool) -> None:
+        """``open_writer`` in the writer's thread, tried again while the file is busy for
+        up to the busy timeout. Several processes opening one new file at once race its
+        switch to WAL mode, and a read then may be refused as busy without SQLite's busy
+        handler waiting for it; every step of ``open_writer`` is a read or a whole
+        transaction, so running it again is safe."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.busy_timeout
+        delay = 0.01
+        while True:
+            try:
+                await self._call(
+                    open_writer, sets, self.path, self.synchronous, self.busy_timeout, check_pages
+                )
+                return
+            except sqlite3.OperationalError as exc:
+                if not _busy(exc) or loop.time() + delay > deadline:
+                    raise
+                log.debug("%s is busy at open (%s); trying again", self.path, exc)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.5)
 
     def _committed(self) -> None:
         """Count commits; every ``CHECKPOINT_EVERY`` start a PASSIVE checkpoint on the
@@ -423,6 +443,15 @@ class SqliteStore(Store):
 
     def is_deterministic_error(self, exc: BaseException) -> bool:
         return isinstance(exc, sqlite3.IntegrityError)
+
+
+def _busy(exc: sqlite3.OperationalError) -> bool:
+    """Whether SQLite refused because another connection holds a lock (SQLITE_BUSY or
+    SQLITE_LOCKED and their extended codes)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    return "locked" in str(exc) or "busy" in str(exc)
 
 
 async def _in_thread(conn: aiosqlite.Connection, fn: Callable[..., T], *args: Any) -> T:
