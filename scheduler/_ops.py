@@ -264,11 +264,12 @@ def complete(
     A stale outcome (the lease was lost and the job moved on) changes nothing.
     Terminal transitions fire ``on_complete`` in the same transaction.
     """
-    yield from _run_history.record_outcomes(st, outcomes, process)
+    kinds = [o.run_outcome for o in outcomes]
+    yield from _run_history.record_outcomes(st, outcomes, kinds, process)
     succeeded = yield from _finish_successes(st, [o for o in outcomes if o.ok and not o.release])
     applied = stale = 0
     counts: dict[RunOutcome, int] = {}
-    for o in outcomes:
+    for o, kind in zip(outcomes, kinds, strict=True):
         j = o.job
         fence = {"job_id": j.id, "run_count": j.run_count, "now": st.now}
         if o.release:
@@ -294,7 +295,6 @@ def complete(
                 yield from _terminal(st, j, _failed_json(o.error))
         if n:
             applied += 1
-            kind = o.run_outcome
             counts[kind] = counts.get(kind, 0) + 1
         else:
             stale += 1

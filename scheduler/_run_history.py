@@ -39,9 +39,15 @@ def record_runs(st: OpState, runs: list[list[Any]], process: str | None) -> Op[N
         yield Q("record_runs", {"runs": runs, "now": st.now, "process": process})
 
 
-def record_outcomes(st: OpState, outcomes: Sequence[Outcome], process: str | None) -> Op[None]:
-    """Record the runs ``outcomes`` end (see :func:`record_runs`)."""
-    runs = [run_entry(o.job.id, o.job.run_count, o.run_outcome, o.error) for o in outcomes]
+def record_outcomes(
+    st: OpState, outcomes: Sequence[Outcome], kinds: Sequence[RunOutcome], process: str | None
+) -> Op[None]:
+    """Record the runs ``outcomes`` end, as ``kinds`` (their ``run_outcome``s, which the
+    caller counts too; see :func:`record_runs`)."""
+    runs = [
+        run_entry(o.job.id, o.job.run_count, kind, o.error)
+        for o, kind in zip(outcomes, kinds, strict=True)
+    ]
     yield from record_runs(st, runs, process)
 
 

@@ -448,10 +448,7 @@ class SqliteStore(Store):
 def _busy(exc: sqlite3.OperationalError) -> bool:
     """Whether SQLite refused because another connection holds a lock (SQLITE_BUSY or
     SQLITE_LOCKED and their extended codes)."""
-    code = getattr(exc, "sqlite_errorcode", None)
-    if code is not None:
-        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
-    return "locked" in str(exc) or "busy" in str(exc)
+    return exc.sqlite_errorcode & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 
 
 async def _in_thread(conn: aiosqlite.Connection, fn: Callable[..., T], *args: Any) -> T:

@@ -3,8 +3,32 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
 
-from scheduler import Scheduler
+from scheduler import Registry, Scheduler
+from tests.scheduler.stores import StoreFactory
+
+Make = Callable[..., Scheduler]
+
+
+@asynccontextmanager
+async def scheduler_maker(stores: StoreFactory, **defaults: Any) -> AsyncIterator[Make]:
+    """``make(registry, **kwargs)``: a scheduler on a new store of ``stores``, with
+    ``defaults`` for the options not given; every one made is stopped at the end."""
+    started: list[Scheduler] = []
+
+    def make(registry: Registry, **kwargs: Any) -> Scheduler:
+        sched = Scheduler(stores.new(), registry, **{**defaults, **kwargs})
+        started.append(sched)
+        return sched
+
+    try:
+        yield make
+    finally:
+        for sched in started:
+            await sched.stop(grace=0)
 
 
 async def settle(sched: Scheduler, limit: float = 5.0) -> None:

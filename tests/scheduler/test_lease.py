@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -27,14 +27,12 @@ from scheduler import (
     SystemClock,
 )
 from scheduler.testing import FakeClock
-from tests.scheduler.helpers import settle
+from tests.scheduler.helpers import Make, scheduler_maker, settle
 from tests.scheduler.stores import StoreFactory
 
 START = datetime(2030, 6, 1, 12, 0, tzinfo=UTC)
 LEASE = 10.0
 MARGIN = 2.0
-
-Make = Callable[..., Scheduler]
 
 
 @pytest.fixture
@@ -44,20 +42,10 @@ def clock() -> FakeClock:
 
 @pytest.fixture
 async def make(stores: StoreFactory, clock: FakeClock) -> AsyncIterator[Make]:
-    started: list[Scheduler] = []
-
-    def make(registry: Registry, **kwargs: Any) -> Scheduler:
-        kwargs.setdefault("clock", clock)
-        kwargs.setdefault("lease", LEASE)
-        kwargs.setdefault("lease_margin", MARGIN)
-        kwargs.setdefault("sweep_interval", 3600)
-        sched = Scheduler(stores.new(), registry, **kwargs)
-        started.append(sched)
-        return sched
-
-    yield make
-    for sched in started:
-        await sched.stop(grace=0)
+    async with scheduler_maker(
+        stores, clock=clock, lease=LEASE, lease_margin=MARGIN, sweep_interval=3600
+    ) as make:
+        yield make
 
 
 def discarded(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:

@@ -11,7 +11,7 @@ so nothing moves unless the test moves it.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -30,6 +30,7 @@ from scheduler import (
 )
 from scheduler.store_types import ClaimedJob, Outcome
 from scheduler.testing import FakeClock
+from tests.scheduler.helpers import Make, scheduler_maker
 from tests.scheduler.stores import StoreFactory
 from tests.scheduler.test_store_conformance import LEASE, T0, new_job
 from tests.support.processes import until
@@ -235,7 +236,6 @@ async def pace_rows(store: Store) -> int:
 # --- the scheduler: the options, the wake-up, worker slots --------------------------------------
 
 START = datetime(2030, 6, 1, 12, 0, tzinfo=UTC)
-Make = Callable[..., Scheduler]
 
 
 @pytest.fixture
@@ -245,18 +245,8 @@ def clock() -> FakeClock:
 
 @pytest.fixture
 async def make(stores: StoreFactory, clock: FakeClock) -> AsyncIterator[Make]:
-    started: list[Scheduler] = []
-
-    def make(registry: Registry, **kwargs: Any) -> Scheduler:
-        kwargs.setdefault("clock", clock)
-        kwargs.setdefault("sweep_interval", 3600)
-        sched = Scheduler(stores.new(), registry, **kwargs)
-        started.append(sched)
-        return sched
-
-    yield make
-    for sched in started:
-        await sched.stop(grace=0)
+    async with scheduler_maker(stores, clock=clock, sweep_interval=3600) as make:
+        yield make
 
 
 def recording(registry: Registry, clock: FakeClock, ran: list[tuple[str, float]]) -> None:
