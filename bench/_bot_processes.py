@@ -28,7 +28,7 @@ import asyncpg
 from bench._pg import fresh_database
 from bot.announcements import SEND_FN, Announcements
 from bot.app import bot_migrations
-from bot.delivery import SEND_RETRY
+from bot.posting.delivery import SEND_RETRY
 from scheduler import Registry, Scheduler
 from scheduler.stores.postgres import PostgresStore
 from scheduler.testing import FakeClock
@@ -51,7 +51,7 @@ async def writer(dsn: str, start: float) -> AsyncIterator[Scheduler]:
     applies the bot's migrations."""
     registry = Registry()
 
-    @registry.action(SEND_FN, idempotent=True, retry=SEND_RETRY)  # as bot.delivery registers it
+    @registry.action(SEND_FN, idempotent=True, retry=SEND_RETRY)  # as bot.posting registers it
     async def never(ctx: Any, args: Any) -> None:
         raise AssertionError("the bench process must never deliver")
 

@@ -52,7 +52,7 @@ from bench._scale_seed import settings as bot_settings
 from bench._stats import log, out, percentile, print_aims, ratio, summarize, to_jsonable
 from bench.scheduler_bench import git_state, load_average
 from bot.app import Crier, bot_migrations
-from bot.autocomplete import ACCEPTS
+from bot.commands.autocomplete import ACCEPTS
 from bot.render import PAGE_SIZE
 from scheduler import JobKind, SqliteStore
 from scheduler.store_types import NewJob, Outcome

@@ -39,7 +39,7 @@ class BotStats:
     """Posted messages that could not be brought up to date (deleted, no access...)."""
     publishes: int = 0
     """Messages published (crossposted) from announcement channels, late ones included
-    (``bot.publishing`` counts each publish as it ends)."""
+    (``bot.posting.publishing`` counts each publish as it ends)."""
     publishes_failed: int = 0
     """Publishes that ended "not published"."""
 

@@ -5,17 +5,22 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from datetime import UTC, datetime, timedelta
 
+from scheduler.stores.sqlite import refused_write
+
 from .announcements import (
     Announcement,
     Details,
     EditOutcome,
     Listing,
+    NotEditable,
+    NotFound,
     NotPossible,
     PostedUpdate,
     Skipped,
+    TooMuchStored,
     Why,
 )
-from .edit_changes import Field
+from .announcements.diff import Field
 from .limits import MAX_CHOICE_NAME, MAX_MESSAGE
 from .models import (
     AnnouncementState,
@@ -27,7 +32,8 @@ from .models import (
     PublishState,
     mention_markup,
 )
-from .parsing import discord_timestamp, spoken_duration
+from .parsing import InputError, discord_timestamp, spoken_duration
+from .requests.checks import Refusal
 
 PAGE_SIZE = 6
 PREVIEW_LIMIT = 1000
@@ -446,3 +452,38 @@ def _cut_preview(text: str, limit: int) -> str:
         f"\n*…cut to fit: {len(text) - limit} more of its {len(text)} characters "
         "are not shown here (they will be posted)*"
     )
+
+
+def canceled(before: Announcement) -> str:
+    """The answer to a cancel, given the announcement as it was; refused (nothing was
+    changed) if it was no longer live."""
+    n = before.local_id
+    if before.state == AnnouncementState.SENT:
+        raise Refusal(f"Announcement #{n} was already posted; there is nothing to cancel.")
+    if before.state == AnnouncementState.CANCELED:
+        raise Refusal(f"Announcement #{n} was already canceled.")
+    if before.state == AnnouncementState.FAILED:
+        raise Refusal(f"Announcement #{n} already failed ({before.failure}); nothing to cancel.")
+    what = "Its schedule is deleted." if before.recurring else "It will not be posted."
+    return f"🚫 Canceled announcement **#{n}** for <#{before.channel_id}>. {what}"
+
+
+REFUSED_WRITE = (
+    "I can't save anything right now: my database can't be written (its disk is full or "
+    "failing). Nothing was saved; try again later."
+)
+
+
+def expected_answer(error: BaseException) -> str | None:
+    """What to tell the member about an error their request can cause (a refusal, bad
+    input, a change that can't be made, an unknown id, a full disk); None for any other."""
+    if isinstance(error, Refusal | InputError | NotEditable | TooMuchStored):
+        return str(error)
+    if isinstance(error, NotPossible):
+        return not_possible(error)
+    if isinstance(error, NotFound):
+        return f"{error}. Use `/list` to see this server's announcements."
+    if refused_write(error):
+        # The store has logged why, once; the member can only wait for the operator.
+        return REFUSED_WRITE
+    return None

@@ -13,7 +13,6 @@ guild and member settings); ``jobs`` names the scheduler jobs they enqueue.
 
 from __future__ import annotations
 
-from ..changes import NotFound, NotPossible, Skipped, Why
 from ..models import (
     LIVE_STATES,
     Announcement,
@@ -22,6 +21,7 @@ from ..models import (
     GuildSettings,
     mention_markup,
 )
+from .course import NotFound, NotPossible, Skipped, Why
 from .editing import (
     BEING_POSTED,
     MOVED,
@@ -31,7 +31,16 @@ from .editing import (
     PostedUpdate,
     check_editable,
 )
-from .jobs import SEND_FN, UPDATE_FN, enqueue_post_update, schedule_name
+from .jobs import (
+    PUBLISH_FN,
+    SEND_FN,
+    UPDATE_FN,
+    channel_pace,
+    enqueue_post_update,
+    enqueue_publish,
+    publish_pace,
+    schedule_name,
+)
 from .lifecycle import TooMuchStored
 from .pausing import Pausing
 from .reading import (
@@ -52,6 +61,7 @@ __all__ = [
     "INFO_TIMES",
     "LIVE_STATES",
     "MOVED",
+    "PUBLISH_FN",
     "SEND_FN",
     "UPDATE_FN",
     "Announcement",
@@ -70,9 +80,12 @@ __all__ = [
     "Skipped",
     "TooMuchStored",
     "Why",
+    "channel_pace",
     "check_editable",
     "enqueue_post_update",
+    "enqueue_publish",
     "mention_markup",
+    "publish_pace",
     "schedule_name",
 ]
 

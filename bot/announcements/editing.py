@@ -1,5 +1,5 @@
 """/edit's domain: an announcement changed into a new draft in one transaction (what changed
-is worked out in :mod:`bot.edit_changes`)."""
+is worked out in :mod:`bot.announcements.diff`)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from enum import StrEnum
 
 from scheduler import ScheduleNotFound, TransactionContext
 
-from ..changes import NotFound, change_until, end_if_past_until
 from ..db import BotDb
-from ..edit_changes import SHOWN, TIMING, Change, Field, changes, history_detail
 from ..models import Announcement, AnnouncementState, DeliveryState, Draft, HistoryAction
+from .course import NotFound, change_until, end_if_past_until
+from .diff import SHOWN, TIMING, Change, Field, changes, history_detail
 from .jobs import SEND_FN, enqueue_post_update, schedule_name
 from .lifecycle import Lifecycle
 from .reading import Reading

@@ -8,9 +8,9 @@ from datetime import datetime, timedelta
 
 from scheduler import JobRequest, ScheduleNotFound, ScheduleRequest, TransactionContext
 
-from ..changes import NotFound, NotPossible, Why
 from ..db import BotDb
 from ..models import INTERRUPTED_AND_STOPPED, Announcement, AnnouncementState, Draft, HistoryAction
+from .course import NotFound, NotPossible, Why
 from .jobs import SEND_FN, schedule_name
 from .service import AnnouncementService
 

@@ -1,5 +1,5 @@
 """Pause, resume, skip and until: a live announcement's timing changed without an edit
-(their helpers are in :mod:`bot.changes`)."""
+(their helpers are in :mod:`bot.announcements.course`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ from datetime import datetime
 
 from scheduler import JobState, ScheduleNotFound
 
-from ..changes import (
+from ..db import BotDb
+from ..models import Announcement, AnnouncementState, HistoryAction, nonce_for
+from .course import (
     NotPossible,
     Skipped,
     Why,
@@ -20,8 +22,6 @@ from ..changes import (
     stamp,
     unrecorded_from,
 )
-from ..db import BotDb
-from ..models import Announcement, AnnouncementState, HistoryAction, nonce_for
 from .jobs import SEND_FN
 from .reading import Reading
 

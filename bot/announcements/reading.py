@@ -8,9 +8,9 @@ from datetime import UTC, datetime
 
 from scheduler import ScheduleNotFound
 
-from ..changes import NotFound
 from ..db import BotDb
 from ..models import Announcement, AnnouncementState, HistoryEntry, PastDelivery, PublishState
+from .course import NotFound
 from .service import AnnouncementService
 
 

@@ -7,7 +7,7 @@ from scheduler import Pace, Scheduler
 from ..config import default
 from ..db import BotDb
 from ..models import GuildSettings
-from ..pacing import channel_pace
+from .jobs import channel_pace
 
 
 class AnnouncementService:

@@ -6,7 +6,7 @@ bot's writes commit or roll back together with the scheduler's (a delivery's boo
 its job's outcome, an announcement and its job or schedule): that shared transaction is what
 the exactly-once guarantee rests on. Statements use ``?`` placeholders (the ``Db`` protocol
 translates them for PostgreSQL) and rows are read by column name. No rules live here: what a
-state means is decided in :mod:`bot.announcements` and :mod:`bot.delivery`.
+state means is decided in :mod:`bot.announcements` and :mod:`bot.posting.delivery`.
 
 One module per table (or close group of tables), each a :class:`~bot.db.table.Table` whose
 methods :class:`BotDb` puts together: ``announcements``, ``listing`` (the pages of /list and

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from bot.delivery import nonce_for
+from bot.posting.delivery import nonce_for
 from tests.bot.conftest import World
 from tests.fakediscord import FakeDiscord
 from tests.fakediscord.state import Channel, Message

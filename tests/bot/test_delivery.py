@@ -24,8 +24,8 @@ import pytest
 
 from bot.announcements import SEND_FN, Announcement, schedule_name
 from bot.app import Crier
-from bot.delivery import PERMANENT_CODES, nonce_for
 from bot.models import INTERRUPTED_AND_STOPPED
+from bot.posting.delivery import PERMANENT_CODES, nonce_for
 from scheduler import JobState
 from scheduler.testing import FakeClock
 from tests.bot.conftest import NOW, CrierFactory, World

@@ -298,7 +298,7 @@ async def test_update_posted_false_leaves_the_post(
 async def test_a_deleted_post_is_reported_and_not_posted_again(
     world: World, crier: Crier, clock: FakeClock, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.ERROR, logger="bot.post_updates")
+    caplog.set_level(logging.ERROR, logger="bot.posting.updates")
     await run_command(world, "settings", log_channel=world.general)
     local, msg = await posted_one(world, crier, clock, "to be deleted")
     world.fake._delete(msg)  # a moderator deletes it

@@ -17,7 +17,7 @@ import pytest
 from discord import app_commands
 
 from bot.app import Crier
-from bot.autocomplete import ACCEPTS, announcement_ids
+from bot.commands.autocomplete import ACCEPTS, announcement_ids
 from bot.db import BotDb
 from bot.models import AnnouncementState, HistoryAction
 from bot.render import HIDDEN

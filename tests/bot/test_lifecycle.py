@@ -14,7 +14,7 @@ import pytest
 from bot.announcements import Announcement, schedule_name
 from bot.app import Crier
 from bot.db import BotDb
-from bot.delivery import PERMANENT_CODES, nonce_for
+from bot.posting.delivery import PERMANENT_CODES, nonce_for
 from scheduler import ScheduleNotFound
 from scheduler.testing import FakeClock
 from tests.bot.conftest import NOW, World, db_snapshot, run_command

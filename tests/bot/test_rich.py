@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from bot.app import Crier
 from bot.parsing import InputError
-from bot.validation import check_length
+from bot.requests.validation import check_length
 from scheduler.testing import FakeClock
 from tests.bot.conftest import World, db_snapshot, run_command
 from tests.bot.test_delivery import advance

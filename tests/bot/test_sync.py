@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from bot.app import Crier
-from bot.commands import AnnouncementCommands
+from bot.commands.schedule import AnnouncementCommands
 from scheduler.testing import FakeClock
 from tests.bot.conftest import World, restore_discord_endpoints, run_command, settings_for
 

@@ -68,8 +68,8 @@ from typing import Any
 
 import pytest
 
-from bot.delivery import nonce_for
 from bot.models import INTERRUPTED_AND_STOPPED
+from bot.posting.delivery import nonce_for
 from scheduler import JobKind, MigrationSet, SqliteStore
 from scheduler.store_types import NewJob
 from tests.fakediscord import FakeDiscord, Guild, InteractionHandle, Member

@@ -36,7 +36,7 @@ import pytest
 
 from bot.announcements import SEND_FN, Announcement, Announcements, Draft
 from bot.app import bot_migrations
-from bot.delivery import SEND_RETRY, nonce_for
+from bot.posting.delivery import SEND_RETRY, nonce_for
 from scheduler import Registry, Scheduler
 from scheduler.testing import FakeClock
 from tests.bot.conftest import World
@@ -169,7 +169,7 @@ async def write_with_service(dsn: str, drafts: list[Draft]) -> list[Announcement
 
     registry = Registry()
 
-    @registry.action(SEND_FN, idempotent=True, retry=SEND_RETRY)  # as bot.delivery registers it
+    @registry.action(SEND_FN, idempotent=True, retry=SEND_RETRY)  # as bot.posting registers it
     async def never(ctx: Any, args: Any) -> None:
         raise AssertionError("the test process must never deliver")
 

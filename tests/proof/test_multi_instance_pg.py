@@ -45,8 +45,8 @@ import pytest
 
 from bot.announcements import SEND_FN, Announcement, Announcements, Draft
 from bot.app import bot_migrations
-from bot.delivery import SEND_RETRY, nonce_for
 from bot.parsing import RepeatRule
+from bot.posting.delivery import SEND_RETRY, nonce_for
 from scheduler import Registry, Scheduler
 from scheduler.testing import FakeClock
 from tests.fakediscord import FakeDiscord
@@ -107,7 +107,7 @@ async def writer(dsn: str) -> AsyncIterator[Scheduler]:
     before any bot starts."""
     registry = Registry()
 
-    @registry.action(SEND_FN, idempotent=True, retry=SEND_RETRY)  # as bot.delivery registers it
+    @registry.action(SEND_FN, idempotent=True, retry=SEND_RETRY)  # as bot.posting registers it
     async def never(ctx: Any, args: Any) -> None:
         raise AssertionError("the test process must never deliver")
 

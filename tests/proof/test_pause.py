@@ -53,7 +53,7 @@ import pytest
 
 from bot.announcements import SEND_FN, Announcements, Draft
 from bot.app import bot_migrations
-from bot.delivery import SEND_RETRY, nonce_for
+from bot.posting.delivery import SEND_RETRY, nonce_for
 from scheduler import Registry, Scheduler, SqliteStore, Store
 from scheduler.testing import FakeClock
 from tests.fakediscord import FakeDiscord, MessageHold
@@ -153,7 +153,7 @@ async def writer(database: Database) -> AsyncIterator[Scheduler]:
     applies the migrations before any bot starts."""
     registry = Registry()
 
-    @registry.action(SEND_FN, idempotent=True, retry=SEND_RETRY)  # as bot.delivery registers it
+    @registry.action(SEND_FN, idempotent=True, retry=SEND_RETRY)  # as bot.posting registers it
     async def never(ctx: Any, args: Any) -> None:
         raise AssertionError("the test process must never deliver")
 

@@ -38,7 +38,7 @@ from typing import Any
 
 import pytest
 
-from bot.delivery import nonce_for
+from bot.posting.delivery import nonce_for
 from scheduler import MigrationSet, SqliteStore
 from scheduler.triggers import trigger_from_json
 from tests.fakediscord import FakeDiscord

@@ -1,5 +1,5 @@
 """Who may see what: a server's managers (the same rule as the commands,
-:func:`bot.checks.is_manager`) its announcements, the operators the scheduler.
+:func:`bot.requests.checks.is_manager`) its announcements, the operators the scheduler.
 
 A member's roles are read from Discord (a member fetch): for a page, at most
 :data:`MEMBER_TTL` seconds old; for every change, at the moment it is asked for."""
@@ -13,8 +13,8 @@ import discord
 from scheduler import Clock
 
 from ...announcements import Announcements
-from ...checks import is_manager
 from ...models import DashboardSession
+from ...requests.checks import is_manager
 
 log = logging.getLogger(__name__)
 

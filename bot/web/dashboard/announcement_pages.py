@@ -20,14 +20,21 @@ import discord
 from aiohttp import web
 
 from ...announcements import Announcement, AnnouncementState, Draft
-from ...checks import can_read, require_manager
-from ...commands import canceled
-from ...edit_commands import EditOptions, edit_request, mention_option
 from ...models import mention_markup
 from ...parsing import InputError, resolve_timezone
-from ...render import confirmation, edit_reply, info_page, paused, resumed, skipped
-from ...replies import expected_answer
-from ...validation import EMPTY_MESSAGE, ScheduleRequest, check_member_request
+from ...render import (
+    canceled,
+    confirmation,
+    edit_reply,
+    expected_answer,
+    info_page,
+    paused,
+    resumed,
+    skipped,
+)
+from ...requests.checks import can_read, require_manager
+from ...requests.editing import EditOptions, edit_request, mention_option
+from ...requests.validation import EMPTY_MESSAGE, ScheduleRequest, check_member_request
 from .core import Dashboard, Form, Viewer, form_of
 
 log = logging.getLogger(__name__)

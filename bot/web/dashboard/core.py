@@ -21,12 +21,12 @@ from aiohttp import BodyPartReader, web
 from scheduler import Clock, Scheduler
 
 from ...announcements import Announcements, NotFound
-from ...checks import Refusal
 from ...config import Settings
-from ...files import too_large
 from ...models import DashboardSession, Image
 from ...parsing import resolve_timezone
-from ...replies import expected_answer
+from ...render import expected_answer
+from ...requests.checks import Refusal
+from ...requests.files import too_large
 from .access import Access
 from .oauth import DiscordOAuth
 from .sessions import SESSION_COOKIE, Sessions

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 
-from .models import Announcement, Draft, mention_markup
-from .parsing import discord_timestamp
+from ..models import Announcement, Draft, mention_markup
+from ..parsing import discord_timestamp
 
 ONE_OFF_WORDS = "no (posted once)"
 

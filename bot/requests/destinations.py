@@ -14,9 +14,9 @@ from typing import Any
 
 import discord
 
+from ..limits import MAX_FORUM_TAGS, MAX_THREAD_NAME
+from ..models import Destination
 from .checks import Refusal
-from .limits import MAX_FORUM_TAGS, MAX_THREAD_NAME
-from .models import Destination
 
 Target = discord.TextChannel | discord.Thread | discord.ForumChannel
 """A channel an announcement may post in."""

@@ -4,7 +4,7 @@
 The cog is built from the domain layer (:class:`Announcements`) and a clock; what it needs of
 Discord at run time comes with the interaction (its guild, member and channel). Every error
 is answered in one place (:meth:`AnnouncementCommands.cog_app_command_error`, and the modal
-and the page buttons route theirs to the same mapping, :func:`bot.replies.answer_error`).
+and the page buttons route theirs to the same mapping, :func:`bot.commands.replies.answer_error`).
 """
 
 from __future__ import annotations
@@ -18,18 +18,17 @@ from discord.ext.commands import Bot
 
 from scheduler import set_interactive
 
-from .announcements import Announcement, GuildSettings
+from ..announcements import GuildSettings
+from ..limits import MAX_CHOICES, MAX_EMBED_TITLE, MAX_MESSAGE
+from ..parsing import InputError
+from ..render import PAGE_SIZE, canceled, confirmation, listing_page
+from ..requests.checks import Refusal, can_read, guild_member, manage_server_only, require_manager
+from ..requests.destinations import tag_choices
+from ..requests.files import download
+from ..requests.validation import EMPTY_MESSAGE, UNTIL_ONE_OFF, ScheduleRequest, check_request
 from .autocomplete import announcement_ids
-from .checks import Refusal, can_read, guild_member, manage_server_only, require_manager
-from .destinations import tag_choices
-from .files import download
-from .limits import MAX_CHOICES, MAX_EMBED_TITLE, MAX_MESSAGE
-from .models import AnnouncementState
-from .parsing import InputError
-from .render import PAGE_SIZE, confirmation, listing_page
 from .replies import AnswersErrors, answer_error, reply
 from .transformers import DestinationChannel, Timezone
-from .validation import EMPTY_MESSAGE, UNTIL_ONE_OFF, ScheduleRequest, check_request
 from .views import COMMANDS_COG, ScheduleModal, page_buttons
 
 __all__ = [
@@ -250,20 +249,6 @@ def forum_tag_choices(
     return [
         app_commands.Choice(name=name, value=value) for name, value in tag_choices(forum, current)
     ][:MAX_CHOICES]
-
-
-def canceled(before: Announcement) -> str:
-    """The answer to a cancel, given the announcement as it was; refused (nothing was
-    changed) if it was no longer live."""
-    n = before.local_id
-    if before.state == AnnouncementState.SENT:
-        raise Refusal(f"Announcement #{n} was already posted; there is nothing to cancel.")
-    if before.state == AnnouncementState.CANCELED:
-        raise Refusal(f"Announcement #{n} was already canceled.")
-    if before.state == AnnouncementState.FAILED:
-        raise Refusal(f"Announcement #{n} already failed ({before.failure}); nothing to cancel.")
-    what = "Its schedule is deleted." if before.recurring else "It will not be posted."
-    return f"🚫 Canceled announcement **#{n}** for <#{before.channel_id}>. {what}"
 
 
 def settings_summary(settings: GuildSettings, changed: bool) -> str:

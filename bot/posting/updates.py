@@ -29,11 +29,11 @@ import discord
 
 from scheduler import ActionContext, NonRetryable, Registry, Retry, RetryLater, TransactionContext
 
-from .announcements import UPDATE_FN, Announcement
-from .db import BotDb
+from ..announcements import UPDATE_FN, Announcement
+from ..db import BotDb
+from ..models import DeliveryState, Destination, HistoryAction
 from .delivery import LATE_NOTE_AFTER, Delivery, describe, permanent
-from .models import DeliveryState, Destination, HistoryAction
-from .pacing import hold_lease, keep_lease
+from .lease import hold_lease, keep_lease
 from .payload import PostPayload
 
 log = logging.getLogger(__name__)

@@ -1,10 +1,11 @@
 """Checking what a member asks for, the one way ``/schedule`` and ``/edit`` both do it.
 
-:func:`check_request` takes the options as typed (or, for an edit, the announcement's current
-values for the options left out) and returns the :class:`~bot.models.Draft` to write, or
-refuses with what was wrong (:class:`~bot.checks.Refusal`, :class:`~bot.parsing.InputError`)
-before anything is written: permissions, channel, time, repeat rule, ``until``, mentions and
-length are checked in that order, with the same answers for both commands.
+:func:`check_request` takes the options as typed (or, for an edit, the announcement's
+current values for the options left out) and returns the :class:`~bot.models.Draft` to
+write, or refuses with what was wrong (:class:`~bot.requests.checks.Refusal`,
+:class:`~bot.parsing.InputError`) before anything is written: permissions, channel, time,
+repeat rule, ``until``, mentions and length are checked in that order, with the same answers
+for both commands.
 """
 
 from __future__ import annotations
@@ -19,12 +20,10 @@ import discord
 
 from scheduler import Clock
 
-from .announcements import Announcements, Draft, GuildSettings, mention_markup
-from .checks import Refusal, guild_member, plan_mentions, require_manager
-from .destinations import Target, check_destination, forum_title, resolve_tags, split_tags
-from .limits import MAX_EMBED_DESCRIPTION, MAX_EMBED_TITLE, MAX_EMBED_TOTAL, MAX_MESSAGE
-from .models import Content, Destination
-from .parsing import (
+from ..announcements import Announcements, Draft, GuildSettings, mention_markup
+from ..limits import MAX_EMBED_DESCRIPTION, MAX_EMBED_TITLE, MAX_EMBED_TOTAL, MAX_MESSAGE
+from ..models import Content, Destination
+from ..parsing import (
     InputError,
     RepeatRule,
     ScheduleReading,
@@ -37,6 +36,8 @@ from .parsing import (
     read_schedule,
     resolve_timezone,
 )
+from .checks import Refusal, guild_member, plan_mentions, require_manager
+from .destinations import Target, check_destination, forum_title, resolve_tags, split_tags
 
 EMPTY_MESSAGE = "The message is empty. Type the text to announce, e.g. `Standup in 5 minutes!`"
 UNTIL_ONE_OFF = (

@@ -2,7 +2,7 @@
 
 Each command checks who may use it, calls one domain method (one transaction with its
 history row) and replies ephemerally; a change that can't be made is answered by
-:func:`bot.replies.answer_error` with why and what to do instead, and changes nothing.
+:func:`bot.commands.replies.answer_error` with why and what to do instead, and changes nothing.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import logging
 import discord
 from discord import app_commands
 
+from ..render import paused, resumed, skipped
+from ..requests.checks import guild_member, require_manager
 from .autocomplete import announcement_ids
-from .checks import guild_member, require_manager
-from .render import paused, resumed, skipped
 from .replies import AnswersErrors, reply
 from .transformers import Timezone
 

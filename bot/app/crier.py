@@ -22,26 +22,27 @@ from scheduler import Clock, MigrationSet, Registry, Scheduler, Store, StoreErro
 from scheduler.migrations import packaged
 from scheduler.stores.sqlite import refused_write
 
-from .announcements import Announcements
-from .commands import AnnouncementCommands, CommandTree
-from .config import ConfigError, Settings, load_settings, without_password
-from .crosspost import Crossposter
-from .db import BotDb
-from .delivery import Delivery
-from .destinations import every_destination_permissions
-from .discord_endpoints import use_discord_endpoints
-from .edit_commands import EditCommands
-from .info_commands import InfoCommands
-from .lifecycle_commands import LifecycleCommands
-from .metrics import BotStats
-from .pacing import ChannelPacer, lease_needed
-from .post_updates import PostUpdates
-from .publishing import Publisher
-from .views import PageButton
-from .web.server import WebServer
+from ..announcements import Announcements
+from ..commands.edit import EditCommands
+from ..commands.info import InfoCommands
+from ..commands.lifecycle import LifecycleCommands
+from ..commands.schedule import AnnouncementCommands, CommandTree
+from ..commands.views import PageButton
+from ..config import ConfigError, Settings, load_settings, without_password
+from ..db import BotDb
+from ..metrics import BotStats
+from ..posting.crosspost import Crossposter
+from ..posting.delivery import Delivery
+from ..posting.lease import lease_needed
+from ..posting.pacer import ChannelPacer
+from ..posting.publishing import Publisher
+from ..posting.updates import PostUpdates
+from ..requests.destinations import every_destination_permissions
+from ..web.server import WebServer
+from .endpoints import use_discord_endpoints
 
 if TYPE_CHECKING:
-    from .web.dashboard import Dashboard
+    from ..web.dashboard import Dashboard
 
 log = logging.getLogger(__name__)
 
@@ -307,7 +308,7 @@ class Crier:
         if self.settings.http_address is None:
             return None
         try:
-            from .web.observability import observability_routes
+            from ..web.observability import observability_routes
         except ImportError as exc:
             raise ConfigError(
                 f"HTTP_ADDRESS serves /metrics, which needs {exc.name or 'prometheus_client'}: "
@@ -316,7 +317,7 @@ class Crier:
         server = WebServer(*self.settings.http_address)
         server.add_routes(observability_routes(self.bot, self.sched, self.stats))
         if self.settings.client_secret is not None:
-            from .web.dashboard import add_dashboard
+            from ..web.dashboard import add_dashboard
 
             self.dashboard = add_dashboard(
                 server.app,
@@ -330,7 +331,7 @@ class Crier:
 
     async def start(self) -> None:
         """Open the database, log in, and connect in the background (returns once ready)."""
-        # Where discord.py connects (see bot.discord_endpoints for why this is process-wide).
+        # Where discord.py connects (see bot.app.endpoints for why this is process-wide).
         use_discord_endpoints(self.settings.api_base, self.settings.gateway_url)
         try:
             await self.sched.start()

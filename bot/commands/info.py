@@ -1,6 +1,6 @@
 """/info: everything about one announcement, for the members who may manage it.
 
-Its errors are answered like every command's (:func:`bot.replies.answer_error`).
+Its errors are answered like every command's (:func:`bot.commands.replies.answer_error`).
 """
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from __future__ import annotations
 import discord
 from discord import app_commands
 
+from ..render import info_page
+from ..requests.checks import can_read, guild_member, require_manager
 from .autocomplete import announcement_ids
-from .checks import can_read, guild_member, require_manager
-from .render import info_page
 from .replies import AnswersErrors, reply
 
 

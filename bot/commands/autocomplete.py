@@ -17,11 +17,11 @@ from typing import Any, Protocol, runtime_checkable
 import discord
 from discord import app_commands
 
-from .announcements import Announcements
-from .checks import can_read
-from .limits import MAX_CHOICES
-from .models import LIVE_STATES, AnnouncementState
-from .render import choice_label
+from ..announcements import Announcements
+from ..limits import MAX_CHOICES
+from ..models import LIVE_STATES, AnnouncementState
+from ..render import choice_label
+from ..requests.checks import can_read
 
 __all__ = ["ACCEPTS", "Accepts", "announcement_ids"]
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 import aiohttp
 import discord
 
+from ..models import Image
 from .checks import Refusal
-from .models import Image
 
 DOWNLOAD_TIMEOUT = 30.0
 CHUNK = 64 * 1024

@@ -14,8 +14,8 @@ from zoneinfo import ZoneInfo
 import discord
 from discord import app_commands
 
-from .limits import MAX_CHOICES
-from .parsing import resolve_timezone, timezone_choices
+from ..limits import MAX_CHOICES
+from ..parsing import resolve_timezone, timezone_choices
 
 
 class TimezoneTransformer(app_commands.Transformer):

@@ -1,7 +1,7 @@
 """/edit, as a cog of its own: change an announcement, and the message it already posted.
 
 The options left out keep the announcement's current values; the whole result is checked by
-the same code as /schedule (:func:`bot.validation.check_request`), so it gets the same
+the same code as /schedule (:func:`bot.requests.validation.check_request`), so it gets the same
 answers, and nothing is written on a refusal. Without any option to change, the form opens
 prefilled with the current text.
 """
@@ -9,147 +9,29 @@ prefilled with the current text.
 from __future__ import annotations
 
 import logging
-import re
-from dataclasses import dataclass, replace
-from datetime import UTC, datetime
-from zoneinfo import ZoneInfo
+from dataclasses import replace
 
 import discord
 from discord import app_commands
 
-from scheduler import Clock
-
-from .announcements import Announcement, Announcements, check_editable
-from .autocomplete import announcement_ids
-from .checks import Refusal, guild_member, require_manager
-from .edit_changes import Field
-from .files import download
-from .limits import MAX_CHOICE_NAME, MAX_CHOICES, MAX_EMBED_TITLE, MAX_MESSAGE
-from .parsing import InputError, resolve_timezone
-from .render import edit_reply
-from .replies import AnswersErrors, reply
-from .transformers import DestinationChannel, Timezone
-from .validation import (
+from ..announcements import Announcement, check_editable
+from ..announcements.diff import Field
+from ..limits import MAX_CHOICE_NAME, MAX_CHOICES, MAX_EMBED_TITLE, MAX_MESSAGE
+from ..parsing import InputError
+from ..render import edit_reply
+from ..requests.checks import guild_member, require_manager
+from ..requests.editing import NO_MENTION, EditOptions, edit_request
+from ..requests.files import download
+from ..requests.validation import (
     EMPTY_MESSAGE,
-    NO_REPEAT_WORDS,
-    KeptMentions,
-    ScheduleRequest,
     check_request,
 )
+from .autocomplete import announcement_ids
+from .replies import AnswersErrors, reply
+from .transformers import DestinationChannel, Timezone
 from .views import ScheduleModal
 
 log = logging.getLogger(__name__)
-
-_ROLE_MARKUP = re.compile(r"<@&(\d{1,22})>")
-NO_MENTION = "none"
-
-
-@dataclass(frozen=True, slots=True)
-class EditOptions:
-    """The /edit options other than ``id``, ``message`` and ``update_posted``, as typed."""
-
-    when: str | None = None
-    repeat: str | None = None
-    channel_id: int | None = None
-    timezone: ZoneInfo | None = None
-    mention: str | None = None
-    until: str | None = None
-    title: str | None = None
-    """A new title (``none`` removes it: the post is plain text again)."""
-    silent: bool | None = None
-    image: discord.Attachment | None = None
-
-    @property
-    def empty(self) -> bool:
-        return all(
-            v is None
-            for v in (
-                self.when,
-                self.repeat,
-                self.channel_id,
-                self.timezone,
-                self.mention,
-                self.until,
-                self.title,
-                self.silent,
-                self.image,
-            )
-        )
-
-    @property
-    def changes_timing(self) -> bool:
-        return self.when is not None or self.repeat is not None or self.timezone is not None
-
-
-def mention_option(guild: discord.Guild, typed: str) -> int | None:
-    """The role the ``mention`` option names (its id; the guild's id for @everyone), or None
-    for ``none``; refused like /schedule's role option when there is no such role."""
-    text = typed.strip()
-    lowered = text.lower().lstrip("@")
-    if lowered in NO_REPEAT_WORDS:
-        return None
-    if lowered in ("everyone", "here"):
-        return guild.default_role.id
-    found = _ROLE_MARKUP.fullmatch(text)
-    if found is not None or text.isdigit():
-        role = guild.get_role(int(found[1] if found else text))
-    else:
-        role = discord.utils.find(lambda r: r.name.lower() == lowered, guild.roles)
-    if role is None:
-        raise Refusal("I can't find that role in this server.")
-    return role.id
-
-
-async def edit_request(
-    announcements: Announcements,
-    clock: Clock,
-    guild: discord.Guild,
-    a: Announcement,
-    options: EditOptions,
-) -> tuple[ScheduleRequest, bool]:
-    """The /schedule request the edit amounts to (the options left out keep ``a``'s
-    values), and whether a new ``when`` was given."""
-    zone = options.timezone or resolve_timezone(a.timezone)
-    when: str | datetime
-    if options.when is not None:
-        when = options.when
-    elif options.changes_timing and a.live:
-        when = await announcements.anchor(a)
-        if options.repeat is None and a.repeat_kind == "cron" and when > clock.now():
-            # A new zone for the same rule: the coming occurrence is the same wall-clock
-            # time in the new zone (found from there on, not from the old zone's instant).
-            wall = when.astimezone(resolve_timezone(a.timezone)).replace(tzinfo=zone)
-            when = max(wall, clock.now())
-    else:
-        when = datetime.fromtimestamp(a.first_ts, UTC)
-    kept = None
-    mention_id = None
-    if options.mention is None:
-        kept = KeptMentions(a.mention, a.allowed_mentions)
-    else:
-        mention_id = mention_option(guild, options.mention)
-    until: str | datetime | None = options.until
-    if until is None and a.until_ts is not None:
-        until = datetime.fromtimestamp(a.until_ts, UTC)
-    moved = options.channel_id is not None and options.channel_id != a.channel_id
-    title = a.rich.title
-    if options.title is not None:
-        title = None if options.title.strip().lower() == NO_MENTION else options.title
-    request = ScheduleRequest(
-        when=when,
-        channel_id=options.channel_id or a.channel_id,
-        repeat=a.rule if options.repeat is None else options.repeat,
-        timezone=zone,
-        mention_id=mention_id,
-        kept_mentions=kept,
-        until=until,
-        title=title,
-        silent=a.rich.silent if options.silent is None else options.silent,
-        publish=None if moved else a.rich.publish,
-        tags=None if moved else a.rich.tags,
-        has_files=options.image is not None or bool(await announcements.image_names(a.id)),
-    )
-    return request, options.when is not None
 
 
 class EditCommands(AnswersErrors, name="EditCommands"):

@@ -1,6 +1,6 @@
 """The interactive parts of the answers: the /schedule form and the /list page buttons.
 
-Their errors are answered like a command's (:func:`bot.replies.answer_error`).
+Their errors are answered like a command's (:func:`bot.commands.replies.answer_error`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from discord.ext.commands import Bot
 
 from scheduler import interactive
 
-from .limits import MAX_EMBED_TITLE, MAX_MESSAGE
+from ..limits import MAX_EMBED_TITLE, MAX_MESSAGE
 from .replies import answer_error
 
 COMMANDS_COG = "AnnouncementCommands"

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 import discord
 from discord import app_commands
 
-from .announcements import GuildSettings
+from ..announcements import GuildSettings
 
 ROLE_MENTION = re.compile(r"<@&(\d{15,22})>")
 EVERYONE_TEXT = re.compile(r"@(everyone|here)\b")

@@ -6,7 +6,7 @@ from every delivery. Discord allows about 10 publishes an hour per channel, so e
 job carries its channel's ``publish_pace`` (``PUBLISH_SPACING_SECONDS``, 360 s by default):
 the scheduler starts one channel's publishes that far apart across every instance, and a
 queue of them waits unclaimed for its turns instead of running into the limit. The request
-is the bot's own (:mod:`bot.crosspost`): discord.py, told not to wait out a long 429
+is the bot's own (:mod:`bot.posting.crosspost`): discord.py, told not to wait out a long 429
 (``max_ratelimit_timeout``), would refuse every publish after the first in an hour locally.
 Should Discord refuse one anyway (another tool publishing in the channel, spacing set to 0),
 the publish raises ``RateLimited`` here and is retried by a new job due when the limit
@@ -32,12 +32,12 @@ import discord
 
 from scheduler import ActionContext, NonRetryable, Registry, Retry, RetryLater, TransactionContext
 
+from ..announcements.jobs import PUBLISH_FN, enqueue_publish
+from ..db import BotDb
+from ..models import PublishState
 from .crosspost import Crossposter
-from .db import BotDb
 from .delivery import Delivery, describe, permanent
-from .models import PublishState
-from .pacing import hold_lease, keep_lease
-from .publish_jobs import PUBLISH_FN, enqueue_publish
+from .lease import hold_lease, keep_lease
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +52,7 @@ MIN_WAIT = 1.0
 
 class Publisher:
     """The ``crier.publish`` action, on the delivery's reports; publishes go out through
-    ``crossposter`` (a request of the bot's own: see :mod:`bot.crosspost` for why)."""
+    ``crossposter`` (a request of the bot's own: see :mod:`bot.posting.crosspost` for why)."""
 
     def __init__(self, delivery: Delivery, crossposter: Crossposter) -> None:
         self.delivery = delivery

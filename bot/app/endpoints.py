@@ -23,7 +23,7 @@ import discord.gateway
 import discord.http
 import yarl
 
-from .config import DEFAULT_API_BASE, DEFAULT_GATEWAY
+from ..config import DEFAULT_API_BASE, DEFAULT_GATEWAY
 
 
 def use_discord_endpoints(api_base: str, gateway_url: str) -> None:

@@ -15,19 +15,11 @@ from discord import app_commands
 from discord.ext.commands import Cog
 
 from scheduler.clock import Clock, SystemClock
-from scheduler.stores.sqlite import refused_write
 
-from .announcements import Announcements, NotEditable, NotFound, NotPossible, TooMuchStored
-from .checks import Refusal
-from .parsing import InputError
-from .render import not_possible
+from ..announcements import Announcements
+from ..render import expected_answer
 
 log = logging.getLogger(__name__)
-
-REFUSED_WRITE = (
-    "I can't save anything right now: my database can't be written (its disk is full or "
-    "failing). Nothing was saved; try again later."
-)
 
 
 async def reply(interaction: discord.Interaction, text: str, **kwargs: Any) -> None:
@@ -37,21 +29,6 @@ async def reply(interaction: discord.Interaction, text: str, **kwargs: Any) -> N
         await interaction.followup.send(text, ephemeral=True, **kwargs)
     else:
         await interaction.response.send_message(text, ephemeral=True, **kwargs)
-
-
-def expected_answer(error: BaseException) -> str | None:
-    """What to tell the member about an error their request can cause (a refusal, bad
-    input, a change that can't be made, an unknown id, a full disk); None for any other."""
-    if isinstance(error, Refusal | InputError | NotEditable | TooMuchStored):
-        return str(error)
-    if isinstance(error, NotPossible):
-        return not_possible(error)
-    if isinstance(error, NotFound):
-        return f"{error}. Use `/list` to see this server's announcements."
-    if refused_write(error):
-        # The store has logged why, once; the member can only wait for the operator.
-        return REFUSED_WRITE
-    return None
 
 
 def error_answer(interaction: discord.Interaction, error: BaseException) -> str:

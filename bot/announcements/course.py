@@ -13,8 +13,8 @@ from enum import StrEnum
 
 from scheduler import ScheduleNotFound, TransactionContext
 
-from .db import BotDb
-from .models import Announcement, AnnouncementState, HistoryAction
+from ..db import BotDb
+from ..models import Announcement, AnnouncementState, HistoryAction
 
 __all__ = [
     "NotFound",

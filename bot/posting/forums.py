@@ -17,8 +17,8 @@ import discord
 
 from scheduler import Scheduler
 
-from .db import BotDb
-from .models import Announcement
+from ..db import BotDb
+from ..models import Announcement
 from .payload import PostPayload
 
 

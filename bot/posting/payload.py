@@ -1,8 +1,9 @@
 """What one post of an announcement sends: its text or embed, its files, its flags.
 
 Built from the announcement as it is now and its stored files, the same way for a new post
-(:mod:`bot.delivery`) and for bringing a posted one up to date (:mod:`bot.post_updates`), so
-an edit covers the embed and the files too. Pure: no request is made here.
+(:mod:`bot.posting.delivery`) and for bringing a posted one up to date
+(:mod:`bot.posting.updates`), so an edit covers the embed and the files too. Pure: no
+request is made here.
 
 - ``title`` set: the post is an embed (the title, and the message as its description); the
   chosen mention stays in the content, where a ping works (an embed never pings);
@@ -20,8 +21,8 @@ from typing import Any
 
 import discord
 
-from .limits import MAX_EMBED_DESCRIPTION, MAX_MESSAGE
-from .models import Announcement, Image, mention_markup
+from ..limits import MAX_EMBED_DESCRIPTION, MAX_MESSAGE
+from ..models import Announcement, Image, mention_markup
 
 EMBED_COLOUR = discord.Colour.blurple()
 

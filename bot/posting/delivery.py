@@ -13,9 +13,9 @@ deterministic nonce) before the message is sent, and the message id after. So:
 
 discord.py handles 429s itself (it sleeps and retries); nothing here catches one. Sends to
 one channel are spaced by the scheduler, in due order and across every instance: each
-occurrence job carries its channel's pace (``bot.pacing.channel_pace``), so a job waiting
-for its channel's turn is not claimed yet and holds nothing. The job keeps its lease with
-heartbeats while it waits for the client and sends.
+occurrence job carries its channel's pace (``bot.announcements.jobs.channel_pace``), so a
+job waiting for its channel's turn is not claimed yet and holds nothing. The job keeps its
+lease with heartbeats while it waits for the client and sends.
 
 Right before every request that posts something, the job makes sure it still holds its lease
 for longer than that request may take (``hold_lease``): a process that was paused (a VM
@@ -43,12 +43,12 @@ from scheduler import (
     TransactionContext,
 )
 
-from .announcements import MOVED, SEND_FN, Announcement, Announcements, enqueue_post_update
-from .changes import end_announcement, end_if_past_until
-from .db import BotDb
-from .forum_posts import create_forum_post, find_forum_post
-from .metrics import BotStats
-from .models import (
+from ..announcements import MOVED, SEND_FN, Announcement, Announcements, enqueue_post_update
+from ..announcements.course import end_announcement, end_if_past_until
+from ..announcements.jobs import enqueue_publish
+from ..db import BotDb
+from ..metrics import BotStats
+from ..models import (
     INTERRUPTED_AND_STOPPED,
     AnnouncementState,
     DeliveryState,
@@ -57,9 +57,10 @@ from .models import (
     PublishState,
     nonce_for,
 )
-from .pacing import ChannelPacer, hold_lease, keep_lease
+from .forums import create_forum_post, find_forum_post
+from .lease import hold_lease, keep_lease
+from .pacer import ChannelPacer
 from .payload import PostPayload, allowed_mentions, post_payload, with_late_note
-from .publish_jobs import enqueue_publish
 
 __all__ = [
     "PERMANENT_CODES",
@@ -114,7 +115,7 @@ class Attempt:
     nonce: str = ""
     reason: str = ""
     again: bool = False
-    """An earlier attempt at it was interrupted: it may have posted (see bot.forum_posts)."""
+    """An earlier attempt at it was interrupted: it may have posted (see bot.posting.forums)."""
 
 
 class Delivery:
@@ -241,7 +242,7 @@ class Delivery:
         self._count_sent(late=late, again=attempt.again)
         return {"message_id": message_id, "late_by": round(late_by, 3)}
 
-    # --- what is posted, and where (see bot.payload and bot.destinations) ---------------------
+    # --- what is posted, and where (see bot.posting.payload, bot.requests.destinations) ---
 
     async def payload(self, ann: Announcement, late_for: float | None) -> PostPayload:
         """The post of ``ann`` as it is now, with its stored files."""

@@ -1,0 +1,3 @@
+"""A member's request, from a slash command or a dashboard form, turned into a checked draft:
+who may do it, where it may post, what it posts (text, files, mentions) and when. Shared by
+:mod:`bot.commands` and :mod:`bot.web`, so both give the same answers."""
