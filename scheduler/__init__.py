@@ -9,12 +9,14 @@ from typing import TYPE_CHECKING, Any
 
 from ._engine import JobRequest
 from ._lanes import interactive, is_interactive, set_interactive
+from ._once import once, set_once
 from ._scheduler import Scheduler
 from .abc import Cursor, Db, Store
 from .clock import Clock, SystemClock
 from .context import ActionContext, TransactionContext
 from .crons import CronJobs, cron_jobs
 from .errors import (
+    AlreadyDone,
     DuplicateName,
     InvalidArgument,
     InvalidSchedule,
@@ -45,6 +47,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ActionContext",
+    "AlreadyDone",
     "Clock",
     "Cron",
     "CronJobs",
@@ -89,7 +92,9 @@ __all__ = [
     "cron_jobs",
     "interactive",
     "is_interactive",
+    "once",
     "set_interactive",
+    "set_once",
 ]
 
 

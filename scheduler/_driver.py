@@ -13,7 +13,7 @@ import logging
 from functools import partial
 from typing import Any
 
-from . import _runs
+from . import _once, _runs
 from ._engine import Engine
 from .abc import Tx
 from .clock import TimerHandle, monotonic_of
@@ -361,6 +361,7 @@ class Driver:
             await self._prune_jobs(now - engine.retention_seconds, now)
         if engine.run_retention_seconds is not None:
             await self._prune_runs(now - engine.run_retention_seconds, now)
+        await self.store.at(now).run(_once.prune)
         self.wake()
 
     async def _prune_jobs(self, before: float, now: float) -> None:

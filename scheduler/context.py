@@ -7,13 +7,14 @@ import random
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any, Unpack
 
-from . import _codec
+from . import _codec, _once
 from ._engine import Engine, EnqueueOptions, InTransaction, JobOptions, JobRequest
 from ._ops import job_seed
 from .abc import Cursor, Tx
-from .errors import LeaseLost
+from .errors import AlreadyDone, LeaseLost
 from .models import JobInfo
 from .schedules import TransactionSchedules
 
@@ -144,8 +145,18 @@ class TransactionContext:
 async def open_transaction(engine: Engine) -> AsyncIterator[TransactionContext]:
     """A write transaction as application code sees it (``sched.transaction()``): its SQL
     and its scheduling commit together on normal exit and roll back on an exception."""
+    mark = _once.current_once()
+    if mark is None or mark.taken:
+        async with engine.transaction() as tx:
+            yield TransactionContext(tx, TransactionScheduling(engine, tx), tx.state.now)
+        return
     async with engine.transaction() as tx:
+        # The block's once key is taken in the same commit as its first writes: taken by
+        # another transaction already, this one writes nothing.
+        if not await tx.run(partial(_once.claim, mark=mark)):
+            raise AlreadyDone(mark.key)
         yield TransactionContext(tx, TransactionScheduling(engine, tx), tx.state.now)
+    mark.taken = True
 
 
 class ActionScheduling:

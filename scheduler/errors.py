@@ -77,3 +77,15 @@ class LeaseLost(SchedulerError):
     heartbeat finds that the job was reclaimed. The driver discards such a run (its job has
     moved on, or will once the sweep reclaims it) and logs it once, without a traceback.
     """
+
+
+class AlreadyDone(SchedulerError):
+    """The work of this once key was already done, in this or another process sharing the
+    store (see :func:`scheduler.once`): the transaction that found it wrote nothing.
+
+    ``key`` is the once key. What an application does with it is to stay quiet: the other
+    process that took the key does the work and answers for it."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(f"the work of once key {key!r} was already done")
+        self.key = key

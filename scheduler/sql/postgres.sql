@@ -533,3 +533,12 @@ RETURNING id, fn, kind, attempts, max_failures, initial_backoff, backoff_base, r
 -- name: prune_pace
 -- Forget the slots that opened before :before (no row means open: nothing changes).
 DELETE FROM scheduler_pace WHERE next_start_ts < :before;
+
+-- name: claim_once
+-- Take a once key for this transaction's work (1 row: taken now; 0: another transaction took it).
+INSERT INTO scheduler_once (once_key, expires_at) VALUES (:once_key, :expires_at)
+ON CONFLICT (once_key) DO NOTHING;
+
+-- name: prune_once
+-- Forget the once keys whose time is over.
+DELETE FROM scheduler_once WHERE expires_at < :now;
