@@ -42,6 +42,9 @@ class BotStats:
     (``bot.posting.publishing`` counts each publish as it ends)."""
     publishes_failed: int = 0
     """Publishes that ended "not published"."""
+    interactions_lost: int = 0
+    """Interactions another session of the bot handled (Discord sends every session of a
+    shard each interaction): this one wrote nothing and stayed silent."""
 
     def trace_config(self) -> aiohttp.TraceConfig:
         """An aiohttp trace (for discord.py's ``http_trace``) that counts every 429 response
@@ -76,5 +79,6 @@ HELP: dict[str, str] = {
     "edits_failed": "Posted messages that could not be brought up to date.",
     "publishes": "Messages published (crossposted) from announcement channels.",
     "publishes_failed": "Publishes that ended not published (a refusal, or the limit).",
+    "interactions_lost": "Interactions another session handled (this one stayed silent).",
 }
 """Each counter's help text on ``/metrics`` (one per :class:`BotStats` field)."""

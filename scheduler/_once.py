@@ -11,9 +11,13 @@ effect and the proof that it happened are one commit, so a crash can never leave
 without the other: if the first transaction rolls back, the key is free again.
 
 Later transactions of the same block in the process that took the key go ahead as usual
-(a handler may write in more than one transaction). Reads never take a key. Keys are kept
-for ``ttl`` seconds, then pruned by the lease sweep; pick a ``ttl`` longer than any
-duplicate of the event can arrive (for chat interactions, their token's lifetime).
+(a handler may write in more than one transaction). Reads never take a key. A key is kept
+for ``ttl`` seconds after it was taken, then pruned by the lease sweep. So that a key is
+never forgotten while a duplicate may still act on it, a block may take its key only
+within ``ttl / 2`` of being marked (by this process's monotonic clock: a process stopped or
+starved for longer finds it refused); the guarantee then holds for duplicates that reach
+the processes within ``ttl / 2`` of each other. Pick ``ttl`` accordingly (for chat
+interactions, well past their token's lifetime).
 
 The mark is a context variable, like :func:`scheduler.interactive`: it follows the block
 into what it awaits and the tasks it starts, never into work started elsewhere.
@@ -22,9 +26,10 @@ into what it awaits and the tasks it starts, never into work started elsewhere.
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Iterator
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 
 from . import _codec
@@ -43,7 +48,13 @@ class OnceMark:
 
     key: str
     ttl: float
+    marked_at: float = field(default_factory=time.monotonic)
+    """When the block was marked, on this process's monotonic clock."""
     taken: bool = False
+
+    def may_take(self) -> bool:
+        """Whether the block may still take its key (within ``ttl / 2`` of being marked)."""
+        return time.monotonic() - self.marked_at <= self.ttl / 2
 
 
 _mark: ContextVar[OnceMark | None] = ContextVar("scheduler_once", default=None)

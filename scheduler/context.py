@@ -153,7 +153,7 @@ async def open_transaction(engine: Engine) -> AsyncIterator[TransactionContext]:
     async with engine.transaction() as tx:
         # The block's once key is taken in the same commit as its first writes: taken by
         # another transaction already, this one writes nothing.
-        if not await tx.run(partial(_once.claim, mark=mark)):
+        if not mark.may_take() or not await tx.run(partial(_once.claim, mark=mark)):
             raise AlreadyDone(mark.key)
         yield TransactionContext(tx, TransactionScheduling(engine, tx), tx.state.now)
     mark.taken = True

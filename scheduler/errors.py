@@ -81,7 +81,8 @@ class LeaseLost(SchedulerError):
 
 class AlreadyDone(SchedulerError):
     """The work of this once key was already done, in this or another process sharing the
-    store (see :func:`scheduler.once`): the transaction that found it wrote nothing.
+    store (see :func:`scheduler.once`), or this block was marked too long ago to be sure it
+    was not: the transaction that found it wrote nothing.
 
     ``key`` is the once key. What an application does with it is to stay quiet: the other
     process that took the key does the work and answers for it."""

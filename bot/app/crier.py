@@ -26,6 +26,7 @@ from ..announcements import Announcements
 from ..commands.edit import EditCommands
 from ..commands.info import InfoCommands
 from ..commands.lifecycle import LifecycleCommands
+from ..commands.once import quiet_lost_autocompletes
 from ..commands.schedule import AnnouncementCommands, CommandTree
 from ..commands.views import PageButton
 from ..config import ConfigError, Settings, load_settings, without_password
@@ -132,6 +133,7 @@ class CrierBot(commands.Bot):
         # The bot never joins voice: don't let discord.py warn at every start that voice
         # libraries are missing (a bad token must give one clear line, nothing more).
         discord.VoiceClient.warn_nacl = discord.VoiceClient.warn_dave = False
+        quiet_lost_autocompletes()
         self.stats = stats if stats is not None else BotStats()
         super().__init__(
             # Slash commands only: no prefix, so no message (not even one that mentions the

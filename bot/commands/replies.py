@@ -18,6 +18,7 @@ from scheduler.clock import Clock, SystemClock
 
 from ..announcements import Announcements
 from ..render import expected_answer
+from .once import lost
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +58,10 @@ def error_answer(interaction: discord.Interaction, error: BaseException) -> str:
 
 
 async def answer_error(interaction: discord.Interaction, error: BaseException) -> None:
-    """Answer ``error`` (from a command, a modal or a button) the one way it is answered."""
+    """Answer ``error`` (from a command, a modal or a button) the one way it is answered;
+    nothing when another session handled the interaction (see :mod:`bot.commands.once`)."""
+    if lost(interaction, error):
+        return
     text = error_answer(interaction, error)
     try:
         await reply(interaction, text)

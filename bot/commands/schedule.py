@@ -16,8 +16,6 @@ import discord
 from discord import app_commands
 from discord.ext.commands import Bot
 
-from scheduler import set_interactive
-
 from ..announcements import GuildSettings
 from ..limits import MAX_CHOICES, MAX_EMBED_TITLE, MAX_MESSAGE
 from ..parsing import InputError
@@ -27,6 +25,7 @@ from ..requests.destinations import tag_choices
 from ..requests.files import download
 from ..requests.validation import EMPTY_MESSAGE, UNTIL_ONE_OFF, ScheduleRequest, check_request
 from .autocomplete import announcement_ids
+from .once import take
 from .replies import AnswersErrors, answer_error, reply
 from .transformers import DestinationChannel, Timezone
 from .views import COMMANDS_COG, ScheduleModal, page_buttons
@@ -274,10 +273,9 @@ class CommandTree(app_commands.CommandTree[Bot]):
 
     async def interaction_check(self, interaction: discord.Interaction[Bot], /) -> bool:
         """Every command and autocomplete runs in a task of its own, started for it: all it
-        does from here on is interactive work (someone is waiting on the answer), so its
-        transactions and reads go ahead of the deliveries' bookkeeping queued in the store."""
-        set_interactive()
-        return True
+        does from here on is interactive work (someone is waiting on the answer), and it
+        takes effect once however many sessions received it (:func:`bot.commands.once.take`)."""
+        return take(interaction)
 
     async def on_error(
         self, interaction: discord.Interaction[Bot], error: app_commands.AppCommandError, /

@@ -12,9 +12,8 @@ from typing import Any, Protocol, cast
 import discord
 from discord.ext.commands import Bot
 
-from scheduler import interactive
-
 from ..limits import MAX_EMBED_TITLE, MAX_MESSAGE
+from .once import take
 from .replies import answer_error
 
 COMMANDS_COG = "AnnouncementCommands"
@@ -59,7 +58,7 @@ class ScheduleModal(discord.ui.Modal, title="New announcement"):
 
     async def on_submit(self, interaction: discord.Interaction) -> None:
         """``submit`` gets the text and the title typed (None when it was left empty)."""
-        with interactive():  # someone waits on it: ahead of background work
+        if take(interaction):  # interactive, and once however many sessions received it
             await self.submit(interaction, self.body.value, self.heading.value.strip() or None)
 
     async def on_error(self, interaction: discord.Interaction, error: Exception) -> None:  # type: ignore[override]
@@ -97,15 +96,15 @@ class PageButton(
         return cls(int(match["page"]), item.label or "")
 
     async def callback(self, interaction: discord.Interaction) -> None:
-        try:
-            with interactive():  # someone waits on it: ahead of background work
-                text, view = await _list_pages(interaction).list_page(interaction, self.page)
-        except Exception as exc:  # answered with an error id
-            await answer_error(interaction, exc)
+        if not take(interaction):  # interactive, and once however many sessions received it
             return
-        await interaction.response.edit_message(
-            content=text, view=view, allowed_mentions=discord.AllowedMentions.none()
-        )
+        try:
+            text, view = await _list_pages(interaction).list_page(interaction, self.page)
+            await interaction.response.edit_message(
+                content=text, view=view, allowed_mentions=discord.AllowedMentions.none()
+            )
+        except Exception as exc:  # answered with an error id (or not at all: lost the race)
+            await answer_error(interaction, exc)
 
 
 def _list_pages(interaction: discord.Interaction) -> ListPages:

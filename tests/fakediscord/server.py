@@ -813,8 +813,11 @@ class FakeDiscord:
         *,
         locale: str | None = None,
         check_permissions: bool = True,
+        created_at: float | None = None,
     ) -> InteractionHandle:
         """A user runs ``/name`` (``"group sub"`` for subcommands) with ``options``.
+        ``created_at`` (epoch seconds) dates the interaction's id earlier than now: one that
+        reaches the bot that long after Discord created it.
 
         Option types come from the registered command (so sync first for fidelity); values may
         be python values or fake objects (Channel, Role, Member/User). Raises ValueError for
@@ -830,6 +833,7 @@ class FakeDiscord:
             locale=locale,
             check_permissions=check_permissions,
             focused=None,
+            created_at=created_at,
         )
 
     async def invoke_autocomplete(
@@ -868,6 +872,7 @@ class FakeDiscord:
         locale: str | None,
         check_permissions: bool,
         focused: str | None,
+        created_at: float | None = None,
     ) -> InteractionHandle:
         guild = guild if guild is not None else channel.guild
         user, mem = self._member_for(guild, member)
@@ -907,6 +912,8 @@ class FakeDiscord:
             data=data,
             command=command,
         )
+        if created_at is not None:
+            handle.id = self.snowflakes.at(created_at)
         return await self._deliver(handle, locale)
 
     async def invoke_component(

@@ -67,6 +67,18 @@ class SnowflakeGenerator:
         self._worker = worker & 0x1F
         self._process = process & 0x1F
 
+    def at(self, ts: float) -> int:
+        """A snowflake whose time is ``ts`` (epoch seconds): an id made then, e.g. an
+        interaction that reaches the bot long after Discord created it."""
+        with self._lock:
+            self._increment = (self._increment + 1) & 0xFFF
+            return (
+                ((int(ts * 1000) - DISCORD_EPOCH_MS) << 22)
+                | (self._worker << 17)
+                | (self._process << 12)
+                | self._increment
+            )
+
     def next(self) -> int:
         with self._lock:
             ms = max(int(time.time() * 1000), self._last_ms)

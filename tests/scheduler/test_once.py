@@ -189,3 +189,21 @@ def test_a_bad_key_or_ttl_is_refused_before_anything_runs() -> None:
         pass
     with pytest.raises(InvalidArgument), once("k", ttl=0):
         pass
+
+
+async def test_a_block_marked_longer_ago_than_half_its_ttl_may_not_take_its_key(
+    pair: tuple[Scheduler, Scheduler, FakeClock],
+) -> None:
+    """A process stopped between receiving an event and acting on it: by then the key
+    another process took may be forgotten, so it must not act."""
+    a, _, _ = pair
+    with once("interaction:1", ttl=600) as mark:
+        mark.marked_at -= 301  # marked 301 s ago, by the process's monotonic clock
+        with pytest.raises(AlreadyDone):
+            await _note(a, "too late")
+    assert await _notes(a) == []
+    assert await _keys(a) == []
+    with once("interaction:2", ttl=600) as mark:
+        mark.marked_at -= 299
+        await _note(a, "in time")
+    assert await _notes(a) == ["in time"]
