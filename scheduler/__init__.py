@@ -34,6 +34,7 @@ from .errors import (
     StoreError,
     UnknownFunction,
 )
+from .leases import Leases, LeaseShare
 from .migrations import MigrationSet
 from .models import Job, JobInfo, JobKind, JobState, Pace, Retry, Run, RunOutcome
 from .registry import Registry
@@ -64,6 +65,8 @@ __all__ = [
     "JobRequest",
     "JobState",
     "LeaseLost",
+    "LeaseShare",
+    "Leases",
     "MigrationError",
     "MigrationSet",
     "NonRetryable",

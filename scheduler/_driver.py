@@ -13,7 +13,7 @@ import logging
 from functools import partial
 from typing import Any
 
-from . import _once, _runs
+from . import _leases, _once, _runs
 from ._engine import Engine
 from .abc import Tx
 from .clock import TimerHandle, monotonic_of
@@ -34,6 +34,8 @@ FLUSH_BATCH = 512
 """Outcomes recorded per transaction (keeps each completion transaction short)."""
 
 PRUNE_JOBS_BATCH = 1000
+FORGET_MEMBERS_AFTER = 86400.0
+"""A lease group's member that stopped renewing a day ago is forgotten by the sweep."""
 """Terminal jobs deleted per transaction by the retention sweep."""
 
 PRUNE_RUNS_BATCH = 5000
@@ -361,7 +363,9 @@ class Driver:
             await self._prune_jobs(now - engine.retention_seconds, now)
         if engine.run_retention_seconds is not None:
             await self._prune_runs(now - engine.run_retention_seconds, now)
-        await self.store.at(now).run(_once.prune)
+        ops = self.store.at(now)
+        await ops.run(_once.prune)
+        await ops.run(partial(_leases.prune_members, before=now - FORGET_MEMBERS_AFTER))
         self.wake()
 
     async def _prune_jobs(self, before: float, now: float) -> None:

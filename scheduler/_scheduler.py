@@ -24,6 +24,7 @@ from .clock import Clock
 from .context import TransactionContext, open_transaction
 from .crons import CronJobs, reconcile_crons
 from .errors import InvalidArgument
+from .leases import Leases
 from .migrations import MigrationSet
 from .models import Job, JobState, Run
 from .registry import Registry
@@ -289,6 +290,12 @@ class Scheduler:
         ``delete``, ``get``, ``list`` (each in its own transaction; inside a transaction use
         ``ctx.scheduler.schedules``)."""
         return Schedules(self._engine)
+
+    @property
+    def leases(self) -> Leases:
+        """Named leases, and fair shares of a group of keys among the processes sharing the
+        store (see :mod:`scheduler.leases`)."""
+        return Leases(self._engine)
 
     # --- waiting -------------------------------------------------------------------------------
 

@@ -542,3 +542,67 @@ ON CONFLICT (once_key) DO NOTHING;
 -- name: prune_once
 -- Forget the once keys whose time is over.
 DELETE FROM scheduler_once WHERE expires_at < :now;
+
+-- name: take_lease
+-- Take a lease that is free or expired (a row back: taken; none: another holder has it).
+INSERT INTO scheduler_leases (lease_key, holder, expires_at)
+VALUES (:lease_key, :holder, :now::float8 + :ttl::float8)
+ON CONFLICT (lease_key) DO UPDATE
+SET holder = excluded.holder, expires_at = excluded.expires_at, handed_from = NULL,
+    wanted_by = NULL
+WHERE scheduler_leases.expires_at <= :now OR scheduler_leases.holder = excluded.holder
+RETURNING lease_key;
+
+-- name: renew_leases
+-- Extend the leases of :keys that :holder still holds (the rows back are the ones it holds).
+UPDATE scheduler_leases SET expires_at = :now::float8 + :ttl::float8
+WHERE holder = :holder AND lease_key = ANY(:keys::text[])
+RETURNING lease_key;
+
+-- name: release_lease
+-- Give a lease back (only its holder can).
+DELETE FROM scheduler_leases WHERE lease_key = :lease_key AND holder = :holder;
+
+-- name: leases_of
+-- The leases of :keys as they stand.
+SELECT lease_key, holder, expires_at, handed_from, wanted_by FROM scheduler_leases
+WHERE lease_key = ANY(:keys::text[]);
+
+-- name: want_lease
+-- Ask the holder of a lease to hand it over (unless someone asked already, or it is being handed).
+UPDATE scheduler_leases SET wanted_by = :holder
+WHERE lease_key = :lease_key AND wanted_by IS NULL AND handed_from IS NULL
+  AND holder <> :holder AND expires_at > :now;
+
+-- name: hand_lease
+-- The holder hands a wanted lease to whoever asked; it names its giver until the taker starts.
+UPDATE scheduler_leases
+SET holder = wanted_by, handed_from = holder, wanted_by = NULL, expires_at = :now::float8 + :ttl::float8
+WHERE lease_key = :lease_key AND holder = :holder AND wanted_by IS NOT NULL;
+
+-- name: unwant_lease
+-- The holder turns down a request for a lease (it holds no more than its share).
+UPDATE scheduler_leases SET wanted_by = NULL WHERE lease_key = :lease_key AND holder = :holder;
+
+-- name: confirm_lease
+-- The taker of a handed lease has started: its giver may stop.
+UPDATE scheduler_leases SET handed_from = NULL WHERE lease_key = :lease_key AND holder = :holder;
+
+-- name: join_group
+-- Be (or stay) a live member of a lease group until :now + :ttl.
+INSERT INTO scheduler_lease_members (lease_group, holder, expires_at)
+VALUES (:lease_group, :holder, :now::float8 + :ttl::float8)
+ON CONFLICT (lease_group, holder) DO UPDATE SET expires_at = excluded.expires_at;
+
+-- name: leave_group
+-- Stop being a member of a lease group.
+DELETE FROM scheduler_lease_members WHERE lease_group = :lease_group AND holder = :holder;
+
+-- name: group_members
+-- The live members of a lease group, in holder order (the order fair shares are given out in).
+SELECT holder FROM scheduler_lease_members
+WHERE lease_group = :lease_group AND expires_at > :now ORDER BY holder;
+
+-- name: prune_lease_members
+-- Forget the members of every group that stopped renewing long ago.
+DELETE FROM scheduler_lease_members WHERE expires_at < :before;

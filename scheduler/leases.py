@@ -1,0 +1,339 @@
+"""Named leases: one of many processes owns a key, and keys are shared out fairly.
+
+``sched.leases`` takes, renews and gives back leases on names ("shard 3 of 8") in the
+shared store, each with a holder (the scheduler's ``process_id``) and an expiry; a lease
+not renewed in time is free for any process to take. :meth:`Leases.share` runs a
+:class:`LeaseShare`: the processes that join one group share its keys among the live
+members (K keys, N members: each holds K // N or one more), start the work of each key
+they take (``start(key)``) and stop it (``stop(key)``) when they give it up.
+
+A new member gets its share by hand-over, never by force: it asks the holder of a key that
+holds more than its share (``wanted_by``); on its next round the holder hands the lease to
+it but keeps running the key's work (``handed_from`` names it); the new holder starts the
+work, then confirms, and only then does the giver stop. So the work of a handed key runs
+twice for a moment and is never left running nowhere; work that must not run twice needs a
+guard of its own (for a chat gateway session, :func:`scheduler.once`). A member that leaves
+(:meth:`LeaseShare.leave`, at shutdown) hands its keys over the same way, then releases
+what nobody took in time; one that dies loses its keys when their leases run out.
+
+A member renews its leases every ``ttl / 3`` (on the scheduler's clock, so tests drive it
+with a fake one). One that can't reach the store stops the work of every key whose lease
+may have run out by now (``ttl`` since it was last renewed, by this process's monotonic
+clock), so it never acts on a lease it may have lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import timedelta
+from functools import partial
+from typing import Any, TypeVar
+
+from . import _codec, _leases
+from ._engine import Engine
+from .clock import monotonic_of
+from .errors import InvalidArgument
+from .store_types import Op, OpState
+
+__all__ = ["LeaseShare", "Leases"]
+
+log = logging.getLogger("scheduler.leases")
+
+T = TypeVar("T")
+
+KEY_LIMIT = 200
+DEFAULT_TTL = 30.0
+"""How long a lease holds unless renewed, by default (seconds)."""
+
+Work = Callable[[str], Awaitable[None]]
+"""``start(key)`` or ``stop(key)``: begins or ends the work of a key."""
+
+
+class Leases:
+    """``sched.leases``: single named leases, and fair shares of a group of them."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    @property
+    def holder(self) -> str:
+        """This process's name as a holder (the scheduler's ``process_id``)."""
+        return self._engine.process_id
+
+    async def _run(self, op: Callable[..., Op[T]], **kwargs: Any) -> T:
+        bound: Callable[[OpState], Op[T]] = partial(op, **kwargs)
+        return await self._engine.now().run(bound)
+
+    async def take(self, key: str, ttl: timedelta | float = DEFAULT_TTL) -> bool:
+        """Take the lease on ``key`` for ``ttl`` if it is free, expired or already ours."""
+        _codec.check_name(key, "lease key", KEY_LIMIT)
+        seconds = _codec.to_seconds(ttl, "ttl", sign="positive")
+        return await self._run(_leases.take, key=key, holder=self.holder, ttl=seconds)
+
+    async def renew(self, keys: Sequence[str], ttl: timedelta | float = DEFAULT_TTL) -> set[str]:
+        """Extend the leases of ``keys`` that this process still holds; those it holds."""
+        seconds = _codec.to_seconds(ttl, "ttl", sign="positive")
+        return await self._run(_leases.renew, keys=list(keys), holder=self.holder, ttl=seconds)
+
+    async def release(self, key: str) -> None:
+        """Give the lease on ``key`` back (nothing if this process does not hold it)."""
+        await self._run(_leases.release, key=key, holder=self.holder)
+
+    async def holders(self, keys: Sequence[str]) -> dict[str, str]:
+        """Who holds each of ``keys`` now (a key nobody holds, or whose lease ran out, is
+        missing)."""
+        now = self._engine.clock.time()
+        rows = await self._run(_leases.leases_of, keys=list(keys))
+        return {k: r.holder for k, r in rows.items() if r.expires_at > now}
+
+    def share(
+        self,
+        group: str,
+        keys: Sequence[str],
+        *,
+        start: Work,
+        stop: Work,
+        ttl: timedelta | float = DEFAULT_TTL,
+    ) -> LeaseShare:
+        """A fair share of ``keys`` among the live members of ``group`` (see the module's
+        docstring); ``async with`` it to join, or call ``join()`` and ``leave()``."""
+        return LeaseShare(self, group, keys, start=start, stop=stop, ttl=ttl)
+
+
+def quotas(members: Sequence[str], keys: int) -> dict[str, int]:
+    """How many of ``keys`` keys each member holds in a fair share: ``keys // n``, and one
+    more for the first ``keys % n`` members in holder order (every member works it out the
+    same way from the same list)."""
+    n = len(members)
+    if n == 0:
+        return {}
+    return {m: keys // n + (1 if i < keys % n else 0) for i, m in enumerate(members)}
+
+
+class LeaseShare:
+    """This process's share of a group of keys (made by :meth:`Leases.share`)."""
+
+    def __init__(
+        self,
+        leases: Leases,
+        group: str,
+        keys: Sequence[str],
+        *,
+        start: Work,
+        stop: Work,
+        ttl: timedelta | float,
+    ) -> None:
+        _codec.check_name(group, "lease group", KEY_LIMIT)
+        for key in keys:
+            _codec.check_name(key, "lease key", KEY_LIMIT)
+        if len(set(keys)) != len(keys) or not keys:
+            raise InvalidArgument("a lease group needs one or more distinct keys")
+        self.leases = leases
+        self.group = group
+        self.keys = sorted(keys)
+        self.ttl = _codec.to_seconds(ttl, "ttl", sign="positive")
+        self._start = start
+        self._stop = stop
+        self._engine = leases._engine
+        self._monotonic = monotonic_of(self._engine.clock)
+        self.running: set[str] = set()
+        """The keys whose work runs in this process (held, or handed over and not yet
+        confirmed by the taker)."""
+        self._renewed: dict[str, float] = {}
+        self._leaving = False
+        self._task: asyncio.Task[None] | None = None
+        self._next = 0.0
+        self.changed = asyncio.Event()
+        """Set whenever :attr:`running` changes (tests and callers may clear and wait)."""
+        self.rounds = 0
+        """Rounds completed (each renews, starts, stops, takes and hands what it should)."""
+        self.failed_rounds = 0
+        """Rounds of the loop that failed (the store could not be reached)."""
+
+    @property
+    def me(self) -> str:
+        return self.leases.holder
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    async def __aenter__(self) -> LeaseShare:
+        await self.join()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.leave()
+
+    async def join(self) -> None:
+        """Become a member and take a first share at once; then keep it, every ``ttl / 3``."""
+        await self.round()
+        self._next = self._monotonic() + self.ttl / 3
+        self._task = asyncio.create_task(self._loop(), name=f"lease share {self.group}")
+
+    async def _loop(self) -> None:
+        # Rounds are due every ttl / 3 from the join, on the clock's monotonic time, however
+        # long each takes and whenever this task first runs.
+        while True:
+            wait = self._next - self._monotonic()
+            if wait > 0:
+                await self._engine.clock.sleep(wait)
+            self._next += self.ttl / 3
+            if self._next < self._monotonic():  # woke late: the next round a full ttl / 3 on
+                self._next = self._monotonic() + self.ttl / 3
+            try:
+                await self.round()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # the store is down: fence what may have run out
+                self.failed_rounds += 1
+                log.warning("lease group %s: a round failed (%s)", self.group, exc)
+                await self._fence()
+
+    async def leave(self, within: timedelta | float | None = None) -> None:
+        """Hand every key over to the other members (waiting up to ``within``, default
+        ``ttl``, for them to take them), then release what is left and stop its work."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        self._leaving = True
+        wait = self.ttl if within is None else _codec.to_seconds(within, "within")
+        deadline = self._monotonic() + wait
+        try:
+            await self.leases._run(_leases.leave, group=self.group, holder=self.me)
+            while self.running and self._monotonic() < deadline:
+                await self.round()
+                if self.running:
+                    await self._engine.clock.sleep(
+                        min(self.ttl / 6, max(0.0, deadline - self._monotonic()))
+                    )
+        except Exception as exc:
+            log.warning("lease group %s: could not hand over (%s)", self.group, exc)
+        for key in sorted(self.running):
+            with contextlib.suppress(Exception):
+                await self.leases.release(key)
+            await self._stop_work(key)
+
+    # --- one round ------------------------------------------------------------------------
+
+    async def round(self) -> None:
+        """Renew, start what was handed to us, stop what we gave away, take or ask for our
+        share, hand over what others asked for."""
+        run = self.leases._run
+        me = self.me
+        if self._leaving:
+            members = await run(_leases.members, group=self.group)
+        else:
+            members = await run(_leases.join, group=self.group, holder=me, ttl=self.ttl)
+        now = self._engine.clock.time()
+        rows = await run(_leases.leases_of, keys=self.keys)
+        mine = sorted(k for k, r in rows.items() if r.holder == me)
+        held = await run(_leases.renew, keys=mine, holder=me, ttl=self.ttl)
+        beat = self._monotonic()
+        for key in held:
+            self._renewed[key] = beat
+        share = quotas(members, len(self.keys))
+        quota = 0 if self._leaving else share.get(me, 0)
+        # Handed to us: start, then tell the giver it may stop.
+        for key in sorted(held):
+            await self._start_work(key)
+            if key in self.running and rows[key].handed_from is not None:
+                await run(_leases.confirm, key=key, holder=me)
+        # Given away (or lost): stop, unless the taker has not started yet.
+        for key in sorted(self.running - held):
+            row = rows.get(key)
+            handing = row is not None and row.handed_from == me and row.expires_at > now
+            if not handing:
+                await self._stop_work(key)
+        if len(held) < quota:
+            await self._take_share(rows, members, share, held, quota, now)
+        else:
+            await self._hand_over(rows, held, quota)
+        self.rounds += 1
+
+    async def _take_share(
+        self,
+        rows: dict[str, _leases.LeaseRow],
+        members: list[str],
+        share: dict[str, int],
+        held: set[str],
+        quota: int,
+        now: float,
+    ) -> None:
+        run = self.leases._run
+        short = quota - len(held)
+        for key in self.keys:
+            if short == 0:
+                return
+            row = rows.get(key)
+            free = row is None or row.expires_at <= now
+            if free and await run(_leases.take, key=key, holder=self.me, ttl=self.ttl):
+                self._renewed[key] = self._monotonic()
+                held.add(key)
+                short -= 1
+                await self._start_work(key)
+        # Nothing free: ask members over their share (or holders no longer members).
+        counts: dict[str, int] = {}
+        for row in rows.values():
+            if row.expires_at > now:
+                counts[row.holder] = counts.get(row.holder, 0) + 1
+        asked = sum(1 for r in rows.values() if r.wanted_by == self.me)
+        short -= asked
+        for key in self.keys:
+            if short <= 0:
+                return
+            row = rows.get(key)
+            if row is None or row.holder == self.me or row.wanted_by or row.handed_from:
+                continue
+            if counts.get(row.holder, 0) > share.get(row.holder, 0) and await run(
+                _leases.want, key=key, holder=self.me
+            ):
+                counts[row.holder] -= 1
+                short -= 1
+
+    async def _hand_over(
+        self, rows: dict[str, _leases.LeaseRow], held: set[str], quota: int
+    ) -> None:
+        run = self.leases._run
+        for key in sorted(held):
+            if rows[key].wanted_by is None:
+                continue
+            if len(held) > quota and await run(_leases.hand, key=key, holder=self.me, ttl=self.ttl):
+                held.discard(key)  # its work runs on until the taker confirms it started
+            elif len(held) <= quota:
+                await run(_leases.unwant, key=key, holder=self.me)
+
+    async def _fence(self) -> None:
+        """Stop the work of every key whose lease may have run out since its last renewal."""
+        now = self._monotonic()
+        for key in sorted(self.running):
+            if now - self._renewed.get(key, float("-inf")) >= self.ttl:
+                log.warning("lease group %s: %s may have been lost; stopping it", self.group, key)
+                await self._stop_work(key)
+
+    async def _start_work(self, key: str) -> None:
+        if key in self.running:
+            return
+        try:
+            await self._start(key)
+        except Exception:
+            log.exception("lease group %s: starting %s failed; giving it back", self.group, key)
+            with contextlib.suppress(Exception):
+                await self.leases.release(key)
+            return
+        self.running.add(key)
+        self.changed.set()
+
+    async def _stop_work(self, key: str) -> None:
+        if key not in self.running:
+            return
+        self.running.discard(key)
+        self._renewed.pop(key, None)
+        self.changed.set()
+        try:
+            await self._stop(key)
+        except Exception:
+            log.exception("lease group %s: stopping %s failed", self.group, key)
