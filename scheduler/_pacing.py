@@ -77,6 +77,15 @@ def next_start(st: OpState, include_actions: bool = True) -> Op[tuple[float | No
     return optional_float(row["start_ts"]), optional_float(row["next_fire_ts"])
 
 
+def reserve(st: OpState, key: str, spacing: float) -> Op[float]:
+    """Reserve the next start of pace key ``key`` (now if its slot is open, else when it
+    opens) and push its slot on by ``spacing``: the start reserved. Paced jobs of the key
+    start after it too; two reservations never get starts less than ``spacing`` apart."""
+    params = {"pace_key": key, "now": st.now, "spacing": spacing}
+    row = yield Q("reserve_pace_slot", params, "one")
+    return float(row["start_ts"])
+
+
 def prune(st: OpState, before: float) -> Op[None]:
     """Forget slots that opened before ``before``: an absent row is an open slot."""
     yield Q("prune_pace", {"before": before})

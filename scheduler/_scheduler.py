@@ -11,11 +11,12 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import AbstractContextManager, asynccontextmanager
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
+from functools import partial
 from types import TracebackType
 from typing import Any, Generic, TypeVar, Unpack, overload
 
-from . import _codec
+from . import _codec, _pacing
 from . import _lanes as lanes
 from ._driver import Driver
 from ._engine import Engine, EnqueueOptions, JobOptions, JobRequest, Tunables
@@ -26,7 +27,7 @@ from .crons import CronJobs, reconcile_crons
 from .errors import InvalidArgument
 from .leases import Leases
 from .migrations import MigrationSet
-from .models import Job, JobState, Run
+from .models import Job, JobState, Pace, Run
 from .registry import Registry
 from .schedules import Schedules
 from .stats import SchedulerStats
@@ -296,6 +297,16 @@ class Scheduler:
         """Named leases, and fair shares of a group of keys among the processes sharing the
         store (see :mod:`scheduler.leases`)."""
         return Leases(self._engine)
+
+    async def reserve_slot(self, pace: Pace) -> datetime:
+        """Reserve the next start of ``pace``'s key, in turn with every process sharing the
+        store and with the key's paced jobs: when it starts (now if the key's slot is open,
+        else when it opens). Wait until then before acting: two reservations of one key
+        start at least ``pace.spacing`` apart. For work that is not a job but must keep to a
+        shared rate (e.g. a gateway's connection limit)."""
+        reserve = partial(_pacing.reserve, key=pace.key, spacing=pace.spacing_seconds)
+        start = await self._engine.now().run(reserve)
+        return datetime.fromtimestamp(start, UTC)
 
     # --- waiting -------------------------------------------------------------------------------
 

@@ -606,3 +606,10 @@ WHERE lease_group = :lease_group AND expires_at > :now ORDER BY holder;
 -- name: prune_lease_members
 -- Forget the members of every group that stopped renewing long ago.
 DELETE FROM scheduler_lease_members WHERE expires_at < :before;
+
+-- name: reserve_pace_slot
+-- Reserve the next start of pace key :pace_key (now, or when its slot opens) and push the slot on by :spacing; returns the reserved start.
+INSERT INTO scheduler_pace (pace_key, next_start_ts) VALUES (:pace_key, :now::float8 + :spacing::float8)
+ON CONFLICT (pace_key) DO UPDATE
+SET next_start_ts = GREATEST(scheduler_pace.next_start_ts, :now::float8) + :spacing::float8
+RETURNING next_start_ts - :spacing::float8 AS start_ts;

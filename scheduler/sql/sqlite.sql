@@ -582,3 +582,10 @@ WHERE lease_group = :lease_group AND expires_at > :now ORDER BY holder;
 -- name: prune_lease_members
 -- Forget the members of every group that stopped renewing long ago.
 DELETE FROM scheduler_lease_members WHERE expires_at < :before;
+
+-- name: reserve_pace_slot
+-- Reserve the next start of pace key :pace_key (now, or when its slot opens) and push the slot on by :spacing; returns the reserved start.
+INSERT INTO scheduler_pace (pace_key, next_start_ts) VALUES (:pace_key, :now + :spacing)
+ON CONFLICT (pace_key) DO UPDATE
+SET next_start_ts = MAX(scheduler_pace.next_start_ts, :now) + :spacing
+RETURNING next_start_ts - :spacing AS start_ts;

@@ -402,3 +402,39 @@ async def _until_jobs(sched: Scheduler, want: dict[JobState, int]) -> None:
         return all(counts[s] == n for s, n in want.items())
 
     await until(matches, 5, f"jobs in states {want}")
+
+
+async def test_reserved_slots_are_spaced_across_processes_and_with_paced_jobs(
+    stores: StoreFactory,
+) -> None:
+    """``reserve_slot`` gives each caller the key's next start (in turn, across processes
+    sharing the store), and the key's paced jobs wait for the slots reserved before them."""
+    clock = FakeClock(START)
+    started: list[float] = []
+    registry = Registry()
+
+    @registry.action("work:paced")
+    async def paced(ctx: Any, args: Any) -> None:
+        started.append(clock.time())
+
+    pace = Pace("gateway:bucket:0", 5.0)
+    async with (
+        Scheduler(stores.new(), registry, clock=clock) as a,
+        Scheduler(stores.again(), registry, clock=clock) as b,
+    ):
+        first = await a.reserve_slot(pace)
+        second = await b.reserve_slot(pace)
+        third = await a.reserve_slot(pace)
+        assert [first, second, third] == [START + timedelta(seconds=s) for s in (0, 5, 10)]
+        await a.enqueue("work:paced", pace=pace)
+        await a.wait_idle()
+        assert started == []  # its slot is after the three reserved
+        clock.advance(14.9)
+        await a.wait_idle()
+        assert started == []
+        clock.advance(0.1)
+        await a.wait_idle()
+        assert started == [START.timestamp() + 15]
+        # a slot long open: a reservation starts now
+        clock.advance(60)
+        assert await b.reserve_slot(pace) == clock.now()
