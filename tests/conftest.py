@@ -1,4 +1,5 @@
-"""Shared fixtures. Every test runs with the network guard: only loopback is reachable."""
+"""Shared fixtures. Every test runs with the network guard (only loopback is reachable) and
+with the fake Discord's check of every request against Discord's API spec."""
 
 from __future__ import annotations
 
@@ -7,21 +8,27 @@ from pathlib import Path
 
 import pytest
 
+from tests.fakediscord import netguard
+from tests.fakediscord.apispec import collecting_violations, violation_report
 from tests.scheduler.stores import STORE_KINDS, StoreFactory, require_postgres, sqlite_factory
 
-try:
-    from tests.fakediscord.netguard import network_guard
-except ImportError:  # pragma: no cover - the guard ships with the fake Discord
-
-    @pytest.fixture
-    def network_guard() -> Iterator[None]:
-        yield
+network_guard = netguard.network_guard
 
 
 @pytest.fixture(autouse=True)
 def _no_internet(network_guard: object) -> Iterator[None]:
     """Any attempt to reach a non-loopback address fails the test."""
     yield
+
+
+@pytest.fixture(autouse=True)
+def _discord_api_spec() -> Iterator[None]:
+    """A request to a fake Discord that Discord's API spec refuses (and that the test did not
+    send on purpose, inside ``fake.spec.allow_violations()``) fails the test, naming it."""
+    with collecting_violations() as found:
+        yield
+    if found:
+        pytest.fail(violation_report(found), pytrace=False)
 
 
 @pytest.fixture(params=STORE_KINDS)

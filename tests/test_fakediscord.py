@@ -329,9 +329,13 @@ async def test_nonce_enforced_dedups_a_repeated_send(world: World, bot) -> None:
 
 async def test_nonce_longer_than_25_chars_is_rejected(world: World, bot) -> None:
     client, _ = bot
-    with pytest.raises(discord.HTTPException) as info:
+    with (
+        world.fake.spec.allow_violations() as refused,
+        pytest.raises(discord.HTTPException) as info,
+    ):
         await text_channel(client, world.channel).send("x", nonce="n" * 26)
     assert info.value.status == 400 and info.value.code == 50035
+    assert [v.where for v in refused] == ["body/nonce"]  # the spec bounds it at 25 too
 
 
 async def test_missing_permissions_and_missing_access(world: World, bot) -> None:
@@ -939,15 +943,21 @@ async def test_embed_limits_are_refused_with_discords_error_body(world: World, b
         ({"embeds": [{"title": "x"}] * 11}, {"embeds": {"_errors": [
             {"code": "BASE_TYPE_MAX_LENGTH", "message": "Must be 10 or fewer in length."}]}}),
     ]  # fmt: skip
-    async with aiohttp.ClientSession() as session:
-        for payload, errors in cases:
-            async with session.post(url, json=payload, headers=headers) as resp:
-                assert resp.status == 400
-                assert await resp.json() == {
-                    "message": "Invalid Form Body",
-                    "code": 50035,
-                    "errors": errors,
-                }
+    with fake.spec.allow_violations() as refused:  # the spec bounds the lengths, not the sum
+        async with aiohttp.ClientSession() as session:
+            for payload, errors in cases:
+                async with session.post(url, json=payload, headers=headers) as resp:
+                    assert resp.status == 400
+                    assert await resp.json() == {
+                        "message": "Invalid Form Body",
+                        "code": 50035,
+                        "errors": errors,
+                    }
+    assert [v.where for v in refused] == [
+        "body/embeds/0/title",
+        "body/embeds/0/description",
+        "body/embeds",
+    ]
     assert fake.bot_messages(world.channel) == []
 
 

@@ -26,6 +26,7 @@ from typing import Any
 
 from aiohttp import web
 
+from .apispec import SpecCheck, SpecViolation
 from .attachments import (
     DEFAULT_UPLOAD_LIMIT,
     Attachment,
@@ -104,6 +105,8 @@ class RequestRecord:
     fault: Fault | None = None
     ratelimited: bool = False
     authorized: bool = True
+    body_read: bool = False
+    spec_violations: list[SpecViolation] = field(default_factory=list)
 
 
 @dataclass
@@ -160,6 +163,8 @@ class FakeDiscord:
       interaction_token_ttl: seconds followups/edits are accepted (default 900)
       privileged_intents: intent bits enabled for the app (GUILD_MEMBERS 1<<1, PRESENCES 1<<8,
         MESSAGE_CONTENT 1<<15); IDENTIFY asking for others is closed with 4014. Default: none.
+      spec_check: check every REST request against Discord's OpenAPI spec (``fake.spec``,
+        see ``apispec.py``); under pytest a violation fails the test that sent it.
     """
 
     def __init__(
@@ -183,6 +188,7 @@ class FakeDiscord:
         crosspost_limit: int = 10,
         crosspost_per: float = 3600.0,
         upload_limit: int = DEFAULT_UPLOAD_LIMIT,
+        spec_check: bool = True,
     ) -> None:
         self.snowflakes = SnowflakeGenerator()
         self.bot_user = User(
@@ -241,6 +247,7 @@ class FakeDiscord:
         self.faults = FaultInjector()
         self.holds = MessageHolds(self._changed)
         self.requests: list[RequestRecord] = []
+        self.spec = SpecCheck(enabled=spec_check)
         self.unknown_routes: list[tuple[str, str]] = []
         self.count_429 = 0
         self.invalid_request_count = 0
@@ -1132,6 +1139,9 @@ class FakeDiscord:
             response = _json_response(exc.status, exc.body())
             record.code = exc.code
         record.status = response.status
+        record.spec_violations = self.spec.check(
+            method, path, record.query, record.body, body_read=record.body_read
+        )
         if response.status in (401, 403) or (response.status == 429 and not record.fault):
             self.invalid_request_count += 1
         if response.status == 429:
@@ -1161,6 +1171,7 @@ class FakeDiscord:
 
         body = await self._read_body(request)
         record.body = body.json
+        record.body_read = True
 
         if route.major == "webhook":
             major = f"{params.get('app_id')}+{params.get('token')}"
