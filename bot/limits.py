@@ -33,3 +33,8 @@ MAX_FORUM_TAGS: Final = 5
 
 MAX_FILES: Final = 10
 """Files attached to one message."""
+
+MAX_ANNOUNCEMENT_ID: Final = 2**53 - 1
+"""The largest announcement number an ``id`` option (or a dashboard address) takes: the largest
+integer Discord's API spec allows as an integer option's ``max_value`` (Int53: ±(2**53 − 1),
+what a JavaScript client holds exactly)."""

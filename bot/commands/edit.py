@@ -28,7 +28,7 @@ from ..requests.validation import (
 )
 from .autocomplete import announcement_ids
 from .replies import AnswersErrors, reply
-from .transformers import DestinationChannel, Timezone
+from .transformers import AnnouncementId, DestinationChannel, Timezone
 from .views import ScheduleModal
 
 log = logging.getLogger(__name__)
@@ -59,7 +59,7 @@ class EditCommands(AnswersErrors, name="EditCommands"):
     async def edit(
         self,
         interaction: discord.Interaction,
-        id: app_commands.Range[int, 1, 2**53],
+        id: AnnouncementId,
         message: app_commands.Range[str, 1, MAX_MESSAGE] | None = None,
         when: app_commands.Range[str, 1, 100] | None = None,
         repeat: app_commands.Range[str, 1, 100] | None = None,

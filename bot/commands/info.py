@@ -12,6 +12,7 @@ from ..render import info_page
 from ..requests.checks import can_read, guild_member, require_manager
 from .autocomplete import announcement_ids
 from .replies import AnswersErrors, reply
+from .transformers import AnnouncementId
 
 
 class InfoCommands(AnswersErrors, name="InfoCommands"):
@@ -21,9 +22,7 @@ class InfoCommands(AnswersErrors, name="InfoCommands"):
     @app_commands.guild_only()
     @app_commands.describe(id="The announcement's number (see /list)")
     @app_commands.autocomplete(id=announcement_ids("info"))
-    async def info(
-        self, interaction: discord.Interaction, id: app_commands.Range[int, 1, 2**53]
-    ) -> None:
+    async def info(self, interaction: discord.Interaction, id: AnnouncementId) -> None:
         # The same rights as /cancel: it shows the text, the history and who made it.
         guild, member = guild_member(interaction)
         require_manager(member, await self.announcements.settings(guild.id))

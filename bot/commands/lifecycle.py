@@ -16,13 +16,11 @@ from ..render import paused, resumed, skipped
 from ..requests.checks import guild_member, require_manager
 from .autocomplete import announcement_ids
 from .replies import AnswersErrors, reply
-from .transformers import Timezone
+from .transformers import AnnouncementId, Timezone
 
 log = logging.getLogger(__name__)
 
 LIFECYCLE_COG = "Lifecycle"
-
-AnnouncementId = app_commands.Range[int, 1, 2**53]
 
 
 class LifecycleCommands(AnswersErrors, name=LIFECYCLE_COG):

@@ -27,7 +27,7 @@ from ..requests.validation import EMPTY_MESSAGE, UNTIL_ONE_OFF, ScheduleRequest,
 from .autocomplete import announcement_ids
 from .once import take
 from .replies import AnswersErrors, answer_error, reply
-from .transformers import DestinationChannel, Timezone
+from .transformers import AnnouncementId, DestinationChannel, Timezone
 from .views import COMMANDS_COG, ScheduleModal, page_buttons
 
 __all__ = [
@@ -168,9 +168,7 @@ class AnnouncementCommands(AnswersErrors, name=COMMANDS_COG):
     @app_commands.guild_only()
     @app_commands.describe(id="The announcement's number (see /list)")
     @app_commands.autocomplete(id=announcement_ids("cancel"))
-    async def cancel(
-        self, interaction: discord.Interaction, id: app_commands.Range[int, 1, 2**53]
-    ) -> None:
+    async def cancel(self, interaction: discord.Interaction, id: AnnouncementId) -> None:
         guild, member = guild_member(interaction)
         require_manager(member, await self.announcements.settings(guild.id))
         before = await self.announcements.cancel(guild.id, id, actor_id=member.id)

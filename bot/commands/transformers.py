@@ -14,8 +14,12 @@ from zoneinfo import ZoneInfo
 import discord
 from discord import app_commands
 
-from ..limits import MAX_CHOICES
+from ..limits import MAX_ANNOUNCEMENT_ID, MAX_CHOICES
 from ..parsing import resolve_timezone, timezone_choices
+
+AnnouncementId = app_commands.Range[int, 1, MAX_ANNOUNCEMENT_ID]
+"""An announcement's number (as /list shows it), the ``id`` option of the commands that act on
+one announcement."""
 
 
 class TimezoneTransformer(app_commands.Transformer):

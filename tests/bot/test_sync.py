@@ -214,3 +214,23 @@ async def test_the_synced_definitions_have_what_the_commands_promise(
     assert edit["message"]["max_length"] == 2000
     assert all(edit[n]["autocomplete"] is True for n in ("id", "timezone", "mention"))
     assert all(o["description"] for o in edit.values())
+
+
+async def test_synced_definitions_are_what_discords_api_spec_accepts(
+    world: World, starts: Any
+) -> None:
+    """The command list the bot syncs passes Discord's OpenAPI spec; in particular the id
+    options of /cancel, /pause, /resume, /skip, /edit and /info are bounded at 2**53 - 1, the
+    spec's largest integer (2**53 was refused)."""
+    assert await starts() is True
+    (sync,) = [r for r in world.fake.requests if r.method == "PUT" and "/commands" in r.path]
+    assert sync.status == 200 and sync.spec_violations == []
+    bounds = {
+        cmd["name"]: (option["min_value"], option["max_value"])
+        for cmd in sync.body
+        for option in cmd.get("options", [])
+        if option["name"] == "id"
+    }
+    assert bounds == dict.fromkeys(
+        ["cancel", "pause", "resume", "skip", "edit", "info"], (1, 2**53 - 1)
+    )

@@ -20,6 +20,7 @@ import discord
 from aiohttp import web
 
 from ...announcements import Announcement, AnnouncementState, Draft
+from ...limits import MAX_ANNOUNCEMENT_ID
 from ...models import mention_markup
 from ...parsing import InputError, resolve_timezone
 from ...render import (
@@ -128,7 +129,7 @@ def routes(d: Dashboard) -> list[web.RouteDef]:
 
     def local_id(request: web.Request) -> int:
         raw = request.match_info["local_id"]
-        if not raw.isdigit() or not 1 <= int(raw) <= 2**53:
+        if not raw.isdigit() or not 1 <= int(raw) <= MAX_ANNOUNCEMENT_ID:
             raise web.HTTPNotFound()
         return int(raw)
 
