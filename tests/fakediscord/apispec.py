@@ -68,6 +68,8 @@ class SpecException:
         )
 
 
+_AN_INTEGER_REFUSED = "[0-9]* is not valid under any of the given schemas"
+
 SPEC_EXCEPTIONS: tuple[SpecException, ...] = (
     SpecException(
         "POST /oauth2/token",
@@ -89,11 +91,20 @@ SPEC_EXCEPTIONS: tuple[SpecException, ...] = (
         "ChannelTypes lacks",
         message="16 is not valid under any of the given schemas",
     ),
-    SpecException(
-        "POST /users/@me/channels",
-        "body/recipient_id",
-        "discord.py's start_private_message sends the user id as an integer; Discord takes "
-        "integer snowflakes, the spec types them as strings",
+    *(
+        SpecException(
+            operation,
+            where,
+            "discord.py sends these ids as JSON integers (AllowedMentions.to_dict, "
+            "start_private_message); Discord takes integer snowflakes, the spec types them as "
+            "strings",
+            message=_AN_INTEGER_REFUSED,
+        )
+        for operation, where in (
+            ("*", "body*/allowed_mentions/users/*"),
+            ("*", "body*/allowed_mentions/roles/*"),
+            ("POST /users/@me/channels", "body/recipient_id"),
+        )
     ),
     SpecException(
         "POST /channels/{channel_id}/threads",
@@ -332,13 +343,25 @@ _collectors: list[list[SpecViolation]] = []
 @contextlib.contextmanager
 def collecting_violations() -> Iterator[list[SpecViolation]]:
     """While the block runs, every fake's unexpected violations are appended to the yielded
-    list too (``tests/conftest.py`` wraps each test in this)."""
+    list too (the innermost such block only)."""
     found: list[SpecViolation] = []
     _collectors.append(found)
     try:
         yield found
     finally:
         _collectors.remove(found)
+
+
+@contextlib.contextmanager
+def failing_on_violations() -> Iterator[None]:
+    """Fail (``pytest.fail``) after the block if any fake saw a request the spec refuses and
+    the block did not allow it; ``tests/conftest.py`` wraps every test in this."""
+    import pytest
+
+    with collecting_violations() as found:
+        yield
+    if found:
+        pytest.fail(violation_report(found), pytrace=False)
 
 
 def violation_report(violations: list[SpecViolation]) -> str:
@@ -374,9 +397,9 @@ class SpecCheck:
         found = api_spec().check(method, path, query, body, body_read=body_read)
         self.violations.extend(found)
         if found:
-            sinks = self._allowed[-1:] if self._allowed else _collectors
-            for sink in sinks:
-                sink.extend(found)
+            sinks = self._allowed or _collectors
+            if sinks:
+                sinks[-1].extend(found)
         return found
 
     @contextlib.contextmanager

@@ -9,8 +9,11 @@ Protocol notes (Discord API v10, as discord.py 2.7 speaks it):
   otherwise it sends plain text frames, which discord.py accepts as well.
 * HELLO -> client heartbeats immediately (op 1) -> fake answers HEARTBEAT_ACK (op 11).
 * IDENTIFY (op 2): bad token -> close 4004; missing intents -> 4013; privileged intents not
-  enabled for the fake application -> 4014; identifying twice -> 4005. Otherwise READY (with
-  ``resume_gateway_url`` pointing back at the fake) followed by one GUILD_CREATE per guild.
+  enabled for the fake application -> 4014; identifying twice -> 4005; then the sharding rules
+  of ``shards.py`` (4010, 4011, op 9 over the IDENTIFY rate). Otherwise READY (with
+  ``resume_gateway_url`` pointing back at the fake) followed by one GUILD_CREATE per guild of
+  the session's shard.
+* Every dispatch goes to the live sessions whose shard holds its guild (DMs: shard 0).
 * RESUME (op 6): the fake replays every dispatch after the client's ``seq`` and then sends
   RESUMED. An unknown / invalidated session gets INVALID_SESSION (op 9, ``d: false``).
 * A client closing with 1000/1001 invalidates its session (as on Discord).
@@ -24,178 +27,59 @@ import contextlib
 import json
 import logging
 import secrets
-import zlib
-from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import WSMsgType, web
+
+from .gateway_session import (
+    HEARTBEAT,
+    HEARTBEAT_ACK,
+    HELLO,
+    IDENTIFY,
+    INTENT_GUILD_MEMBERS,
+    INTENT_GUILD_PRESENCES,
+    INTENT_MESSAGE_CONTENT,
+    INVALID_SESSION,
+    PRESENCE_UPDATE,
+    PRIVILEGED_INTENTS,
+    RECONNECT,
+    REQUEST_GUILD_MEMBERS,
+    RESUME,
+    VOICE_STATE_UPDATE,
+    GatewayConnection,
+    GatewaySession,
+    guild_of,
+)
+from .shards import INVALID_SHARD, SHARDING_REQUIRED, Sharding, guilds_on, parse_shard
 
 if TYPE_CHECKING:
     from .server import FakeDiscord
 
 log = logging.getLogger("fakediscord.gateway")
 
-try:  # optional: only used if the client asks for zstd-stream
-    import zstandard as _zstd  # type: ignore[import-not-found]
-except ImportError:  # pragma: no cover - depends on the environment
-    _zstd = None
-
-# opcodes
-DISPATCH = 0
-HEARTBEAT = 1
-IDENTIFY = 2
-PRESENCE_UPDATE = 3
-VOICE_STATE_UPDATE = 4
-RESUME = 6
-RECONNECT = 7
-REQUEST_GUILD_MEMBERS = 8
-INVALID_SESSION = 9
-HELLO = 10
-HEARTBEAT_ACK = 11
-
-# intents
-INTENT_GUILDS = 1 << 0
-INTENT_GUILD_MEMBERS = 1 << 1
-INTENT_GUILD_PRESENCES = 1 << 8
-INTENT_GUILD_MESSAGES = 1 << 9
-INTENT_DIRECT_MESSAGES = 1 << 12
-INTENT_MESSAGE_CONTENT = 1 << 15
-PRIVILEGED_INTENTS = INTENT_GUILD_MEMBERS | INTENT_GUILD_PRESENCES | INTENT_MESSAGE_CONTENT
-
-_GUILDS_EVENTS = {
-    "GUILD_CREATE",
-    "GUILD_UPDATE",
-    "GUILD_DELETE",
-    "GUILD_ROLE_CREATE",
-    "GUILD_ROLE_UPDATE",
-    "GUILD_ROLE_DELETE",
-    "CHANNEL_CREATE",
-    "CHANNEL_UPDATE",
-    "CHANNEL_DELETE",
-    "CHANNEL_PINS_UPDATE",
-    "THREAD_CREATE",
-    "THREAD_UPDATE",
-    "THREAD_DELETE",
-}
-_MEMBER_EVENTS = {"GUILD_MEMBER_ADD", "GUILD_MEMBER_UPDATE", "GUILD_MEMBER_REMOVE"}
-_MESSAGE_EVENTS = {"MESSAGE_CREATE", "MESSAGE_UPDATE", "MESSAGE_DELETE", "MESSAGE_DELETE_BULK"}
-
-_CLOSE = object()
-
-
-def _dumps(obj: Any) -> str:
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
-
-
-class GatewaySession:
-    """A gateway session (what RESUME refers to). Survives disconnects until invalidated."""
-
-    def __init__(self, gateway: Gateway, *, intents: int, shard: list[int] | None) -> None:
-        self.gateway = gateway
-        self.id = secrets.token_hex(16)
-        self.intents = intents
-        self.shard = shard
-        self.seq = 0
-        self.buffer: deque[tuple[int, str]] = deque(maxlen=gateway.replay_buffer)
-        self.connection: GatewayConnection | None = None
-        self.invalidated = False
-        self.resumes = 0
-
-    def wants(self, event: str, *, guild_event: bool = True, self_event: bool = False) -> bool:
-        if event in _GUILDS_EVENTS:
-            return bool(self.intents & INTENT_GUILDS)
-        if event in _MEMBER_EVENTS:
-            return self_event or bool(self.intents & INTENT_GUILD_MEMBERS)
-        if event in _MESSAGE_EVENTS:
-            bit = INTENT_GUILD_MESSAGES if guild_event else INTENT_DIRECT_MESSAGES
-            return bool(self.intents & bit)
-        return True
-
-    def dispatch(self, event: str, data: Any) -> int:
-        self.seq += 1
-        frame = _dumps({"op": DISPATCH, "t": event, "s": self.seq, "d": data})
-        self.buffer.append((self.seq, frame))
-        self.gateway.dispatched.append((self.id, self.seq, event))
-        if self.connection is not None and not self.connection.closing:
-            self.connection.enqueue(frame)
-        return self.seq
-
-
-class GatewayConnection:
-    """One websocket connection. Frames go through a queue so they are written in order."""
-
-    def __init__(self, gateway: Gateway, ws: web.WebSocketResponse, compress: str | None) -> None:
-        self.gateway = gateway
-        self.ws = ws
-        self.session: GatewaySession | None = None
-        self.queue: asyncio.Queue[Any] = asyncio.Queue()
-        self.closing = False
-        self.heartbeats = 0
-        self.compress = compress
-        self._zlib = zlib.compressobj() if compress == "zlib-stream" else None
-        self._zstd = (
-            _zstd.ZstdCompressor().compressobj()
-            if compress == "zstd-stream" and _zstd is not None
-            else None
-        )
-        self.writer = asyncio.create_task(self._write_loop(), name="fakediscord-gateway-writer")
-
-    def enqueue(self, frame: str) -> None:
-        if not self.closing:
-            self.queue.put_nowait(frame)
-
-    def enqueue_json(self, obj: Any) -> None:
-        self.enqueue(_dumps(obj))
-
-    def close(self, code: int, message: str = "") -> None:
-        """Close after every frame queued so far has been written."""
-        if not self.closing:
-            self.closing = True
-            self.queue.put_nowait((_CLOSE, code, message))
-
-    async def _write_loop(self) -> None:
-        while True:
-            item = await self.queue.get()
-            try:
-                if isinstance(item, tuple) and item[0] is _CLOSE:
-                    _, code, message = item
-                    with contextlib.suppress(Exception):
-                        await self.ws.close(code=code, message=message.encode())
-                    while not self.queue.empty():  # nothing more will be written
-                        self.queue.get_nowait()
-                        self.queue.task_done()
-                    return
-                if self.ws.closed:
-                    continue
-                try:
-                    await self._send(item)
-                except (ConnectionResetError, RuntimeError) as exc:
-                    log.debug("gateway write failed: %r", exc)
-            finally:
-                self.queue.task_done()
-
-    async def _send(self, frame: str) -> None:
-        if self._zlib is not None:
-            raw = frame.encode()
-            data = self._zlib.compress(raw) + self._zlib.flush(zlib.Z_SYNC_FLUSH)
-            await self.ws.send_bytes(data)
-        elif self._zstd is not None:
-            raw = frame.encode()
-            data = self._zstd.compress(raw) + self._zstd.flush(_zstd.COMPRESSOBJ_FLUSH_BLOCK)
-            await self.ws.send_bytes(data)
-        else:
-            await self.ws.send_str(frame)
-
-    async def drain(self) -> None:
-        if not self.writer.done():
-            await self.queue.join()
+__all__ = [
+    "INTENT_GUILD_MEMBERS",
+    "INTENT_GUILD_PRESENCES",
+    "INTENT_MESSAGE_CONTENT",
+    "Gateway",
+    "GatewayConnection",
+    "GatewaySession",
+]
 
 
 class Gateway:
     """Owns the sessions and connections; :class:`FakeDiscord` exposes it as ``fake.gateway``."""
 
-    def __init__(self, fake: FakeDiscord, *, heartbeat_interval: int, replay_buffer: int = 10000):
+    def __init__(
+        self,
+        fake: FakeDiscord,
+        *,
+        heartbeat_interval: int,
+        sharding: Sharding | None = None,
+        replay_buffer: int = 10000,
+    ):
         self.fake = fake
+        self.sharding = sharding or Sharding()
         self.heartbeat_interval = heartbeat_interval
         self.replay_buffer = replay_buffer
         self.sessions: dict[str, GatewaySession] = {}
@@ -221,9 +105,24 @@ class Gateway:
 
     @property
     def connected_sessions(self) -> list[GatewaySession]:
-        return [
-            s for s in self.live_sessions if s.connection is not None and not s.connection.closing
-        ]
+        return [s for s in self.live_sessions if s.connected]
+
+    @property
+    def identify_log(self) -> list[Any]:
+        """Every IDENTIFY judged (:class:`~tests.fakediscord.shards.IdentifyAttempt`)."""
+        return self.sharding.identify_log
+
+    def connected_shards(self) -> list[tuple[int, int]]:
+        """The shards with a connected session (once each, sorted)."""
+        return sorted({s.shard for s in self.connected_sessions})
+
+    def sessions_for(self, guild_id: int | None) -> list[GatewaySession]:
+        """The live sessions that receive the events of ``guild_id`` (None: DMs)."""
+        return [s for s in self.live_sessions if s.receives(guild_id)]
+
+    def guild_counts(self) -> dict[str, int]:
+        """Guilds per live session (session id -> how many it holds)."""
+        return {s.id: len(s.guild_ids) for s in self.live_sessions}
 
     def dispatch(
         self,
@@ -233,15 +132,27 @@ class Gateway:
         guild_event: bool = True,
         self_event: bool = False,
         transform: Any = None,
-    ) -> None:
-        """Send a dispatch to every live session that subscribed (by intents) to it.
-        ``transform(session, data)`` may tailor the payload per session."""
-        for session in self.live_sessions:
+        guild_id: int | None = None,
+    ) -> list[GatewaySession]:
+        """Send a dispatch to every live session on the shard of its guild (``guild_id``, or
+        else read from ``data``; none: shard 0) that subscribed (by intents) to it; returns
+        them. ``transform(session, data)`` may tailor the payload per session."""
+        gid = guild_id if guild_id is not None else guild_of(event, data)
+        sent: list[GatewaySession] = []
+        for session in self.sessions_for(gid):
             if not session.wants(event, guild_event=guild_event, self_event=self_event):
                 continue
             payload = transform(session, data) if transform is not None else data
             session.dispatch(event, payload)
+            sent.append(session)
+            if gid is not None and event == "GUILD_CREATE":
+                session.guild_ids.add(gid)
+            elif gid is not None and event == "GUILD_DELETE":
+                session.guild_ids.discard(gid)
+            elif event == "INTERACTION_CREATE":
+                session.interactions.append(int(payload["id"]))
         self.fake._changed()
+        return sent
 
     async def drain(self) -> None:
         """Wait until every queued frame has been written to the sockets."""
@@ -303,6 +214,8 @@ class Gateway:
         self.connect_count += 1
         self.compressions.append(compress)
         conn = GatewayConnection(self, ws, compress)
+        peername = request.transport.get_extra_info("peername") if request.transport else None
+        conn.peer = f"{peername[0]}:{peername[1]}" if peername else None
         self.connections.add(conn)
         self.fake._changed()
         log.info("gateway connection (compress=%s, query=%s)", compress, dict(request.query))
@@ -391,20 +304,49 @@ class Gateway:
             )
             conn.close(4014, "Disallowed intent(s).")
             return
+        shard = parse_shard(data.get("shard"))
+        guild_ids: list[int] = []
+
+        def guilds_on_shard() -> int:
+            guild_ids.extend(guilds_on(fake.guilds, shard or (0, 1)))
+            return len(guild_ids)
+
+        outcome = self.sharding.judge(shard, guilds_on_shard)
+        if outcome == "invalid shard":
+            conn.close(INVALID_SHARD, "Invalid shard.")
+            return
+        if outcome == "rate limited":
+            self.invalid_session_count += 1
+            conn.enqueue_json({"op": INVALID_SESSION, "d": False, "s": None, "t": None})
+            return
+        if outcome == "session start limit":
+            self._terminate_for_session_starts(conn)
+            return
+        if outcome == "sharding required":
+            conn.close(SHARDING_REQUIRED, "Sharding required.")
+            return
+        assert shard is not None
         self.identify_count += 1
-        session = GatewaySession(self, intents=intents, shard=data.get("shard"))
+        session = GatewaySession(
+            self,
+            intents=intents,
+            shard=shard,
+            peer=conn.peer,
+            properties=data.get("properties"),
+        )
         self.sessions[session.id] = session
         session.connection = conn
         conn.session = session
+        session.guild_ids.update(guild_ids)
         ready = {
             "v": 10,
             "user": fake.bot_user.to_dict() | {"verified": True, "mfa_enabled": False},
             "user_settings": {},
-            "guilds": [{"id": str(g.id), "unavailable": True} for g in fake.guilds.values()],
+            "guilds": [{"id": str(g), "unavailable": True} for g in guild_ids],
             "session_id": session.id,
             "session_type": "normal",
             "resume_gateway_url": fake.gateway_url.rstrip("/"),
-            "shard": data.get("shard") or [0, 1],
+            "shard": list(shard),
             "application": {"id": str(fake.application_id), "flags": fake.application_flags},
             "private_channels": [],
             "presences": [],
@@ -416,9 +358,21 @@ class Gateway:
         }
         session.dispatch("READY", ready)
         members = bool(intents & INTENT_GUILD_MEMBERS)
-        for guild in fake.guilds.values():
-            if session.wants("GUILD_CREATE"):
+        if session.wants("GUILD_CREATE"):
+            for gid in guild_ids:
+                guild = fake.guilds[gid]
                 session.dispatch("GUILD_CREATE", guild.to_gateway_dict(include_all_members=members))
+
+    def _terminate_for_session_starts(self, conn: GatewayConnection) -> None:
+        """The session start limit is used up: as Discord's docs say, every session of the bot
+        is terminated and its token reset (the connections close with 4004)."""
+        log.warning("gateway IDENTIFY over the session start limit: the token is reset")
+        self.fake.reset_token()
+        for other in list(self.connections):
+            if other.session is not None:
+                other.session.invalidated = True
+            other.close(4004, "Authentication failed.")
+        conn.close(4004, "Authentication failed.")
 
     def _resume(self, conn: GatewayConnection, data: dict[str, Any]) -> None:
         if data.get("token") != self.fake.token:

@@ -180,6 +180,8 @@ class InteractionHandle:
         self.original: Message | None = None
         self.modal: dict[str, Any] | None = None
         self.deleted_original = False
+        self.delivered_to: list[str] = []
+        """The ids of the gateway sessions INTERACTION_CREATE went to (those of its shard)."""
 
     def __repr__(self) -> str:
         return f"<InteractionHandle id={self.id} type={self.type} callbacks={len(self.callbacks)}>"

@@ -64,6 +64,7 @@ from .interactions import (
 from .oauth2 import OAuth2
 from .permissions import Permissions as P
 from .ratelimit import Decision, RateLimiter
+from .shards import DEFAULT_MAX_GUILDS_PER_SHARD, IdentifyAttempt, Sharding
 from .state import (
     DM,
     FLAG_EPHEMERAL,
@@ -163,6 +164,10 @@ class FakeDiscord:
       interaction_token_ttl: seconds followups/edits are accepted (default 900)
       privileged_intents: intent bits enabled for the app (GUILD_MEMBERS 1<<1, PRESENCES 1<<8,
         MESSAGE_CONTENT 1<<15); IDENTIFY asking for others is closed with 4014. Default: none.
+      identify_window, max_concurrency, max_guilds_per_shard, recommended_shards,
+        session_start_total, session_start_reset_after, gateway_clock: the sharding rules (see
+        ``shards.py``). ``identify_window`` is 0 by default (Discord's is 5 s: pass 5.0, or
+        drive it with ``gateway_clock``) so that the suite's many restarts need not wait it out.
       spec_check: check every REST request against Discord's OpenAPI spec (``fake.spec``,
         see ``apispec.py``); under pytest a violation fails the test that sent it.
     """
@@ -189,6 +194,13 @@ class FakeDiscord:
         crosspost_per: float = 3600.0,
         upload_limit: int = DEFAULT_UPLOAD_LIMIT,
         spec_check: bool = True,
+        identify_window: float = 0.0,
+        max_concurrency: int = 1,
+        max_guilds_per_shard: int = DEFAULT_MAX_GUILDS_PER_SHARD,
+        recommended_shards: int | None = None,
+        session_start_total: int = 1000,
+        session_start_reset_after: float = 86_400.0,
+        gateway_clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.snowflakes = SnowflakeGenerator()
         self.bot_user = User(
@@ -252,7 +264,19 @@ class FakeDiscord:
         self.count_429 = 0
         self.invalid_request_count = 0
 
-        self.gateway = Gateway(self, heartbeat_interval=heartbeat_interval)
+        self.gateway = Gateway(
+            self,
+            heartbeat_interval=heartbeat_interval,
+            sharding=Sharding(
+                clock=gateway_clock,
+                identify_window=identify_window,
+                max_concurrency=max_concurrency,
+                max_guilds_per_shard=max_guilds_per_shard,
+                recommended_shards=recommended_shards,
+                session_start_total=session_start_total,
+                session_start_reset_after=session_start_reset_after,
+            ),
+        )
         self._change_event = asyncio.Event()
         self._routes: list[_Route] = []
         self._install_routes()
@@ -307,6 +331,18 @@ class FakeDiscord:
     @property
     def gateway_url(self) -> str:
         return f"ws://{self.host}:{self.port}/"
+
+    @property
+    def identify_log(self) -> list[IdentifyAttempt]:
+        """Every IDENTIFY the gateway judged: ``at`` (``gateway_clock``), ``shard``, ``bucket``,
+        ``outcome`` / ``accepted``."""
+        return self.gateway.sharding.identify_log
+
+    def reset_token(self) -> str:
+        """Discord resets the bot's token (what an IDENTIFY over the session start limit does):
+        the old one is refused from now on, on REST and the gateway. Returns the new one."""
+        self.token = _make_token(self.bot_user.id)
+        return self.token
 
     def env(self) -> dict[str, str]:
         """Environment variables pointing a bot subprocess at this fake."""
@@ -365,10 +401,11 @@ class FakeDiscord:
         everyone_permissions: int = P.DEFAULT_EVERYONE,
         preferred_locale: str = "en-US",
         channels: Iterable[str] = (),
+        shard: tuple[int, int] | None = None,
     ) -> Guild:
         """Create a guild the bot is a member of (with a managed role holding
-        ``bot_permissions``). The owner is created if not given. If a client is connected it
-        receives GUILD_CREATE."""
+        ``bot_permissions``). The owner is created if not given. ``shard=(k, n)`` gives it an
+        id on shard k of n. If a client is connected (on its shard) it receives GUILD_CREATE."""
         if isinstance(owner_id, User):
             owner = owner_id
         elif owner_id is not None:
@@ -377,7 +414,7 @@ class FakeDiscord:
             owner = self.add_user(f"{name.lower().replace(' ', '-')}-owner")
         guild = Guild(
             self,
-            self.snowflakes.next(),
+            self.snowflakes.next_on_shard(*shard) if shard else self.snowflakes.next(),
             name,
             owner.id,
             everyone_permissions=everyone_permissions,
@@ -402,6 +439,18 @@ class FakeDiscord:
         self.guilds[guild.id] = guild
         self._dispatch_guild_create(guild)
         return guild
+
+    def add_guilds(
+        self, count: int, *, name: str = "Guild {i}", shards: int | None = None, **kwargs: Any
+    ) -> list[Guild]:
+        """``count`` guilds (``name`` formatted with ``i``), each as :meth:`add_guild` with
+        ``kwargs``; with ``shards=n`` guild i is on shard ``i % n`` of n."""
+        return [
+            self.add_guild(
+                name.format(i=i), shard=(i % shards, shards) if shards else None, **kwargs
+            )
+            for i in range(count)
+        ]
 
     def remove_guild(self, guild: Guild | int) -> None:
         """The bot is removed from the guild (GUILD_DELETE)."""
@@ -448,7 +497,7 @@ class FakeDiscord:
             data.pop("unavailable", None)
             return data
 
-        self.gateway.dispatch("GUILD_CREATE", None, transform=transform)
+        self.gateway.dispatch("GUILD_CREATE", None, transform=transform, guild_id=guild.id)
 
     # state callbacks (from state.py objects)
 
@@ -798,15 +847,18 @@ class FakeDiscord:
                 )
 
     async def _deliver(self, handle: InteractionHandle, locale: str | None) -> InteractionHandle:
-        if not self.gateway.live_sessions:
+        guild_id = handle.guild.id if handle.guild is not None else None
+        if not self.gateway.sessions_for(guild_id):
             raise RuntimeError(
-                "no bot session on the fake gateway: the interaction could not be delivered"
+                "no bot session on the fake gateway for this guild's shard: the interaction "
+                "could not be delivered"
             )
         handle.payload = build_base_payload(self, handle, locale=locale or handle.user.locale)
         handle.created_at = time.monotonic()
         self.interactions[handle.id] = handle
         self._interactions_by_token[handle.token] = handle
-        self.gateway.dispatch("INTERACTION_CREATE", handle.payload)
+        sessions = self.gateway.dispatch("INTERACTION_CREATE", handle.payload, guild_id=guild_id)
+        handle.delivered_to = [s.id for s in sessions]
         await self.gateway.drain()
         return handle
 
@@ -1493,16 +1545,7 @@ class FakeDiscord:
     async def _get_gateway_bot(
         self, request: web.Request, params: dict[str, str], body: _Body
     ) -> Any:
-        return {
-            "url": self.gateway_url.rstrip("/"),
-            "shards": 1,
-            "session_start_limit": {
-                "total": 1000,
-                "remaining": max(1000 - self.gateway.identify_count, 0),
-                "reset_after": 86_400_000,
-                "max_concurrency": 1,
-            },
-        }
+        return self.gateway.sharding.gateway_bot(self.gateway_url.rstrip("/"), len(self.guilds))
 
     # --- handlers: commands ---
 

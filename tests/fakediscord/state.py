@@ -57,6 +57,9 @@ FLAG_LOADING = 1 << 7
 FLAG_SUPPRESS_NOTIFICATIONS = 1 << 12
 
 
+_PLACED_PROCESS = 0x1F  # the process field of the ids next_on_shard makes
+
+
 class SnowflakeGenerator:
     """Generates Discord-style snowflakes (time-ordered 64-bit ids)."""
 
@@ -66,6 +69,7 @@ class SnowflakeGenerator:
         self._increment = 0
         self._worker = worker & 0x1F
         self._process = process & 0x1F
+        self._placed: dict[int, int] = {}  # ms -> next increment, for next_on_shard
 
     def at(self, ts: float) -> int:
         """A snowflake whose time is ``ts`` (epoch seconds): an id made then, e.g. an
@@ -95,6 +99,25 @@ class SnowflakeGenerator:
                 | (self._worker << 17)
                 | (self._process << 12)
                 | self._increment
+            )
+
+    def next_on_shard(self, shard_id: int, num_shards: int) -> int:
+        """A snowflake whose guild is on shard ``shard_id`` of ``num_shards`` (``(id >> 22) %
+        num_shards``): its time is now moved ahead by less than ``num_shards`` ms. These ids
+        carry their own process field (so they never equal one of :meth:`next`) and count up
+        within their millisecond, so many guilds on one shard share one."""
+        with self._lock:
+            ms = int(time.time() * 1000)
+            ms += (shard_id - (ms - DISCORD_EPOCH_MS)) % num_shards
+            while self._placed.get(ms, 0) > 0xFFF:
+                ms += num_shards
+            increment = self._placed.get(ms, 0)
+            self._placed[ms] = increment + 1
+            return (
+                ((ms - DISCORD_EPOCH_MS) << 22)
+                | (self._worker << 17)
+                | (_PLACED_PROCESS << 12)
+                | increment
             )
 
 
