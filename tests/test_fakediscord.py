@@ -33,6 +33,7 @@ from tests.fakediscord import (
 from tests.fakediscord import (
     Permissions as P,
 )
+from tests.fakediscord.apispec import api_spec, failing_on_violations
 from tests.fakediscord.state import Channel
 from tests.support.processes import until
 
@@ -1394,3 +1395,336 @@ async def test_oauth2_consent_page_posts_the_decision(world: World) -> None:
             ) as resp:
                 assert resp.status == 302
                 assert expect in query_of(resp.headers["Location"])
+
+
+# --- shards (issue 25) ---------------------------------------------------------------------------
+
+
+class Answering:
+    """A client mixin: answers every interaction with the shard it came in on (its guild's,
+    0 for a DM) and keeps what it answered and what Discord refused; IDENTIFYs without
+    discord.py's 5 s pause between shards (the fake's identify_window is 0 unless a test
+    sets one)."""
+
+    def setup_answers(self) -> None:
+        self.answered: list[int] = []
+        self.refused: list[discord.HTTPException] = []
+
+    async def before_identify_hook(self, shard_id: int | None, *, initial: bool = False) -> None:
+        return None
+
+    async def on_interaction(self, interaction: discord.Interaction) -> None:
+        self.answered.append(interaction.id)
+        shard = interaction.guild.shard_id if interaction.guild is not None else 0
+        try:
+            await interaction.response.send_message(f"shard {shard}")
+        except discord.HTTPException as exc:
+            self.refused.append(exc)
+
+
+class AnsweringClient(Answering, discord.Client):
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(intents=discord.Intents.default(), guild_ready_timeout=0.05, **kwargs)
+        self.setup_answers()
+
+
+class AnsweringShards(Answering, discord.AutoShardedClient):
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(intents=discord.Intents.default(), guild_ready_timeout=0.05, **kwargs)
+        self.setup_answers()
+
+
+class ManualClock:
+    """The fake gateway's clock, moved only by the test."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def sharded_world(fake: FakeDiscord, count: int, shards: int) -> tuple[list[Guild], Member]:
+    """``count`` guilds, guild i on shard i % shards, each with #general and alice."""
+    guilds = fake.add_guilds(count, shards=shards, channels=["general"])
+    alice = fake.add_user("alice")
+    for guild in guilds:
+        guild.add_member(alice)
+    return guilds, alice
+
+
+async def ping(fake: FakeDiscord, guild: Guild, alice: object) -> object:
+    chan = guild.channel_named("general")
+    assert chan is not None
+    member = guild.get_member(alice)  # type: ignore[arg-type]
+    assert member is not None
+    return await fake.invoke_command(guild, chan, member, "ping")
+
+
+async def test_autosharded_client_gets_each_guild_on_its_shard_and_dms_on_shard_0() -> None:
+    async with FakeDiscord() as fake:
+        guilds, alice = sharded_world(fake, 9, shards=3)
+        client = AnsweringShards(shard_count=3)
+        async with run_client(fake, client):
+            assert fake.gateway.connected_shards() == [(0, 3), (1, 3), (2, 3)]
+            by_shard = {s.shard[0]: s for s in fake.gateway.connected_sessions}
+            for k, session in by_shard.items():  # READY and GUILD_CREATE: its guilds only
+                assert session.guild_ids == {g.id for g in guilds[k::3]}
+                assert all((gid >> 22) % 3 == k for gid in session.guild_ids)
+            assert fake.gateway.guild_counts() == {s.id: 3 for s in by_shard.values()}
+            assert {g.id: client.get_guild(g.id).shard_id for g in guilds} == {  # type: ignore[union-attr]
+                g.id: i % 3 for i, g in enumerate(guilds)
+            }
+            for i, guild in enumerate(guilds):
+                handle = await ping(fake, guild, alice)
+                cb = await handle.response()  # type: ignore[attr-defined]
+                assert handle.delivered_to == [by_shard[i % 3].id]  # type: ignore[attr-defined]
+                assert cb.content == f"shard {i % 3}"
+            assert {k: len(s.interactions) for k, s in by_shard.items()} == {0: 3, 1: 3, 2: 3}
+
+            seen = len(fake.gateway.dispatched)
+            chan = guilds[4].channel_named("general")
+            assert chan is not None
+            fake.post_message(chan, alice, "in a guild on shard 1")
+            fake.post_message(fake.open_dm(alice), alice, "a DM")
+            got = [(sid, event) for sid, _, event in fake.gateway.dispatched[seen:]]
+            assert got == [(by_shard[1].id, "MESSAGE_CREATE"), (by_shard[0].id, "MESSAGE_CREATE")]
+
+
+async def test_clients_with_shard_id_split_the_guilds_and_each_interaction_goes_once() -> None:
+    async with FakeDiscord() as fake:
+        guilds, alice = sharded_world(fake, 6, shards=2)
+        first, second = (
+            AnsweringClient(shard_id=0, shard_count=2),
+            AnsweringClient(shard_id=1, shard_count=2),
+        )
+        async with run_client(fake, first), run_client(fake, second):
+            assert fake.gateway.connected_shards() == [(0, 2), (1, 2)]
+            assert {g.id for g in first.guilds} == {g.id for g in guilds[0::2]}
+            assert {g.id for g in second.guilds} == {g.id for g in guilds[1::2]}
+            handles = [await ping(fake, g, alice) for g in guilds]
+            for handle in handles:
+                await handle.response()  # type: ignore[attr-defined]
+            assert all(len(h.delivered_to) == 1 for h in handles)  # type: ignore[attr-defined]
+            assert sorted(first.answered) == sorted(h.id for h in handles[0::2])  # type: ignore[attr-defined]
+            assert sorted(second.answered) == sorted(h.id for h in handles[1::2])  # type: ignore[attr-defined]
+            assert first.refused == second.refused == []
+
+
+async def test_two_sessions_on_one_shard_both_get_its_events_and_the_second_answer_is_40060(
+    world: World,
+) -> None:
+    fake = world.fake
+    first, second = AnsweringClient(), AnsweringClient()  # no shard: both [0, 1]
+    async with run_client(fake, first), run_client(fake, second):
+        assert [s.shard for s in fake.gateway.connected_sessions] == [(0, 1), (0, 1)]
+        handle = await fake.invoke_command(world.guild, world.channel, world.alice, "ping")
+        assert len(handle.delivered_to) == 2
+        await handle.wait_for(lambda h: len(h.callbacks) == 2)
+        assert [(c.accepted, c.error_code) for c in handle.callbacks] == [
+            (True, None),
+            (False, 40060),
+        ]
+        await fake.wait_until(lambda: first.refused or second.refused)
+        (refused,) = first.refused + second.refused
+        assert refused.status == 400 and refused.code == 40060
+        assert sorted([first.answered, second.answered]) == [[handle.id], [handle.id]]
+
+
+async def test_a_shard_over_the_guild_limit_is_closed_4011_sharding_required() -> None:
+    async with FakeDiscord(max_guilds_per_shard=2) as fake:
+        fake.add_guilds(4, shards=2)
+        unsharded = AnsweringClient()
+        with pytest.raises(discord.ConnectionClosed) as info:
+            async with run_client(fake, unsharded):
+                pass
+        assert info.value.code == 4011
+        assert [(a.shard, a.outcome) for a in fake.identify_log] == [((0, 1), "sharding required")]
+        assert fake.gateway.live_sessions == []
+
+        async with run_client(fake, AnsweringShards(shard_count=2)):
+            assert sorted(fake.gateway.guild_counts().values()) == [2, 2]
+
+
+async def test_gateway_bot_recommends_shards_and_counts_down_session_starts() -> None:
+    clock = ManualClock()
+    limits = {"session_start_total": 3, "session_start_reset_after": 60.0}
+    async with FakeDiscord(gateway_clock=clock, **limits) as fake:  # type: ignore[arg-type]
+        fake.add_guilds(1001)
+        client = AnsweringShards()  # no shard_count: discord.py asks GET /gateway/bot
+        async with run_client(fake, client):
+            assert client.shard_count == 2  # ceil(1001 / 1000)
+            assert fake.gateway.connected_shards() == [(0, 2), (1, 2)]
+            assert sum(fake.gateway.guild_counts().values()) == 1001
+            shards, url, limit = await client.http.get_bot_gateway()
+            assert (shards, url) == (2, fake.gateway_url.rstrip("/"))
+            assert limit == {
+                "total": 3,
+                "remaining": 1,
+                "reset_after": 60_000,
+                "max_concurrency": 1,
+            }
+            clock.now += 59.5
+            assert (await client.http.get_bot_gateway())[2]["reset_after"] == 500
+            clock.now += 0.5
+            limit = (await client.http.get_bot_gateway())[2]
+            assert (limit["remaining"], limit["reset_after"]) == (3, 60_000)
+    async with FakeDiscord(recommended_shards=7) as fake, aiohttp.ClientSession() as http:
+        headers = {"Authorization": f"Bot {fake.token}"}
+        async with http.get(f"{fake.api_base}/gateway/bot", headers=headers) as resp:
+            assert (await resp.json())["shards"] == 7
+
+
+async def test_identify_past_the_session_start_limit_ends_every_session_and_resets_the_token(
+    world: World,
+) -> None:
+    fake = world.fake
+    fake.gateway.sharding.session_start_total = 1
+    async with run_client(fake, AnsweringClient()):
+        old_token = fake.token
+        with pytest.raises(discord.ConnectionClosed) as info:
+            async with run_client(fake, AnsweringClient()):
+                pass
+        assert info.value.code == 4004
+        await fake.wait_until(lambda: not fake.gateway.connected_sessions, what="all closed")
+        assert [a.outcome for a in fake.identify_log] == ["accepted", "session start limit"]
+        assert fake.token != old_token
+        async with aiohttp.ClientSession() as http:
+            headers = {"Authorization": f"Bot {old_token}"}
+            async with http.get(f"{fake.api_base}/users/@me", headers=headers) as resp:
+                assert resp.status == 401
+
+
+class GatedShards(AnsweringShards):
+    """Shard k's first IDENTIFY waits until the fake has judged k earlier ones (so the order
+    is fixed); every later IDENTIFY (after an op 9) waits for a token of ``tokens``, which the
+    test hands out once it has moved the fake's clock (discord.py re-identifies one shard at a
+    time)."""
+
+    def __init__(self, fake: FakeDiscord, **kwargs: object) -> None:
+        super().__init__(**kwargs)
+        self.fake = fake
+        self.calls: dict[int, int] = {}
+        self.tokens = asyncio.Semaphore(0)
+
+    async def before_identify_hook(self, shard_id: int | None, *, initial: bool = False) -> None:
+        assert shard_id is not None
+        self.calls[shard_id] = self.calls.get(shard_id, 0) + 1
+        if self.calls[shard_id] == 1:
+            await self.fake.wait_until(lambda: len(self.fake.identify_log) >= shard_id)
+        else:
+            await self.tokens.acquire()
+
+
+async def test_identify_rate_is_one_per_bucket_per_window_and_over_it_is_op_9() -> None:
+    clock = ManualClock()
+    async with FakeDiscord(identify_window=5.0, max_concurrency=2, gateway_clock=clock) as fake:
+        fake.add_guilds(8, shards=4)
+        client = GatedShards(fake, shard_count=4)
+        with pointing_discord_py_at(fake):
+            task = asyncio.create_task(client.start(fake.token))
+            try:
+                await fake.wait_until(lambda: len(fake.identify_log) == 4, what="4 identifies")
+                log = [(a.shard[0], a.bucket, a.outcome, a.at) for a in fake.identify_log]
+                assert log == [
+                    (0, 0, "accepted", 1000.0),
+                    (1, 1, "accepted", 1000.0),
+                    (2, 0, "rate limited", 1000.0),  # bucket 0 already identified at 1000
+                    (3, 1, "rate limited", 1000.0),
+                ]
+                assert fake.gateway.invalid_session_count == 2
+                await fake.wait_until(lambda: client.calls.get(2) == 2, what="shard 2 again")
+                clock.now = 1004.9  # still inside bucket 0's window: refused again
+                client.tokens.release()
+                await fake.wait_until(lambda: len(fake.identify_log) == 5, what="a 5th identify")
+                again = fake.identify_log[4]
+                assert (again.shard[0], again.outcome, again.at) == (2, "rate limited", 1004.9)
+                clock.now = 1005.0  # 5 s after each bucket's identify: both pass
+                client.tokens.release()
+                client.tokens.release()
+                await asyncio.wait_for(client.wait_until_ready(), 10)
+                accepted = [(a.shard[0], a.at) for a in fake.identify_log if a.accepted]
+                assert sorted(accepted) == [(0, 1000.0), (1, 1000.0), (2, 1005.0), (3, 1005.0)]
+                assert fake.gateway.connected_shards() == [(k, 4) for k in range(4)]
+            finally:
+                await client.close()
+                await asyncio.wait({task}, timeout=5)
+
+
+# --- Discord's API spec as a check on every request (issue 21) ----------------------------------
+
+
+async def test_a_request_the_spec_refuses_is_flagged_and_fails_the_test(world: World, bot) -> None:
+    client, _ = bot
+    fake = world.fake
+    messages = f"/channels/{world.channel.id}/messages"
+    with pytest.raises(pytest.fail.Exception) as failed, failing_on_violations():
+        async with aiohttp.ClientSession() as http:  # raw: a query the spec bounds at 100
+            headers = {"Authorization": f"Bot {fake.token}"}
+            async with http.get(f"{fake.api_base}{messages}?limit=500", headers=headers):
+                pass
+        with pytest.raises(discord.HTTPException):  # through discord.py: a 300-char title
+            await text_channel(client, world.channel).send(embed=discord.Embed(title="t" * 300))
+    report = str(failed.value)
+    assert "2 request(s) the Discord API spec refuses" in report
+    assert (
+        f"GET {messages} (GET /channels/{{channel_id}}/messages): query/limit: "
+        "500 is greater than the maximum of 100" in report
+    )
+    assert (
+        f"POST {messages} (POST /channels/{{channel_id}}/messages): body/embeds/0/title:" in report
+    )
+    assert "[schema: properties/embeds/items/properties/title/maxLength]" in report
+    flagged = [(r.method, [v.where for v in r.spec_violations]) for r in fake.requests]
+    assert flagged[-2:] == [("GET", ["query/limit"]), ("POST", ["body/embeds/0/title"])]
+
+
+async def test_requests_the_spec_accepts_pass_the_check(world: World, bot) -> None:
+    client, tree = bot
+    fake = world.fake
+    checked = fake.spec.checked
+    with failing_on_violations():
+        channel = text_channel(client, world.channel)
+        message = await channel.send("hi", embed=discord.Embed(title="t" * 256))
+        await message.edit(content="hi again")
+        assert [m.id async for m in channel.history(limit=100)] == [message.id]
+        await tree.sync()
+    assert fake.spec.checked == checked + 4 == len(fake.requests)
+    assert all(r.spec_violations == [] for r in fake.requests)
+
+
+def test_spec_lookup_boolean_queries_and_the_exceptions_are_narrow() -> None:
+    spec = api_spec()
+    original = spec.operation("PATCH", "/webhooks/1/tok/messages/@original")
+    assert original is not None
+    assert original.key == "PATCH /webhooks/{webhook_id}/{webhook_token}/messages/@original"
+    assert spec.operation("GET", "/no/such/route") is None
+    assert [v.where for v in spec.check("GET", "/no/such/route", {}, None, body_read=True)] == [
+        "route"
+    ]
+
+    def check(query: dict[str, str], body: object) -> list[str]:
+        found = spec.check("POST", "/interactions/1/tok/callback", query, body, body_read=True)
+        return [v.where for v in found]
+
+    assert check({"with_response": "1"}, {"type": 1}) == []  # True/true/1 as Discord reads them
+    assert check({"with_response": "yes"}, {"type": 1}) == ["query/with_response"]
+    assert check({"color": "red"}, {"type": 1}) == ["query/color"]
+
+    def channel_option(types: list[int]) -> list[str]:
+        option = {"type": 7, "name": "where", "description": "d", "channel_types": types}
+        body = [{"name": "post", "description": "d", "options": [option]}]
+        found = spec.check("PUT", "/applications/1/commands", {}, body, body_read=True)
+        return [v.where for v in found]
+
+    assert channel_option([0, 15, 16]) == []  # GUILD_MEDIA: one of SPEC_EXCEPTIONS
+    assert channel_option([0, 99]) == ["body/0/options/0/channel_types/1"]
+
+    def mentions(roles: list[object]) -> list[str]:
+        body = {"content": "x", "allowed_mentions": {"roles": roles}}
+        return [
+            v.where for v in spec.check("POST", "/channels/1/messages", {}, body, body_read=True)
+        ]
+
+    assert mentions([123, "456"]) == []  # an integer snowflake: one of SPEC_EXCEPTIONS
+    assert mentions(["abc"]) == ["body/allowed_mentions/roles/0"]
