@@ -1728,3 +1728,18 @@ def test_spec_lookup_boolean_queries_and_the_exceptions_are_narrow() -> None:
 
     assert mentions([123, "456"]) == []  # an integer snowflake: one of SPEC_EXCEPTIONS
     assert mentions(["abc"]) == ["body/allowed_mentions/roles/0"]
+
+
+async def test_ten_thousand_guilds_over_four_shards_each_arrive_once_on_their_shard() -> None:
+    async with FakeDiscord() as fake:
+        guilds = fake.add_guilds(10_000, shards=4)
+        with pytest.raises(discord.ConnectionClosed) as info:  # 10,000 on one shard: > 2,500
+            async with run_client(fake, AnsweringClient()):
+                pass
+        assert info.value.code == 4011
+        client = AnsweringShards(shard_count=4)
+        async with run_client(fake, client, ready_timeout=25):
+            assert len(client.guilds) == 10_000
+            assert sorted(fake.gateway.guild_counts().values()) == [2500] * 4  # the limit: ok
+            shard_of = {g.id: g.shard_id for g in client.guilds}
+            assert shard_of == {g.id: i % 4 for i, g in enumerate(guilds)}

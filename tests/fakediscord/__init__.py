@@ -19,7 +19,9 @@ Quick tour::
             msg = await fake.wait_for_message(channel=chan)
             assert not msg.pings.everyone
 
-Main modules: ``server`` (FakeDiscord, REST), ``gateway``, ``interactions`` (InteractionHandle),
+Main modules: ``server`` (FakeDiscord, REST), ``gateway`` (with ``gateway_session`` and
+``shards``: sharding), ``apispec`` (every request checked against Discord's OpenAPI spec),
+``interactions`` (InteractionHandle),
 ``state`` (guild/channel/thread/role/member/message model), ``attachments`` (multipart uploads,
 the fake's CDN), ``forums`` (threads, forum posts), ``crosspost`` (publishing), ``errors``,
 ``permissions``, ``ratelimit``, ``faults``, ``netguard``, ``client`` (pointing discord.py at the
@@ -36,6 +38,7 @@ with warnings.catch_warnings():
     warnings.filterwarnings("ignore", message=".*audioop.*", category=DeprecationWarning)
     import discord  # noqa: F401
 
+from .apispec import SpecCheck, SpecException, SpecViolation
 from .attachments import Attachment
 from .client import pointing_discord_py_at, run_client
 from .errors import ApiError
@@ -53,6 +56,7 @@ from .netguard import NetworkAccessBlocked, NetworkGuard, install_network_guard,
 from .permissions import Permissions, base_permissions, channel_permissions
 from .ratelimit import RateLimiter, Storm
 from .server import FakeDiscord, RequestRecord
+from .shards import IdentifyAttempt, Sharding
 from .state import (
     ANNOUNCEMENT_THREAD,
     CHANNEL_FLAG_REQUIRE_TAG,
@@ -109,6 +113,7 @@ __all__ = [
     "Gateway",
     "GatewaySession",
     "Guild",
+    "IdentifyAttempt",
     "InteractionCallback",
     "InteractionHandle",
     "Member",
@@ -123,6 +128,10 @@ __all__ = [
     "RateLimiter",
     "RequestRecord",
     "Role",
+    "Sharding",
+    "SpecCheck",
+    "SpecException",
+    "SpecViolation",
     "Storm",
     "User",
     "base_permissions",
