@@ -155,30 +155,18 @@ def _escape(token: str) -> str:
     return token.replace("~", "~0").replace("/", "~1")
 
 
-def _params(
-    document: Mapping[str, Any], raw: list[dict[str, Any]], base: str
-) -> Iterator[tuple[str, str, _Param]]:
+def _params(raw: list[dict[str, Any]], base: str) -> Iterator[tuple[str, str, _Param]]:
+    """(in, name, schema pointer) of each parameter object (the spec writes them inline)."""
     for index, param in enumerate(raw):
-        if "$ref" in param:  # not used by the spec today; resolve it the same way if it is
-            pointer = param["$ref"].lstrip("#")
-            param = _lookup(document, pointer)
-        else:
-            pointer = f"{base}/{index}"
-        yield param["in"], param["name"], _Param(f"{pointer}/schema", bool(param.get("required")))
-
-
-def _lookup(document: Mapping[str, Any], pointer: str) -> Any:
-    node: Any = document
-    for token in pointer.strip("/").split("/"):
-        node = node[token.replace("~1", "/").replace("~0", "~")]
-    return node
+        pointer = f"{base}/{index}/schema"
+        yield param["in"], param["name"], _Param(pointer, bool(param.get("required")))
 
 
 def _operations(document: Mapping[str, Any]) -> dict[str, list[_Operation]]:
     by_method: dict[str, list[_Operation]] = {}
     for template, item in document["paths"].items():
         item_base = f"/paths/{_escape(template)}"
-        shared = list(_params(document, item.get("parameters", []), f"{item_base}/parameters"))
+        shared = list(_params(item.get("parameters", []), f"{item_base}/parameters"))
         segments = template.strip("/").split("/")
         regex = "/".join(
             f"(?P<{s[1:-1]}>[^/]+)" if s.startswith("{") else re.escape(s) for s in segments
@@ -189,7 +177,7 @@ def _operations(document: Mapping[str, Any]) -> dict[str, list[_Operation]]:
             if method == "parameters":
                 continue
             base = f"{item_base}/{method}"
-            own = list(_params(document, op.get("parameters", []), f"{base}/parameters"))
+            own = list(_params(op.get("parameters", []), f"{base}/parameters"))
             path_params = {n: p for where, n, p in shared + own if where == "path"}
             query_params = {n: p for where, n, p in shared + own if where == "query"}
             body = None
