@@ -13,8 +13,9 @@ import logging
 from functools import partial
 from typing import Any
 
-from . import _leases, _once, _runs
+from . import _once, _runs
 from ._engine import Engine
+from ._ops import leases as lease_ops
 from .abc import Tx
 from .clock import TimerHandle, monotonic_of
 from .context import (
@@ -365,7 +366,7 @@ class Driver:
             await self._prune_runs(now - engine.run_retention_seconds, now)
         ops = self.store.at(now)
         await ops.run(_once.prune)
-        await ops.run(partial(_leases.prune_members, before=now - FORGET_MEMBERS_AFTER))
+        await ops.run(partial(lease_ops.prune_members, before=now - FORGET_MEMBERS_AFTER))
         self.wake()
 
     async def _prune_jobs(self, before: float, now: float) -> None:

@@ -16,10 +16,11 @@ from functools import partial
 from types import TracebackType
 from typing import Any, Generic, TypeVar, Unpack, overload
 
-from . import _codec, _pacing
+from . import _codec
 from . import _lanes as lanes
 from ._driver import Driver
 from ._engine import Engine, EnqueueOptions, JobOptions, JobRequest, Tunables
+from ._ops import pacing
 from .abc import Db, Store
 from .clock import Clock
 from .context import TransactionContext, open_transaction
@@ -304,7 +305,7 @@ class Scheduler:
         else when it opens). Wait until then before acting: two reservations of one key
         start at least ``pace.spacing`` apart. For work that is not a job but must keep to a
         shared rate (e.g. a gateway's connection limit)."""
-        reserve = partial(_pacing.reserve, key=pace.key, spacing=pace.spacing_seconds)
+        reserve = partial(pacing.reserve, key=pace.key, spacing=pace.spacing_seconds)
         start = await self._engine.now().run(reserve)
         return datetime.fromtimestamp(start, UTC)
 

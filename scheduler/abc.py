@@ -2,9 +2,8 @@
 
 A store implements a handful of primitives (open, close, a write transaction, running a
 scheduler operation, reads, a snapshot for application SQL). Everything else is written once
-here on top of them and the operations in ``scheduler._ops``, ``scheduler._job_reads``,
-``scheduler._schedule_ops`` and ``scheduler._schedule_ticks``, so every store gives it the
-same meaning:
+here on top of them and the operations of :mod:`scheduler._ops`, so every store gives it
+the same meaning:
 
 - :class:`Operations`, the named operations on jobs and schedules, available inside a write
   transaction (``tx.pause_schedule(name)``) and at a time (``store.at(now).pause_schedule(name)``);
@@ -22,7 +21,8 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, ClassVar, Protocol, TypeVar
 
-from . import _job_reads, _ops, _run_history, _schedule_ops, _schedule_ticks
+from ._ops import dispatch, history, reads, schedules, ticks
+from ._ops import jobs as job_ops
 from .migrations import MigrationSet
 from .models import Job, JobState, Run
 from .store_types import (
@@ -102,8 +102,7 @@ class Operations(ABC):
     A write transaction (:class:`Tx`) offers them in that transaction, at its time; a store
     offers them at a given time through :meth:`Store.at`, each write in a transaction of its
     own and each read against a snapshot. The operations themselves live in
-    ``scheduler._ops`` and ``scheduler._job_reads`` (jobs), ``scheduler._schedule_ops`` and
-    ``scheduler._schedule_ticks`` (schedules).
+    :mod:`scheduler._ops`.
     """
 
     @abstractmethod
@@ -120,20 +119,20 @@ class Operations(ABC):
         """Insert ``job``; with a live idempotency key, return the existing job's id and insert
         nothing. A child of a canceled parent is born canceled (firing its ``on_complete``).
         A transaction may batch the write until its next statement or its commit."""
-        return await self.run(lambda st: _ops.enqueue(st, job))
+        return await self.run(lambda st: job_ops.enqueue(st, job))
 
     async def enqueue_many(self, jobs: Sequence[NewJob]) -> list[int]:
         """:meth:`enqueue` each of ``jobs`` in order, as one operation (one round trip on a
         store that drives an operation whole); returns their ids in the same order. Each job
         means exactly what it would alone: a live idempotency key gives the existing job's id
         (also a key taken earlier in the same batch)."""
-        return await self.run(lambda st: _ops.enqueue_many(st, jobs))
+        return await self.run(lambda st: job_ops.enqueue_many(st, jobs))
 
     async def cancel(self, job_id: int) -> bool:
         """Cancel a pending job (firing its ``on_complete``) and, breadth first, its pending
         descendants, even when the job itself is running or finished. Returns whether the job
         itself was canceled; :class:`~scheduler.errors.JobNotFound` if there is no such job."""
-        return await self.run(lambda st: _ops.cancel(st, job_id))
+        return await self.run(lambda st: job_ops.cancel(st, job_id))
 
     async def complete(
         self, outcomes: Sequence[Outcome], process: str | None = None
@@ -143,7 +142,7 @@ class Operations(ABC):
         and ``in_progress``, so a late worker can never overwrite a newer outcome. Each
         outcome that applies writes its run's history row (ran by ``process``) in the same
         transaction; a stale one writes none."""
-        return await self.run(lambda st: _ops.complete(st, outcomes, process))
+        return await self.run(lambda st: dispatch.complete(st, outcomes, process))
 
     # --- run history -----------------------------------------------------------------------
 
@@ -156,19 +155,19 @@ class Operations(ABC):
     ) -> list[Run]:
         """Up to ``limit`` recorded runs (at most ``RUN_LIST_LIMIT``), newest first: of one
         job and/or one function, finished at or after ``since`` (epoch seconds)."""
-        return await self.read(lambda st: _run_history.list_runs(st, job_id, fn, since, limit))
+        return await self.read(lambda st: history.list_runs(st, job_id, fn, since, limit))
 
     async def gauges(self, cap: int = 100_000) -> StoreGauges:
         """Jobs by active state, the due backlog (work that could start now, and since when
         its oldest could), the due paced jobs waiting for their key's slot, and the schedule
         totals, for metrics: every count stops at ``cap`` rows, so a read costs the same
         however many jobs there are."""
-        return await self.read(lambda st: _job_reads.gauges(st, cap))
+        return await self.read(lambda st: reads.gauges(st, cap))
 
     async def prune_runs(self, before: float, limit: int = 5000) -> int:
         """Delete up to ``limit`` runs that finished before ``before``, oldest first; returns
         how many."""
-        return await self.run(lambda st: _run_history.prune_runs(st, before, limit))
+        return await self.run(lambda st: history.prune_runs(st, before, limit))
 
     # --- schedules -------------------------------------------------------------------------
 
@@ -176,7 +175,7 @@ class Operations(ABC):
         """Insert a schedule; it first fires at its trigger's first time after now, or at its
         first time at or after ``start`` when that is later. A taken name raises
         :class:`~scheduler.errors.DuplicateName`."""
-        await self.run(lambda st: _schedule_ops.create(st, definition, start))
+        await self.run(lambda st: schedules.create(st, definition, start))
 
     async def create_schedules(
         self, items: Sequence[tuple[ScheduleDef, float | None]]
@@ -184,35 +183,35 @@ class Operations(ABC):
         """:meth:`create_schedule` each ``(definition, start)`` in order, as one operation;
         returns their first fire times in the same order. A taken name (also one taken
         earlier in the same batch) raises :class:`~scheduler.errors.DuplicateName`."""
-        return await self.run(lambda st: _schedule_ops.create_many(st, items))
+        return await self.run(lambda st: schedules.create_many(st, items))
 
     async def get_schedule(self, name: str) -> ScheduleRow:
         """The schedule named ``name``; :class:`~scheduler.errors.ScheduleNotFound` if none."""
-        return await self.read(lambda st: _schedule_ops.get(st, name))
+        return await self.read(lambda st: schedules.get(st, name))
 
     async def get_schedules(self, names: Sequence[str]) -> dict[str, ScheduleRow]:
         """The schedules of ``names`` that exist, by name (a name with no schedule is left
         out), in one read however many there are."""
-        return await self.read(lambda st: _schedule_ops.get_many(st, names))
+        return await self.read(lambda st: schedules.get_many(st, names))
 
     async def list_schedules(self, source: str | None = None) -> list[ScheduleRow]:
         """Every schedule by name, or only those of ``source`` (``"static"``/``"runtime"``)."""
-        return await self.read(lambda st: _schedule_ops.list_all(st, source))
+        return await self.read(lambda st: schedules.list_all(st, source))
 
     async def pause_schedule(self, name: str) -> bool:
         """Stop ticking ``name``; occurrences already made are left alone. False if it was
         paused already."""
-        return await self.run(lambda st: _schedule_ops.pause(st, name))
+        return await self.run(lambda st: schedules.pause(st, name))
 
     async def resume_schedule(self, name: str, trigger_of: TriggerOf) -> bool:
         """Tick ``name`` again from its next time after now (paused time is not replayed).
         False if it was not paused."""
-        return await self.run(lambda st: _schedule_ops.resume(st, name, trigger_of))
+        return await self.run(lambda st: schedules.resume(st, name, trigger_of))
 
     async def trigger_schedule(self, name: str, resolve: Resolve) -> int:
         """Enqueue one occurrence of ``name`` due now (overlap and pause do not apply); returns
         its job id. ``resolve`` gives the live registry's target (None: the stored one)."""
-        return await self.run(lambda st: _schedule_ops.trigger(st, name, resolve))
+        return await self.run(lambda st: schedules.trigger(st, name, resolve))
 
     async def backfill_schedule(
         self, name: str, start: float, end: float, trigger_of: TriggerOf, resolve: Resolve
@@ -221,18 +220,18 @@ class Operations(ABC):
         whose occurrence does not exist yet; returns the new job ids. A range of more than
         ``BACKFILL_CAP`` times raises :class:`~scheduler.errors.InvalidSchedule`."""
         return await self.run(
-            lambda st: _schedule_ops.backfill(st, name, start, end, trigger_of, resolve)
+            lambda st: schedules.backfill(st, name, start, end, trigger_of, resolve)
         )
 
     async def delete_schedule(self, name: str) -> int:
         """Delete ``name`` and cancel its pending occurrences; returns how many."""
-        return await self.run(lambda st: _schedule_ops.delete(st, name))
+        return await self.run(lambda st: schedules.delete(st, name))
 
     async def tick_schedules(self, limit: int, trigger_of: TriggerOf, resolve: Resolve) -> int:
         """Materialize the due times of up to ``limit`` due schedules under their catch-up
         and overlap policies, each as a job keyed by (name, fire time), and re-anchor each
         schedule past its whole backlog. Returns how many schedules were due."""
-        return await self.run(lambda st: _schedule_ticks.tick(st, limit, trigger_of, resolve))
+        return await self.run(lambda st: ticks.tick(st, limit, trigger_of, resolve))
 
     async def reconcile_schedules(self, definitions: Sequence[ScheduleDef]) -> ReconcileReport:
         """Make the static schedules match ``definitions`` by name: unchanged ones are left
@@ -240,11 +239,11 @@ class Operations(ABC):
         time after now, new ones start, missing ones are deleted with their pending
         occurrences canceled. A runtime schedule of the same name raises
         :class:`~scheduler.errors.DuplicateName`."""
-        return await self.run(lambda st: _schedule_ops.reconcile(st, definitions))
+        return await self.run(lambda st: schedules.reconcile(st, definitions))
 
     async def next_schedule_time(self) -> float | None:
         """The earliest next fire time of an active schedule, or None."""
-        return await self.read(_schedule_ticks.next_fire)
+        return await self.read(ticks.next_fire)
 
 
 class Tx(Operations):
@@ -382,7 +381,7 @@ class Store(ABC):
         (the name a lost lease's run history row gets). Also returns the earliest pending
         ``next_ts`` left (actions only counted when ``action_limit > 0``)."""
         claim: Claim = await self.run(
-            lambda st: _ops.claim_due(st, lease_until, mutation_limit, action_limit, process),
+            lambda st: dispatch.claim_due(st, lease_until, mutation_limit, action_limit, process),
             now,
         )
         return claim
@@ -395,7 +394,9 @@ class Store(ABC):
 
     async def extend_lease(self, job_id: int, run_count: int, until: float, now: float) -> bool:
         """Move a held lease to ``until``; False if the run no longer holds the job."""
-        held: bool = await self.run(lambda st: _ops.extend_lease(st, job_id, run_count, until), now)
+        held: bool = await self.run(
+            lambda st: dispatch.extend_lease(st, job_id, run_count, until), now
+        )
         return held
 
     async def reclaim_expired(
@@ -408,18 +409,18 @@ class Store(ABC):
         the process whose claim holds the lease (the sweeping ``process`` is named in its
         error)."""
         report: ReclaimReport = await self.run(
-            lambda st: _ops.reclaim_expired(st, limit, process), now
+            lambda st: dispatch.reclaim_expired(st, limit, process), now
         )
         return report
 
     async def next_due_time(self, now: float) -> float | None:
         """The earliest ``next_ts`` of any pending job, or None."""
-        result: float | None = await self.read(lambda st: _ops.next_due_time(st), now)
+        result: float | None = await self.read(lambda st: dispatch.next_due_time(st), now)
         return result
 
     async def prune(self, before: float, now: float, limit: int = 1000) -> int:
         """Delete up to ``limit`` terminal jobs (and their payloads) finished before ``before``."""
-        n: int = await self.run(lambda st: _ops.prune(st, before, limit), now)
+        n: int = await self.run(lambda st: dispatch.prune(st, before, limit), now)
         return n
 
     async def cancel(self, job_id: int, now: float) -> bool:
@@ -428,11 +429,11 @@ class Store(ABC):
 
     async def retry(self, job_id: int, now: float) -> bool:
         """Put a failed or canceled job back to pending with a fresh budget."""
-        done: bool = await self.run(lambda st: _ops.retry(st, job_id), now)
+        done: bool = await self.run(lambda st: job_ops.retry(st, job_id), now)
         return done
 
     async def get_job(self, job_id: int, now: float) -> Job | None:
-        job: Job | None = await self.read(lambda st: _job_reads.get_job(st, job_id), now)
+        job: Job | None = await self.read(lambda st: reads.get_job(st, job_id), now)
         return job
 
     async def list_jobs(
@@ -446,10 +447,10 @@ class Store(ABC):
     ) -> list[Job]:
         """Jobs, newest first, optionally filtered; page with ``before_id``."""
         jobs: list[Job] = await self.read(
-            lambda st: _job_reads.list_jobs(st, state, fn, before_id, limit), now
+            lambda st: reads.list_jobs(st, state, fn, before_id, limit), now
         )
         return jobs
 
     async def count_by_state(self, now: float) -> dict[JobState, int]:
-        counts: dict[JobState, int] = await self.read(_job_reads.count_by_state, now)
+        counts: dict[JobState, int] = await self.read(reads.count_by_state, now)
         return counts

@@ -20,9 +20,9 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from . import _schedule_ops
 from ._codec import ts_to_datetime
 from ._engine import Engine
+from ._ops.schedules import describe_row
 from .abc import Store
 from .errors import SchedulerError
 from .models import Job, JobState, Run
@@ -201,7 +201,7 @@ async def _list_schedules(args: argparse.Namespace, engine: Engine, now: float) 
     rows = await engine.store.at(now).list_schedules()
     trigger_of = engine.trigger_of
     if args.json:
-        views = [_schedule_ops.describe_row(r, trigger_of(r.trigger_spec)) for r in rows]
+        views = [describe_row(r, trigger_of(r.trigger_spec)) for r in rows]
         print(json.dumps(views, indent=2))
     elif not rows:
         print("no schedules")

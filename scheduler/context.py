@@ -12,7 +12,7 @@ from typing import Any, Unpack
 
 from . import _codec, _once
 from ._engine import Engine, EnqueueOptions, InTransaction, JobOptions, JobRequest
-from ._ops import job_seed
+from ._ops.seeds import job_seed
 from .abc import Cursor, Tx
 from .errors import AlreadyDone, LeaseLost
 from .models import JobInfo

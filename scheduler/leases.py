@@ -32,8 +32,9 @@ from datetime import timedelta
 from functools import partial
 from typing import Any, TypeVar
 
-from . import _codec, _leases
+from . import _codec
 from ._engine import Engine
+from ._ops import leases as lease_ops
 from .clock import monotonic_of
 from .errors import InvalidArgument
 from .store_types import Op, OpState
@@ -71,22 +72,22 @@ class Leases:
         """Take the lease on ``key`` for ``ttl`` if it is free, expired or already ours."""
         _codec.check_name(key, "lease key", KEY_LIMIT)
         seconds = _codec.to_seconds(ttl, "ttl", sign="positive")
-        return await self._run(_leases.take, key=key, holder=self.holder, ttl=seconds)
+        return await self._run(lease_ops.take, key=key, holder=self.holder, ttl=seconds)
 
     async def renew(self, keys: Sequence[str], ttl: timedelta | float = DEFAULT_TTL) -> set[str]:
         """Extend the leases of ``keys`` that this process still holds; those it holds."""
         seconds = _codec.to_seconds(ttl, "ttl", sign="positive")
-        return await self._run(_leases.renew, keys=list(keys), holder=self.holder, ttl=seconds)
+        return await self._run(lease_ops.renew, keys=list(keys), holder=self.holder, ttl=seconds)
 
     async def release(self, key: str) -> None:
         """Give the lease on ``key`` back (nothing if this process does not hold it)."""
-        await self._run(_leases.release, key=key, holder=self.holder)
+        await self._run(lease_ops.release, key=key, holder=self.holder)
 
     async def holders(self, keys: Sequence[str]) -> dict[str, str]:
         """Who holds each of ``keys`` now (a key nobody holds, or whose lease ran out, is
         missing)."""
         now = self._engine.clock.time()
-        rows = await self._run(_leases.leases_of, keys=list(keys))
+        rows = await self._run(lease_ops.leases_of, keys=list(keys))
         return {k: r.holder for k, r in rows.items() if r.expires_at > now}
 
     def share(
@@ -203,7 +204,7 @@ class LeaseShare:
         wait = self.ttl if within is None else _codec.to_seconds(within, "within")
         deadline = self._monotonic() + wait
         try:
-            await self.leases._run(_leases.leave, group=self.group, holder=self.me)
+            await self.leases._run(lease_ops.leave, group=self.group, holder=self.me)
             while self.running and self._monotonic() < deadline:
                 await self.round()
                 if self.running:
@@ -225,13 +226,13 @@ class LeaseShare:
         run = self.leases._run
         me = self.me
         if self._leaving:
-            members = await run(_leases.members, group=self.group)
+            members = await run(lease_ops.members, group=self.group)
         else:
-            members = await run(_leases.join, group=self.group, holder=me, ttl=self.ttl)
+            members = await run(lease_ops.join, group=self.group, holder=me, ttl=self.ttl)
         now = self._engine.clock.time()
-        rows = await run(_leases.leases_of, keys=self.keys)
+        rows = await run(lease_ops.leases_of, keys=self.keys)
         mine = sorted(k for k, r in rows.items() if r.holder == me)
-        held = await run(_leases.renew, keys=mine, holder=me, ttl=self.ttl)
+        held = await run(lease_ops.renew, keys=mine, holder=me, ttl=self.ttl)
         beat = self._monotonic()
         for key in held:
             self._renewed[key] = beat
@@ -241,7 +242,7 @@ class LeaseShare:
         for key in sorted(held):
             await self._start_work(key)
             if key in self.running and rows[key].handed_from is not None:
-                await run(_leases.confirm, key=key, holder=me)
+                await run(lease_ops.confirm, key=key, holder=me)
         # Given away (or lost): stop, unless the taker has not started yet.
         for key in sorted(self.running - held):
             row = rows.get(key)
@@ -256,7 +257,7 @@ class LeaseShare:
 
     async def _take_share(
         self,
-        rows: dict[str, _leases.LeaseRow],
+        rows: dict[str, lease_ops.LeaseRow],
         members: list[str],
         share: dict[str, int],
         held: set[str],
@@ -270,7 +271,7 @@ class LeaseShare:
                 return
             row = rows.get(key)
             free = row is None or row.expires_at <= now
-            if free and await run(_leases.take, key=key, holder=self.me, ttl=self.ttl):
+            if free and await run(lease_ops.take, key=key, holder=self.me, ttl=self.ttl):
                 self._renewed[key] = self._monotonic()
                 held.add(key)
                 short -= 1
@@ -289,22 +290,24 @@ class LeaseShare:
             if row is None or row.holder == self.me or row.wanted_by or row.handed_from:
                 continue
             if counts.get(row.holder, 0) > share.get(row.holder, 0) and await run(
-                _leases.want, key=key, holder=self.me
+                lease_ops.want, key=key, holder=self.me
             ):
                 counts[row.holder] -= 1
                 short -= 1
 
     async def _hand_over(
-        self, rows: dict[str, _leases.LeaseRow], held: set[str], quota: int
+        self, rows: dict[str, lease_ops.LeaseRow], held: set[str], quota: int
     ) -> None:
         run = self.leases._run
         for key in sorted(held):
             if rows[key].wanted_by is None:
                 continue
-            if len(held) > quota and await run(_leases.hand, key=key, holder=self.me, ttl=self.ttl):
+            if len(held) > quota and await run(
+                lease_ops.hand, key=key, holder=self.me, ttl=self.ttl
+            ):
                 held.discard(key)  # its work runs on until the taker confirms it started
             elif len(held) <= quota:
-                await run(_leases.unwant, key=key, holder=self.me)
+                await run(lease_ops.unwant, key=key, holder=self.me)
 
     async def _fence(self) -> None:
         """Stop the work of every key whose lease may have run out since its last renewal."""

@@ -2,7 +2,8 @@
 definitions they (and the static crons of :mod:`scheduler.crons`) write.
 
 Both APIs validate a definition completely, then call the store's named schedule
-operations (:class:`scheduler.abc.Operations`); the logic lives in ``scheduler._schedule_ops``.
+operations (:class:`scheduler.abc.Operations`); the logic lives in
+:mod:`scheduler._ops.schedules`.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any, Literal, TypedDict, Unpack
 
 from . import _codec
 from ._engine import Engine, InTransaction
-from ._schedule_ops import CATCH_UPS, OVERLAPS
+from ._ops.schedules import CATCH_UPS, OVERLAPS
 from .abc import Operations
 from .errors import InvalidSchedule
 from .models import Pace

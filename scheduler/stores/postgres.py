@@ -33,8 +33,8 @@ from typing import Any, ClassVar, TypeVar, cast
 
 import asyncpg
 
-from .. import _ops
 from .._lanes import Lanes
+from .._ops import jobs
 from ..abc import Cursor, Store, Tx
 from ..errors import InvalidArgument, SchedulerError, StoreError
 from ..migrations import MigrationSet, scheduler_migrations
@@ -116,7 +116,7 @@ class PostgresTx(Tx):
         return await self._store._drive(self._conn, op(self._state))
 
     async def enqueue(self, job: NewJob) -> int:
-        return await self.run(lambda st: _ops.enqueue(st, job))
+        return await self.run(lambda st: jobs.enqueue(st, job))
 
     async def savepoint(self, name: str) -> None:
         await self._conn.execute(f"SAVEPOINT {quote_ident(name)}")

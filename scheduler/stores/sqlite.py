@@ -22,8 +22,8 @@ from typing import Any, ClassVar, Literal, TypeVar
 
 import aiosqlite
 
-from .. import _ops
 from .._lanes import Lanes
+from .._ops import dispatch, jobs
 from ..abc import Cursor, Store, Tx
 from ..errors import InvalidArgument, NotADatabase, SchedulerError, StoreError
 from ..migrations import MigrationSet, scheduler_migrations
@@ -107,7 +107,7 @@ class SqliteTx(Tx):
 
     async def enqueue(self, job: NewJob) -> int:
         if job.idempotency_key is not None or job.parent_id is not None:
-            return await self.run(lambda st: _ops.enqueue(st, job))
+            return await self.run(lambda st: jobs.enqueue(st, job))
         if self._next_id is None:
             self._next_id = await self._hop(next_job_id)
         job_id = self._next_id
@@ -375,7 +375,7 @@ class SqliteStore(Store):
         """As :meth:`Store.claim_due`, run on the event loop's own thread when the write lock
         can be had at once (see :meth:`_run_inline`)."""
         claim: Claim = await self._run_inline(
-            lambda st: _ops.claim_due(st, lease_until, mutation_limit, action_limit, process),
+            lambda st: dispatch.claim_due(st, lease_until, mutation_limit, action_limit, process),
             now,
         )
         return claim
@@ -386,7 +386,7 @@ class SqliteStore(Store):
         """As :meth:`Store.complete`, run on the event loop's own thread when the write lock
         can be had at once (see :meth:`_run_inline`)."""
         report: CompletionReport = await self._run_inline(
-            lambda st: _ops.complete(st, outcomes, process), now
+            lambda st: dispatch.complete(st, outcomes, process), now
         )
         return report
 

@@ -23,7 +23,7 @@ from scheduler import (
     UnknownFunction,
     _driver,
 )
-from scheduler._ops import backoff_delay, job_seed
+from scheduler._ops.seeds import backoff_delay, job_seed
 from scheduler.testing import FakeClock
 from tests.scheduler.helpers import Counter, settle
 from tests.scheduler.stores import StoreFactory

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from scheduler import JobKind, JobState, MigrationError, SchedulerError, SchemaTooNew, StoreError
-from scheduler._ops import claim_due
+from scheduler._ops.dispatch import claim_due
 from scheduler.migrations import MigrationSet, scheduler_migrations
 from scheduler.sql import positional_queries
 from scheduler.sql.placeholders import numbered, parameter_names, translate_placeholders
@@ -512,7 +512,7 @@ async def test_four_stores_claiming_at_once_never_share_a_job(
 
 
 def _enqueue_many(st: Any, n: int) -> Any:
-    from scheduler._ops import enqueue
+    from scheduler._ops.jobs import enqueue
 
     out: list[int] = []
     for _ in range(n):

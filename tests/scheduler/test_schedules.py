@@ -26,7 +26,7 @@ from scheduler import (
     UnknownFunction,
     cron_jobs,
 )
-from scheduler._schedule_ops import jitter_offset, occurrence_key
+from scheduler._ops.schedules import jitter_offset, occurrence_key
 from scheduler.testing import FakeClock
 from tests.scheduler.helpers import settle
 from tests.scheduler.stores import StoreFactory

@@ -13,7 +13,7 @@ import random
 import pytest
 
 from scheduler import JobKind, JobNotFound, JobState, Store
-from scheduler._ops import backoff_delay, job_seed
+from scheduler._ops.seeds import backoff_delay, job_seed
 from scheduler.store_types import ClaimedJob, NewJob, Outcome
 from tests.scheduler.stores import StoreFactory
 

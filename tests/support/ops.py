@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from scheduler._ops import enqueue
+from scheduler._ops.jobs import enqueue
 from scheduler.store_types import NewJob, Op, OpState
 
 

@@ -1,9 +1,10 @@
-"""The schedule tick, as sans-IO operations (see ``_ops``): materialize the due times of due
-schedules as occurrence jobs under each schedule's catch-up and overlap policies, and
-re-anchor ``next_fire_ts`` past the whole backlog from the trigger, never from "now".
+"""The schedule tick, as sans-IO operations (see :mod:`scheduler._ops.jobs`): materialize
+the due times of due schedules as occurrence jobs under each schedule's catch-up and overlap
+policies, and re-anchor ``next_fire_ts`` past the whole backlog from the trigger, never
+from "now".
 
 The occurrence a fire time becomes (its key, its jitter, its target) is built by
-``_schedule_ops``, which also writes the definitions this reads.
+:mod:`scheduler._ops.schedules`, which also writes the definitions this reads.
 """
 
 from __future__ import annotations
@@ -11,13 +12,13 @@ from __future__ import annotations
 import logging
 from datetime import timedelta
 
-from . import _ops
-from ._codec import ts_to_datetime as _dt  # the short name the operations below use
-from ._schedule_ops import occurrence, occurrence_key, with_live_target
-from .errors import SchedulerError
-from .models import JobState
-from .store_types import Op, OpState, Params, Q, Resolve, ScheduleRow, Trigger, TriggerOf
-from .triggers import Interval
+from .._codec import ts_to_datetime as _dt  # the short name the operations below use
+from ..errors import SchedulerError
+from ..models import JobState
+from ..store_types import Op, OpState, Params, Q, Resolve, ScheduleRow, Trigger, TriggerOf
+from ..triggers import Interval
+from . import jobs
+from .schedules import occurrence, occurrence_key, with_live_target
 
 # The name these warnings have always had (they were logged from _schedule_ops).
 log = logging.getLogger("scheduler._schedule_ops")
@@ -159,14 +160,14 @@ def _materialize(st: OpState, row: ScheduleRow, times: list[float], batch: bool)
             if row.overlap == "cancel_other":
                 for r in active:
                     if r["state"] in (JobState.PENDING, JobState.HELD):
-                        yield from _ops.cancel(st, int(r["id"]))
+                        yield from jobs.cancel(st, int(r["id"]))
                 active = []
             elif batch or (row.overlap == "buffer_one" and not held):
                 runnable = False
             else:
                 skipped += 1
                 continue
-        yield from _ops.enqueue(st, occurrence(row, fire_ts, fire_ts), held=not runnable)
+        yield from jobs.enqueue(st, occurrence(row, fire_ts, fire_ts), held=not runnable)
         held = held or not runnable
         busy = True
     return skipped

@@ -1,4 +1,5 @@
-"""Database logic of recurring schedules, as sans-IO operations (see ``_ops``).
+"""Database logic of recurring schedules, as sans-IO operations (see
+:mod:`scheduler._ops.jobs`).
 
 One engine serves static crons (reconciled from code at boot) and runtime schedules. A
 schedule row holds its trigger, its target, its policies, and ``next_fire_ts``: the first
@@ -6,7 +7,7 @@ nominal fire time not yet materialized. Here: writing and reading definitions, m
 and backfills, reconciling the static crons, and the occurrence job a fire time becomes
 (keyed ``"<name>:<fire_ts>"``, unique, so a time runs once however often it is computed).
 The tick, which materializes due times under the catch-up and overlap policies, is in
-``_schedule_ticks``.
+:mod:`scheduler._ops.ticks`.
 """
 
 from __future__ import annotations
@@ -18,12 +19,10 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any, Literal
 
-from . import _ops
-from ._codec import ts_to_datetime
-from ._codec import ts_to_datetime as _dt  # the short name the operations below use
-from ._ops import stable_seed
-from .errors import DuplicateName, InvalidSchedule, ScheduleNotFound
-from .store_types import (
+from .._codec import ts_to_datetime
+from .._codec import ts_to_datetime as _dt  # the short name the operations below use
+from ..errors import DuplicateName, InvalidSchedule, ScheduleNotFound
+from ..store_types import (
     NewJob,
     Op,
     OpState,
@@ -36,7 +35,9 @@ from .store_types import (
     Trigger,
     TriggerOf,
 )
-from .triggers import Interval, trigger_from_spec
+from ..triggers import Interval, trigger_from_spec
+from . import jobs
+from .seeds import stable_seed
 
 Overlap = Literal["skip", "buffer_one", "allow_all", "cancel_other"]
 CatchUp = Literal["skip", "fire_once", "fire_all"]
@@ -168,7 +169,7 @@ def delete(st: OpState, name: str) -> Op[int]:
 def _cancel_pending(st: OpState, name: str) -> Op[int]:
     ids = [int(r["id"]) for r in (yield Q("schedule_pending_ids", {"schedule_name": name}, "all"))]
     for job_id in ids:
-        yield from _ops.cancel(st, job_id)
+        yield from jobs.cancel(st, job_id)
     return len(ids)
 
 
@@ -200,7 +201,7 @@ def trigger(st: OpState, name: str, resolve: Resolve) -> Op[int]:
     row = with_live_target(row, resolve)
     job = occurrence(row, st.now, st.now)
     job = NewJob(**{**_fields(job), "idempotency_key": f"{name}:trigger:{st.now!r}"})
-    job_id: int = yield from _ops.enqueue(st, job)
+    job_id: int = yield from jobs.enqueue(st, job)
     return job_id
 
 
@@ -236,7 +237,7 @@ def backfill(
     for fire_ts in times:
         existing = yield Q("job_by_key", {"idempotency_key": occurrence_key(name, fire_ts)}, "one")
         if existing is None:
-            created.append((yield from _ops.enqueue(st, occurrence(row, fire_ts, st.now))))
+            created.append((yield from jobs.enqueue(st, occurrence(row, fire_ts, st.now))))
     return created
 
 

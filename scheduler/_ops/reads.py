@@ -1,14 +1,15 @@
-"""The scheduler's reads of jobs, as sans-IO operations (see ``_ops``): one job, a page of
-jobs, the count in each state, the bounded counts metrics read, and the
-:class:`~scheduler.models.Job` a job row becomes."""
+"""The scheduler's reads of jobs, as sans-IO operations (see :mod:`scheduler._ops.jobs`): one
+job, a page of jobs, the count in each state, the bounded counts metrics read, the
+:class:`~scheduler.models.Job` a job row becomes, and a payload row as a handler sees it."""
 
 from __future__ import annotations
 
-from . import _codec
-from ._codec import optional_float
-from ._ops import decode_payload
-from .models import Job, JobKind, JobState
-from .store_types import Op, OpState, Q, Row, StoreGauges
+from typing import Any
+
+from .. import _codec
+from .._codec import optional_float
+from ..models import Job, JobKind, JobState
+from ..store_types import Op, OpState, Q, Row, StoreGauges
 
 
 def get_job(st: OpState, job_id: int) -> Op[Job | None]:
@@ -108,3 +109,13 @@ def job_from_row(r: Row) -> Job:
         pace_key=r["pace_key"],
         pace_spacing=optional_float(r["pace_spacing"]),
     )
+
+
+def decode_payload(p: Row) -> tuple[Any, Any]:
+    """A payload row's arguments and context as a handler sees them: an ``on_complete``
+    callback gets the context of the job it reports on inside its arguments."""
+    args = _codec.loads(p["args"])
+    context = _codec.decode_context(p["context_type"], p["context"])
+    if p["callback_of"] is not None and isinstance(args, dict):
+        return {**args, "context": context}, None
+    return args, context

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .store_types import Op, OpState, Q
+from ..store_types import Op, OpState, Q
 
 
 @dataclass(frozen=True, slots=True)

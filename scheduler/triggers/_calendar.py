@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Final, Literal
 
-from scheduler.errors import InvalidSchedule
+from ..errors import InvalidSchedule
 
 MAX_DAYS_IN_MONTH: Final = (31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 """Longest each month can be (February: 29, in leap years)."""

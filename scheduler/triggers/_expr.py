@@ -18,8 +18,8 @@ from typing import Final
 
 from croniter import croniter
 
-from scheduler._calendar import MAX_DAYS_IN_MONTH
-from scheduler.errors import InvalidSchedule
+from ..errors import InvalidSchedule
+from ._calendar import MAX_DAYS_IN_MONTH
 
 __all__ = ["CRON_MACROS", "compile_cron", "walker"]
 

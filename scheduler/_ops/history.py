@@ -1,6 +1,6 @@
-"""The run history, as sans-IO operations (see ``_ops``): one row per attempt, written in
-the transaction that records how the attempt ended, read newest first, pruned after the
-run retention.
+"""The run history, as sans-IO operations (see :mod:`scheduler._ops.jobs`): one row per
+attempt, written in the transaction that records how the attempt ended, read newest first,
+pruned after the run retention.
 
 A row is made from the job row it ran, while that run still holds the job (``record_runs``
 is fenced like every finish, so an outcome that lost its lease records nothing: the sweep
@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ._codec import optional_float
-from .models import Run, RunOutcome
-from .store_types import Op, OpState, Outcome, Q, Row
+from .._codec import optional_float
+from ..models import Run, RunOutcome
+from ..store_types import Op, OpState, Outcome, Q, Row
 
 RUN_LIST_LIMIT = 10_000
 """The most runs one read returns."""

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._codec import optional_float
-from .models import JobKind
-from .store_types import Op, OpState, Q
+from .._codec import optional_float
+from ..models import JobKind
+from ..store_types import Op, OpState, Q
 
 
 def claim_paced(
