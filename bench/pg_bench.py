@@ -143,7 +143,7 @@ async def child_enqueue(dsn: str, n: int, seed: int) -> None:
         for _ in range(n):
             await asyncio.sleep(rng.uniform(*WAKE_GAP))
             t = time.time()
-            job_id = await store.enqueue(job(PROBE_FN, JobKind.ACTION, t, {"t": t}), t)
+            job_id = await store.at(t).enqueue(job(PROBE_FN, JobKind.ACTION, t, {"t": t}))
             sent.append((job_id, t, time.time()))
     finally:
         await store.close()

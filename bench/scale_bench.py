@@ -234,13 +234,13 @@ async def one_pass(store: SqliteStore) -> tuple[float, float]:
         await tx.enqueue_many([due_job(k, now) for k in range(PASS_DUE)])
     now = time.time()
     t0 = time.perf_counter()
-    claim = await store.claim_due(now, now + 30.0, mutation_limit=64, action_limit=64)
-    report = await store.complete(
-        [Outcome(j, ok=True, value_json="null") for j in claim.jobs], time.time()
+    claim = await store.at(now).claim_due(now + 30.0, mutation_limit=64, action_limit=64)
+    report = await store.at(time.time()).complete(
+        [Outcome(j, ok=True, value_json="null") for j in claim.jobs]
     )
     t1 = time.perf_counter()
     now = time.time()
-    idle = await store.claim_due(now, now + 30.0, mutation_limit=64, action_limit=64)
+    idle = await store.at(now).claim_due(now + 30.0, mutation_limit=64, action_limit=64)
     t2 = time.perf_counter()
     if len(claim.jobs) != PASS_DUE or report.applied != PASS_DUE or idle.jobs:
         raise BenchError(f"pass: claimed {len(claim.jobs)}, completed {report.applied}")

@@ -672,10 +672,10 @@ async def one_pass(store: SqliteStore, due: int) -> tuple[float, float]:
             await tx.enqueue(due_job(kind, now))
     now = time.time()
     t0 = time.perf_counter()
-    claim = await store.claim_due(now, now + 30.0, mutation_limit=64, action_limit=64)
+    claim = await store.at(now).claim_due(now + 30.0, mutation_limit=64, action_limit=64)
     t1 = time.perf_counter()
-    report = await store.complete(
-        [Outcome(j, ok=True, value_json="null") for j in claim.jobs], time.time()
+    report = await store.at(time.time()).complete(
+        [Outcome(j, ok=True, value_json="null") for j in claim.jobs]
     )
     t2 = time.perf_counter()
     if len(claim.jobs) != due or report.applied != due:

@@ -77,7 +77,7 @@ async def reconcile_case(n: int) -> dict[str, float]:
             ("restart, 100 edited", crons(n, edited=100)),
         ):
             engine = Engine(SqliteStore(path), registry(), clock)
-            await engine.store.open()
+            await engine.open_store()
             try:
                 out[label] = await timed(partial(reconcile_crons, engine, registry_crons))
             finally:
@@ -91,7 +91,7 @@ async def catch_up_case(policy: str) -> float:
         path = Path(d) / "c.db"
         clock = FakeClock(START)
         engine = Engine(SqliteStore(path), registry(), clock)
-        await engine.store.open()
+        await engine.open_store()
         try:
             async with engine.store.transaction(clock.time()) as tx:
                 await TransactionSchedules(engine, tx).create(

@@ -39,6 +39,7 @@ from .migrations import MigrationSet
 from .models import Job, JobInfo, JobKind, JobState, Pace, Retry, Run, RunOutcome
 from .registry import Registry
 from .schedules import ScheduleInfo, ScheduleRequest
+from .settings import Settings
 from .stats import SchedulerStats
 from .stores.sqlite import SqliteStore
 from .triggers import Cron, Interval
@@ -86,6 +87,7 @@ __all__ = [
     "SchedulerError",
     "SchedulerStats",
     "SchemaTooNew",
+    "Settings",
     "SqliteStore",
     "Store",
     "StoreError",

@@ -49,6 +49,7 @@ class Driver:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        self.settings = engine.settings
         self.store = engine.store
         self.clock = engine.clock
         self.monotonic = monotonic_of(engine.clock)
@@ -134,24 +135,23 @@ class Driver:
             self._timer = self.clock.call_at(ts, self._wake.set)
 
     async def _pass(self) -> float | None:
-        engine = self.engine
-        batch = engine.batch_size
+        engine, settings = self.engine, self.settings
+        batch = settings.batch_size
         while True:
             now = self.clock.time()
             # A finished run holds its slot until its outcome is recorded, so a slow store
             # cannot pile up unrecorded completions (and their leases) without bound.
             unrecorded = len(self._completions) + self._recording
-            free = max(0, engine.max_concurrency - len(self._actions) - unrecorded)
+            free = max(0, settings.max_concurrency - len(self._actions) - unrecorded)
             action_limit = min(batch, free)
             # Taken before the claim is sent: the lease the store stamps with ``now`` cannot
             # have begun earlier than this, so leases measured from it never overstate.
             claimed_at = self.monotonic()
-            claim = await self.store.claim_due(
-                now,
-                now + engine.lease_seconds,
+            claim = await self.store.at(now).claim_due(
+                now + settings.lease_seconds,
                 mutation_limit=batch,
                 action_limit=action_limit,
-                process=engine.process_id,
+                process=settings.process_id,
             )
             engine.stats.claimed_jobs((j.kind, now - j.next_ts) for j in claim.jobs)
             mutations = [j for j in claim.jobs if j.kind is JobKind.MUTATION]
@@ -181,7 +181,7 @@ class Driver:
             async with self.store.transaction(self.clock.time()) as tx:
                 outcomes = [await self._run_mutation(tx, job) for job in jobs]
                 # Every completion commits with the batch's writes: one round trip for all.
-                report = await tx.complete(outcomes, self.engine.process_id)
+                report = await tx.complete(outcomes, self.settings.process_id)
             self.engine.stats.recorded(report.outcomes, report.stale)
         except asyncio.CancelledError:
             # Rolled back: nothing they did happened. Hand them back without counting.
@@ -261,11 +261,11 @@ class Driver:
                 raise SchedulerError(f"{job.fn!r} is no longer registered as an action")
         except SchedulerError as exc:
             return _runs.failed(job, exc, retryable=False)
-        engine = self.engine
-        lease = RunLease(self.monotonic, claimed_at + engine.lease_seconds, engine.lease_margin)
+        settings = self.settings
+        lease = RunLease(self.monotonic, claimed_at + settings.lease_seconds, settings.lease_margin)
         lease.task = asyncio.current_task()
         info = _runs.job_info(job)
-        ctx = ActionContext(engine, info, lease, partial(self.heartbeat, info))
+        ctx = ActionContext(self.engine, info, lease, partial(self.heartbeat, info))
         try:
             return _runs.succeeded(job, await reg.handler(ctx, job.args))
         except LeaseLost as exc:
@@ -303,7 +303,8 @@ class Driver:
             del self._completions[:FLUSH_BATCH]
             self._recording = len(batch)
             try:
-                report = await self.store.complete(batch, self.clock.time(), self.engine.process_id)
+                ops = self.store.at(self.clock.time())
+                report = await ops.complete(batch, self.settings.process_id)
             except Exception:
                 self._recording = 0
                 failures += 1
@@ -345,25 +346,25 @@ class Driver:
                 raise
             except Exception:
                 log.exception("lease sweep failed")
-            await self.clock.sleep(self.engine.sweep_seconds)
+            await self.clock.sleep(self.settings.sweep_seconds)
 
     async def sweep_once(self) -> None:
         """Reclaim expired leases, prune old terminal jobs and runs, and wake the loop (the
         backstop)."""
-        engine = self.engine
+        settings = self.settings
         now = self.clock.time()
-        report = await self.store.reclaim_expired(now, process=engine.process_id)
-        engine.stats.reclaimed(report.requeued, report.failed)
+        report = await self.store.at(now).reclaim_expired(process=settings.process_id)
+        self.engine.stats.reclaimed(report.requeued, report.failed)
         if report.requeued or report.failed:
             log.warning(
                 "lease sweep: %d job(s) back to pending, %d failed (their run was lost)",
                 report.requeued,
                 report.failed,
             )
-        if engine.retention_seconds is not None:
-            await self._prune_jobs(now - engine.retention_seconds, now)
-        if engine.run_retention_seconds is not None:
-            await self._prune_runs(now - engine.run_retention_seconds, now)
+        if settings.retention_seconds is not None:
+            await self._prune_jobs(now - settings.retention_seconds, now)
+        if settings.run_retention_seconds is not None:
+            await self._prune_runs(now - settings.run_retention_seconds, now)
         ops = self.store.at(now)
         await ops.run(_once.prune)
         await ops.run(partial(lease_ops.prune_members, before=now - FORGET_MEMBERS_AFTER))
@@ -373,7 +374,8 @@ class Driver:
         """Delete the terminal jobs finished before ``before``, a batch per transaction,
         until none is left (one batch per sweep would fall behind any rate above a batch
         per sweep interval, and the table would grow without bound)."""
-        while await self.store.prune(before, now, PRUNE_JOBS_BATCH) == PRUNE_JOBS_BATCH:
+        ops = self.store.at(now)
+        while await ops.prune(before, PRUNE_JOBS_BATCH) == PRUNE_JOBS_BATCH:
             pass
 
     async def _prune_runs(self, before: float, now: float) -> None:
@@ -409,6 +411,5 @@ class Driver:
         longer holds the job."""
         self.engine.ensure_running()
         now = self.clock.time()
-        return await self.store.extend_lease(
-            job.id, job.run_count, now + self.engine.lease_seconds, now
-        )
+        until = now + self.settings.lease_seconds
+        return await self.store.at(now).extend_lease(job.id, job.run_count, until)

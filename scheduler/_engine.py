@@ -1,31 +1,30 @@
 """The engine: what the driver, the contexts and the schedule APIs share.
 
-One ``Engine`` per :class:`~scheduler.Scheduler` holds the store, the registry, the clock and
-the tunables, and offers the services built on them: opening a write transaction, validating
-a job before anything is written, resolving a function against the registry, reading stored
-triggers (cached), and ticking the schedules. The ``Scheduler`` owns the lifecycle and the
-public API; everything below it takes the engine.
+One ``Engine`` per :class:`~scheduler.Scheduler` holds the store, the registry (and the
+resolver on it), the clock and the settings, and offers the services built on them: opening
+the store for them, a write transaction, the store's operations at the clock's time,
+validating a job before anything is written, and ticking the schedules. The ``Scheduler``
+owns the lifecycle and the public API; everything below it takes the engine.
 """
 
 from __future__ import annotations
 
-import os
-import secrets
-import socket
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any, TypedDict, Unpack
 
 from . import _codec
+from ._resolver import Resolver
 from .abc import OperationsAt, Store, Tx
 from .clock import Clock, SystemClock
 from .errors import InvalidArgument, SchedulerClosed
+from .migrations import MigrationSet
 from .models import Pace, Retry
 from .registry import Registry
+from .settings import Settings, Tunables
 from .stats import SchedulerStats
-from .store_types import NewJob, Target, Trigger
-from .triggers import trigger_from_json
+from .store_types import NewJob
 
 KEY_LIMIT = 500
 """The longest idempotency key or job name, in characters."""
@@ -63,43 +62,11 @@ class JobRequest:
         return f"JobRequest({self.fn!r}, {self.args!r}, **{self.options!r})"
 
 
-class Tunables(TypedDict, total=False):
-    """The scheduler's tunables, as keywords (see :class:`~scheduler.Scheduler`)."""
-
-    lease: timedelta | float
-    lease_margin: timedelta | float | None
-    sweep_interval: timedelta | float
-    batch_size: int
-    max_concurrency: int
-    retention: timedelta | float | None
-    run_retention: timedelta | float | None
-    shutdown_grace: timedelta | float
-    process_id: str | None
-
-
-PROCESS_ID_LIMIT = 200
-"""The longest process id, in characters."""
-
-
-def default_process_id() -> str:
-    """This process's name in the run history: host, pid and a random suffix (a pid is
-    reused after a restart, and by processes in different containers of one host)."""
-    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
-
-
-def _positive_int(value: object, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InvalidArgument(f"{what} must be a positive int, got {value!r}")
-    return value
-
-
 class Engine:
-    """The store, the registry, the clock and the tunables, with the services on them.
+    """The store, the registry, the clock and the settings, with the services on them.
 
-    Tunables (validated here): ``lease_seconds``, ``lease_margin``, ``sweep_seconds``,
-    ``batch_size``, ``max_concurrency``, ``retention_seconds`` (None keeps terminal jobs
-    forever), ``run_retention_seconds`` (None keeps the run history forever),
-    ``shutdown_grace`` and ``process_id``; see :class:`~scheduler.Scheduler` for their meaning.
+    The tunables (the keywords of :class:`~scheduler.settings.Tunables`) are validated into
+    :attr:`settings`; see :class:`~scheduler.Scheduler` for their meaning.
     """
 
     def __init__(
@@ -107,60 +74,32 @@ class Engine:
         store: Store,
         registry: Registry,
         clock: Clock | None = None,
-        *,
-        lease: timedelta | float = timedelta(seconds=30),
-        lease_margin: timedelta | float | None = None,
-        sweep_interval: timedelta | float = timedelta(seconds=30),
-        batch_size: int = 64,
-        max_concurrency: int = 64,
-        retention: timedelta | float | None = timedelta(days=7),
-        run_retention: timedelta | float | None = timedelta(days=7),
-        shutdown_grace: timedelta | float = timedelta(seconds=10),
-        process_id: str | None = None,
+        **tunables: Unpack[Tunables],
     ) -> None:
         if not isinstance(store, Store):
             raise InvalidArgument(f"store must be a scheduler Store, got {store!r}")
         if not isinstance(registry, Registry):
             raise InvalidArgument(f"registry must be a scheduler Registry, got {registry!r}")
-        self.batch_size = _positive_int(batch_size, "batch_size")
-        self.max_concurrency = _positive_int(max_concurrency, "max_concurrency")
+        self.settings = Settings.of(**tunables)
         self.store = store
         self.registry = registry
+        self.resolver = Resolver(registry)
+        """What the store's operations resolve schedule rows with (handed to the store by
+        :meth:`open_store`) and what new schedule definitions are checked with."""
         self.clock: Clock = clock if clock is not None else SystemClock()
-        self.lease_seconds = _codec.to_seconds(lease, "lease", sign="positive")
-        self.lease_margin = (
-            min(5.0, self.lease_seconds / 5)
-            if lease_margin is None
-            else _codec.to_seconds(lease_margin, "lease_margin")
-        )
-        if not 0 <= self.lease_margin < self.lease_seconds:
-            raise InvalidArgument(
-                f"lease_margin must be at least 0 and less than the lease "
-                f"({self.lease_seconds}s), got {lease_margin!r}"
-            )
-        self.sweep_seconds = _codec.to_seconds(sweep_interval, "sweep_interval", sign="positive")
-        self.retention_seconds = (
-            None
-            if retention is None
-            else _codec.to_seconds(retention, "retention", sign="positive")
-        )
-        self.run_retention_seconds = (
-            None
-            if run_retention is None
-            else _codec.to_seconds(run_retention, "run_retention", sign="positive")
-        )
-        self.shutdown_grace = _codec.to_seconds(shutdown_grace, "shutdown_grace")
-        if process_id is not None:
-            _codec.check_name(process_id, "process_id", PROCESS_ID_LIMIT)
-        self.process_id = default_process_id() if process_id is None else process_id
         self.stats = SchedulerStats()
         """What this process's driver has done (see :mod:`scheduler.stats`)."""
         self.running = False
         """Whether transactions may be opened (set by the scheduler's lifecycle: from its
         start until its stop has drained the in-flight work)."""
-        self._triggers: dict[str, Trigger] = {}
 
     # --- access to the store ----------------------------------------------------------------
+
+    async def open_store(self, migrations: Sequence[MigrationSet] = ()) -> None:
+        """Hand the store this engine's resolver, then open it (applying ``migrations``):
+        from here on its operations resolve schedule rows in this engine's registry."""
+        self.store.resolver = self.resolver
+        await self.store.open(migrations)
 
     def ensure_running(self) -> None:
         if not self.running:
@@ -246,40 +185,11 @@ class Engine:
 
     # --- schedules --------------------------------------------------------------------------
 
-    def trigger_of(self, spec_json: str) -> Trigger:
-        """The trigger a schedule row stores (parsed once per spec)."""
-        trig = self._triggers.get(spec_json)
-        if trig is None:
-            trig = self._triggers[spec_json] = trigger_from_json(spec_json)
-        return trig
-
-    def target(self, fn: str) -> Target:
-        """What a schedule of ``fn`` runs, from the registry (``UnknownFunction`` if absent)."""
-        reg = self.registry.get(fn)
-        return Target(
-            fn=fn,
-            kind=reg.kind,
-            idempotent=reg.idempotent,
-            max_failures=reg.retry.max_failures,
-            initial_backoff=reg.retry.backoff_seconds,
-            backoff_base=float(reg.retry.base),
-        )
-
-    def resolve(self, fn: str) -> Target | None:
-        """The registry's target for ``fn``, or None when this process does not know it."""
-        return self.target(fn) if fn in self.registry else None
-
     async def tick_schedules(self) -> None:
         """Materialize the due occurrences of every due schedule, a batch at a time."""
-        while True:
-            ops = self.store.at(self.clock.time())
-            n = await ops.tick_schedules(self.batch_size, self.trigger_of, self.resolve)
-            if n < self.batch_size:
-                return
-
-    async def next_schedule_time(self) -> float | None:
-        """The earliest next fire time of an active schedule, or None."""
-        return await self.store.at(self.clock.time()).next_schedule_time()
+        batch = self.settings.batch_size
+        while await self.store.at(self.clock.time()).tick_schedules(batch) == batch:
+            pass
 
 
 class InTransaction:

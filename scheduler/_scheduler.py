@@ -1,7 +1,7 @@
 """The ``Scheduler``: the lifecycle (open, reconcile, drive, drain, close) and the public API.
 
 Everything it does between start and stop goes through its :class:`~scheduler._engine.Engine`
-(store, registry, clock, tunables and the services on them), which is also what the driver,
+(store, registry, clock, settings and the services on them), which is also what the driver,
 the contexts and the schedule APIs are given.
 """
 
@@ -14,12 +14,12 @@ from contextlib import AbstractContextManager, asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from types import TracebackType
-from typing import Any, Generic, TypeVar, Unpack, overload
+from typing import Any, Unpack
 
 from . import _codec
 from . import _lanes as lanes
 from ._driver import Driver
-from ._engine import Engine, EnqueueOptions, JobOptions, JobRequest, Tunables
+from ._engine import Engine, EnqueueOptions, JobOptions, JobRequest
 from ._ops import pacing
 from .abc import Db, Store
 from .clock import Clock
@@ -31,40 +31,15 @@ from .migrations import MigrationSet
 from .models import Job, JobState, Pace, Run
 from .registry import Registry
 from .schedules import Schedules
+from .settings import Settings, Tunables
 from .stats import SchedulerStats
 
 log = logging.getLogger(__name__)
-
-T = TypeVar("T")
 
 
 def _lane(interactive: bool | None) -> AbstractContextManager[None]:
     """The lane a call asked for, or the caller's own (None)."""
     return contextlib.nullcontext() if interactive is None else lanes.interactive(interactive)
-
-
-class _EngineAttribute(Generic[T]):
-    """A read-only attribute of the scheduler that is its engine's attribute of that name."""
-
-    def __set_name__(self, owner: type[Scheduler], name: str) -> None:
-        self._name = name
-
-    @overload
-    def __get__(self, sched: None, owner: type[Scheduler]) -> _EngineAttribute[T]: ...
-
-    @overload
-    def __get__(self, sched: Scheduler, owner: type[Scheduler] | None = None) -> T: ...
-
-    def __get__(
-        self, sched: Scheduler | None, owner: type[Scheduler] | None = None
-    ) -> T | _EngineAttribute[T]:
-        if sched is None:
-            return self
-        value: T = getattr(sched._engine, self._name)
-        return value
-
-    def __set__(self, sched: Scheduler, value: object) -> None:
-        raise AttributeError(f"Scheduler.{self._name} is set when the Scheduler is built")
 
 
 class Scheduler:
@@ -84,7 +59,8 @@ class Scheduler:
     kept; None keeps them forever), ``run_retention`` (how long the run history is kept,
     default 7 days; None keeps it forever), ``process_id`` (this process's name in the run
     history; default host, pid and a random suffix), ``migrations`` (the application's own
-    migration sets, applied with the scheduler's).
+    migration sets, applied with the scheduler's). They are validated when the scheduler
+    is built, into :attr:`settings` (in seconds).
     """
 
     def __init__(
@@ -103,22 +79,29 @@ class Scheduler:
         self._driver: Driver | None = None
         self._stopping = False
 
-    # --- what it was built with (read-only; the engine holds them) ----------------------------
+    # --- what it was built with (read-only) ------------------------------------------------
 
-    store = _EngineAttribute[Store]()
-    registry = _EngineAttribute[Registry]()
-    clock = _EngineAttribute[Clock]()
-    lease_seconds = _EngineAttribute[float]()
-    lease_margin = _EngineAttribute[float]()
-    sweep_seconds = _EngineAttribute[float]()
-    batch_size = _EngineAttribute[int]()
-    max_concurrency = _EngineAttribute[int]()
-    retention_seconds = _EngineAttribute[float | None]()
-    run_retention_seconds = _EngineAttribute[float | None]()
-    shutdown_grace = _EngineAttribute[float]()
-    process_id = _EngineAttribute[str]()
-    stats = _EngineAttribute[SchedulerStats]()
-    """What this process's driver has done since the scheduler was built."""
+    @property
+    def store(self) -> Store:
+        return self._engine.store
+
+    @property
+    def registry(self) -> Registry:
+        return self._engine.registry
+
+    @property
+    def clock(self) -> Clock:
+        return self._engine.clock
+
+    @property
+    def settings(self) -> Settings:
+        """The tunables it was built with, validated and in seconds."""
+        return self._engine.settings
+
+    @property
+    def stats(self) -> SchedulerStats:
+        """What this process's driver has done since the scheduler was built."""
+        return self._engine.stats
 
     # --- lifecycle -----------------------------------------------------------------------------
 
@@ -138,7 +121,7 @@ class Scheduler:
         """Open the store, reconcile crons, start the driver (its first pass and sweep run now)."""
         if self.running:
             return
-        await self.store.open(self.migrations)
+        await self._engine.open_store(self.migrations)
         try:
             await self._reconcile_crons()
         except BaseException:
@@ -157,7 +140,9 @@ class Scheduler:
         self._stopping = True  # in-flight work may still use transactions and heartbeats
         driver = self._driver
         assert driver is not None
-        seconds = self.shutdown_grace if grace is None else _codec.to_seconds(grace, "grace")
+        seconds = (
+            self.settings.shutdown_grace if grace is None else _codec.to_seconds(grace, "grace")
+        )
         try:
             await driver.stop(seconds)
         finally:
@@ -246,13 +231,11 @@ class Scheduler:
 
     async def retry(self, job_id: int) -> bool:
         """Put a failed or canceled job back to pending now, with a fresh retry budget."""
-        self._check_open()
-        return await self.store.retry(job_id, self.clock.time())
+        return await self._engine.now().retry(job_id)
 
     async def get_job(self, job_id: int) -> Job | None:
         """The job with its payloads (args, result, error), or None if there is no such job."""
-        self._check_open()
-        return await self.store.get_job(job_id, self.clock.time())
+        return await self._engine.now().get_job(job_id)
 
     async def list_jobs(
         self,
@@ -263,11 +246,9 @@ class Scheduler:
         limit: int = 50,
     ) -> list[Job]:
         """Jobs newest first (payloads other than the error omitted); page with ``before_id``."""
-        self._check_open()
+        ops = self._engine.now()
         st = None if state is None else JobState(state)
-        return await self.store.list_jobs(
-            self.clock.time(), state=st, fn=fn, before_id=before_id, limit=limit
-        )
+        return await ops.list_jobs(state=st, fn=fn, before_id=before_id, limit=limit)
 
     async def runs(
         self,
@@ -278,11 +259,11 @@ class Scheduler:
     ) -> list[Run]:
         """The run history, newest first: every attempt of every job (of ``job_id``, of
         ``fn``, finished at or after ``since``), kept for ``run_retention``."""
-        self._check_open()
+        ops = self._engine.now()
         start = None if since is None else _codec.to_timestamp(since)
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
             raise InvalidArgument(f"limit must be a whole number, got {limit!r}")
-        return await self.store.at(self.clock.time()).runs(job_id, fn, start, limit)
+        return await ops.runs(job_id, fn, start, limit)
 
     # --- recurring schedules ------------------------------------------------------------------
 
@@ -328,10 +309,10 @@ class Scheduler:
         while True:
             changed = driver.change_event  # taken first, so no change can slip past
             if not driver.busy():
-                now = self.clock.time()
-                nxt = await self.store.next_due_time(now)
-                tick = await self._engine.next_schedule_time()
-                due = any(t is not None and t <= now for t in (nxt, tick))
+                ops = self.store.at(self.clock.time())
+                nxt = await ops.next_due_time()
+                tick = await ops.next_schedule_time()
+                due = any(t is not None and t <= ops.now for t in (nxt, tick))
                 if not driver.busy():
                     if not due:
                         return

@@ -21,12 +21,10 @@ from datetime import datetime
 from typing import Any
 
 from ._codec import ts_to_datetime
-from ._engine import Engine
 from ._ops.schedules import describe_row
 from .abc import Store
 from .errors import SchedulerError
 from .models import Job, JobState, Run
-from .registry import Registry
 from .stores.sqlite import SqliteStore
 
 
@@ -99,21 +97,22 @@ def _short(text: str | None, width: int = 60) -> str:
 async def _jobs(args: argparse.Namespace, store: Store, now: float) -> int:
     if args.action == "ls":
         return await _list_jobs(args, store, now)
-    job = await store.get_job(args.id, now)
+    ops = store.at(now)
+    job = await ops.get_job(args.id)
     if job is None:
         print(f"no job with id {args.id}", file=sys.stderr)
         return 1
     if args.action == "show":
         return _show_job(args, job, now)
     if args.action == "cancel":
-        canceled = await store.cancel(args.id, now)
+        canceled = await ops.cancel(args.id)
         print(
             f"job {args.id} canceled"
             if canceled
             else f"job {args.id} was {job.state.value}; pending descendants canceled"
         )
         return 0
-    retried = await store.retry(args.id, now)
+    retried = await ops.retry(args.id)
     if not retried:
         print(
             f"job {args.id} is {job.state.value}; only failed or canceled jobs can be retried",
@@ -126,8 +125,8 @@ async def _jobs(args: argparse.Namespace, store: Store, now: float) -> int:
 
 async def _list_jobs(args: argparse.Namespace, store: Store, now: float) -> int:
     state = JobState(args.state) if args.state else None
-    jobs = await store.list_jobs(
-        now, state=state, fn=args.fn, before_id=args.before, limit=args.limit
+    jobs = await store.at(now).list_jobs(
+        state=state, fn=args.fn, before_id=args.before, limit=args.limit
     )
     if args.json:
         print(json.dumps([_job_json(j) for j in jobs], default=str, indent=2))
@@ -168,25 +167,24 @@ def _show_job(args: argparse.Namespace, job: Job, now: float) -> int:
 
 
 async def _schedules(args: argparse.Namespace, store: Store, now: float) -> int:
-    # No application code here: with an empty registry every occurrence runs the target
-    # stored with its schedule, and the engine still caches the stored triggers.
-    engine = Engine(store, Registry())
+    # No application code here: the store's resolver knows no function, so every occurrence
+    # runs the target stored with its schedule.
     if args.action == "ls":
-        return await _list_schedules(args, engine, now)
+        return await _list_schedules(args, store, now)
     ops = store.at(now)
     name = args.name
     if args.action == "pause":
         done = await ops.pause_schedule(name)
         print(f"schedule {name!r} paused" if done else f"schedule {name!r} was already paused")
     elif args.action == "resume":
-        done = await ops.resume_schedule(name, engine.trigger_of)
+        done = await ops.resume_schedule(name)
         print(f"schedule {name!r} resumed" if done else f"schedule {name!r} was not paused")
     elif args.action == "trigger":
-        job_id = await ops.trigger_schedule(name, engine.resolve)
+        job_id = await ops.trigger_schedule(name)
         print(f"schedule {name!r} triggered: job {job_id}")
     elif args.action == "backfill":
         start, end = _parse_time(args.start), _parse_time(args.end)
-        ids = await ops.backfill_schedule(name, start, end, engine.trigger_of, engine.resolve)
+        ids = await ops.backfill_schedule(name, start, end)
         print(
             f"schedule {name!r}: {len(ids)} job(s) enqueued"
             + (f" ({ids[0]}..{ids[-1]})" if ids else "")
@@ -197,11 +195,11 @@ async def _schedules(args: argparse.Namespace, store: Store, now: float) -> int:
     return 0
 
 
-async def _list_schedules(args: argparse.Namespace, engine: Engine, now: float) -> int:
-    rows = await engine.store.at(now).list_schedules()
-    trigger_of = engine.trigger_of
+async def _list_schedules(args: argparse.Namespace, store: Store, now: float) -> int:
+    rows = await store.at(now).list_schedules()
+    trigger = store.resolver.trigger
     if args.json:
-        views = [describe_row(r, trigger_of(r.trigger_spec)) for r in rows]
+        views = [describe_row(r, trigger(r.trigger_spec)) for r in rows]
         print(json.dumps(views, indent=2))
     elif not rows:
         print("no schedules")
@@ -210,7 +208,7 @@ async def _list_schedules(args: argparse.Namespace, engine: Engine, now: float) 
             [
                 r.name,
                 r.source,
-                trigger_of(r.trigger_spec).describe(),
+                trigger(r.trigger_spec).describe(),
                 r.target.fn,
                 "paused" if r.paused else "active",
                 _when(r.next_fire_ts, now),

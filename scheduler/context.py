@@ -283,7 +283,7 @@ class ActionContext:
         sent_at = lease.monotonic()
         held = await self._extend_lease()
         if held:
-            lease.expires = max(lease.expires, sent_at + self._engine.lease_seconds)
+            lease.expires = max(lease.expires, sent_at + self._engine.settings.lease_seconds)
         else:
             lease.lose()
         return held

@@ -62,7 +62,7 @@ class Leases:
     @property
     def holder(self) -> str:
         """This process's name as a holder (the scheduler's ``process_id``)."""
-        return self._engine.process_id
+        return self._engine.settings.process_id
 
     async def _run(self, op: Callable[..., Op[T]], **kwargs: Any) -> T:
         bound: Callable[[OpState], Op[T]] = partial(op, **kwargs)

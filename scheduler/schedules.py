@@ -158,7 +158,7 @@ def build_def(
         raise InvalidSchedule(f"overlap must be one of {', '.join(OVERLAPS)}; got {overlap!r}")
     if catch_up not in CATCH_UPS:
         raise InvalidSchedule(f"catch_up must be one of {', '.join(CATCH_UPS)}; got {catch_up!r}")
-    target = engine.target(fn)
+    target = engine.resolver.target(fn)
     pace_key, pace_spacing = engine.pace_of(fn, pace)
     return ScheduleDef(
         name=name,
@@ -224,7 +224,7 @@ class _ScheduleReads(ABC):
         return [self._info(row) for row in await self._ops().list_schedules()]
 
     def _info(self, row: ScheduleRow) -> ScheduleInfo:
-        return ScheduleInfo.of(row, self._engine.trigger_of(row.trigger_spec))
+        return ScheduleInfo.of(row, self._engine.resolver.trigger(row.trigger_spec))
 
 
 class TransactionSchedules(_ScheduleReads, InTransaction):
@@ -293,11 +293,11 @@ class TransactionSchedules(_ScheduleReads, InTransaction):
 
     async def resume(self, name: str) -> bool:
         """Fire again from the next time after now; paused time is not replayed."""
-        return await (await self._writing()).resume_schedule(name, self._engine.trigger_of)
+        return await (await self._writing()).resume_schedule(name)
 
     async def trigger(self, name: str) -> int:
         """Run the schedule's function now, once; returns the job id."""
-        return await (await self._writing()).trigger_schedule(name, self._engine.resolve)
+        return await (await self._writing()).trigger_schedule(name)
 
     async def backfill(
         self, name: str, start: datetime | float, end: datetime | float
@@ -306,9 +306,7 @@ class TransactionSchedules(_ScheduleReads, InTransaction):
         Returns the ids of the jobs it created."""
         lo = _codec.to_timestamp(start, "start")
         hi = _codec.to_timestamp(end, "end")
-        engine = self._engine
-        tx = await self._writing()
-        return await tx.backfill_schedule(name, lo, hi, engine.trigger_of, engine.resolve)
+        return await (await self._writing()).backfill_schedule(name, lo, hi)
 
     async def delete(self, name: str) -> int:
         """Delete the schedule; its pending occurrences are canceled (returns how many)."""

@@ -4,21 +4,24 @@ A store runs *operations*: generators that yield :class:`Q` (a named query and i
 parameters), receive its result, and share one :class:`OpState` per transaction. Jobs go in
 as :class:`NewJob`, come out of a claim as :class:`ClaimedJob` (in a :class:`Claim`) and go
 back as :class:`Outcome`; the sweep and completions answer with reports. Schedules go in as
-:class:`ScheduleDef` and come out as :class:`ScheduleRow`.
+:class:`ScheduleDef` and come out as :class:`ScheduleRow`; what their rows name is resolved
+by the store's :class:`Resolver`, which every :class:`OpState` carries.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Generator, Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal, Protocol, TypeVar
 
 from ._codec import optional_float
+from ._resolver import Resolver as Resolver
+from ._resolver import Target as Target
+from ._resolver import Trigger as Trigger
 from .models import JobKind, RunOutcome
-from .triggers import Cron, Interval
 
 T = TypeVar("T")
 Fetch = Literal["all", "one", "none", "many"]
@@ -52,6 +55,8 @@ class OpState:
     """Per-transaction state shared by the operations that run in it."""
 
     now: float
+    resolver: Resolver
+    """How the operations resolve what schedule rows name: the store's."""
     wake: bool = False
     """Set when the transaction changed the set of pending jobs: the driver must look again."""
     finished_schedules: set[str] = field(default_factory=set)
@@ -189,25 +194,6 @@ class StoreGauges:
 
 
 # --- schedules -----------------------------------------------------------------------------
-
-Trigger = Cron | Interval
-TriggerOf = Callable[[str], Trigger]
-
-
-@dataclass(frozen=True, slots=True)
-class Target:
-    """What an occurrence runs, resolved against the registry when the schedule is written."""
-
-    fn: str
-    kind: JobKind
-    idempotent: bool
-    max_failures: int
-    initial_backoff: float
-    backoff_base: float
-
-
-Resolve = Callable[[str], Target | None]
-"""The live registry's view of a function (None if this process does not know it)."""
 
 
 @dataclass(frozen=True)

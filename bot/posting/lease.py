@@ -27,7 +27,8 @@ def lease_needed(sched: Scheduler, send_timeout: float) -> float:
     request that outlives a lost lease can only race a re-send with the same nonce, which
     Discord deduplicates: what must never happen is a send that starts after the job moved on.
     """
-    return min(send_timeout, (sched.lease_seconds - sched.lease_margin) / 2)
+    settings = sched.settings
+    return min(send_timeout, (settings.lease_seconds - settings.lease_margin) / 2)
 
 
 async def hold_lease(ctx: ActionContext, need: float) -> None:

@@ -29,11 +29,10 @@ from ..store_types import (
     Params,
     Q,
     ReconcileReport,
-    Resolve,
     ScheduleDef,
     ScheduleRow,
+    Target,
     Trigger,
-    TriggerOf,
 )
 from ..triggers import Interval, trigger_from_spec
 from . import jobs
@@ -148,12 +147,12 @@ def pause(st: OpState, name: str) -> Op[bool]:
     return True
 
 
-def resume(st: OpState, name: str, trigger_of: TriggerOf) -> Op[bool]:
+def resume(st: OpState, name: str) -> Op[bool]:
     """Tick again from the next time after now: paused time is not replayed."""
     row = yield from get(st, name)
     if not row.paused:
         return False
-    nxt = trigger_of(row.trigger_spec).next_after(_dt(st.now)).timestamp()
+    nxt = st.resolver.trigger(row.trigger_spec).next_after(_dt(st.now)).timestamp()
     yield Q("set_paused", {"name": name, "paused": 0, "next_fire_ts": nxt, "now": st.now})
     st.wake = True
     return True
@@ -195,23 +194,17 @@ def occurrence(row: ScheduleRow | ScheduleDef, fire_ts: float, next_ts: float) -
     )
 
 
-def trigger(st: OpState, name: str, resolve: Resolve) -> Op[int]:
+def trigger(st: OpState, name: str) -> Op[int]:
     """Run the schedule now, once (a manual occurrence; overlap and pause do not apply)."""
     row = yield from get(st, name)
-    row = with_live_target(row, resolve)
+    row = with_live_target(row, st.resolver.live_target(row.target.fn))
     job = occurrence(row, st.now, st.now)
-    job = NewJob(**{**_fields(job), "idempotency_key": f"{name}:trigger:{st.now!r}"})
+    job = dataclasses.replace(job, idempotency_key=f"{name}:trigger:{st.now!r}")
     job_id: int = yield from jobs.enqueue(st, job)
     return job_id
 
 
-def _fields(job: NewJob) -> dict[str, Any]:
-    return {f: getattr(job, f) for f in job.__dataclass_fields__}
-
-
-def backfill(
-    st: OpState, name: str, start: float, end: float, trigger_of: TriggerOf, resolve: Resolve
-) -> Op[list[int]]:
+def backfill(st: OpState, name: str, start: float, end: float) -> Op[list[int]]:
     """Enqueue every fire time in ``[start, end]`` that has not run, oldest first, due now.
 
     Times whose occurrence exists (it ran, runs, or is pending) are not repeated.
@@ -221,8 +214,8 @@ def backfill(
             f"backfill end {_dt(end).isoformat()} is before its start {_dt(start).isoformat()}"
         )
     row = yield from get(st, name)
-    row = with_live_target(row, resolve)
-    trig = trigger_of(row.trigger_spec)
+    row = with_live_target(row, st.resolver.live_target(row.target.fn))
+    trig = st.resolver.trigger(row.trigger_spec)
     times: list[float] = []
     t = trig.next_after(_dt(start) - _US)
     while t <= _dt(end):
@@ -241,11 +234,13 @@ def backfill(
     return created
 
 
-def with_live_target(row: ScheduleRow, resolve: Resolve) -> ScheduleRow:
-    live = resolve(row.target.fn)
+def with_live_target(row: ScheduleRow, live: Target | None) -> ScheduleRow:
+    """``row`` running ``live`` (the registry's target of its function in this process)
+    instead of the target stored with it; ``row`` itself when there is none or it is the
+    same."""
     if live is None or live == row.target:
         return row
-    return ScheduleRow(**{**{f: getattr(row, f) for f in row.__dataclass_fields__}, "target": live})
+    return dataclasses.replace(row, target=live)
 
 
 # --- static crons --------------------------------------------------------------------------

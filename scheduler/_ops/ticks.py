@@ -15,7 +15,7 @@ from datetime import timedelta
 from .._codec import ts_to_datetime as _dt  # the short name the operations below use
 from ..errors import SchedulerError
 from ..models import JobState
-from ..store_types import Op, OpState, Params, Q, Resolve, ScheduleRow, Trigger, TriggerOf
+from ..store_types import Op, OpState, Params, Q, ScheduleRow, Trigger
 from ..triggers import Interval
 from . import jobs
 from .schedules import occurrence, occurrence_key, with_live_target
@@ -37,17 +37,17 @@ def next_fire(st: OpState) -> Op[float | None]:
     return None if row is None else float(row["next_fire_ts"])
 
 
-def tick(st: OpState, limit: int, trigger_of: TriggerOf, resolve: Resolve) -> Op[int]:
+def tick(st: OpState, limit: int) -> Op[int]:
     """Materialize the due times of up to ``limit`` due schedules; returns how many were due."""
     due = yield Q("due_schedules", {"now": st.now, "limit": limit}, "all")
     rows = [ScheduleRow.of(r) for r in due]
     for row in rows:
         try:
-            trig = trigger_of(row.trigger_spec)
+            trig = st.resolver.trigger(row.trigger_spec)
         except SchedulerError as exc:  # a stored spec this code cannot read
             yield Q("advance_schedule", _advance(st, row, None, row.last_fire_ts, 0, 0, str(exc)))
             continue
-        yield from _tick_one(st, row, trig, resolve)
+        yield from _tick_one(st, row, trig)
     return len(rows)
 
 
@@ -97,20 +97,20 @@ def _newest(trig: Trigger, lo: float, hi: float, cap: int) -> list[float]:
     return out
 
 
-def _tick_one(st: OpState, row: ScheduleRow, trig: Trigger, resolve: Resolve) -> Op[None]:
+def _tick_one(st: OpState, row: ScheduleRow, trig: Trigger) -> Op[None]:
     now = st.now
     assert row.next_fire_ts is not None
     times, missed, batch, last_ts = _due_times(row, trig, now)
     nxt = trig.next_after(_dt(now)).timestamp()
     error: str | None = None
     skipped = 0
-    live = resolve(row.target.fn)
+    live = st.resolver.live_target(row.target.fn)
     if live is None:
         error = f"function {row.target.fn!r} is not registered in the process that ticked"
         missed += len(times)
         times = []
-    elif live != row.target:
-        row = with_live_target(row, resolve)
+    else:
+        row = with_live_target(row, live)
     if times:
         skipped = yield from _materialize(st, row, times, batch)
     if missed:

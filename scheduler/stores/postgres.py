@@ -34,13 +34,12 @@ from typing import Any, ClassVar, TypeVar, cast
 import asyncpg
 
 from .._lanes import Lanes
-from .._ops import jobs
 from ..abc import Cursor, Store, Tx
 from ..errors import InvalidArgument, SchedulerError, StoreError
 from ..migrations import MigrationSet, scheduler_migrations
 from ..sql import Numbered, positional_queries
 from ..sql.placeholders import translate_placeholders
-from ..store_types import NewJob, Op, OpState, Params, Q
+from ..store_types import Op, OpState, Params, Q
 from ._base import NestedTransactionGuard, ReadOnlyDb, quote_ident, redact_dsn, settle
 from ._pg_connection import abort, user_execute, user_params
 from ._pg_connection import rowcount as rowcount  # part of this module's interface (tests read it)
@@ -114,9 +113,6 @@ class PostgresTx(Tx):
 
     async def run(self, op: Callable[[OpState], Op[T]]) -> T:
         return await self._store._drive(self._conn, op(self._state))
-
-    async def enqueue(self, job: NewJob) -> int:
-        return await self.run(lambda st: jobs.enqueue(st, job))
 
     async def savepoint(self, name: str) -> None:
         await self._conn.execute(f"SAVEPOINT {quote_ident(name)}")
@@ -389,24 +385,24 @@ class PostgresStore(Store):
         if state.wake:
             self._notify()
 
-    async def run(self, op: Callable[[OpState], Op[T]], now: float) -> T:
-        state = OpState(now)
+    async def _run(self, now: float, op: Callable[[OpState], Op[T]]) -> T:
+        state = OpState(now, self.resolver)
         async with self._write(state) as conn:
             result = await self._drive(conn, op(state))
         return result
 
-    async def read(self, op: Callable[[OpState], Op[T]], now: float) -> T:
+    async def _read(self, now: float, op: Callable[[OpState], Op[T]]) -> T:
         async with self._acquire() as conn:
             try:
                 await conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-                result = await self._drive(conn, op(OpState(now)))
+                result = await self._drive(conn, op(OpState(now, self.resolver)))
             finally:
                 await abort(conn)  # nothing to keep
         return result
 
     @asynccontextmanager
     async def transaction(self, now: float) -> AsyncIterator[PostgresTx]:
-        state = OpState(now)
+        state = OpState(now, self.resolver)
         async with self._write(state) as conn:
             yield PostgresTx(self, conn, state)
 

@@ -23,11 +23,11 @@ from typing import Any, ClassVar, Literal, TypeVar
 import aiosqlite
 
 from .._lanes import Lanes
-from .._ops import dispatch, jobs
+from .._ops import jobs
 from ..abc import Cursor, Store, Tx
 from ..errors import InvalidArgument, NotADatabase, SchedulerError, StoreError
 from ..migrations import MigrationSet, scheduler_migrations
-from ..store_types import Claim, CompletionReport, NewJob, Op, OpState, Outcome
+from ..store_types import NewJob, Op, OpState
 from . import _sqlite_verified
 from ._base import NestedTransactionGuard, ReadOnlyDb, quote_ident, settle
 
@@ -227,7 +227,7 @@ class SqliteStore(Store):
         check_pages = not _sqlite_verified.as_left(self.path)
         try:
             # check_same_thread=False: claims may run on the event loop's thread (see
-            # claim_due); every use of the connection is serialized by the writer lock.
+            # _run_brief); every use of the connection is serialized by the writer lock.
             self._writer = await aiosqlite.connect(
                 self.path, isolation_level=None, check_same_thread=False
             )
@@ -354,8 +354,8 @@ class SqliteStore(Store):
         finally:
             _nested.leave(token)
 
-    async def run(self, op: Callable[[OpState], Op[T]], now: float) -> T:
-        state = OpState(now)
+    async def _run(self, now: float, op: Callable[[OpState], Op[T]]) -> T:
+        state = OpState(now, self.resolver)
         async with self._writer_held():
             result: T = await self._call(in_write_tx, self._queries, op(state))
         self._committed()
@@ -363,34 +363,7 @@ class SqliteStore(Store):
             self._notify()
         return result
 
-    async def claim_due(
-        self,
-        now: float,
-        lease_until: float,
-        *,
-        mutation_limit: int,
-        action_limit: int,
-        process: str | None = None,
-    ) -> Claim:
-        """As :meth:`Store.claim_due`, run on the event loop's own thread when the write lock
-        can be had at once (see :meth:`_run_inline`)."""
-        claim: Claim = await self._run_inline(
-            lambda st: dispatch.claim_due(st, lease_until, mutation_limit, action_limit, process),
-            now,
-        )
-        return claim
-
-    async def complete(
-        self, outcomes: Sequence[Outcome], now: float, process: str | None = None
-    ) -> CompletionReport:
-        """As :meth:`Store.complete`, run on the event loop's own thread when the write lock
-        can be had at once (see :meth:`_run_inline`)."""
-        report: CompletionReport = await self._run_inline(
-            lambda st: dispatch.complete(st, outcomes, process), now
-        )
-        return report
-
-    async def _run_inline(self, op: Callable[[OpState], Op[T]], now: float) -> T:
+    async def _run_brief(self, now: float, op: Callable[[OpState], Op[T]]) -> T:
         """Run the driver's bookkeeping ``op`` (a claim, a batch of completions: a few
         indexed statements, a fraction of a millisecond) on the event loop's own thread
         when the write lock can be had at once. A hop to the connection's thread and back
@@ -398,7 +371,7 @@ class SqliteStore(Store):
         switch interval while the loop is busy, which on a busy machine is the lateness of
         every due job. When another process holds the database's write lock, the op waits
         for it in the thread instead."""
-        state = OpState(now)
+        state = OpState(now, self.resolver)
         async with self._writer_held():
             writer = self._writer
             if writer is None:
@@ -406,19 +379,19 @@ class SqliteStore(Store):
             try:
                 result = in_write_tx_now(writer._conn, self._queries, op(state), self.busy_timeout)
             except WriterBusy:
-                state = OpState(now)
+                state = OpState(now, self.resolver)
                 result = await self._call(in_write_tx, self._queries, op(state))
         self._committed()
         if state.wake:
             self._notify()
         return result
 
-    async def read(self, op: Callable[[OpState], Op[T]], now: float) -> T:
-        return await self._read_call(in_read_tx, self._queries, op(OpState(now)))
+    async def _read(self, now: float, op: Callable[[OpState], Op[T]]) -> T:
+        return await self._read_call(in_read_tx, self._queries, op(OpState(now, self.resolver)))
 
     @asynccontextmanager
     async def transaction(self, now: float) -> AsyncIterator[SqliteTx]:
-        state = OpState(now)
+        state = OpState(now, self.resolver)
         async with self._writer_held():
             tx = SqliteTx(self, state)
             try:

@@ -200,7 +200,7 @@ class Loop:
         for _ in range(IDEM_PER_WAVE):
             due, work = now + rng.uniform(0.2, 2.5), rng.uniform(0.0, 0.3)
             jobs.append(new_job("proof:act-idem", JobKind.ACTION, due, {"work": work}, True))
-        await store.run(enqueue_all(jobs), now)
+        await store.at(now).run(enqueue_all(jobs))
         self.run.jobs += len(jobs)
 
     async def schedule(self, message: str, channel: Channel, when: int, **extra: Any) -> Sent:
@@ -281,7 +281,9 @@ class Loop:
             args["n"] = self.n
             self.n += 1
         now = time.time()
-        [job_id] = await store.run(enqueue_all([new_job(fn, job_kind, now, args, idempotent)]), now)
+        [job_id] = await store.at(now).run(
+            enqueue_all([new_job(fn, job_kind, now, args, idempotent)])
+        )
         self.run.jobs += 1
         await proc.expect(f"HOLDING {job_id}", within=TARGET_DEADLINE)
         self.run.targeted.append((kind, job_id, proc.pid))

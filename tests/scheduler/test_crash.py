@@ -161,7 +161,7 @@ async def test_committed_enqueues_survive_kill_9(
     await store.open()
     try:
         for n, job_id in enumerate(committed):
-            job = await store.get_job(job_id, 0)
+            job = await store.at(0).get_job(job_id)
             assert job is not None, f"committed job {job_id} was lost"
             assert (job.state, job.fn, job.args) == (JobState.PENDING, "app:write", {"n": n})
     finally:

@@ -24,6 +24,7 @@ from scheduler import (
     _driver,
 )
 from scheduler._ops.seeds import backoff_delay, job_seed
+from scheduler.abc import OperationsAt
 from scheduler.testing import FakeClock
 from tests.scheduler.helpers import Counter, settle
 from tests.scheduler.stores import StoreFactory
@@ -121,18 +122,18 @@ async def test_negative_delay_means_now(make: Make) -> None:
     assert job is not None and job.next_ts == START.timestamp()
 
 
-async def test_a_pass_claims_at_most_a_batch(make: Make) -> None:
+async def test_a_pass_claims_at_most_a_batch(make: Make, monkeypatch: pytest.MonkeyPatch) -> None:
     sched = await start(make(batch_size=64))
     await sched.wait_idle()  # the start-up pass's claim is not one of the counted
     sizes: list[int] = []
-    claim_due = sched.store.claim_due
+    claim_due = OperationsAt.claim_due
 
-    async def recording(*args: Any, **kwargs: Any) -> Any:
-        claim = await claim_due(*args, **kwargs)
+    async def recording(ops: OperationsAt, *args: Any, **kwargs: Any) -> Any:
+        claim = await claim_due(ops, *args, **kwargs)
         sizes.append(len(claim.jobs))
         return claim
 
-    sched.store.claim_due = recording  # type: ignore[method-assign]
+    monkeypatch.setattr(OperationsAt, "claim_due", recording)
     async with sched.transaction() as ctx:
         for i in range(200):
             await ctx.scheduler.run_after(0, "log:add", i)
@@ -347,7 +348,7 @@ async def test_action_concurrency_is_bounded(make: Make, registry: Registry) -> 
     release.set()
     await sched.wait_idle()
     assert peak == 3
-    assert (await sched.store.count_by_state(0))[JobState.SUCCESS] == 10
+    assert (await sched.store.at(0).count_by_state())[JobState.SUCCESS] == 10
 
 
 async def test_action_scheduler_and_run_mutation(make: Make, registry: Registry) -> None:
@@ -446,7 +447,7 @@ async def test_shutdown_lets_in_flight_work_finish_then_records_the_rest(
     store = stores.new()  # look with a bare store: a scheduler would claim the released job
     await store.open()
     try:
-        jobs = [await store.get_job(i, 0) for i in ids]
+        jobs = [await store.at(0).get_job(i) for i in ids]
         assert [j.state for j in jobs if j] == [JobState.SUCCESS, JobState.FAILED, JobState.PENDING]
         assert "interrupted by shutdown" in (jobs[1].error or "")  # type: ignore[union-attr]
         assert jobs[2] is not None and jobs[2].attempts == 0  # released, not counted
@@ -490,10 +491,10 @@ async def test_one_sweep_prunes_every_expired_job_however_many_batches_they_take
         for _ in range(n):
             await ctx.scheduler.run_after(0, "noop")
     await sched.wait_idle()
-    assert (await sched.store.count_by_state(clock.time())).get(JobState.SUCCESS) == n
+    assert (await sched.store.at(clock.time()).count_by_state()).get(JobState.SUCCESS) == n
     clock.advance(timedelta(hours=2))
     await sched.sweep()
-    assert (await sched.store.count_by_state(clock.time())).get(JobState.SUCCESS, 0) == 0
+    assert (await sched.store.at(clock.time()).count_by_state()).get(JobState.SUCCESS, 0) == 0
 
 
 # --- bad input -----------------------------------------------------------------------------

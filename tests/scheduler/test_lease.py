@@ -120,8 +120,10 @@ async def test_lease_margin_must_be_less_than_the_lease(stores: StoreFactory) ->
         with pytest.raises(InvalidArgument, match="lease_margin"):
             Scheduler(stores.new(), registry, lease=LEASE, lease_margin=bad)
     default = Scheduler(stores.new(), registry, lease=LEASE)
-    assert default.lease_margin == LEASE / 5
-    assert Scheduler(stores.new(), registry).lease_margin == 5.0  # 30 s lease: capped at 5 s
+    assert default.settings.lease_margin == LEASE / 5
+    assert (
+        Scheduler(stores.new(), registry).settings.lease_margin == 5.0
+    )  # 30 s lease: capped at 5 s
 
 
 # --- a heartbeat that finds the lease gone ------------------------------------------------------

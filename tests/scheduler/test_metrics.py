@@ -80,7 +80,7 @@ async def test_the_collector_counts_a_known_sequence_of_jobs(
         await claim_all(other, clock.time() + 100)
     finally:
         await other.close()
-    clock.advance(100 + sched.lease_seconds + 1)
+    clock.advance(100 + sched.settings.lease_seconds + 1)
     await sched.sweep()
     await sched.wait_idle()
 

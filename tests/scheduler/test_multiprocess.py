@@ -73,7 +73,7 @@ async def test_three_processes_race_for_due_work_and_each_job_runs_exactly_once(
         due = time.time() + 0.5  # every worker has found the work by then: they start together
         jobs = [job("race:m", JobKind.MUTATION, due) for _ in range(MUTATIONS)]
         jobs += [job("race:a", JobKind.ACTION, due) for _ in range(ACTIONS)]
-        ids: list[int] = await store.run(enqueue_all(jobs), time.time())
+        ids: list[int] = await store.at(time.time()).run(enqueue_all(jobs))
     finally:
         await store.close()
     assert len(set(ids)) == MUTATIONS + ACTIONS

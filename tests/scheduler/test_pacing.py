@@ -55,7 +55,7 @@ def paced(key: str = "a", next_ts: float = T0, kind: JobKind = JobKind.MUTATION,
 async def claim(
     store: Store, now: float, actions: int = 64
 ) -> tuple[list[ClaimedJob], float | None]:
-    got = await store.claim_due(now, now + LEASE, mutation_limit=64, action_limit=actions)
+    got = await store.at(now).claim_due(now + LEASE, mutation_limit=64, action_limit=actions)
     return got.jobs, got.next_due
 
 
@@ -63,11 +63,11 @@ async def claim(
 
 
 async def test_jobs_of_one_key_start_spacing_apart_in_due_order(store: Store) -> None:
-    third = await store.enqueue(paced(next_ts=T0 + 2), T0)
-    first = await store.enqueue(paced(next_ts=T0), T0)
-    second = await store.enqueue(paced(next_ts=T0 + 1), T0)
-    other_key = await store.enqueue(paced("b", next_ts=T0 + 1), T0)
-    unpaced = await store.enqueue(new_job(next_ts=T0 + 1), T0)
+    third = await store.at(T0).enqueue(paced(next_ts=T0 + 2))
+    first = await store.at(T0).enqueue(paced(next_ts=T0))
+    second = await store.at(T0).enqueue(paced(next_ts=T0 + 1))
+    other_key = await store.at(T0).enqueue(paced("b", next_ts=T0 + 1))
+    unpaced = await store.at(T0).enqueue(new_job(next_ts=T0 + 1))
 
     jobs, next_due = await claim(store, T0 + 5)
     # One per key, the key's earliest; other keys and unpaced jobs are not held up.
@@ -86,37 +86,37 @@ async def test_one_claim_starts_the_first_job_of_every_open_key(store: Store) ->
     firsts = {}
     for i in range(3):
         for k in range(20):
-            job_id = await store.enqueue(paced(f"key{k:02d}", next_ts=T0 + i), T0)
+            job_id = await store.at(T0).enqueue(paced(f"key{k:02d}", next_ts=T0 + i))
             firsts.setdefault(k, job_id)
     jobs, next_due = await claim(store, T0 + 5)
     assert sorted(j.id for j in jobs) == sorted(firsts.values())
     assert next_due == T0 + 5 + SPACING
-    limited = await store.claim_due(T0 + 5 + SPACING, T0 + 50, mutation_limit=7, action_limit=0)
+    limited = await store.at(T0 + 5 + SPACING).claim_due(T0 + 50, mutation_limit=7, action_limit=0)
     assert len(limited.jobs) == 7  # the limit counts paced jobs too
     assert limited.next_due == T0 + 5 + SPACING  # the 13 other keys' slots are open
 
 
 async def test_a_job_waiting_for_its_slot_is_pending_without_a_lease(store: Store) -> None:
-    first = await store.enqueue(paced(), T0)
-    waiting = await store.enqueue(paced(next_ts=T0 + 1), T0)
+    first = await store.at(T0).enqueue(paced())
+    waiting = await store.at(T0).enqueue(paced(next_ts=T0 + 1))
     await claim(store, T0 + 1)
-    running = await store.get_job(first, T0 + 1)
-    job = await store.get_job(waiting, T0 + 1)
+    running = await store.at(T0 + 1).get_job(first)
+    job = await store.at(T0 + 1).get_job(waiting)
     assert running is not None and running.state is JobState.IN_PROGRESS
     assert job is not None
     assert (job.state, job.lease_expires_at, job.run_count) == (JobState.PENDING, None, 0)
     assert (job.pace_key, job.pace_spacing) == ("a", SPACING)
-    assert await store.next_due_time(T0 + 1) == T0 + 1 + SPACING
+    assert await store.at(T0 + 1).next_due_time() == T0 + 1 + SPACING
 
 
 async def test_a_paced_backlog_takes_no_action_slot_from_other_work(store: Store) -> None:
     """With room for one action per claim, a key whose slot is closed does not use it: the
     next claim takes another key's job, then an unpaced one."""
     backlog = [
-        await store.enqueue(paced(kind=JobKind.ACTION, next_ts=T0 + i), T0) for i in range(5)
+        await store.at(T0).enqueue(paced(kind=JobKind.ACTION, next_ts=T0 + i)) for i in range(5)
     ]
-    b = await store.enqueue(paced("b", kind=JobKind.ACTION, next_ts=T0 + 3), T0)
-    unpaced = await store.enqueue(new_job("x", JobKind.ACTION, T0 + 4), T0)
+    b = await store.at(T0).enqueue(paced("b", kind=JobKind.ACTION, next_ts=T0 + 3))
+    unpaced = await store.at(T0).enqueue(new_job("x", JobKind.ACTION, T0 + 4))
     taken = []
     for _ in range(3):
         jobs, _ = await claim(store, T0 + 5, actions=1)
@@ -126,11 +126,11 @@ async def test_a_paced_backlog_takes_no_action_slot_from_other_work(store: Store
 
 
 async def test_a_retry_takes_a_new_slot_when_it_runs_again(store: Store) -> None:
-    job_id = await store.enqueue(paced(max_failures=3), T0)
-    later = await store.enqueue(paced(next_ts=T0 + 15), T0)
+    job_id = await store.at(T0).enqueue(paced(max_failures=3))
+    later = await store.at(T0).enqueue(paced(next_ts=T0 + 15))
     [run] = (await claim(store, T0))[0]
-    await store.complete([Outcome(run, ok=False, error="boom")], T0 + 1)
-    retry = await store.get_job(job_id, T0 + 1)
+    await store.at(T0 + 1).complete([Outcome(run, ok=False, error="boom")])
+    retry = await store.at(T0 + 1).get_job(job_id)
     assert retry is not None and retry.state is JobState.PENDING and retry.next_ts < T0 + SPACING
     # Due again, but its key's slot (taken by its first run) is still closed.
     assert (await claim(store, T0 + SPACING - 0.001))[0] == []
@@ -142,18 +142,18 @@ async def test_a_retry_takes_a_new_slot_when_it_runs_again(store: Store) -> None
 
 
 async def test_a_canceled_job_takes_no_slot(store: Store) -> None:
-    canceled = await store.enqueue(paced(), T0)
-    after = await store.enqueue(paced(next_ts=T0 + 1), T0)
-    assert await store.cancel(canceled, T0)
+    canceled = await store.at(T0).enqueue(paced())
+    after = await store.at(T0).enqueue(paced(next_ts=T0 + 1))
+    assert await store.at(T0).cancel(canceled)
     [job] = (await claim(store, T0 + 1))[0]
     assert job.id == after  # at once: the canceled one never started
 
 
 async def test_a_reclaimed_job_runs_again_in_a_new_slot(store: Store) -> None:
-    job_id = await store.enqueue(paced(), T0)
-    queued = await store.enqueue(paced(next_ts=T0 + LEASE + 1), T0)
+    job_id = await store.at(T0).enqueue(paced())
+    queued = await store.at(T0).enqueue(paced(next_ts=T0 + LEASE + 1))
     await claim(store, T0)
-    report = await store.reclaim_expired(T0 + LEASE + 1)
+    report = await store.at(T0 + LEASE + 1).reclaim_expired()
     assert report.requeued == 1
     # The reclaimed job is due again at T0 + 31, before `queued`: it goes first, in the slot
     # that opened at T0 + 10, and `queued` waits one spacing for the next.
@@ -173,7 +173,7 @@ async def test_two_stores_racing_one_key_never_start_two_in_one_slot(
     await a.open()
     await b.open()
     try:
-        ids = [await a.enqueue(paced(next_ts=T0), T0) for _ in range(6)]
+        ids = [await a.at(T0).enqueue(paced(next_ts=T0)) for _ in range(6)]
         started: list[tuple[float, int]] = []
         for step in range(6):
             now = T0 + step * SPACING
@@ -191,10 +191,10 @@ async def test_the_backlog_gauge_counts_paced_jobs_only_once_they_could_start(
     """Due paced jobs behind their key's slot are not backlog (they are kept to their
     spacing): the backlog holds what could start now, the rest is counted as waiting."""
     for i in range(3):
-        await store.enqueue(paced(next_ts=T0 + i), T0)
-    await store.enqueue(paced("b", next_ts=T0 + 3), T0)
-    await store.enqueue(new_job(next_ts=T0 + 1), T0)
-    await store.enqueue(paced("c", next_ts=T0 + 100), T0)  # not due: neither
+        await store.at(T0).enqueue(paced(next_ts=T0 + i))
+    await store.at(T0).enqueue(paced("b", next_ts=T0 + 3))
+    await store.at(T0).enqueue(new_job(next_ts=T0 + 1))
+    await store.at(T0).enqueue(paced("c", next_ts=T0 + 100))  # not due: neither
 
     g = await store.at(T0 + 5).gauges()
     # Before any claim every key's slot is open: key a's first, key b's, and the unpaced one.
@@ -214,15 +214,15 @@ async def test_the_backlog_gauge_counts_paced_jobs_only_once_they_could_start(
 
 
 async def test_prune_forgets_slots_that_opened_long_ago(store: Store) -> None:
-    await store.enqueue(paced(), T0)
+    await store.at(T0).enqueue(paced())
     [run] = (await claim(store, T0))[0]
-    await store.complete([Outcome(run, ok=True)], T0)
+    await store.at(T0).complete([Outcome(run, ok=True)])
     assert await pace_rows(store) == 1
-    assert await store.prune(T0 + SPACING, T0 + 100) == 1
+    assert await store.at(T0 + 100).prune(T0 + SPACING) == 1
     assert await pace_rows(store) == 1  # the slot opened at T0 + 10: not before that
-    assert await store.prune(T0 + 100, T0 + 100) == 0
+    assert await store.at(T0 + 100).prune(T0 + 100) == 0
     assert await pace_rows(store) == 0  # an absent row is an open slot
-    later = await store.enqueue(paced(next_ts=T0 + 100), T0 + 100)
+    later = await store.at(T0 + 100).enqueue(paced(next_ts=T0 + 100))
     [job] = (await claim(store, T0 + 100))[0]
     assert job.id == later
 
@@ -398,7 +398,7 @@ async def test_a_failed_paced_run_retries_in_a_later_slot(make: Make, clock: Fak
 
 async def _until_jobs(sched: Scheduler, want: dict[JobState, int]) -> None:
     async def matches() -> bool:
-        counts = await sched.store.count_by_state(sched.clock.time())
+        counts = await sched.store.at(sched.clock.time()).count_by_state()
         return all(counts[s] == n for s, n in want.items())
 
     await until(matches, 5, f"jobs in states {want}")

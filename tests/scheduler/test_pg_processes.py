@@ -109,7 +109,7 @@ async def enqueue(dsn: str, n: int, gap: float) -> None:
     try:
         for _ in range(n):
             t = time.time()
-            job_id = await store.enqueue(probe_job(ACTION, t), t)
+            job_id = await store.at(t).enqueue(probe_job(ACTION, t))
             say(f"ENQUEUED {job_id} {t!r}")
             await asyncio.sleep(gap)
     finally:
@@ -221,13 +221,13 @@ async def test_a_job_committed_here_wakes_another_process_through_notify(
         for i in range(20):
             fn = ACTION if i % 2 == 0 else MUTATION
             t = time.time()
-            job_id = await store.enqueue(probe_job(fn, t), t)
+            job_id = await store.at(t).enqueue(probe_job(fn, t))
             ran, name, ran_id, _ = await b.line()
             assert (ran, name, int(ran_id)) == ("RAN", "b", job_id)
             ids.append(job_id)
             await asyncio.sleep(0.05)
         due = time.time() + 1.5
-        job_id = await store.enqueue(probe_job(ACTION, due), time.time())
+        job_id = await store.at(time.time()).enqueue(probe_job(ACTION, due))
         ran, name, ran_id, at = await b.line()
         assert (ran, int(ran_id)) == ("RAN", job_id)
         assert float(at) >= due  # on its time, not early
@@ -287,7 +287,7 @@ async def test_two_processes_racing_one_pace_key_never_start_two_within_its_spac
     try:
         t = time.time()
         job = dataclasses.replace(probe_job(ACTION, t), pace_key="race", pace_spacing=spacing)
-        ids = [await store.enqueue(job, t) for _ in range(n)]
+        ids = [await store.at(t).enqueue(job) for _ in range(n)]
     finally:
         await store.close()
     assert await job_rows(dsn) == dict.fromkeys(ids, ("success", 1))

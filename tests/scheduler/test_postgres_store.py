@@ -439,18 +439,18 @@ async def test_a_commit_in_one_store_wakes_another_through_notify(
     a = await open_store(dsn, opened)
     b = await open_store(dsn, opened)
     heard_a, heard_b = Heard(a), Heard(b)
-    await a.enqueue(new_job(), T0)
+    await a.at(T0).enqueue(new_job())
     assert heard_a.count == 1  # at once, locally, before any round trip
     assert await heard_b.reach(1) == 1
     # a's own NOTIFY came back to a before b's does (one connection delivers in order), and
     # was recognised as its own: a hears b's commit, and only that.
-    await b.enqueue(new_job(), T0)
+    await b.at(T0).enqueue(new_job())
     assert heard_b.count == 2
     assert await heard_a.reach(2) == 2
     # Work that changes nothing pending stays quiet everywhere.
-    await a.get_job(1, T0)
-    await a.claim_due(T0 - 100, T0, mutation_limit=5, action_limit=5)
-    await b.enqueue(new_job(), T0)  # a marker: once a hears it, anything earlier arrived too
+    await a.at(T0).get_job(1)
+    await a.at(T0 - 100).claim_due(T0, mutation_limit=5, action_limit=5)
+    await b.at(T0).enqueue(new_job())  # a marker: once a hears it, anything earlier arrived too
     assert await heard_a.reach(3) == 3
 
 
@@ -469,7 +469,7 @@ async def test_the_listen_connection_comes_back_after_it_is_killed(
     assert await heard_b.reach(1) == 1
     assert b._listener.conn is not None and b._listener.conn.get_server_pid() != old_pid
     assert b._listener.reconnects == 1
-    await a.enqueue(new_job(), T0)
+    await a.at(T0).enqueue(new_job())
     assert await heard_b.reach(2) == 2
 
 
@@ -495,12 +495,12 @@ async def test_four_stores_claiming_at_once_never_share_a_job(
     dsn: str, opened: list[PostgresStore]
 ) -> None:
     stores = [await open_store(dsn, opened, listen=False) for _ in range(4)]
-    ids = set(await stores[0].run(lambda st: _enqueue_many(st, 400), T0))
+    ids = set(await stores[0].at(T0).run(lambda st: _enqueue_many(st, 400)))
 
     async def drain(s: PostgresStore) -> list[int]:
         got: list[int] = []
         while True:
-            claim = await s.claim_due(T0, T0 + LEASE, mutation_limit=7, action_limit=7)
+            claim = await s.at(T0).claim_due(T0 + LEASE, mutation_limit=7, action_limit=7)
             if not claim.jobs:
                 return got
             got.extend(j.id for j in claim.jobs)
@@ -529,9 +529,9 @@ async def test_fenced_single_job_statements_use_the_primary_key_not_the_lease_in
     fenced on ``state = 'in_progress'`` must find its row by id, not scan the lease index
     (every job in progress): that made recording N completions cost O(N^2)."""
     store = await open_store(dsn, opened, listen=False)
-    await store.run(lambda st: _enqueue_many(st, 500), T0)
+    await store.at(T0).run(lambda st: _enqueue_many(st, 500))
     await conn.execute("VACUUM ANALYZE scheduler_jobs")
-    await store.claim_due(T0, T0 + LEASE, mutation_limit=500, action_limit=0)
+    await store.at(T0).claim_due(T0 + LEASE, mutation_limit=500, action_limit=0)
     await conn.execute(f"SET plan_cache_mode = {plans}")
     queries = positional_queries("postgres")
     fenced = ("finish_successes", "finish_retry", "finish_failed", "release", "extend_lease")
@@ -557,13 +557,13 @@ async def test_a_claim_skips_rows_another_transaction_holds_instead_of_waiting(
     a = await open_store(dsn, opened, listen=False)
     b = await open_store(dsn, opened, listen=False)
     for i in range(10):
-        await a.enqueue(new_job(next_ts=T0 + i), T0)
+        await a.at(T0).enqueue(new_job(next_ts=T0 + i))
     async with a.transaction(T0 + 100) as tx:
         held = await tx.run(lambda st: claim_due(st, T0 + 200, 4, 0))
         assert [j.id for j in held.jobs] == [1, 2, 3, 4]
         # a's claim is not committed: b neither waits for it nor takes those rows.
         claim = await asyncio.wait_for(
-            b.claim_due(T0 + 100, T0 + 200, mutation_limit=10, action_limit=0), WAIT
+            b.at(T0 + 100).claim_due(T0 + 200, mutation_limit=10, action_limit=0), WAIT
         )
         assert [j.id for j in claim.jobs] == [5, 6, 7, 8, 9, 10]
 
@@ -574,19 +574,19 @@ async def test_a_late_completion_after_a_reclaim_is_fenced_off(
 ) -> None:
     a = await open_store(dsn, opened)
     b = await open_store(dsn, opened)
-    job_id = await a.enqueue(new_job(), T0)
-    [old] = (await a.claim_due(T0, T0 + LEASE, mutation_limit=1, action_limit=0)).jobs
+    job_id = await a.at(T0).enqueue(new_job())
+    [old] = (await a.at(T0).claim_due(T0 + LEASE, mutation_limit=1, action_limit=0)).jobs
     # a stalls; b's sweep finds the lease expired and runs the job again.
-    assert (await b.reclaim_expired(T0 + LEASE + 1)).requeued == 1
-    [new] = (await b.claim_due(T0 + LEASE + 1, T0 + 90, mutation_limit=1, action_limit=0)).jobs
+    assert (await b.at(T0 + LEASE + 1).reclaim_expired()).requeued == 1
+    [new] = (await b.at(T0 + LEASE + 1).claim_due(T0 + 90, mutation_limit=1, action_limit=0)).jobs
     assert new.run_count == old.run_count + 1
-    late = await a.complete([Outcome(old, ok=True, value_json='"late"')], T0 + LEASE + 2)
+    late = await a.at(T0 + LEASE + 2).complete([Outcome(old, ok=True, value_json='"late"')])
     assert (late.applied, late.stale) == (0, 1)
-    assert not await a.extend_lease(old.id, old.run_count, T0 + 500, T0 + LEASE + 2)
-    job = await b.get_job(job_id, T0)
+    assert not await a.at(T0 + LEASE + 2).extend_lease(old.id, old.run_count, T0 + 500)
+    job = await b.at(T0).get_job(job_id)
     assert job is not None and job.state is JobState.IN_PROGRESS and job.result is None
-    await b.complete([Outcome(new, ok=True, value_json='"fresh"')], T0 + LEASE + 3)
-    job = await a.get_job(job_id, T0)
+    await b.at(T0 + LEASE + 3).complete([Outcome(new, ok=True, value_json='"fresh"')])
+    job = await a.at(T0).get_job(job_id)
     assert job is not None and (job.state, job.result) == (JobState.SUCCESS, "fresh")
 
 
@@ -700,10 +700,10 @@ async def test_a_nested_transaction_in_the_same_task_is_a_clear_error(
             async with store.transaction(T0):
                 pass
         with pytest.raises(SchedulerError, match="already open"):
-            await store.enqueue(new_job(), T0)
+            await store.at(T0).enqueue(new_job())
         # Another task is another writer: it may open its own.
-        job_id = await asyncio.create_task(store.enqueue(new_job(), T0))
-    assert await store.get_job(job_id, T0) is not None
+        job_id = await asyncio.create_task(store.at(T0).enqueue(new_job()))
+    assert await store.at(T0).get_job(job_id) is not None
 
 
 @needs_server
@@ -732,7 +732,7 @@ async def test_a_task_cancelled_mid_transaction_rolls_back_and_frees_its_connect
     async with store.snapshot() as db:
         gone = await (await db.execute("SELECT to_regclass('t') IS NULL")).fetchone()
     assert gone[0] is True
-    assert await store.list_jobs(T0) == []
+    assert await store.at(T0).list_jobs() == []
 
 
 @needs_server
@@ -740,18 +740,18 @@ async def test_a_task_cancelled_while_waiting_for_a_row_lock_lets_go(
     dsn: str, conn: Any, opened: list[PostgresStore]
 ) -> None:
     store = await open_store(dsn, opened)
-    job_id = await store.enqueue(new_job(next_ts=T0 + 9), T0)
+    job_id = await store.at(T0).enqueue(new_job(next_ts=T0 + 9))
     async with store.transaction(T0) as holder:
         await holder.execute("SELECT 1 FROM scheduler_jobs WHERE id = ? FOR UPDATE", (job_id,))
-        waiter = asyncio.create_task(store.cancel(job_id, T0))
+        waiter = asyncio.create_task(store.at(T0).cancel(job_id))
         # The waiter blocks on the row lock; cancel it there.
         await _until_blocked(conn)
         waiter.cancel()
         with pytest.raises(asyncio.CancelledError):
             await waiter
-    job = await store.get_job(job_id, T0)
+    job = await store.at(T0).get_job(job_id)
     assert job is not None and job.state is JobState.PENDING
-    assert await store.cancel(job_id, T0)
+    assert await store.at(T0).cancel(job_id)
 
 
 async def _until_blocked(conn: Any) -> None:
@@ -802,10 +802,10 @@ async def test_an_error_text_with_a_nul_is_still_recorded(
     dsn: str, opened: list[PostgresStore]
 ) -> None:
     store = await open_store(dsn, opened)
-    job_id = await store.enqueue(new_job(max_failures=1), T0)
-    [j] = (await store.claim_due(T0, T0 + LEASE, mutation_limit=1, action_limit=0)).jobs
-    await store.complete([Outcome(j, ok=False, error="ValueError: a\x00b")], T0)
-    job = await store.get_job(job_id, T0)
+    job_id = await store.at(T0).enqueue(new_job(max_failures=1))
+    [j] = (await store.at(T0).claim_due(T0 + LEASE, mutation_limit=1, action_limit=0)).jobs
+    await store.at(T0).complete([Outcome(j, ok=False, error="ValueError: a\x00b")])
+    job = await store.at(T0).get_job(job_id)
     assert job is not None and (job.state, job.error) == (JobState.FAILED, "ValueError: a\ufffdb")
 
 
@@ -815,8 +815,8 @@ async def test_context_bytes_round_trip_through_bytea(
 ) -> None:
     store = await open_store(dsn, opened)
     blob = bytes(range(256)) * 3
-    job_id = await store.enqueue(
-        new_job(context_type="bytes", context=blob, args_json=json.dumps({"k": "é"})), T0
+    job_id = await store.at(T0).enqueue(
+        new_job(context_type="bytes", context=blob, args_json=json.dumps({"k": "é"}))
     )
-    job = await store.get_job(job_id, T0)
+    job = await store.at(T0).get_job(job_id)
     assert job is not None and job.context == blob and job.args == {"k": "é"}

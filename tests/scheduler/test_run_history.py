@@ -115,9 +115,11 @@ async def test_the_default_process_id_names_the_host_and_pid(make: Make) -> None
     import socket
 
     sched = make(process_id=None)
-    host, pid, suffix = sched.process_id.rsplit(":", 2)
+    host, pid, suffix = sched.settings.process_id.rsplit(":", 2)
     assert host == socket.gethostname() and pid == str(os.getpid()) and len(suffix) == 6
-    assert make(process_id=None).process_id != sched.process_id  # the suffix tells them apart
+    assert (
+        make(process_id=None).settings.process_id != sched.settings.process_id
+    )  # the suffix tells them apart
 
 
 async def test_every_attempt_of_a_retried_job_is_recorded_newest_first(
@@ -215,14 +217,14 @@ async def test_a_killed_process_in_flight_attempt_shows_as_lease_lost_after_the_
     await dead.open()
     try:
         now = T_START + 3600
-        claim = await dead.claim_due(
-            now, now + LEASE, mutation_limit=8, action_limit=8, process="dead"
+        claim = await dead.at(now).claim_due(
+            now + LEASE, mutation_limit=8, action_limit=8, process="dead"
         )
         (claimed,) = claim.jobs
     finally:
         await dead.close()
     assert await sched.runs(job_id=job_id) == []
-    clock.advance(3600 + sched.lease_seconds + 1)
+    clock.advance(3600 + sched.settings.lease_seconds + 1)
     await sched.sweep()  # reclaims the lease; the job runs again here and succeeds
     await sched.wait_idle()
     newest, lost = await sched.runs(job_id=job_id)
@@ -255,8 +257,8 @@ async def test_a_lost_lease_is_recorded_as_run_by_the_process_whose_driver_claim
     sweeper = stores.new()
     await sweeper.open()
     try:
-        later = clock.time() + holder.lease_seconds + 1
-        report = await sweeper.reclaim_expired(later, process="sweeper")
+        later = clock.time() + holder.settings.lease_seconds + 1
+        report = await sweeper.at(later).reclaim_expired(process="sweeper")
         (lost,) = await sweeper.at(later).runs(job_id=job_id)
     finally:
         await sweeper.close()
@@ -270,15 +272,15 @@ async def test_one_sweep_records_each_lost_run_as_its_own_holders(stores: StoreF
     store = stores.new()
     await store.open()
     try:
-        ids = [await store.enqueue(new_job(f"m{i}"), T0) for i in range(3)]
+        ids = [await store.at(T0).enqueue(new_job(f"m{i}")) for i in range(3)]
         held = {}
         for i, process in enumerate(["a", "b", None]):
-            claim = await store.claim_due(
-                T0 + i, T0 + i + LEASE, mutation_limit=1, action_limit=0, process=process
+            claim = await store.at(T0 + i).claim_due(
+                T0 + i + LEASE, mutation_limit=1, action_limit=0, process=process
             )
             (job,) = claim.jobs
             held[job.id] = process
-        report = await store.reclaim_expired(T0 + 10 + LEASE, process="sweeper")
+        report = await store.at(T0 + 10 + LEASE).reclaim_expired(process="sweeper")
         runs = await store.at(T0 + 10 + LEASE).runs()
     finally:
         await store.close()
@@ -293,10 +295,10 @@ async def test_a_late_outcome_after_a_reclaim_records_nothing(stores: StoreFacto
     store = stores.new()
     await store.open()
     try:
-        await store.enqueue(new_job("a", JobKind.ACTION, max_failures=1), T0)
+        await store.at(T0).enqueue(new_job("a", JobKind.ACTION, max_failures=1))
         (job,) = await claim_all(store, T0)
-        await store.reclaim_expired(T0 + LEASE + 1, process="sweeper")
-        report = await store.complete([Outcome(job, ok=True)], T0 + LEASE + 2, "late")
+        await store.at(T0 + LEASE + 1).reclaim_expired(process="sweeper")
+        report = await store.at(T0 + LEASE + 2).complete([Outcome(job, ok=True)], "late")
         assert (report.applied, report.stale) == (0, 1)
         (run,) = await store.at(T0 + LEASE + 3).runs(job_id=job.id)
         assert run.outcome is RunOutcome.LEASE_LOST
@@ -309,16 +311,16 @@ async def test_a_rolled_back_completion_leaves_no_run_behind(stores: StoreFactor
     store = stores.new()
     await store.open()
     try:
-        await store.enqueue(new_job("m"), T0)
+        await store.at(T0).enqueue(new_job("m"))
         (job,) = await claim_all(store, T0)
         with pytest.raises(RuntimeError):
             async with store.transaction(T0 + 1) as tx:
                 await tx.complete([Outcome(job, ok=True, value_json="1")], "p")
                 raise RuntimeError("the batch failed to commit")
         assert await store.at(T0 + 2).runs() == []
-        stored = await store.get_job(job.id, T0 + 2)
+        stored = await store.at(T0 + 2).get_job(job.id)
         assert stored is not None and stored.state is JobState.IN_PROGRESS
-        report = await store.complete([Outcome(job, ok=True, value_json="1")], T0 + 3, "p")
+        report = await store.at(T0 + 3).complete([Outcome(job, ok=True, value_json="1")], "p")
         assert report.outcomes == {RunOutcome.SUCCESS: 1}
         (run,) = await store.at(T0 + 4).runs()
         assert (run.outcome, run.started_at, run.finished_at) == (RunOutcome.SUCCESS, T0, T0 + 3)
@@ -330,9 +332,9 @@ async def test_an_error_with_nul_is_recorded(stores: StoreFactory) -> None:
     store = stores.new()
     await store.open()
     try:
-        await store.enqueue(new_job("m", max_failures=1), T0)
+        await store.at(T0).enqueue(new_job("m", max_failures=1))
         (job,) = await claim_all(store, T0)
-        await store.complete([Outcome(job, ok=False, error="bad\x00byte")], T0 + 1, "p")
+        await store.at(T0 + 1).complete([Outcome(job, ok=False, error="bad\x00byte")], "p")
         (run,) = await store.at(T0 + 2).runs()
         assert run.outcome is RunOutcome.FAILED and run.error is not None
         assert run.error.startswith("bad") and run.error.endswith("byte")
@@ -389,9 +391,9 @@ async def test_pruning_runs_takes_batches_until_none_is_left(stores: StoreFactor
     await store.open()
     try:
         for _ in range(5):
-            await store.enqueue(new_job("m"), T0)
+            await store.at(T0).enqueue(new_job("m"))
         jobs = await claim_all(store, T0)
-        await store.complete([Outcome(j, ok=True) for j in jobs], T0 + 1, "p")
+        await store.at(T0 + 1).complete([Outcome(j, ok=True) for j in jobs], "p")
         ops = store.at(T0 + 10)
         assert await ops.prune_runs(T0 + 2, limit=2) == 2
         assert await ops.prune_runs(T0 + 1, limit=10) == 0  # finished at T0 + 1: not before

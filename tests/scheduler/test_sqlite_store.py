@@ -729,7 +729,7 @@ async def test_integrity_check_is_ok_after_a_busy_workload(tmp_path: Path) -> No
             await sched.wait_idle()
             clock.advance(10)
         await sched.wait_idle()
-        counts = await sched.store.count_by_state(clock.time())
+        counts = await sched.store.at(clock.time()).count_by_state()
         assert counts.get(JobState.PENDING, 0) == counts.get(JobState.FAILED, 0) == 0
         assert counts[JobState.CANCELED] == 60 * 4
         async with sched.reader() as db:

@@ -55,7 +55,7 @@ async def store(stores: StoreFactory):
 
 
 async def claim_all(store: Store, now: float, limit: int = 64) -> list[ClaimedJob]:
-    claim = await store.claim_due(now, now + LEASE, mutation_limit=limit, action_limit=limit)
+    claim = await store.at(now).claim_due(now + LEASE, mutation_limit=limit, action_limit=limit)
     return claim.jobs
 
 
@@ -63,8 +63,8 @@ async def claim_all(store: Store, now: float, limit: int = 64) -> list[ClaimedJo
 
 
 async def test_enqueue_stores_a_pending_job_with_its_args(store: Store) -> None:
-    job_id = await store.enqueue(new_job(args={"n": 1, "s": "é"}, name="bump"), T0)
-    job = await store.get_job(job_id, T0)
+    job_id = await store.at(T0).enqueue(new_job(args={"n": 1, "s": "é"}, name="bump"))
+    job = await store.at(T0).get_job(job_id)
     assert job is not None
     assert (job.state, job.fn, job.kind, job.attempts, job.run_count) == (
         JobState.PENDING,
@@ -80,66 +80,66 @@ async def test_enqueue_stores_a_pending_job_with_its_args(store: Store) -> None:
 
 
 async def test_live_idempotency_key_returns_the_first_job(store: Store) -> None:
-    first = await store.enqueue(new_job(idempotency_key="k1", args=1), T0)
-    second = await store.enqueue(new_job(idempotency_key="k1", args=2), T0)
-    other = await store.enqueue(new_job(idempotency_key="k2"), T0)
+    first = await store.at(T0).enqueue(new_job(idempotency_key="k1", args=1))
+    second = await store.at(T0).enqueue(new_job(idempotency_key="k1", args=2))
+    other = await store.at(T0).enqueue(new_job(idempotency_key="k2"))
     assert first == second != other
-    assert len(await store.list_jobs(T0)) == 2
-    job = await store.get_job(first, T0)
+    assert len(await store.at(T0).list_jobs()) == 2
+    job = await store.at(T0).get_job(first)
     assert job is not None and job.args == 1
 
 
 async def test_key_stays_taken_after_the_job_finished(store: Store) -> None:
-    first = await store.enqueue(new_job(idempotency_key="once"), T0)
+    first = await store.at(T0).enqueue(new_job(idempotency_key="once"))
     [claimed] = await claim_all(store, T0)
-    await store.complete([Outcome(claimed, ok=True, value_json="1")], T0)
-    assert await store.enqueue(new_job(idempotency_key="once"), T0 + 5) == first
+    await store.at(T0).complete([Outcome(claimed, ok=True, value_json="1")])
+    assert await store.at(T0 + 5).enqueue(new_job(idempotency_key="once")) == first
 
 
 async def test_unknown_job_is_none_or_not_found(store: Store) -> None:
-    assert await store.get_job(12345, T0) is None
+    assert await store.at(T0).get_job(12345) is None
     with pytest.raises(JobNotFound):
-        await store.cancel(12345, T0)
+        await store.at(T0).cancel(12345)
     with pytest.raises(JobNotFound):
-        await store.retry(12345, T0)
+        await store.at(T0).retry(12345)
 
 
 # --- claim -----------------------------------------------------------------------------------
 
 
 async def test_claim_takes_only_due_jobs_in_due_order(store: Store) -> None:
-    late = await store.enqueue(new_job(next_ts=T0 + 2), T0)
-    early = await store.enqueue(new_job(next_ts=T0 + 1), T0)
-    future = await store.enqueue(new_job(next_ts=T0 + 100), T0)
+    late = await store.at(T0).enqueue(new_job(next_ts=T0 + 2))
+    early = await store.at(T0).enqueue(new_job(next_ts=T0 + 1))
+    future = await store.at(T0).enqueue(new_job(next_ts=T0 + 100))
     assert await claim_all(store, T0) == []
-    claim = await store.claim_due(T0 + 2, T0 + 2 + LEASE, mutation_limit=10, action_limit=10)
+    claim = await store.at(T0 + 2).claim_due(T0 + 2 + LEASE, mutation_limit=10, action_limit=10)
     assert [j.id for j in claim.jobs] == [early, late]
     assert claim.next_due == T0 + 100
-    job = await store.get_job(early, T0)
+    job = await store.at(T0).get_job(early)
     assert job is not None
     assert job.state is JobState.IN_PROGRESS
     assert job.run_count == 1
     assert job.lease_expires_at == T0 + 2 + LEASE
-    assert (await store.get_job(future, T0)).state is JobState.PENDING  # type: ignore[union-attr]
+    assert (await store.at(T0).get_job(future)).state is JobState.PENDING  # type: ignore[union-attr]
 
 
 async def test_claim_respects_limits_per_kind(store: Store) -> None:
     for _ in range(5):
-        await store.enqueue(new_job(kind=JobKind.MUTATION), T0)
-        await store.enqueue(new_job(fn="a", kind=JobKind.ACTION), T0)
-    claim = await store.claim_due(T0, T0 + LEASE, mutation_limit=2, action_limit=3)
+        await store.at(T0).enqueue(new_job(kind=JobKind.MUTATION))
+        await store.at(T0).enqueue(new_job(fn="a", kind=JobKind.ACTION))
+    claim = await store.at(T0).claim_due(T0 + LEASE, mutation_limit=2, action_limit=3)
     kinds = [j.kind for j in claim.jobs]
     assert kinds.count(JobKind.MUTATION) == 2
     assert kinds.count(JobKind.ACTION) == 3
     assert claim.next_due == T0  # more is due now
-    claim = await store.claim_due(T0, T0 + LEASE, mutation_limit=10, action_limit=0)
+    claim = await store.at(T0).claim_due(T0 + LEASE, mutation_limit=10, action_limit=0)
     assert [j.kind for j in claim.jobs] == [JobKind.MUTATION] * 3
     # With no action slots, pending actions do not count for the timer.
     assert claim.next_due is None
 
 
 async def test_a_claimed_job_is_not_claimed_again(store: Store) -> None:
-    await store.enqueue(new_job(), T0)
+    await store.at(T0).enqueue(new_job())
     assert len(await claim_all(store, T0)) == 1
     assert await claim_all(store, T0 + 1) == []
 
@@ -149,7 +149,7 @@ async def test_two_stores_on_one_database_never_claim_the_same_job(stores: Store
     await a.open()
     await b.open()
     try:
-        ids = [await a.enqueue(new_job(), T0) for _ in range(300)]
+        ids = [await a.at(T0).enqueue(new_job()) for _ in range(300)]
 
         async def drain(s: Store) -> list[int]:
             got: list[int] = []
@@ -168,8 +168,8 @@ async def test_two_stores_on_one_database_never_claim_the_same_job(stores: Store
 
 
 async def test_claim_returns_args_and_next_due(store: Store) -> None:
-    await store.enqueue(new_job(args={"x": [1, 2]}), T0)
-    claim = await store.claim_due(T0, T0 + LEASE, mutation_limit=5, action_limit=5)
+    await store.at(T0).enqueue(new_job(args={"x": [1, 2]}))
+    claim = await store.at(T0).claim_due(T0 + LEASE, mutation_limit=5, action_limit=5)
     assert claim.jobs[0].args == {"x": [1, 2]}
     assert claim.next_due is None
 
@@ -178,11 +178,11 @@ async def test_claim_returns_args_and_next_due(store: Store) -> None:
 
 
 async def test_success_records_the_result(store: Store) -> None:
-    job_id = await store.enqueue(new_job(), T0)
+    job_id = await store.at(T0).enqueue(new_job())
     [j] = await claim_all(store, T0)
-    report = await store.complete([Outcome(j, ok=True, value_json='{"v":1}')], T0 + 1)
+    report = await store.at(T0 + 1).complete([Outcome(j, ok=True, value_json='{"v":1}')])
     assert (report.applied, report.stale) == (1, 0)
-    job = await store.get_job(job_id, T0)
+    job = await store.at(T0).get_job(job_id)
     assert job is not None
     assert (job.state, job.result, job.finished_at, job.lease_expires_at) == (
         JobState.SUCCESS,
@@ -193,12 +193,12 @@ async def test_success_records_the_result(store: Store) -> None:
 
 
 async def test_failure_with_budget_left_retries_after_seeded_backoff(store: Store) -> None:
-    job_id = await store.enqueue(new_job(max_failures=3), T0)
+    job_id = await store.at(T0).enqueue(new_job(max_failures=3))
     now = T0
     for attempt in range(2):
         [j] = await claim_all(store, now)
-        await store.complete([Outcome(j, ok=False, error="boom")], now)
-        job = await store.get_job(job_id, now)
+        await store.at(now).complete([Outcome(j, ok=False, error="boom")])
+        job = await store.at(now).get_job(job_id)
         assert job is not None
         expected = now + backoff_delay(job_id, attempt, 1.0, 2.0)
         assert (job.state, job.attempts, job.error) == (JobState.PENDING, attempt + 1, "boom")
@@ -210,33 +210,33 @@ async def test_failure_with_budget_left_retries_after_seeded_backoff(store: Stor
         assert await claim_all(store, job.next_ts - 0.001) == []
         now = job.next_ts
     [j] = await claim_all(store, now)
-    await store.complete([Outcome(j, ok=False, error="last")], now)
-    job = await store.get_job(job_id, now)
+    await store.at(now).complete([Outcome(j, ok=False, error="last")])
+    job = await store.at(now).get_job(job_id)
     assert job is not None
     assert (job.state, job.attempts, job.error) == (JobState.FAILED, 3, "last")
 
 
 async def test_non_retryable_failure_dead_letters_at_once(store: Store) -> None:
-    job_id = await store.enqueue(new_job(max_failures=4), T0)
+    job_id = await store.at(T0).enqueue(new_job(max_failures=4))
     [j] = await claim_all(store, T0)
-    await store.complete([Outcome(j, ok=False, error="bad", retryable=False)], T0)
-    job = await store.get_job(job_id, T0)
+    await store.at(T0).complete([Outcome(j, ok=False, error="bad", retryable=False)])
+    job = await store.at(T0).get_job(job_id)
     assert job is not None and (job.state, job.attempts) == (JobState.FAILED, 1)
 
 
 async def test_a_stale_outcome_changes_nothing(store: Store) -> None:
     """Fenced by run count: a worker whose lease was lost cannot overwrite a newer run."""
-    job_id = await store.enqueue(new_job(), T0)
+    job_id = await store.at(T0).enqueue(new_job())
     [old_run] = await claim_all(store, T0)
-    await store.reclaim_expired(T0 + LEASE + 1)  # the old run's lease expired: back to pending
+    await store.at(T0 + LEASE + 1).reclaim_expired()  # the old run's lease expired: back to pending
     [new_run] = await claim_all(store, T0 + LEASE + 1)
     assert new_run.run_count == old_run.run_count + 1
-    report = await store.complete([Outcome(old_run, ok=True, value_json="1")], T0 + LEASE + 2)
+    report = await store.at(T0 + LEASE + 2).complete([Outcome(old_run, ok=True, value_json="1")])
     assert (report.applied, report.stale) == (0, 1)
-    job = await store.get_job(job_id, T0)
+    job = await store.at(T0).get_job(job_id)
     assert job is not None and job.state is JobState.IN_PROGRESS
-    await store.complete([Outcome(new_run, ok=True, value_json="2")], T0 + LEASE + 3)
-    job = await store.get_job(job_id, T0)
+    await store.at(T0 + LEASE + 3).complete([Outcome(new_run, ok=True, value_json="2")])
+    job = await store.at(T0).get_job(job_id)
     assert job is not None and (job.state, job.result) == (JobState.SUCCESS, 2)
 
 
@@ -246,17 +246,17 @@ async def test_one_batch_of_outcomes_finishes_each_job_as_its_own_outcome_says(
     """Successes are finished together: each keeps its own result (a null one clears an
     earlier error), a stale one and a second outcome of the same run change nothing, and
     the other outcomes of the batch apply as they would alone."""
-    ids = [await store.enqueue(new_job(max_failures=3), T0) for _ in range(5)]
+    ids = [await store.at(T0).enqueue(new_job(max_failures=3)) for _ in range(5)]
     runs = {j.id: j for j in await claim_all(store, T0)}
     # ids[4] fails once first, so its success must clear the error left behind.
-    await store.complete([Outcome(runs[ids[4]], ok=False, error="flaky")], T0)
-    retry_at = (await store.get_job(ids[4], T0)).next_ts  # type: ignore[union-attr]
+    await store.at(T0).complete([Outcome(runs[ids[4]], ok=False, error="flaky")])
+    retry_at = (await store.at(T0).get_job(ids[4])).next_ts  # type: ignore[union-attr]
     [again] = await claim_all(store, retry_at)
-    await store.reclaim_expired(T0 + LEASE + 1)  # ids[0..3]'s runs lose their lease
+    await store.at(T0 + LEASE + 1).reclaim_expired()  # ids[0..3]'s runs lose their lease
     fresh = {j.id: j for j in await claim_all(store, T0 + LEASE + 1)}
     stale = runs[ids[3]]  # lease lost, the job claimed again: the old run's outcome is stale
     now = T0 + LEASE + 2
-    report = await store.complete(
+    report = await store.at(now).complete(
         [
             Outcome(fresh[ids[0]], ok=True, value_json='{"n": 0}'),
             Outcome(fresh[ids[1]], ok=True, value_json="[1]"),
@@ -264,11 +264,10 @@ async def test_one_batch_of_outcomes_finishes_each_job_as_its_own_outcome_says(
             Outcome(fresh[ids[2]], ok=False, error="boom"),
             Outcome(stale, ok=True, value_json="3"),
             Outcome(again, ok=True, value_json=None),
-        ],
-        now,
+        ]
     )
     assert (report.applied, report.stale) == (4, 2)
-    jobs = {i: await store.get_job(i, now) for i in ids}
+    jobs = {i: await store.at(now).get_job(i) for i in ids}
     got = {i: (j.state, j.result, j.error) for i, j in jobs.items() if j is not None}
     assert got == {
         ids[0]: (JobState.SUCCESS, {"n": 0}, None),
@@ -281,10 +280,10 @@ async def test_one_batch_of_outcomes_finishes_each_job_as_its_own_outcome_says(
 
 
 async def test_release_returns_a_job_without_counting_an_attempt(store: Store) -> None:
-    job_id = await store.enqueue(new_job(), T0)
+    job_id = await store.at(T0).enqueue(new_job())
     [j] = await claim_all(store, T0)
-    await store.complete([Outcome(j, ok=False, release=True)], T0 + 1)
-    job = await store.get_job(job_id, T0)
+    await store.at(T0 + 1).complete([Outcome(j, ok=False, release=True)])
+    job = await store.at(T0).get_job(job_id)
     assert job is not None and (job.state, job.attempts) == (JobState.PENDING, 0)
 
 
@@ -292,34 +291,34 @@ async def test_release_returns_a_job_without_counting_an_attempt(store: Store) -
 
 
 async def test_extend_lease_only_for_the_holder(store: Store) -> None:
-    await store.enqueue(new_job(), T0)
+    await store.at(T0).enqueue(new_job())
     [j] = await claim_all(store, T0)
-    assert await store.extend_lease(j.id, j.run_count, T0 + 100, T0)
-    assert not await store.extend_lease(j.id, j.run_count + 1, T0 + 200, T0)
-    assert (await store.reclaim_expired(T0 + 99)).requeued == 0
-    assert (await store.reclaim_expired(T0 + 101)).requeued == 1
+    assert await store.at(T0).extend_lease(j.id, j.run_count, T0 + 100)
+    assert not await store.at(T0).extend_lease(j.id, j.run_count + 1, T0 + 200)
+    assert (await store.at(T0 + 99).reclaim_expired()).requeued == 0
+    assert (await store.at(T0 + 101).reclaim_expired()).requeued == 1
 
 
 async def test_reclaim_puts_a_mutation_back_with_the_attempt_counted(store: Store) -> None:
-    job_id = await store.enqueue(new_job(max_failures=2), T0)
+    job_id = await store.at(T0).enqueue(new_job(max_failures=2))
     [_] = await claim_all(store, T0)
-    assert (await store.reclaim_expired(T0 + LEASE - 1)).requeued == 0
-    report = await store.reclaim_expired(T0 + LEASE + 1)
+    assert (await store.at(T0 + LEASE - 1).reclaim_expired()).requeued == 0
+    report = await store.at(T0 + LEASE + 1).reclaim_expired()
     assert (report.requeued, report.failed) == (1, 0)
-    job = await store.get_job(job_id, T0)
+    job = await store.at(T0).get_job(job_id)
     assert job is not None
     assert (job.state, job.attempts, job.next_ts) == (JobState.PENDING, 1, T0 + LEASE + 1)
     # The second lost run spends the budget: dead-lettered.
     await claim_all(store, T0 + LEASE + 1)
-    report = await store.reclaim_expired(T0 + 2 * LEASE + 2)
+    report = await store.at(T0 + 2 * LEASE + 2).reclaim_expired()
     assert (report.requeued, report.failed) == (0, 1)
-    job = await store.get_job(job_id, T0)
+    job = await store.at(T0).get_job(job_id)
     assert job is not None and (job.state, job.attempts) == (JobState.FAILED, 2)
     assert "retry budget is spent" in (job.error or "")
 
 
 async def test_reclaim_fails_an_action_and_fires_on_complete(store: Store) -> None:
-    job_id = await store.enqueue(
+    job_id = await store.at(T0).enqueue(
         new_job(
             fn="send",
             kind=JobKind.ACTION,
@@ -327,17 +326,16 @@ async def test_reclaim_fails_an_action_and_fires_on_complete(store: Store) -> No
             on_complete="done",
             context_type="json",
             context=b'{"k":1}',
-        ),
-        T0,
+        )
     )
     await claim_all(store, T0)
-    report = await store.reclaim_expired(T0 + LEASE + 1)
+    report = await store.at(T0 + LEASE + 1).reclaim_expired()
     assert (report.requeued, report.failed) == (0, 1)
-    job = await store.get_job(job_id, T0)
+    job = await store.at(T0).get_job(job_id)
     assert job is not None and job.state is JobState.FAILED
     assert "may or may not have had its effect" in (job.error or "")
-    [cb] = [j for j in await store.list_jobs(T0) if j.fn == "done"]
-    cb_full = await store.get_job(cb.id, T0)
+    [cb] = [j for j in await store.at(T0).list_jobs() if j.fn == "done"]
+    cb_full = await store.at(T0).get_job(cb.id)
     assert cb_full is not None
     assert cb_full.args["job_id"] == job_id
     assert cb_full.args["result"]["kind"] == "failed"
@@ -345,13 +343,13 @@ async def test_reclaim_fails_an_action_and_fires_on_complete(store: Store) -> No
 
 
 async def test_reclaim_redispatches_an_idempotent_action(store: Store) -> None:
-    job_id = await store.enqueue(
-        new_job(fn="a", kind=JobKind.ACTION, idempotent=True, max_failures=2), T0
+    job_id = await store.at(T0).enqueue(
+        new_job(fn="a", kind=JobKind.ACTION, idempotent=True, max_failures=2)
     )
     await claim_all(store, T0)
-    report = await store.reclaim_expired(T0 + LEASE + 1)
+    report = await store.at(T0 + LEASE + 1).reclaim_expired()
     assert (report.requeued, report.failed) == (1, 0)
-    job = await store.get_job(job_id, T0)
+    job = await store.at(T0).get_job(job_id)
     assert job is not None and (job.state, job.attempts) == (JobState.PENDING, 1)
 
 
@@ -368,11 +366,11 @@ async def test_reclaim_redispatches_an_idempotent_action(store: Store) -> None:
 async def test_on_complete_gets_the_context_back_exactly(
     store: Store, context_type: str, context: bytes, expected: object
 ) -> None:
-    job_id = await store.enqueue(
-        new_job(on_complete="cb", context_type=context_type, context=context), T0
+    job_id = await store.at(T0).enqueue(
+        new_job(on_complete="cb", context_type=context_type, context=context)
     )
     [j] = await claim_all(store, T0)
-    await store.complete([Outcome(j, ok=True, value_json='"v"')], T0)
+    await store.at(T0).complete([Outcome(j, ok=True, value_json='"v"')])
     [cb] = await claim_all(store, T0)
     assert cb.fn == "cb" and cb.kind is JobKind.MUTATION
     assert cb.args == {
@@ -385,11 +383,11 @@ async def test_on_complete_gets_the_context_back_exactly(
 
 
 async def test_on_complete_fires_for_failure_and_cancel(store: Store) -> None:
-    failing = await store.enqueue(new_job(max_failures=1, on_complete="cb"), T0)
-    canceled = await store.enqueue(new_job(next_ts=T0 + 50, on_complete="cb"), T0)
+    failing = await store.at(T0).enqueue(new_job(max_failures=1, on_complete="cb"))
+    canceled = await store.at(T0).enqueue(new_job(next_ts=T0 + 50, on_complete="cb"))
     [j] = await claim_all(store, T0)
-    await store.complete([Outcome(j, ok=False, error="ValueError: no")], T0)
-    assert await store.cancel(canceled, T0)
+    await store.at(T0).complete([Outcome(j, ok=False, error="ValueError: no")])
+    assert await store.at(T0).cancel(canceled)
     cbs = sorted(await claim_all(store, T0), key=lambda c: c.args["job_id"])
     assert [c.args["job_id"] for c in cbs] == [failing, canceled]
     assert cbs[0].args["result"] == {"kind": "failed", "error": "ValueError: no"}
@@ -398,37 +396,39 @@ async def test_on_complete_fires_for_failure_and_cancel(store: Store) -> None:
 
 
 async def test_no_on_complete_for_a_retry(store: Store) -> None:
-    await store.enqueue(new_job(max_failures=2, on_complete="cb"), T0)
+    await store.at(T0).enqueue(new_job(max_failures=2, on_complete="cb"))
     [j] = await claim_all(store, T0)
-    await store.complete([Outcome(j, ok=False, error="x")], T0)
-    assert [x.fn for x in await store.list_jobs(T0)] == ["m"]
+    await store.at(T0).complete([Outcome(j, ok=False, error="x")])
+    assert [x.fn for x in await store.at(T0).list_jobs()] == ["m"]
 
 
 # --- cancel --------------------------------------------------------------------------------
 
 
 async def test_cancel_moves_only_pending_jobs(store: Store) -> None:
-    pending = await store.enqueue(new_job(next_ts=T0 + 9), T0)
-    running = await store.enqueue(new_job(), T0)
+    pending = await store.at(T0).enqueue(new_job(next_ts=T0 + 9))
+    running = await store.at(T0).enqueue(new_job())
     await claim_all(store, T0)
-    assert await store.cancel(pending, T0)
-    assert not await store.cancel(running, T0)
-    assert not await store.cancel(pending, T0)  # already canceled
-    states = {j.id: j.state for j in await store.list_jobs(T0)}
+    assert await store.at(T0).cancel(pending)
+    assert not await store.at(T0).cancel(running)
+    assert not await store.at(T0).cancel(pending)  # already canceled
+    states = {j.id: j.state for j in await store.at(T0).list_jobs()}
     assert states == {pending: JobState.CANCELED, running: JobState.IN_PROGRESS}
 
 
 async def test_cancel_cascades_breadth_first_even_from_a_running_parent(store: Store) -> None:
-    root = await store.enqueue(new_job(), T0)
+    root = await store.at(T0).enqueue(new_job())
     await claim_all(store, T0)  # root is running
-    kids = [await store.enqueue(new_job(next_ts=T0 + 9, parent_id=root), T0) for _ in range(3)]
-    grandkid = await store.enqueue(new_job(next_ts=T0 + 9, parent_id=kids[0], on_complete="cb"), T0)
-    assert not await store.cancel(root, T0)
-    states = {j.id: j.state for j in await store.list_jobs(T0, limit=100)}
+    kids = [await store.at(T0).enqueue(new_job(next_ts=T0 + 9, parent_id=root)) for _ in range(3)]
+    grandkid = await store.at(T0).enqueue(
+        new_job(next_ts=T0 + 9, parent_id=kids[0], on_complete="cb")
+    )
+    assert not await store.at(T0).cancel(root)
+    states = {j.id: j.state for j in await store.at(T0).list_jobs(limit=100)}
     assert states[root] is JobState.IN_PROGRESS
     assert all(states[k] is JobState.CANCELED for k in [*kids, grandkid])
-    [cb] = [j for j in await store.list_jobs(T0) if j.fn == "cb"]
-    full = await store.get_job(cb.id, T0)
+    [cb] = [j for j in await store.at(T0).list_jobs() if j.fn == "cb"]
+    full = await store.at(T0).get_job(cb.id)
     assert full is not None and full.args["job_id"] == grandkid
 
 
@@ -443,8 +443,8 @@ async def test_cancel_walks_descendants_level_by_level(store: Store) -> None:
     async def grow(parent: int | None, depth: int) -> int:
         # One child of the root is running; the walk must go on through it to its children.
         due = T0 if depth == 1 and not running else T0 + 9
-        job_id = await store.enqueue(
-            new_job(next_ts=due, parent_id=parent, on_complete="cb", args=depth), T0
+        job_id = await store.at(T0).enqueue(
+            new_job(next_ts=due, parent_id=parent, on_complete="cb", args=depth)
         )
         if due == T0:
             running.append(job_id)
@@ -458,14 +458,14 @@ async def test_cancel_walks_descendants_level_by_level(store: Store) -> None:
     [claimed] = await claim_all(store, T0)
     assert claimed.id == running[0]
     assert sorted(depth_of) != sorted(depth_of, key=lambda j: (depth_of[j], j))  # not BFS by id
-    assert await store.cancel(root, T0)
+    assert await store.at(T0).cancel(root)
 
     callbacks = sorted(
-        (j for j in await store.list_jobs(T0, limit=100) if j.fn == "cb"), key=lambda j: j.id
+        (j for j in await store.at(T0).list_jobs(limit=100) if j.fn == "cb"), key=lambda j: j.id
     )
     walked = []
     for cb in callbacks:
-        full = await store.get_job(cb.id, T0)
+        full = await store.at(T0).get_job(cb.id)
         assert full is not None and full.args["result"] == {"kind": "canceled"}
         walked.append(full.args["job_id"])
     expected = set(depth_of) - set(running)
@@ -473,27 +473,27 @@ async def test_cancel_walks_descendants_level_by_level(store: Store) -> None:
     levels = [depth_of[j] for j in walked]
     assert levels == sorted(levels), levels  # level by level: 0, 1, 1, 2, 2, 2, 2, 2, 2, 3, ...
     assert levels.count(3) == 12 and levels.count(2) == 6 and levels.count(1) == 2
-    states = {j.id: j.state for j in await store.list_jobs(T0, limit=100) if j.fn == "m"}
+    states = {j.id: j.state for j in await store.at(T0).list_jobs(limit=100) if j.fn == "m"}
     assert states == {
         j: JobState.IN_PROGRESS if j in running else JobState.CANCELED for j in depth_of
     }
 
 
 async def test_cancel_cascade_over_a_10000_level_chain(store: Store) -> None:
-    ids = [await store.enqueue(new_job(next_ts=T0 + 9), T0)]
+    ids = [await store.at(T0).enqueue(new_job(next_ts=T0 + 9))]
     for _ in range(9_999):
-        ids.append(await store.enqueue(new_job(next_ts=T0 + 9, parent_id=ids[-1]), T0))
-    assert await store.cancel(ids[0], T0)
-    counts = await store.count_by_state(T0)
+        ids.append(await store.at(T0).enqueue(new_job(next_ts=T0 + 9, parent_id=ids[-1])))
+    assert await store.at(T0).cancel(ids[0])
+    counts = await store.at(T0).count_by_state()
     assert counts[JobState.CANCELED] == 10_000
     assert counts[JobState.PENDING] == 0
 
 
 async def test_a_child_of_a_canceled_parent_is_born_canceled(store: Store) -> None:
-    parent = await store.enqueue(new_job(next_ts=T0 + 9), T0)
-    await store.cancel(parent, T0)
-    child = await store.enqueue(new_job(parent_id=parent, on_complete="cb"), T0)
-    job = await store.get_job(child, T0)
+    parent = await store.at(T0).enqueue(new_job(next_ts=T0 + 9))
+    await store.at(T0).cancel(parent)
+    child = await store.at(T0).enqueue(new_job(parent_id=parent, on_complete="cb"))
+    job = await store.at(T0).get_job(child)
     assert job is not None and job.state is JobState.CANCELED
     [cb] = await claim_all(store, T0)
     assert cb.args["result"] == {"kind": "canceled"} and cb.args["job_id"] == child
@@ -503,29 +503,29 @@ async def test_a_child_of_a_canceled_parent_is_born_canceled(store: Store) -> No
 
 
 async def test_next_due_time_is_the_earliest_pending(store: Store) -> None:
-    assert await store.next_due_time(T0) is None
-    await store.enqueue(new_job(next_ts=T0 + 7), T0)
-    await store.enqueue(new_job(fn="a", kind=JobKind.ACTION, next_ts=T0 + 3), T0)
-    assert await store.next_due_time(T0) == T0 + 3
+    assert await store.at(T0).next_due_time() is None
+    await store.at(T0).enqueue(new_job(next_ts=T0 + 7))
+    await store.at(T0).enqueue(new_job(fn="a", kind=JobKind.ACTION, next_ts=T0 + 3))
+    assert await store.at(T0).next_due_time() == T0 + 3
 
 
 async def test_prune_deletes_only_old_terminal_jobs(store: Store) -> None:
-    old = await store.enqueue(new_job(), T0)
-    await store.enqueue(new_job(next_ts=T0 + 1000), T0)  # pending: kept
+    old = await store.at(T0).enqueue(new_job())
+    await store.at(T0).enqueue(new_job(next_ts=T0 + 1000))  # pending: kept
     [j] = await claim_all(store, T0)
-    await store.complete([Outcome(j, ok=True, value_json="1")], T0)
-    assert await store.prune(T0 - 1, T0) == 0
-    assert await store.prune(T0 + 1, T0) == 1
-    assert await store.get_job(old, T0) is None
-    assert len(await store.list_jobs(T0)) == 1
+    await store.at(T0).complete([Outcome(j, ok=True, value_json="1")])
+    assert await store.at(T0).prune(T0 - 1) == 0
+    assert await store.at(T0).prune(T0 + 1) == 1
+    assert await store.at(T0).get_job(old) is None
+    assert len(await store.at(T0).list_jobs()) == 1
 
 
 async def test_retry_puts_a_failed_job_back_with_a_fresh_budget(store: Store) -> None:
-    job_id = await store.enqueue(new_job(max_failures=1), T0)
+    job_id = await store.at(T0).enqueue(new_job(max_failures=1))
     [j] = await claim_all(store, T0)
-    await store.complete([Outcome(j, ok=False, error="x")], T0)
-    assert await store.retry(job_id, T0 + 5)
-    job = await store.get_job(job_id, T0)
+    await store.at(T0).complete([Outcome(j, ok=False, error="x")])
+    assert await store.at(T0 + 5).retry(job_id)
+    job = await store.at(T0).get_job(job_id)
     assert job is not None
     assert (job.state, job.attempts, job.next_ts, job.finished_at) == (
         JobState.PENDING,
@@ -533,24 +533,24 @@ async def test_retry_puts_a_failed_job_back_with_a_fresh_budget(store: Store) ->
         T0 + 5,
         None,
     )
-    assert not await store.retry(job_id, T0 + 6)  # pending: nothing to retry
+    assert not await store.at(T0 + 6).retry(job_id)  # pending: nothing to retry
 
 
 async def test_list_jobs_filters_and_pages(store: Store) -> None:
-    ids = [await store.enqueue(new_job(fn="a" if i % 2 else "b"), T0) for i in range(7)]
-    page = await store.list_jobs(T0, limit=3)
+    ids = [await store.at(T0).enqueue(new_job(fn="a" if i % 2 else "b")) for i in range(7)]
+    page = await store.at(T0).list_jobs(limit=3)
     assert [j.id for j in page] == ids[::-1][:3]
-    page2 = await store.list_jobs(T0, limit=3, before_id=page[-1].id)
+    page2 = await store.at(T0).list_jobs(limit=3, before_id=page[-1].id)
     assert [j.id for j in page2] == ids[::-1][3:6]
-    assert {j.fn for j in await store.list_jobs(T0, fn="a")} == {"a"}
-    assert len(await store.list_jobs(T0, state=JobState.PENDING)) == 7
+    assert {j.fn for j in await store.at(T0).list_jobs(fn="a")} == {"a"}
+    assert len(await store.at(T0).list_jobs(state=JobState.PENDING)) == 7
 
 
 async def test_commit_listeners_hear_about_new_pending_work(store: Store) -> None:
     heard: list[int] = []
     store.add_commit_listener(lambda: heard.append(1))
-    await store.enqueue(new_job(next_ts=T0 + 5), T0)
+    await store.at(T0).enqueue(new_job(next_ts=T0 + 5))
     assert heard == [1]
-    await store.get_job(1, T0)
-    await store.next_due_time(T0)
+    await store.at(T0).get_job(1)
+    await store.at(T0).next_due_time()
     assert heard == [1]  # reads are silent

@@ -1,4 +1,4 @@
-"""Scheduler operations the tests run on a store directly (``store.run(op, now)``)."""
+"""Scheduler operations the tests run on a store directly (``store.at(now).run(op)``)."""
 
 from __future__ import annotations
 
