@@ -13,9 +13,8 @@ import logging
 from functools import partial
 from typing import Any
 
-from . import _once, _runs
+from . import _runs, _sweep
 from ._engine import Engine
-from ._ops import leases as lease_ops
 from .abc import Tx
 from .clock import TimerHandle, monotonic_of
 from .context import (
@@ -33,14 +32,6 @@ log = logging.getLogger("scheduler.driver")
 
 FLUSH_BATCH = 512
 """Outcomes recorded per transaction (keeps each completion transaction short)."""
-
-PRUNE_JOBS_BATCH = 1000
-FORGET_MEMBERS_AFTER = 86400.0
-"""A lease group's member that stopped renewing a day ago is forgotten by the sweep."""
-"""Terminal jobs deleted per transaction by the retention sweep."""
-
-PRUNE_RUNS_BATCH = 5000
-"""Runs deleted per transaction by the retention sweep."""
 
 
 class Driver:
@@ -349,41 +340,9 @@ class Driver:
             await self.clock.sleep(self.settings.sweep_seconds)
 
     async def sweep_once(self) -> None:
-        """Reclaim expired leases, prune old terminal jobs and runs, and wake the loop (the
-        backstop)."""
-        settings = self.settings
-        now = self.clock.time()
-        report = await self.store.at(now).reclaim_expired(process=settings.process_id)
-        self.engine.stats.reclaimed(report.requeued, report.failed)
-        if report.requeued or report.failed:
-            log.warning(
-                "lease sweep: %d job(s) back to pending, %d failed (their run was lost)",
-                report.requeued,
-                report.failed,
-            )
-        if settings.retention_seconds is not None:
-            await self._prune_jobs(now - settings.retention_seconds, now)
-        if settings.run_retention_seconds is not None:
-            await self._prune_runs(now - settings.run_retention_seconds, now)
-        ops = self.store.at(now)
-        await ops.run(_once.prune)
-        await ops.run(partial(lease_ops.prune_members, before=now - FORGET_MEMBERS_AFTER))
+        """Run the sweep (see :mod:`scheduler._sweep`), then wake the loop (the backstop)."""
+        await _sweep.sweep(self.engine)
         self.wake()
-
-    async def _prune_jobs(self, before: float, now: float) -> None:
-        """Delete the terminal jobs finished before ``before``, a batch per transaction,
-        until none is left (one batch per sweep would fall behind any rate above a batch
-        per sweep interval, and the table would grow without bound)."""
-        ops = self.store.at(now)
-        while await ops.prune(before, PRUNE_JOBS_BATCH) == PRUNE_JOBS_BATCH:
-            pass
-
-    async def _prune_runs(self, before: float, now: float) -> None:
-        """Delete the runs recorded before ``before``, a batch per transaction (so the
-        writer is never held long), until none is left."""
-        ops = self.store.at(now)
-        while await ops.prune_runs(before, PRUNE_RUNS_BATCH) == PRUNE_RUNS_BATCH:
-            pass
 
     # --- idleness ------------------------------------------------------------------------------
 

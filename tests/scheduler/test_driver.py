@@ -21,7 +21,7 @@ from scheduler import (
     SchedulerClosed,
     SchedulerError,
     UnknownFunction,
-    _driver,
+    _sweep,
 )
 from scheduler._ops.seeds import backoff_delay, job_seed
 from scheduler.abc import OperationsAt
@@ -485,7 +485,7 @@ async def test_one_sweep_prunes_every_expired_job_however_many_batches_they_take
 ) -> None:
     """The retention sweep deletes a batch per transaction until none is left: one batch
     per sweep would fall behind any completion rate above a batch per sweep interval."""
-    n = _driver.PRUNE_JOBS_BATCH * 2 + 5
+    n = _sweep.PRUNE_JOBS_BATCH * 2 + 5
     sched = await start(make(retention=timedelta(hours=1), sweep_interval=timedelta(days=1)))
     async with sched.transaction() as ctx:
         for _ in range(n):
