@@ -185,6 +185,7 @@ class Driver:
     async def _run_mutation(self, tx: Tx, job: ClaimedJob) -> Outcome:
         try:
             reg = self.engine.registry.mutation_named(job.fn)
+            args = reg.decode_args(job.args)
         except SchedulerError as exc:
             return _runs.failed(job, exc, retryable=False)
         db = LazySavepointDb(tx, f"job_{job.id}")
@@ -195,7 +196,7 @@ class Driver:
             _runs.job_info(job),
         )
         try:
-            outcome = _runs.succeeded(job, await reg.handler(ctx, job.args))
+            outcome = _runs.succeeded(job, await reg.handler(ctx, args))
         except Exception as exc:
             if db.opened:
                 await tx.rollback_to(db.savepoint)
@@ -250,6 +251,7 @@ class Driver:
             reg = self.engine.registry.get(job.fn)
             if reg.kind is not JobKind.ACTION:
                 raise SchedulerError(f"{job.fn!r} is no longer registered as an action")
+            args = reg.decode_args(job.args)
         except SchedulerError as exc:
             return _runs.failed(job, exc, retryable=False)
         settings = self.settings
@@ -258,7 +260,7 @@ class Driver:
         info = _runs.job_info(job)
         ctx = ActionContext(self.engine, info, lease, partial(self.heartbeat, info))
         try:
-            return _runs.succeeded(job, await reg.handler(ctx, job.args))
+            return _runs.succeeded(job, await reg.handler(ctx, args))
         except LeaseLost as exc:
             return self._discarded(job, lease, exc)
         except asyncio.CancelledError as exc:

@@ -136,11 +136,12 @@ class Engine:
         pace: Pace | None = None,
     ) -> NewJob:
         """Validate everything about a job before anything is written: ``fn`` (and
-        ``on_complete``) against the registry, the options, and that ``args`` and ``context``
-        can be stored."""
+        ``on_complete``) against the registry, the options, and that ``args`` (checked
+        against the registration's ``args`` type, if any) and ``context`` can be stored.
+        The job is stored under the registration's own name, also when ``fn`` is an alias."""
         reg = self.registry.get(fn)
         if on_complete is not None:
-            self.registry.mutation_named(on_complete)
+            on_complete = self.registry.mutation_named(on_complete).name
         if retry is not None and not isinstance(retry, Retry):
             raise InvalidArgument(f"retry must be a Retry(...), got {retry!r}")
         policy = retry or reg.retry
@@ -155,14 +156,14 @@ class Engine:
         pace_key, pace_spacing = self.pace_of(fn, pace)
         context_type, context_blob = _codec.encode_context(context)
         return NewJob(
-            fn=fn,
+            fn=reg.name,
             kind=reg.kind,
             next_ts=next_ts,
             max_failures=policy.max_failures,
             initial_backoff=policy.backoff_seconds,
             backoff_base=float(policy.base),
             idempotent=reg.idempotent,
-            args_json=_codec.dumps(args, f"args for {fn!r}"),
+            args_json=self.args_json(fn, args, f"args for {fn!r}"),
             context_type=context_type,
             context=context_blob,
             idempotency_key=idempotency_key,
@@ -172,6 +173,11 @@ class Engine:
             pace_key=pace_key,
             pace_spacing=pace_spacing,
         )
+
+    def args_json(self, fn: str, args: Any, what: str) -> str:
+        """``args`` as a job or schedule of ``fn`` stores them: checked against its
+        registration's ``args`` type, if any, then JSON (``what`` names them in an error)."""
+        return _codec.dumps(self.registry.get(fn).encode_args(args, what), what)
 
     def pace_of(self, fn: str, pace: Pace | None) -> tuple[str | None, float | None]:
         """The pace key and spacing of a job or schedule of ``fn``: ``pace``, else the

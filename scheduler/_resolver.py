@@ -50,10 +50,12 @@ class Resolver:
 
     def target(self, fn: str) -> Target:
         """What a schedule of ``fn`` runs, from its registration
-        (:class:`~scheduler.errors.UnknownFunction` if ``fn`` is not registered)."""
+        (:class:`~scheduler.errors.UnknownFunction` if ``fn`` is not registered): the
+        registration's own name, also when ``fn`` is an alias of it (so the occurrences of
+        a schedule stored under an old name run under the new one)."""
         reg = self._registry.get(fn)
         return Target(
-            fn=fn,
+            fn=reg.name,
             kind=reg.kind,
             idempotent=reg.idempotent,
             max_failures=reg.retry.max_failures,

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequen
 from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
 from functools import partial
-from typing import Any, Unpack
+from typing import Any, TypeVar, Unpack, overload
 
 from . import _codec, _once
 from ._engine import Engine, EnqueueOptions, InTransaction, JobOptions, JobRequest
@@ -17,6 +17,9 @@ from .abc import Cursor, Tx
 from .errors import AlreadyDone, LeaseLost
 from .models import JobInfo
 from .schedules import TransactionSchedules
+
+A = TypeVar("A")
+R = TypeVar("R")
 
 
 class LazySavepointDb:
@@ -261,12 +264,30 @@ class ActionContext:
     def now(self) -> datetime:
         return self._engine.clock.now()
 
+    @overload
+    async def run_mutation(
+        self, fn: Callable[[TransactionContext, A], Awaitable[R]], args: A
+    ) -> R: ...
+
+    @overload
+    async def run_mutation(
+        self, fn: Callable[[TransactionContext, None], Awaitable[R]], args: None = None
+    ) -> R: ...
+
+    @overload
+    async def run_mutation(self, fn: str, args: Any = None) -> Any: ...
+
     async def run_mutation(
         self, fn: str | Callable[[TransactionContext, Any], Awaitable[Any]], args: Any = None
     ) -> Any:
         """Run a mutation (a registered name, or an ``async def f(ctx, args)``) in its own
-        transaction and return its result."""
-        handler = self._engine.registry.mutation_named(fn).handler if isinstance(fn, str) else fn
+        transaction and return its result. A registered name with an ``args`` type gets
+        ``args`` checked and as an instance of that type, as a job of it would."""
+        if isinstance(fn, str):
+            reg = self._engine.registry.mutation_named(fn)
+            handler, args = reg.handler, reg.coerce_args(args)
+        else:
+            handler = fn
         async with open_transaction(self._engine) as ctx:
             return await handler(ctx, args)
 

@@ -3,6 +3,7 @@ boot by name; they run on the same engine as runtime schedules (:mod:`scheduler.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Unpack
@@ -75,9 +76,11 @@ class CronJobs:
         unknown = set(options) - set(ScheduleOptions.__annotations__)
         if unknown:
             raise InvalidSchedule(f"unknown cron option(s): {', '.join(sorted(unknown))}")
-        # Validate what can be validated without the registry, at registration time.
+        # Validate what can be validated without the registry, at registration time (typed
+        # arguments are checked against their function's registration at boot).
         make_trigger(spec, tz, datetime.fromtimestamp(0).astimezone())
-        _codec.dumps(args, f"args for cron {name!r}")
+        if not dataclasses.is_dataclass(args):
+            _codec.dumps(args, f"args for cron {name!r}")
         if tz is not None:
             validate_timezone(tz)
         self._entries[name] = _Entry(name, spec, tz, fn, args, options)

@@ -1,18 +1,29 @@
-"""Function names mapped to handlers, each declared a mutation or an action."""
+"""Function names mapped to handlers, each declared a mutation or an action.
+
+A registration may name the type of its arguments (``args=``, a frozen dataclass: see
+:mod:`scheduler._args`) and older names it answers to (``aliases=``): a job or schedule
+stored under an alias runs the registration's handler, and an enqueue under an alias stores
+the registration's own name.
+"""
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
+from ._args import ArgsType
 from ._codec import check_name
 from .errors import DuplicateName, InvalidArgument, UnknownFunction
 from .models import DEFAULT_ACTION_RETRY, DEFAULT_MUTATION_RETRY, JobKind, Pace, Retry
 
 Handler = Callable[[Any, Any], Awaitable[Any]]
 H = TypeVar("H", bound=Handler)
+A = TypeVar("A")
+R = TypeVar("R")
+TypedHandler = Callable[[Any, A], Awaitable[R]]
+"""A handler whose arguments are an ``A`` (the registration's ``args`` type)."""
 
 NAME_LIMIT = 200
 """The longest function or schedule name, in characters."""
@@ -27,6 +38,30 @@ class Registration:
     retry: Retry
     pace: Pace | None = None
     """The pace of the function's jobs and schedules unless they name their own."""
+    args_type: ArgsType[Any] | None = None
+    """The type of its arguments (None: any JSON value, passed to the handler as stored)."""
+    aliases: tuple[str, ...] = ()
+    """Older names that resolve to this registration (jobs stored under them still run)."""
+
+    def encode_args(self, args: Any, what: str) -> Any:
+        """What a job of this function stores for ``args``: for a typed registration the
+        JSON object of its fields, checked (:class:`InvalidArgument` if it doesn't fit);
+        else ``args`` itself."""
+        return args if self.args_type is None else self.args_type.encode(args, what)
+
+    def decode_args(self, stored: Any) -> Any:
+        """What the handler receives for the ``stored`` arguments of a job: an instance of
+        the ``args`` type (:class:`InvalidArgument` if they don't decode), else ``stored``."""
+        if self.args_type is None:
+            return stored
+        return self.args_type.decode(stored, f"the stored arguments of {self.name!r}")
+
+    def coerce_args(self, args: Any) -> Any:
+        """``args`` as the handler receives them when called directly (``run_mutation``):
+        checked and made an instance of the ``args`` type, else as given."""
+        if self.args_type is None:
+            return args
+        return self.args_type.coerce(args, f"args for {self.name!r}")
 
 
 class Registry:
@@ -39,6 +74,8 @@ class Registry:
 
     def __init__(self) -> None:
         self._entries: dict[str, Registration] = {}
+        self._aliases: dict[str, str] = {}
+        """Each alias, to the name it stands for."""
 
     def register(
         self,
@@ -49,13 +86,26 @@ class Registry:
         idempotent: bool = False,
         retry: Retry | None = None,
         pace: Pace | None = None,
+        args: type[Any] | None = None,
+        aliases: Iterable[str] = (),
     ) -> None:
-        """Register ``handler`` under ``name``; a name may be registered once. ``pace`` is
-        the default pace of its jobs and schedules (see :class:`~scheduler.Pace`)."""
+        """Register ``handler`` under ``name``; a name (or alias) may be registered once.
+        ``pace`` is the default pace of its jobs and schedules (see
+        :class:`~scheduler.Pace`); ``args`` the frozen dataclass its arguments are checked
+        against at enqueue and decoded into before the handler runs; ``aliases`` older
+        names whose stored jobs and schedules it runs too."""
         check_name(name, "a function name", NAME_LIMIT)
         kind = JobKind(kind)
-        if name in self._entries:
-            raise DuplicateName(f"function {name!r} is already registered")
+        if isinstance(aliases, str):
+            raise InvalidArgument(f"aliases must be a collection of names, got {aliases!r}")
+        old_names = tuple(dict.fromkeys(aliases))
+        for alias in old_names:
+            check_name(alias, "an alias", NAME_LIMIT)
+        if name in old_names:
+            raise InvalidArgument(f"function {name!r} can't be an alias of itself")
+        for taken in (name, *old_names):
+            if taken in self:
+                raise DuplicateName(f"function {taken!r} is already registered")
         if not inspect.iscoroutinefunction(handler):
             raise InvalidArgument(
                 f"handler for {name!r} must be an async function `async def f(ctx, args)`"
@@ -68,45 +118,126 @@ class Registry:
         # as an attempt), so it gets a mutation's budget: with one attempt it could never be.
         replayable = kind is JobKind.MUTATION or idempotent
         default = DEFAULT_MUTATION_RETRY if replayable else DEFAULT_ACTION_RETRY
-        self._entries[name] = Registration(name, kind, handler, idempotent, retry or default, pace)
+        args_type = None if args is None else ArgsType(args)
+        self._add(
+            Registration(
+                name, kind, handler, idempotent, retry or default, pace, args_type, old_names
+            )
+        )
+
+    def _add(self, reg: Registration) -> None:
+        self._entries[reg.name] = reg
+        for alias in reg.aliases:
+            self._aliases[alias] = reg.name
+
+    @overload
+    def mutation(
+        self,
+        name: str,
+        *,
+        args: None = None,
+        retry: Retry | None = None,
+        pace: Pace | None = None,
+        aliases: Iterable[str] = (),
+    ) -> Callable[[H], H]: ...
+
+    @overload
+    def mutation(
+        self,
+        name: str,
+        *,
+        args: type[A],
+        retry: Retry | None = None,
+        pace: Pace | None = None,
+        aliases: Iterable[str] = (),
+    ) -> Callable[[TypedHandler[A, R]], TypedHandler[A, R]]: ...
 
     def mutation(
-        self, name: str, *, retry: Retry | None = None, pace: Pace | None = None
+        self,
+        name: str,
+        *,
+        args: type[Any] | None = None,
+        retry: Retry | None = None,
+        pace: Pace | None = None,
+        aliases: Iterable[str] = (),
     ) -> Callable[[H], H]:
-        """Decorator: ``handler(ctx, args)`` runs inside one write transaction."""
+        """Decorator: ``handler(ctx, args)`` runs inside one write transaction (``args``:
+        an instance of the ``args`` type when one is given; see :meth:`register`)."""
 
         def deco(fn: H) -> H:
-            self.register(name, fn, JobKind.MUTATION, retry=retry, pace=pace)
+            self.register(
+                name, fn, JobKind.MUTATION, retry=retry, pace=pace, args=args, aliases=aliases
+            )
             return fn
 
         return deco
+
+    @overload
+    def action(
+        self,
+        name: str,
+        *,
+        args: None = None,
+        idempotent: bool = False,
+        retry: Retry | None = None,
+        pace: Pace | None = None,
+        aliases: Iterable[str] = (),
+    ) -> Callable[[H], H]: ...
+
+    @overload
+    def action(
+        self,
+        name: str,
+        *,
+        args: type[A],
+        idempotent: bool = False,
+        retry: Retry | None = None,
+        pace: Pace | None = None,
+        aliases: Iterable[str] = (),
+    ) -> Callable[[TypedHandler[A, R]], TypedHandler[A, R]]: ...
 
     def action(
         self,
         name: str,
         *,
+        args: type[Any] | None = None,
         idempotent: bool = False,
         retry: Retry | None = None,
         pace: Pace | None = None,
+        aliases: Iterable[str] = (),
     ) -> Callable[[H], H]:
         """Decorator: ``handler(ctx, args)`` runs outside any transaction and may do I/O.
 
         ``idempotent=True`` declares that running it twice is harmless: a crashed run is then
-        re-dispatched instead of failed.
+        re-dispatched instead of failed. ``args`` and ``aliases``: see :meth:`register`.
         """
 
         def deco(fn: H) -> H:
-            self.register(name, fn, JobKind.ACTION, idempotent=idempotent, retry=retry, pace=pace)
+            self.register(
+                name,
+                fn,
+                JobKind.ACTION,
+                idempotent=idempotent,
+                retry=retry,
+                pace=pace,
+                args=args,
+                aliases=aliases,
+            )
             return fn
 
         return deco
 
     def get(self, name: str) -> Registration:
-        """The registration for ``name``; :class:`UnknownFunction` if there is none."""
+        """The registration for ``name`` (or of which it is an alias);
+        :class:`UnknownFunction` if there is none."""
         try:
             return self._entries[name]
-        except (KeyError, TypeError):
-            raise UnknownFunction(f"no function is registered as {name!r}") from None
+        except KeyError:
+            if name in self._aliases:
+                return self._entries[self._aliases[name]]
+        except TypeError:
+            pass
+        raise UnknownFunction(f"no function is registered as {name!r}")
 
     def mutation_named(self, name: str) -> Registration:
         reg = self.get(name)
@@ -115,17 +246,23 @@ class Registry:
         return reg
 
     def __contains__(self, name: object) -> bool:
-        return name in self._entries
+        """Whether ``name`` is a registered name or alias."""
+        try:
+            return name in self._entries or name in self._aliases
+        except TypeError:  # not hashable: no name
+            return False
 
     def __iter__(self) -> Iterator[Registration]:
+        """Each registration once (not once per alias)."""
         return iter(self._entries.values())
 
     def __len__(self) -> int:
         return len(self._entries)
 
     def merge(self, other: Registry) -> None:
-        """Add every registration of ``other`` (names must not clash)."""
+        """Add every registration of ``other`` (names and aliases must not clash)."""
         for reg in other:
-            if reg.name in self._entries:
-                raise DuplicateName(f"function {reg.name!r} is already registered")
-            self._entries[reg.name] = reg
+            for taken in (reg.name, *reg.aliases):
+                if taken in self:
+                    raise DuplicateName(f"function {taken!r} is already registered")
+            self._add(reg)

@@ -165,7 +165,7 @@ def build_def(
         source=source,
         trigger=trigger,
         target=target,
-        args_json=_codec.dumps(args, f"args for schedule {name!r}"),
+        args_json=engine.args_json(fn, args, f"args for schedule {name!r}"),
         overlap=overlap,
         catch_up=catch_up,
         catchup_window=_codec.to_seconds(
