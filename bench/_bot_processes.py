@@ -26,7 +26,7 @@ from typing import Any
 import asyncpg
 
 from bench._pg import fresh_database
-from bot.announcements import SEND_FN, Announcements
+from bot.announcements import SEND_FN, Announcements, SendArgs
 from bot.app import bot_migrations
 from bot.posting.delivery import SEND_RETRY
 from scheduler import Registry, Scheduler
@@ -51,7 +51,8 @@ async def writer(dsn: str, start: float) -> AsyncIterator[Scheduler]:
     applies the bot's migrations."""
     registry = Registry()
 
-    @registry.action(SEND_FN, idempotent=True, retry=SEND_RETRY)  # as bot.posting registers it
+    # (as bot.posting registers it)
+    @registry.action(SEND_FN, args=SendArgs, idempotent=True, retry=SEND_RETRY)
     async def never(ctx: Any, args: Any) -> None:
         raise AssertionError("the bench process must never deliver")
 

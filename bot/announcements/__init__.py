@@ -8,7 +8,8 @@ and written through :class:`bot.db.BotDb`, on the scheduler's own connection.
 :class:`Announcements` is put together from one part per module: ``lifecycle`` (create,
 cancel), ``reading`` (get, listing, /info, choices, next times), ``pausing`` (pause, resume,
 skip, until), ``editing`` (/edit) and ``service`` (what they share: the scheduler, the limits,
-guild and member settings); ``jobs`` names the scheduler jobs they enqueue.
+guild and member settings); ``jobs`` names the scheduler jobs they enqueue (and types
+their arguments), ``deliveries`` is the bookkeeping those jobs record.
 """
 
 from __future__ import annotations
@@ -32,10 +33,16 @@ from .editing import (
     check_editable,
 )
 from .jobs import (
+    OLD_NAMES,
     PUBLISH_FN,
     SEND_FN,
     UPDATE_FN,
+    PublishArgs,
+    SendArgs,
+    UpdateArgs,
     channel_pace,
+    delivery_job,
+    enqueue_delivery,
     enqueue_post_update,
     enqueue_publish,
     publish_pace,
@@ -61,6 +68,7 @@ __all__ = [
     "INFO_TIMES",
     "LIVE_STATES",
     "MOVED",
+    "OLD_NAMES",
     "PUBLISH_FN",
     "SEND_FN",
     "UPDATE_FN",
@@ -77,11 +85,16 @@ __all__ = [
     "NotFound",
     "NotPossible",
     "PostedUpdate",
+    "PublishArgs",
+    "SendArgs",
     "Skipped",
     "TooMuchStored",
+    "UpdateArgs",
     "Why",
     "channel_pace",
     "check_editable",
+    "delivery_job",
+    "enqueue_delivery",
     "enqueue_post_update",
     "enqueue_publish",
     "mention_markup",

@@ -15,7 +15,7 @@ from ..db import BotDb
 from ..models import Announcement, AnnouncementState, DeliveryState, Draft, HistoryAction
 from .course import NotFound, change_until, end_if_past_until
 from .diff import SHOWN, TIMING, Change, Field, changes, history_detail
-from .jobs import SEND_FN, enqueue_post_update, schedule_name
+from .jobs import SEND_FN, enqueue_delivery, enqueue_post_update, schedule_name
 from .lifecycle import Lifecycle
 from .reading import Reading
 
@@ -176,14 +176,8 @@ class Editing(Lifecycle, Reading):
             with contextlib.suppress(ScheduleNotFound):
                 await ctx.scheduler.schedules.delete(a.schedule_name)
         if draft.repeat is None:
-            first_ts = draft.first.timestamp()
-            job_id = await ctx.scheduler.run_at(
-                draft.first,
-                SEND_FN,
-                {"announcement_id": a.id, "fire_ts": first_ts},
-                idempotency_key=f"announcement:{a.id}:{first_ts!r}:edited:{now!r}",
-                name=f"announcement {a.id}",
-                pace=self.pace(draft.channel_id),
+            job_id = await enqueue_delivery(
+                ctx, a.id, draft.first.timestamp(), self.pace(draft.channel_id), again="edited"
             )
             await rows.set_job(a.id, job_id)
             await rows.set_schedule(a.id, None)

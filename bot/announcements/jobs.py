@@ -1,18 +1,84 @@
-"""The scheduler jobs of an announcement, in one place: their names, their pace keys and how
-they are enqueued (their actions are in :mod:`bot.posting`)."""
+"""The scheduler jobs of an announcement, in one place: their names, the types of their
+arguments, their pace keys and how they are enqueued (their actions are in
+:mod:`bot.posting`).
+
+Every job name is ``announcements:<what>``. Releases before this one named two of them
+otherwise; databases they wrote still hold pending jobs under those names, so each job's
+registration keeps its old name as an alias (:data:`OLD_NAMES`): a job stored under it runs
+as if it had the new one.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
-from scheduler import Pace, TransactionContext
+from scheduler import ActionContext, JobRequest, Pace, Registry, Retry, TransactionContext
+
+A = TypeVar("A")
 
 SEND_FN = "announcements:send"
-UPDATE_FN = "crier.update_posted"
+"""The durable job that posts one occurrence of an announcement."""
+UPDATE_FN = "announcements:update_post"
 """The durable job that brings a posted message up to date with its announcement."""
-PUBLISH_FN = "crier.publish"
+PUBLISH_FN = "announcements:publish"
 """The durable job that publishes a post in an announcement channel, after the post."""
+OLD_NAMES: dict[str, tuple[str, ...]] = {
+    UPDATE_FN: ("crier.update_posted",),
+    PUBLISH_FN: ("crier.publish",),
+}
+"""The names earlier releases stored each job under (registered as aliases)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SendArgs:
+    """What a delivery job posts: the occurrence of ``announcement_id`` at ``fire_ts``
+    (None for a schedule's occurrence, whose fire time is its job's)."""
+
+    announcement_id: int
+    fire_ts: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateArgs:
+    """Whose posted message an update job brings up to date: the occurrence of
+    ``announcement_id`` at ``fire_ts``, posted in ``channel_id``."""
+
+    announcement_id: int
+    fire_ts: float
+    channel_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class PublishArgs:
+    """What a publish job publishes: message ``message_id`` in announcement channel
+    ``channel_id``, the post of the occurrence of ``announcement_id`` at ``fire_ts`` made at
+    ``posted_at``; ``round`` counts the jobs made for it after a rate limit."""
+
+    announcement_id: int
+    fire_ts: float
+    channel_id: int
+    message_id: int
+    posted_at: float
+    round: int = 0
+
+
+def register_job(
+    registry: Registry,
+    fn: str,
+    args: type[A],
+    handler: Callable[[ActionContext, A], Awaitable[Any]],
+    *,
+    retry: Retry,
+) -> None:
+    """Register ``handler`` as the action ``fn``, taking ``args``, under its old names too
+    (:data:`OLD_NAMES`). Every job of an announcement is idempotent: a run that a crash
+    interrupted is run again (each records what it did, and a re-run finds it)."""
+    registry.action(fn, args=args, idempotent=True, retry=retry, aliases=OLD_NAMES.get(fn, ()))(
+        handler
+    )
 
 
 def channel_pace(channel_id: int, spacing: float) -> Pace | None:
@@ -36,6 +102,46 @@ def schedule_name(announcement_id: int, anchored_at: float | None = None) -> str
     return f"announcement:{announcement_id}@{round(anchored_at * 1000)}"
 
 
+def delivery_job(
+    announcement_id: int,
+    fire_ts: float,
+    pace: Pace | None,
+    *,
+    again: tuple[str, float] | None = None,
+) -> JobRequest:
+    """The job that posts a one-off announcement's occurrence at ``fire_ts`` (epoch
+    seconds, due then), with its channel's ``pace``. One job per occurrence: its idempotency
+    key is the occurrence's; ``again`` (why, and when: ``("edited", now)``) makes a job of
+    its own for an occurrence planned anew, whose first job may still hold that key."""
+    key = f"announcement:{announcement_id}:{fire_ts!r}"
+    if again is not None:
+        key += f":{again[0]}:{again[1]!r}"
+    return JobRequest(
+        SEND_FN,
+        SendArgs(announcement_id, fire_ts),
+        run_at=fire_ts,
+        idempotency_key=key,
+        name=f"announcement {announcement_id}",
+        pace=pace,
+    )
+
+
+async def enqueue_delivery(
+    ctx: TransactionContext,
+    announcement_id: int,
+    fire_ts: float,
+    pace: Pace | None,
+    *,
+    again: str | None = None,
+) -> int:
+    """In ``ctx``'s transaction: the job that posts a one-off announcement at ``fire_ts``
+    (see :func:`delivery_job`; ``again``: why it is planned anew, e.g. ``"edited"``, at the
+    transaction's time). Returns its id."""
+    planned = None if again is None else (again, ctx.now.timestamp())
+    job = delivery_job(announcement_id, fire_ts, pace, again=planned)
+    return await ctx.scheduler.enqueue(job.fn, job.args, **job.options)
+
+
 async def enqueue_post_update(
     ctx: TransactionContext, announcement_id: int, fire_ts: float, channel_id: int, revision: int
 ) -> int:
@@ -43,7 +149,7 @@ async def enqueue_post_update(
     up to date with ``revision`` (one job per revision, whoever asks for it)."""
     return await ctx.scheduler.enqueue(
         UPDATE_FN,
-        {"announcement_id": announcement_id, "fire_ts": fire_ts, "channel_id": channel_id},
+        UpdateArgs(announcement_id, fire_ts, channel_id),
         idempotency_key=f"post-update:{announcement_id}:{fire_ts!r}:{revision}",
         name=f"update the post of announcement {announcement_id}",
     )
@@ -51,7 +157,7 @@ async def enqueue_post_update(
 
 async def enqueue_publish(
     ctx: TransactionContext,
-    args: dict[str, Any],
+    args: PublishArgs,
     *,
     spacing: float,
     at: datetime | None = None,
@@ -59,13 +165,11 @@ async def enqueue_publish(
     """In ``ctx``'s transaction: publish the post ``args`` names (now, or ``at``), paced
     with the other publishes of its channel (:func:`publish_pace`: started at
     least ``spacing`` seconds apart, in due order, by every instance; 0: not paced)."""
-    key = f"publish:{args['announcement_id']}:{args['fire_ts']!r}:{args['round']}"
-    name = f"publish the post of announcement {args['announcement_id']}"
-    pace = publish_pace(int(args["channel_id"]), spacing)
-    if at is None:
-        return await ctx.scheduler.enqueue(
-            PUBLISH_FN, args, idempotency_key=key, name=name, pace=pace
-        )
-    return await ctx.scheduler.run_at(
-        at, PUBLISH_FN, args, idempotency_key=key, name=name, pace=pace
+    return await ctx.scheduler.enqueue(
+        PUBLISH_FN,
+        args,
+        run_at=at,
+        idempotency_key=f"publish:{args.announcement_id}:{args.fire_ts!r}:{args.round}",
+        name=f"publish the post of announcement {args.announcement_id}",
+        pace=publish_pace(args.channel_id, spacing),
     )

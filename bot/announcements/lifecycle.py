@@ -6,12 +6,12 @@ import contextlib
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from scheduler import JobRequest, ScheduleNotFound, ScheduleRequest, TransactionContext
+from scheduler import ScheduleNotFound, ScheduleRequest, TransactionContext
 
 from ..db import BotDb
 from ..models import INTERRUPTED_AND_STOPPED, Announcement, AnnouncementState, Draft, HistoryAction
 from .course import NotFound, NotPossible, Why
-from .jobs import SEND_FN, schedule_name
+from .jobs import SEND_FN, SendArgs, delivery_job, enqueue_delivery, schedule_name
 from .service import AnnouncementService
 
 
@@ -42,14 +42,7 @@ class Lifecycle(AnnouncementService):
             rule = draft.repeat
             first = draft.first
             if rule is None:
-                job_id = await ctx.scheduler.run_at(
-                    draft.first,
-                    SEND_FN,
-                    {"announcement_id": ann_id, "fire_ts": first_ts},
-                    idempotency_key=f"announcement:{ann_id}:{first_ts!r}",
-                    name=f"announcement {ann_id}",
-                    pace=self.pace(draft.channel_id),
-                )
+                job_id = await enqueue_delivery(ctx, ann_id, first_ts, self.pace(draft.channel_id))
                 await rows.set_job(ann_id, job_id)
             else:
                 first = await self.create_schedule(ctx, ann_id, draft, schedule_name(ann_id))
@@ -101,14 +94,7 @@ class Lifecycle(AnnouncementService):
         recurring ones among ``written``, as :meth:`create` makes them; their first times."""
         one_offs = [(i, d) for i, d in written if d.repeat is None]
         job_ids = await ctx.scheduler.enqueue_many(
-            JobRequest(
-                SEND_FN,
-                {"announcement_id": ann_id, "fire_ts": d.first.timestamp()},
-                run_at=d.first,
-                idempotency_key=f"announcement:{ann_id}:{d.first.timestamp()!r}",
-                name=f"announcement {ann_id}",
-                pace=self.pace(d.channel_id),
-            )
+            delivery_job(ann_id, d.first.timestamp(), self.pace(d.channel_id))
             for ann_id, d in one_offs
         )
         rows = BotDb(ctx.db)
@@ -135,7 +121,7 @@ class Lifecycle(AnnouncementService):
             name,
             spec,
             SEND_FN,
-            {"announcement_id": ann_id},
+            SendArgs(ann_id),
             tz=tz,
             start=draft.first,
             catch_up="fire_once",

@@ -22,7 +22,7 @@ from .course import (
     stamp,
     unrecorded_from,
 )
-from .jobs import SEND_FN
+from .jobs import enqueue_delivery
 from .reading import Reading
 
 
@@ -78,13 +78,8 @@ class Pausing(Reading):
                     raise NotPossible(Why.TIME_PASSED, a, at=nxt)
                 if not job_pending or a.job_id != found.job_id:
                     # Its job came due while it was paused and posted nothing: a new one.
-                    job_id = await ctx.scheduler.run_at(
-                        nxt,
-                        SEND_FN,
-                        {"announcement_id": a.id, "fire_ts": a.first_ts},
-                        idempotency_key=f"announcement:{a.id}:{a.first_ts!r}:resumed:{now!r}",
-                        name=f"announcement {a.id}",
-                        pace=self.pace(a.channel_id),
+                    job_id = await enqueue_delivery(
+                        ctx, a.id, a.first_ts, self.pace(a.channel_id), again="resumed"
                     )
                     await rows.set_job(a.id, job_id)
             await rows.set_resumed(a.id, now)

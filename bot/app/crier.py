@@ -35,7 +35,9 @@ from ..metrics import BotStats
 from ..posting.crosspost import Crossposter
 from ..posting.delivery import Delivery
 from ..posting.lease import lease_needed
+from ..posting.log_channel import LogChannel
 from ..posting.pacer import ChannelPacer
+from ..posting.poster import Poster
 from ..posting.publishing import Publisher
 from ..posting.updates import PostUpdates
 from ..requests.destinations import every_destination_permissions
@@ -273,29 +275,13 @@ class Crier:
             guild_ready_timeout,
             stats=self.stats,
         )
-        self.delivery = Delivery(
-            self.bot,
-            self.bot.announcements,
-            pacer=ChannelPacer(settings.send_spacing, self.clock),
-            catch_up_window=settings.catch_up_window,
-            nonce_window=settings.nonce_window,
-            heartbeat_every=max(0.5, settings.lease / 3),
-            lease_needed=lease_needed(self.sched, settings.nonce_window / 3),
-            publish_spacing=settings.publish_spacing,
-            ready=self.bot.logged_in,
-            stats=self.stats,
-        )
-        self.delivery.register(self.registry)
-        self.post_updates = PostUpdates(self.delivery)
-        self.post_updates.register(self.registry)
         self.crossposter = Crossposter(
             settings.api_base,
             settings.token,
             user_agent=self.bot.http.user_agent,
             trace=self.stats.trace_config(),
         )
-        self.publisher = Publisher(self.delivery, self.crossposter)
-        self.publisher.register(self.registry)
+        self._register_posting_jobs()
         self.dashboard: Dashboard | None = None
         """The web dashboard, on :attr:`web` when ``DISCORD_CLIENT_SECRET`` is set too."""
         self.web = self._web_server()
@@ -305,6 +291,45 @@ class Crier:
                 "DISCORD_CLIENT_SECRET is set but HTTP_ADDRESS is not: the dashboard is not "
                 "served (set HTTP_ADDRESS, e.g. 127.0.0.1:8080)"
             )
+
+    def _register_posting_jobs(self) -> None:
+        """The jobs that post (send, update, publish), on one guard and one log channel."""
+        settings, announcements = self.settings, self.bot.announcements
+        send_timeout = settings.nonce_window / 3
+        # A send that hangs is abandoned well inside the nonce window, so its retry can
+        # still be deduplicated by Discord.
+        poster = Poster(
+            self.bot,
+            heartbeat_every=max(0.5, settings.lease / 3),
+            lease_needed=lease_needed(self.sched, send_timeout),
+            send_timeout=send_timeout,
+            ready=self.bot.logged_in,
+        )
+        # Spaces what this process posts to one channel outside a delivery job (log-channel
+        # reports, edits of posted messages); deliveries are paced by the scheduler.
+        pacer = ChannelPacer(settings.send_spacing, self.clock)
+        log_channel = LogChannel(self.bot, announcements, pacer)
+        jobs = (
+            Delivery(
+                poster,
+                announcements,
+                log_channel,
+                catch_up_window=settings.catch_up_window,
+                nonce_window=settings.nonce_window,
+                publish_spacing=settings.publish_spacing,
+                stats=self.stats,
+            ),
+            PostUpdates(poster, announcements, log_channel, pacer, stats=self.stats),
+            Publisher(
+                poster,
+                announcements,
+                self.crossposter,
+                publish_spacing=settings.publish_spacing,
+                stats=self.stats,
+            ),
+        )
+        for job in jobs:
+            job.register(self.registry)
 
     def _web_server(self) -> WebServer | None:
         if self.settings.http_address is None:

@@ -2,8 +2,8 @@
 
 Built from the announcement as it is now and its stored files, the same way for a new post
 (:mod:`bot.posting.delivery`) and for bringing a posted one up to date
-(:mod:`bot.posting.updates`), so an edit covers the embed and the files too. Pure: no
-request is made here.
+(:mod:`bot.posting.updates`), so an edit covers the embed and the files too. No request is
+made here (:func:`stored_payload` only reads the announcement's files from the database).
 
 - ``title`` set: the post is an embed (the title, and the message as its description); the
   chosen mention stays in the content, where a ping works (an embed never pings);
@@ -21,10 +21,15 @@ from typing import Any
 
 import discord
 
+from scheduler import Scheduler
+
+from ..db import BotDb
 from ..limits import MAX_EMBED_DESCRIPTION, MAX_MESSAGE
 from ..models import Announcement, Image, mention_markup
 
 EMBED_COLOUR = discord.Colour.blurple()
+LATE_NOTE_AFTER = 60.0
+"""An occurrence posted this many seconds after its time says it was sent late."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,3 +112,12 @@ def post_payload(
         embed.set_image(url=f"attachment://{pictures[0].filename}")
     content = None if ann.mention is None else mention_markup(ann.mention)
     return PostPayload(content, embed, tuple(images), ann.rich.silent, mentions)
+
+
+async def stored_payload(
+    sched: Scheduler, ann: Announcement, late_for: float | None
+) -> PostPayload:
+    """The post of ``ann`` as it is now, with its stored files (see :func:`post_payload`)."""
+    async with sched.reader() as db:
+        images = await BotDb(db).images(ann.id)
+    return post_payload(ann, images, late_for)

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from bot.announcements import SEND_FN, Announcements, Draft, NotPossible, TooMuchStored
+from bot.announcements import SEND_FN, Announcements, Draft, NotPossible, SendArgs, TooMuchStored
 from bot.app import bot_migrations
 from bot.models import Content, Destination, Image
 from bot.parsing import RepeatRule
@@ -50,7 +50,7 @@ async def two_stores(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIte
 async def service(store: Store, **limits: Any) -> AsyncIterator[Announcements]:
     registry = Registry()
 
-    @registry.action(SEND_FN, idempotent=True)
+    @registry.action(SEND_FN, args=SendArgs, idempotent=True)
     async def never(ctx: Any, args: Any) -> None:
         raise AssertionError("nothing is due in these tests")
 

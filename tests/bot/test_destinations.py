@@ -16,7 +16,9 @@ from typing import Any
 
 import pytest
 
+from bot.announcements import PUBLISH_FN
 from bot.app import Crier
+from scheduler import Job
 from scheduler.testing import FakeClock
 from tests.bot.conftest import CrierFactory, World, db_snapshot, run_command
 from tests.bot.test_commands import any_db_crier  # noqa: F401  (a fixture used here)
@@ -426,16 +428,23 @@ async def test_already_crossposted_counts_as_published(
     assert row == {"publish_state": "published", "publish_error": None}
 
 
-async def test_a_publish_rate_limited_waits_as_a_job_and_is_published_late(
-    world: World, crier: Crier, clock: FakeClock
-) -> None:
+async def publish_held_back(world: World, crier: Crier, clock: FakeClock) -> tuple[Channel, Job]:
+    """A post in an announcement channel whose publish met a 429 asking for 120 s: the
+    channel, and the publish job waiting for the limit to lift."""
     news = announcement_channel(world)
     world.fake.faults.add(method="POST", path_regex=r".*/crosspost", status=429, retry_after=120)
     await schedule(world, news, when="in 1m", message="m")
     await advance(crier, clock, timedelta(minutes=1))
+    [waiting] = await crier.sched.list_jobs(state="pending", fn=PUBLISH_FN)
+    return news, waiting
+
+
+async def test_a_publish_rate_limited_waits_as_a_job_and_is_published_late(
+    world: World, crier: Crier, clock: FakeClock
+) -> None:
+    news, waiting = await publish_held_back(world, crier, clock)
     [row] = await rows(crier, "SELECT publish_state FROM bot_deliveries")
     assert row["publish_state"] == "pending"
-    [waiting] = await crier.sched.list_jobs(state="pending", fn="crier.publish")
     assert waiting.next_at >= clock.now() + timedelta(seconds=119)
     await advance(crier, clock, timedelta(minutes=3))
     [row] = await rows(crier, "SELECT publish_state FROM bot_deliveries")
@@ -472,7 +481,7 @@ async def test_the_publish_limit_exhausted_never_holds_up_deliveries(
         4 - len(published)
     )
     assert all(r["late_by"] < 1 for r in states)  # every post went out on time
-    waiting = await crier.sched.list_jobs(state="pending", fn="crier.publish")
+    waiting = await crier.sched.list_jobs(state="pending", fn=PUBLISH_FN)
     assert len(waiting) == 4 - len(published)
     assert all(j.next_at > clock.now() for j in waiting)
     cb = await run_command(world, "list")
@@ -499,7 +508,7 @@ async def test_a_queue_of_publishes_goes_out_one_per_slot_and_waits_unclaimed(
 
     async def started() -> list[int]:
         """Each publish job's run count, in due order (a rate-limited one would add more)."""
-        jobs = sorted(await crier.sched.list_jobs(fn="crier.publish"), key=lambda j: j.id)
+        jobs = sorted(await crier.sched.list_jobs(fn=PUBLISH_FN), key=lambda j: j.id)
         return [j.run_count for j in jobs]
 
     assert await started() == [1, 0, 0]

@@ -43,7 +43,7 @@ from typing import Any
 
 import pytest
 
-from bot.announcements import SEND_FN, Announcement, Announcements, Draft
+from bot.announcements import SEND_FN, Announcement, Announcements, Draft, SendArgs
 from bot.app import bot_migrations
 from bot.parsing import RepeatRule
 from bot.posting.delivery import SEND_RETRY, nonce_for
@@ -107,7 +107,8 @@ async def writer(dsn: str) -> AsyncIterator[Scheduler]:
     before any bot starts."""
     registry = Registry()
 
-    @registry.action(SEND_FN, idempotent=True, retry=SEND_RETRY)  # as bot.posting registers it
+    # (as bot.posting registers it)
+    @registry.action(SEND_FN, args=SendArgs, idempotent=True, retry=SEND_RETRY)
     async def never(ctx: Any, args: Any) -> None:
         raise AssertionError("the test process must never deliver")
 

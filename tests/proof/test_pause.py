@@ -51,7 +51,7 @@ from typing import Any
 
 import pytest
 
-from bot.announcements import SEND_FN, Announcements, Draft
+from bot.announcements import SEND_FN, Announcements, Draft, SendArgs
 from bot.app import bot_migrations
 from bot.posting.delivery import SEND_RETRY, nonce_for
 from scheduler import Registry, Scheduler, SqliteStore, Store
@@ -153,7 +153,8 @@ async def writer(database: Database) -> AsyncIterator[Scheduler]:
     applies the migrations before any bot starts."""
     registry = Registry()
 
-    @registry.action(SEND_FN, idempotent=True, retry=SEND_RETRY)  # as bot.posting registers it
+    # (as bot.posting registers it)
+    @registry.action(SEND_FN, args=SendArgs, idempotent=True, retry=SEND_RETRY)
     async def never(ctx: Any, args: Any) -> None:
         raise AssertionError("the test process must never deliver")
 

@@ -1,0 +1,246 @@
+"""The bookkeeping of an occurrence's delivery, its update and its publish: what the posting
+jobs (:mod:`bot.posting`) record, each function one mutation written in the caller's
+transaction (``await ctx.run_mutation(lambda tx, _: record_failure(tx, ...))``).
+
+An occurrence's row in ``bot_deliveries`` is written (``sending``, with its deterministic
+nonce) before its message is sent (:func:`begin_attempt`), and the message id after
+(:func:`record_sent`); whatever ends it otherwise is recorded here too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from scheduler import TransactionContext
+
+from ..db import BotDb
+from ..models import (
+    INTERRUPTED_AND_STOPPED,
+    Announcement,
+    AnnouncementState,
+    DeliveryState,
+    Destination,
+    HistoryAction,
+    PublishState,
+    nonce_for,
+)
+from .course import end_announcement, end_if_past_until
+from .editing import MOVED
+from .jobs import PublishArgs, enqueue_post_update, enqueue_publish
+
+__all__ = [
+    "Attempt",
+    "Decision",
+    "begin_attempt",
+    "close_interrupted",
+    "end_past_until",
+    "note_transient_error",
+    "record_failure",
+    "record_post_update_failed",
+    "record_post_updated",
+    "record_publish",
+    "record_sent",
+]
+
+
+class Decision(StrEnum):
+    """What the bookkeeping before a send decided to do with the occurrence."""
+
+    SEND = "send"
+    """Post it (again, with the same nonce, if an attempt was interrupted)."""
+    DONE = "done"
+    """Nothing: it is already recorded sent (or failed)."""
+    MISSED = "missed"
+    """Report it missed: it was found later than the catch-up window."""
+    UNKNOWN = "unknown"
+    """Report it may not have been delivered: an attempt is older than the nonce window."""
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """What the bookkeeping before a send decided."""
+
+    action: Decision
+    nonce: str = ""
+    reason: str = ""
+    again: bool = False
+    """An earlier attempt at it was interrupted: it may have posted (see bot.posting.forums)."""
+
+
+async def begin_attempt(
+    ctx: TransactionContext,
+    ann_id: int,
+    fire_ts: float,
+    *,
+    job_id: int,
+    found_at: float,
+    now: float,
+    catch_up_window: float,
+    nonce_window: float,
+) -> Attempt:
+    """Decide what a delivery job found at ``found_at`` does with the occurrence at
+    ``fire_ts`` and record it: a first attempt is recorded ``sending`` with its nonce; an
+    interrupted one is sent again with the same nonce while Discord still remembers it
+    (``nonce_window``), else reported; one found later than ``catch_up_window`` is missed;
+    a time that came due while the announcement was paused is skipped."""
+    rows = BotDb(ctx.db)
+    record = await rows.delivery(ann_id, fire_ts)
+    if record is None and await _due_while_paused(rows, ann_id, fire_ts):
+        # It came due before the announcement was last resumed: a time missed while
+        # paused is never posted late.
+        reason = "due while the announcement was paused"
+        await rows.record_skipped(ann_id, fire_ts, nonce_for(ann_id, fire_ts), now, reason)
+        return Attempt(Decision.DONE, reason=reason)
+    if record is not None:
+        if record.state == DeliveryState.SKIPPED:
+            await _end_if_finished(ctx, ann_id)
+        if record.state != DeliveryState.SENDING:
+            return Attempt(Decision.DONE, reason=f"{record.state} (message {record.message_id})")
+        since = now - record.first_attempt_at
+        if since > nonce_window:
+            return Attempt(
+                Decision.UNKNOWN,
+                reason=(
+                    "may not have been delivered: an attempt was interrupted "
+                    f"{since:.0f}s ago, longer than Discord remembers a "
+                    "nonce, so it was not sent again"
+                ),
+            )
+        await rows.retry_delivery(ann_id, fire_ts, job_id)
+        return Attempt(Decision.SEND, nonce=record.nonce, again=True)
+    late = found_at - fire_ts
+    nonce = nonce_for(ann_id, fire_ts)
+    if late > catch_up_window:
+        reason = f"missed: it was due {late / 60:.0f} minutes earlier, while the bot was offline"
+        await rows.record_missed(ann_id, fire_ts, job_id, nonce, now, reason)
+        return Attempt(Decision.MISSED, reason=reason)
+    await rows.begin_delivery(ann_id, fire_ts, job_id, nonce, now)
+    return Attempt(Decision.SEND, nonce=nonce)
+
+
+async def record_sent(
+    ctx: TransactionContext,
+    sent: Announcement,
+    fire_ts: float,
+    message_id: int,
+    *,
+    late_by: float,
+    publish_spacing: float,
+) -> None:
+    """Record the occurrence at ``fire_ts`` posted as ``message_id``, showing ``sent`` (the
+    announcement as it was posted). A forum post's thread is recorded (an interrupted
+    attempt's re-run finds it taken), and a post to publish gets its job, paced by
+    ``publish_spacing``. If an edit landed while it was being posted, the posted message is
+    brought up to date (a job, in this same transaction), unless the edit moved the
+    announcement to another channel."""
+    rows = BotDb(ctx.db)
+    now = ctx.now.timestamp()
+    ann_id = sent.id
+    await rows.mark_sent(ann_id, fire_ts, message_id, now, late_by, sent.revision)
+    await rows.record_posted(ann_id, message_id, now)
+    if sent.rich.destination == Destination.FORUM:
+        await rows.set_thread(ann_id, fire_ts, message_id)
+    if sent.rich.publish:
+        await rows.set_publish(ann_id, fire_ts, PublishState.PENDING, None, None)
+        publish = PublishArgs(ann_id, fire_ts, sent.channel_id, message_id, now)
+        await enqueue_publish(ctx, publish, spacing=publish_spacing)
+    ann = await rows.announcement(ann_id)
+    assert ann is not None  # announcements are never deleted
+    if ann.channel_id != sent.channel_id:
+        await rows.set_update_error(ann_id, fire_ts, MOVED.format(ann.channel_id))
+    elif ann.revision > sent.revision:
+        await enqueue_post_update(ctx, ann_id, fire_ts, ann.channel_id, ann.revision)
+    await _end_if_finished(ctx, ann_id)
+
+
+async def end_past_until(ctx: TransactionContext, ann_id: int) -> None:
+    """An occurrence past the announcement's until came due: it ends, posting nothing."""
+    ann = await BotDb(ctx.db).announcement(ann_id)
+    if ann is not None and ann.state == AnnouncementState.SCHEDULED:
+        await end_announcement(ctx, ann)
+
+
+async def close_interrupted(
+    ctx: TransactionContext, ann_id: int, fire_ts: float, state: AnnouncementState
+) -> None:
+    """An attempt a crash interrupted, and the announcement is no longer scheduled
+    (``state``): its row must not stay ``sending`` for ever, and says it may not have
+    been delivered."""
+    reason = INTERRUPTED_AND_STOPPED.format(state=state)
+    await BotDb(ctx.db).close_interrupted_delivery(ann_id, fire_ts, reason)
+
+
+async def note_transient_error(
+    ctx: TransactionContext, ann_id: int, fire_ts: float, error: str
+) -> None:
+    """A send failed in a way that may pass (it is retried): the row shows why."""
+    await BotDb(ctx.db).note_delivery_error(ann_id, fire_ts, error)
+
+
+async def record_failure(
+    ctx: TransactionContext, ann_id: int, fire_ts: float, error: str, *, pause: bool
+) -> bool:
+    """Record the occurrence failed with ``error``: a one-off announcement fails; a
+    recurring one is paused when ``pause`` (its schedule too), else goes on. False when the
+    occurrence was recorded sent meanwhile (by a run that took the job over): nothing is."""
+    rows = BotDb(ctx.db)
+    if not await rows.mark_delivery_failed(ann_id, fire_ts, error):
+        return False
+    ann = await rows.announcement(ann_id)
+    assert ann is not None  # announcements are never deleted
+    if not ann.recurring:
+        new_state = AnnouncementState.FAILED
+    elif pause:
+        new_state = AnnouncementState.PAUSED
+        if ann.schedule_name is not None:
+            await ctx.scheduler.schedules.pause(ann.schedule_name)
+    else:
+        new_state = ann.state  # one occurrence lost; the recurrence goes on
+    now = ctx.now.timestamp()
+    await rows.set_failure(ann.id, new_state, error, now)
+    if new_state != ann.state:  # the bot's own change, kept in the history
+        detail = error + ("; paused" if new_state == AnnouncementState.PAUSED else "")
+        await rows.add_history(ann.id, HistoryAction.FAILED, None, now, detail)
+    return True
+
+
+async def record_post_updated(
+    ctx: TransactionContext, ann_id: int, fire_ts: float, revision: int
+) -> None:
+    """The occurrence's posted message now shows ``revision`` (kept in the history)."""
+    rows = BotDb(ctx.db)
+    await rows.record_post_revision(ann_id, fire_ts, revision)
+    now = ctx.now.timestamp()
+    await rows.add_history(ann_id, HistoryAction.POST_UPDATED, None, now, f"revision {revision}")
+
+
+async def record_post_update_failed(
+    ctx: TransactionContext, ann_id: int, fire_ts: float, error: str
+) -> None:
+    """The occurrence's posted message can't be brought up to date (kept in the history);
+    no later edit tries again."""
+    rows = BotDb(ctx.db)
+    await rows.set_update_error(ann_id, fire_ts, error)
+    now = ctx.now.timestamp()
+    await rows.add_history(ann_id, HistoryAction.POST_UPDATE_FAILED, None, now, error)
+
+
+async def record_publish(
+    ctx: TransactionContext, ann_id: int, fire_ts: float, state: PublishState, error: str | None
+) -> None:
+    """How the publish of the occurrence's post ended."""
+    await BotDb(ctx.db).set_publish(ann_id, fire_ts, state, error, ctx.now.timestamp())
+
+
+async def _due_while_paused(rows: BotDb, ann_id: int, fire_ts: float) -> bool:
+    resumed_at = await rows.last_change_at(ann_id, HistoryAction.RESUMED)
+    return resumed_at is not None and fire_ts < resumed_at
+
+
+async def _end_if_finished(ctx: TransactionContext, ann_id: int) -> None:
+    """After an occurrence (posted or skipped): end the announcement now if its next time
+    is past its until, so that /list shows it ended."""
+    ann = await BotDb(ctx.db).announcement(ann_id)
+    if ann is not None:
+        await end_if_past_until(ctx, ann)
