@@ -63,19 +63,13 @@ class Editing(Lifecycle, Reading):
     async def anchor(self, a: Announcement) -> datetime:
         """Where a new rule starts when an edit changes how ``a`` repeats (or its zone) but
         not its ``when``: the occurrence that would have come next (a due one not yet posted
-        included), else its first time."""
+        included), else its first time. One indexed read, however many deliveries of other
+        announcements are pending."""
         if a.schedule_name is not None:
-            pending = [
-                j.fire_ts
-                for j in await self.sched.list_jobs(state="pending", fn=SEND_FN, limit=1000)
-                if j.schedule_name == a.schedule_name and j.fire_ts is not None
-            ]
-            nxt = None
-            with contextlib.suppress(ScheduleNotFound):
-                nxt = (await self.sched.schedules.get(a.schedule_name)).next_fire
-            times = pending + ([] if nxt is None else [nxt.timestamp()])
-            if times:
-                return datetime.fromtimestamp(min(times), UTC)
+            async with self.sched.reader() as db:
+                first = await BotDb(db).next_occurrence(a.schedule_name, SEND_FN)
+            if first is not None:
+                return datetime.fromtimestamp(first, UTC)
         return datetime.fromtimestamp(a.first_ts, UTC)
 
     async def edit(

@@ -10,7 +10,8 @@ state means is decided in :mod:`bot.announcements` and :mod:`bot.posting.deliver
 
 One module per table (or close group of tables), each a :class:`~bot.db.table.Table` whose
 methods :class:`BotDb` puts together: ``announcements``, ``listing`` (the pages of /list and
-of an ``id`` option), ``deliveries`` (with the history), ``attachments``, ``settings``
+of an ``id`` option), ``occurrences`` (a schedule's coming occurrence, on the scheduler's
+tables), ``deliveries`` (with the history), ``attachments``, ``settings``
 (guild, member and ``bot_meta``) and ``dashboard``.
 """
 
@@ -19,6 +20,7 @@ from .attachments import AttachmentTable
 from .dashboard import DashboardSessionTable
 from .deliveries import DeliveryTable
 from .listing import ListingReads
+from .occurrences import OccurrenceReads
 from .settings import SettingsTables
 
 __all__ = ["BotDb", "decode_nth", "decode_step", "encode_nth", "encode_step"]
@@ -26,6 +28,7 @@ __all__ = ["BotDb", "decode_nth", "decode_step", "encode_nth", "encode_step"]
 
 class BotDb(
     ListingReads,
+    OccurrenceReads,
     DeliveryTable,
     AttachmentTable,
     SettingsTables,
