@@ -14,6 +14,7 @@ their arguments), ``deliveries`` is the bookkeeping those jobs record.
 
 from __future__ import annotations
 
+from ..db.listing import ListFilter
 from ..models import (
     LIVE_STATES,
     Announcement,
@@ -58,6 +59,7 @@ from .reading import (
     Details,
     IdChoices,
     Listing,
+    ListingPage,
 )
 
 __all__ = [
@@ -80,7 +82,9 @@ __all__ = [
     "EditOutcome",
     "GuildSettings",
     "IdChoices",
+    "ListFilter",
     "Listing",
+    "ListingPage",
     "NotEditable",
     "NotFound",
     "NotPossible",

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from scheduler import ScheduleNotFound
 
 from ..db import BotDb
+from ..db.listing import EVERY, ListFilter
 from ..models import Announcement, AnnouncementState, HistoryEntry, PastDelivery, PublishState
 from .course import NotFound
 from .service import AnnouncementService
@@ -21,6 +22,17 @@ class Listing:
     next_fires: dict[int, datetime | None]
     published: dict[int, tuple[PublishState, str | None]] = field(default_factory=dict)
     """For a post to publish: how publishing its latest post stands, and why it failed."""
+
+
+@dataclass(frozen=True, slots=True)
+class ListingPage:
+    """One page of a guild's listing."""
+
+    listing: Listing
+    page: int
+    """Its number, from 0 (the last page when the one asked for is past the end)."""
+    pages: int
+    """How many pages the listing has (at least one, empty)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,29 +87,38 @@ class Reading(AnnouncementService):
         async with self.sched.reader() as db:
             return await BotDb(db).live_announcements(guild_id, limit)
 
-    async def listing(self, guild_id: int, offset: int, limit: int) -> Listing:
-        """A page of the guild's announcements: failures (and paused ones) newest first, then
-        the scheduled ones by their next time, then the rest (sent, canceled) newest first.
+    async def listing(
+        self, guild_id: int, offset: int, limit: int, only: ListFilter = EVERY
+    ) -> Listing:
+        """A page of the guild's announcements (of those ``only`` keeps; ``total`` counts
+        them): failures (and paused ones) newest first, then the scheduled ones by their next
+        time, then the rest (sent, canceled) newest first.
 
         Each part is read a page at a time through its index, so a page costs about the same
-        however many announcements the guild has."""
+        however many announcements the guild has (a ``text`` search reads the guild's rows)."""
         async with self.sched.reader() as db:
             rows = BotDb(db)
-            counts = await rows.count_by_state(guild_id)
+            counts = await rows.count_by_state(guild_id, only)
             troubled = sum(
                 counts.get(s, 0) for s in (AnnouncementState.FAILED, AnnouncementState.PAUSED)
             )
             scheduled = counts.get(AnnouncementState.SCHEDULED, 0)
-            items = await rows.troubled_page(guild_id, limit, offset) if offset < troubled else []
+            items = []
+            if offset < troubled:
+                items = await rows.troubled_page(guild_id, limit, offset, only)
             fires: dict[int, datetime | None] = {a.id: None for a in items}
             if len(items) < limit and offset + len(items) < troubled + scheduled:
                 upcoming_from = max(0, offset - troubled)
-                for a, ts in await rows.upcoming_page(guild_id, limit - len(items), upcoming_from):
+                upcoming = await rows.upcoming_page(
+                    guild_id, limit - len(items), upcoming_from, only
+                )
+                for a, ts in upcoming:
                     items.append(a)
                     fires[a.id] = None if ts is None else datetime.fromtimestamp(ts, UTC)
-            if len(items) < limit:
+            closed = sum(counts.values()) - troubled - scheduled
+            if len(items) < limit and offset + len(items) < troubled + scheduled + closed:
                 closed_from = max(0, offset - troubled - scheduled)
-                for a in await rows.closed_page(guild_id, limit - len(items), closed_from):
+                for a in await rows.closed_page(guild_id, limit - len(items), closed_from, only):
                     items.append(a)
                     fires[a.id] = None
             published = {}
@@ -107,6 +128,18 @@ class Reading(AnnouncementService):
                     if last is not None and last.publish_state is not None:
                         published[a.id] = (last.publish_state, last.publish_error)
         return Listing(items, sum(counts.values()), fires, published)
+
+    async def listing_page(
+        self, guild_id: int, page: int, size: int, only: ListFilter = EVERY
+    ) -> ListingPage:
+        """Page ``page`` (from 0, of ``size`` announcements) of :meth:`listing`; one past
+        the end is the last page."""
+        found = await self.listing(guild_id, page * size, size, only)
+        pages = max(1, -(-found.total // size))
+        if page >= pages and page > 0:
+            page = pages - 1
+            found = await self.listing(guild_id, page * size, size, only)
+        return ListingPage(found, page, pages)
 
     async def _next_fires(self, rows: list[Announcement]) -> dict[int, datetime | None]:
         """Next delivery times, with one read of the recurring ones' schedules (only theirs)."""

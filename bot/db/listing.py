@@ -6,11 +6,15 @@ The upcoming part of ``/list`` orders recurring announcements by their schedule'
 time, read from ``scheduler_schedules`` (the scheduler's own table, in the same database;
 only its ``name`` and ``next_fire_ts``, through its primary key and its index on
 ``next_fire_ts``).
+
+A listing may be narrowed (:class:`ListFilter`, the dashboard's filters and search): every
+part is then read with the same conditions, so a page is still a slice of the one order.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ..models import Announcement, AnnouncementState
@@ -20,9 +24,10 @@ from .table import state_in, state_values
 TROUBLED = (AnnouncementState.FAILED, AnnouncementState.PAUSED)
 CLOSED = (AnnouncementState.SENT, AnnouncementState.CANCELED, AnnouncementState.DONE)
 
+# ``{where}``: a ListFilter's conditions (``AND …``, on the statement's announcement alias).
 _ONE_OFFS = (
     "SELECT id, first_ts AS next_ts, local_id FROM bot_announcements "
-    "WHERE guild_id = ? AND state = 'scheduled' AND schedule_name IS NULL "
+    "WHERE guild_id = ? AND state = 'scheduled' AND schedule_name IS NULL {where}"
     "ORDER BY first_ts, local_id LIMIT ?"
 )
 # The guild's scheduled recurring ones by their schedule's next fire, found by walking the
@@ -35,7 +40,7 @@ _RECURRING_AMONG_EARLIEST = (
     "SELECT name, next_fire_ts FROM scheduler_schedules "
     "WHERE paused = 0 AND next_fire_ts IS NOT NULL ORDER BY next_fire_ts LIMIT ?) AS s "
     "CROSS JOIN bot_announcements a "
-    "WHERE a.guild_id = ? AND a.state = 'scheduled' AND a.schedule_name = s.name "
+    "WHERE a.guild_id = ? AND a.state = 'scheduled' AND a.schedule_name = s.name {where}"
     "ORDER BY s.next_fire_ts, a.local_id LIMIT ?"
 )
 _SCANNED_UP_TO = (
@@ -47,14 +52,14 @@ _SCANNED_UP_TO = (
 _RECURRING_OF_GUILD = (
     "SELECT r.id, s.next_fire_ts AS next_ts, r.local_id "
     "FROM bot_announcements r LEFT JOIN scheduler_schedules s ON s.name = r.schedule_name "
-    "WHERE r.guild_id = ? AND r.state = 'scheduled' AND r.schedule_name IS NOT NULL "
+    "WHERE r.guild_id = ? AND r.state = 'scheduled' AND r.schedule_name IS NOT NULL {where}"
     "ORDER BY s.next_fire_ts IS NULL, s.next_fire_ts, r.local_id LIMIT ?"
 )
 _RECURRING_WITHOUT_NEXT = (
     "SELECT r.id, NULL AS next_ts, r.local_id "
     "FROM bot_announcements r LEFT JOIN scheduler_schedules s ON s.name = r.schedule_name "
     "WHERE r.guild_id = ? AND r.state = 'scheduled' AND r.schedule_name IS NOT NULL "
-    "AND s.next_fire_ts IS NULL ORDER BY r.local_id LIMIT ?"
+    "AND s.next_fire_ts IS NULL {where}ORDER BY r.local_id LIMIT ?"
 )
 SCAN = 2000
 """Schedules walked before looking from the guild's side instead: a guild holding more
@@ -64,6 +69,55 @@ than ``need * total / SCAN`` recurring ones to look up (with 300,000 schedules a
 
 SCAN_PER_ROW = 20
 """And at least this many schedules walked per row the page needs (deeper pages walk more)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ListFilter:
+    """Which of a guild's announcements a listing keeps: those meeting every condition set."""
+
+    states: tuple[AnnouncementState, ...] | None = None
+    """In one of these states (None: any)."""
+    recurring: bool | None = None
+    """Recurring (True) or one-off (False) only (None: either)."""
+    posted: bool = False
+    """Only those that have posted a message (their latest post is recorded)."""
+    failed: bool = False
+    """Only those that failed or carry the reason an occurrence failed (a recurring one
+    paused by a failure)."""
+    text: str = ""
+    """Only those whose text contains this, in any case (SQLite folds the case of ASCII
+    letters only; PostgreSQL of every letter)."""
+
+    def sql(self, alias: str = "") -> tuple[str, list[Any]]:
+        """The conditions as ``AND … `` on the columns of table ``alias`` (``"a"``; "" for
+        none), with their parameters in order."""
+        col = f"{alias}." if alias else ""
+        terms: list[str] = []
+        params: list[Any] = []
+        if self.states is not None:
+            terms.append(col + state_in(self.states))
+            params += state_values(self.states)
+        if self.recurring is not None:
+            terms.append(f"{col}repeat_kind IS {'NOT ' if self.recurring else ''}NULL")
+        if self.posted:
+            terms.append(f"{col}last_message_id IS NOT NULL")
+        if self.failed:
+            terms.append(f"({col}state = ? OR {col}failure IS NOT NULL)")
+            params.append(AnnouncementState.FAILED.value)
+        if self.text:
+            terms.append(f"lower({col}content) LIKE ? ESCAPE '!'")
+            params.append("%" + _like_escaped(self.text.lower()) + "%")
+        return "".join(f"AND {t} " for t in terms), params
+
+
+EVERY = ListFilter()
+"""The listing as /list shows it: every announcement of the guild."""
+
+
+def _like_escaped(text: str) -> str:
+    """``text`` matched literally by ``LIKE … ESCAPE '!'``."""
+    return text.replace("!", "!!").replace("%", "!%").replace("_", "!_")
+
 
 Keyed = tuple[int, float | None, int]
 """``(id, next time, number)`` of a scheduled announcement."""
@@ -99,35 +153,44 @@ class ListingReads(AnnouncementTable):
 
     __slots__ = ()
 
-    async def count_by_state(self, guild_id: int) -> dict[AnnouncementState, int]:
+    async def count_by_state(
+        self, guild_id: int, only: ListFilter = EVERY
+    ) -> dict[AnnouncementState, int]:
         """How many announcements the guild has in each state (states it has none in are
-        left out)."""
+        left out), of those ``only`` keeps."""
+        where, params = only.sql()
         cur = await self.db.execute(
-            "SELECT state, count(*) AS n FROM bot_announcements WHERE guild_id = ? GROUP BY state",
-            (guild_id,),
+            f"SELECT state, count(*) AS n FROM bot_announcements WHERE guild_id = ? {where}"
+            "GROUP BY state",
+            (guild_id, *params),
         )
         return {AnnouncementState(r["state"]): int(r["n"]) for r in await cur.fetchall()}
 
-    async def troubled_page(self, guild_id: int, limit: int, offset: int) -> list[Announcement]:
+    async def troubled_page(
+        self, guild_id: int, limit: int, offset: int, only: ListFilter = EVERY
+    ) -> list[Announcement]:
         """A page of the guild's failed and paused announcements, last updated first."""
-        return await self._page(TROUBLED, guild_id, limit, offset)
+        return await self._page(TROUBLED, guild_id, limit, offset, only)
 
-    async def closed_page(self, guild_id: int, limit: int, offset: int) -> list[Announcement]:
+    async def closed_page(
+        self, guild_id: int, limit: int, offset: int, only: ListFilter = EVERY
+    ) -> list[Announcement]:
         """A page of the guild's sent, canceled and ended announcements, last updated first."""
-        return await self._page(CLOSED, guild_id, limit, offset)
+        return await self._page(CLOSED, guild_id, limit, offset, only)
 
     async def _page(
-        self, states: Sequence[str], guild_id: int, limit: int, offset: int
+        self, states: Sequence[str], guild_id: int, limit: int, offset: int, only: ListFilter
     ) -> list[Announcement]:
+        where, params = only.sql()
         cur = await self.db.execute(
-            _SELECT_ANNOUNCEMENT + f"WHERE guild_id = ? AND {state_in(states)} "
+            _SELECT_ANNOUNCEMENT + f"WHERE guild_id = ? AND {state_in(states)} {where}"
             "ORDER BY updated_at DESC, local_id DESC LIMIT ? OFFSET ?",
-            (guild_id, *state_values(states), limit, offset),
+            (guild_id, *state_values(states), *params, limit, offset),
         )
         return [_announcement(r) for r in await cur.fetchall()]
 
     async def upcoming_page(
-        self, guild_id: int, limit: int, offset: int
+        self, guild_id: int, limit: int, offset: int, only: ListFilter = EVERY
     ) -> list[tuple[Announcement, float | None]]:
         """A page of the guild's scheduled announcements by their next time (a one-off's
         time, a recurring one's schedule's next fire; none last), number breaking ties; each
@@ -135,30 +198,44 @@ class ListingReads(AnnouncementTable):
         if limit <= 0:
             return []
         need = offset + limit
-        cur = await self.db.execute(_ONE_OFFS, (guild_id, need))
-        merged = _keyed(await cur.fetchall()) + await self._recurring_by_next(guild_id, need)
+        merged: list[Keyed] = []
+        if only.recurring is not True:
+            where, params = only.sql()
+            cur = await self.db.execute(_ONE_OFFS.format(where=where), (guild_id, *params, need))
+            merged += _keyed(await cur.fetchall())
+        if only.recurring is not False:
+            merged += await self._recurring_by_next(guild_id, need, only)
         merged.sort(key=_by_next)
         page = merged[offset : offset + limit]
         rows = await self.announcements_by_ids([k[0] for k in page])
         return [(a, k[1]) for a, k in zip(rows, page, strict=True)]
 
-    async def _recurring_by_next(self, guild_id: int, need: int) -> list[Keyed]:
+    async def _recurring_by_next(self, guild_id: int, need: int, only: ListFilter) -> list[Keyed]:
         """The guild's first ``need`` scheduled recurring announcements by next fire (none
-        last), from whichever side is cheaper (see ``SCAN``)."""
+        last) of those ``only`` keeps, from whichever side is cheaper (see ``SCAN``)."""
         scan = max(1, SCAN, SCAN_PER_ROW * need)
-        cur = await self.db.execute(_RECURRING_AMONG_EARLIEST, (scan, guild_id, need))
+        where, params = only.sql("a")
+        cur = await self.db.execute(
+            _RECURRING_AMONG_EARLIEST.format(where=where), (scan, guild_id, *params, need)
+        )
         found = _keyed(await cur.fetchall())
         edge = await self._one(_SCANNED_UP_TO, (scan - 1,))
+        where, params = only.sql("r")
         if edge is None:  # the walk saw every schedule: the rest have no next fire
             if len(found) < need:
-                cur = await self.db.execute(_RECURRING_WITHOUT_NEXT, (guild_id, need - len(found)))
+                cur = await self.db.execute(
+                    _RECURRING_WITHOUT_NEXT.format(where=where),
+                    (guild_id, *params, need - len(found)),
+                )
                 found += _keyed(await cur.fetchall())
             return found
         # Complete only if the last one kept comes strictly before the walk's end (a schedule
         # past it firing at the same time could hold a lower number).
         if len(found) == need and (found[-1][1] or 0.0) < float(edge["next_fire_ts"]):
             return found
-        cur = await self.db.execute(_RECURRING_OF_GUILD, (guild_id, need))
+        cur = await self.db.execute(
+            _RECURRING_OF_GUILD.format(where=where), (guild_id, *params, need)
+        )
         return _keyed(await cur.fetchall())
 
     async def announcements_to_choose(

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from bot.announcements import Announcement, Announcements, AnnouncementState
-from bot.db import listing
+from bot.announcements import Announcement, Announcements, AnnouncementState, ListFilter
+from bot.db import BotDb, listing
 from bot.db.listing import number_ranges
 from scheduler import SqliteStore
 from tests.bot.test_bulk_create import DAILY, HOURLY, NOW, draft, service
@@ -123,3 +123,66 @@ async def test_choices_by_prefix_are_the_newest_numbers_with_that_prefix(store: 
             for x in found.items:
                 assert found.next_fires[x.id] == await a.next_fire(x)
     assert datetime.now(UTC)  # the clock is the test's own: nothing above was due
+
+
+def kept(only: ListFilter, x: Announcement) -> bool:
+    """What ``only`` keeps, said in Python (the dashboard's filters once were this)."""
+    return (
+        (only.states is None or x.state in only.states)
+        and (only.recurring is None or x.recurring == only.recurring)
+        and (not only.posted or x.last_message_id is not None)
+        and (not only.failed or x.state == AnnouncementState.FAILED or x.failure is not None)
+        and only.text.lower() in x.content.lower()
+    )
+
+
+FILTERED = [
+    ListFilter(),
+    ListFilter(states=(AnnouncementState.SCHEDULED,)),
+    ListFilter(states=(AnnouncementState.SCHEDULED, AnnouncementState.PAUSED), recurring=True),
+    ListFilter(recurring=False),
+    ListFilter(states=(AnnouncementState.PAUSED,)),
+    ListFilter(failed=True),
+    ListFilter(posted=True),
+    ListFilter(text="GUILD 1"),
+    ListFilter(text="0% o"),  # LIKE's wildcards are matched as typed
+    ListFilter(text="f_t"),
+    ListFilter(text="!"),
+    ListFilter(recurring=True, text="announcement 1"),
+]
+
+
+async def test_a_filtered_listing_is_the_listing_order_of_what_the_filter_keeps(
+    store: Any,
+) -> None:
+    """Every page of a narrowed listing (the dashboard's filters and search) is a slice of
+    the listing's one order, keeping exactly what the filter says; ``total`` counts them."""
+    async with service(store) as a:
+        drafts = [
+            draft(1, i, repeat=(None, DAILY, HOURLY)[i % 3], first=NOW + timedelta(hours=i % 9 + 1))
+            for i in range(30)
+        ]
+        drafts += [draft(1, 30, content="50% off_today!"), draft(1, 31, content="50 % of fat")]
+        await a.create_many(drafts)
+        await a.pause(1, 2, actor_id=7)
+        await a.pause(1, 6, actor_id=7)
+        await a.cancel(1, 4)
+        async with a.sched.transaction() as ctx:
+            rows, now = BotDb(ctx.db), ctx.now.timestamp()
+            one_off, daily = await a.get(1, 1), await a.get(1, 3)
+            await rows.set_failure(one_off.id, AnnouncementState.FAILED, "Missing Access", now)
+            await rows.set_failure(daily.id, AnnouncementState.SCHEDULED, "Missing Access", now)
+            for n in (5, 7, 8):
+                await rows.record_posted((await a.get(1, n)).id, 9000 + n, now)
+        order = await expected_order(a, 1)
+        every = {x.local_id: x for x in [await a.get(1, n) for n in order]}
+        for only in FILTERED:
+            want = [n for n in order if kept(only, every[n])]
+            seen: list[int] = []
+            for offset in range(0, len(want) + PAGE, PAGE):
+                page = await a.listing(1, offset, PAGE, only)
+                assert page.total == len(want), only
+                seen += [x.local_id for x in page.items]
+            assert seen == want, only
+            assert want, only  # every filter keeps some…
+            assert only == ListFilter() or len(want) < len(order), only  # …and leaves some
