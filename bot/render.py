@@ -1,7 +1,10 @@
-"""What the bot says: confirmations, list pages, labels. Pure text, no Discord calls."""
+"""What the bot says: confirmations, list pages, labels, and the answer to every error (the
+commands and the dashboard answer from here alike). Pure text, no Discord calls."""
 
 from __future__ import annotations
 
+import logging
+import uuid
 from collections.abc import Collection, Sequence
 from datetime import UTC, datetime, timedelta
 
@@ -34,6 +37,8 @@ from .models import (
 )
 from .parsing import InputError, discord_timestamp, spoken_duration
 from .requests.checks import Refusal
+
+log = logging.getLogger(__name__)
 
 PAGE_SIZE = 6
 PREVIEW_LIMIT = 1000
@@ -487,3 +492,13 @@ def expected_answer(error: BaseException) -> str | None:
         # The store has logged why, once; the member can only wait for the operator.
         return REFUSED_WRITE
     return None
+
+
+def unexpected_answer(error: BaseException, where: str) -> str:
+    """The answer to an error no answer is written for (:func:`expected_answer` gave none):
+    it is logged with its traceback, ``where`` it happened (``command schedule``,
+    ``dashboard POST /g/1/new``) and a new error id, and answered with that id only (never
+    a traceback)."""
+    error_id = uuid.uuid4().hex[:8]
+    log.error("%s failed (error id %s)", where, error_id, exc_info=error)
+    return f"Something went wrong on my side (error id `{error_id}`). Nothing was saved."

@@ -19,14 +19,13 @@ from ..announcements.diff import Field
 from ..limits import MAX_CHOICE_NAME, MAX_CHOICES, MAX_EMBED_TITLE, MAX_MESSAGE
 from ..parsing import InputError
 from ..render import edit_reply
-from ..requests.checks import guild_member, require_manager
-from ..requests.editing import NO_MENTION, EditOptions, edit_request
+from ..requests.checks import require_manager
+from ..requests.editing import NO_MENTION, NO_TITLE, EditOptions, edit_options
 from ..requests.files import download
-from ..requests.validation import (
-    EMPTY_MESSAGE,
-    check_request,
-)
+from ..requests.request import AnnouncementRequest
+from ..requests.validation import EMPTY_MESSAGE, check_request
 from .autocomplete import announcement_ids
+from .door import requester
 from .replies import AnswersErrors, reply
 from .transformers import AnnouncementId, DestinationChannel, Timezone
 from .views import ScheduleModal
@@ -72,9 +71,9 @@ class EditCommands(AnswersErrors, name="EditCommands"):
         silent: bool | None = None,
         update_posted: bool = True,
     ) -> None:
-        guild, member = guild_member(interaction)
-        require_manager(member, await self.announcements.settings(guild.id))
-        current = await self.announcements.get(guild.id, id)
+        who = requester(interaction)
+        require_manager(who.member, await self.announcements.settings(who.guild.id))
+        current = await self.announcements.get(who.guild.id, id)
         options = EditOptions(
             when=when,
             repeat=repeat,
@@ -88,15 +87,17 @@ class EditCommands(AnswersErrors, name="EditCommands"):
         )
         if message is None and options.empty:
             check_editable(current, {Field.MESSAGE})
-            request, _ = await edit_request(self.announcements, self.clock, guild, current, options)
+            asked, _ = await edit_options(
+                self.announcements, self.clock, who.guild, current, options
+            )
             # Refused before any typing if anything else is wrong.
-            await check_request(self.announcements, self.clock, interaction, request, "")
+            await check_request(self.announcements, self.clock, AnnouncementRequest(who, asked))
 
             async def submit(
                 submitted: discord.Interaction, text: str, heading: str | None
             ) -> None:
                 # The form shows the title too: emptied, the post is plain text again.
-                typed = replace(options, title=heading or NO_MENTION)
+                typed = replace(options, title=heading or NO_TITLE)
                 await self._apply(submitted, current, typed, text, update_posted)
 
             modal = ScheduleModal(
@@ -123,14 +124,17 @@ class EditCommands(AnswersErrors, name="EditCommands"):
         message: str,
         update_posted: bool,
     ) -> None:
+        """Apply the edit ``options`` (and ``message``) ask for to ``current``, checked like
+        /schedule, and answer ``interaction`` with what changed."""
         if not message.strip():
             raise InputError(EMPTY_MESSAGE)
-        guild, member = guild_member(interaction)
-        request, when_given = await edit_request(
+        who = requester(interaction)
+        guild, member = who.guild, who.member
+        asked, when_given = await edit_options(
             self.announcements, self.clock, guild, current, options
         )
         draft, notes, _ = await check_request(
-            self.announcements, self.clock, interaction, request, message
+            self.announcements, self.clock, AnnouncementRequest(who, asked, message)
         )
         images = None  # the files are kept, unless a new one is given
         if options.image is not None:

@@ -13,8 +13,9 @@ import discord
 from discord import app_commands
 
 from ..render import paused, resumed, skipped
-from ..requests.checks import guild_member, require_manager
+from ..requests.checks import require_manager
 from .autocomplete import announcement_ids
+from .door import requester
 from .replies import AnswersErrors, reply
 from .transformers import AnnouncementId, Timezone
 
@@ -28,9 +29,9 @@ class LifecycleCommands(AnswersErrors, name=LIFECYCLE_COG):
 
     async def _manager(self, interaction: discord.Interaction) -> tuple[int, int]:
         """The guild's id and the member's, once the member is found to be a manager."""
-        guild, member = guild_member(interaction)
-        require_manager(member, await self.announcements.settings(guild.id))
-        return guild.id, member.id
+        who = requester(interaction)
+        require_manager(who.member, await self.announcements.settings(who.guild.id))
+        return who.guild.id, who.member.id
 
     @app_commands.command(
         name="pause", description="Pause an announcement: nothing posts until resumed"
@@ -79,17 +80,17 @@ class LifecycleCommands(AnswersErrors, name=LIFECYCLE_COG):
     async def timezone(
         self, interaction: discord.Interaction, zone: Timezone | None = None
     ) -> None:
-        guild, member = guild_member(interaction)
+        who = requester(interaction)
         if zone is not None:
-            await self.announcements.set_member_timezone(member.id, zone.key)
+            await self.announcements.set_member_timezone(who.member.id, zone.key)
             await reply(
                 interaction,
                 f"🌐 Your time zone is now **{zone.key}**: the times you type in `/schedule` "
                 "and `/edit` are read in it, unless you pick a `timezone` there.",
             )
             return
-        own = await self.announcements.member_timezone(member.id)
-        server = (await self.announcements.settings(guild.id)).timezone
+        own = await self.announcements.member_timezone(who.member.id)
+        server = (await self.announcements.settings(who.guild.id)).timezone
         if own is not None:
             text = f"🌐 Your time zone is **{own}**."
         elif server is not None:

@@ -7,7 +7,6 @@ errors are logged with an id and answered with that id, never a traceback.
 from __future__ import annotations
 
 import logging
-import uuid
 from typing import Any
 
 import discord
@@ -17,7 +16,7 @@ from discord.ext.commands import Cog
 from scheduler.clock import Clock, SystemClock
 
 from ..announcements import Announcements
-from ..render import expected_answer
+from ..render import expected_answer, unexpected_answer
 from .once import lost
 
 log = logging.getLogger(__name__)
@@ -47,14 +46,8 @@ def error_answer(interaction: discord.Interaction, error: BaseException) -> str:
         # created, just deleted, or another server's): the input's fault, not ours.
         what = "role" if cause.type is discord.AppCommandOptionType.role else "channel"
         return f"I can't find that {what} in this server. Pick one from this server's list."
-    error_id = uuid.uuid4().hex[:8]
-    log.error(
-        "command %s failed (error id %s)",
-        interaction.command.name if interaction.command else "?",
-        error_id,
-        exc_info=cause,
-    )
-    return f"Something went wrong on my side (error id `{error_id}`). Nothing was saved."
+    name = interaction.command.name if interaction.command else "?"
+    return unexpected_answer(cause, f"command {name}")
 
 
 async def answer_error(interaction: discord.Interaction, error: BaseException) -> None:

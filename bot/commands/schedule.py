@@ -2,9 +2,11 @@
 (always ephemerally).
 
 The cog is built from the domain layer (:class:`Announcements`) and a clock; what it needs of
-Discord at run time comes with the interaction (its guild, member and channel). Every error
-is answered in one place (:meth:`AnnouncementCommands.cog_app_command_error`, and the modal
-and the page buttons route theirs to the same mapping, :func:`bot.commands.replies.answer_error`).
+Discord at run time comes with the interaction, turned at the door into a plain request
+(:func:`bot.commands.door.requester`: the guild, the member, their locale) that the checks
+take. Every error is answered in one place (:meth:`AnnouncementCommands.cog_app_command_error`,
+and the modal and the page buttons route theirs to the same mapping,
+:func:`bot.commands.replies.answer_error`).
 """
 
 from __future__ import annotations
@@ -20,11 +22,13 @@ from ..announcements import GuildSettings
 from ..limits import MAX_CHOICES, MAX_EMBED_TITLE, MAX_MESSAGE
 from ..parsing import InputError
 from ..render import PAGE_SIZE, canceled, confirmation, listing_page
-from ..requests.checks import Refusal, can_read, guild_member, manage_server_only, require_manager
+from ..requests.checks import Refusal, can_read, hidden_channels, require_manager
 from ..requests.destinations import tag_choices
 from ..requests.files import download
-from ..requests.validation import EMPTY_MESSAGE, UNTIL_ONE_OFF, ScheduleRequest, check_request
+from ..requests.request import AnnouncementOptions, AnnouncementRequest
+from ..requests.validation import EMPTY_MESSAGE, UNTIL_ONE_OFF, check_request
 from .autocomplete import announcement_ids
+from .door import manage_server_only, requester
 from .once import take
 from .replies import AnswersErrors, answer_error, reply
 from .transformers import AnnouncementId, DestinationChannel, Timezone
@@ -34,8 +38,8 @@ __all__ = [
     "EMPTY_MESSAGE",
     "UNTIL_ONE_OFF",
     "AnnouncementCommands",
+    "AnnouncementOptions",
     "CommandTree",
-    "ScheduleRequest",
     "can_read",
 ]
 
@@ -81,7 +85,7 @@ class AnnouncementCommands(AnswersErrors, name=COMMANDS_COG):
         publish: bool | None = None,
         tags: app_commands.Range[str, 1, 200] | None = None,
     ) -> None:
-        request = ScheduleRequest(
+        options = AnnouncementOptions(
             when=when,
             channel_id=(channel or interaction.channel or discord.Object(0)).id,
             repeat=repeat,
@@ -96,17 +100,20 @@ class AnnouncementCommands(AnswersErrors, name=COMMANDS_COG):
         )
         if message is None:
             # Refused before any typing if anything else is wrong.
-            await check_request(self.announcements, self.clock, interaction, request, "")
+            request = AnnouncementRequest(requester(interaction), options)
+            await check_request(self.announcements, self.clock, request)
 
             async def submit(
                 submitted: discord.Interaction, text: str, heading: str | None
             ) -> None:
-                typed = request if heading is None else replace(request, title=heading)
-                await self._create(submitted, typed, text, image)
+                typed = options if heading is None else replace(options, title=heading)
+                asked = AnnouncementRequest(requester(submitted), typed, text)
+                await self._create(submitted, asked, image)
 
             await interaction.response.send_modal(ScheduleModal(submit, heading=title))
             return
-        await self._create(interaction, request, message, image)
+        asked = AnnouncementRequest(requester(interaction), options, message)
+        await self._create(interaction, asked, image)
 
     @schedule.autocomplete("tags")
     async def tag_choices(
@@ -118,15 +125,14 @@ class AnnouncementCommands(AnswersErrors, name=COMMANDS_COG):
     async def _create(
         self,
         interaction: discord.Interaction,
-        request: ScheduleRequest,
-        message: str,
+        request: AnnouncementRequest,
         image: discord.Attachment | None,
     ) -> None:
-        if not message.strip():
+        """Schedule what ``request`` asks for (its text typed), with ``image`` downloaded,
+        and answer ``interaction`` with the confirmation."""
+        if not request.message.strip():
             raise InputError(EMPTY_MESSAGE)
-        draft, notes, upcoming = await check_request(
-            self.announcements, self.clock, interaction, request, message
-        )
+        draft, notes, upcoming = await check_request(self.announcements, self.clock, request)
         if image is not None:
             file = await download(image, self.announcements.file_max_bytes)
             draft = replace(draft, images=(file,))
@@ -154,13 +160,12 @@ class AnnouncementCommands(AnswersErrors, name=COMMANDS_COG):
     ) -> tuple[str, discord.ui.View | None]:
         """Page ``page`` (from 0; past the end, the last page) of this server's announcements,
         and its page buttons (none if everything fits on one page)."""
-        guild, member = guild_member(interaction)
-        listing = await self.announcements.listing(guild.id, page * PAGE_SIZE, PAGE_SIZE)
-        pages = max(1, -(-listing.total // PAGE_SIZE))
-        if page >= pages and page > 0:
-            return await self.list_page(interaction, pages - 1)
-        hidden = {a.channel_id for a in listing.items if not can_read(member, guild, a.channel_id)}
-        return listing_page(listing, page, guild.id, hidden), page_buttons(page, pages)
+        who = requester(interaction)
+        found = await self.announcements.listing_page(who.guild.id, page, PAGE_SIZE)
+        items = found.listing.items
+        hidden = hidden_channels(who.member, who.guild, (a.channel_id for a in items))
+        text = listing_page(found.listing, found.page, who.guild.id, hidden)
+        return text, page_buttons(found.page, found.pages)
 
     # --- /cancel -------------------------------------------------------------------------------
 
@@ -169,9 +174,9 @@ class AnnouncementCommands(AnswersErrors, name=COMMANDS_COG):
     @app_commands.describe(id="The announcement's number (see /list)")
     @app_commands.autocomplete(id=announcement_ids("cancel"))
     async def cancel(self, interaction: discord.Interaction, id: AnnouncementId) -> None:
-        guild, member = guild_member(interaction)
-        require_manager(member, await self.announcements.settings(guild.id))
-        before = await self.announcements.cancel(guild.id, id, actor_id=member.id)
+        who = requester(interaction)
+        require_manager(who.member, await self.announcements.settings(who.guild.id))
+        before = await self.announcements.cancel(who.guild.id, id, actor_id=who.member.id)
         await reply(interaction, canceled(before))
 
     # --- /settings -----------------------------------------------------------------------------
@@ -203,7 +208,7 @@ class AnnouncementCommands(AnswersErrors, name=COMMANDS_COG):
         log_channel: discord.TextChannel | None = None,
         clear: app_commands.Choice[str] | None = None,
     ) -> None:
-        guild, _ = guild_member(interaction)
+        guild = requester(interaction).guild
         current = await self.announcements.settings(guild.id)
         zone_name = current.timezone if timezone is None else timezone.key
         role_id = current.manager_role_id

@@ -26,7 +26,7 @@ from .repeat import MAX_INTERVAL, MIN_INTERVAL, parse_repeat
 from .rule import RepeatRule, next_times
 from .schedule import ScheduleReading, read_schedule
 from .when import date_notes, parse_until, parse_when
-from .zones import COMMON_ZONES, resolve_timezone, timezone_choices
+from .zones import COMMON_ZONES, resolve_timezone, timezone_choices, zone_names
 
 __all__ = [
     "COMMON_ZONES",
@@ -49,4 +49,5 @@ __all__ = [
     "resolve_timezone",
     "spoken_duration",
     "timezone_choices",
+    "zone_names",
 ]

@@ -91,6 +91,13 @@ def timezone_choices(prefix: str, limit: int = 25) -> list[str]:
 
 
 @functools.cache
+def zone_names() -> tuple[str, ...]:
+    """Every zone name :func:`resolve_timezone` knows, canonical and sorted (for a list to
+    pick from)."""
+    return tuple(sorted(_zone_names().values()))
+
+
+@functools.cache
 def _zone_names() -> dict[str, str]:
     """Lower-case name → canonical IANA name, for every zone the system knows."""
     return {name.lower(): name for name in zoneinfo.available_timezones() - _NOT_ZONES}

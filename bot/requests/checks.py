@@ -1,12 +1,13 @@
-"""Who may do what, decided by the bot (never only by Discord's UI): in a command check where
-the rule needs nothing but the member, otherwise in the handler."""
+"""Who may do what, decided by the bot (never only by Discord's UI), from the member and the
+server the request was built with at the door: the manager rule, who may read an
+announcement's text, and what it may ping."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 import discord
 from discord import app_commands
@@ -16,39 +17,11 @@ from ..announcements import GuildSettings
 ROLE_MENTION = re.compile(r"<@&(\d{15,22})>")
 EVERYONE_TEXT = re.compile(r"@(everyone|here)\b")
 
-T = TypeVar("T")
-
 
 class Refusal(app_commands.AppCommandError):
     """The request is refused; ``str(e)`` says why (shown to the member, ephemerally).
 
     An app-command error, so that a command check may raise it too."""
-
-
-NOT_IN_A_SERVER = "Announcements are managed inside a server, not in DMs."
-
-
-def guild_member(interaction: discord.Interaction) -> tuple[discord.Guild, discord.Member]:
-    """The server and the member who used the command; refused outside a server."""
-    guild = interaction.guild
-    member = interaction.user
-    if guild is None or not isinstance(member, discord.Member):
-        raise Refusal(NOT_IN_A_SERVER)
-    return guild, member
-
-
-def manage_server_only() -> Callable[[T], T]:
-    """A command check: the member has Manage Server (or Administrator). Checks run before
-    the options are converted: anyone else is refused before what they typed is looked at."""
-
-    def has_manage_server(interaction: discord.Interaction) -> bool:
-        _, member = guild_member(interaction)
-        perms = member.guild_permissions
-        if perms.manage_guild or perms.administrator:
-            return True
-        raise Refusal("Only members with **Manage Server** can change these settings.")
-
-    return app_commands.check(has_manage_server)
 
 
 def is_manager(member: discord.Member, settings: GuildSettings) -> bool:
@@ -62,6 +35,8 @@ def is_manager(member: discord.Member, settings: GuildSettings) -> bool:
 
 
 def require_manager(member: discord.Member, settings: GuildSettings) -> None:
+    """Refused (:class:`Refusal`, naming the manager role if the server has one) unless
+    ``member`` is a manager (:func:`is_manager`)."""
     if not is_manager(member, settings):
         role = f" or the <@&{settings.manager_role_id}> role" if settings.manager_role_id else ""
         raise Refusal(f"You need the **Manage Server** permission{role} to manage announcements.")
@@ -76,6 +51,14 @@ def can_read(member: discord.Member, guild: discord.Guild, channel_id: int) -> b
         perms = member.guild_permissions
         return perms.administrator or perms.manage_guild
     return channel.permissions_for(member).view_channel
+
+
+def hidden_channels(
+    member: discord.Member, guild: discord.Guild, channel_ids: Iterable[int]
+) -> set[int]:
+    """Those of ``channel_ids`` whose announcements' text ``member`` may not read
+    (:func:`can_read`)."""
+    return {c for c in channel_ids if not can_read(member, guild, c)}
 
 
 @dataclass(slots=True)

@@ -1,4 +1,4 @@
-"""The request an /edit amounts to: the options given, the announcement's values for the
+"""The options an /edit amounts to: the options given, the announcement's values for the
 rest, checked by the same code as /schedule (:func:`bot.requests.validation.check_request`).
 Shared by the /edit command and the dashboard's edit form."""
 
@@ -16,10 +16,15 @@ from scheduler import Clock
 from ..announcements import Announcement, Announcements
 from ..parsing import resolve_timezone
 from .checks import Refusal
-from .validation import NO_REPEAT_WORDS, KeptMentions, ScheduleRequest
+from .request import AnnouncementOptions, KeptMentions
 
 _ROLE_MARKUP = re.compile(r"<@&(\d{1,22})>")
 NO_MENTION = "none"
+"""The ``mention`` value that pings nobody (the one the autocomplete and the form offer)."""
+NO_MENTION_WORDS = frozenset({NO_MENTION, "no", "never", "off", "once"})
+"""What ``mention`` takes to mean "ping nobody"."""
+NO_TITLE = "none"
+"""The ``title`` that removes the title (the post is plain text again)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +69,7 @@ def mention_option(guild: discord.Guild, typed: str) -> int | None:
     for ``none``; refused like /schedule's role option when there is no such role."""
     text = typed.strip()
     lowered = text.lower().lstrip("@")
-    if lowered in NO_REPEAT_WORDS:
+    if lowered in NO_MENTION_WORDS:
         return None
     if lowered in ("everyone", "here"):
         return guild.default_role.id
@@ -78,14 +83,14 @@ def mention_option(guild: discord.Guild, typed: str) -> int | None:
     return role.id
 
 
-async def edit_request(
+async def edit_options(
     announcements: Announcements,
     clock: Clock,
     guild: discord.Guild,
     a: Announcement,
     options: EditOptions,
-) -> tuple[ScheduleRequest, bool]:
-    """The /schedule request the edit amounts to (the options left out keep ``a``'s
+) -> tuple[AnnouncementOptions, bool]:
+    """The /schedule options the edit amounts to (the options left out keep ``a``'s
     values), and whether a new ``when`` was given."""
     zone = options.timezone or resolve_timezone(a.timezone)
     when: str | datetime
@@ -112,8 +117,8 @@ async def edit_request(
     moved = options.channel_id is not None and options.channel_id != a.channel_id
     title = a.rich.title
     if options.title is not None:
-        title = None if options.title.strip().lower() == NO_MENTION else options.title
-    request = ScheduleRequest(
+        title = None if options.title.strip().lower() == NO_TITLE else options.title
+    asked = AnnouncementOptions(
         when=when,
         channel_id=options.channel_id or a.channel_id,
         repeat=a.rule if options.repeat is None else options.repeat,
@@ -127,4 +132,4 @@ async def edit_request(
         tags=None if moved else a.rich.tags,
         has_files=options.image is not None or bool(await announcements.image_names(a.id)),
     )
-    return request, options.when is not None
+    return asked, options.when is not None

@@ -1,19 +1,20 @@
 """Checking what a member asks for, the one way ``/schedule`` and ``/edit`` both do it.
 
-:func:`check_request` takes the options as typed (or, for an edit, the announcement's
-current values for the options left out) and returns the :class:`~bot.models.Draft` to
-write, or refuses with what was wrong (:class:`~bot.requests.checks.Refusal`,
-:class:`~bot.parsing.InputError`) before anything is written: permissions, channel, time,
-repeat rule, ``until``, mentions and length are checked in that order, with the same answers
-for both commands.
+:func:`check_request` takes the request built at the door
+(:class:`~bot.requests.request.AnnouncementRequest`: who asks, the options as typed or, for
+an edit, the announcement's current values for the options left out) and returns the
+:class:`~bot.models.Draft` to write, or refuses with what was wrong
+(:class:`~bot.requests.checks.Refusal`, :class:`~bot.parsing.InputError`) before anything is
+written: permissions, channel, time, repeat rule, ``until``, mentions and length are checked
+in that order, with the same answers for both commands and the dashboard.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 from zoneinfo import ZoneInfo
 
 import discord
@@ -36,107 +37,57 @@ from ..parsing import (
     read_schedule,
     resolve_timezone,
 )
-from .checks import Refusal, guild_member, plan_mentions, require_manager
+from .checks import Refusal, plan_mentions, require_manager
 from .destinations import Target, check_destination, forum_title, resolve_tags, split_tags
+from .request import AnnouncementOptions, AnnouncementRequest
 
 EMPTY_MESSAGE = "The message is empty. Type the text to announce, e.g. `Standup in 5 minutes!`"
 UNTIL_ONE_OFF = (
     "`until` is for repeating announcements (it is when the repeats stop); this one posts "
     "once. Add a `repeat` (e.g. `repeat: daily`), or leave `until` out."
 )
-NO_REPEAT_WORDS = frozenset({"none", "no", "never", "off", "once"})
-"""What ``until`` (and ``mention`` on /edit) take to mean "none"."""
+NO_UNTIL = frozenset({"none", "no", "never", "off", "once"})
+"""What ``until`` takes to mean "no end" (on /edit: the end it had is removed)."""
 
 
-@dataclass(frozen=True, slots=True)
-class KeptMentions:
-    """An edit that leaves ``mention`` alone keeps what the announcement may ping, as it was
-    decided when it was scheduled (a text edit never widens what it pings)."""
+class Checked(NamedTuple):
+    """A request that passed every check."""
 
-    mention: str | None
-    allowed: dict[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class ScheduleRequest:
-    """The options other than the message, kept by id while the form is open (the channel
-    and role are looked up again when it is submitted).
-
-    On /edit, an option left out carries the announcement's current value: ``when`` as a
-    time already set (not parsed again), ``repeat`` as its rule, ``mention`` as
-    :class:`KeptMentions`, ``until`` as its time."""
-
-    when: str | datetime | None
-    channel_id: int
-    repeat: str | RepeatRule | None
-    timezone: ZoneInfo | None
-    mention_id: int | None
-    kept_mentions: KeptMentions | None = None
-    until: str | datetime | None = None
-    title: str | None = None
-    """Set: the post is an embed with this title (a forum post is named by it)."""
-    silent: bool = False
-    publish: bool | None = None
-    """Publish the post (announcement channels; None: yes there)."""
-    tags: str | tuple[int, ...] | None = None
-    """A forum post's tags: names as typed (comma-separated), or on /edit the kept ids."""
-    has_files: bool = False
-    """A file is attached (the bot then needs Attach Files)."""
+    draft: Draft
+    """The announcement to write."""
+    notes: list[str]
+    """For the member: how a date was read, who is pinged."""
+    upcoming: tuple[datetime, ...]
+    """Its first posts (three for a repeating one)."""
 
 
 async def check_request(
-    announcements: Announcements,
-    clock: Clock,
-    interaction: discord.Interaction,
-    request: ScheduleRequest,
-    message: str,
-) -> tuple[Draft, list[str], tuple[datetime, ...]]:
+    announcements: Announcements, clock: Clock, request: AnnouncementRequest
+) -> Checked:
     """The announcement ``request`` asks for, checked in full (permissions, channel, time,
-    repeat rule, until, mentions, length), notes for the member (how a date was read, who
-    is pinged) and its first posts (three for a repeating one); refused with what was
-    wrong. An empty ``message`` (the form is still to be shown) checks everything else.
-    Dates like ``24/12`` are read by the member's Discord locale (else the server's)."""
-    guild, member = guild_member(interaction)
-    return await check_member_request(
-        announcements, clock, guild, member, _locale(interaction), request, message
-    )
-
-
-async def check_member_request(
-    announcements: Announcements,
-    clock: Clock,
-    guild: discord.Guild,
-    member: discord.Member,
-    locale: str | None,
-    request: ScheduleRequest,
-    message: str,
-) -> tuple[Draft, list[str], tuple[datetime, ...]]:
-    """:func:`check_request` for ``member`` of ``guild`` wherever they asked (a command, the
-    dashboard), reading dates like ``24/12`` by ``locale`` (``en-US``, ``fr``…)."""
+    repeat rule, until, mentions, length); refused with what was wrong. An empty message
+    (the form is still to be shown) checks everything else. Dates like ``24/12`` are read by
+    the requester's locale."""
+    guild, member = request.requester.guild, request.requester.member
+    options, message = request.options, request.message
     settings = await announcements.settings(guild.id)
     require_manager(member, settings)
-    title = request.title.strip() if request.title and request.title.strip() else None
-    found = await find_target(guild, request.channel_id)
+    title = options.title.strip() if options.title and options.title.strip() else None
+    found = await find_target(guild, options.channel_id)
     channel, destination = check_destination(
-        member, guild.me, found, embed=title is not None, files=request.has_files
+        member, guild.me, found, embed=title is not None, files=options.has_files
     )
-    rich = _content(request, channel, destination, title, form_pending=not message)
-    zone = request.timezone or await typing_zone(announcements, member, settings)
+    rich = _content(options, channel, destination, title, form_pending=not message)
+    zone = options.timezone or await typing_zone(announcements, member, settings)
     now = clock.now()
-    reading = _reading(request.when, request.repeat, zone, now, locale)
+    locale = request.requester.locale
+    reading = _reading(options.when, options.repeat, zone, now, locale)
     first, rule = reading.first, reading.rule
-    until = _until(request.until, rule, first, zone, now, locale)
+    until = _until(options.until, rule, first, zone, now, locale)
     upcoming = reading.upcoming
     if until is not None:
         upcoming = tuple(t for t in upcoming if t <= until)
-    if request.kept_mentions is not None:
-        mention, allowed, notes = request.kept_mentions.mention, request.kept_mentions.allowed, []
-    else:
-        role = None if request.mention_id is None else guild.get_role(request.mention_id)
-        if request.mention_id is not None and role is None:
-            raise Refusal("I can't find that role in this server.")
-        plan = plan_mentions(member, guild.me, channel, role, message)
-        mention, allowed, notes = plan.mention, plan.allowed, plan.notes
+    mention, allowed, notes = _mentions(request, channel)
     prefix = 0 if mention is None else len(mention_markup(mention)) + 1
     if message and not message.strip():
         raise InputError(EMPTY_MESSAGE)
@@ -154,7 +105,23 @@ async def check_member_request(
         until=until,
         rich=rich,
     )
-    return draft, [*reading.notes, *notes], upcoming
+    return Checked(draft, [*reading.notes, *notes], upcoming)
+
+
+def _mentions(
+    request: AnnouncementRequest, channel: Target
+) -> tuple[str | None, dict[str, Any], list[str]]:
+    """What the announcement pings and may ping, and the notes about it: an edit that leaves
+    ``mention`` alone keeps what was decided when it was scheduled; anything else is decided
+    from the requester's rights now."""
+    options, guild = request.options, request.requester.guild
+    if options.kept_mentions is not None:
+        return options.kept_mentions.mention, options.kept_mentions.allowed, []
+    role = None if options.mention_id is None else guild.get_role(options.mention_id)
+    if options.mention_id is not None and role is None:
+        raise Refusal("I can't find that role in this server.")
+    plan = plan_mentions(request.requester.member, guild.me, channel, role, request.message)
+    return plan.mention, plan.allowed, plan.notes
 
 
 async def find_target(guild: discord.Guild, channel_id: int) -> Target:
@@ -199,7 +166,7 @@ def check_length(message: str, prefix: int, title: str | None) -> None:
 
 
 def _content(
-    request: ScheduleRequest,
+    options: AnnouncementOptions,
     channel: Target,
     destination: Destination,
     title: str | None,
@@ -208,7 +175,7 @@ def _content(
 ) -> Content:
     """The title, silence, publishing and tags asked for, as the destination allows (a
     forum's title may still come with the form, when it is still to be shown)."""
-    if request.publish and destination != Destination.ANNOUNCEMENT:
+    if options.publish and destination != Destination.ANNOUNCEMENT:
         raise Refusal(
             f"{channel.mention} is not an announcement channel: only posts there can be "
             "published to following servers. Leave `publish` out."
@@ -217,22 +184,22 @@ def _content(
     if isinstance(channel, discord.ForumChannel):
         if not form_pending:
             forum_title(title, channel)
-        if isinstance(request.tags, tuple):
+        if isinstance(options.tags, tuple):
             known = {t.id for t in channel.available_tags}
-            tags = tuple(t for t in request.tags if t in known)
+            tags = tuple(t for t in options.tags if t in known)
             if not tags and channel.flags.require_tag:
                 tags = resolve_tags(channel, [])  # refused: the forum requires one
         else:
-            tags = resolve_tags(channel, split_tags(request.tags))
-    elif isinstance(request.tags, str) and split_tags(request.tags):
+            tags = resolve_tags(channel, split_tags(options.tags))
+    elif isinstance(options.tags, str) and split_tags(options.tags):
         raise Refusal(
             f"{channel.mention} is not a forum channel: only forum posts have tags. Leave "
             "`tags` out."
         )
-    publish = destination == Destination.ANNOUNCEMENT and request.publish is not False
+    publish = destination == Destination.ANNOUNCEMENT and options.publish is not False
     return Content(
         title=title,
-        silent=request.silent,
+        silent=options.silent,
         destination=destination,
         publish=publish,
         tags=tags,
@@ -287,14 +254,6 @@ def _in_zone(rule: RepeatRule, zone: ZoneInfo) -> RepeatRule:
     return replace(rule, words=_ZONE_IN_WORDS.sub(f"({zone.key})", rule.words))
 
 
-def _locale(interaction: discord.Interaction) -> str | None:
-    """The member's Discord locale (``en-US``, ``fr``…), else the server's, else ``None``."""
-    for locale in (interaction.locale, interaction.guild_locale):
-        if locale is not None:
-            return str(locale.value)
-    return None
-
-
 def _until(
     until: str | datetime | None,
     rule: RepeatRule | None,
@@ -306,7 +265,7 @@ def _until(
     """When a recurring announcement stops: a time after its first post, read like
     ``when``; on /edit, ``none`` clears it and a kept one is checked against the new first
     time."""
-    if until is None or (isinstance(until, str) and until.strip().lower() in NO_REPEAT_WORDS):
+    if until is None or (isinstance(until, str) and until.strip().lower() in NO_UNTIL):
         return None
     if rule is None:
         if isinstance(until, datetime):

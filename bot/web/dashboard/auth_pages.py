@@ -8,10 +8,10 @@ import secrets
 
 from aiohttp import web
 
-from ...parsing import resolve_timezone
-from .announcement_pages import ZONES
-from .core import Dashboard, Viewer, form_of, secured
+from ...parsing import resolve_timezone, zone_names
+from .core import Viewer, form_of, secured
 from .oauth import OAuthError
+from .pages import Pages, get, post
 from .sessions import SESSION_COOKIE, SESSION_SECONDS, STATE_COOKIE, Identity
 
 log = logging.getLogger(__name__)
@@ -20,17 +20,25 @@ STATE_SECONDS = 600
 TOO_MANY_LOGINS = "Too many logins from your address just now. Wait a minute and try again."
 
 
-def routes(d: Dashboard) -> list[web.RouteDef]:
-    async def home(request: web.Request) -> web.StreamResponse:
+class HomePages(Pages):
+    """The home page, logging in and out, the viewer's own zone, and the stylesheet."""
+
+    @get("/", "public")
+    async def home(self, request: web.Request) -> web.StreamResponse:
+        """The servers the viewer may manage; the login button for anyone else."""
+        d = self.d
         viewer = await d.viewer_of(request)
         if viewer is None:
             return d.render("login.html", None)
         guilds = await d.access.managed_guilds(viewer.session)
         return d.render(
-            "home.html", viewer, guilds=guilds, flash=await d.flash(viewer), zones=ZONES
+            "home.html", viewer, guilds=guilds, flash=await d.flash(viewer), zones=zone_names()
         )
 
-    async def login(request: web.Request) -> web.StreamResponse:
+    @get("/login", "public")
+    async def login(self, request: web.Request) -> web.StreamResponse:
+        """Off to Discord's authorize page, with a ``state`` kept in a cookie."""
+        d = self.d
         if not d.limiter.allow(request.remote or "?"):
             return d.answer(None, TOO_MANY_LOGINS, 429)
         client_id = d.client.application_id
@@ -40,10 +48,13 @@ def routes(d: Dashboard) -> list[web.RouteDef]:
         redirect = web.HTTPSeeOther(
             d.oauth.authorize_url(client_id, d.redirect_uri(request), state)
         )
-        set_cookie(d, redirect, STATE_COOKIE, state, STATE_SECONDS)
+        self.set_cookie(redirect, STATE_COOKIE, state, STATE_SECONDS)
         raise redirect
 
-    async def callback(request: web.Request) -> web.StreamResponse:
+    @get("/auth/callback", "public")
+    async def callback(self, request: web.Request) -> web.StreamResponse:
+        """Back from Discord: the ``state`` must be ours; the code becomes a session."""
+        d = self.d
         state = request.query.get("state", "")
         expected = request.cookies.get(STATE_COOKIE, "")
         if not expected or not secrets.compare_digest(state.encode(), expected.encode()):
@@ -63,48 +74,41 @@ def routes(d: Dashboard) -> list[web.RouteDef]:
         session_id = await d.sessions.open(who)
         log.info("dashboard login by user %d", who.user_id)
         redirect = web.HTTPSeeOther("/")
-        set_cookie(d, redirect, SESSION_COOKIE, session_id, SESSION_SECONDS)
+        self.set_cookie(redirect, SESSION_COOKIE, session_id, SESSION_SECONDS)
         redirect.del_cookie(STATE_COOKIE, path="/")
         raise redirect
 
-    async def logout(request: web.Request, viewer: Viewer) -> web.StreamResponse:
-        await d.sessions.close(viewer.session)
+    @post("/logout")
+    async def logout(self, request: web.Request, viewer: Viewer) -> web.StreamResponse:
+        await self.d.sessions.close(viewer.session)
         redirect = web.HTTPSeeOther("/")
         redirect.del_cookie(SESSION_COOKIE, path="/")
         raise redirect
 
-    async def own_timezone(request: web.Request, viewer: Viewer) -> web.StreamResponse:
+    @post("/timezone")
+    async def own_timezone(self, request: web.Request, viewer: Viewer) -> web.StreamResponse:
         """The viewer's own zone, as ``/timezone zone:`` sets it (times they type and see)."""
         form = form_of(request)
         zone = resolve_timezone(str(form.get("zone", "")).strip())  # InputError: answered
-        await d.announcements.set_member_timezone(viewer.session.user_id, zone.key)
-        await d.sessions.set_flash(
+        await self.d.announcements.set_member_timezone(viewer.session.user_id, zone.key)
+        await self.d.sessions.set_flash(
             viewer.session,
             f"🌐 Your time zone is now **{zone.key}**: the times you type here and in "
             "`/schedule` and `/edit` are read in it, unless you pick another on the form.",
         )
         raise web.HTTPSeeOther("/")
 
-    async def stylesheet(request: web.Request) -> web.StreamResponse:
-        response = web.Response(body=d.stylesheet, content_type="text/css")
+    @get("/static/dashboard.css", "asset")
+    async def stylesheet(self, request: web.Request) -> web.StreamResponse:
+        response = web.Response(body=self.d.stylesheet, content_type="text/css")
         secured(response)
         response.headers["Cache-Control"] = "max-age=3600"
         return response
 
-    return [
-        web.get("/", d.public(home)),
-        web.get("/login", d.public(login)),
-        web.get("/auth/callback", d.public(callback)),
-        web.post("/logout", d.page(logout)),
-        web.post("/timezone", d.page(own_timezone)),
-        web.get("/static/dashboard.css", stylesheet),
-    ]
-
-
-def set_cookie(d: Dashboard, response: web.StreamResponse, name: str, value: str, age: int) -> None:
-    """A cookie no script can read, sent back on top-level navigations only (Lax), and only
-    over https when the dashboard is served so."""
-    response.set_cookie(
-        name, value, max_age=age, path="/", httponly=True, samesite="Lax",
-        secure=d.secure_cookies,
-    )  # fmt: skip
+    def set_cookie(self, response: web.StreamResponse, name: str, value: str, age: int) -> None:
+        """A cookie no script can read, sent back on top-level navigations only (Lax), and
+        only over https when the dashboard is served so."""
+        response.set_cookie(
+            name, value, max_age=age, path="/", httponly=True, samesite="Lax",
+            secure=self.d.secure_cookies,
+        )  # fmt: skip

@@ -1,11 +1,10 @@
-"""The dashboard's frame: its collaborators, the page wrapper every route goes through
-(session, CSRF, errors, security headers) and template rendering."""
+"""The dashboard's frame: its collaborators, the wrappers every route goes through (session,
+CSRF, errors, security headers) and template rendering. The page families
+(:mod:`bot.web.dashboard.pages`) stand on it; it imports none of them."""
 
 from __future__ import annotations
 
-import logging
 import secrets
-import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -24,15 +23,13 @@ from ...announcements import Announcements, NotFound
 from ...config import Settings
 from ...models import DashboardSession, Image
 from ...parsing import resolve_timezone
-from ...render import expected_answer
+from ...render import expected_answer, unexpected_answer
 from ...requests.checks import Refusal
 from ...requests.files import too_large
 from .access import Access
 from .oauth import DiscordOAuth
 from .sessions import SESSION_COOKIE, Sessions
 from .text import discord_html, time_html
-
-log = logging.getLogger(__name__)
 
 SECURITY_HEADERS = {
     # No script at all, styles from our own stylesheet only, nothing may frame the pages.
@@ -108,7 +105,7 @@ class LoginLimiter:
 
 
 class Dashboard:
-    """Everything the pages need; :func:`add_dashboard` builds it and adds its routes."""
+    """Everything the pages need (built by :func:`bot.web.dashboard.add_dashboard`)."""
 
     def __init__(
         self,
@@ -278,14 +275,8 @@ class Dashboard:
             known = expected_answer(exc)
             if known is not None:
                 return self.answer(viewer, known, 403 if isinstance(exc, Refusal) else 400)
-            error_id = uuid.uuid4().hex[:8]
-            log.error("dashboard %s %s failed (error id %s)", request.method,
-                      request.rel_url.path, error_id, exc_info=exc)  # fmt: skip
-            return self.answer(
-                viewer,
-                f"Something went wrong on my side (error id `{error_id}`). Nothing was saved.",
-                500,
-            )
+            where = f"dashboard {request.method} {request.rel_url.path}"
+            return self.answer(viewer, unexpected_answer(exc, where), 500)
 
     def public(self, handler: AnonymousHandler) -> AnonymousHandler:
         """A route anyone may reach (the login pages), with the security headers."""
@@ -308,24 +299,3 @@ def secured(response: web.StreamResponse) -> web.StreamResponse:
 def _guild_id(request: web.Request) -> int | None:
     raw = request.match_info.get("guild_id")
     return int(raw) if raw is not None and raw.isdigit() else None
-
-
-def add_dashboard(
-    app: web.Application,
-    *,
-    announcements: Announcements,
-    sched: Scheduler,
-    client: discord.Client,
-    settings: Settings,
-    clock: Clock,
-) -> Dashboard:
-    """Serve the dashboard on ``app`` (before it starts)."""
-    from . import announcement_pages, auth_pages, operator_pages
-
-    dashboard = Dashboard(
-        announcements=announcements, sched=sched, client=client, settings=settings, clock=clock
-    )
-    app.add_routes(auth_pages.routes(dashboard))
-    app.add_routes(announcement_pages.routes(dashboard))
-    app.add_routes(operator_pages.routes(dashboard))
-    return dashboard

@@ -10,9 +10,10 @@ from datetime import UTC, datetime
 
 from aiohttp import web
 
-from scheduler import JobState, ScheduleNotFound
+from scheduler import Job, JobState, ScheduleNotFound
 
-from .core import Dashboard, Viewer, form_of
+from .core import Viewer, form_of
+from .pages import Pages, get, post
 
 log = logging.getLogger(__name__)
 
@@ -24,115 +25,122 @@ def at(ts: float | None) -> datetime | None:
     return None if ts is None else datetime.fromtimestamp(ts, UTC)
 
 
-def routes(d: Dashboard) -> list[web.RouteDef]:
-    def operator(viewer: Viewer) -> None:
-        if not viewer.operator:
-            raise web.HTTPNotFound()
+def operator(viewer: Viewer) -> None:
+    """Not found for anyone but an operator."""
+    if not viewer.operator:
+        raise web.HTTPNotFound()
 
-    async def jobs(request: web.Request, viewer: Viewer) -> web.StreamResponse:
+
+class OperatorPages(Pages):
+    """The scheduler's jobs, runs and schedules, and what an operator may do to them."""
+
+    @get("/ops")
+    @get("/ops/jobs")
+    async def jobs(self, request: web.Request, viewer: Viewer) -> web.StreamResponse:
+        """A page of jobs, newest first, by state and function."""
         operator(viewer)
         state = request.query.get("state", "")
         fn = request.query.get("fn", "").strip()
         before = request.query.get("before", "")
-        found = await d.sched.list_jobs(
+        found = await self.d.sched.list_jobs(
             state=state if state in JOB_STATES else None,
             fn=fn or None,
             before_id=int(before) if before.isdigit() else None,
             limit=PAGE,
         )
-        return d.render(
+        return self.d.render(
             "ops_jobs.html", viewer, jobs=found, state=state, fn=fn, states=JOB_STATES,
-            more=len(found) == PAGE, flash=await d.flash(viewer),
+            more=len(found) == PAGE, flash=await self.d.flash(viewer),
         )  # fmt: skip
 
-    async def job(request: web.Request, viewer: Viewer) -> web.StreamResponse:
+    @get("/ops/jobs/{job_id}")
+    async def job(self, request: web.Request, viewer: Viewer) -> web.StreamResponse:
+        """One job, every field, and its run history."""
         operator(viewer)
-        raw = request.match_info["job_id"]
-        found = await d.sched.get_job(int(raw)) if raw.isdigit() else None
-        if found is None:
-            raise web.HTTPNotFound()
+        found = await self.job_in(request)
         fields = {f: getattr(found, f) for f in found.__dataclass_fields__}
-        history = await d.sched.runs(job_id=found.id, limit=PAGE)
-        return d.render(
+        history = await self.d.sched.runs(job_id=found.id, limit=PAGE)
+        return self.d.render(
             "ops_job.html", viewer, job=found, fields=fields, runs=history, at=at,
-            flash=await d.flash(viewer),
+            flash=await self.d.flash(viewer),
         )  # fmt: skip
 
-    async def runs(request: web.Request, viewer: Viewer) -> web.StreamResponse:
+    @get("/ops/runs")
+    async def runs(self, request: web.Request, viewer: Viewer) -> web.StreamResponse:
+        """The latest runs, by job and function."""
         operator(viewer)
         fn = request.query.get("fn", "").strip()
         job_raw = request.query.get("job", "").strip()
-        found = await d.sched.runs(
+        found = await self.d.sched.runs(
             job_id=int(job_raw) if job_raw.isdigit() else None, fn=fn or None, limit=PAGE
         )
-        return d.render("ops_runs.html", viewer, runs=found, fn=fn, job=job_raw, at=at)
+        return self.d.render("ops_runs.html", viewer, runs=found, fn=fn, job=job_raw, at=at)
 
-    async def job_action(request: web.Request, viewer: Viewer) -> web.StreamResponse:
+    @post("/ops/jobs/{job_id}/{action:cancel|retry}")
+    async def job_action(self, request: web.Request, viewer: Viewer) -> web.StreamResponse:
+        """Cancel a job (and its pending descendants), or retry a failed or canceled one."""
         operator(viewer)
-        raw, action = request.match_info["job_id"], request.match_info["action"]
-        found = await d.sched.get_job(int(raw)) if raw.isdigit() else None
-        if found is None:
-            raise web.HTTPNotFound()
+        found = await self.job_in(request)
+        action = request.match_info["action"]
         if action == "cancel":
-            done = await d.sched.cancel(found.id)
+            done = await self.d.sched.cancel(found.id)
             was = found.state.value
             answer = (
                 f"Job {found.id} canceled."
                 if done
                 else f"Job {found.id} was {was}; its pending descendants are canceled."
             )
-        elif action == "retry":
-            done = await d.sched.retry(found.id)
+        else:
+            done = await self.d.sched.retry(found.id)
             answer = (
                 f"Job {found.id} is pending again."
                 if done
                 else f"Job {found.id} is {found.state.value}; only failed or canceled jobs "
                 "can be retried."
             )
-        else:
-            raise web.HTTPNotFound()
         log.info(
             "job %d: %s by operator %d on the dashboard", found.id, action, viewer.session.user_id
         )
-        await d.sessions.set_flash(viewer.session, answer)
+        await self.d.sessions.set_flash(viewer.session, answer)
         raise web.HTTPSeeOther(f"/ops/jobs/{found.id}")
 
-    async def schedules(request: web.Request, viewer: Viewer) -> web.StreamResponse:
-        operator(viewer)
-        found = await d.sched.schedules.list()
-        return d.render("ops_schedules.html", viewer, schedules=found, flash=await d.flash(viewer))
+    async def job_in(self, request: web.Request) -> Job:
+        """The job whose id is in the address (else 404)."""
+        raw = request.match_info["job_id"]
+        found = await self.d.sched.get_job(int(raw)) if raw.isdigit() else None
+        if found is None:
+            raise web.HTTPNotFound()
+        return found
 
-    async def schedule_action(request: web.Request, viewer: Viewer) -> web.StreamResponse:
+    @get("/ops/schedules")
+    async def schedules(self, request: web.Request, viewer: Viewer) -> web.StreamResponse:
         operator(viewer)
-        form = form_of(request)
-        name = str(form.get("name", ""))
+        found = await self.d.sched.schedules.list()
+        return self.d.render(
+            "ops_schedules.html", viewer, schedules=found, flash=await self.d.flash(viewer)
+        )
+
+    @post("/ops/schedules/{action:pause|resume|trigger}")
+    async def schedule_action(self, request: web.Request, viewer: Viewer) -> web.StreamResponse:
+        """Pause, resume or trigger the schedule named in the form."""
+        operator(viewer)
+        schedules = self.d.sched.schedules
+        name = str(form_of(request).get("name", ""))
         action = request.match_info["action"]
         try:
             if action == "pause":
-                done = await d.sched.schedules.pause(name)
+                done = await schedules.pause(name)
                 answer = f"Schedule {name!r} " + ("paused." if done else "was already paused.")
             elif action == "resume":
-                done = await d.sched.schedules.resume(name)
+                done = await schedules.resume(name)
                 answer = f"Schedule {name!r} " + ("resumed." if done else "was not paused.")
-            elif action == "trigger":
-                job_id = await d.sched.schedules.trigger(name)
-                answer = f"Schedule {name!r} triggered: job {job_id}."
             else:
-                raise web.HTTPNotFound()
+                job_id = await schedules.trigger(name)
+                answer = f"Schedule {name!r} triggered: job {job_id}."
         except ScheduleNotFound:
             raise web.HTTPNotFound() from None
         log.info(
             "schedule %r: %s by operator %d on the dashboard", name, action, viewer.session.user_id
         )
-        await d.sessions.set_flash(viewer.session, answer)
+        await self.d.sessions.set_flash(viewer.session, answer)
         raise web.HTTPSeeOther("/ops/schedules")
-
-    return [
-        web.get("/ops", d.page(jobs)),
-        web.get("/ops/jobs", d.page(jobs)),
-        web.get("/ops/jobs/{job_id}", d.page(job)),
-        web.post("/ops/jobs/{job_id}/{action}", d.page(job_action)),
-        web.get("/ops/runs", d.page(runs)),
-        web.get("/ops/schedules", d.page(schedules)),
-        web.post("/ops/schedules/{action}", d.page(schedule_action)),
-    ]

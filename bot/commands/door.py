@@ -1,0 +1,50 @@
+"""The door: a slash command's interaction turned, once, into the plain request the checks
+take (:class:`~bot.requests.request.Requester`: the server, the member, their locale). Past
+this point nothing reads the ``discord.Interaction`` but the reply."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+import discord
+from discord import app_commands
+
+from ..requests.checks import Refusal
+from ..requests.request import Requester
+
+T = TypeVar("T")
+
+NOT_IN_A_SERVER = "Announcements are managed inside a server, not in DMs."
+
+
+def requester(interaction: discord.Interaction) -> Requester:
+    """Who used the command, and where: the server, the member and the locale their dates
+    are read by (the member's Discord locale, else the server's); refused outside a
+    server."""
+    guild = interaction.guild
+    member = interaction.user
+    if guild is None or not isinstance(member, discord.Member):
+        raise Refusal(NOT_IN_A_SERVER)
+    return Requester(guild, member, _locale(interaction))
+
+
+def _locale(interaction: discord.Interaction) -> str | None:
+    """The member's Discord locale (``en-US``, ``fr``…), else the server's, else ``None``."""
+    for locale in (interaction.locale, interaction.guild_locale):
+        if locale is not None:
+            return str(locale.value)
+    return None
+
+
+def manage_server_only() -> Callable[[T], T]:
+    """A command check: the member has Manage Server (or Administrator). Checks run before
+    the options are converted: anyone else is refused before what they typed is looked at."""
+
+    def has_manage_server(interaction: discord.Interaction) -> bool:
+        perms = requester(interaction).member.guild_permissions
+        if perms.manage_guild or perms.administrator:
+            return True
+        raise Refusal("Only members with **Manage Server** can change these settings.")
+
+    return app_commands.check(has_manage_server)

@@ -1,0 +1,171 @@
+"""The announcement form: a new announcement and an edit, previewed or saved, through the same
+checks as /schedule and /edit (:func:`bot.requests.validation.check_request` on the request
+the form is read into) and answered with the same words; a refusal shows the form again as
+it was posted, with the answer, and writes nothing."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+import discord
+from aiohttp import web
+
+from ...announcements import Announcement
+from ...parsing import zone_names
+from ...render import confirmation, edit_reply, expected_answer
+from ...requests.editing import edit_options
+from ...requests.request import AnnouncementRequest, Requester
+from ...requests.validation import check_request
+from .core import Form, Viewer, form_of
+from .forms import Preview, form_values, new_request, preview_of, typed_edit, typed_message
+from .pages import ANNOUNCEMENT, GUILD, GuildPages, get, post
+
+log = logging.getLogger(__name__)
+
+
+class FormPages(GuildPages):
+    """``/new`` and ``/edit``: the form, its preview, and what it saves."""
+
+    @get(GUILD + "/new")
+    async def new_form(self, request: web.Request, viewer: Viewer) -> web.StreamResponse:
+        who = await self.requester(request, viewer)
+        first = who.guild.text_channels[0].id if who.guild.text_channels else ""
+        return self.form_page(viewer, who, {"channel": str(first)})
+
+    @post(GUILD + "/new")
+    async def create(self, request: web.Request, viewer: Viewer) -> web.StreamResponse:
+        who = await self.requester(request, viewer)
+        form = form_of(request)
+        values = form_values(form)
+        try:
+            return await self._create(viewer, who, form, values)
+        except Exception as exc:
+            return self.refused(exc, viewer, who, values)
+
+    async def _create(
+        self, viewer: Viewer, who: Requester, form: Form, values: dict[str, str]
+    ) -> web.StreamResponse:
+        """Preview or schedule what the form asks for."""
+        d = self.d
+        image = form.files.get("image")
+        draft, notes, upcoming = await check_request(
+            d.announcements, d.clock, new_request(who, values, has_files=image is not None)
+        )
+        if image is not None:
+            draft = replace(draft, images=(image,))
+        if form.get("action") == "preview":
+            preview = preview_of(who.guild, draft, notes, upcoming)
+            return self.form_page(viewer, who, values, preview=preview)
+        announcement, first = await d.announcements.create(draft)
+        log.info(
+            "announcement %d (#%d) scheduled on the dashboard in guild %d channel %d by %d",
+            announcement.id, announcement.local_id, who.guild.id, draft.channel_id, who.member.id,
+        )  # fmt: skip
+        await d.sessions.set_flash(
+            viewer.session, confirmation(announcement, first, notes, upcoming)
+        )
+        raise web.HTTPSeeOther(f"/g/{who.guild.id}/a/{announcement.local_id}")
+
+    @get(ANNOUNCEMENT + "/edit")
+    async def edit_form(self, request: web.Request, viewer: Viewer) -> web.StreamResponse:
+        who = await self.requester(request, viewer)
+        a = await self.d.announcements.get(who.guild.id, self.local_id(request))
+        values = {
+            "message": a.content,
+            "title": a.rich.title or "",
+            "channel": str(a.channel_id),
+            "silent": "on" if a.rich.silent else "",
+            "update_posted": "on",
+        }
+        return self.form_page(viewer, who, values, editing=a)
+
+    @post(ANNOUNCEMENT + "/edit")
+    async def edit(self, request: web.Request, viewer: Viewer) -> web.StreamResponse:
+        who = await self.requester(request, viewer)
+        current = await self.d.announcements.get(who.guild.id, self.local_id(request))
+        form = form_of(request)
+        values = form_values(form)
+        try:
+            return await self._edit(viewer, who, current, form, values)
+        except Exception as exc:
+            return self.refused(exc, viewer, who, values, editing=current)
+
+    async def _edit(
+        self,
+        viewer: Viewer,
+        who: Requester,
+        current: Announcement,
+        form: Form,
+        values: dict[str, str],
+    ) -> web.StreamResponse:
+        """Preview or save the edit the form asks for."""
+        d = self.d
+        message = typed_message(values)
+        asked, when_given = await edit_options(
+            d.announcements, d.clock, who.guild, current, typed_edit(current, values)
+        )
+        draft, notes, upcoming = await check_request(
+            d.announcements, d.clock, AnnouncementRequest(who, asked, message)
+        )
+        if form.get("action") == "preview":
+            preview = preview_of(who.guild, draft, notes, upcoming)
+            return self.form_page(viewer, who, values, editing=current, preview=preview)
+        outcome = await d.announcements.edit(
+            current, draft, when_given=when_given,
+            update_posted=values["update_posted"] == "on", actor_id=who.member.id,
+        )  # fmt: skip
+        if outcome.changes:
+            log.info(
+                "announcement %d (#%d) edited on the dashboard in guild %d by %d: %s",
+                current.id, current.local_id, who.guild.id, who.member.id,
+                ", ".join(c.field for c in outcome.changes),
+            )  # fmt: skip
+        await d.sessions.set_flash(viewer.session, edit_reply(outcome, notes))
+        raise web.HTTPSeeOther(f"/g/{who.guild.id}/a/{current.local_id}")
+
+    def refused(
+        self,
+        error: Exception,
+        viewer: Viewer,
+        who: Requester,
+        values: Mapping[str, str],
+        editing: Announcement | None = None,
+    ) -> web.Response:
+        """The form again as it was posted, with the commands' answer to ``error``; an error
+        they have no answer for (or a redirect) goes on up to the page wrapper."""
+        known = expected_answer(error)
+        if known is None:
+            raise error
+        return self.form_page(viewer, who, values, editing=editing, error=known)
+
+    def form_page(
+        self,
+        viewer: Viewer,
+        who: Requester,
+        values: Mapping[str, str],
+        *,
+        editing: Announcement | None = None,
+        error: str | None = None,
+        preview: Preview | None = None,
+    ) -> web.Response:
+        """The form, filled with ``values``: the channels the member can see (and the one
+        being edited, a thread say), the server's roles, every zone."""
+        guild = who.guild
+        postable: list[discord.TextChannel | discord.ForumChannel] = [
+            *guild.text_channels,
+            *guild.forums,
+        ]
+        channels: list[Any] = [c for c in postable if c.permissions_for(who.member).view_channel]
+        if editing is not None and all(c.id != editing.channel_id for c in channels):
+            current = guild.get_channel_or_thread(editing.channel_id)
+            if current is not None:
+                channels.insert(0, current)
+        roles = [r for r in reversed(guild.roles) if not r.is_default()]
+        return self.d.render(
+            "form.html", viewer, status=400 if error else 200, guild=guild, values=values,
+            editing=editing, error=error, preview=preview, channels=channels, roles=roles,
+            zones=zone_names(),
+        )  # fmt: skip

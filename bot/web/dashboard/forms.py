@@ -1,0 +1,143 @@
+"""The announcement form's door: a posted form read into what the commands' checks take (the
+:class:`~bot.requests.request.AnnouncementRequest` of /schedule, the
+:class:`~bot.requests.editing.EditOptions` of /edit), and a checked draft shown back as the
+preview of what it will post."""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+import discord
+
+from ...announcements import Announcement, Draft
+from ...models import mention_markup
+from ...parsing import InputError, resolve_timezone
+from ...requests.editing import NO_TITLE, EditOptions, mention_option
+from ...requests.request import AnnouncementOptions, AnnouncementRequest, Requester
+from ...requests.validation import EMPTY_MESSAGE
+from .core import Form
+
+FORM_FIELDS = ("message", "title", "channel", "when", "repeat", "timezone", "mention", "until")
+CHECKBOXES = ("silent", "update_posted")
+
+
+def form_values(form: Form) -> dict[str, str]:
+    """The announcement form's fields as posted (to show the form again as it was)."""
+    return {k: form.get(k) for k in (*FORM_FIELDS, *CHECKBOXES)}
+
+
+def typed_message(values: dict[str, str]) -> str:
+    """The message typed; refused like the commands when it is empty."""
+    message = values["message"]
+    if not message.strip():
+        raise InputError(EMPTY_MESSAGE)
+    return message
+
+
+def _text(values: dict[str, str], name: str) -> str | None:
+    return values[name].strip() or None
+
+
+def _zone(text: str) -> ZoneInfo | None:
+    return resolve_timezone(text.strip()) if text.strip() else None
+
+
+def _channel(text: str) -> int:
+    if not text.strip().isdigit():
+        raise InputError("Pick the channel to post in.")
+    return int(text)
+
+
+def new_request(
+    requester: Requester, values: dict[str, str], has_files: bool
+) -> AnnouncementRequest:
+    """What the new-announcement form asks for, as /schedule would ask it."""
+    message = typed_message(values)
+    mention = values["mention"].strip()
+    options = AnnouncementOptions(
+        when=_text(values, "when"),
+        channel_id=_channel(values["channel"]),
+        repeat=_text(values, "repeat"),
+        timezone=_zone(values["timezone"]),
+        mention_id=mention_option(requester.guild, mention) if mention else None,
+        until=_text(values, "until"),
+        title=_text(values, "title"),
+        silent=values["silent"] == "on",
+        has_files=has_files,
+    )
+    return AnnouncementRequest(requester, options, message)
+
+
+def typed_edit(current: Announcement, values: dict[str, str]) -> EditOptions:
+    """What the edit form (prefilled with ``current``) changes, as /edit's options: a field
+    left as it was is an option left out."""
+    channel_id = _channel(values["channel"])
+    silent = values["silent"] == "on"
+    return EditOptions(
+        when=_text(values, "when"),
+        repeat=_text(values, "repeat"),
+        channel_id=None if channel_id == current.channel_id else channel_id,
+        timezone=_zone(values["timezone"]),
+        mention=_text(values, "mention"),
+        until=_text(values, "until"),
+        title=title_change(current.rich.title, values["title"]),
+        silent=None if silent == current.rich.silent else silent,
+    )
+
+
+def title_change(current: str | None, typed: str) -> str | None:
+    """The edit's ``title`` option from the form's field, prefilled with ``current``: None
+    (kept) when unchanged, ``none`` (removed) when emptied."""
+    typed = typed.strip()
+    if typed == (current or ""):
+        return None
+    return typed or NO_TITLE
+
+
+@dataclass(frozen=True, slots=True)
+class PreviewFile:
+    filename: str
+    inline: str | None
+    """A ``data:`` URL showing the image itself (small images only)."""
+
+
+INLINE_IMAGE = 2 * 1024 * 1024
+"""Images up to this size are shown in the preview itself."""
+
+
+@dataclass(frozen=True, slots=True)
+class Preview:
+    """A checked draft as it will post."""
+
+    channel: str
+    text: str
+    title: str | None
+    """Set: the post is an embed with this title and ``text`` as its description."""
+    silent: bool
+    files: list[PreviewFile]
+    notes: list[str]
+    upcoming: tuple[datetime, ...]
+
+
+def preview_of(
+    guild: discord.Guild, draft: Draft, notes: list[str], upcoming: tuple[datetime, ...]
+) -> Preview:
+    """How ``draft`` will post in ``guild``, with the notes and first times of its check."""
+    channel = guild.get_channel_or_thread(draft.channel_id)
+    text = draft.content
+    if draft.mention is not None:
+        text = f"{mention_markup(draft.mention)} {text}"
+    name = channel.name if channel else str(draft.channel_id)
+    images = [
+        PreviewFile(
+            f.filename,
+            f"data:{f.content_type};base64,{base64.b64encode(f.data).decode()}"
+            if (f.content_type or "").startswith("image/") and len(f.data) <= INLINE_IMAGE
+            else None,
+        )
+        for f in draft.images or ()
+    ]
+    return Preview(name, text, draft.rich.title, draft.rich.silent, images, notes, upcoming)
