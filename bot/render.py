@@ -399,7 +399,7 @@ def _info_head(details: Details, history: list[HistoryEntry], earlier: bool) -> 
 
 
 def _delivery_line(a: Announcement, d: PastDelivery) -> str:
-    fired = discord_timestamp(datetime.fromtimestamp(d.fire_ts, UTC), "f")
+    fired = discord_timestamp(d.fire_ts, "f")
     if d.state == DeliveryState.SKIPPED:  # its reason says who skipped it
         return f"• {fired} — ⏭️ {_cut(d.error or 'skipped')}"
     line = f"• {fired} — {DELIVERY_ICON.get(d.state, d.state)}"
@@ -425,7 +425,7 @@ HISTORY_WORDS = {
 
 def _history_line(h: HistoryEntry) -> str:
     who = "the bot" if h.actor_id is None else f"<@{h.actor_id}>"
-    at = discord_timestamp(datetime.fromtimestamp(h.at, UTC), "f")
+    at = discord_timestamp(h.at, "f")
     what = HISTORY_WORDS.get(h.action, str(h.action))
     line = f"• {at} {what} by {who}"
     return line + f" — {_cut(h.detail)}" if h.detail else line

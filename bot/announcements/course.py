@@ -15,6 +15,7 @@ from scheduler import ScheduleNotFound, TransactionContext
 
 from ..db import BotDb
 from ..models import Announcement, AnnouncementState, HistoryAction
+from .diff import stamp
 
 __all__ = [
     "NotFound",
@@ -86,10 +87,6 @@ def at(ts: float) -> datetime:
     return datetime.fromtimestamp(ts, UTC)
 
 
-def stamp(ts: float) -> str:
-    return f"<t:{int(ts)}:f>"
-
-
 async def live_announcement(rows: BotDb, guild_id: int, local_id: int) -> Announcement:
     """The guild's announcement, if it is still live (scheduled or paused)."""
     a = await rows.announcement_by_local_id(guild_id, local_id)
@@ -138,8 +135,7 @@ async def change_until(
         raise NotPossible(Why.UNTIL_ONE_OFF, a)
     until_ts = None if until is None else until.timestamp()
     await BotDb(ctx.db).set_until(a.id, until_ts, ctx.now.timestamp())
-    before = "none" if a.until_ts is None else stamp(a.until_ts)
-    detail = f"until: {before} → {'none' if until_ts is None else stamp(until_ts)}"
+    detail = f"until: {stamp(a.until_ts)} → {stamp(until_ts)}"
     return dataclasses.replace(a, until_ts=until_ts), detail
 
 

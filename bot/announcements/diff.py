@@ -7,7 +7,7 @@ edit. The words are shown in the /edit reply and kept (shorter) in the history.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from enum import StrEnum
 
 from ..models import Announcement, Draft, mention_markup
@@ -53,10 +53,10 @@ class Change:
         return f"{self.field}: {self.before} → {self.after}"
 
 
-def _stamp(ts: float | None) -> str:
-    if ts is None:
-        return "none"
-    return discord_timestamp(datetime.fromtimestamp(ts, UTC), "f")
+def stamp(ts: float | None) -> str:
+    """A stored time as the history and the /edit reply write it (``<t:N:f>``), or
+    ``none``."""
+    return "none" if ts is None else discord_timestamp(ts, "f")
 
 
 def _mention(mention: str | None) -> str:
@@ -88,7 +88,7 @@ def changes(
         out.append(Change(Field.CHANNEL, f"<#{a.channel_id}>", f"<#{d.channel_id}>"))
     before_ts = a.first_ts if next_before is None else next_before.timestamp()
     if when_given and d.first.timestamp() != before_ts:
-        out.append(Change(Field.WHEN, _stamp(before_ts), _stamp(d.first.timestamp())))
+        out.append(Change(Field.WHEN, stamp(before_ts), stamp(d.first.timestamp())))
     if not _same_rule(a, d):
         after = d.repeat.words if d.repeat is not None else ONE_OFF_WORDS
         out.append(Change(Field.REPEAT, a.repeat_words or ONE_OFF_WORDS, after))
@@ -96,7 +96,7 @@ def changes(
         out.append(Change(Field.TIMEZONE, a.timezone, d.timezone))
     until = None if d.until is None else d.until.timestamp()
     if until != a.until_ts:
-        out.append(Change(Field.UNTIL, _stamp(a.until_ts), _stamp(until)))
+        out.append(Change(Field.UNTIL, stamp(a.until_ts), stamp(until)))
     out += _rich_changes(a, d)
     return out
 

@@ -19,9 +19,9 @@ from .course import (
     end_if_past_until,
     live_announcement,
     next_scheduled_fire,
-    stamp,
     unrecorded_from,
 )
+from .diff import stamp
 from .jobs import enqueue_delivery
 from .reading import Reading
 

@@ -3,6 +3,7 @@ and the examples a refusal offers."""
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from typing import Final
 from zoneinfo import ZoneInfo
@@ -13,16 +14,20 @@ EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _DISCORD_STYLES: Final = frozenset("tTdDfFR")
 
 
-def discord_timestamp(dt: datetime, style: str = "F") -> str:
-    """Render an aware datetime as Discord markup, e.g. ``<t:1725000000:F>``.
+def discord_timestamp(when: datetime | float, style: str = "F") -> str:
+    """Render an aware datetime, or epoch seconds (a stored time), as Discord markup, e.g.
+    ``<t:1725000000:F>``: the one place the bot writes one.
 
-    ``style`` is one of Discord's letters ``t T d D f F R``. Fractions of a second are dropped.
+    ``style`` is one of Discord's letters ``t T d D f F R``. Fractions of a second are dropped
+    (rounded down).
     """
-    if dt.tzinfo is None or dt.utcoffset() is None:
-        raise ValueError("discord_timestamp needs an aware datetime")
     if style not in _DISCORD_STYLES:
         raise ValueError(f"unknown Discord timestamp style {style!r}")
-    return f"<t:{epoch_seconds(dt)}:{style}>"
+    if not isinstance(when, datetime):
+        return f"<t:{math.floor(when)}:{style}>"
+    if when.tzinfo is None or when.utcoffset() is None:
+        raise ValueError("discord_timestamp needs an aware datetime")
+    return f"<t:{epoch_seconds(when)}:{style}>"
 
 
 def epoch_seconds(dt: datetime) -> int:

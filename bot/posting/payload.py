@@ -26,6 +26,7 @@ from scheduler import Scheduler
 from ..db import BotDb
 from ..limits import MAX_EMBED_DESCRIPTION, MAX_MESSAGE
 from ..models import Announcement, Image, mention_markup
+from ..parsing import discord_timestamp
 
 EMBED_COLOUR = discord.Colour.blurple()
 LATE_NOTE_AFTER = 60.0
@@ -84,7 +85,7 @@ def allowed_mentions(spec: dict[str, Any]) -> discord.AllowedMentions:
 
 
 def late_note(fire_ts: float) -> str:
-    return f"\n-# Sent late: this was scheduled for <t:{int(fire_ts)}:F>."
+    return f"\n-# Sent late: this was scheduled for {discord_timestamp(fire_ts, 'F')}."
 
 
 def with_late_note(text: str, fire_ts: float, limit: int = MAX_MESSAGE) -> str:

@@ -679,3 +679,11 @@ def test_parse_duration(text: str, seconds: int) -> None:
 )
 def test_parse_duration_rejects(text: str) -> None:
     assert parse_duration(text) is None
+
+
+def test_discord_timestamp_of_a_stored_time() -> None:
+    """Epoch seconds (how times are stored) render like the instant they stand for."""
+    assert discord_timestamp(1725000000.75, "f") == "<t:1725000000:f>"
+    assert discord_timestamp(-0.5) == discord_timestamp(utc(1969, 12, 31, 23, 59, 59, 500_000))
+    with pytest.raises(ValueError, match="style"):
+        discord_timestamp(1725000000.0, "x")
