@@ -1,9 +1,9 @@
 """Settings from the environment, then ``.env``; every bad value is one clear error.
 
-Every setting is one row of :data:`SETTINGS`: its environment variable, the
-:class:`Settings` field it fills, its parser (which holds its bounds), its default as it is
-written in ``.env`` (and in ``.env.example``), and what it is for. The defaults of
-:class:`Settings` are those rows' defaults, parsed: they are written nowhere else.
+Every setting is declared once, as its :class:`Settings` field (:func:`setting`): its
+environment variable, its parser (which holds its bounds), its default as it is written in
+``.env`` (and in ``.env.example``), and what it is for. The field's default is that default,
+parsed; :data:`SETTINGS` lists the declarations, in the fields' order.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import io
 import os
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -166,15 +166,16 @@ def _http_address(name: str, raw: str) -> tuple[str, int]:
     return host, int(port_text)
 
 
-# --- the table ----------------------------------------------------------------------------------
+# --- the settings ------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
 class Setting:
+    """How one setting is read: declared once, as the metadata of its :class:`Settings`
+    field (:func:`setting`)."""
+
     env: str
     """The environment variable (and ``.env`` name)."""
-    field: str
-    """The :class:`Settings` field it fills."""
     parse: Callable[[str, str], Any]
     default: str | None
     """The default as written in ``.env``; None: unset unless given."""
@@ -186,179 +187,146 @@ class Setting:
         return None if text is None else self.parse(self.env, text)
 
 
-TOKEN = Setting(
-    "DISCORD_TOKEN", "token", _token, None, "The bot token from the Discord developer portal."
-)
-SETTINGS: tuple[Setting, ...] = (
-    TOKEN,
-    Setting("LOG_LEVEL", "log_level", OneOf(LOG_LEVELS), "INFO", "How much is logged."),
-    Setting(
+_SETTING = "crier_setting"
+
+
+def setting(
+    env: str,
+    parse: Callable[[str, str], Any],
+    default: str | None,
+    help: str,
+    *,
+    secret: bool = False,
+) -> Any:
+    """A :class:`Settings` field declared with everything about its setting: the variable,
+    its parser (which holds its bounds), its default as written in ``.env`` (the field's
+    default is that, parsed) and what it is for; a ``secret`` is left out of the repr."""
+    spec = Setting(env, parse, default, help)
+    return field(default=spec.read(None), repr=not secret, metadata={_SETTING: spec})
+
+
+TOKEN = Setting("DISCORD_TOKEN", _token, None, "The bot token from the Discord developer portal.")
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """The bot's settings, one field per setting, in the order they are checked; each
+    field's variable, parser, default and meaning are declared with it."""
+
+    token: str = field(repr=False, metadata={_SETTING: TOKEN})
+    log_level: str = setting("LOG_LEVEL", OneOf(LOG_LEVELS), "INFO", "How much is logged.")
+    database_url: str = setting(
         "DATABASE_URL",
-        "database_url",
         _database_url,
         "sqlite:///data/crier.db",
         "Where announcements and the scheduler's jobs live: sqlite:///PATH or "
         "postgresql://USER@HOST/DB.",
-    ),
-    Setting(
+    )
+    dev_guild_id: int | None = setting(
         "DEV_GUILD_ID",
-        "dev_guild_id",
         Snowflake(),
         None,
         "A server to register the commands in instantly while developing.",
-    ),
-    Setting(
+    )
+    api_base: str = setting(
         "DISCORD_API_BASE",
-        "api_base",
         Url(("http", "https"), strip_slash=True),
         "https://discord.com/api/v10",
         "Discord's REST address (a proxy, or a test fake).",
-    ),
-    Setting(
+    )
+    gateway_url: str = setting(
         "DISCORD_GATEWAY_URL",
-        "gateway_url",
         Url(("ws", "wss")),
         "wss://gateway.discord.gg/",
         "Discord's gateway address (a proxy, or a test fake).",
-    ),
-    Setting(
+    )
+    send_spacing: float = setting(
         "SEND_SPACING_SECONDS",
-        "send_spacing",
         Number(0.0, 60.0),
         "1.5",
         "Seconds between the starts of two sends to one channel, across every instance"
         " (each announcement's jobs carry the value of the instance that scheduled it).",
-    ),
-    Setting(
+    )
+    publish_spacing: float = setting(
         "PUBLISH_SPACING_SECONDS",
-        "publish_spacing",
         Number(0.0, 3600.0),
         "360",
         "Seconds between the starts of two publishes (to followers) of one announcement"
         " channel's posts, across every instance: Discord allows about 10 an hour per channel;"
         " 0: not spaced (a publish the limit refuses waits as a retry).",
-    ),
-    Setting(
+    )
+    catch_up_window: float = setting(
         "CATCH_UP_WINDOW_MINUTES",
-        "catch_up_window",
         Number(1.0, 60.0 * 24 * 30, scale=60.0),
         "60",
         "An announcement found this late (after downtime) is still sent, marked late; older "
         "ones are reported as missed (kept in seconds).",
-    ),
-    Setting(
+    )
+    lease: float = setting(
         "SCHEDULER_LEASE_SECONDS",
-        "lease",
         Number(1.0, 600.0),
         "30",
         "How long a delivery in progress is held before another run may take it over.",
-    ),
-    Setting(
+    )
+    sweep_interval: float = setting(
         "SCHEDULER_SWEEP_SECONDS",
-        "sweep_interval",
         Number(0.1, 600.0),
         "30",
         "How often leases of crashed runs are looked for (the only periodic timer).",
-    ),
-    Setting(
+    )
+    nonce_window: float = setting(
         "NONCE_WINDOW_SECONDS",
-        "nonce_window",
         Number(1.0, 300.0),
         "150",
         "How long after a first send attempt a re-send with the same nonce is still safe "
         "(Discord keeps nonces for a few minutes).",
-    ),
-    Setting(
+    )
+    file_max_bytes: float = setting(
         "FILE_MAX_MB",
-        "file_max_bytes",
         Number(0.01, 500.0, scale=MIB),
         "8",
         "The largest image or file one announcement may carry (kept in the database and "
         "uploaded with every post; in MiB, kept in bytes).",
-    ),
-    Setting(
+    )
+    guild_files_max_bytes: float = setting(
         "GUILD_FILES_MAX_MB",
-        "guild_files_max_bytes",
         Number(0.0, 100_000.0, scale=MIB),
         "50",
         "The most the live announcements of one server may keep in files together (MiB, "
         "kept in bytes).",
-    ),
-    Setting(
+    )
+    http_address: tuple[str, int] | None = setting(
         "HTTP_ADDRESS",
-        "http_address",
         _http_address,
         None,
         "Where to serve /healthz and /metrics (HOST:PORT); unset: no HTTP server.",
-    ),
-    Setting(
+    )
+    client_secret: str | None = setting(
         "DISCORD_CLIENT_SECRET",
-        "client_secret",
         _secret,
         None,
         "The application's OAuth2 client secret: with HTTP_ADDRESS, serves the dashboard.",
-    ),
-    Setting(
+        secret=True,
+    )
+    dashboard_url: str | None = setting(
         "DASHBOARD_PUBLIC_URL",
-        "dashboard_url",
         Url(("http", "https"), strip_slash=True),
         None,
         "The dashboard's address as browsers reach it (behind a reverse proxy); its https "
         "makes the session cookie Secure. Unset: the address each request came to.",
-    ),
-    Setting(
+    )
+    oauth_base: str = setting(
         "DISCORD_OAUTH_BASE",
-        "oauth_base",
         Url(("http", "https"), strip_slash=True),
         "https://discord.com",
         "Where Discord's OAuth2 authorize page lives (a test fake).",
-    ),
-    Setting(
+    )
+    dashboard_operators: tuple[int, ...] | None = setting(
         "DASHBOARD_OPERATORS",
-        "dashboard_operators",
         _user_ids,
         None,
         "User ids who see the scheduler's jobs in the dashboard; unset: the application's owner.",
-    ),
-)
-"""Every setting, in the order they are checked."""
-
-_BY_FIELD = {s.field: s for s in SETTINGS}
-
-
-def default(field_name: str) -> Any:
-    """The default value of the :class:`Settings` field ``field_name``."""
-    return _BY_FIELD[field_name].read(None)
-
-
-DEFAULT_API_BASE: str = default("api_base")
-DEFAULT_GATEWAY: str = default("gateway_url")
-DEFAULT_DATABASE_URL: str = default("database_url")
-
-
-@dataclass(frozen=True, slots=True)
-class Settings:
-    """The bot's settings; each field's meaning and default are its row in :data:`SETTINGS`."""
-
-    token: str = field(repr=False)
-    database_url: str = DEFAULT_DATABASE_URL
-    dev_guild_id: int | None = default("dev_guild_id")
-    log_level: str = default("log_level")
-    api_base: str = DEFAULT_API_BASE
-    gateway_url: str = DEFAULT_GATEWAY
-    send_spacing: float = default("send_spacing")
-    publish_spacing: float = default("publish_spacing")
-    catch_up_window: float = default("catch_up_window")
-    nonce_window: float = default("nonce_window")
-    lease: float = default("lease")
-    sweep_interval: float = default("sweep_interval")
-    file_max_bytes: float = default("file_max_bytes")
-    guild_files_max_bytes: float = default("guild_files_max_bytes")
-    http_address: tuple[str, int] | None = default("http_address")
-    client_secret: str | None = field(default=default("client_secret"), repr=False)
-    dashboard_url: str | None = default("dashboard_url")
-    oauth_base: str = default("oauth_base")
-    dashboard_operators: tuple[int, ...] | None = default("dashboard_operators")
+    )
 
     @property
     def database(self) -> tuple[str, str]:
@@ -367,6 +335,21 @@ class Settings:
         if url.startswith(("postgresql://", "postgres://")):
             return "postgres", url
         return "sqlite", url[len("sqlite:///") :]
+
+
+_FIELDS: dict[str, Setting] = {f.name: f.metadata[_SETTING] for f in fields(Settings)}
+SETTINGS: tuple[Setting, ...] = tuple(_FIELDS.values())
+"""Every setting, in the order they are checked (the order of :class:`Settings`' fields)."""
+
+
+def default(field_name: str) -> Any:
+    """The default value of the :class:`Settings` field ``field_name``."""
+    return _FIELDS[field_name].read(None)
+
+
+DEFAULT_API_BASE: str = default("api_base")
+DEFAULT_GATEWAY: str = default("gateway_url")
+DEFAULT_DATABASE_URL: str = default("database_url")
 
 
 def _read_env_file(path: Path) -> dict[str, str]:
@@ -412,7 +395,8 @@ def load_settings(
     token: str = TOKEN.read(raw_token)
     try:
         return Settings(
-            token=token, **{s.field: s.read(get(s.env)) for s in SETTINGS if s is not TOKEN}
+            token=token,
+            **{name: s.read(get(s.env)) for name, s in _FIELDS.items() if s is not TOKEN},
         )
     except ConfigError as exc:  # a value pasted into the wrong setting may be the token
         raise ConfigError(str(exc).replace(token, "[token]")) from None
