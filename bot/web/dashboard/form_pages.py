@@ -110,6 +110,7 @@ class FormPages(GuildPages):
         draft, notes, upcoming = await check_request(
             d.announcements, d.clock, AnnouncementRequest(who, asked, message)
         )
+        draft = replace(draft, images=None)  # its files are kept: the form has no file field
         if form.get("action") == "preview":
             preview = preview_of(who.guild, draft, notes, upcoming)
             return self.form_page(viewer, who, values, editing=current, preview=preview)
