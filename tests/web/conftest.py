@@ -12,6 +12,7 @@ import contextlib
 import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ import pytest
 import pytest_asyncio
 
 from bot.app import Crier
+from bot.models import Draft
 from bot.web.dashboard import Dashboard
 from scheduler.testing import FakeClock
 from tests.bot.conftest import NOW, World, add_world, restore_discord_endpoints, settings_for
@@ -41,6 +43,27 @@ class Site:
     @property
     def fake(self) -> FakeDiscord:
         return self.world.fake
+
+
+def news_draft(
+    site: Site, text: str, first: datetime, world: World | None = None, **changes: Any
+) -> Draft:
+    """A one-off in ``world``'s (default: the site's) #news by its admin, first at ``first``,
+    in UTC, pinging nobody: for announcements made through the domain layer, not the pages."""
+    world = world or site.world
+    values: dict[str, Any] = {
+        "guild_id": world.guild.id,
+        "channel_id": world.news.id,
+        "author_id": world.admin.id,
+        "content": text,
+        "mention": None,
+        "allowed_mentions": {"everyone": False, "roles": [], "users": True},
+        "first": first,
+        "timezone": "UTC",
+        "repeat": None,
+        "until": None,
+    }
+    return Draft(**(values | changes))
 
 
 @contextlib.asynccontextmanager

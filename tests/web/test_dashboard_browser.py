@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from bot.models import AnnouncementState, Draft
+from bot.models import AnnouncementState
 from tests.bot.conftest import World, add_world, db_snapshot
 from tests.fakediscord import Member, User
 
-from .conftest import Site
+from .conftest import Site, news_draft
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -358,19 +358,7 @@ async def test_an_operator_sees_the_scheduler_and_a_manager_does_not(
 
 async def schedule_directly(site: Site, text: str, world: World | None = None) -> Any:
     """A one-off in #news in 10 minutes, made through the domain layer (not the page)."""
-    world = world or site.world
-    draft = Draft(
-        guild_id=world.guild.id,
-        channel_id=world.news.id,
-        author_id=world.admin.id,
-        content=text,
-        mention=None,
-        allowed_mentions={"everyone": False, "roles": [], "users": True},
-        first=site.clock.now() + timedelta(minutes=10),
-        timezone="UTC",
-        repeat=None,
-        until=None,
-    )
+    draft = news_draft(site, text, site.clock.now() + timedelta(minutes=10), world)
     return await site.crier.bot.announcements.create(draft)
 
 

@@ -10,9 +10,9 @@ from datetime import timedelta
 import aiohttp
 import pytest
 
-from bot.models import Draft, HistoryAction, Image
+from bot.models import HistoryAction, Image
 
-from .conftest import Site
+from .conftest import Site, news_draft
 from .test_dashboard_list import http, log_in  # noqa: F401  (http is a fixture used here)
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")  # the loop the site fixture runs in
@@ -27,19 +27,7 @@ async def test_an_edit_on_the_dashboard_keeps_the_files(
     world = site.world
     announcements = site.crier.bot.announcements
     a, _ = await announcements.create(
-        Draft(
-            guild_id=world.guild.id,
-            channel_id=world.news.id,
-            author_id=world.admin.id,
-            content="Doors open at 8.",
-            mention=None,
-            allowed_mentions={"everyone": False, "roles": [], "users": True},
-            first=site.clock.now() + timedelta(hours=1),
-            timezone="UTC",
-            repeat=None,
-            until=None,
-            images=(PNG,),
-        )
+        news_draft(site, "Doors open at 8.", site.clock.now() + timedelta(hours=1), images=(PNG,))
     )
     await log_in(site, http, world.admin)
     edit_url = f"{site.url}/g/{world.guild.id}/a/{a.local_id}/edit"

@@ -17,11 +17,10 @@ import aiohttp
 import pytest
 import pytest_asyncio
 
-from bot.models import Draft
 from bot.web.dashboard.announcement_pages import PAGE
 from tests.fakediscord import Member
 
-from .conftest import Site
+from .conftest import Site, news_draft
 from .test_dashboard_http import authorize
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")  # the loop the site fixture runs in
@@ -49,20 +48,12 @@ async def log_in(site: Site, http: aiohttp.ClientSession, who: Member) -> None:
 async def seed(site: Site, count: int) -> None:
     """``count`` one-offs in #news, number ``n`` due ``n`` minutes from now (the listing's
     order is then their numbers); every third one's text says "every third"."""
-    world = site.world
     await site.crier.bot.announcements.create_many(
         [
-            Draft(
-                guild_id=world.guild.id,
-                channel_id=world.news.id,
-                author_id=world.admin.id,
-                content=f"Note {n}" + (" (every third)" if n % 3 == 0 else ""),
-                mention=None,
-                allowed_mentions={"everyone": False, "roles": [], "users": True},
-                first=site.clock.now() + timedelta(minutes=n),
-                timezone="UTC",
-                repeat=None,
-                until=None,
+            news_draft(
+                site,
+                f"Note {n}" + (" (every third)" if n % 3 == 0 else ""),
+                site.clock.now() + timedelta(minutes=n),
             )
             for n in range(1, count + 1)
         ]
