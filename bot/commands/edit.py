@@ -20,10 +20,9 @@ from ..limits import MAX_CHOICE_NAME, MAX_CHOICES, MAX_EMBED_TITLE, MAX_MESSAGE
 from ..parsing import InputError
 from ..render import edit_reply
 from ..requests.checks import require_manager
-from ..requests.editing import NO_MENTION, NO_TITLE, EditOptions, edit_options
+from ..requests.editing import NO_MENTION, NO_TITLE, EditOptions, check_edit
 from ..requests.files import download
-from ..requests.request import AnnouncementRequest
-from ..requests.validation import EMPTY_MESSAGE, check_request
+from ..requests.validation import EMPTY_MESSAGE
 from .autocomplete import announcement_ids
 from .door import requester
 from .replies import AnswersErrors, reply
@@ -87,11 +86,8 @@ class EditCommands(AnswersErrors, name="EditCommands"):
         )
         if message is None and options.empty:
             check_editable(current, {Field.MESSAGE})
-            asked, _ = await edit_options(
-                self.announcements, self.clock, who.guild, current, options
-            )
             # Refused before any typing if anything else is wrong.
-            await check_request(self.announcements, self.clock, AnnouncementRequest(who, asked))
+            await check_edit(self.announcements, self.clock, who, current, options)
 
             async def submit(
                 submitted: discord.Interaction, text: str, heading: str | None
@@ -130,16 +126,12 @@ class EditCommands(AnswersErrors, name="EditCommands"):
             raise InputError(EMPTY_MESSAGE)
         who = requester(interaction)
         guild, member = who.guild, who.member
-        asked, when_given = await edit_options(
-            self.announcements, self.clock, guild, current, options
+        (draft, notes, _), when_given = await check_edit(
+            self.announcements, self.clock, who, current, options, message
         )
-        draft, notes, _ = await check_request(
-            self.announcements, self.clock, AnnouncementRequest(who, asked, message)
-        )
-        images = None  # the files are kept, unless a new one is given
-        if options.image is not None:
-            images = (await download(options.image, self.announcements.file_max_bytes),)
-        draft = replace(draft, images=images)
+        if options.image is not None:  # else the files are kept
+            file = await download(options.image, self.announcements.file_max_bytes)
+            draft = replace(draft, images=(file,))
         outcome = await self.announcements.edit(
             current, draft, when_given=when_given, update_posted=update_posted, actor_id=member.id
         )

@@ -1,11 +1,11 @@
-"""The options an /edit amounts to: the options given, the announcement's values for the
-rest, checked by the same code as /schedule (:func:`bot.requests.validation.check_request`).
-Shared by the /edit command and the dashboard's edit form."""
+"""An /edit checked: the options given, the announcement's values for the rest, checked by
+the same code as /schedule (:func:`bot.requests.validation.check_request`) in
+:func:`check_edit`. Shared by the /edit command and the dashboard's edit form."""
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
@@ -16,7 +16,8 @@ from scheduler import Clock
 from ..announcements import Announcement, Announcements
 from ..parsing import resolve_timezone
 from .checks import Refusal
-from .request import AnnouncementOptions, KeptMentions
+from .request import AnnouncementOptions, AnnouncementRequest, KeptMentions, Requester
+from .validation import Checked, check_request
 
 _ROLE_MARKUP = re.compile(r"<@&(\d{1,22})>")
 NO_MENTION = "none"
@@ -133,3 +134,22 @@ async def edit_options(
         has_files=options.image is not None or bool(await announcements.image_names(a.id)),
     )
     return asked, options.when is not None
+
+
+async def check_edit(
+    announcements: Announcements,
+    clock: Clock,
+    requester: Requester,
+    a: Announcement,
+    options: EditOptions,
+    message: str = "",
+) -> tuple[Checked, bool]:
+    """The edit of ``a`` that ``options`` and ``message`` ask for (an empty message: the
+    form is still to be shown), checked in full like /schedule; and whether a new ``when``
+    was given. The draft keeps ``a``'s files (``images=None``): a caller given a new file
+    puts it in."""
+    asked, when_given = await edit_options(announcements, clock, requester.guild, a, options)
+    checked = await check_request(
+        announcements, clock, AnnouncementRequest(requester, asked, message)
+    )
+    return checked._replace(draft=replace(checked.draft, images=None)), when_given

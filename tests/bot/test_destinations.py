@@ -176,6 +176,32 @@ async def test_an_edit_replaces_the_posted_file(
     assert post.files == {"two.png": b"2" * 10}
 
 
+async def test_an_edit_of_the_text_keeps_the_file(
+    world: World, crier: Crier, clock: FakeClock
+) -> None:
+    """/edit without ``image`` keeps the file: the posted message is edited with it still
+    attached, and the next post carries it."""
+    local = await schedule(
+        world,
+        world.news,
+        when="in 1m",
+        repeat="hourly",
+        message="v1",
+        image=world.fake.make_attachment("one.png", PNG),
+    )
+    await advance(crier, clock, timedelta(minutes=1))
+    [post] = world.fake.bot_messages(world.news)
+    cb = await run_command(world, "edit", id=local, message="v2")
+    assert "File" not in (cb.content or ""), cb.content
+    await idle(crier)
+    assert (post.content, post.files) == ("v2", {"one.png": PNG})
+    await advance(crier, clock, timedelta(hours=1))
+    assert [(m.content, m.files) for m in world.fake.bot_messages(world.news)][-1] == (
+        "v2",
+        {"one.png": PNG},
+    )
+
+
 # --- threads ------------------------------------------------------------------------------------
 
 

@@ -16,8 +16,8 @@ from aiohttp import web
 from ...announcements import Announcement
 from ...parsing import zone_names
 from ...render import confirmation, edit_reply, expected_answer
-from ...requests.editing import edit_options
-from ...requests.request import AnnouncementRequest, Requester
+from ...requests.editing import check_edit
+from ...requests.request import Requester
 from ...requests.validation import check_request
 from .core import Form, Viewer, form_of
 from .forms import Preview, form_values, new_request, preview_of, typed_edit, typed_message
@@ -104,13 +104,9 @@ class FormPages(GuildPages):
         """Preview or save the edit the form asks for."""
         d = self.d
         message = typed_message(values)
-        asked, when_given = await edit_options(
-            d.announcements, d.clock, who.guild, current, typed_edit(current, values)
-        )
-        draft, notes, upcoming = await check_request(
-            d.announcements, d.clock, AnnouncementRequest(who, asked, message)
-        )
-        draft = replace(draft, images=None)  # its files are kept: the form has no file field
+        (draft, notes, upcoming), when_given = await check_edit(
+            d.announcements, d.clock, who, current, typed_edit(current, values), message
+        )  # the files are kept: the form has no file field
         if form.get("action") == "preview":
             preview = preview_of(who.guild, draft, notes, upcoming)
             return self.form_page(viewer, who, values, editing=current, preview=preview)
