@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import random
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -23,10 +22,10 @@ from scheduler import (
     UnknownFunction,
     _sweep,
 )
-from scheduler._ops.seeds import backoff_delay, job_seed
 from scheduler.abc import OperationsAt
 from scheduler.testing import FakeClock
 from tests.scheduler.helpers import Counter, settle
+from tests.scheduler.seeded import attempt_random, expected_backoff
 from tests.scheduler.stores import StoreFactory
 
 START = datetime(2030, 6, 1, 12, 0, tzinfo=UTC)
@@ -201,12 +200,12 @@ async def test_backoff_sequence_is_reproducible_from_the_seed(
     make: Make, clock: FakeClock, registry: Registry
 ) -> None:
     delays = await _fail_until_dead(make, clock, registry)
-    expected = [backoff_delay(1, n, 2.0, 3.0) for n in range(3)]
+    expected = [expected_backoff(1, n, 2.0, 3.0) for n in range(3)]
     assert delays == pytest.approx(expected)
     for n, d in enumerate(delays):
         raw = 2.0 * 3.0 ** (n + 1)
         assert raw * 0.5 <= d < raw
-        assert d == pytest.approx(raw * random.Random(job_seed(1, n)).uniform(0.5, 1.0))
+        assert d == pytest.approx(raw * attempt_random(1, n).uniform(0.5, 1.0))
 
 
 async def test_default_budgets_are_four_for_mutations_and_one_for_actions(
@@ -285,7 +284,7 @@ async def test_mutation_random_is_seeded_by_job_and_attempt(
     await sched.wait_idle()
     assert [(j, a) for j, a, _ in drawn] == [(1, 0), (1, 1)]
     for job_id, attempt, value in drawn:
-        assert value == random.Random(job_seed(job_id, attempt)).random()
+        assert value == attempt_random(job_id, attempt).random()
 
 
 # --- on_complete -------------------------------------------------------------------------

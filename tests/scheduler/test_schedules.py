@@ -26,9 +26,10 @@ from scheduler import (
     UnknownFunction,
     cron_jobs,
 )
-from scheduler._ops.schedules import jitter_offset, occurrence_key
+from scheduler._ops.schedules import occurrence_key
 from scheduler.testing import FakeClock
 from tests.scheduler.helpers import settle
+from tests.scheduler.seeded import expected_jitter
 from tests.scheduler.stores import StoreFactory
 from tests.support.processes import until
 
@@ -289,7 +290,7 @@ async def test_an_edited_entry_converges_and_a_removed_one_goes(
     await step_to(a, clock, START + HOUR)
     [planted] = await occurrences(a, "drop")
     assert planted.state is JobState.PENDING  # its jitter holds it back
-    assert planted.jitter == jitter_offset("drop", (START + HOUR).timestamp(), 59 * 60.0)
+    assert planted.jitter == expected_jitter("drop", (START + HOUR).timestamp(), 59 * 60.0)
     await a.stop()
 
     edited = cron_jobs()
@@ -746,8 +747,8 @@ async def test_delete_cancels_pending_occurrences(
     first, second = (START + HOUR).timestamp(), (START + 2 * HOUR).timestamp()
     # The jitter is a pure function of (name, time): these two are known in advance.
     first_delay, second_delay = (
-        jitter_offset("d", first, 1800.0),
-        jitter_offset("d", second, 1800.0),
+        expected_jitter("d", first, 1800.0),
+        expected_jitter("d", second, 1800.0),
     )
     assert 0 < first_delay < 1800 and 0 < second_delay < 1800
     # The first occurrence is materialized at its fire time and runs once its jitter passed.
@@ -832,7 +833,7 @@ async def test_jitter_is_seeded_by_name_and_time_and_recorded(make: Make, clock:
     assert len(jobs) == 2
     for job in jobs:
         assert job.fire_ts is not None and job.jitter is not None
-        expected = jitter_offset("j", job.fire_ts, 300.0)
+        expected = expected_jitter("j", job.fire_ts, 300.0)
         assert job.jitter == pytest.approx(expected)
         assert 0 <= job.jitter < 300
         assert job.next_ts == pytest.approx(job.fire_ts + expected)

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import random
 
 import pytest
 
 from scheduler import JobKind, JobNotFound, JobState, Store
-from scheduler._ops.seeds import backoff_delay, job_seed
 from scheduler.store_types import ClaimedJob, NewJob, Outcome
+from tests.scheduler.seeded import attempt_random, expected_backoff
 from tests.scheduler.stores import StoreFactory
 
 T0 = 1_900_000_000.0
@@ -200,12 +199,12 @@ async def test_failure_with_budget_left_retries_after_seeded_backoff(store: Stor
         await store.at(now).complete([Outcome(j, ok=False, error="boom")])
         job = await store.at(now).get_job(job_id)
         assert job is not None
-        expected = now + backoff_delay(job_id, attempt, 1.0, 2.0)
+        expected = now + expected_backoff(job_id, attempt, 1.0, 2.0)
         assert (job.state, job.attempts, job.error) == (JobState.PENDING, attempt + 1, "boom")
         assert job.next_ts == pytest.approx(expected)
         # The delay is initial * base**(attempts+1) times a jitter in [0.5, 1) from the seed.
         raw = 1.0 * 2.0 ** (attempt + 1)
-        jitter = random.Random(job_seed(job_id, attempt)).uniform(0.5, 1.0)
+        jitter = attempt_random(job_id, attempt).uniform(0.5, 1.0)
         assert job.next_ts - now == pytest.approx(raw * jitter)
         assert await claim_all(store, job.next_ts - 0.001) == []
         now = job.next_ts
