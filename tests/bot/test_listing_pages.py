@@ -5,7 +5,7 @@ recurring ones are found from; choices by prefix are exactly the numbers with th
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -122,7 +122,11 @@ async def test_choices_by_prefix_are_the_newest_numbers_with_that_prefix(store: 
             assert len(found.items) == min(len(want), 200)
             for x in found.items:
                 assert found.next_fires[x.id] == await a.next_fire(x)
-    assert datetime.now(UTC)  # the clock is the test's own: nothing above was due
+        # The clock is the test's own (a FakeClock at NOW that nothing moved): nothing above
+        # was due, so no send ran (``never`` would have failed it) and no time passed.
+        await a.sched.wait_idle()
+        assert a.sched.clock.now() == NOW
+        assert await a.sched.runs(limit=1) == []
 
 
 def kept(only: ListFilter, x: Announcement) -> bool:

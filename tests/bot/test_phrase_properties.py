@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bot.parsing import InputError, parse_repeat
+from scheduler.triggers import Cron, Interval
 
 US = timedelta(microseconds=1)
 ZONES = ["Europe/Paris", "America/New_York", "Australia/Lord_Howe", "Europe/London", "UTC"]
@@ -61,24 +62,50 @@ def instants(draw: st.DrawFn) -> datetime:
     return draw(st.datetimes(datetime(2026, 1, 1), datetime(2030, 12, 31), timezones=st.just(UTC)))
 
 
-@settings(max_examples=300, deadline=None)
-@given(
-    data=st.data(),
-    phrase=phrases(),
-    zone_name=st.sampled_from(ZONES),
-    now=instants(),
-)
-def test_every_accepted_phrase_keeps_the_trigger_invariants(
-    data: st.DataObject, phrase: tuple[str, set[tuple[int, int]]], zone_name: str, now: datetime
+MIN_ACCEPTED = 0.9
+"""The share of generated phrases the parser must accept (all of them, when this was
+written): a refusal is no failure of the invariants, so a parser that refused every phrase
+would otherwise pass."""
+
+
+def test_every_accepted_phrase_keeps_the_trigger_invariants() -> None:
+    seen = {"generated": 0, "accepted": 0}
+
+    @settings(max_examples=300, deadline=None)
+    @given(
+        data=st.data(),
+        phrase=phrases(),
+        zone_name=st.sampled_from(ZONES),
+        now=instants(),
+    )
+    def check(
+        data: st.DataObject, phrase: tuple[str, set[tuple[int, int]]], zone_name: str, now: datetime
+    ) -> None:
+        text, clocks = phrase
+        zone = ZoneInfo(zone_name)
+        seen["generated"] += 1
+        try:
+            rule = parse_repeat(text, now, zone, need_time=True)
+        except InputError:
+            return  # a refusal is fine here; the corpus says which ones must be accepted
+        assert rule is not None
+        seen["accepted"] += 1
+        keeps_the_invariants(data, rule.trigger(zone, now), clocks, zone, now)
+
+    check()
+    assert seen["accepted"] >= MIN_ACCEPTED * seen["generated"], seen
+
+
+def keeps_the_invariants(
+    data: st.DataObject,
+    trigger: Cron | Interval,
+    clocks: set[tuple[int, int]],
+    zone: ZoneInfo,
+    now: datetime,
 ) -> None:
-    text, clocks = phrase
-    zone = ZoneInfo(zone_name)
-    try:
-        rule = parse_repeat(text, now, zone, need_time=True)
-    except InputError:
-        return  # a refusal is fine here; the corpus says which ones must be accepted
-    assert rule is not None
-    trigger = rule.trigger(zone, now)
+    """Each time ``trigger`` gives after an instant later than ``now`` is later than it and
+    the same all over the span up to it, exists in ``zone``, is the first pass of an
+    ambiguous wall time and is at one of ``clocks`` (hour, minute)."""
     t = now + data.draw(st.integers(0, 400 * 86400 * 10**6), label="offset") * US
     r = trigger.next_after(t)
     assert r > t
