@@ -4,7 +4,8 @@ Chromium per test module driven by Playwright.
 
 Chromium is the distribution's package (``/usr/bin/chromium``), installed by
 ``scripts/test``; Playwright can't download browsers here. Without it the browser tests are
-skipped, saying why."""
+skipped, saying why, unless ``CRIER_REQUIRE_BROWSER=1`` (``.ci/run`` sets it): then they
+fail, so a CI run that did not drive the browser never passes."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 import pytest_asyncio
@@ -101,17 +102,29 @@ async def site(tmp_path: Path) -> AsyncIterator[Site]:
         yield s
 
 
+REQUIRE_BROWSER = "CRIER_REQUIRE_BROWSER"
+
+
+def without_browser(why: str) -> NoReturn:
+    """Skip the browser test, saying ``why``; fail it instead when :data:`REQUIRE_BROWSER`
+    is set (in CI)."""
+    if os.environ.get(REQUIRE_BROWSER) == "1":
+        pytest.fail(f"{why} ({REQUIRE_BROWSER}=1: the browser tests must run)", pytrace=False)
+    pytest.skip(why)
+
+
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def browser() -> AsyncIterator[Any]:
     """One headless Chromium for the module's tests (each test opens its own context)."""
     if not HAVE_CHROMIUM:
-        pytest.skip(
+        without_browser(
             f"no Chromium at {CHROMIUM}: install the distribution's `chromium` package "
             "(scripts/test does, with apt-get) to run the dashboard's browser tests"
         )
-    playwright_api = pytest.importorskip(
-        "playwright.async_api", reason="playwright is not installed (pip install -e '.[dev]')"
-    )
+    try:
+        import playwright.async_api as playwright_api
+    except ImportError:
+        without_browser("playwright is not installed (pip install -e '.[dev]')")
     async with playwright_api.async_playwright() as p:
         found = await p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         try:
