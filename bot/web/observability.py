@@ -2,7 +2,8 @@
 
 ``/healthz`` answers ``200 ok`` when the gateway is connected, the database answers a read
 and the scheduler runs; otherwise ``503`` with every reason, one per line (for a load
-balancer, systemd or a container's health check). ``/metrics`` is the Prometheus text
+balancer, systemd or a container's health check). It answers within
+:data:`DATABASE_TIMEOUT` even while the database hangs. ``/metrics`` is the Prometheus text
 format: the scheduler's metrics (``scheduler.metrics``) and the bot's own (``crier_*``,
 :mod:`bot.metrics`). Both need no login: serve them on loopback or behind a proxy.
 
@@ -36,7 +37,52 @@ DATABASE_TIMEOUT = 2.0
 """How long ``/healthz`` waits for the database's answer before calling it unreachable."""
 
 
-async def problems(client: discord.Client, sched: Scheduler) -> list[str]:
+class DatabaseProbe:
+    """Whether the database answers a read: said within :data:`DATABASE_TIMEOUT`, however
+    long the database takes.
+
+    The read runs in a task of its own that a probe giving up on it does not cancel: a
+    store may finish a call in flight before it lets a cancelled caller go (SQLite's does,
+    so that its connection's state is known), so a cancelled read would hold the probe for
+    as long as the database hangs. While that read has not answered, later probes wait on
+    it (for the same time at most) instead of queueing more reads behind it, and say how
+    long it has been waiting."""
+
+    def __init__(self, sched: Scheduler) -> None:
+        self.sched = sched
+        self._read: asyncio.Task[None] | None = None
+        self._started = 0.0
+
+    async def problem(self) -> str | None:
+        """Why the database is not healthy (None: it answered)."""
+        loop = asyncio.get_running_loop()
+        read = self._read
+        earlier = read is not None and not read.done()
+        if read is None or read.done():
+            read = self._read = loop.create_task(self._ping())
+            read.add_done_callback(_retrieved)
+            self._started = loop.time()
+        done, _ = await asyncio.wait({read}, timeout=DATABASE_TIMEOUT)
+        if not done:
+            waiting = f" (a read has waited {loop.time() - self._started:.1f}s)" if earlier else ""
+            return f"database unreachable: no answer within {DATABASE_TIMEOUT:g}s{waiting}"
+        exc = read.exception()
+        if exc is not None:
+            return f"database unreachable: {type(exc).__name__}: {exc}"
+        return None
+
+    async def _ping(self) -> None:
+        async with self.sched.reader() as db:
+            await BotDb(db).ping()
+
+
+def _retrieved(task: asyncio.Task[None]) -> None:
+    """Mark a read's failure as seen (no probe may be waiting on it any more)."""
+    if not task.cancelled():
+        task.exception()
+
+
+async def problems(client: discord.Client, sched: Scheduler, database: DatabaseProbe) -> list[str]:
     """Why this process is not healthy (empty: it is)."""
     found: list[str] = []
     ws = client.ws
@@ -44,14 +90,9 @@ async def problems(client: discord.Client, sched: Scheduler) -> list[str]:
         found.append("gateway not connected")
     if not sched.running:
         found.append("scheduler not running")
-    try:
-        async with asyncio.timeout(DATABASE_TIMEOUT):
-            async with sched.reader() as db:
-                await BotDb(db).ping()
-    except TimeoutError:
-        found.append(f"database unreachable: no answer within {DATABASE_TIMEOUT:g}s")
-    except Exception as exc:
-        found.append(f"database unreachable: {type(exc).__name__}: {exc}")
+    problem = await database.problem()
+    if problem is not None:
+        found.append(problem)
     return found
 
 
@@ -62,9 +103,10 @@ def observability_routes(
     registry = CollectorRegistry()
     scheduler_metrics = SchedulerCollector(sched, registry=registry)
     registry.register(_BotCollector(client, stats))
+    database = DatabaseProbe(sched)
 
     async def healthz(request: web.Request) -> web.Response:
-        found = await problems(client, sched)
+        found = await problems(client, sched, database)
         if found:
             return web.Response(status=503, text="\n".join(found) + "\n")
         return web.Response(text="ok\n")
