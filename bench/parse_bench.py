@@ -39,11 +39,13 @@ def _inputs() -> list[tuple[str | None, str | None, ZoneInfo, datetime, str | No
     out = []
     for case in tomllib.loads(CORPUS.read_text())["case"]:
         zone = ZoneInfo(case.get("zone", "Europe/Paris"))
-        now = datetime.strptime(case.get("now", "2026-12-01 10:00"), "%Y-%m-%d %H:%M")
+        now = datetime.strptime(case.get("now", "2026-12-01 10:00"), "%Y-%m-%d %H:%M").replace(
+            tzinfo=UTC
+        )
         locale = case.get("locale", "en-GB") or None
         for when in _phrasings(case.get("when")):
             for repeat in _phrasings(case.get("repeat")):
-                out.append((when, repeat, zone, now.replace(tzinfo=UTC), locale))
+                out.append((when, repeat, zone, now, locale))
     return out
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from datetime import datetime, time, timedelta
+from datetime import date, datetime, time, timedelta
 from typing import Final
 from zoneinfo import ZoneInfo
 
@@ -300,7 +300,7 @@ def _yearly(match: re.Match[str]) -> _Rule:
     day = int(match["day1"] or match["day2"])
     month = MONTH_WORDS[month_word]
     try:
-        datetime(2000, month, day)
+        date(2000, month, day)  # a leap year: only days no year has are refused
     except ValueError:
         raise InputError(f"{MONTH_NAMES[month - 1]} has no day {day}.") from None
     return _Rule(dom=str(day), month=str(month))

@@ -59,7 +59,7 @@ def phrases(draw: st.DrawFn) -> tuple[str, set[tuple[int, int]]]:
 
 @st.composite
 def instants(draw: st.DrawFn) -> datetime:
-    return draw(st.datetimes(datetime(2026, 1, 1), datetime(2030, 12, 31), timezones=st.just(UTC)))
+    return draw(st.datetimes(datetime(2026, 1, 1), datetime(2030, 12, 31), timezones=st.just(UTC)))  # noqa: DTZ001 (hypothesis takes naive bounds)
 
 
 MIN_ACCEPTED = 0.9

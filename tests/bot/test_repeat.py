@@ -192,10 +192,10 @@ def test_weekly_keeps_local_time_across_fall_back() -> None:
     first = local(NEW_YORK, 2026, 10, 22, 18, 30)  # Thursday, EDT
     rule = parse_repeat("weekly", first, NEW_YORK)
     fires = cron_fires(rule, first, NEW_YORK, 3)
-    assert [f.replace(tzinfo=None) for f in fires] == [
-        datetime(2026, 10, 29, 18, 30),
-        datetime(2026, 11, 5, 18, 30),
-        datetime(2026, 11, 12, 18, 30),
+    assert [f.isoformat() for f in fires] == [
+        "2026-10-29T18:30:00-04:00",
+        "2026-11-05T18:30:00-05:00",
+        "2026-11-12T18:30:00-05:00",
     ]
     assert [f.astimezone(UTC).hour for f in fires] == [22, 23, 23]
 
@@ -327,6 +327,23 @@ def test_unsupported_month_steps(text: str, hint: str) -> None:
     assert hint in message
 
 
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("every year on feb 30", "February has no day 30."),
+        ("yearly on 31 april", "April has no day 31."),
+    ],
+)
+def test_a_yearly_date_no_year_has_is_refused(text: str, message: str) -> None:
+    assert error(text) == message
+
+
+def test_a_yearly_29_february_is_a_date() -> None:
+    rule = parse_repeat("every year on feb 29", FIRST, LONDON)
+    assert rule is not None
+    assert rule.cron == "0 9 29 2 *"
+
+
 @pytest.mark.parametrize("text", ["every 2 years", "3 years"])
 def test_multi_year_steps(text: str) -> None:
     assert "`yearly`" in error(text)
@@ -415,7 +432,7 @@ def test_too_long_text() -> None:
 
 def test_naive_first_is_a_programming_error() -> None:
     with pytest.raises(ValueError, match="aware") as info:
-        parse_repeat("daily", datetime(2026, 1, 1), LONDON)
+        parse_repeat("daily", datetime(2026, 1, 1), LONDON)  # noqa: DTZ001 (naive on purpose: the refusal under test)
     assert not isinstance(info.value, InputError)
 
 

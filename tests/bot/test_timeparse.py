@@ -401,7 +401,7 @@ def test_too_long() -> None:
 
 def test_naive_now_is_a_programming_error() -> None:
     with pytest.raises(ValueError, match="aware") as info:
-        parse_when("in 1m", UTC_Z, datetime(2026, 1, 1))
+        parse_when("in 1m", UTC_Z, datetime(2026, 1, 1))  # noqa: DTZ001 (naive on purpose: the refusal under test)
     assert not isinstance(info.value, InputError)
 
 
@@ -484,7 +484,9 @@ def _skipped_on_the_next_day_it_was_due(
 @settings(max_examples=200, deadline=None)
 @given(
     st.datetimes(
-        min_value=datetime(2026, 1, 1), max_value=datetime(2030, 12, 31), timezones=st.just(UTC)
+        min_value=datetime(2026, 1, 1),  # noqa: DTZ001 (hypothesis takes naive bounds)
+        max_value=datetime(2030, 12, 31),  # noqa: DTZ001 (hypothesis takes naive bounds)
+        timezones=st.just(UTC),
     ),
     st.integers(0, 23),
     st.integers(0, 59),
@@ -656,7 +658,7 @@ def test_discord_timestamp_rejects_bad_arguments() -> None:
     with pytest.raises(ValueError, match="style"):
         discord_timestamp(NOW, "x")
     with pytest.raises(ValueError, match="aware"):
-        discord_timestamp(datetime(2026, 1, 1))
+        discord_timestamp(datetime(2026, 1, 1))  # noqa: DTZ001 (naive on purpose: the refusal under test)
 
 
 @pytest.mark.parametrize(

@@ -506,7 +506,7 @@ async def test_one_sweep_prunes_every_expired_job_however_many_batches_they_take
         (lambda s: s.run_after(0, "noop", {"when": datetime.now(UTC)}), NotSerializable, "args"),
         (lambda s: s.run_after(0, "noop", {1, 2}), NotSerializable, "args"),
         (lambda s: s.run_after(0, "noop", float("nan")), NotSerializable, "args"),
-        (lambda s: s.run_at(datetime(2030, 1, 1), "noop"), InvalidArgument, "naive"),
+        (lambda s: s.run_at(datetime(2030, 1, 1), "noop"), InvalidArgument, "naive"),  # noqa: DTZ001 (naive on purpose: the refusal under test)
         (
             lambda s: s.enqueue("noop", retry=Retry(max_failures=-1)),
             InvalidArgument,

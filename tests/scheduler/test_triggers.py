@@ -150,8 +150,8 @@ def instant_near(draw: st.DrawFn, zone_name: str) -> datetime:
     else:
         t = draw(
             st.datetimes(
-                min_value=datetime(2020, 1, 1),
-                max_value=datetime(2035, 12, 31),
+                min_value=datetime(2020, 1, 1),  # noqa: DTZ001 (hypothesis takes naive bounds)
+                max_value=datetime(2035, 12, 31),  # noqa: DTZ001 (hypothesis takes naive bounds)
                 timezones=st.just(UTC),
             )
         )
@@ -649,13 +649,13 @@ def test_naive_and_non_datetime_inputs_are_rejected() -> None:
     interval = Interval(timedelta(minutes=1), utc(2026, 1, 1))
     for trig in (cron, interval):
         with pytest.raises(InvalidSchedule, match="naive"):
-            trig.next_after(datetime(2026, 1, 1))
+            trig.next_after(datetime(2026, 1, 1))  # noqa: DTZ001 (naive on purpose: the refusal under test)
         with pytest.raises(InvalidSchedule, match="naive"):
-            trig.latest_at_or_before(datetime(2026, 1, 1))
+            trig.latest_at_or_before(datetime(2026, 1, 1))  # noqa: DTZ001 (naive on purpose: the refusal under test)
         with pytest.raises(InvalidSchedule, match="aware datetime"):
             trig.next_after(1_700_000_000.0)  # type: ignore[arg-type]
     with pytest.raises(InvalidSchedule, match="naive"):
-        interval.count_between(datetime(2026, 1, 1), utc(2026, 1, 2))
+        interval.count_between(datetime(2026, 1, 1), utc(2026, 1, 2))  # noqa: DTZ001 (naive on purpose: the refusal under test)
 
 
 def test_results_are_utc_for_any_input_zone() -> None:
@@ -746,8 +746,8 @@ def test_interval_no_drift_after_ten_years() -> None:
 @settings(max_examples=300, deadline=None)
 @given(
     every_us=st.integers(1, 10 * 86_400 * 10**6),
-    anchor=st.datetimes(datetime(2000, 1, 1), datetime(2040, 1, 1), timezones=st.just(UTC)),
-    t=st.datetimes(datetime(2020, 1, 1), datetime(2035, 12, 31), timezones=st.just(UTC)),
+    anchor=st.datetimes(datetime(2000, 1, 1), datetime(2040, 1, 1), timezones=st.just(UTC)),  # noqa: DTZ001 (hypothesis takes naive bounds)
+    t=st.datetimes(datetime(2020, 1, 1), datetime(2035, 12, 31), timezones=st.just(UTC)),  # noqa: DTZ001 (hypothesis takes naive bounds)
     width_us=st.integers(0, 3 * 86_400 * 10**6),
 )
 def test_interval_properties(every_us: int, anchor: datetime, t: datetime, width_us: int) -> None:
@@ -787,7 +787,7 @@ def test_interval_must_be_positive(every: timedelta, shown: str) -> None:
 
 def test_interval_bad_arguments() -> None:
     with pytest.raises(InvalidSchedule, match="naive"):
-        Interval(timedelta(minutes=1), datetime(2026, 1, 1))
+        Interval(timedelta(minutes=1), datetime(2026, 1, 1))  # noqa: DTZ001 (naive on purpose: the refusal under test)
     with pytest.raises(InvalidSchedule, match="timedelta"):
         Interval(60, utc(2026, 1, 1))  # type: ignore[arg-type]
 
