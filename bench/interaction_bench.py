@@ -210,7 +210,8 @@ async def seed(crier: Crier, world: World, n: int) -> tuple[float, float]:
 
 
 def draft(chan: Channel, world: World, content: str, first: datetime) -> Draft:
-    assert chan.guild is not None
+    if chan.guild is None:
+        raise RuntimeError("a guild channel has its guild")
     return Draft(
         guild_id=chan.guild.id,
         channel_id=chan.id,
@@ -279,7 +280,8 @@ async def measure(
     if prof is not None:
         await asyncio.sleep(max(0.0, due + 20 - time.time()))
         prof.disable()
-        assert profile is not None
+        if profile is None:
+            raise RuntimeError("the profile was asked for")
         prof.dump_stats(str(profile))
     last = lower = ratio = None
     if n and wait_burst:

@@ -169,7 +169,8 @@ class Child:
         return cls(proc)
 
     async def line(self, within: float = LINE_TIMEOUT) -> str:
-        assert self.proc.stdout is not None
+        if self.proc.stdout is None:
+            raise RuntimeError("the child was started with a pipe")
         raw = await asyncio.wait_for(self.proc.stdout.readline(), within)
         if not raw:
             raise BenchError(f"a child process exited early ({await self.proc.wait()})")
@@ -177,7 +178,8 @@ class Child:
 
     async def finish(self) -> Any:
         """Close stdin (a worker stops), read its JSON line, wait for the exit."""
-        assert self.proc.stdin is not None
+        if self.proc.stdin is None:
+            raise RuntimeError("the child was started with a pipe")
         self.proc.stdin.close()
         result = json.loads(await self.line())
         await asyncio.wait_for(self.proc.wait(), LINE_TIMEOUT)

@@ -124,7 +124,8 @@ def run_step(name: str, argv: list[str], out: Path, root: Path) -> dict[str, Any
         text=True,
         env={**os.environ, "PYTHONPATH": str(root)},
     ) as proc:
-        assert proc.stdout is not None
+        if proc.stdout is None:
+            raise RuntimeError("the child was started with a pipe")
         for line in proc.stdout:
             print(line, end="", flush=True)
             lines.append(line)

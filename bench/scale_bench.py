@@ -251,9 +251,14 @@ async def one_pass(store: SqliteStore) -> tuple[float, float]:
 
 async def forget_bench_jobs(store: SqliteStore) -> None:
     async with store.transaction(time.time()) as tx:
-        ids = "SELECT id FROM scheduler_jobs WHERE fn LIKE 'bench:pass-%'"
-        await tx.execute(f"DELETE FROM scheduler_runs WHERE job_id IN ({ids})")
-        await tx.execute(f"DELETE FROM scheduler_job_args WHERE job_id IN ({ids})")
+        await tx.execute(
+            "DELETE FROM scheduler_runs WHERE job_id IN "
+            "(SELECT id FROM scheduler_jobs WHERE fn LIKE 'bench:pass-%')"
+        )
+        await tx.execute(
+            "DELETE FROM scheduler_job_args WHERE job_id IN "
+            "(SELECT id FROM scheduler_jobs WHERE fn LIKE 'bench:pass-%')"
+        )
         await tx.execute("DELETE FROM scheduler_jobs WHERE fn LIKE 'bench:pass-%'")
         await tx.execute("DELETE FROM scheduler_pace WHERE pace_key LIKE 'bench:pace:%'")
 

@@ -73,7 +73,8 @@ def once(key: str, ttl: timedelta | float = DEFAULT_TTL) -> Iterator[OnceMark]:
     token = _mark.set(_new_mark(key, ttl))
     try:
         mark = _mark.get()
-        assert mark is not None
+        if mark is None:
+            raise RuntimeError("the mark was set just above")
         yield mark
     finally:
         _mark.reset(token)

@@ -139,7 +139,8 @@ class Scheduler:
             return
         self._stopping = True  # in-flight work may still use transactions and heartbeats
         driver = self._driver
-        assert driver is not None
+        if driver is None:
+            raise RuntimeError("a running scheduler has a driver")
         seconds = (
             self.settings.shutdown_grace if grace is None else _codec.to_seconds(grace, "grace")
         )
@@ -157,7 +158,8 @@ class Scheduler:
 
     def _check_open(self) -> Driver:
         self._engine.ensure_running()
-        assert self._driver is not None
+        if self._driver is None:
+            raise RuntimeError("a started scheduler has a driver")
         return self._driver
 
     async def _reconcile_crons(self) -> None:

@@ -140,7 +140,7 @@ class TransactionContext:
         draws the same numbers), else from the OS."""
         if self._random is None:
             job = self.job
-            self._random = random.Random(None if job is None else job_seed(job.id, job.attempt))
+            self._random = random.Random(None if job is None else job_seed(job.id, job.attempt))  # noqa: S311 (the handler's seeded draws, not secrets)
         return self._random
 
 
@@ -257,7 +257,7 @@ class ActionContext:
         """The run's PRNG, seeded from the job id and attempt (a replay draws the same
         numbers); made on first use, so a handler that draws none pays nothing for it."""
         if self._random is None:
-            self._random = random.Random(job_seed(self.job.id, self.job.attempt))
+            self._random = random.Random(job_seed(self.job.id, self.job.attempt))  # noqa: S311 (the handler's seeded draws, not secrets)
         return self._random
 
     @property

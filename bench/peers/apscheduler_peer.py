@@ -197,7 +197,8 @@ async def _seed(path: Path, first: datetime) -> tuple[str, bytes]:
             ).scalar()
     finally:
         await peer.stop()
-    assert isinstance(state, bytes)
+    if not isinstance(state, bytes):
+        raise RuntimeError("APScheduler stores its job state pickled")
     return job.id, state
 
 
@@ -226,7 +227,7 @@ def build(path: Path, count: int, first_ts: float, spread: float) -> None:
     first = datetime.fromtimestamp(first_ts, UTC)
     seed_id, seed_state = asyncio.run(_seed(path, first))
     # Interned keys, as in the live objects, so pickle's memo shares the same strings.
-    template = {sys.intern(k): v for k, v in pickle.loads(seed_state).items()}
+    template = {sys.intern(k): v for k, v in pickle.loads(seed_state).items()}  # noqa: S301 (APScheduler's state, made just above)
     if _state(template, seed_id, first) != seed_state:
         raise Failed("the directly built job state differs from APScheduler's own")
     step = spread / count
@@ -234,7 +235,7 @@ def build(path: Path, count: int, first_ts: float, spread: float) -> None:
     try:
         conn.execute("BEGIN IMMEDIATE")
         conn.executemany(
-            f"INSERT INTO {TABLE} (id, next_run_time, job_state) VALUES (?, ?, ?)",
+            f"INSERT INTO {TABLE} (id, next_run_time, job_state) VALUES (?, ?, ?)",  # noqa: S608 (a constant)
             (_row(template, first_ts + i * step) for i in range(1, count)),
         )
         conn.execute("COMMIT")

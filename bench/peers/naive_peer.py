@@ -124,7 +124,8 @@ class NaivePoller:
 
     async def _tick(self) -> None:
         db = self._db
-        assert db is not None
+        if db is None:
+            raise RuntimeError("the peer is started")
         self.ticks += 1
         now = time.time()
         if now - self._last_sweep >= self.sweep_every:

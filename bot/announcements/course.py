@@ -98,7 +98,8 @@ async def live_announcement(rows: BotDb, guild_id: int, local_id: int) -> Announ
 
 
 async def next_scheduled_fire(ctx: TransactionContext, a: Announcement) -> datetime | None:
-    assert a.schedule_name is not None
+    if a.schedule_name is None:
+        raise RuntimeError("a recurring announcement has a schedule")
     try:
         return (await ctx.scheduler.schedules.get(a.schedule_name)).next_fire
     except ScheduleNotFound:

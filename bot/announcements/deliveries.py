@@ -146,7 +146,8 @@ async def record_sent(
         publish = PublishArgs(ann_id, fire_ts, sent.channel_id, message_id, now)
         await enqueue_publish(ctx, publish, spacing=publish_spacing)
     ann = await rows.announcement(ann_id)
-    assert ann is not None  # announcements are never deleted
+    if ann is None:
+        raise RuntimeError("announcements are never deleted")
     if ann.channel_id != sent.channel_id:
         await rows.set_update_error(ann_id, fire_ts, MOVED.format(ann.channel_id))
     elif ann.revision > sent.revision:
@@ -188,7 +189,8 @@ async def record_failure(
     if not await rows.mark_delivery_failed(ann_id, fire_ts, error):
         return False
     ann = await rows.announcement(ann_id)
-    assert ann is not None  # announcements are never deleted
+    if ann is None:
+        raise RuntimeError("announcements are never deleted")
     if not ann.recurring:
         new_state = AnnouncementState.FAILED
     elif pause:

@@ -114,7 +114,8 @@ class Editing(Lifecycle, Reading):
             await self._store_images(rows, a.id, draft, now)
             if Field.UNTIL in fields:  # the row as edited: it may have just become recurring
                 edited = await rows.announcement(a.id)
-                assert edited is not None  # written above
+                if edited is None:
+                    raise RuntimeError("the announcement written above is gone")
                 await change_until(ctx, edited, draft.until)
             if fields & TIMING and a.live:
                 await self._replan(ctx, a, draft, now)
@@ -123,7 +124,8 @@ class Editing(Lifecycle, Reading):
                 await self._replan(ctx, a, draft, now, moving=True)
             await rows.add_history(a.id, HistoryAction.EDITED, actor_id, now, history_detail(found))
             changed = await rows.announcement(a.id)
-            assert changed is not None  # written above
+            if changed is None:
+                raise RuntimeError("the announcement written above is gone")
             await end_if_past_until(ctx, changed)  # nothing left before a new until: done
             posted = PostedUpdate.NONE
             message_id = None if last is None else last.message_id
@@ -143,7 +145,8 @@ class Editing(Lifecycle, Reading):
             elif last is not None and last.state == DeliveryState.SENDING and fields & SHOWN:
                 posted = PostedUpdate.AFTER_SEND
             after = await rows.announcement(a.id)
-        assert after is not None  # written above, in the same transaction
+        if after is None:
+            raise RuntimeError("the announcement written above, in this transaction, is gone")
         return EditOutcome(a, after, found, await self.next_fire(after), posted, message_id)
 
     async def _replan(

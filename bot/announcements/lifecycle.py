@@ -49,7 +49,8 @@ class Lifecycle(AnnouncementService):
                 if draft.until is not None and first > draft.until:
                     raise NotPossible(Why.UNTIL_BEFORE_FIRST, at=first)  # rolls it all back
             ann = await rows.announcement(ann_id)
-        assert ann is not None  # written above, in the same transaction
+        if ann is None:
+            raise RuntimeError("the announcement written above, in this transaction, is gone")
         return ann, first
 
     async def create_many(self, drafts: Sequence[Draft]) -> list[tuple[Announcement, datetime]]:
@@ -115,7 +116,8 @@ class Lifecycle(AnnouncementService):
     def _schedule_request(self, ann_id: int, draft: Draft, name: str) -> ScheduleRequest:
         """The schedule that delivers a recurring announcement, from ``draft.first`` on."""
         rule = draft.repeat
-        assert rule is not None  # only a recurring announcement has a schedule
+        if rule is None:
+            raise RuntimeError("only a recurring announcement has a schedule")
         spec, tz = rule.schedule_spec(draft.timezone)
         return ScheduleRequest(
             name,

@@ -128,5 +128,6 @@ class Pausing(Reading):
             await rows.add_history(a.id, HistoryAction.EDITED, actor_id, now, detail)
             await end_if_past_until(ctx, changed)
             after = await rows.announcement(a.id)
-        assert after is not None  # announcements are never deleted
+        if after is None:
+            raise RuntimeError("announcements are never deleted")
         return after

@@ -153,7 +153,8 @@ class AnnouncementTable(Table):
             "WHERE guild_id = ?",
             (guild_id,),
         )
-        assert row is not None  # an aggregate always gives a row
+        if row is None:
+            raise RuntimeError("an aggregate always gives a row")
         return int(row["next_id"])
 
     async def insert_announcement(self, draft: Draft, local_id: int, now: float) -> int:
@@ -162,7 +163,8 @@ class AnnouncementTable(Table):
             _INSERT_ANNOUNCEMENTS + _ROW_PLACEHOLDERS + " RETURNING id",
             _new_row(draft, local_id, now),
         )
-        assert row is not None  # RETURNING gives the inserted row
+        if row is None:
+            raise RuntimeError("RETURNING gives the inserted row")
         return int(row["id"])
 
     async def insert_announcements(

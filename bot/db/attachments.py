@@ -64,5 +64,6 @@ class AttachmentTable(Table):
             f"WHERE f.guild_id = ? AND a.{state_in(LIVE_STATES)} AND a.id <> ?",
             (guild_id, *state_values(LIVE_STATES), except_announcement or 0),
         )
-        assert row is not None  # an aggregate always gives a row
+        if row is None:
+            raise RuntimeError("an aggregate always gives a row")
         return int(row["total"])

@@ -45,7 +45,8 @@ class RepeatRule:
         ``first``)."""
         if self.every is not None:
             return Interval(self.every, first)
-        assert self.cron is not None
+        if self.cron is None:
+            raise RuntimeError("a cron rule has its expression")
         return Cron(self.cron, tz, nth=self.nth or None, step=self.step)
 
     def schedule_spec(self, tz_name: str) -> tuple[str | timedelta | Cron, str | None]:
@@ -54,7 +55,8 @@ class RepeatRule:
         ``nth``/``step`` (and its zone) when five fields can't say the rule."""
         if self.every is not None:
             return self.every, None
-        assert self.cron is not None
+        if self.cron is None:
+            raise RuntimeError("a cron rule has its expression")
         if self.nth or self.step is not None:
             return Cron(self.cron, tz_name, nth=self.nth or None, step=self.step), None
         return self.cron, tz_name

@@ -107,7 +107,8 @@ def fire_on_complete(st: OpState, job_id: int, callback: str, result_json: str) 
         name=f"on_complete of job {job_id}",
     )
     new_id = yield from _insert(st, cb, JobState.PENDING)
-    assert new_id is not None  # no idempotency key, so no conflict
+    if new_id is None:
+        raise RuntimeError("a callback job has no idempotency key, so no conflict")
     args = {"job_id": new_id, "args": args_json, "callback_of": job_id}
     copied = yield Q("insert_callback_args", args)
     if not copied:

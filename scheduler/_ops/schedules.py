@@ -56,7 +56,7 @@ def jitter_offset(name: str, fire_ts: float, jitter: float) -> float:
     the same in every process and every time it is recomputed."""
     if jitter <= 0:
         return 0.0
-    return random.Random(stable_seed(occurrence_key(name, fire_ts))).uniform(0.0, jitter)
+    return random.Random(stable_seed(occurrence_key(name, fire_ts))).uniform(0.0, jitter)  # noqa: S311 (a jitter, not a secret)
 
 
 # --- writing definitions -----------------------------------------------------------------

@@ -26,4 +26,4 @@ def backoff_delay(job_id: int, attempts: int, initial: float, base: float) -> fl
     job's seeded PRNG, so the whole sequence is reproducible from the job id.
     """
     raw = initial * base ** (attempts + 1)
-    return raw * random.Random(job_seed(job_id, attempts)).uniform(0.5, 1.0)
+    return raw * random.Random(job_seed(job_id, attempts)).uniform(0.5, 1.0)  # noqa: S311 (a jitter, not a secret)

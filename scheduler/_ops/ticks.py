@@ -54,7 +54,8 @@ def tick(st: OpState, limit: int) -> Op[int]:
 def _due_times(row: ScheduleRow, trig: Trigger, now: float) -> tuple[list[float], int, bool, float]:
     """The times to fire now under the catch-up policy, how many due times are dropped,
     whether they form a backlog batch (fired one after another), and the latest due time."""
-    assert row.next_fire_ts is not None
+    if row.next_fire_ts is None:
+        raise RuntimeError("a due schedule has its next fire time")
     first = row.next_fire_ts
     now_dt = _dt(now)
     latest_dt = trig.latest_at_or_before(now_dt)
@@ -86,7 +87,8 @@ def _newest(trig: Trigger, lo: float, hi: float, cap: int) -> list[float]:
     if isinstance(trig, Interval):
         n = min(cap, trig.count_between(_dt(lo) - _US, _dt(hi)))
         newest = trig.latest_at_or_before(_dt(hi))
-        assert newest is not None
+        if newest is None:
+            raise RuntimeError("an interval fires at or before a due time")
         return [(newest - trig.every * i).timestamp() for i in range(n - 1, -1, -1)]
     out: list[float] = []
     t = trig.latest_at_or_before(_dt(hi))
@@ -99,7 +101,8 @@ def _newest(trig: Trigger, lo: float, hi: float, cap: int) -> list[float]:
 
 def _tick_one(st: OpState, row: ScheduleRow, trig: Trigger) -> Op[None]:
     now = st.now
-    assert row.next_fire_ts is not None
+    if row.next_fire_ts is None:
+        raise RuntimeError("a due schedule has its next fire time")
     times, missed, batch, last_ts = _due_times(row, trig, now)
     nxt = trig.next_after(_dt(now)).timestamp()
     error: str | None = None

@@ -128,4 +128,4 @@ class WakeListener:
                     exc,
                     delay,
                 )
-            await asyncio.sleep(delay * random.uniform(0.75, 1.0))
+            await asyncio.sleep(delay * random.uniform(0.75, 1.0))  # noqa: S311 (a jitter, not a secret)

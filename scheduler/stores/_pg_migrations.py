@@ -56,7 +56,7 @@ async def migrate(conn: Connection, loaded: list[list[Migration]]) -> None:
                 except asyncpg.PostgresError as exc:
                     raise migration_failed(where, m, exc) from exc
                 await conn.execute(
-                    f"INSERT INTO {VERSION_TABLE} "
+                    f"INSERT INTO {VERSION_TABLE} "  # noqa: S608 (the migrations table's name, a constant)
                     "(component, version, name, checksum, applied_at) "
                     "VALUES ($1, $2, $3, $4, $5)",
                     m.component,
@@ -83,7 +83,7 @@ async def _applied(conn: Connection) -> dict[str, dict[int, str]]:
         return {}
     applied: dict[str, dict[int, str]] = {}
     for component, version, checksum in await conn.fetch(
-        f"SELECT component, version, checksum FROM {VERSION_TABLE}"
+        f"SELECT component, version, checksum FROM {VERSION_TABLE}"  # noqa: S608 (the migrations table's name, a constant)
     ):
         applied.setdefault(str(component), {})[int(version)] = str(checksum)
     return applied

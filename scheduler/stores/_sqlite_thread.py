@@ -95,7 +95,8 @@ def _applied(conn: sqlite3.Connection, component: str) -> dict[int, str]:
     if not exists:
         return {}
     rows = conn.execute(
-        f"SELECT version, checksum FROM {VERSION_TABLE} WHERE component = ?", (component,)
+        f"SELECT version, checksum FROM {VERSION_TABLE} WHERE component = ?",  # noqa: S608 (the migrations table's name, a constant)
+        (component,),
     ).fetchall()
     return {int(v): str(c) for v, c in rows}
 

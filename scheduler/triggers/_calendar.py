@@ -78,7 +78,8 @@ class DateStep:
 
     def months_of_year(self) -> frozenset[int]:
         """The months (1-12) a month step can fall in."""
-        assert self.unit == "month"
+        if self.unit != "month":
+            raise RuntimeError("the only unit left is month")
         return frozenset((self.since.month - 1 + k * self.count) % 12 + 1 for k in range(12))
 
     def describe(self) -> str:

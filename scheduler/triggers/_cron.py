@@ -185,7 +185,8 @@ class Cron:
             # In the second pass of a repeated period the fold=0 offset is the larger one.
             first_pass_offset = wall.replace(tzinfo=self.tz, fold=0).utcoffset()
             actual_offset = local.utcoffset()
-            assert first_pass_offset is not None and actual_offset is not None
+            if first_pass_offset is None or actual_offset is None:
+                raise RuntimeError("both passes found an offset")
             upper = wall + max(timedelta(0), first_pass_offset - actual_offset)
             # croniter's get_prev is strict and minute-granular: start one minute past the
             # floor of `upper` to include `upper`'s own minute.

@@ -86,7 +86,7 @@ class Decision:
 
 
 def _bucket_hash(name: str) -> str:
-    return hashlib.sha1(name.encode()).hexdigest()[:32]
+    return hashlib.sha1(name.encode(), usedforsecurity=False).hexdigest()[:32]
 
 
 class RateLimiter:
