@@ -95,7 +95,8 @@ async def test_one_off_confirmation_and_what_is_written(
     cb = await run_command(
         world, "schedule", when="in 10m", message="Standup at ten!", channel=world.news
     )
-    assert cb.type == CB_CHANNEL_MESSAGE and cb.ephemeral
+    assert cb.type == CB_CHANNEL_MESSAGE
+    assert cb.ephemeral
     first = NOW + timedelta(minutes=10)
     content = cb.content or ""
     assert f"Scheduled announcement **#1** in <#{world.news.id}>" in content
@@ -180,7 +181,9 @@ async def test_repeat_rules(
     assert f"**Repeats:** {words}\n" in content
     assert "**Preview:**\n> Weekly sync" in content
     a = await only_announcement(crier, world)
-    assert a.recurring and a.repeat_words == words and a.job_id is None
+    assert a.recurring
+    assert a.repeat_words == words
+    assert a.job_id is None
     [info] = await crier.sched.schedules.list()
     assert info.name == a.schedule_name
     assert info.next_fire == first
@@ -191,7 +194,8 @@ async def test_repeat_once_is_a_one_off(world: World, crier: Crier) -> None:
     cb = await run_command(world, "schedule", when="in 1h", message="x", repeat="once")
     assert "**Repeats:** no (posted once)" in (cb.content or "")
     a = await only_announcement(crier, world)
-    assert not a.recurring and a.job_id is not None
+    assert not a.recurring
+    assert a.job_id is not None
     assert await crier.sched.schedules.list() == []
 
 
@@ -267,7 +271,8 @@ async def test_mention_everyone(world: World, crier: Crier, clock: FakeClock) ->
     assert "**Pings:** @everyone" in content
     assert "**Preview:**\n> @everyone Big news" in content
     a = await only_announcement(crier, world)
-    assert a.mention == "everyone" and a.allowed_mentions["everyone"] is True
+    assert a.mention == "everyone"
+    assert a.allowed_mentions["everyone"] is True
     await advance(crier, clock, timedelta(minutes=1))
     [msg] = world.fake.bot_messages(world.general)
     assert msg.content == "@everyone Big news"
@@ -283,7 +288,8 @@ async def test_mention_a_mentionable_role(world: World, crier: Crier, clock: Fak
     await advance(crier, clock, timedelta(minutes=1))
     [msg] = world.fake.bot_messages(world.general)
     assert msg.content == f"<@&{role.id}> Game night"
-    assert msg.pings.roles == {role.id} and not msg.pings.everyone
+    assert msg.pings.roles == {role.id}
+    assert not msg.pings.everyone
 
 
 async def test_everyone_typed_in_the_text_does_not_ping_without_the_right(
@@ -294,7 +300,8 @@ async def test_everyone_typed_in_the_text_does_not_ping_without_the_right(
     assert (await only_announcement(crier, world)).allowed_mentions["everyone"] is False
     await advance(crier, clock, timedelta(minutes=1))
     [msg] = world.fake.bot_messages(world.general)
-    assert msg.content == "hey @everyone look" and not msg.pings.everyone
+    assert msg.content == "hey @everyone look"
+    assert not msg.pings.everyone
 
 
 async def test_modal_path_stores_multiline_text_verbatim(
@@ -316,7 +323,8 @@ async def test_modal_path_stores_multiline_text_verbatim(
     sub = await h.submit_modal({await text_input_id(h): text})
     done = await sub.response()
     content = done.content or ""
-    assert done.type == CB_CHANNEL_MESSAGE and done.ephemeral
+    assert done.type == CB_CHANNEL_MESSAGE
+    assert done.ephemeral
     assert f"Scheduled announcement **#1** in <#{world.news.id}>" in content
     assert f"**First:** {stamp(NOW + timedelta(hours=1))}" in content
     assert "> **Release 2.0** is out!\n>\n>   • faster" in content
@@ -332,7 +340,8 @@ async def test_modal_is_not_shown_for_bad_options(world: World, crier: Crier) ->
         world.guild, world.general, world.admin, "schedule", {"when": "whenever"}
     )
     cb = await h.response()
-    assert cb.type == CB_CHANNEL_MESSAGE and cb.ephemeral  # refused before any typing
+    assert cb.type == CB_CHANNEL_MESSAGE
+    assert cb.ephemeral
     assert "couldn't read that as a time" in (cb.content or "")
     assert await db_snapshot(crier) == before
 
@@ -345,7 +354,8 @@ async def test_modal_whitespace_only_text_is_refused(world: World, crier: Crier)
     sub = await h.submit_modal({await text_input_id(h): " \n\t\n "})
     cb = await sub.response()
     assert cb.ephemeral
-    assert "The message is empty" in (cb.content or "") and "e.g. `" in (cb.content or "")
+    assert "The message is empty" in (cb.content or "")
+    assert "e.g. `" in (cb.content or "")
     assert await db_snapshot(crier) == before
 
 
@@ -424,11 +434,13 @@ async def test_bad_input_is_explained_and_nothing_is_written(
     before = await db_snapshot(crier)
     options.setdefault("message", "hello")
     cb = await run_command(world, "schedule", **options)
-    assert cb.type == CB_CHANNEL_MESSAGE and cb.ephemeral
+    assert cb.type == CB_CHANNEL_MESSAGE
+    assert cb.ephemeral
     content = cb.content or ""
     for part in says:
         assert part in content, (part, content)
-    assert "Traceback" not in content and "Scheduled" not in content
+    assert "Traceback" not in content
+    assert "Scheduled" not in content
     assert await db_snapshot(crier) == before
 
 
@@ -484,7 +496,8 @@ async def test_cancel_before_delivery(world: World, crier: Crier, clock: FakeClo
     assert a.state == "canceled"
     assert a.job_id is not None
     job = await crier.sched.get_job(a.job_id)
-    assert job is not None and job.state == "canceled"
+    assert job is not None
+    assert job.state == "canceled"
     await advance(crier, clock, timedelta(hours=1))
     assert world.fake.bot_messages() == []
     # A second cancel says so.
@@ -559,7 +572,8 @@ async def test_list_pages_with_buttons(world: World, crier: Crier) -> None:
     assert f"by <@{world.admin.user.id}>" in content
     assert button(cb.components, "crier:list:0")["disabled"] is True
     older = button(cb.components, "crier:list:1")
-    assert older["label"] == "Older ▶" and older["disabled"] is False
+    assert older["label"] == "Older ▶"
+    assert older["disabled"] is False
 
     h2 = await h.click("crier:list:1")
     cb2 = await h2.response()
@@ -569,7 +583,8 @@ async def test_list_pages_with_buttons(world: World, crier: Crier) -> None:
     assert [f"**#{n}**" in page2 for n in range(1, 9)] == [False] * 6 + [True] * 2
     assert button(cb2.components, "crier:list:2")["disabled"] is True
     newer = button(cb2.components, "crier:list:0")
-    assert newer["label"] == "◀ Newer" and newer["disabled"] is False
+    assert newer["label"] == "◀ Newer"
+    assert newer["disabled"] is False
     # The ephemeral message itself now shows page 2; back to page 1 from it.
     h3 = await h2.click("crier:list:0")
     assert ((await h3.response()).content or "").startswith("**Announcements** — page 1 of 2")
@@ -623,9 +638,11 @@ async def test_list_failures_first_newest_first_and_sent_links(
     order = [content.index(f"**#{n}**") for n in (3, 1, 4, 2)]
     assert order == sorted(order), content
     reason = rows[1].failure
-    assert reason and "Unknown Channel" in reason
+    assert reason
+    assert "Unknown Channel" in reason
     entry1 = content[content.index("**#1**") : content.index("**#4**")]
-    assert "failed" in entry1 and f"⚠️ {reason}" in entry1
+    assert "failed" in entry1
+    assert f"⚠️ {reason}" in entry1
     link = f"https://discord.com/channels/{world.guild.id}/{world.general.id}/{sent.id}"
     assert f"posted: {link}" in content
 

@@ -87,9 +87,11 @@ def test_defaults() -> None:
     assert s.token == TOKEN
     assert s.database_url == DEFAULT_DATABASE_URL
     assert s.database == ("sqlite", "data/crier.db")
-    assert s.dev_guild_id is None and s.log_level == "INFO"
+    assert s.dev_guild_id is None
+    assert s.log_level == "INFO"
     assert s.api_base == DEFAULT_API_BASE
-    assert s.send_spacing == 1.5 and s.catch_up_window == 3600.0
+    assert s.send_spacing == 1.5
+    assert s.catch_up_window == 3600.0
 
 
 def test_values_are_read() -> None:
@@ -111,12 +113,14 @@ def test_values_are_read() -> None:
     assert s.dev_guild_id == 123456789012345678
     assert s.log_level == "DEBUG"
     assert s.api_base == "http://127.0.0.1:9999/api/v10"
-    assert s.send_spacing == 0.5 and s.catch_up_window == 600.0
+    assert s.send_spacing == 0.5
+    assert s.catch_up_window == 600.0
 
 
 def test_the_token_is_not_in_the_settings_repr() -> None:
     s = load_settings({"DISCORD_TOKEN": TOKEN}, env_file=None)
-    assert TOKEN not in repr(s) and TOKEN not in str(s)
+    assert TOKEN not in repr(s)
+    assert TOKEN not in str(s)
 
 
 def test_log_lines_never_carry_the_token() -> None:
@@ -179,7 +183,8 @@ def test_the_example_env_file_loads_once_the_token_is_filled_in(tmp_path: Path) 
     filled = example.replace("\nDISCORD_TOKEN=\n", f"\nDISCORD_TOKEN={TOKEN}\n")
     (tmp_path / ".env").write_text(filled)
     s = load_settings({}, env_file=tmp_path / ".env")
-    assert s.token == TOKEN and s.dev_guild_id is None
+    assert s.token == TOKEN
+    assert s.dev_guild_id is None
     assert s.database_url == DEFAULT_DATABASE_URL
     with pytest.raises(ConfigError, match="DISCORD_TOKEN is not set"):
         load_settings({}, env_file=ROOT / ".env.example")
@@ -293,7 +298,8 @@ async def test_rejected_token_at_default_log_level_has_no_traceback(
     assert "Traceback" not in run.stderr
     assert wrong not in run.stdout + run.stderr
     ours = [line for line in run.lines if line.startswith("crier: ")]
-    assert len(ours) == 1 and "Discord rejected DISCORD_TOKEN" in ours[0]
+    assert len(ours) == 1
+    assert "Discord rejected DISCORD_TOKEN" in ours[0]
     assert [line for line in run.lines if " ERROR " in line or " CRITICAL " in line] == []
 
 
@@ -311,7 +317,8 @@ async def test_the_token_never_appears_in_debug_logs(fake: FakeDiscord, tmp_path
         sys.executable, "-m", "bot", cwd=tmp_path, env=env,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
-    assert proc.stderr is not None and proc.stdout is not None
+    assert proc.stderr is not None
+    assert proc.stdout is not None
     err_lines: list[str] = []
     connected = asyncio.Event()
 

@@ -229,7 +229,8 @@ async def test_kill_while_waiting_for_the_channel_slot_sends_once(harness: Harne
     await until(lambda: time.time() > max(sent_at, due + 1) + 3.0, DEADLINE, "3 s")
     [job] = waiting()
     assert (job["state"], job["run_count"], job["lease_expires_at"]) == ("pending", 0, None)
-    assert len(h.deliveries()) == 1 and len(h.sends()) == 1
+    assert len(h.deliveries()) == 1
+    assert len(h.sends()) == 1
     await h.kill(first)
 
     await h.start_bot(SEND_SPACING_SECONDS="6")

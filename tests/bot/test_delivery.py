@@ -98,7 +98,8 @@ async def advance_to(crier: Crier, clock: FakeClock, when: datetime) -> None:
 async def advance_to_retry(crier: Crier, clock: FakeClock, job_id: int) -> None:
     """Move the FakeClock to the job's next attempt (after its backoff) and run it."""
     job = await crier.sched.get_job(job_id)
-    assert job is not None and job.state == JobState.PENDING, job
+    assert job is not None, job
+    assert job.state == JobState.PENDING, job
     await advance_to(crier, clock, job.next_at)
 
 
@@ -161,7 +162,8 @@ async def test_one_off_arrives_at_its_time_once(
     assert after.state == "sent"
     assert after.last_message_id == msg.id
     job = await crier.sched.get_job(row["job"])
-    assert job is not None and job.state == JobState.SUCCESS
+    assert job is not None
+    assert job.state == JobState.SUCCESS
 
     await advance(crier, clock, timedelta(days=2))
     assert len(posts(world, world.news)) == 1
@@ -265,7 +267,8 @@ async def test_one_channel_is_spaced_in_due_order_and_others_not_held_up(
     assert [r["state"] for r in rows] == ["sent"] * 26
     assert len(send_requests(world, world.general)) == 25
     jobs = [j for j in await crier.sched.list_jobs(limit=100) if j.fn == "announcements:send"]
-    assert len(jobs) == 26 and all(j.run_count == 1 for j in jobs), jobs
+    assert len(jobs) == 26, jobs
+    assert all(j.run_count == 1 for j in jobs), jobs
     assert world.fake.count_429 == 0
 
 
@@ -304,9 +307,12 @@ async def test_5xx_burst_then_success_yields_one_message(
     [created] = posts(world, world.news)
     [row] = await deliveries(crier)
     assert row["state"] == "sending"
-    assert row["error"] is not None and row["error"].startswith("HTTP 503")
+    assert row["error"] is not None
+    assert row["error"].startswith("HTTP 503")
     job = await crier.sched.get_job(row["job"])
-    assert job is not None and job.state == JobState.PENDING and job.attempts == 1
+    assert job is not None
+    assert job.state == JobState.PENDING
+    assert job.attempts == 1
 
     await advance_to_retry(crier, clock, row["job"])  # second attempt: 503, nothing created
     await advance_to_retry(crier, clock, row["job"])  # third: Discord dedups the nonce
@@ -324,7 +330,8 @@ async def test_5xx_burst_then_success_yields_one_message(
         None,
     )
     job = await crier.sched.get_job(row["job"])
-    assert job is not None and job.state == JobState.SUCCESS
+    assert job is not None
+    assert job.state == JobState.SUCCESS
     assert (await announcement(crier, world, local)).state == "sent"
 
 
@@ -377,7 +384,8 @@ async def test_5xx_until_the_budget_is_spent_is_reported_not_resent_forever(
         f"⚠️ Announcement #{local} for <#{world.news.id}> could not be posted: {row['error']}."
     )
     job = await crier.sched.get_job(row["job"])
-    assert job is not None and job.state == JobState.FAILED
+    assert job is not None
+    assert job.state == JobState.FAILED
     retries = [
         r for r in caplog.records if r.name == "crier.delivery" and "will retry" in r.getMessage()
     ]
@@ -412,7 +420,9 @@ async def test_hung_send_is_abandoned_and_retried_with_the_same_nonce(
     [row] = await deliveries(crier)
     assert (row["state"], row["attempts"], row["error"]) == ("sending", 1, "TimeoutError: ")
     job = await crier.sched.get_job(row["job"])
-    assert job is not None and job.state == JobState.PENDING and job.attempts == 1
+    assert job is not None
+    assert job.state == JobState.PENDING
+    assert job.attempts == 1
     assert job.next_ts - ts(due) < window  # the retry comes while Discord knows the nonce
 
     await advance_to_retry(crier, clock, row["job"])
@@ -433,7 +443,8 @@ async def test_hung_send_is_abandoned_and_retried_with_the_same_nonce(
         None,
     )
     job = await crier.sched.get_job(row["job"])
-    assert job is not None and job.state == JobState.SUCCESS
+    assert job is not None
+    assert job.state == JobState.SUCCESS
     after = await announcement(crier, world, local)
     assert (after.state, after.last_message_id) == ("sent", msg.id)
 
@@ -465,7 +476,8 @@ async def test_permanent_error_fails_pauses_logs_and_reports(
     await advance(crier, clock, timedelta(minutes=10))
 
     reason = f"{PERMANENT_CODES[code]} ({code})"
-    assert f"({code})" in reason and reason.startswith(
+    assert f"({code})" in reason
+    assert reason.startswith(
         {10003: "Unknown Channel", 50013: "Missing Permissions", 50001: "Missing Access"}[code]
     )
     [row] = await deliveries(crier)
@@ -477,7 +489,9 @@ async def test_permanent_error_fails_pauses_logs_and_reports(
     info = await crier.sched.schedules.get(schedule_name(ann.id))
     assert info.paused
     job = await crier.sched.get_job(row["job"])
-    assert job is not None and job.state == JobState.FAILED and job.attempts == 1
+    assert job is not None
+    assert job.state == JobState.FAILED
+    assert job.attempts == 1
 
     [record] = [r for r in caplog.records if r.name == "crier.delivery"]
     text = record.getMessage()
@@ -710,7 +724,9 @@ async def test_graceful_stop_mid_delivery_then_restart_yields_one_message(
     [row] = await deliveries(crier)
     assert (row["state"], row["message_id"], row["attempts"]) == ("sent", created.id, 1)
     job = await crier.sched.get_job(row["job"])
-    assert job is not None and job.state == JobState.SUCCESS and job.run_count == 1
+    assert job is not None
+    assert job.state == JobState.SUCCESS
+    assert job.run_count == 1
     await advance(crier, clock, timedelta(hours=1))
     assert posts(world, world.news) == [created]
     assert len(send_requests(world, world.news)) == 1
@@ -743,7 +759,9 @@ async def test_stop_whose_grace_ends_mid_send_resends_the_same_nonce_after_resta
     [row] = await deliveries(crier)
     assert (row["state"], row["message_id"], row["attempts"]) == ("sent", created.id, 2)
     job = await crier.sched.get_job(job_id)
-    assert job is not None and job.state == JobState.SUCCESS and job.run_count == 2
+    assert job is not None
+    assert job.state == JobState.SUCCESS
+    assert job.run_count == 2
 
 
 async def test_graceful_stop_lets_an_in_flight_delivery_record_its_send(
@@ -817,7 +835,8 @@ async def test_rerun_after_the_message_id_was_recorded_sends_nothing(
     assert posts(world, world.news) == [created]
     assert fake.nonce_dedup_hits == 0
     job = await crier.sched.get_job(row["job"])
-    assert job is not None and job.run_count == 2
+    assert job is not None
+    assert job.run_count == 2
     if recurring:
         assert job.result == {"already": f"sent (message {created.id})"}
     else:
@@ -889,7 +908,8 @@ async def test_canceling_a_one_off_whose_attempt_was_interrupted_closes_its_row(
         before = await Announcements(sched).cancel(world.guild.id, local, actor_id=1)
         assert before.job_id is not None
         job = await sched.get_job(before.job_id)
-        assert job is not None and job.state == JobState.CANCELED
+        assert job is not None
+        assert job.state == JobState.CANCELED
     with closing(sqlite3.connect(tmp_path / "crier.db")) as conn:
         [(state, error)] = conn.execute("SELECT state, error FROM bot_deliveries").fetchall()
     assert (state, error) == ("failed", INTERRUPTED_AND_STOPPED.format(state="canceled"))

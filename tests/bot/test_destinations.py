@@ -43,7 +43,8 @@ async def refused(world: World, crier: Crier, says: str, **options: Any) -> str:
     """``/schedule`` that must be refused: ephemeral, says ``says``, nothing written."""
     before = await db_snapshot(crier)
     cb = await run_command(world, "schedule", **options)
-    assert cb.type == CB_CHANNEL_MESSAGE and cb.ephemeral
+    assert cb.type == CB_CHANNEL_MESSAGE
+    assert cb.ephemeral
     assert says in (cb.content or ""), cb.content
     assert await db_snapshot(crier) == before
     return cb.content or ""
@@ -91,7 +92,9 @@ async def test_the_bytes_and_the_rich_options_are_kept_on_every_database(
     )  # fmt: skip
     await advance(crier, clock, timedelta(minutes=1))
     [post] = world.fake.bot_messages(news)
-    assert post.files == {"cat.png": PNG} and post.silent and post.crossposted
+    assert post.files == {"cat.png": PNG}
+    assert post.silent
+    assert post.crossposted
     [row] = await rows(crier, "SELECT publish_state, message_id FROM bot_deliveries")
     assert row == {"publish_state": "published", "message_id": post.id}
 
@@ -105,7 +108,8 @@ async def test_an_image_under_a_title_is_shown_in_the_embed(
     [post] = world.fake.bot_messages(world.news)
     [attachment] = post.attachments
     [embed] = post.embeds
-    assert embed["image"]["url"] == attachment.url and attachment.data == PNG
+    assert embed["image"]["url"] == attachment.url
+    assert attachment.data == PNG
 
 
 async def test_a_file_over_the_limits_is_refused_and_nothing_is_written(
@@ -495,7 +499,8 @@ async def test_the_publish_limit_exhausted_never_holds_up_deliveries(
     assert [m.content for m in posted] == ["tick"] * 4
     assert [m.content for m in world.fake.bot_messages(world.general)] == ["tock"] * 4
     published = world.fake.crossposts.crossposted
-    assert 1 <= len(published) <= 2 and published == [m.id for m in posted[: len(published)]]
+    assert 1 <= len(published) <= 2
+    assert published == [m.id for m in posted[: len(published)]]
     states = await rows(
         crier,
         "SELECT d.publish_state, d.late_by FROM bot_deliveries d "
@@ -594,7 +599,8 @@ async def test_the_mention_guard_holds_everywhere(
         post = world.fake.get_message(thread.id)
     else:
         [post] = world.fake.bot_messages(where)
-    assert post is not None and not post.pings.anything
+    assert post is not None
+    assert not post.pings.anything
 
 
 async def test_another_servers_channel_or_thread_is_not_found(

@@ -82,7 +82,8 @@ async def schedule(world: World, **options: Any) -> int:
 
 async def edit(world: World, by: Member | None = None, **options: Any) -> str:
     cb = await run_command(world, "edit", by=by, **options)
-    assert cb.type == CB_CHANNEL_MESSAGE and cb.ephemeral, cb
+    assert cb.type == CB_CHANNEL_MESSAGE, cb
+    assert cb.ephemeral, cb
     assert "Something went wrong" not in (cb.content or ""), cb.content
     return cb.content or ""
 
@@ -157,11 +158,14 @@ async def test_edit_time_of_a_pending_one_off_posts_once_at_the_new_time(
     assert f"**When:** {stamp(old, 'f')} → {stamp(new, 'f')}" in content
     assert f"**Next:** {stamp(new)}" in content
     a = await get(crier, world, local)
-    assert a.first_ts == new.timestamp() and a.job_id != before.job_id
-    assert before.job_id is not None and a.job_id is not None
+    assert a.first_ts == new.timestamp()
+    assert a.job_id != before.job_id
+    assert before.job_id is not None
+    assert a.job_id is not None
     assert (await crier.sched.get_job(before.job_id)).state == "canceled"  # type: ignore[union-attr]
     job = await crier.sched.get_job(a.job_id)
-    assert job is not None and (job.state, job.next_ts) == ("pending", new.timestamp())
+    assert job is not None
+    assert (job.state, job.next_ts) == ("pending", new.timestamp())
     assert (await history(crier, a))[-1] == (
         "edited",
         world.admin.user.id,
@@ -183,7 +187,8 @@ async def test_edit_without_options_opens_the_form_prefilled(
         world.guild, world.general, world.admin, "edit", {"id": local}
     )
     assert (await h.response()).type == CB_MODAL
-    assert h.modal is not None and h.modal["title"] == f"Edit announcement #{local}"
+    assert h.modal is not None
+    assert h.modal["title"] == f"Edit announcement #{local}"
     [field] = [
         c
         for c in iter_components(h.modal["components"])
@@ -200,9 +205,12 @@ async def test_repeat_none_and_a_new_repeat(world: World, crier: Crier, clock: F
     content = await edit(world, id=local, repeat="every 2h")
     assert "**Repeats:** no (posted once) → every 2 hours" in content
     a = await get(crier, world, local)
-    assert a.recurring and a.job_id is None and a.schedule_name is not None
+    assert a.recurring
+    assert a.job_id is None
+    assert a.schedule_name is not None
     [info] = await crier.sched.schedules.list()
-    assert info.name == a.schedule_name and info.next_fire == NOW + timedelta(hours=1)
+    assert info.name == a.schedule_name
+    assert info.next_fire == NOW + timedelta(hours=1)
     assert [j.state for j in await crier.sched.list_jobs()] == ["canceled"]
     await advance(crier, clock, timedelta(hours=1))
     await advance(crier, clock, timedelta(hours=2))
@@ -226,7 +234,8 @@ async def test_edit_of_a_posted_one_patches_the_same_message(
     role = world.guild.add_role("events", mentionable=True)
     local, msg = await posted_one(world, crier, clock, "Game night at 8", mention=role)
     sent_with = msg.allowed_mentions
-    assert sent_with is not None and sent_with["roles"] == [role.id]
+    assert sent_with is not None
+    assert sent_with["roles"] == [role.id]
     content = await edit(world, id=local, message="Game night at 9")
     link = f"https://discord.com/channels/{world.guild.id}/{world.news.id}/{msg.id}"
     assert f"The posted message {link} is being edited in place." in content
@@ -259,7 +268,8 @@ async def test_edit_time_and_posted_text_on_every_database(
     local, msg = await posted_one(world, crier, clock, "posted")
     assert "being edited in place" in await edit(world, id=local, message="fixed")
     await crier.sched.wait_idle()
-    assert msg.content == "fixed" and len(patches(world, msg)) == 1
+    assert msg.content == "fixed"
+    assert len(patches(world, msg)) == 1
     await advance(crier, clock, timedelta(hours=1, minutes=50))  # 2 h after the edit
     assert [m.content for m in world.fake.bot_messages(world.news)] == ["fixed", "even later"]
     a = await get(crier, world, local)
@@ -276,9 +286,11 @@ async def test_a_transient_error_on_the_patch_is_retried(
     await crier.sched.wait_idle()
     assert msg.content == "v1"  # the PATCH met a 503: the job waits to retry
     [job] = await crier.sched.list_jobs(fn=UPDATE_FN)
-    assert job.state == "pending" and job.attempts == 1
+    assert job.state == "pending"
+    assert job.attempts == 1
     await advance(crier, clock, timedelta(seconds=3))
-    assert msg.content == "v2" and world.fake.bot_messages(world.news) == [msg]
+    assert msg.content == "v2"
+    assert world.fake.bot_messages(world.news) == [msg]
     [job] = await crier.sched.list_jobs(fn=UPDATE_FN)
     assert job.state == "success"
 
@@ -290,7 +302,8 @@ async def test_update_posted_false_leaves_the_post(
     content = await edit(world, id=local, message="second words", update_posted=False)
     assert "is left as it was (`update_posted: false`)" in content
     await crier.sched.wait_idle()
-    assert msg.content == "first words" and patches(world, msg) == []
+    assert msg.content == "first words"
+    assert patches(world, msg) == []
     assert await crier.sched.list_jobs(fn=UPDATE_FN) == []
     assert (await get(crier, world, local)).content == "second words"
 
@@ -310,7 +323,8 @@ async def test_a_deleted_post_is_reported_and_not_posted_again(
     assert (patch.status, patch.code) == (404, 10008)
     a = await get(crier, world, local)
     [row] = await rows(crier, "SELECT * FROM bot_deliveries WHERE announcement_id = ?", a.id)
-    assert row["revision"] == 1 and "Unknown Message" in row["update_error"]
+    assert row["revision"] == 1
+    assert "Unknown Message" in row["update_error"]
     assert (await history(crier, a))[-1] == ("post_update_failed", None, row["update_error"])
     [report] = world.fake.bot_messages(world.general)
     assert report.content == (
@@ -358,7 +372,8 @@ async def test_channel_change_after_a_post_leaves_that_post(
     assert f"**Channel:** <#{world.news.id}> → <#{world.general.id}>" in content
     assert "can't be updated" in content
     await advance(crier, clock, timedelta(days=1))
-    assert msg.content == "here" and patches(world, msg) == []
+    assert msg.content == "here"
+    assert patches(world, msg) == []
     assert [m.content for m in world.fake.bot_messages(world.general)] == ["there"]
 
 
@@ -384,7 +399,8 @@ async def test_channel_change_mid_send_leaves_that_post(
     )
     assert "can't be updated" in await edit(world, id=local, message="there")
     await crier.sched.wait_idle()
-    assert msg.content == "here" and patches(world, msg) == []
+    assert msg.content == "here"
+    assert patches(world, msg) == []
 
 
 @pytest.mark.parametrize("repeat", [None, "daily"], ids=["one-off", "recurring"])
@@ -450,9 +466,11 @@ async def test_recurring_rule_edit_across_a_dst_night(
     assert f"**Next:** {stamp(monday)}" in content
     assert "**Repeats:** every day at 09:00 (Europe/Paris) → " in content
     a = await get(crier, world, local)
-    assert a.schedule_name != before.schedule_name and a.first_ts == monday.timestamp()
+    assert a.schedule_name != before.schedule_name
+    assert a.first_ts == monday.timestamp()
     [info] = await crier.sched.schedules.list()
-    assert info.name == a.schedule_name and info.next_fire == monday
+    assert info.name == a.schedule_name
+    assert info.next_fire == monday
 
     clock.advance(monday - timedelta(minutes=1) - clock.now())
     await crier.sched.wait_idle()
@@ -497,11 +515,13 @@ async def test_an_nth_weekday_rule_survives_text_and_zone_edits(
     [old] = await crier.sched.schedules.list()
     await edit(world, id=local, message="book club")
     a = await get(crier, world, local)
-    assert a.rule == before.rule and a.schedule_name == before.schedule_name
+    assert a.rule == before.rule
+    assert a.schedule_name == before.schedule_name
     assert await crier.sched.schedules.list() == [old]  # not re-planned
     content = await edit(world, id=local, timezone=PARIS)
     a = await get(crier, world, local)
-    assert a.repeat_nth == (2, 4) and a.repeat_words is not None
+    assert a.repeat_nth == (2, 4)
+    assert a.repeat_words is not None
     assert a.repeat_words.endswith(f"({PARIS})"), a.repeat_words
     [info] = await crier.sched.schedules.list()
     # March 14th 2030 is the 2nd Thursday: 19:00 in Paris (CET) is 18:00 UTC.
@@ -552,7 +572,8 @@ async def test_a_one_off_made_recurring_with_until_in_one_edit(
     content = await edit(world, id=local, repeat="daily", until="in 50h")
     assert "**Repeats:** no (posted once) → every day at 13:00 (UTC)" in content
     a = await get(crier, world, local)
-    assert a.recurring and a.until_ts == (NOW + timedelta(hours=50)).timestamp()
+    assert a.recurring
+    assert a.until_ts == (NOW + timedelta(hours=50)).timestamp()
     await advance(crier, clock, timedelta(hours=1))
     for _ in range(3):
         await advance(crier, clock, timedelta(days=1))
@@ -600,7 +621,8 @@ async def test_a_member_without_rights_is_refused(world: World, crier: Crier) ->
         world.guild, world.general, world.member, "edit", {"id": local}
     )
     cb = await h.response()
-    assert cb.type == CB_CHANNEL_MESSAGE and "Manage Server" in (cb.content or "")  # no form
+    assert cb.type == CB_CHANNEL_MESSAGE
+    assert "Manage Server" in (cb.content or "")
     assert await snapshot(crier) == before
 
 
@@ -621,7 +643,8 @@ async def test_mention_rights_on_edit(world: World, crier: Crier, clock: FakeClo
     content = await edit(world, id=1, message="Bigger news")
     assert "Edited" in content
     a = await get(crier, world, 1)
-    assert a.mention == "everyone" and a.allowed_mentions["everyone"] is True
+    assert a.mention == "everyone"
+    assert a.allowed_mentions["everyone"] is True
     # ...but may not set an @everyone mention of their own.
     before = await snapshot(crier)
     for typed in ("everyone", "@everyone"):
@@ -635,10 +658,12 @@ async def test_mention_rights_on_edit(world: World, crier: Crier, clock: FakeClo
     content = await edit(world, id=1, mention="none")
     assert "**Pings:** @everyone → none" in content
     a = await get(crier, world, 1)
-    assert a.mention is None and a.allowed_mentions["everyone"] is False
+    assert a.mention is None
+    assert a.allowed_mentions["everyone"] is False
     await advance(crier, clock, timedelta(hours=1))
     [msg] = world.fake.bot_messages(world.news)
-    assert msg.content == "Bigger news" and not msg.pings.everyone
+    assert msg.content == "Bigger news"
+    assert not msg.pings.everyone
 
 
 async def test_another_guilds_id_is_not_found(world: World, other: World, crier: Crier) -> None:
@@ -826,14 +851,15 @@ class EditFuzz:
         try:
             h = await w.fake.invoke_command(w.guild, w.general, w.admin, "edit", options)
         except ValueError as exc:  # Discord's client would not send it
-            assert any(r in str(exc) for r in CLIENT_REFUSALS) or "channel type" in str(exc), exc
+            assert any(r in str(exc) for r in CLIENT_REFUSALS) or "channel type" in str(exc), exc  # noqa: PT017 (refusing is one allowed outcome)
             assert await snapshot(self.crier) == before
             return "refused by Discord's client"
         cb: InteractionCallback = await h.response(timeout=10)
         if cb.type == CB_MODAL:
             assert set(options) <= {"id", "update_posted"}, options
             return "form"
-        assert cb.type == CB_CHANNEL_MESSAGE and cb.ephemeral, (cb.type, cb.data)
+        assert cb.type == CB_CHANNEL_MESSAGE, (cb.type, cb.data)
+        assert cb.ephemeral, (cb.type, cb.data)
         content = cb.content or ""
         assert GENERIC not in content, (options, content)
         if content.startswith("✏️ Edited announcement"):
@@ -856,7 +882,8 @@ class EditFuzz:
         if content.startswith("Nothing to change"):
             assert await snapshot(self.crier) == before
             return "nothing to change"
-        assert content.strip() and REFUSAL.search(content), content
+        assert content.strip(), content
+        assert REFUSAL.search(content), content
         assert await snapshot(self.crier) == before, (options, content)
         return "refused by the bot"
 

@@ -46,7 +46,8 @@ def sqlite_reads_held(db: Path) -> Iterator[None]:
         stdout=subprocess.PIPE,
         text=True,
     )
-    assert holder.stdin is not None and holder.stdout is not None
+    assert holder.stdin is not None
+    assert holder.stdout is not None
     try:
         assert holder.stdout.readline() == "locked\n"
         yield

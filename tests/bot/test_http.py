@@ -29,7 +29,8 @@ TOKEN = "x" * 24 + ".abcdef.ghijklmnopqrstu"
 @pytest.fixture
 async def served(crier_factory: CrierFactory) -> Crier:
     app = await crier_factory(http_address=("127.0.0.1", 0))
-    assert app.web is not None and app.web.port != 0
+    assert app.web is not None
+    assert app.web.port != 0
     return app
 
 
@@ -88,7 +89,8 @@ async def test_healthz_is_503_with_the_reason_when_the_database_cannot_be_read(
     await served.sched.store.close()  # as if the database went away under the bot
     status, text, _ = await get(http, served, "/healthz")
     assert status == 503
-    assert text.startswith("database unreachable: ") and text.count("\n") == 1
+    assert text.startswith("database unreachable: ")
+    assert text.count("\n") == 1
 
 
 async def test_healthz_says_when_the_scheduler_is_not_running(
@@ -101,7 +103,8 @@ async def test_healthz_says_when_the_scheduler_is_not_running(
 
 
 async def test_the_server_is_off_unless_http_address_is_set(crier: Crier) -> None:
-    assert crier.settings.http_address is None and crier.web is None
+    assert crier.settings.http_address is None
+    assert crier.web is None
 
 
 def test_http_address_is_host_and_port() -> None:
@@ -142,7 +145,8 @@ async def test_metrics_after_a_delivery_through_a_429(
     assert [m.content for m in posts(world, world.news)] == ["Counted"]
 
     status, text, content_type = await get(http, served, "/metrics")
-    assert status == 200 and content_type.startswith("text/plain")
+    assert status == 200
+    assert content_type.startswith("text/plain")
     page = samples(text)
     assert sample(page, "crier_deliveries_sent_total") == 1
     assert sample(page, "crier_deliveries_late_total") == 0

@@ -53,7 +53,8 @@ def section(page: str, title: str) -> list[str]:
 
 async def info(world: World, id: int, **kw: Any) -> str:
     cb = await run_command(world, "info", id=id, **kw)
-    assert cb.type == CB_CHANNEL_MESSAGE and cb.ephemeral
+    assert cb.type == CB_CHANNEL_MESSAGE
+    assert cb.ephemeral
     # Nothing it shows may ping: not the mention, not a role or a member in the text.
     assert cb.data["allowed_mentions"]["parse"] == []
     assert not cb.data["allowed_mentions"].get("roles")
@@ -127,7 +128,8 @@ async def test_info_of_a_recurring_one_across_a_dst_change(world: World, crier: 
     assert section(page, "Next times") == [f"• {stamp(t)}" for t in expected]
     a = await crier.bot.announcements.get(world.guild.id, 1)
     [schedule] = await crier.sched.schedules.list()
-    assert schedule.name == a.schedule_name and schedule.next_fire == expected[0]
+    assert schedule.name == a.schedule_name
+    assert schedule.next_fire == expected[0]
 
 
 async def test_info_of_a_recurring_one_after_its_first_posts(
@@ -253,12 +255,12 @@ async def test_long_text_is_cut_to_fit_and_every_section_stays(
     assert len(section(page, "History")) == 1
     shown = page.split("**Text as it will post:**\n", 1)[1].split("\n")
     note = shown.pop()
-    assert note.startswith("*…cut to fit: ") and note.endswith(
-        "characters are not shown here (they will be posted)*"
-    )
+    assert note.startswith("*…cut to fit: ")
+    assert note.endswith("characters are not shown here (they will be posted)*")
     assert all(line.startswith(">") for line in shown)
     kept = "\n".join(line[2:] for line in shown)
-    assert text.startswith(kept) and 300 <= len(kept) < len(text)
+    assert text.startswith(kept)
+    assert 300 <= len(kept) < len(text)
     left_out = int(note.removeprefix("*…cut to fit: ").split(" ", 1)[0])
     assert left_out == len(text) - len(kept)
 
@@ -290,7 +292,8 @@ async def test_info_of_another_guilds_id_is_not_found(
         "announcement #2 not found. Use `/list` to see this server's announcements."
     )
     page = await info(world, 1)
-    assert page.endswith("> mine") and "theirs" not in page
+    assert page.endswith("> mine")
+    assert "theirs" not in page
 
 
 async def test_info_needs_the_rights_to_manage_announcements(world: World, crier: Crier) -> None:
@@ -453,10 +456,12 @@ async def test_a_long_history_gives_way_to_the_text_oldest_first(
     history = section(page, "History")
     assert history[0] == "• *(earlier changes not shown)*"
     kept = [int(line.split("change ", 1)[1].split(":", 1)[0]) for line in history[1:]]
-    assert kept and kept == list(range(10 - len(kept), 10))  # the newest, in order
+    assert kept
+    assert kept == list(range(10 - len(kept), 10))
     assert f"created by <@{world.admin.user.id}>" not in page  # the oldest went first
     shown = page.split("**Text as it will post:**\n", 1)[1]
-    assert len(shown) >= 300 and "cut to fit" in shown
+    assert len(shown) >= 300
+    assert "cut to fit" in shown
     assert section(page, "Next times") == [f"• {stamp(NOW + timedelta(hours=1))}"]
 
 
@@ -562,7 +567,8 @@ async def test_info_after_an_edit_and_a_post_that_could_not_be_updated(
         [delivery] = await BotDb(db).recent_deliveries(await row_id(crier, world, 1), 5)
         history = await BotDb(db).history(await row_id(crier, world, 1), 10)
     reason = delivery.update_error
-    assert reason and "Unknown Message" in reason
+    assert reason
+    assert "Unknown Message" in reason
     assert [(h.action, h.actor_id) for h in history] == [
         (HistoryAction.CREATED, world.admin.user.id),
         (HistoryAction.EDITED, erin.user.id),

@@ -39,7 +39,7 @@ async def pair(crier_factory: CrierFactory, world: World) -> AsyncIterator[Pair]
     await world.fake.wait_until(
         lambda: len(world.fake.gateway.connected_sessions) == 2, what="both sessions up"
     )
-    yield a, b
+    return a, b
 
 
 def lost(pair: Pair) -> int:
@@ -80,7 +80,8 @@ async def test_one_schedule_makes_one_announcement_and_one_post(
 ) -> None:
     caplog.set_level(logging.DEBUG)
     cb = await run_command(world, "schedule", when="in 10m", message="Once!", channel=world.news)
-    assert cb.type == CB_CHANNEL_MESSAGE and "Scheduled announcement **#1**" in (cb.content or "")
+    assert cb.type == CB_CHANNEL_MESSAGE
+    assert "Scheduled announcement **#1**" in (cb.content or "")
     await settled(world, pair, 1)
     assert await rows(pair[0], world) == [(1, "scheduled")]
     await advance(pair, clock, timedelta(minutes=10))

@@ -43,5 +43,6 @@ async def test_schedule_writes_before_background_transactions_queued_ahead_of_it
     release.set()
     cb = await h.response()
     await asyncio.gather(hold, *queued)
-    assert cb.type == CB_CHANNEL_MESSAGE and "Scheduled announcement" in (cb.content or "")
+    assert cb.type == CB_CHANNEL_MESSAGE
+    assert "Scheduled announcement" in (cb.content or "")
     assert seen == [1] * QUEUED  # every one of them ran after the command's write

@@ -62,9 +62,11 @@ async def test_an_update_job_stored_under_its_old_name_updates_the_post(
         await stored_under(ctx, job_id, "crier.update_posted")
     await crier.sched.wait_idle()
 
-    assert msg.content == "v2" and world.fake.bot_messages(world.news) == [msg]
+    assert msg.content == "v2"
+    assert world.fake.bot_messages(world.news) == [msg]
     job = await crier.sched.get_job(job_id)
-    assert job is not None and (job.fn, job.state) == ("crier.update_posted", JobState.SUCCESS)
+    assert job is not None
+    assert (job.fn, job.state) == ("crier.update_posted", JobState.SUCCESS)
     assert await stored_args(crier, job_id) == old_args  # the earlier release's very shape
 
 
@@ -87,7 +89,8 @@ async def test_a_publish_job_stored_under_its_old_name_publishes_the_post(
     [row] = await rows(crier, "SELECT publish_state FROM bot_deliveries")
     assert row["publish_state"] == "published_late"
     job = await crier.sched.get_job(waiting.id)
-    assert job is not None and (job.fn, job.state) == ("crier.publish", JobState.SUCCESS)
+    assert job is not None
+    assert (job.fn, job.state) == ("crier.publish", JobState.SUCCESS)
 
 
 async def test_a_schedule_stored_with_the_old_arguments_still_posts(

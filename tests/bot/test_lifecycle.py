@@ -124,7 +124,8 @@ async def test_pause_across_due_times_then_resume_posts_only_future_ones(
     after = await get(crier, world, local)
     assert (after.state, after.failure) == ("scheduled", None)
     info = await crier.sched.schedules.get(schedule_name(ann.id))
-    assert not info.paused and info.next_fire == times[3]
+    assert not info.paused
+    assert info.next_fire == times[3]
 
     # No burst and no late post of the missed ones: the next post is the next future time.
     await advance_to(crier, clock, times[3] - timedelta(seconds=1))
@@ -183,8 +184,10 @@ async def test_pause_one_off_past_its_time_then_resume_is_refused(
     before = await everything(crier)
 
     text = await answer(world, "resume", id=local)
-    assert "passed while it was paused" in text and stamp(FIRST) in text
-    assert f"`/edit id:{local} when:…`" in text and "Nothing was changed." in text
+    assert "passed while it was paused" in text
+    assert stamp(FIRST) in text
+    assert f"`/edit id:{local} when:…`" in text
+    assert "Nothing was changed." in text
     assert await everything(crier) == before
     assert (await get(crier, world, local)).state == "paused"
     await advance_to(crier, clock, FIRST + timedelta(days=1))
@@ -224,7 +227,8 @@ async def test_resume_of_a_one_off_whose_job_ran_while_paused_enqueues_a_new_one
         )
     await answer(world, "resume", id=local)
     job_id = (await get(crier, world, local)).job_id
-    assert job_id is not None and job_id != ann.job_id
+    assert job_id is not None
+    assert job_id != ann.job_id
     await advance_to(crier, clock, later)
     assert posts(world) == ["Once"]
 
@@ -292,12 +296,14 @@ async def test_skip_the_next_occurrence_posts_nothing_then_the_next_one_posts(
     assert posts(world) == []
     await advance_to(crier, clock, HOURLY[1])
     [msg] = world.fake.bot_messages(world.news)
-    assert msg.content == "Status" and msg.nonce == nonce_for(ann.id, HOURLY[1].timestamp())
+    assert msg.content == "Status"
+    assert msg.nonce == nonce_for(ann.id, HOURLY[1].timestamp())
 
     # Two skips in a row skip two occurrences.
     await answer(world, "skip", id=local)
     text = await answer(world, "skip", id=local)
-    assert stamp(HOURLY[3]) in text and f"**Next after that:** {stamp(HOURLY[4])}" in text
+    assert stamp(HOURLY[3]) in text
+    assert f"**Next after that:** {stamp(HOURLY[4])}" in text
     await advance_to(crier, clock, HOURLY[3] + timedelta(minutes=1))
     assert posts(world) == ["Status"]
     await advance_to(crier, clock, HOURLY[4])
@@ -322,9 +328,11 @@ async def test_skip_is_refused_for_a_one_off_and_a_paused_one(
     await answer(world, "pause", id=weekly)
     before = await everything(crier)
     text = await answer(world, "skip", id=once)
-    assert "posts only once" in text and f"`/cancel id:{once}`" in text
+    assert "posts only once" in text
+    assert f"`/cancel id:{once}`" in text
     text = await answer(world, "skip", id=weekly)
-    assert "is paused" in text and f"`/resume id:{weekly}`" in text
+    assert "is paused" in text
+    assert f"`/resume id:{weekly}`" in text
     assert await everything(crier) == before
     await advance_to(crier, clock, FIRST)
     assert posts(world) == ["Once"]
@@ -359,7 +367,8 @@ async def test_until_the_last_occurrence_before_it_posts_then_it_is_done(
         await crier.sched.schedules.get(schedule_name(ann.id))
     assert (await history(crier, ann))[-1] == ("ended", None)
     listing = await answer(world, "list")
-    assert f"🏁 **#{local}**" in listing and "· done ·" in listing
+    assert f"🏁 **#{local}**" in listing
+    assert "· done ·" in listing
     assert "ended: its `until` was reached" in listing
 
     await advance_to(crier, clock, HOURLY[6])
@@ -375,7 +384,8 @@ async def test_until_reached_by_a_skipped_last_occurrence_ends_it(
     ann = await get(crier, world, local)
     await advance_to(crier, clock, HOURLY[0])
     text = await answer(world, "skip", id=local)
-    assert stamp(HOURLY[1]) in text and "the last one before its `until`" in text
+    assert stamp(HOURLY[1]) in text
+    assert "the last one before its `until`" in text
     assert "nothing left" in await answer(world, "skip", id=local)
     await advance_to(crier, clock, HOURLY[1])
     assert posts(world) == ["Status"]
@@ -453,10 +463,12 @@ async def test_list_shows_paused_and_until_distinctly(world: World, crier: Crier
     await answer(world, "pause", id=paused)
     text = await answer(world, "list")
     head, rest = text.split(f"**#{live}**")
-    assert f"⏸️ **#{paused}**" in head and "· paused ·" in head
+    assert f"⏸️ **#{paused}**" in head
+    assert "· paused ·" in head
     assert f"paused: nothing posts until `/resume id:{paused}`" in head
     assert f"until: {stamp(NOW + timedelta(days=1))}" in head
-    assert "paused" not in rest and "next:" in rest
+    assert "paused" not in rest
+    assert "next:" in rest
 
 
 # --- who may, and which guild --------------------------------------------------------------------

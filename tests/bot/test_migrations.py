@@ -70,14 +70,16 @@ async def check_migrated(store: Store) -> None:
         rows = BotDb(db)
         once = await rows.announcement(1)
         weekly = await rows.announcement(2)
-        assert once is not None and weekly is not None
+        assert once is not None
+        assert weekly is not None
         assert (once.content, once.state, once.last_message_id) == ("once", "sent", 55)
         assert (weekly.repeat_cron, weekly.schedule_name, weekly.state) == (
             "0 9 * * 1",
             "crier:2",
             AnnouncementState.PAUSED,
         )
-        assert once.revision == weekly.revision == 1 and weekly.until_ts is None
+        assert once.revision == weekly.revision == 1
+        assert weekly.until_ts is None
         [sent] = await rows.recent_deliveries(1, 5)
         assert (sent.state, sent.message_id, sent.revision) == (DeliveryState.SENT, 55, 1)
         [failed] = await rows.recent_deliveries(2, 5)
@@ -100,7 +102,8 @@ async def check_migrated(store: Store) -> None:
     async with store.snapshot() as db:
         rows = BotDb(db)
         weekly = await rows.announcement(2)
-        assert weekly is not None and weekly.state is AnnouncementState.DONE
+        assert weekly is not None
+        assert weekly.state is AnnouncementState.DONE
         assert [h.action for h in await rows.history(2, 10)] == ["created", "ended"]
         assert (await rows.recent_deliveries(2, 1))[0].state is DeliveryState.SKIPPED
         assert await rows.member_timezone(700) == "Europe/Paris"
@@ -170,4 +173,5 @@ async def test_a_repeat_rule_reads_back_exactly_as_it_was_written(tmp_path: Path
         async with store.snapshot() as db:
             for ann_id, rule in zip(ids, rules, strict=True):
                 ann = await BotDb(db).announcement(ann_id)
-                assert ann is not None and ann.rule == rule
+                assert ann is not None
+                assert ann.rule == rule

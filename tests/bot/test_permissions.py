@@ -22,7 +22,8 @@ async def refused(world: World, crier: Crier, name: str, says: str, **kw: Any) -
     before = await db_snapshot(crier)
     cb = await run_command(world, name, **kw)
     content = cb.content or ""
-    assert cb.type == CB_CHANNEL_MESSAGE and cb.ephemeral
+    assert cb.type == CB_CHANNEL_MESSAGE
+    assert cb.ephemeral
     assert says in content, content
     assert await db_snapshot(crier) == before
     return content
@@ -50,7 +51,8 @@ async def test_member_without_rights_cannot_cancel(world: World, crier: Crier) -
 async def test_list_is_open_to_every_member(world: World, crier: Crier) -> None:
     await run_command(world, "schedule", when="in 1h", message="visible")
     cb = await run_command(world, "list", by=world.member)
-    assert cb.ephemeral and "**#1**" in (cb.content or "")
+    assert cb.ephemeral
+    assert "**#1**" in (cb.content or "")
 
 
 async def test_manager_role_allows_schedule_and_cancel(world: World, crier: Crier) -> None:
@@ -257,9 +259,12 @@ async def test_list_shows_only_this_guilds(world: World, other: World, crier: Cr
     await run_command(other, "schedule", when="in 1h", message="theirs only")
     await run_command(other, "schedule", when="in 2h", message="theirs again")
     content = (await run_command(world, "list")).content or ""
-    assert "(1 in all)" in content and "mine only" in content and "theirs" not in content
+    assert "(1 in all)" in content
+    assert "mine only" in content
+    assert "theirs" not in content
     content = (await run_command(other, "list")).content or ""
-    assert "(2 in all)" in content and "mine" not in content
+    assert "(2 in all)" in content
+    assert "mine" not in content
 
 
 async def cancel_choices(w: World, typed: str) -> list[dict[str, Any]]:

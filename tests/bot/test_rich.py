@@ -102,7 +102,8 @@ async def test_an_embed_needs_embed_links(world: World, crier: Crier) -> None:
     cb = await run_command(
         world, "schedule", when="in 1h", title="T", message="body", channel=world.news
     )
-    assert cb.type == CB_CHANNEL_MESSAGE and cb.ephemeral
+    assert cb.type == CB_CHANNEL_MESSAGE
+    assert cb.ephemeral
     assert cb.content == (
         f"I need **Embed Links** in <#{world.news.id}> to post there. Ask an admin to grant "
         "it, then try again."
@@ -147,7 +148,8 @@ async def test_the_form_has_a_title_field(embeds: World, crier: Crier, clock: Fa
         "schedule",
         {"when": "in 1m", "channel": world.news},
     )
-    assert (await h.response()).type == CB_MODAL and h.modal is not None
+    assert (await h.response()).type == CB_MODAL
+    assert h.modal is not None
     fields = {
         c["label"]: c["custom_id"] for c in iter_components(h.modal["components"]) if c["type"] == 4
     }
@@ -234,11 +236,12 @@ class RichFuzz:
         try:
             h = await w.fake.invoke_command(w.guild, w.general, w.admin, "schedule", options)
         except ValueError as exc:  # Discord's client would not send it
-            assert any(r in str(exc) for r in (*CLIENT_REFUSALS, "channel type")), exc
+            assert any(r in str(exc) for r in (*CLIENT_REFUSALS, "channel type")), exc  # noqa: PT017 (refusing is one allowed outcome)
             self.outcomes["refused by Discord's client"] += 1
             return
         cb = await h.response(timeout=10)
-        assert cb.type == CB_CHANNEL_MESSAGE and cb.ephemeral, (cb.type, cb.data)
+        assert cb.type == CB_CHANNEL_MESSAGE, (cb.type, cb.data)
+        assert cb.ephemeral, (cb.type, cb.data)
         content = cb.content or ""
         assert GENERIC not in content, (options, content)
         if content.startswith("✅ Scheduled announcement"):
@@ -248,10 +251,12 @@ class RichFuzz:
             title = case.get("title")
             assert a.rich.title == (title.strip() if title and title.strip() else None)
             assert a.rich.silent == case.get("silent", False)
-            assert not a.rich.publish and not a.rich.tags  # #news is a text channel
+            assert not a.rich.publish
+            assert not a.rich.tags
             self.outcomes["scheduled"] += 1
             return
-        assert content.strip() and REFUSAL.search(content), content
+        assert content.strip(), content
+        assert REFUSAL.search(content), content
         assert await db_snapshot(self.crier) == before, (options, content)
         self.outcomes["refused by the bot"] += 1
 

@@ -60,7 +60,8 @@ async def test_when_left_out_the_rule_gives_the_first_time(
     assert "**Next:** " + ", ".join(full(t) for t in posts) + "\n" in content
     a = await only_announcement(crier, world)
     [info] = await crier.sched.schedules.list()
-    assert info.name == a.schedule_name and info.next_fire == posts[0]
+    assert info.name == a.schedule_name
+    assert info.next_fire == posts[0]
 
 
 async def test_the_2nd_and_4th_thursday_post_on_those_days_only(

@@ -131,7 +131,8 @@ async def test_synced_commands_are_usable_after_a_restart_without_sync(
             try:
                 assert app.bot.synced_commands is expected
                 cb = await run_command(world, "list")
-                assert cb.ephemeral and cb.content
+                assert cb.ephemeral
+                assert cb.content
             finally:
                 await app.close()
     finally:
@@ -148,7 +149,8 @@ async def test_the_synced_definitions_have_what_the_commands_promise(
     synced = {name: command for (name, _), command in world.fake.global_commands.items()}
     assert set(synced) == COMMANDS
     for command in synced.values():
-        assert command.raw["contexts"] == [0] and command.raw["dm_permission"] is False
+        assert command.raw["contexts"] == [0]
+        assert command.raw["dm_permission"] is False
         assert command.description
     manage_guild = 1 << 5
     assert synced["settings"].default_member_permissions == str(manage_guild)
@@ -185,7 +187,8 @@ async def test_the_synced_definitions_have_what_the_commands_promise(
     # Every destination: text (0), announcement (5), threads (10, 11, 12), forums (15) and
     # media channels (16, forums of files).
     assert set(schedule["channel"]["channel_types"]) == {0, 5, 10, 11, 12, 15, 16}
-    assert schedule["image"]["type"] == 11 and schedule["tags"]["autocomplete"] is True
+    assert schedule["image"]["type"] == 11
+    assert schedule["tags"]["autocomplete"] is True
     assert schedule["title"]["max_length"] == 256
     # `when` may be left out when `repeat` names a time of day (the rule's next time is first).
     assert [n for n, o in schedule.items() if o["required"]] == []
@@ -193,7 +196,8 @@ async def test_the_synced_definitions_have_what_the_commands_promise(
     assert schedule["timezone"]["autocomplete"] is True
     assert all(o["description"] for o in schedule.values())
     for name in ("cancel", "pause", "resume", "skip", "edit", "info"):
-        assert options(name)["id"]["autocomplete"] is True and options(name)["id"]["required"]
+        assert options(name)["id"]["autocomplete"] is True
+        assert options(name)["id"]["required"]
     assert options("timezone")["zone"]["autocomplete"] is True
     assert not options("timezone")["zone"]["required"]
     settings = options("settings")
@@ -224,7 +228,8 @@ async def test_synced_definitions_are_what_discords_api_spec_accepts(
     spec's largest integer (2**53 was refused)."""
     assert await starts() is True
     (sync,) = [r for r in world.fake.requests if r.method == "PUT" and "/commands" in r.path]
-    assert sync.status == 200 and sync.spec_violations == []
+    assert sync.status == 200
+    assert sync.spec_violations == []
     bounds = {
         cmd["name"]: (option["min_value"], option["max_value"])
         for cmd in sync.body

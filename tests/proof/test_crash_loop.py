@@ -390,7 +390,8 @@ def check_everything(loop: Loop, fake: FakeDiscord, run: Run) -> None:
     states = Counter({r["state"]: r["n"] for r in rows(
         db, "SELECT state, count(*) AS n FROM scheduler_jobs GROUP BY state"
     )})  # fmt: skip
-    assert states["in_progress"] == 0 and states["pending"] == 0, (states, seed)
+    assert states["in_progress"] == 0, (states, seed)
+    assert states["pending"] == 0, (states, seed)
     assert scalar(db, "PRAGMA integrity_check") == "ok"
     if FULL:
         assert scalar(db, "SELECT count(*) FROM scheduler_jobs") >= 2000, seed
@@ -439,7 +440,8 @@ def check_actions(db: Path, seed: str) -> dict[str, int]:
         if a["state"] == "success":
             assert a["effects"] == 1, (a, seed)
         else:
-            assert a["state"] == "failed" and LEASE_LOST in (a["error"] or ""), (a, seed)
+            assert a["state"] == "failed", (a, seed)
+            assert LEASE_LOST in (a["error"] or ""), (a, seed)
             assert a["effects"] <= 1, (a, seed)
             lost += 1
     idem = rows(
@@ -498,7 +500,8 @@ def check_skip(db: Path, run: Run, seed: str) -> None:
         (TICK_SKIP,),
     )
     fired = [round(j["fire_ts"], 6) for j in jobs]
-    assert len(fired) == len(set(fired)) and set(fired) <= set(times), seed
+    assert len(fired) == len(set(fired)), seed
+    assert set(fired) <= set(times), seed
     # Every fire time is accounted for: run, skipped (overlap) or missed (catch-up).
     assert len(times) == len(jobs) + row["skipped"] + row["missed"], (row, len(jobs), seed)
     # Missed (catch_up=skip drops a backlog) only while no process was up and ticking.
@@ -514,7 +517,8 @@ def check_skip(db: Path, run: Run, seed: str) -> None:
         if j["state"] == "success":
             assert effects[t] == 1, (j, seed)
         else:
-            assert j["state"] == "failed" and LEASE_LOST in (j["error"] or ""), (j, seed)
+            assert j["state"] == "failed", (j, seed)
+            assert LEASE_LOST in (j["error"] or ""), (j, seed)
             assert effects[t] <= 1, (j, seed)
     print(
         f"  skip cron: {len(times)} fire times = {len(jobs)} run + {row['skipped']} skipped "
@@ -548,15 +552,18 @@ def check_announcements(loop: Loop, fake: FakeDiscord, run: Run, seed: str) -> d
             continue
         acked += 1
         a = by_local.get(local)
-        assert a is not None and a["content"] == s.message, (local, seed)
-        assert a["channel_id"] == s.channel.id and a["first_ts"] == s.when, (a, seed)
+        assert a is not None, (local, seed)
+        assert a["content"] == s.message, (local, seed)
+        assert a["channel_id"] == s.channel.id, (a, seed)
+        assert a["first_ts"] == s.when, (a, seed)
 
     one_offs = [a for a in anns.values() if a["repeat_kind"] is None]
     for a in one_offs:
         ds = by_ann.get(a["id"], [])
         assert a["state"] == "sent", (a, ds, seed)
         [d] = ds
-        assert d["state"] == "sent" and d["fire_ts"] == a["first_ts"], (d, seed)
+        assert d["state"] == "sent", (d, seed)
+        assert d["fire_ts"] == a["first_ts"], (d, seed)
         msg = by_id.get(d["message_id"])
         assert msg is not None, (d, seed)
         assert msg.content == a["content"], (msg.content, a["content"], seed)  # verbatim
@@ -577,7 +584,8 @@ def check_announcements(loop: Loop, fake: FakeDiscord, run: Run, seed: str) -> d
         for j in jobs:
             nonce = nonce_for(a["id"], j["fire_ts"])
             if j["state"] == "canceled":
-                assert j["fire_ts"] not in ds and by_nonce[nonce] == 0, (a, j, seed)
+                assert j["fire_ts"] not in ds, (a, j, seed)
+                assert by_nonce[nonce] == 0, (a, j, seed)
                 continue
             d = ds[j["fire_ts"]]
             if d["state"] == "failed" and a["state"] == "canceled":
@@ -588,8 +596,10 @@ def check_announcements(loop: Loop, fake: FakeDiscord, run: Run, seed: str) -> d
                 assert by_nonce[nonce] <= 1, (a, j, d, seed)
                 maybe_delivered.add(nonce)
                 continue
-            assert j["state"] == "success" and d["state"] == "sent", (a, j, d, seed)
-            assert by_id[d["message_id"]].nonce == nonce and by_nonce[nonce] == 1, seed
+            assert j["state"] == "success", (a, j, d, seed)
+            assert d["state"] == "sent", (a, j, d, seed)
+            assert by_id[d["message_id"]].nonce == nonce, seed
+            assert by_nonce[nonce] == 1, seed
             assert by_id[d["message_id"]].content == a["content"], seed
         assert set(ds) <= {j["fire_ts"] for j in jobs}, seed
     sent = sum(1 for d in deliveries if d["state"] == "sent")
@@ -638,17 +648,20 @@ def check_targets(loop: Loop, fake: FakeDiscord, run: Run, seed: str) -> None:
             pids = [r["pid"] for r in rows(
                 db, "SELECT pid FROM proof_mutations WHERE job_id = ?", (ident,)
             )]  # fmt: skip
-            assert len(pids) == 1 and pids[0] != killed_pid, (pids, killed_pid, seed)
+            assert len(pids) == 1, (pids, killed_pid, seed)
+            assert pids[0] != killed_pid, (pids, killed_pid, seed)
         elif kind == "action":  # lost with its lease: failed, no effect, never re-run
             assert (j["state"], j["run_count"]) == ("failed", 1), (j, seed)
             assert LEASE_LOST in (j["error"] or ""), (j, seed)
             assert scalar(db, "SELECT count(*) FROM proof_actions WHERE job_id = ?", (ident,)) == 0
         else:  # idempotent: re-run elsewhere to one effect
-            assert j["state"] == "success" and j["run_count"] >= 2, (j, seed)
+            assert j["state"] == "success", (j, seed)
+            assert j["run_count"] >= 2, (j, seed)
             pids = [r["pid"] for r in rows(
                 db, "SELECT pid FROM proof_idem WHERE job_id = ?", (ident,)
             )]  # fmt: skip
-            assert len(pids) == 1 and pids[0] != killed_pid, (pids, killed_pid, seed)
+            assert len(pids) == 1, (pids, killed_pid, seed)
+            assert pids[0] != killed_pid, (pids, killed_pid, seed)
     assert fake.nonce_dedup_hits >= kinds["delivery"], (fake.nonce_dedup_hits, seed)
     print(f"  targeted kills: {dict(kinds)}, each ended as its kind must")
 
@@ -752,7 +765,8 @@ async def test_a_delivery_interrupted_by_more_crashes_than_its_retries_is_not_dr
         [row] = rows(db, "SELECT state, message_id, nonce, attempts FROM bot_deliveries")
         [msg] = fake.bot_messages(news)
         assert (row["state"], row["message_id"]) == ("sent", msg.id)
-        assert msg.content == "through a crash loop" and msg.nonce == row["nonce"]
+        assert msg.content == "through a crash loop"
+        assert msg.nonce == row["nonce"]
         assert sends() == kills + 1  # one send per start, all with the same nonce
         assert {
             r.body["nonce"]

@@ -510,7 +510,8 @@ async def test_sqlite_disk_full_one_clear_line_then_every_announcement_posted_on
         assert fake.bot_messages(news) == [in_flight], "posted with nothing recorded"
         refused = [line for line in while_full if REFUSED in line]
         assert len(refused) == 1, "\n".join(while_full)
-        assert " ERROR " in refused[0] and "file size limit" in refused[0], refused[0]
+        assert " ERROR " in refused[0], refused[0]
+        assert "file size limit" in refused[0], refused[0]
         # One line, and nothing else said about it: no traceback, no warning per retry
         # (every line but INFO ones; a traceback's lines have no timestamp and level).
         said = [line for line in while_full if not INFO_LINE.match(line)]
@@ -582,7 +583,8 @@ async def test_gateway_down_rest_up_announcements_still_posted_before_it_returns
             options={"when": str(due), "message": f"while down {i}", "channel": channels[i % 2]},
         )
         reply = (await h.response(timeout=DEADLINE)).content
-        assert reply is not None and "Scheduled announcement" in reply, reply
+        assert reply is not None, reply
+        assert "Scheduled announcement" in reply, reply
 
     fake.gateway.refuse_connections = True
     assert await fake.disconnect_gateway() == 1
@@ -599,7 +601,8 @@ async def test_gateway_down_rest_up_announcements_still_posted_before_it_returns
     except TimeoutError as exc:
         raise AssertionError(f"{exc}\n{logs(bots)}") from None
     # Still down: every message was posted before the gateway is let back.
-    assert fake.gateway.refuse_connections and not fake.gateway.connected_sessions
+    assert fake.gateway.refuse_connections
+    assert not fake.gateway.connected_sessions
     messages = fake.bot_messages()
     assert all(down_at < m.created_at for m in messages)
     assert all(due <= m.created_at for m in messages), "posted early"

@@ -325,7 +325,8 @@ async def test_three_instances_post_every_occurrence_once_across_a_sigkill(
     for a in one_offs:
         d = by_occurrence.get((a["id"], a["first_ts"]))
         assert d is not None, f"one-off {a['content']!r} has no delivery"
-        assert a["state"] == "sent" and a["last_message_id"] == d["message_id"], a
+        assert a["state"] == "sent", a
+        assert a["last_message_id"] == d["message_id"], a
     assert len([d for d in deliveries if anns[d["announcement_id"]]["repeat_kind"] is None]) == (
         ONE_OFFS
     )

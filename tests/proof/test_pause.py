@@ -316,7 +316,8 @@ async def test_a_bot_paused_past_its_lease_posts_nothing_twice(
             await wait(lambda: hold.parked == 1, "A's second send to reach the fake")
             assert hold.sends[0].nonce == nonce
             row = await second_row()
-            assert row is not None and row["state"] == "sending", row
+            assert row is not None, row
+            assert row["state"] == "sending", row
             assert fake.remembers_nonce(news, nonce) is (stage == "after")
             await stop_quietly(a, database)
             if stage == "after":
@@ -331,7 +332,8 @@ async def test_a_bot_paused_past_its_lease_posts_nothing_twice(
         await wait(taken_over, "B to take the second occurrence over and record it")
         row = await second_row()
         # B's run is the job's second (slot: its only one, A never held it).
-        assert row is not None and row["run_count"] == (1 if stage == "slot" else 2), row
+        assert row is not None, row
+        assert row["run_count"] == (1 if stage == "slot" else 2), row
         if stage == "before":
             assert hold is not None
             hold.release()  # A's send goes on now, and is answered with B's message

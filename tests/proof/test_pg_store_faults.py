@@ -102,7 +102,7 @@ async def test_connection_killed_inside_a_failing_transaction_raises_the_callers
     store = PostgresStore(dsn, listen=False, max_size=1)
     await store.open()
     try:
-        with pytest.raises(BodyFailed):
+        with pytest.raises(BodyFailed):  # noqa: PT012 (the body's own error, out through the transaction)
             async with store.transaction(time.time()) as tx:
                 await tx.execute("INSERT INTO t (x) VALUES (1)")
                 await kill(tx._conn)

@@ -328,7 +328,8 @@ async def test_bot_processes_on_one_file_post_each_announcement_once(
     # Never sent twice: one accepted send per occurrence (a 429 is refused and retried by
     # discord.py, not sent), and no repeat that Discord's nonce had to absorb.
     accepted = Counter(r.body["nonce"] for r in sends if r.status != 429)
-    assert len(accepted) == expected and max(accepted.values()) == 1, sends
+    assert len(accepted) == expected, sends
+    assert max(accepted.values()) == 1, sends
     assert fake.nonce_dedup_hits == 0
     refused = Counter(r.status for r in sends if r.status != 200)
     deliveries = rows(db, "SELECT * FROM bot_deliveries")

@@ -311,7 +311,7 @@ class Fuzz:
         try:
             h = await w.fake.invoke_command(w.guild, w.general, w.admin, "schedule", options)
         except ValueError as exc:  # Discord's client would not send it
-            assert any(r in str(exc) for r in CLIENT_REFUSALS) or "channel type" in str(exc), exc
+            assert any(r in str(exc) for r in CLIENT_REFUSALS) or "channel type" in str(exc), exc  # noqa: PT017 (refusing is one allowed outcome)
             self.outcomes["refused by Discord's client"] += 1
             assert await db_snapshot(self.crier) == before
             return
@@ -328,17 +328,19 @@ class Fuzz:
             try:
                 h = await h.submit_modal({field["custom_id"]: text})
             except ValueError as exc:
-                assert any(r in str(exc) for r in CLIENT_REFUSALS), exc
+                assert any(r in str(exc) for r in CLIENT_REFUSALS), exc  # noqa: PT017 (refusing is one allowed outcome)
                 self.outcomes["modal refused by Discord's client"] += 1
                 assert await db_snapshot(self.crier) == before
                 return
             cb = await h.response(timeout=10)
-        assert cb.type == CB_CHANNEL_MESSAGE and cb.ephemeral, (cb.type, cb.data)
+        assert cb.type == CB_CHANNEL_MESSAGE, (cb.type, cb.data)
+        assert cb.ephemeral, (cb.type, cb.data)
         content = cb.content or ""
         assert GENERIC not in content, (options, content)
         found = re.match(r"✅ Scheduled announcement \*\*#(\d+)\*\*", content)
         if found is None:
-            assert content.strip() and REFUSAL.search(content), content
+            assert content.strip(), content
+            assert REFUSAL.search(content), content
             assert await db_snapshot(self.crier) == before, (options, content)
             self.outcomes["refused by the bot"] += 1
             self.refusals[re.sub(r"\d+", "N", content.split("\n")[0])[:70]] += 1
@@ -368,8 +370,10 @@ class Fuzz:
         assert msg.content.encode("utf-8") == a.text.encode("utf-8"), "posted text differs"
         assert a.text == (text if a.mention is None else f"{_markup(a.mention)} {text}")
         # The member has no Mention @everyone: no @everyone/@here, no unmentionable role.
-        assert not (msg.pings.everyone or msg.pings.here), msg.pings
-        assert self.quiet.id not in msg.pings.roles and w.guild.id not in msg.pings.roles
+        assert not msg.pings.everyone, msg.pings
+        assert not msg.pings.here, msg.pings
+        assert self.quiet.id not in msg.pings.roles
+        assert w.guild.id not in msg.pings.roles
         self.outcomes["accepted and posted verbatim"] += 1
         if a.recurring:
             h = await w.fake.invoke_command(w.guild, w.general, w.admin, "cancel", {"id": local_id})
@@ -460,13 +464,17 @@ def test_any_env_file_gives_settings_or_one_clear_error(data: bytes) -> None:
         s = read_env_file(data)
     except ConfigError as exc:
         message = str(exc)
-        assert message.strip() and "\n" not in message and "\r" not in message, message
+        assert message.strip(), message
+        assert "\n" not in message, message
+        assert "\r" not in message, message
         assert TOKEN not in message  # never echoes the token
         return
     # Accepted: a token that can go in an HTTP header, and sane numbers.
-    assert s.token and all(c.isprintable() and not c.isspace() for c in s.token), repr(s.token)
+    assert s.token, repr(s.token)
+    assert all(c.isprintable() and not c.isspace() for c in s.token), repr(s.token)
     for value in (s.send_spacing, s.catch_up_window, s.lease, s.sweep_interval, s.nonce_window):
-        assert value == value and value not in (float("inf"), float("-inf"))  # no nan, no inf
+        assert value == value
+        assert value not in (float("inf"), float("-inf"))
     assert s.dev_guild_id is None or 0 < s.dev_guild_id < 2**64
 
 

@@ -74,7 +74,8 @@ async def test_every_command_and_button_by_a_member_without_rights(
 
     async def refused(name: str, **options: Any) -> None:
         cb = await run_command(world, name, by=who, **options)
-        assert cb.type == CB_CHANNEL_MESSAGE and cb.ephemeral, cb.data
+        assert cb.type == CB_CHANNEL_MESSAGE, cb.data
+        assert cb.ephemeral, cb.data
         assert NEED_MANAGER in (cb.content or ""), cb.content
         assert await db_snapshot(crier) == before
 
@@ -94,15 +95,18 @@ async def test_every_command_and_button_by_a_member_without_rights(
         check_permissions=False,
     )  # fmt: skip
     cb = await h.response()
-    assert cb.ephemeral and "Only members with **Manage Server**" in (cb.content or "")
+    assert cb.ephemeral
+    assert "Only members with **Manage Server**" in (cb.content or "")
     assert await db_snapshot(crier) == before
 
     # Read-only for everyone: /list, its buttons, /cancel's autocomplete.
     h = await fake.invoke_command(world.guild, world.general, who, "list")
     cb = await h.response()
-    assert cb.ephemeral and "(7 in all)" in (cb.content or "")
+    assert cb.ephemeral
+    assert "(7 in all)" in (cb.content or "")
     cb = await (await h.click("crier:list:1")).response()
-    assert cb.type == CB_UPDATE_MESSAGE and "page 2 of 2" in (cb.content or "")
+    assert cb.type == CB_UPDATE_MESSAGE
+    assert "page 2 of 2" in (cb.content or "")
     h = await fake.invoke_autocomplete(
         world.guild, world.general, who, "cancel", {"id": ""}, focused="id"
     )
@@ -127,7 +131,8 @@ async def test_the_form_submitted_after_losing_the_right_is_refused(
     before = await db_snapshot(crier)
     sub = await h.submit_modal({modal_input(h): "posted by someone who may no longer"})
     cb = await sub.response()
-    assert cb.ephemeral and NEED_MANAGER in (cb.content or ""), cb.content
+    assert cb.ephemeral, cb.content
+    assert NEED_MANAGER in (cb.content or ""), cb.content
     assert await db_snapshot(crier) == before
 
 
@@ -150,7 +155,8 @@ async def test_list_buttons_clicked_in_another_guild_show_only_that_guild(
     h2 = await h.click("crier:list:1")
     page2 = (await h2.response()).content or ""
     assert page2.startswith("**Announcements** — page 2 of 2 (7 in all)")
-    assert "second guild 7" in page2 and "first-guild" not in page2
+    assert "second guild 7" in page2
+    assert "first-guild" not in page2
 
     # The same custom ids on a message in the second guild, with a page number only the
     # first guild has (the custom id carries the page, never the guild): still only theirs.
@@ -165,7 +171,8 @@ async def test_list_buttons_clicked_in_another_guild_show_only_that_guild(
         cb = await (await fake.click_button(forged, f"crier:list:{page}", who)).response()
         content = cb.content or ""
         assert cb.type == CB_UPDATE_MESSAGE, cb.data
-        assert "(7 in all)" in content and "first-guild" not in content, content
+        assert "(7 in all)" in content, content
+        assert "first-guild" not in content, content
     assert await db_snapshot(crier) == before
 
 
@@ -179,12 +186,14 @@ async def test_another_guilds_channel_or_role_as_an_option_is_refused(
         ({"mention": theirs}, "I can't find that role in this server."),
     ):
         cb = await run_command(world, "schedule", when="in 1h", message="x", **options)
-        assert cb.ephemeral and says in (cb.content or ""), cb.content
+        assert cb.ephemeral, cb.content
+        assert says in (cb.content or ""), cb.content
     h = await world.fake.invoke_command(
         world.guild, world.general, world.admin, "settings", {"log_channel": other.news}
     )
     cb = await h.response()
-    assert cb.ephemeral and "I can't find that channel in this server." in (cb.content or "")
+    assert cb.ephemeral
+    assert "I can't find that channel in this server." in (cb.content or "")
     assert await db_snapshot(crier) == before
 
 
@@ -219,11 +228,13 @@ async def test_mentions_typed_in_the_text_never_ping_beyond_the_members_rights(
     admins_1, admins_2, heralds = world.fake.bot_messages(world.general)
     for msg in (admins_1, admins_2):
         assert msg.content == text
-        assert not msg.pings.everyone and not msg.pings.here, msg.pings
+        assert not msg.pings.everyone, msg.pings
+        assert not msg.pings.here, msg.pings
         assert msg.pings.roles == frozenset({loud.id}), msg.pings
         assert msg.pings.users == frozenset({world.member.user.id}), msg.pings
     assert heralds.content == text
-    assert heralds.pings.everyone and heralds.pings.here, heralds.pings
+    assert heralds.pings.everyone, heralds.pings
+    assert heralds.pings.here, heralds.pings
     assert {quiet.id, loud.id} <= heralds.pings.roles, heralds.pings
 
 
@@ -251,14 +262,16 @@ async def test_a_channel_the_member_cannot_see(world: World, crier: Crier) -> No
     )
     before = await db_snapshot(crier)
     cb = await run_command(world, "schedule", by=manager, when="in 1h", message="x", channel=staff)
-    assert cb.ephemeral and f"You can't post in <#{staff.id}> yourself" in (cb.content or "")
+    assert cb.ephemeral
+    assert f"You can't post in <#{staff.id}> yourself" in (cb.content or "")
     assert await db_snapshot(crier) == before
 
     await run_command(world, "schedule", when="in 1h", message=secret, channel=staff)
     await run_command(world, "schedule", when="in 2h", message="picnic on friday")
     for who in (world.member, manager):
         listing = (await run_command(world, "list", by=who)).content or ""
-        assert "(2 in all)" in listing and "picnic on friday" in listing
+        assert "(2 in all)" in listing
+        assert "picnic on friday" in listing
         assert "ban wave" not in listing, listing
         for typed in ("", "ban", "#1"):
             h = await world.fake.invoke_autocomplete(

@@ -67,21 +67,26 @@ async def test_jobs_show_retry_and_cancel(db: Path) -> None:
     assert cli(db, "jobs", "retry", "1").returncode == 0
     assert json.loads(cli(db, "jobs", "show", "1", "--json").stdout)["state"] == "pending"
     again = cli(db, "jobs", "retry", "1")
-    assert again.returncode == 1 and "only failed or canceled" in again.stderr
+    assert again.returncode == 1
+    assert "only failed or canceled" in again.stderr
     assert "canceled" in cli(db, "jobs", "cancel", "2").stdout
     async with Scheduler(SqliteStore(db), Registry()) as sched:
         job = await sched.get_job(2)
-        assert job is not None and job.state is JobState.CANCELED
+        assert job is not None
+        assert job.state is JobState.CANCELED
 
 
 async def test_unknown_ids_and_names_exit_non_zero_with_a_message(db: Path) -> None:
     missing = cli(db, "jobs", "show", "999")
-    assert missing.returncode == 1 and "no job with id 999" in missing.stderr
+    assert missing.returncode == 1
+    assert "no job with id 999" in missing.stderr
     ghost = cli(db, "schedules", "pause", "ghost")
-    assert ghost.returncode == 1 and "no schedule named 'ghost'" in ghost.stderr
+    assert ghost.returncode == 1
+    assert "no schedule named 'ghost'" in ghost.stderr
     assert "Traceback" not in ghost.stderr
     bad_time = cli(db, "schedules", "backfill", "nightly", "yesterday", "today")
-    assert bad_time.returncode == 1 and "ISO 8601" in bad_time.stderr
+    assert bad_time.returncode == 1
+    assert "ISO 8601" in bad_time.stderr
 
 
 async def test_schedules_operations(db: Path) -> None:
@@ -111,7 +116,8 @@ def test_a_file_that_is_not_a_database_is_refused_untouched(tmp_path: Path) -> N
     path.write_text("hello, not a database\n")
     out = cli(path, "jobs", "ls")
     assert out.returncode == 1
-    assert "not a SQLite database" in out.stderr and "Traceback" not in out.stderr
+    assert "not a SQLite database" in out.stderr
+    assert "Traceback" not in out.stderr
     assert path.read_text() == "hello, not a database\n"
 
 
@@ -151,7 +157,8 @@ async def test_runs_ls_shows_every_attempt_as_a_table_and_json(tmp_path: Path) -
     data = json.loads(cli(path, "runs", "ls", "--fn", "work", "--json").stdout)
     assert [(r["job_id"], r["outcome"]) for r in data] == [(done, "success"), (failed, "failed")]
     first = data[1]
-    assert first["attempt"] == 0 and first["process"] == "worker-1"
+    assert first["attempt"] == 0
+    assert first["process"] == "worker-1"
     assert first["error"] == "ValueError: it broke"
     assert first["lateness"] == pytest.approx(first["started_at"] - first["due_ts"])
     assert {"due_ts", "started_at", "finished_at", "run_count", "duration"} <= set(first)
@@ -163,4 +170,5 @@ async def test_runs_ls_shows_every_attempt_as_a_table_and_json(tmp_path: Path) -
     assert cli(path, "runs", "ls", "--since", later).stdout.strip() == "no runs"
     assert len(json.loads(cli(path, "runs", "ls", "--limit", "1", "--json").stdout)) == 1
     bad = cli(path, "runs", "ls", "--since", "yesterday")
-    assert bad.returncode == 1 and "cannot read time" in bad.stderr
+    assert bad.returncode == 1
+    assert "cannot read time" in bad.stderr

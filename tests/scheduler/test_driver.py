@@ -95,7 +95,8 @@ async def test_a_due_now_job_runs_without_the_clock_moving(make: Make, clock: Fa
     job_id = await sched.run_after(0, "log:add", "now")
     await sched.wait_idle()
     job = await sched.get_job(job_id)
-    assert job is not None and job.state is JobState.SUCCESS
+    assert job is not None
+    assert job.state is JobState.SUCCESS
     assert clock.now() == START
     assert await log_items(sched) == ["now"]
 
@@ -118,7 +119,8 @@ async def test_negative_delay_means_now(make: Make) -> None:
     sched = await start(make())
     job_id = await sched.run_after(timedelta(minutes=-5), "log:add", "x")
     job = await sched.get_job(job_id)
-    assert job is not None and job.next_ts == START.timestamp()
+    assert job is not None
+    assert job.next_ts == START.timestamp()
 
 
 async def test_a_pass_claims_at_most_a_batch(make: Make, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -226,8 +228,10 @@ async def test_default_budgets_are_four_for_mutations_and_one_for_actions(
         await sched.wait_idle()
         clock.advance(timedelta(minutes=10))
     jm, ja = await sched.get_job(m), await sched.get_job(a)
-    assert jm is not None and (jm.state, jm.attempts, jm.max_failures) == (JobState.FAILED, 4, 4)
-    assert ja is not None and (ja.state, ja.attempts, ja.max_failures) == (JobState.FAILED, 1, 1)
+    assert jm is not None
+    assert (jm.state, jm.attempts, jm.max_failures) == (JobState.FAILED, 4, 4)
+    assert ja is not None
+    assert (ja.state, ja.attempts, ja.max_failures) == (JobState.FAILED, 1, 1)
 
 
 async def test_non_retryable_and_constraint_errors_dead_letter_at_once(
@@ -247,7 +251,8 @@ async def test_non_retryable_and_constraint_errors_dead_letter_at_once(
     await sched.wait_idle()
     for job_id in ids:
         job = await sched.get_job(job_id)
-        assert job is not None and (job.state, job.attempts) == (JobState.FAILED, 1)
+        assert job is not None
+        assert (job.state, job.attempts) == (JobState.FAILED, 1)
     assert await log_items(sched) == []  # the dup's first insert was rolled back too
 
 
@@ -361,7 +366,8 @@ async def test_action_scheduler_and_run_mutation(make: Make, registry: Registry)
     await sched.wait_idle()
     assert sorted(await log_items(sched)) == ["via-facade", "via-run-mutation"]
     job = await sched.get_job(job_id)
-    assert job is not None and isinstance(job.result, int)
+    assert job is not None
+    assert isinstance(job.result, int)
 
 
 async def test_heartbeat_keeps_a_long_action_s_lease(
@@ -395,7 +401,8 @@ async def test_heartbeat_keeps_a_long_action_s_lease(
         clock.advance(4)
     await sched.sweep()
     job = await sched.get_job(silent)
-    assert job is not None and job.state is JobState.FAILED
+    assert job is not None
+    assert job.state is JobState.FAILED
     assert (await sched.get_job(beating)).state is JobState.IN_PROGRESS  # type: ignore[union-attr]
     assert all(beats)
     go["beating"].set()
@@ -403,7 +410,8 @@ async def test_heartbeat_keeps_a_long_action_s_lease(
     await sched.wait_idle()
     assert (await sched.get_job(beating)).state is JobState.SUCCESS  # type: ignore[union-attr]
     job = await sched.get_job(silent)
-    assert job is not None and job.state is JobState.FAILED  # the late success was fenced off
+    assert job is not None
+    assert job.state is JobState.FAILED
 
 
 # --- shutdown ------------------------------------------------------------------------------
@@ -449,7 +457,8 @@ async def test_shutdown_lets_in_flight_work_finish_then_records_the_rest(
         jobs = [await store.at(0).get_job(i) for i in ids]
         assert [j.state for j in jobs if j] == [JobState.SUCCESS, JobState.FAILED, JobState.PENDING]
         assert "interrupted by shutdown" in (jobs[1].error or "")  # type: ignore[union-attr]
-        assert jobs[2] is not None and jobs[2].attempts == 0  # released, not counted
+        assert jobs[2] is not None
+        assert jobs[2].attempts == 0
     finally:
         await store.close()
 
@@ -500,7 +509,7 @@ async def test_one_sweep_prunes_every_expired_job_however_many_batches_they_take
 
 
 @pytest.mark.parametrize(
-    "call, error, words",
+    ("call", "error", "words"),
     [
         (lambda s: s.run_after(0, "nope"), UnknownFunction, "nope"),
         (lambda s: s.run_after(0, "noop", {"when": datetime.now(UTC)}), NotSerializable, "args"),

@@ -155,7 +155,8 @@ async def test_a_held_occurrence_written_before_the_held_state_waits_and_then_ru
         try:
             await asyncio.wait_for(started.wait(), 5)
             first, second = await sched.get_job(1), await sched.get_job(2)
-            assert first is not None and second is not None
+            assert first is not None
+            assert second is not None
             assert (first.state, first.fire_ts) == (JobState.IN_PROGRESS, FIRST)
             # Migrated: held in its own state, due at its own time once released.
             assert (second.state, second.fire_ts, second.next_ts) == (

@@ -85,7 +85,8 @@ async def test_lease_remaining_counts_down_by_elapsed_time_and_ignores_wall_step
     await sched.wait_idle()
     assert seen == [LEASE - MARGIN, LEASE - MARGIN - 3, LEASE - MARGIN, 0.0]
     job = await sched.get_job(job_id)
-    assert job is not None and job.state is JobState.SUCCESS
+    assert job is not None
+    assert job.state is JobState.SUCCESS
 
 
 async def test_ensure_lease_raises_lease_lost_when_less_remains_than_asked(make: Make) -> None:
@@ -110,7 +111,8 @@ async def test_ensure_lease_raises_lease_lost_when_less_remains_than_asked(make:
     await sched.run_after(0, "careful", -1)  # negative asks: the same as 0
     await sched.wait_idle()
     assert outcomes[0] == "ok"
-    assert outcomes[1].startswith("lost: job ") and "less than the 8.000s asked" in outcomes[1]
+    assert outcomes[1].startswith("lost: job ")
+    assert "less than the 8.000s asked" in outcomes[1]
     assert outcomes[2] == "ok"
 
 
@@ -165,9 +167,12 @@ async def test_heartbeat_that_finds_the_job_reclaimed_cancels_the_run(
     assert runs == [1, 2]
     assert effects == [2]  # run 1 never reached its side effect
     job = await sched.get_job(job_id)
-    assert job is not None and job.state is JobState.SUCCESS and job.result == 2
+    assert job is not None
+    assert job.state is JobState.SUCCESS
+    assert job.result == 2
     [record] = discarded(caplog)
-    assert record.levelno == logging.WARNING and record.exc_info is None
+    assert record.levelno == logging.WARNING
+    assert record.exc_info is None
     assert f"job {job_id} (effect) run 1 discarded" in record.getMessage()
 
 
@@ -202,10 +207,12 @@ async def test_ensure_lease_out_of_time_hands_an_idempotent_job_back_at_once(
         await sched.wait_idle()
     assert effects == [2]
     job = await sched.get_job(job_id)
-    assert job is not None and job.state is JobState.SUCCESS
+    assert job is not None
+    assert job.state is JobState.SUCCESS
     assert job.attempts == 0  # a release is not a failed attempt
     [record] = discarded(caplog)
-    assert record.exc_info is None and "run 1" in record.getMessage()
+    assert record.exc_info is None
+    assert "run 1" in record.getMessage()
 
 
 async def test_ensure_lease_out_of_time_counts_a_failed_attempt_of_other_actions(
@@ -229,8 +236,10 @@ async def test_ensure_lease_out_of_time_counts_a_failed_attempt_of_other_actions
     go_on.set()
     await sched.wait_idle()
     job = await sched.get_job(job_id)
-    assert job is not None and job.state is JobState.FAILED
-    assert job.error is not None and job.error.startswith("discarded: lease lost")
+    assert job is not None
+    assert job.state is JobState.FAILED
+    assert job.error is not None
+    assert job.error.startswith("discarded: lease lost")
 
 
 async def _until_state(sched: Scheduler, job_id: int, state: JobState) -> None:
@@ -379,7 +388,10 @@ async def test_retry_later_fails_the_attempt_as_retryable_with_one_line_in_the_l
         job_id = await sched.run_after(0, "flaky")
         await sched.wait_idle()
     job = await sched.get_job(job_id)
-    assert job is not None and job.state is JobState.PENDING and job.attempts == 1
+    assert job is not None
+    assert job.state is JobState.PENDING
+    assert job.attempts == 1
     assert job.error == "RetryLater: timed out: the peer did not answer"
     [record] = [r for r in caplog.records if "attempt 1 failed" in r.getMessage()]
-    assert record.exc_info is None and record.getMessage().endswith("; will retry")
+    assert record.exc_info is None
+    assert record.getMessage().endswith("; will retry")

@@ -96,7 +96,7 @@ async def test_a_rolled_back_first_transaction_leaves_the_key_free(
     class Boom(Exception):
         pass
 
-    with once("interaction:1") as mark, pytest.raises(Boom):
+    with once("interaction:1") as mark, pytest.raises(Boom):  # noqa: PT012 (the body rolls back)
         async with a.transaction() as ctx:
             await ctx.db.execute("INSERT INTO notes (text) VALUES ('lost')")
             raise Boom

@@ -102,7 +102,8 @@ async def test_a_job_waiting_for_its_slot_is_pending_without_a_lease(store: Stor
     await claim(store, T0 + 1)
     running = await store.at(T0 + 1).get_job(first)
     job = await store.at(T0 + 1).get_job(waiting)
-    assert running is not None and running.state is JobState.IN_PROGRESS
+    assert running is not None
+    assert running.state is JobState.IN_PROGRESS
     assert job is not None
     assert (job.state, job.lease_expires_at, job.run_count) == (JobState.PENDING, None, 0)
     assert (job.pace_key, job.pace_spacing) == ("a", SPACING)
@@ -131,7 +132,9 @@ async def test_a_retry_takes_a_new_slot_when_it_runs_again(store: Store) -> None
     [run] = (await claim(store, T0))[0]
     await store.at(T0 + 1).complete([Outcome(run, ok=False, error="boom")])
     retry = await store.at(T0 + 1).get_job(job_id)
-    assert retry is not None and retry.state is JobState.PENDING and retry.next_ts < T0 + SPACING
+    assert retry is not None
+    assert retry.state is JobState.PENDING
+    assert retry.next_ts < T0 + SPACING
     # Due again, but its key's slot (taken by its first run) is still closed.
     assert (await claim(store, T0 + SPACING - 0.001))[0] == []
     [again] = (await claim(store, T0 + SPACING))[0]
@@ -332,7 +335,8 @@ async def test_schedule_occurrences_carry_the_schedule_pace(make: Make, clock: F
     assert ran[:2] == [("tick", t + 1), ("one-off", t + 4)]  # due at t + 1.5, before t + 2's
     assert [at for _, at in ran] == [t + 1 + 3 * i for i in range(11)]
     jobs = await sched.list_jobs(limit=100)
-    assert len(jobs) == 11 and all(j.pace_key == "k" for j in jobs)
+    assert len(jobs) == 11
+    assert all(j.pace_key == "k" for j in jobs)
     assert all(j.state is JobState.SUCCESS for j in jobs)
 
 
@@ -393,7 +397,9 @@ async def test_a_failed_paced_run_retries_in_a_later_slot(make: Make, clock: Fak
     await sched.wait_idle()
     assert starts == [t, t + 30]
     job = await sched.get_job(job_id)
-    assert job is not None and job.state is JobState.SUCCESS and job.attempts == 1
+    assert job is not None
+    assert job.state is JobState.SUCCESS
+    assert job.attempts == 1
 
 
 async def _until_jobs(sched: Scheduler, want: dict[JobState, int]) -> None:

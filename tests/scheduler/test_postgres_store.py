@@ -58,7 +58,7 @@ def new_job(
 
 
 @pytest.mark.parametrize(
-    "sql, expected",
+    ("sql", "expected"),
     [
         ("SELECT ?", "SELECT $1"),
         ("INSERT INTO t (a, b) VALUES (?, ?)", "INSERT INTO t (a, b) VALUES ($1, $2)"),
@@ -96,7 +96,7 @@ def test_placeholders_are_translated_outside_literals_identifiers_and_comments(
 
 
 @pytest.mark.parametrize(
-    "sql, expected, names",
+    ("sql", "expected", "names"),
     [
         ("SELECT :a", "SELECT $1", ("a",)),
         ("SELECT :b, :a, :b", "SELECT $1, $2, $1", ("b", "a")),
@@ -119,7 +119,7 @@ def test_named_parameters_are_numbered_outside_literals_comments_and_casts(
 
 
 @pytest.mark.parametrize(
-    "status, expected",
+    ("status", "expected"),
     [
         ("INSERT 0 3", 3),
         ("UPDATE 1", 1),
@@ -147,7 +147,8 @@ def test_bad_settings_are_refused() -> None:
 
 def test_the_password_stays_out_of_the_repr() -> None:
     shown = repr(PostgresStore("postgresql://me:secret@db.example:5433/app"))
-    assert "secret" not in shown and "db.example:5433/app" in shown
+    assert "secret" not in shown
+    assert "db.example:5433/app" in shown
 
 
 def test_importing_scheduler_does_not_import_asyncpg() -> None:
@@ -467,7 +468,8 @@ async def test_the_listen_connection_comes_back_after_it_is_killed(
     assert await conn.fetchval("SELECT pg_terminate_backend($1)", old_pid)
     # Back again, b wakes its listeners once: commits made meanwhile were not heard.
     assert await heard_b.reach(1) == 1
-    assert b._listener.conn is not None and b._listener.conn.get_server_pid() != old_pid
+    assert b._listener.conn is not None
+    assert b._listener.conn.get_server_pid() != old_pid
     assert b._listener.reconnects == 1
     await a.at(T0).enqueue(new_job())
     assert await heard_b.reach(2) == 2
@@ -484,7 +486,8 @@ async def test_a_store_without_listen_has_no_listen_connection(
             "SELECT application_name FROM pg_stat_activity WHERE datname = current_database()"
         )
     }
-    assert "quiet" in names and "quiet-listen" not in names
+    assert "quiet" in names
+    assert "quiet-listen" not in names
 
 
 # --- claims, fencing -------------------------------------------------------------------------
@@ -543,7 +546,8 @@ async def test_fenced_single_job_statements_use_the_primary_key_not_the_lease_in
         sql = queries[name].sql
         args = queries[name].values(values)
         plan = "\n".join(r[0] for r in await conn.fetch(f"EXPLAIN {sql}", *args))
-        assert "scheduler_jobs_pkey" in plan and "scheduler_jobs_lease" not in plan, plan
+        assert "scheduler_jobs_pkey" in plan, plan
+        assert "scheduler_jobs_lease" not in plan, plan
     sweep_query = queries["expired_leases"]
     sweep_args = sweep_query.values({"now": T0 + LEASE, "limit": 10})
     sweep = "\n".join(r[0] for r in await conn.fetch(f"EXPLAIN {sweep_query.sql}", *sweep_args))
@@ -584,10 +588,13 @@ async def test_a_late_completion_after_a_reclaim_is_fenced_off(
     assert (late.applied, late.stale) == (0, 1)
     assert not await a.at(T0 + LEASE + 2).extend_lease(old.id, old.run_count, T0 + 500)
     job = await b.at(T0).get_job(job_id)
-    assert job is not None and job.state is JobState.IN_PROGRESS and job.result is None
+    assert job is not None
+    assert job.state is JobState.IN_PROGRESS
+    assert job.result is None
     await b.at(T0 + LEASE + 3).complete([Outcome(new, ok=True, value_json='"fresh"')])
     job = await a.at(T0).get_job(job_id)
-    assert job is not None and (job.state, job.result) == (JobState.SUCCESS, "fresh")
+    assert job is not None
+    assert (job.state, job.result) == (JobState.SUCCESS, "fresh")
 
 
 # --- transactions ----------------------------------------------------------------------------
@@ -607,7 +614,8 @@ async def test_application_sql_uses_question_marks_and_reports_rows(
         assert (cur.rowcount, cur.lastrowid) == (3, None)
         await tx.executemany("INSERT INTO notes (body, n) VALUES (?, ?)", [("c", 3), ("d", 4)])
         cur = await tx.execute("UPDATE notes SET n = n + 10 WHERE n >= ? RETURNING id", (2,))
-        assert cur.rowcount == 4 and len(await cur.fetchall()) == 4
+        assert cur.rowcount == 4
+        assert len(await cur.fetchall()) == 4
     async with store.snapshot() as db:
         rows = await (await db.execute("SELECT body, n FROM notes ORDER BY id")).fetchall()
         assert [(r[0], r["n"]) for r in rows] == [
@@ -666,7 +674,7 @@ async def test_a_transaction_aborted_by_a_caught_error_is_reported_not_half_comm
     store = await open_store(dsn, opened)
     async with store.transaction(T0) as tx:
         await tx.execute("CREATE TABLE t (id INT PRIMARY KEY)")
-    with pytest.raises(StoreError, match="rolled back"):
+    with pytest.raises(StoreError, match="rolled back"):  # noqa: PT012 (raised as the transaction closes)
         async with store.transaction(T0) as tx:
             await tx.execute("INSERT INTO t VALUES (1)")
             with pytest.raises(asyncpg.UniqueViolationError):
@@ -750,7 +758,8 @@ async def test_a_task_cancelled_while_waiting_for_a_row_lock_lets_go(
         with pytest.raises(asyncio.CancelledError):
             await waiter
     job = await store.at(T0).get_job(job_id)
-    assert job is not None and job.state is JobState.PENDING
+    assert job is not None
+    assert job.state is JobState.PENDING
     assert await store.at(T0).cancel(job_id)
 
 
@@ -774,7 +783,7 @@ async def _until_blocked(conn: Any) -> None:
 
 @needs_server
 @pytest.mark.parametrize(
-    "sql, params, deterministic",
+    ("sql", "params", "deterministic"),
     [
         ("INSERT INTO t VALUES (1), (1)", (), True),  # unique violation
         ("INSERT INTO t VALUES (NULL)", (), True),  # not null
@@ -806,7 +815,8 @@ async def test_an_error_text_with_a_nul_is_still_recorded(
     [j] = (await store.at(T0).claim_due(T0 + LEASE, mutation_limit=1, action_limit=0)).jobs
     await store.at(T0).complete([Outcome(j, ok=False, error="ValueError: a\x00b")])
     job = await store.at(T0).get_job(job_id)
-    assert job is not None and (job.state, job.error) == (JobState.FAILED, "ValueError: a\ufffdb")
+    assert job is not None
+    assert (job.state, job.error) == (JobState.FAILED, "ValueError: a\ufffdb")
 
 
 @needs_server
@@ -819,4 +829,6 @@ async def test_context_bytes_round_trip_through_bytea(
         new_job(context_type="bytes", context=blob, args_json=json.dumps({"k": "é"}))
     )
     job = await store.at(T0).get_job(job_id)
-    assert job is not None and job.context == blob and job.args == {"k": "é"}
+    assert job is not None
+    assert job.context == blob
+    assert job.args == {"k": "é"}

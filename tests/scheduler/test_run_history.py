@@ -100,12 +100,16 @@ async def test_a_successful_run_is_recorded_with_its_due_time_start_lateness_and
     clock.advance(15)  # due at +10, found at +15: 5 s late
     await sched.wait_idle()
     (run,) = await sched.runs(job_id=job_id)
-    assert run.job_id == job_id and run.fn == "noop"
-    assert run.outcome is RunOutcome.SUCCESS and run.error is None
+    assert run.job_id == job_id
+    assert run.fn == "noop"
+    assert run.outcome is RunOutcome.SUCCESS
+    assert run.error is None
     assert (run.attempt, run.run_count) == (0, 1)
     assert run.due_ts == T_START + 10
-    assert run.started_at == T_START + 15 and run.finished_at == T_START + 15
-    assert run.lateness == 5.0 and run.duration == 0.0
+    assert run.started_at == T_START + 15
+    assert run.finished_at == T_START + 15
+    assert run.lateness == 5.0
+    assert run.duration == 0.0
     assert run.process == "proc-a"
     assert run.due == START + timedelta(seconds=10)
 
@@ -116,7 +120,9 @@ async def test_the_default_process_id_names_the_host_and_pid(make: Make) -> None
 
     sched = make(process_id=None)
     host, pid, suffix = sched.settings.process_id.rsplit(":", 2)
-    assert host == socket.gethostname() and pid == str(os.getpid()) and len(suffix) == 6
+    assert host == socket.gethostname()
+    assert pid == str(os.getpid())
+    assert len(suffix) == 6
     assert (
         make(process_id=None).settings.process_id != sched.settings.process_id
     )  # the suffix tells them apart
@@ -165,7 +171,8 @@ async def test_the_last_attempt_of_a_spent_budget_is_failed_not_retry(
         RunOutcome.RETRY,
     ]
     job = await sched.get_job(job_id)
-    assert job is not None and job.state is JobState.FAILED
+    assert job is not None
+    assert job.state is JobState.FAILED
 
 
 async def test_an_action_released_at_shutdown_records_a_released_run(make: Make) -> None:
@@ -201,7 +208,8 @@ async def test_a_run_that_fears_its_lease_lost_records_a_discarded_run(
     await sched.wait_idle()
     (run,) = await sched.runs(job_id=job_id)
     assert run.outcome is RunOutcome.DISCARDED
-    assert run.error is not None and run.error.startswith("discarded: lease lost")
+    assert run.error is not None
+    assert run.error.startswith("discarded: lease lost")
 
 
 # --- lease lost: the history is written with the outcome, or not at all -------------------------
@@ -228,10 +236,12 @@ async def test_a_killed_process_in_flight_attempt_shows_as_lease_lost_after_the_
     await sched.sweep()  # reclaims the lease; the job runs again here and succeeds
     await sched.wait_idle()
     newest, lost = await sched.runs(job_id=job_id)
-    assert lost.outcome is RunOutcome.LEASE_LOST and lost.run_count == claimed.run_count
+    assert lost.outcome is RunOutcome.LEASE_LOST
+    assert lost.run_count == claimed.run_count
     assert lost.started_at == T_START + 3600  # the dead process's claim
     assert lost.process == "dead"  # the process that held the lease, as its claim named it
-    assert lost.error is not None and "reclaimed by survivor" in lost.error
+    assert lost.error is not None
+    assert "reclaimed by survivor" in lost.error
     assert (newest.outcome, newest.attempt, newest.process) == (RunOutcome.SUCCESS, 1, "survivor")
     assert sched.stats.outcomes[RunOutcome.LEASE_LOST] == 1
     assert sched.stats.reclaims_requeued == 1
@@ -265,7 +275,8 @@ async def test_a_lost_lease_is_recorded_as_run_by_the_process_whose_driver_claim
         gate.set()
     assert (report.requeued, report.failed) == (0, 1)  # an action: not run again
     assert (lost.outcome, lost.process) == (RunOutcome.LEASE_LOST, "holder")
-    assert lost.error is not None and lost.error.endswith("; reclaimed by sweeper")
+    assert lost.error is not None
+    assert lost.error.endswith("; reclaimed by sweeper")
 
 
 async def test_one_sweep_records_each_lost_run_as_its_own_holders(stores: StoreFactory) -> None:
@@ -302,7 +313,8 @@ async def test_a_late_outcome_after_a_reclaim_records_nothing(stores: StoreFacto
         assert (report.applied, report.stale) == (0, 1)
         (run,) = await store.at(T0 + LEASE + 3).runs(job_id=job.id)
         assert run.outcome is RunOutcome.LEASE_LOST
-        assert run.error is not None and "not run again" in run.error
+        assert run.error is not None
+        assert "not run again" in run.error
     finally:
         await store.close()
 
@@ -313,13 +325,14 @@ async def test_a_rolled_back_completion_leaves_no_run_behind(stores: StoreFactor
     try:
         await store.at(T0).enqueue(new_job("m"))
         (job,) = await claim_all(store, T0)
-        with pytest.raises(RuntimeError):
+        with pytest.raises(RuntimeError):  # noqa: PT012 (the body rolls back)
             async with store.transaction(T0 + 1) as tx:
                 await tx.complete([Outcome(job, ok=True, value_json="1")], "p")
                 raise RuntimeError("the batch failed to commit")
         assert await store.at(T0 + 2).runs() == []
         stored = await store.at(T0 + 2).get_job(job.id)
-        assert stored is not None and stored.state is JobState.IN_PROGRESS
+        assert stored is not None
+        assert stored.state is JobState.IN_PROGRESS
         report = await store.at(T0 + 3).complete([Outcome(job, ok=True, value_json="1")], "p")
         assert report.outcomes == {RunOutcome.SUCCESS: 1}
         (run,) = await store.at(T0 + 4).runs()
@@ -336,8 +349,10 @@ async def test_an_error_with_nul_is_recorded(stores: StoreFactory) -> None:
         (job,) = await claim_all(store, T0)
         await store.at(T0 + 1).complete([Outcome(job, ok=False, error="bad\x00byte")], "p")
         (run,) = await store.at(T0 + 2).runs()
-        assert run.outcome is RunOutcome.FAILED and run.error is not None
-        assert run.error.startswith("bad") and run.error.endswith("byte")
+        assert run.outcome is RunOutcome.FAILED
+        assert run.error is not None
+        assert run.error.startswith("bad")
+        assert run.error.endswith("byte")
     finally:
         await store.close()
 

@@ -303,7 +303,8 @@ async def test_an_edited_entry_converges_and_a_removed_one_goes(
     assert names["edit"].next_fire == START + HOUR + timedelta(minutes=30)
     assert names["keep"].next_fire == START + 2 * HOUR
     job = await b.get_job(planted.id)
-    assert job is not None and job.state is JobState.CANCELED
+    assert job is not None
+    assert job.state is JobState.CANCELED
 
 
 async def test_a_static_name_may_not_clash_with_a_runtime_schedule(make: Make) -> None:
@@ -374,11 +375,13 @@ async def test_enqueue_many_enqueues_each_as_enqueue_would(make: Make) -> None:
             JobRequest("tick", 4, idempotency_key="k3"),  # taken earlier in the batch
         ]
     )
-    assert ids[1] == taken and ids[3] == ids[2]
+    assert ids[1] == taken
+    assert ids[3] == ids[2]
     assert len({ids[0], taken, ids[2]}) == 3
     assert len(await sched.list_jobs()) == 3
     first, third = await sched.get_job(ids[0]), await sched.get_job(ids[2])
-    assert first is not None and third is not None
+    assert first is not None
+    assert third is not None
     assert (first.args, first.name, first.next_ts, first.state) == (
         1, "first", later.timestamp(), JobState.PENDING,
     )  # fmt: skip
@@ -570,7 +573,7 @@ AUTUMN_NEXT = utc(10, 26, 0, 30)  # 00:30 GMT on the 26th
 
 
 @pytest.mark.parametrize(
-    "created, policy, down_until, fired, next_fire",
+    ("created", "policy", "down_until", "fired", "next_fire"),
     [
         # Spring forward.
         (SPRING_CREATED, "fire_all", utc(3, 29, 3), SPRING, SPRING_NEXT),
@@ -714,7 +717,8 @@ async def test_trigger_runs_now_once(make: Make, clock: FakeClock, rec: Recorder
     await sched.wait_idle()
     assert rec.runs == [("manual", START.timestamp())]
     job = await sched.get_job(job_id)
-    assert job is not None and job.state is JobState.SUCCESS
+    assert job is not None
+    assert job.state is JobState.SUCCESS
 
 
 async def test_backfill_runs_missing_times_and_never_repeats_one(
@@ -750,7 +754,8 @@ async def test_delete_cancels_pending_occurrences(
         expected_jitter("d", first, 1800.0),
         expected_jitter("d", second, 1800.0),
     )
-    assert 0 < first_delay < 1800 and 0 < second_delay < 1800
+    assert 0 < first_delay < 1800
+    assert 0 < second_delay < 1800
     # The first occurrence is materialized at its fire time and runs once its jitter passed.
     clock.set(first)
     await sched.wait_idle()
@@ -832,7 +837,8 @@ async def test_jitter_is_seeded_by_name_and_time_and_recorded(make: Make, clock:
     jobs = await occurrences(sched, "j")
     assert len(jobs) == 2
     for job in jobs:
-        assert job.fire_ts is not None and job.jitter is not None
+        assert job.fire_ts is not None
+        assert job.jitter is not None
         expected = expected_jitter("j", job.fire_ts, 300.0)
         assert job.jitter == pytest.approx(expected)
         assert 0 <= job.jitter < 300
@@ -844,7 +850,7 @@ async def test_jitter_is_seeded_by_name_and_time_and_recorded(make: Make, clock:
 
 
 @pytest.mark.parametrize(
-    "args, kwargs, error, words",
+    ("args", "kwargs", "error", "words"),
     [
         (("x", "0 25 * * *", "tick"), {}, InvalidSchedule, "hour field"),
         (("x", "0 9 * * *", "tick"), {"tz": "Mars/Olympus"}, InvalidSchedule, "Mars/Olympus"),
@@ -891,7 +897,7 @@ async def test_a_row_and_its_schedule_commit_or_roll_back_together(make: Make) -
     await sched.start()
     async with sched.transaction() as ctx:
         await ctx.db.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)")
-    with pytest.raises(RuntimeError):
+    with pytest.raises(RuntimeError):  # noqa: PT012 (the body rolls back)
         async with sched.transaction() as ctx:
             await ctx.db.execute("INSERT INTO notes (id, body) VALUES (1, 'hi')")
             await ctx.scheduler.schedules.create("n", HOUR, "tick")

@@ -43,7 +43,9 @@ def test_the_backoff_is_pinned() -> None:
     assert [expected_backoff(1, n, 2.0, 3.0) for n in range(3)] == BACKOFFS_1
 
 
-@pytest.mark.parametrize("fire_ts, expected", [(AT_13H, JITTER_D_13H), (0.5, JITTER_D_HALF_SECOND)])
+@pytest.mark.parametrize(
+    ("fire_ts", "expected"), [(AT_13H, JITTER_D_13H), (0.5, JITTER_D_HALF_SECOND)]
+)
 def test_an_occurrences_jitter_is_pinned(fire_ts: float, expected: float) -> None:
     assert jitter_offset("d", fire_ts, 1800.0) == expected
     assert expected_jitter("d", fire_ts, 1800.0) == expected

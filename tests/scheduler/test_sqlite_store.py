@@ -298,8 +298,10 @@ async def test_a_database_from_a_newer_schema_is_refused_untouched(
         await open_via(via, path)
 
     message = str(info.value)
-    assert re.search(r"\b99\b", message) and re.search(rf"up to {known}\b", message), message
-    assert "'scheduler'" in message and str(path) in message
+    assert re.search(r"\b99\b", message), message
+    assert re.search(rf"up to {known}\b", message), message
+    assert "'scheduler'" in message
+    assert str(path) in message
     assert sha(path) == before
     assert journal_bytes(path) == mode  # a rollback-journal file was not switched to WAL
     assert sidecars(path) == []
@@ -453,7 +455,8 @@ async def test_a_failing_migration_is_rolled_back_whole_and_can_be_fixed(
         await open_close(path, [app])
     assert [v for c, v, *_ in recorded(path) if c == "app"] == [1]
     names = {n for _, n, _, _ in schema(path)}
-    assert "app_x" in names and "app_half" not in names  # 0002's first statement undone
+    assert "app_x" in names
+    assert "app_half" not in names
 
     app_set(root, {"0002_half.sql": "CREATE TABLE app_half (id INTEGER);\n"})
     await open_close(path, [app])
@@ -521,7 +524,7 @@ async def _pragmas(db: Db) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(
-    "kwargs, synchronous, timeout_ms",
+    ("kwargs", "synchronous", "timeout_ms"),
     [
         ({}, 1, 10_000),
         ({"synchronous": "FULL", "busy_timeout": 2.5}, 2, 2500),
@@ -640,7 +643,8 @@ async def test_the_aiosqlite_private_primitive_the_store_relies_on_still_behaves
         execute: Callable[..., Awaitable[Any]] = conn._execute
         first = await execute(where, raw, 1, 2)
         second = await execute(where, raw, 3, 4)
-        assert first[1:] == (True, 3) and second[1:] == (True, 7), upgrade
+        assert first[1:] == (True, 3), upgrade
+        assert second[1:] == (True, 7), upgrade
         assert first[0] == second[0] != threading.get_ident(), "not run in the connection thread"
 
         def boom(c: sqlite3.Connection) -> None:
@@ -734,10 +738,12 @@ async def test_integrity_check_is_ok_after_a_busy_workload(tmp_path: Path) -> No
         assert counts[JobState.CANCELED] == 60 * 4
         async with sched.reader() as db:
             ok = await (await db.execute("PRAGMA integrity_check")).fetchone()
-            assert ok is not None and ok[0] == "ok"
+            assert ok is not None
+            assert ok[0] == "ok"
             n = await (await db.execute("SELECT count(*) FROM items")).fetchone()
             # 400 inserts, 100 actions' direct and follow-up inserts, 50 flaky successes.
-            assert n is not None and n[0] == 400 + 200 + 50
+            assert n is not None
+            assert n[0] == 400 + 200 + 50
         clock.advance(3600)  # past retention: the sweep prunes every terminal job
         await sched.sweep()
         await sched.wait_idle()

@@ -85,7 +85,8 @@ async def test_live_idempotency_key_returns_the_first_job(store: Store) -> None:
     assert first == second != other
     assert len(await store.at(T0).list_jobs()) == 2
     job = await store.at(T0).get_job(first)
-    assert job is not None and job.args == 1
+    assert job is not None
+    assert job.args == 1
 
 
 async def test_key_stays_taken_after_the_job_finished(store: Store) -> None:
@@ -220,7 +221,8 @@ async def test_non_retryable_failure_dead_letters_at_once(store: Store) -> None:
     [j] = await claim_all(store, T0)
     await store.at(T0).complete([Outcome(j, ok=False, error="bad", retryable=False)])
     job = await store.at(T0).get_job(job_id)
-    assert job is not None and (job.state, job.attempts) == (JobState.FAILED, 1)
+    assert job is not None
+    assert (job.state, job.attempts) == (JobState.FAILED, 1)
 
 
 async def test_a_stale_outcome_changes_nothing(store: Store) -> None:
@@ -233,10 +235,12 @@ async def test_a_stale_outcome_changes_nothing(store: Store) -> None:
     report = await store.at(T0 + LEASE + 2).complete([Outcome(old_run, ok=True, value_json="1")])
     assert (report.applied, report.stale) == (0, 1)
     job = await store.at(T0).get_job(job_id)
-    assert job is not None and job.state is JobState.IN_PROGRESS
+    assert job is not None
+    assert job.state is JobState.IN_PROGRESS
     await store.at(T0 + LEASE + 3).complete([Outcome(new_run, ok=True, value_json="2")])
     job = await store.at(T0).get_job(job_id)
-    assert job is not None and (job.state, job.result) == (JobState.SUCCESS, 2)
+    assert job is not None
+    assert (job.state, job.result) == (JobState.SUCCESS, 2)
 
 
 async def test_one_batch_of_outcomes_finishes_each_job_as_its_own_outcome_says(
@@ -283,7 +287,8 @@ async def test_release_returns_a_job_without_counting_an_attempt(store: Store) -
     [j] = await claim_all(store, T0)
     await store.at(T0 + 1).complete([Outcome(j, ok=False, release=True)])
     job = await store.at(T0).get_job(job_id)
-    assert job is not None and (job.state, job.attempts) == (JobState.PENDING, 0)
+    assert job is not None
+    assert (job.state, job.attempts) == (JobState.PENDING, 0)
 
 
 # --- leases and the sweep --------------------------------------------------------------------
@@ -312,7 +317,8 @@ async def test_reclaim_puts_a_mutation_back_with_the_attempt_counted(store: Stor
     report = await store.at(T0 + 2 * LEASE + 2).reclaim_expired()
     assert (report.requeued, report.failed) == (0, 1)
     job = await store.at(T0).get_job(job_id)
-    assert job is not None and (job.state, job.attempts) == (JobState.FAILED, 2)
+    assert job is not None
+    assert (job.state, job.attempts) == (JobState.FAILED, 2)
     assert "retry budget is spent" in (job.error or "")
 
 
@@ -331,7 +337,8 @@ async def test_reclaim_fails_an_action_and_fires_on_complete(store: Store) -> No
     report = await store.at(T0 + LEASE + 1).reclaim_expired()
     assert (report.requeued, report.failed) == (0, 1)
     job = await store.at(T0).get_job(job_id)
-    assert job is not None and job.state is JobState.FAILED
+    assert job is not None
+    assert job.state is JobState.FAILED
     assert "may or may not have had its effect" in (job.error or "")
     [cb] = [j for j in await store.at(T0).list_jobs() if j.fn == "done"]
     cb_full = await store.at(T0).get_job(cb.id)
@@ -349,14 +356,15 @@ async def test_reclaim_redispatches_an_idempotent_action(store: Store) -> None:
     report = await store.at(T0 + LEASE + 1).reclaim_expired()
     assert (report.requeued, report.failed) == (1, 0)
     job = await store.at(T0).get_job(job_id)
-    assert job is not None and (job.state, job.attempts) == (JobState.PENDING, 1)
+    assert job is not None
+    assert (job.state, job.attempts) == (JobState.PENDING, 1)
 
 
 # --- on_complete -----------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
-    "context_type, context, expected",
+    ("context_type", "context", "expected"),
     [
         ("bytes", bytes(range(256)), bytes(range(256))),
         ("json", '{"a":[1,2.5,"é\\u0000"],"b":null}'.encode(), {"a": [1, 2.5, "é\x00"], "b": None}),
@@ -371,7 +379,8 @@ async def test_on_complete_gets_the_context_back_exactly(
     [j] = await claim_all(store, T0)
     await store.at(T0).complete([Outcome(j, ok=True, value_json='"v"')])
     [cb] = await claim_all(store, T0)
-    assert cb.fn == "cb" and cb.kind is JobKind.MUTATION
+    assert cb.fn == "cb"
+    assert cb.kind is JobKind.MUTATION
     assert cb.args == {
         "job_id": job_id,
         "result": {"kind": "success", "value": "v"},
@@ -428,7 +437,8 @@ async def test_cancel_cascades_breadth_first_even_from_a_running_parent(store: S
     assert all(states[k] is JobState.CANCELED for k in [*kids, grandkid])
     [cb] = [j for j in await store.at(T0).list_jobs() if j.fn == "cb"]
     full = await store.at(T0).get_job(cb.id)
-    assert full is not None and full.args["job_id"] == grandkid
+    assert full is not None
+    assert full.args["job_id"] == grandkid
 
 
 async def test_cancel_walks_descendants_level_by_level(store: Store) -> None:
@@ -465,13 +475,16 @@ async def test_cancel_walks_descendants_level_by_level(store: Store) -> None:
     walked = []
     for cb in callbacks:
         full = await store.at(T0).get_job(cb.id)
-        assert full is not None and full.args["result"] == {"kind": "canceled"}
+        assert full is not None
+        assert full.args["result"] == {"kind": "canceled"}
         walked.append(full.args["job_id"])
     expected = set(depth_of) - set(running)
     assert sorted(walked) == sorted(expected)  # every pending descendant, once
     levels = [depth_of[j] for j in walked]
     assert levels == sorted(levels), levels  # level by level: 0, 1, 1, 2, 2, 2, 2, 2, 2, 3, ...
-    assert levels.count(3) == 12 and levels.count(2) == 6 and levels.count(1) == 2
+    assert levels.count(3) == 12
+    assert levels.count(2) == 6
+    assert levels.count(1) == 2
     states = {j.id: j.state for j in await store.at(T0).list_jobs(limit=100) if j.fn == "m"}
     assert states == {
         j: JobState.IN_PROGRESS if j in running else JobState.CANCELED for j in depth_of
@@ -493,9 +506,11 @@ async def test_a_child_of_a_canceled_parent_is_born_canceled(store: Store) -> No
     await store.at(T0).cancel(parent)
     child = await store.at(T0).enqueue(new_job(parent_id=parent, on_complete="cb"))
     job = await store.at(T0).get_job(child)
-    assert job is not None and job.state is JobState.CANCELED
+    assert job is not None
+    assert job.state is JobState.CANCELED
     [cb] = await claim_all(store, T0)
-    assert cb.args["result"] == {"kind": "canceled"} and cb.args["job_id"] == child
+    assert cb.args["result"] == {"kind": "canceled"}
+    assert cb.args["job_id"] == child
 
 
 # --- time, pruning, retry ------------------------------------------------------------------

@@ -128,8 +128,11 @@ async def test_a_typed_handler_gets_an_instance_and_the_job_stores_plain_fields(
         job = await sched.get_job(action)
     assert seen == [PING, PING]
     assert all(type(s) is Ping and type(s.where) is Where for s in seen)
-    assert type(seen[0].tone) is Tone and seen[0].tags == ("a", "b")
-    assert job is not None and job.state == JobState.SUCCESS and job.result == 7
+    assert type(seen[0].tone) is Tone
+    assert seen[0].tags == ("a", "b")
+    assert job is not None
+    assert job.state == JobState.SUCCESS
+    assert job.result == 7
 
 
 async def test_a_mapping_of_the_fields_is_checked_and_stored_like_an_instance(
@@ -207,7 +210,8 @@ async def test_jobs_stored_before_the_type_existed_still_decode(
             await sched.wait_idle()
             job = await sched.get_job(job_id)
     assert seen == [Ping(7, 2.0, Where(3))]
-    assert job is not None and job.state == JobState.SUCCESS
+    assert job is not None
+    assert job.state == JobState.SUCCESS
 
 
 async def test_a_stored_value_that_does_not_decode_fails_its_job_at_once(
@@ -229,7 +233,9 @@ async def test_a_stored_value_that_does_not_decode_fails_its_job_at_once(
             job = await sched.get_job(job_id)
     assert seen == []
     # A mutation gets four attempts for a passing error; stored data does not pass.
-    assert job is not None and job.state == JobState.FAILED and job.attempts == 1
+    assert job is not None
+    assert job.state == JobState.FAILED
+    assert job.attempts == 1
     assert "the stored arguments of 'note'" in (job.error or "")
 
 
@@ -317,14 +323,17 @@ async def test_jobs_and_schedules_stored_under_an_old_name_run_under_the_new_one
             await sched.wait_idle()
             renamed = await sched.get_job(again)
     assert seen == [PING, PING, PING]  # the stored job, the schedule's occurrence, the new one
-    assert job is not None and (job.fn, job.state) == ("notes:old", JobState.SUCCESS)
+    assert job is not None
+    assert (job.fn, job.state) == ("notes:old", JobState.SUCCESS)
     assert [(j.fn, j.state) for j in occurrences] == [("note", JobState.SUCCESS)]
-    assert renamed is not None and (renamed.fn, renamed.state) == ("note", JobState.SUCCESS)
+    assert renamed is not None
+    assert (renamed.fn, renamed.state) == ("note", JobState.SUCCESS)
 
 
 def test_an_alias_is_a_name_like_any_other() -> None:
     registry = typed_registry([])
-    assert "notes:old" in registry and registry.get("notes:old").name == "note"
+    assert "notes:old" in registry
+    assert registry.get("notes:old").name == "note"
     assert [r.name for r in registry] == ["ping", "note"]  # once each, not once per alias
 
     async def handler(ctx: Any, args: Any) -> None: ...

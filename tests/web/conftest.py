@@ -85,7 +85,8 @@ async def serve_dashboard(tmp_path: Path, **overrides: Any) -> AsyncIterator[Sit
         crier = Crier(settings, clock=clock, guild_ready_timeout=0.05)
         await crier.start()
         try:
-            assert crier.web is not None and crier.dashboard is not None
+            assert crier.web is not None
+            assert crier.dashboard is not None
             url = crier.web.url
             fake.oauth2.add_redirect_uri(f"{url}/auth/callback")
             if settings.dashboard_url:

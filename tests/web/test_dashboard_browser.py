@@ -325,7 +325,8 @@ async def test_an_operator_sees_the_scheduler_and_a_manager_does_not(
         assert "canceled" in await operator.locator(".flash").inner_text()
         assert a.job_id is not None
         job = await site.crier.sched.get_job(a.job_id)
-        assert job is not None and job.state.value == "canceled"
+        assert job is not None
+        assert job.state.value == "canceled"
         await operator.get_by_role("button", name="Retry").click()
         assert "pending again" in await operator.locator(".flash").inner_text()
         await advance(site, timedelta(minutes=10))  # it runs: one success in its history

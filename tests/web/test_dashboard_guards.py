@@ -95,7 +95,10 @@ async def ops_targets(site: Site) -> dict[str, tuple[str, dict[str, str]]]:
     paused = await announce(site, "Paused hourly", recurring=True)
     running = await site.crier.bot.announcements.get(guild, running.local_id)
     paused = await site.crier.bot.announcements.get(guild, paused.local_id)
-    assert pending.job_id and canceled.job_id and running.schedule_name and paused.schedule_name
+    assert pending.job_id
+    assert canceled.job_id
+    assert running.schedule_name
+    assert paused.schedule_name
     assert await site.crier.sched.schedules.pause(paused.schedule_name)
     return {
         "cancel": (f"/ops/jobs/{pending.job_id}/cancel", {}),
@@ -146,7 +149,8 @@ async def logged_in(site: Site, http: aiohttp.ClientSession, login: Login) -> bo
     ) as resp:  # fmt: skip
         changed = resp.status == 303
         if not changed:
-            assert resp.status == 403 and "You are not logged in." in await resp.text()
+            assert resp.status == 403
+            assert "You are not logged in." in await resp.text()
     assert (LOGIN_PAGE not in page) == changed, page  # the page and the change agree
     return changed
 
@@ -219,7 +223,8 @@ async def test_a_callback_with_discords_error_logs_nobody_in(
             authorize_url = resp.headers["Location"]
         async with http.get(authorize_url, allow_redirects=False) as resp:
             back = resp.headers["Location"]
-        assert "error=access_denied" in back and "code=" not in back
+        assert "error=access_denied" in back
+        assert "code=" not in back
         async with http.get(
             back, cookies={STATE_COOKIE: state_cookie}, allow_redirects=False
         ) as resp:
@@ -264,11 +269,13 @@ async def test_a_failed_login_logs_why_and_never_the_secret_the_code_or_a_token(
         state_cookie, code, state = await authorize(site, http)
         assert (await callback(code, state, state_cookie))[0] == 303
         status, page = await callback(code, state, state_cookie)
-        assert status == 502 and "invalid_grant" in page
+        assert status == 502
+        assert "invalid_grant" in page
         # The secret was rotated on Discord's side.
         site.fake.oauth2.client_secret = "rotated-" + secret
         status, page = await callback()
-        assert status == 502 and "invalid_client" in page
+        assert status == 502
+        assert "invalid_client" in page
         site.fake.oauth2.client_secret = secret
         # Discord can't be reached: a port held, never listened on, refuses connections.
         with socket.socket() as unreachable:
@@ -276,12 +283,14 @@ async def test_a_failed_login_logs_why_and_never_the_secret_the_code_or_a_token(
             port = unreachable.getsockname()[1]
             site.dashboard.oauth.api_base = f"http://127.0.0.1:{port}/api/v10"
             status, page = await callback()
-        assert status == 502 and "Discord could not be reached" in page
+        assert status == 502
+        assert "Discord could not be reached" in page
 
     messages = [r.getMessage() for r in caplog.records]
     failures = [m for m in messages if m.startswith("dashboard login failed: ")]
     assert len(failures) == 3, failures
-    assert "invalid_grant" in failures[0] and "invalid_client" in failures[1]
+    assert "invalid_grant" in failures[0]
+    assert "invalid_client" in failures[1]
     assert "could not be reached" in failures[2]
     logged = caplog.text
     assert site.fake.oauth2.tokens  # the first login got one

@@ -99,7 +99,9 @@ async def test_behind_https_the_cookies_are_secure_and_the_session_id_is_kept_ha
         ) as resp:
             assert resp.status == 303
             morsel = resp.cookies[SESSION_COOKIE]
-            assert morsel["secure"] and morsel["httponly"] and morsel["samesite"] == "Lax"
+            assert morsel["secure"]
+            assert morsel["httponly"]
+            assert morsel["samesite"] == "Lax"
             session_id = morsel.value
         async with site.crier.sched.reader() as db:
             cur = await db.execute("SELECT id_hash FROM bot_dashboard_sessions")
@@ -147,5 +149,6 @@ async def test_without_http_address_the_dashboard_is_not_served_and_a_warning_sa
         settings = settings_for(fake, tmp_path / "crier.db", client_secret="s" * 32)
         with caplog.at_level(logging.WARNING, logger="bot.app"):
             crier = Crier(settings)
-        assert crier.web is None and crier.dashboard is None
+        assert crier.web is None
+        assert crier.dashboard is None
         assert "HTTP_ADDRESS is not: the dashboard is not served" in caplog.text

@@ -139,4 +139,5 @@ async def test_an_unexpected_error_is_answered_with_the_id_it_is_logged_under(
         [error_id] = re.findall(r"error id <?\w*>?`?([0-9a-f]{8})", answer)
         [record] = [r for r in caplog.records if error_id in r.getMessage()]
         assert record.getMessage() == f"{where} failed (error id {error_id})"
-        assert record.exc_info is not None and "must not see" in str(record.exc_info[1])
+        assert record.exc_info is not None
+        assert "must not see" in str(record.exc_info[1])
