@@ -1017,17 +1017,24 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return args
 
 
+def _postgres_argv(argv: list[str]) -> list[str] | None:
+    """The arguments for bench/pg_bench.py when ``argv`` asks for ``--store postgres`` (the
+    PostgreSQL benchmark, several worker processes, is that script), else None."""
+    if "--store=postgres" not in argv and ("--store", "postgres") not in itertools.pairwise(argv):
+        return None
+    rest = [a for a in argv if a != "--store=postgres"]
+    if "--store" in rest:
+        i = rest.index("--store")
+        del rest[i : i + 2]
+    return rest
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if "--store=postgres" in argv or ("--store", "postgres") in itertools.pairwise(argv):
-        # The PostgreSQL benchmark (several worker processes) is bench/pg_bench.py.
+    if (pg_argv := _postgres_argv(argv)) is not None:
         from bench import pg_bench
 
-        rest = [a for a in argv if a != "--store=postgres"]
-        if "--store" in rest:
-            i = rest.index("--store")
-            del rest[i : i + 2]
-        return pg_bench.main(rest)
+        return pg_bench.main(pg_argv)
     args = parse_args(argv)
     p = Params(args.quick, args.runs, args.idle_runs)
     want = set(args.sections)

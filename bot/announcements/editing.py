@@ -12,7 +12,14 @@ from enum import StrEnum
 from scheduler import ScheduleNotFound, TransactionContext
 
 from ..db import BotDb
-from ..models import Announcement, AnnouncementState, DeliveryState, Draft, HistoryAction
+from ..models import (
+    Announcement,
+    AnnouncementState,
+    DeliveryState,
+    Draft,
+    HistoryAction,
+    PastDelivery,
+)
 from .course import NotFound, change_until, end_if_past_until
 from .diff import SHOWN, TIMING, Change, Field, changes, history_detail
 from .jobs import SEND_FN, enqueue_delivery, enqueue_post_update, schedule_name
@@ -88,18 +95,7 @@ class Editing(Lifecycle, Reading):
         next_before = await self.next_fire(before)
         async with self.sched.transaction() as ctx:
             rows = BotDb(ctx.db)
-            a = await rows.announcement(before.id)
-            if a is None or a.guild_id != before.guild_id:
-                raise NotFound(f"announcement #{before.local_id} not found")
-            if (a.state, a.revision, a.updated_at) != (
-                before.state,
-                before.revision,
-                before.updated_at,
-            ):
-                raise NotEditable(
-                    f"Announcement #{a.local_id} changed while you were editing it. Look at it "
-                    "again (`/list`) and repeat your edit."
-                )
+            a = await _unchanged(rows, before)
             found = changes(a, draft, when_given=when_given, next_before=next_before)
             if not found:
                 return EditOutcome(a, a, [], next_before, PostedUpdate.NONE)
@@ -113,40 +109,18 @@ class Editing(Lifecycle, Reading):
             await rows.update_announcement(a.id, draft, revision, now)
             await self._store_images(rows, a.id, draft, now)
             if Field.UNTIL in fields:  # the row as edited: it may have just become recurring
-                edited = await rows.announcement(a.id)
-                if edited is None:
-                    raise RuntimeError("the announcement written above is gone")
-                await change_until(ctx, edited, draft.until)
+                await change_until(ctx, await _written(rows, a.id), draft.until)
             if fields & TIMING and a.live:
                 await self._replan(ctx, a, draft, now)
             elif Field.CHANNEL in fields and a.live and self.send_spacing > 0:
                 # The jobs carry their channel's pace: made again with the new channel's.
                 await self._replan(ctx, a, draft, now, moving=True)
             await rows.add_history(a.id, HistoryAction.EDITED, actor_id, now, history_detail(found))
-            changed = await rows.announcement(a.id)
-            if changed is None:
-                raise RuntimeError("the announcement written above is gone")
-            await end_if_past_until(ctx, changed)  # nothing left before a new until: done
-            posted = PostedUpdate.NONE
+            # Nothing left before a new until: done.
+            await end_if_past_until(ctx, await _written(rows, a.id))
             message_id = None if last is None else last.message_id
-            if last is not None and last.state == DeliveryState.SENT and last.message_id:
-                if Field.CHANNEL in fields and last.update_error is None:
-                    await rows.set_update_error(a.id, last.fire_ts, MOVED.format(draft.channel_id))
-                    posted = PostedUpdate.UNAVAILABLE if fields & SHOWN else posted
-                elif not fields & SHOWN:
-                    pass
-                elif last.update_error is not None:
-                    posted = PostedUpdate.UNAVAILABLE
-                elif update_posted:
-                    await enqueue_post_update(ctx, a.id, last.fire_ts, a.channel_id, revision)
-                    posted = PostedUpdate.QUEUED
-                else:
-                    posted = PostedUpdate.LEFT
-            elif last is not None and last.state == DeliveryState.SENDING and fields & SHOWN:
-                posted = PostedUpdate.AFTER_SEND
-            after = await rows.announcement(a.id)
-        if after is None:
-            raise RuntimeError("the announcement written above, in this transaction, is gone")
+            posted = await _posted_update(ctx, a, draft, fields, last, update_posted, revision)
+            after = await _written(rows, a.id)
         return EditOutcome(a, after, found, await self.next_fire(after), posted, message_id)
 
     async def _replan(
@@ -204,3 +178,55 @@ def check_editable(
         )
     if TIMING.intersection(fields) and not a.recurring and last_sending:
         raise NotEditable(BEING_POSTED.format(n))
+
+
+async def _unchanged(rows: BotDb, before: Announcement) -> Announcement:
+    """The announcement as stored, refused unless it is still the one the edit started from."""
+    a = await rows.announcement(before.id)
+    if a is None or a.guild_id != before.guild_id:
+        raise NotFound(f"announcement #{before.local_id} not found")
+    if (a.state, a.revision, a.updated_at) != (before.state, before.revision, before.updated_at):
+        raise NotEditable(
+            f"Announcement #{a.local_id} changed while you were editing it. Look at it "
+            "again (`/list`) and repeat your edit."
+        )
+    return a
+
+
+async def _written(rows: BotDb, announcement_id: int) -> Announcement:
+    """The announcement as this transaction has just written it."""
+    a = await rows.announcement(announcement_id)
+    if a is None:
+        raise RuntimeError("the announcement written above, in this transaction, is gone")
+    return a
+
+
+async def _posted_update(
+    ctx: TransactionContext,
+    a: Announcement,
+    draft: Draft,
+    fields: set[Field],
+    last: PastDelivery | None,
+    update_posted: bool,
+    revision: int,
+) -> PostedUpdate:
+    """What the edit does to the message the last occurrence posted: a moved announcement's
+    old post is marked as no longer updatable, a shown change is queued (``update_posted``)
+    or left, and one made while the occurrence is being sent lands after it."""
+    if last is None:
+        return PostedUpdate.NONE
+    if last.state == DeliveryState.SENDING:
+        return PostedUpdate.AFTER_SEND if fields & SHOWN else PostedUpdate.NONE
+    if last.state != DeliveryState.SENT or not last.message_id:
+        return PostedUpdate.NONE
+    if Field.CHANNEL in fields and last.update_error is None:
+        await BotDb(ctx.db).set_update_error(a.id, last.fire_ts, MOVED.format(draft.channel_id))
+        return PostedUpdate.UNAVAILABLE if fields & SHOWN else PostedUpdate.NONE
+    if not fields & SHOWN:
+        return PostedUpdate.NONE
+    if last.update_error is not None:
+        return PostedUpdate.UNAVAILABLE
+    if update_posted:
+        await enqueue_post_update(ctx, a.id, last.fire_ts, a.channel_id, revision)
+        return PostedUpdate.QUEUED
+    return PostedUpdate.LEFT

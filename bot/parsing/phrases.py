@@ -177,11 +177,23 @@ def _take_times(s: str) -> tuple[list[time], str]:
 
 
 def _calendar(rest: str, local: datetime, timed: bool) -> _Rule | None:
+    """The rule the words after the times say, or None; the patterns are tried in one order
+    (the weeks', the months', then the years' and the named days')."""
     weekday = cron_day(local.weekday())
     if timed and _DAILY.fullmatch(rest):
         return _Rule()
     if not rest:
         return None
+    rule = _week_rule(rest, weekday)
+    if rule is None:
+        rule = _month_rule(rest, local, timed)
+    if rule is None:
+        rule = _year_or_day_rule(rest, local, timed, weekday)
+    return rule
+
+
+def _week_rule(rest: str, weekday: int) -> _Rule | None:
+    """Weekdays, weekends, every N weeks (on some days), every N days."""
     if _WEEKDAYS.fullmatch(rest):
         return _Rule(dow="1-5")
     if _WEEKENDS.fullmatch(rest):
@@ -202,6 +214,11 @@ def _calendar(rest: str, local: datetime, timed: bool) -> _Rule | None:
                 "That interval is too long: the longest is 366 days. For once a year use `yearly`."
             )
         return _Rule() if count == 1 else _Rule(step=(count, "day"))
+    return None
+
+
+def _month_rule(rest: str, local: datetime, timed: bool) -> _Rule | None:
+    """The nth weekday, the last day, a day of the month, monthly, every N months."""
     if (match := _NTH.fullmatch(rest)) is not None and match["day"] in _DAY_NAMES:
         ordinals = _ordinals(match["ords"])
         if ordinals is not None:
@@ -217,6 +234,11 @@ def _calendar(rest: str, local: datetime, timed: bool) -> _Rule | None:
         return _month_day(local.day, None)
     if (match := _MONTH_STEP.fullmatch(rest)) is not None:
         return _month_day(local.day, _month_step(match))
+    return None
+
+
+def _year_or_day_rule(rest: str, local: datetime, timed: bool, weekday: int) -> _Rule | None:
+    """Yearly (on a date), weekly, a list of day names."""
     for pattern in _YEARLY_ON:
         if (match := pattern.fullmatch(rest)) is not None and _is_month(match):
             return _yearly(match)

@@ -110,50 +110,70 @@ def _parse_field(spec: _FieldSpec, text: str) -> tuple[frozenset[int], bool]:
     values: set[int] = set()
     last = False
     for item in text.split(","):
-        if item == "":
-            raise _FieldError("empty list item")
-        if "?" in item:
-            raise _FieldError("'?' is not supported (use '*')")
-        if "#" in item:
-            raise _FieldError("'#' (nth weekday of the month) is not supported")
+        _refuse_unsupported(item)
         base, slash, step_text = item.partition("/")
-        step = 1
-        if slash:
-            if "/" in step_text:
-                raise _FieldError(f"{item!r} has more than one '/'")
-            if not _DIGITS.fullmatch(step_text):
-                raise _FieldError(f"step {step_text!r} is not a number")
-            step = int(step_text)
-            if step < 1:
-                raise _FieldError(f"step must be at least 1, got {step}")
+        step = _parse_step(item, step_text) if slash else 1
         if spec is _DOM and _L_VARIANT.fullmatch(base):
-            if base.upper() != "L":
-                raise _FieldError(
-                    f"{item!r} is not supported ('L' must stand alone: the last day of the month)"
-                )
-            if slash:
-                raise _FieldError("'L' (last day of the month) cannot take a step")
+            _check_last(item, base, stepped=bool(slash))
             last = True
             continue
-        if base == "*":
-            low, high = spec.low, spec.star_high
-        elif "-" in base:
-            start_text, _, end_text = base.partition("-")
-            if start_text == "" or end_text == "" or "-" in end_text:
-                raise _FieldError(f"malformed range {base!r} (expected start-end)")
-            low = _parse_value(spec, start_text)
-            high = _parse_value(spec, end_text, range_end=True)
-            if low > high:
-                hint = " (use 7 for Sunday at the end of a range)" if spec is _DOW else ""
-                raise _FieldError(f"range start {start_text} is after range end {end_text}{hint}")
-        else:
-            low = _parse_value(spec, base)
-            high = max(low, spec.star_high) if slash else low
+        low, high = _parse_bounds(spec, base, stepped=bool(slash))
         values.update(range(low, high + 1, step))
     if spec is _DOW and 7 in values:
         values.discard(7)
         values.add(0)
     return frozenset(values), last
+
+
+def _refuse_unsupported(item: str) -> None:
+    """Refuse an empty list item and the syntax other crons have but this one does not."""
+    if item == "":
+        raise _FieldError("empty list item")
+    if "?" in item:
+        raise _FieldError("'?' is not supported (use '*')")
+    if "#" in item:
+        raise _FieldError("'#' (nth weekday of the month) is not supported")
+
+
+def _parse_step(item: str, step_text: str) -> int:
+    """The step after an item's ``/``."""
+    if "/" in step_text:
+        raise _FieldError(f"{item!r} has more than one '/'")
+    if not _DIGITS.fullmatch(step_text):
+        raise _FieldError(f"step {step_text!r} is not a number")
+    step = int(step_text)
+    if step < 1:
+        raise _FieldError(f"step must be at least 1, got {step}")
+    return step
+
+
+def _check_last(item: str, base: str, *, stepped: bool) -> None:
+    """Day-of-month ``L`` (any case) stands alone: no variant, no step."""
+    if base.upper() != "L":
+        raise _FieldError(
+            f"{item!r} is not supported ('L' must stand alone: the last day of the month)"
+        )
+    if stepped:
+        raise _FieldError("'L' (last day of the month) cannot take a step")
+
+
+def _parse_bounds(spec: _FieldSpec, base: str, *, stepped: bool) -> tuple[int, int]:
+    """The first and last value an item's part before ``/`` covers: ``*``, a range, or one
+    value (to the field's end when it takes a step)."""
+    if base == "*":
+        return spec.low, spec.star_high
+    if "-" not in base:
+        low = _parse_value(spec, base)
+        return low, max(low, spec.star_high) if stepped else low
+    start_text, _, end_text = base.partition("-")
+    if start_text == "" or end_text == "" or "-" in end_text:
+        raise _FieldError(f"malformed range {base!r} (expected start-end)")
+    low = _parse_value(spec, start_text)
+    high = _parse_value(spec, end_text, range_end=True)
+    if low > high:
+        hint = " (use 7 for Sunday at the end of a range)" if spec is _DOW else ""
+        raise _FieldError(f"range start {start_text} is after range end {end_text}{hint}")
+    return low, high
 
 
 def _render(values: frozenset[int], spec: _FieldSpec, *, last: bool = False) -> str:

@@ -388,6 +388,24 @@ def _coerce_option(
         out["focused"] = True
         return out
 
+    if opt_type in (OPT_USER, OPT_CHANNEL, OPT_ROLE, OPT_MENTIONABLE):
+        value = _resolve_entity(
+            fake, guild=guild, channel=channel, member=member, opt_type=opt_type,
+            opt_def=opt_def, name=name, value=value, resolved=resolved,
+        )  # fmt: skip
+    elif opt_type == OPT_ATTACHMENT:
+        value = _resolve_attachment(fake, channel, name, value, resolved)
+    else:
+        value = _check_scalar(opt_type, opt_def, name, value)
+    if opt_def is not None:
+        _check_bounds(opt_type, opt_def, name, value)
+    out["value"] = value
+    return out
+
+
+def _check_scalar(opt_type: int, opt_def: dict[str, Any] | None, name: str, value: Any) -> Any:
+    """A string, integer, number or boolean option's value as Discord's client sends it
+    (a string within its lengths, a number as a float), refused when it isn't one."""
     if opt_type == OPT_STRING:
         value = str(value)
         if opt_def is not None:
@@ -403,29 +421,23 @@ def _coerce_option(
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ValueError(f"option {name!r} is a number option, got {value!r}")
         value = float(value)
-    elif opt_type == OPT_BOOLEAN:
-        if not isinstance(value, bool):
-            raise ValueError(f"option {name!r} is a boolean option, got {value!r}")
-    elif opt_type in (OPT_USER, OPT_CHANNEL, OPT_ROLE, OPT_MENTIONABLE):
-        value = _resolve_entity(
-            fake, guild=guild, channel=channel, member=member, opt_type=opt_type,
-            opt_def=opt_def, name=name, value=value, resolved=resolved,
-        )  # fmt: skip
-    elif opt_type == OPT_ATTACHMENT:
-        value = _resolve_attachment(fake, channel, name, value, resolved)
+    elif opt_type == OPT_BOOLEAN and not isinstance(value, bool):
+        raise ValueError(f"option {name!r} is a boolean option, got {value!r}")
+    return value
 
-    if opt_type in (OPT_INTEGER, OPT_NUMBER) and opt_def is not None:
+
+def _check_bounds(opt_type: int, opt_def: dict[str, Any], name: str, value: Any) -> None:
+    """A number within the option's min_value and max_value; a value among its choices."""
+    if opt_type in (OPT_INTEGER, OPT_NUMBER):
         lo, hi = opt_def.get("min_value"), opt_def.get("max_value")
         if lo is not None and value < lo:
             raise ValueError(f"option {name!r}: {value} < min_value={lo}")
         if hi is not None and value > hi:
             raise ValueError(f"option {name!r}: {value} > max_value={hi}")
-    if opt_def is not None and opt_def.get("choices"):
+    if opt_def.get("choices"):
         allowed = [c["value"] for c in opt_def["choices"]]
         if value not in allowed:
             raise ValueError(f"option {name!r}: {value!r} is not one of the choices {allowed}")
-    out["value"] = value
-    return out
 
 
 def _resolve_attachment(

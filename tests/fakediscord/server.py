@@ -1225,15 +1225,9 @@ class FakeDiscord:
         record.body = body.json
         record.body_read = True
 
-        if route.major == "webhook":
-            major = f"{params.get('app_id')}+{params.get('token')}"
-        elif route.major:
-            major = params.get(route.major, "")
-        else:
-            major = ""
         decision = self.ratelimits.check(
             bucket=route.bucket,
-            major=major,
+            major=_major_parameter(route, params),
             method=method,
             path=path,
             global_exempt=route.global_exempt,
@@ -1245,12 +1239,9 @@ class FakeDiscord:
         fault = self.faults.take(method, path)
         record.fault = fault
         if fault is not None and not fault.after_effect:
-            if fault.delay:
-                await asyncio.sleep(fault.delay)
-            if fault.disconnect:
-                return self._drop_connection(request)
-            if fault.status is not None:
-                return self._fault_response(fault, decision)
+            faulted = await self._apply_fault(request, fault, decision)
+            if faulted is not None:
+                return faulted
 
         try:
             result = await route.handler(request, params, body)
@@ -1264,13 +1255,23 @@ class FakeDiscord:
             response = _json_response(exc.status, exc.body(), decision.headers)
 
         if fault is not None and fault.after_effect:
-            if fault.delay:
-                await asyncio.sleep(fault.delay)
-            if fault.disconnect:
-                return self._drop_connection(request)
-            if fault.status is not None:
-                return self._fault_response(fault, decision)
+            faulted = await self._apply_fault(request, fault, decision)
+            if faulted is not None:
+                return faulted
         return response
+
+    async def _apply_fault(
+        self, request: web.Request, fault: Fault, decision: Decision
+    ) -> web.StreamResponse | None:
+        """Wait the fault's delay, then drop the connection or answer with the fault's
+        status; None when the fault only delays (the real answer goes out)."""
+        if fault.delay:
+            await asyncio.sleep(fault.delay)
+        if fault.disconnect:
+            return self._drop_connection(request)
+        if fault.status is not None:
+            return self._fault_response(fault, decision)
+        return None
 
     def _drop_connection(self, request: web.Request) -> web.StreamResponse:
         transport = request.transport
@@ -1796,17 +1797,7 @@ class FakeDiscord:
     ) -> Any:
         ch = self._channel_or_404(params["channel_id"])
         perms = self._bot_perms(ch)
-        if ch.guild is not None:
-            if not perms & P.VIEW_CHANNEL:
-                raise ApiError(403, 50001)
-            if ch.type in THREAD_ONLY_TYPES:
-                raise ApiError(400, 40058)
-            if ch.type not in TEXT_CAPABLE_TYPES:
-                raise ApiError(400, 50008)
-            if not perms & (P.SEND_MESSAGES_IN_THREADS if ch.is_thread else P.SEND_MESSAGES):
-                raise ApiError(403, 50013)
-        elif ch.recipients and not ch.recipients[0].accepts_dms:
-            raise ApiError(403, 50007)
+        _check_can_send(ch, perms)
 
         fields = self._validate_message_fields(body, creating=True)
         nonce = body.get("nonce")
@@ -1820,28 +1811,7 @@ class FakeDiscord:
         if fields.get("tts") and not perms & P.SEND_TTS_MESSAGES:
             fields["tts"] = False
 
-        mtype = 0
-        ref = fields.get("message_reference")
-        if ref:
-            ref_id = ref.get("message_id")
-            target = self.messages.get(int(ref_id)) if ref_id else None
-            ok = target is not None and not target.deleted and target.channel_id == ch.id
-            if ch.guild is not None and not perms & P.READ_MESSAGE_HISTORY:
-                raise ApiError(403, 50013)
-            if not ok:
-                if ref.get("fail_if_not_exists", True):
-                    raise form_error(
-                        "message_reference", "MESSAGE_REFERENCE_UNKNOWN_MESSAGE", "Unknown message"
-                    )
-                fields.pop("message_reference")
-            else:
-                mtype = 19
-                fields["message_reference"] = {
-                    "type": 0,
-                    "message_id": str(ref_id),
-                    "channel_id": str(ch.id),
-                    "guild_id": str(ch.guild_id) if ch.guild_id else None,
-                }
+        mtype = self._resolve_reference(ch, perms, fields)
 
         now = asyncio.get_running_loop().time()
         if nonce is not None and enforce:
@@ -1873,6 +1843,32 @@ class FakeDiscord:
             if unarchive:
                 ch.unarchive()
         return self._message_payload(msg)
+
+    def _resolve_reference(self, ch: Channel, perms: int, fields: dict[str, Any]) -> int:
+        """Check the new message's reply reference and write it as Discord stores it (or
+        drop it, when a missing target is allowed); the message's type (19: a reply)."""
+        ref = fields.get("message_reference")
+        if not ref:
+            return 0
+        ref_id = ref.get("message_id")
+        target = self.messages.get(int(ref_id)) if ref_id else None
+        ok = target is not None and not target.deleted and target.channel_id == ch.id
+        if ch.guild is not None and not perms & P.READ_MESSAGE_HISTORY:
+            raise ApiError(403, 50013)
+        if not ok:
+            if ref.get("fail_if_not_exists", True):
+                raise form_error(
+                    "message_reference", "MESSAGE_REFERENCE_UNKNOWN_MESSAGE", "Unknown message"
+                )
+            fields.pop("message_reference")
+            return 0
+        fields["message_reference"] = {
+            "type": 0,
+            "message_id": str(ref_id),
+            "channel_id": str(ch.id),
+            "guild_id": str(ch.guild_id) if ch.guild_id else None,
+        }
+        return 19
 
     def _attachments_of(
         self, payload: Any, uploads: Mapping[int, Upload], channel_id: int
@@ -2046,6 +2042,23 @@ class FakeDiscord:
             attachments=attachments,
         )
 
+    def _callback_refusal(self, handle: InteractionHandle, cb_type: Any) -> ApiError | None:
+        """Why Discord refuses this callback before reading its data, or None: answered
+        already, past the acknowledgement timeout, a type this interaction can't take."""
+        if handle.acknowledged:
+            return ApiError(400, 40060)
+        if time.monotonic() - handle.created_at > self.interaction_ack_timeout:
+            return ApiError(404, 10062)
+        if cb_type not in ALLOWED_CALLBACKS.get(handle.type, set()):
+            return form_error(
+                "type",
+                "INTERACTION_CALLBACK_TYPE_INVALID",
+                "Invalid callback type for this interaction",
+            )
+        if cb_type in (CB_DEFERRED_UPDATE_MESSAGE, CB_UPDATE_MESSAGE) and handle.message is None:
+            return form_error("type", "INTERACTION_CALLBACK_TYPE_INVALID", "No message to update")
+        return None
+
     async def _interaction_callback(
         self, request: web.Request, params: dict[str, str], body: _Body
     ) -> Any:
@@ -2069,22 +2082,9 @@ class FakeDiscord:
             log.warning("interaction %s callback rejected: %s", handle.id, exc)
             return exc
 
-        if handle.acknowledged:
-            raise reject(ApiError(400, 40060))
-        if time.monotonic() - handle.created_at > self.interaction_ack_timeout:
-            raise reject(ApiError(404, 10062))
-        if cb_type not in ALLOWED_CALLBACKS.get(handle.type, set()):
-            raise reject(
-                form_error(
-                    "type",
-                    "INTERACTION_CALLBACK_TYPE_INVALID",
-                    "Invalid callback type for this interaction",
-                )
-            )
-        if cb_type in (CB_DEFERRED_UPDATE_MESSAGE, CB_UPDATE_MESSAGE) and handle.message is None:
-            raise reject(
-                form_error("type", "INTERACTION_CALLBACK_TYPE_INVALID", "No message to update")
-            )
+        refusal = self._callback_refusal(handle, cb_type)
+        if refusal is not None:
+            raise reject(refusal)
 
         message_resource: Message | None = None
         try:
@@ -2116,45 +2116,9 @@ class FakeDiscord:
                 if not handle.message.ephemeral:
                     self._dispatch_message("MESSAGE_UPDATE", handle.message)
             elif cb_type == CB_AUTOCOMPLETE_RESULT:
-                choices = cb_data.get("choices")
-                if not isinstance(choices, list) or len(choices) > 25:
-                    raise form_error(
-                        "data.choices", "BASE_TYPE_MAX_LENGTH", "Must be 25 or fewer in length."
-                    )
-                for i, choice in enumerate(choices):
-                    cname = choice.get("name")
-                    if not isinstance(cname, str) or not 1 <= len(cname) <= 100:
-                        raise form_error(
-                            f"data.choices.{i}.name",
-                            "BASE_TYPE_BAD_LENGTH",
-                            "Must be between 1 and 100 in length.",
-                        )
-                    if isinstance(choice.get("value"), str) and len(choice["value"]) > 100:
-                        raise form_error(
-                            f"data.choices.{i}.value",
-                            "BASE_TYPE_MAX_LENGTH",
-                            "Must be 100 or fewer in length.",
-                        )
+                _check_choices(cb_data)
             elif cb_type == CB_MODAL:
-                custom_id = cb_data.get("custom_id")
-                title = cb_data.get("title")
-                comps = cb_data.get("components") or []
-                if not isinstance(custom_id, str) or not 1 <= len(custom_id) <= 100:
-                    raise form_error(
-                        "data.custom_id",
-                        "BASE_TYPE_BAD_LENGTH",
-                        "Must be between 1 and 100 in length.",
-                    )
-                if not isinstance(title, str) or not 1 <= len(title) <= 45:
-                    raise form_error(
-                        "data.title", "BASE_TYPE_BAD_LENGTH", "Must be between 1 and 45 in length."
-                    )
-                if not 1 <= len(comps) <= 5:
-                    raise form_error(
-                        "data.components",
-                        "BASE_TYPE_BAD_LENGTH",
-                        "Must be between 1 and 5 in length.",
-                    )
+                custom_id = _check_modal(cb_data)
                 handle.modal = cb_data
                 self._modals_shown[(handle.user.id, custom_id)] = cb_data
         except ApiError as exc:
@@ -2166,6 +2130,13 @@ class FakeDiscord:
 
         if request.query.get("with_response") not in ("1", "true", "True"):
             return 204, None
+        return self._callback_response(handle, cb_type, message_resource)
+
+    def _callback_response(
+        self, handle: InteractionHandle, cb_type: Any, message_resource: Message | None
+    ) -> dict[str, Any]:
+        """The body of a callback answered ``with_response``: the interaction, and the
+        message the callback made or changed."""
         interaction_info: dict[str, Any] = {"id": str(handle.id), "type": handle.type}
         if handle.original is not None and cb_type in (
             CB_CHANNEL_MESSAGE,
@@ -2284,3 +2255,77 @@ class FakeDiscord:
         if msg is handle.original:
             handle.deleted_original = True
         return 204, None
+
+
+def _check_choices(cb_data: dict[str, Any]) -> None:
+    """An autocomplete result's choices as Discord bounds them: 25 at most, names of 1 to
+    100 characters, string values of 100 at most."""
+    choices = cb_data.get("choices")
+    if not isinstance(choices, list) or len(choices) > 25:
+        raise form_error("data.choices", "BASE_TYPE_MAX_LENGTH", "Must be 25 or fewer in length.")
+    for i, choice in enumerate(choices):
+        cname = choice.get("name")
+        if not isinstance(cname, str) or not 1 <= len(cname) <= 100:
+            raise form_error(
+                f"data.choices.{i}.name",
+                "BASE_TYPE_BAD_LENGTH",
+                "Must be between 1 and 100 in length.",
+            )
+        if isinstance(choice.get("value"), str) and len(choice["value"]) > 100:
+            raise form_error(
+                f"data.choices.{i}.value",
+                "BASE_TYPE_MAX_LENGTH",
+                "Must be 100 or fewer in length.",
+            )
+
+
+def _check_modal(cb_data: dict[str, Any]) -> str:
+    """A modal as Discord bounds it (a custom id of 1 to 100 characters, a title of 1 to 45,
+    1 to 5 rows); its custom id."""
+    custom_id = cb_data.get("custom_id")
+    title = cb_data.get("title")
+    comps = cb_data.get("components") or []
+    if not isinstance(custom_id, str) or not 1 <= len(custom_id) <= 100:
+        raise form_error(
+            "data.custom_id",
+            "BASE_TYPE_BAD_LENGTH",
+            "Must be between 1 and 100 in length.",
+        )
+    if not isinstance(title, str) or not 1 <= len(title) <= 45:
+        raise form_error(
+            "data.title", "BASE_TYPE_BAD_LENGTH", "Must be between 1 and 45 in length."
+        )
+    if not 1 <= len(comps) <= 5:
+        raise form_error(
+            "data.components",
+            "BASE_TYPE_BAD_LENGTH",
+            "Must be between 1 and 5 in length.",
+        )
+    return custom_id
+
+
+def _major_parameter(route: _Route, params: dict[str, str]) -> str:
+    """The value of the route's major parameter, which rate limits are counted by (a
+    webhook's is its application and token)."""
+    if route.major == "webhook":
+        return f"{params.get('app_id')}+{params.get('token')}"
+    if route.major:
+        return params.get(route.major, "")
+    return ""
+
+
+def _check_can_send(ch: Channel, perms: int) -> None:
+    """Discord's refusals of a new message before its body is read: a guild channel the
+    bot can't see, a forum or media channel, a channel without text, no send permission; a
+    DM to a user who takes none."""
+    if ch.guild is not None:
+        if not perms & P.VIEW_CHANNEL:
+            raise ApiError(403, 50001)
+        if ch.type in THREAD_ONLY_TYPES:
+            raise ApiError(400, 40058)
+        if ch.type not in TEXT_CAPABLE_TYPES:
+            raise ApiError(400, 50008)
+        if not perms & (P.SEND_MESSAGES_IN_THREADS if ch.is_thread else P.SEND_MESSAGES):
+            raise ApiError(403, 50013)
+    elif ch.recipients and not ch.recipients[0].accepts_dms:
+        raise ApiError(403, 50007)

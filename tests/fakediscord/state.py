@@ -1029,20 +1029,13 @@ def compute_pings(
     known = set(known_user_ids)
     has_mention_everyone = bool(author_permissions & Permissions.MENTION_EVERYONE)
 
-    everyone = here = False
-    for word, is_here in (("@everyone", False), ("@here", True)):
-        if word not in content:
-            continue
-        if "everyone" not in parse:
-            suppressed.append(f"{word}: not in allowed_mentions.parse")
-        elif guild is None:
-            suppressed.append(f"{word}: not in a guild")
-        elif not has_mention_everyone:
-            suppressed.append(f"{word}: author lacks MENTION_EVERYONE")
-        elif is_here:
-            here = True
-        else:
-            everyone = True
+    everyone, here = _everyone_pings(
+        content,
+        parse,
+        in_guild=guild is not None,
+        allowed=has_mention_everyone,
+        suppressed=suppressed,
+    )
 
     user_ids: list[int] = []
     pinged_users: set[int] = set()
@@ -1084,6 +1077,28 @@ def compute_pings(
         suppressed=suppressed,
     )
     return pings, user_ids, role_ids
+
+
+def _everyone_pings(
+    content: str, parse: set[str], *, in_guild: bool, allowed: bool, suppressed: list[str]
+) -> tuple[bool, bool]:
+    """Whether ``content``'s @everyone and @here ping (each with ``parse`` "everyone", in a
+    guild, from an author with MENTION_EVERYONE), each reason one doesn't in ``suppressed``."""
+    everyone = here = False
+    for word, is_here in (("@everyone", False), ("@here", True)):
+        if word not in content:
+            continue
+        if "everyone" not in parse:
+            suppressed.append(f"{word}: not in allowed_mentions.parse")
+        elif not in_guild:
+            suppressed.append(f"{word}: not in a guild")
+        elif not allowed:
+            suppressed.append(f"{word}: author lacks MENTION_EVERYONE")
+        elif is_here:
+            here = True
+        else:
+            everyone = True
+    return everyone, here
 
 
 _counter = itertools.count(1)

@@ -213,6 +213,38 @@ class AnnouncedRetry(AssertionError):
     """A logged that it will retry a job it no longer holds."""
 
 
+async def _claimed(database: Database, job_ids: str, stage: str) -> bool:
+    """Whether A has claimed both occurrences (slot: the first, the second waiting for its
+    slot unclaimed)."""
+    rows = await database.query(f"SELECT run_count FROM scheduler_jobs WHERE id IN ({job_ids})")
+    if stage == "slot":
+        return sorted(r["run_count"] for r in rows) == [0, 1]
+    return len(rows) == 2 and all(r["run_count"] >= 1 for r in rows)
+
+
+async def _first_done(fake: FakeDiscord, news: Channel, database: Database) -> bool:
+    """Whether a message is posted and an occurrence recorded sent by its successful job."""
+    if not fake.bot_messages(news):
+        return False
+    return any(_sent_and_recorded(r) for r in await database.query(DELIVERIES))
+
+
+async def _delivery(database: Database, nonce: str) -> dict[str, Any] | None:
+    """The occurrence with this nonce, as :data:`DELIVERIES` reads it, or None."""
+    rows = {r["nonce"]: r for r in await database.query(DELIVERIES)}
+    return rows.get(nonce)
+
+
+def _sends(fake: FakeDiscord, news: Channel) -> list[Any]:
+    """The requests that posted a message in ``news``."""
+    path = f"/channels/{news.id}/messages"
+    return [r for r in fake.requests if r.method == "POST" and r.path == path]
+
+
+def _sent_and_recorded(row: dict[str, Any] | None) -> bool:
+    return row is not None and row["state"] == "sent" and row["job_state"] == "success"
+
+
 @pytest.mark.parametrize(
     "stage",
     STAGES,
@@ -242,10 +274,6 @@ async def test_a_bot_paused_past_its_lease_posts_nothing_twice(
                 rows = await database.query(DELIVERIES)
                 raise AssertionError(f"{exc} ({STAGES[stage]})\nrows: {rows}\n{logs()}") from None
 
-        def sends() -> list[Any]:
-            path = f"/channels/{news.id}/messages"
-            return [r for r in fake.requests if r.method == "POST" and r.path == path]
-
         a = await start_bot(env, tmp_path, "A")
         b = await start_bot(env, tmp_path, "B")
         bots += [a, b]
@@ -265,26 +293,14 @@ async def test_a_bot_paused_past_its_lease_posts_nothing_twice(
             for text in ("First of two", "Second of two")
         ]
         job_ids = ",".join(str(m.job_id) for m in made)
-
-        async def claimed() -> bool:
-            rows = await database.query(
-                f"SELECT run_count FROM scheduler_jobs WHERE id IN ({job_ids})"
-            )
-            if stage == "slot":  # the second waits for its slot unclaimed
-                return sorted(r["run_count"] for r in rows) == [0, 1]
-            return len(rows) == 2 and all(r["run_count"] >= 1 for r in rows)
-
-        await wait(claimed, "A to claim both occurrences (slot: the first)")
+        await wait(
+            lambda: _claimed(database, job_ids, stage),
+            "A to claim both occurrences (slot: the first)",
+        )
         await b.resume()
 
         # --- A posted and recorded the first; the second is in progress -------------------
-        async def first_done() -> bool:
-            if not fake.bot_messages(news):
-                return False
-            rows = await database.query(DELIVERIES)
-            return any(r["state"] == "sent" and r["job_state"] == "success" for r in rows)
-
-        await wait(first_done, "A to post and record the first")
+        await wait(lambda: _first_done(fake, news, database), "A to post and record the first")
         # (The second may have been made already, its answer held: ``after``.)
         [recorded] = [r for r in await database.query(DELIVERIES) if r["state"] == "sent"]
         [first] = [m for m in fake.bot_messages(news) if m.nonce == recorded["nonce"]]
@@ -299,8 +315,7 @@ async def test_a_bot_paused_past_its_lease_posts_nothing_twice(
         assert (job["state"], job["run_count"]) == waiting, job
 
         async def second_row() -> dict[str, Any] | None:
-            rows = {r["nonce"]: r for r in await database.query(DELIVERIES)}
-            return rows.get(nonce)
+            return await _delivery(database, nonce)
 
         # --- stop A at the chosen point ---------------------------------------------------
         if stage == "slot":
@@ -310,7 +325,7 @@ async def test_a_bot_paused_past_its_lease_posts_nothing_twice(
                 f"A was stopped {into_wait:.2f}s after its first send, not inside the "
                 f"{SPACING['slot']}s wait for its slot (the machine is too slow for this test)"
             )
-            assert len(sends()) == 1
+            assert len(_sends(fake, news)) == 1
         else:
             assert hold is not None
             await wait(lambda: hold.parked == 1, "A's second send to reach the fake")
@@ -326,8 +341,7 @@ async def test_a_bot_paused_past_its_lease_posts_nothing_twice(
 
         # --- B takes the second over once A's lease lapsed, and posts it ------------------
         async def taken_over() -> bool:
-            row = await second_row()
-            return row is not None and row["state"] == "sent" and row["job_state"] == "success"
+            return _sent_and_recorded(await second_row())
 
         await wait(taken_over, "B to take the second occurrence over and record it")
         row = await second_row()
