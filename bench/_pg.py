@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import secrets
-from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
 
 PREFIX = "crier_bench_"
 """The name every benchmark database starts with (so a leftover is easy to spot)."""

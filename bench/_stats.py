@@ -5,9 +5,11 @@ from __future__ import annotations
 import math
 import statistics
 import sys
-from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
 
 
 @dataclass(frozen=True, slots=True)

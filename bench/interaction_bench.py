@@ -53,12 +53,11 @@ import sys
 import tempfile
 import time
 import warnings
-from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -81,6 +80,9 @@ from bot.config import Settings
 from tests.fakediscord import FakeDiscord, InteractionHandle
 from tests.fakediscord import Permissions as P
 from tests.fakediscord.state import Channel, Guild, Member
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
 
 INTERACTIONS = 200
 EVERY = 0.050

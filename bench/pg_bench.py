@@ -44,10 +44,9 @@ import random
 import shlex
 import sys
 import time
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 if __package__ in (None, ""):  # run as a script: make `bench` and `scheduler` importable
@@ -60,6 +59,9 @@ from bench._stats import log, out, percentile, summarize, to_jsonable
 from scheduler import JobKind, Registry, Scheduler
 from scheduler.store_types import NewJob
 from scheduler.stores.postgres import DEFAULT_CHANNEL, PostgresStore
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
 
 SCRIPT = Path(__file__).resolve()
 ROOT = SCRIPT.parent.parent

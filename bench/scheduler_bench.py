@@ -45,10 +45,9 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if __package__ in (None, ""):  # run as a script: make `bench` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -59,6 +58,9 @@ from bench._stats import log, out, percentile, print_aims, ratio, summarize, to_
 from scheduler import JobKind, Registry, Scheduler, SqliteStore
 from scheduler.migrations import scheduler_migrations
 from scheduler.store_types import NewJob, Outcome
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Coroutine, Iterator
 
 T = TypeVar("T")
 

@@ -20,11 +20,10 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -33,6 +32,9 @@ from scheduler._engine import Engine
 from scheduler.crons import reconcile_crons
 from scheduler.schedules import TransactionSchedules
 from scheduler.testing import FakeClock
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
 
 START = datetime(2030, 1, 1, tzinfo=UTC)
 

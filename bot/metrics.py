@@ -8,11 +8,14 @@ on one database, add them up.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, fields
-from types import SimpleNamespace
+from typing import TYPE_CHECKING
 
 import aiohttp
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from types import SimpleNamespace
 
 
 @dataclass(slots=True)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Collection, Sequence
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 from scheduler.stores.sqlite import refused_write
 
@@ -37,6 +37,9 @@ from .models import (
 )
 from .parsing import InputError, discord_timestamp, spoken_duration
 from .requests.checks import Refusal
+
+if TYPE_CHECKING:
+    from collections.abc import Collection, Sequence
 
 log = logging.getLogger(__name__)
 

@@ -11,11 +11,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import _runs, _sweep
-from ._engine import Engine
-from .abc import Tx
 from .clock import TimerHandle, monotonic_of
 from .context import (
     ActionContext,
@@ -26,7 +24,11 @@ from .context import (
 )
 from .errors import LeaseLost, NonRetryable, NotSerializable, RetryLater, SchedulerError
 from .models import JobInfo, JobKind
-from .store_types import ClaimedJob, Outcome
+
+if TYPE_CHECKING:
+    from ._engine import Engine
+    from .abc import Tx
+    from .store_types import ClaimedJob, Outcome
 
 log = logging.getLogger("scheduler.driver")
 

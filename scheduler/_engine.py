@@ -9,22 +9,25 @@ owns the lifecycle and the public API; everything below it takes the engine.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from datetime import datetime
-from typing import Any, TypedDict, Unpack
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from . import _codec
 from ._resolver import Resolver
 from .abc import OperationsAt, Store, Tx
 from .clock import Clock, SystemClock
 from .errors import InvalidArgument, SchedulerClosed
-from .migrations import MigrationSet
 from .models import Pace, Retry
 from .registry import Registry
 from .settings import Settings, Tunables
 from .stats import SchedulerStats
 from .store_types import NewJob
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+    from datetime import datetime
+
+    from .migrations import MigrationSet
 
 KEY_LIMIT = 500
 """The longest idempotency key or job name, in characters."""

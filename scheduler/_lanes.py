@@ -19,8 +19,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import deque
-from collections.abc import AsyncIterator, Iterator
 from contextvars import ContextVar
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Iterator
 
 _interactive: ContextVar[bool] = ContextVar("scheduler_interactive", default=False)
 

@@ -27,13 +27,16 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from . import _codec
 from .store_types import Op, OpState, Q
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from datetime import timedelta
 
 ONCE_KEY_LIMIT = 200
 """The longest once key, in characters."""

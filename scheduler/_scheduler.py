@@ -9,30 +9,33 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import AbstractContextManager, asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from functools import partial
-from types import TracebackType
-from typing import Any, Unpack
+from typing import TYPE_CHECKING, Any, Unpack
 
 from . import _codec
 from . import _lanes as lanes
 from ._driver import Driver
 from ._engine import Engine, EnqueueOptions, JobOptions, JobRequest
 from ._ops import pacing
-from .abc import Db, Store
-from .clock import Clock
 from .context import TransactionContext, open_transaction
 from .crons import CronJobs, reconcile_crons
 from .errors import InvalidArgument
 from .leases import Leases
-from .migrations import MigrationSet
 from .models import Job, JobState, Pace, Run
-from .registry import Registry
 from .schedules import Schedules
-from .settings import Settings, Tunables
-from .stats import SchedulerStats
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Iterable, Sequence
+    from types import TracebackType
+
+    from .abc import Db, Store
+    from .clock import Clock
+    from .migrations import MigrationSet
+    from .registry import Registry
+    from .settings import Settings, Tunables
+    from .stats import SchedulerStats
 
 log = logging.getLogger(__name__)
 

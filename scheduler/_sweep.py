@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import logging
 from functools import partial
+from typing import TYPE_CHECKING
 
 from . import _once
-from ._engine import Engine
 from ._ops import leases as lease_ops
-from .abc import OperationsAt
+
+if TYPE_CHECKING:
+    from ._engine import Engine
+    from .abc import OperationsAt
 
 # The name these warnings have always had (the driver logged them).
 log = logging.getLogger("scheduler.driver")

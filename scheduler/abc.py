@@ -20,12 +20,15 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import AbstractAsyncContextManager
-from typing import Any, ClassVar, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
 from ._ops.operations import Operations as Operations
-from .migrations import MigrationSet
 from .store_types import Op, OpState, Resolver
+
+if TYPE_CHECKING:
+    from contextlib import AbstractAsyncContextManager
+
+    from .migrations import MigrationSet
 
 T = TypeVar("T")
 

@@ -16,16 +16,19 @@ import json
 import re
 import sys
 import time
-from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._codec import ts_to_datetime
 from ._ops.schedules import describe_row
-from .abc import Store
 from .errors import SchedulerError
 from .models import Job, JobState, Run
 from .stores.sqlite import SqliteStore
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from .abc import Store
 
 
 def open_store(db: str) -> Store:

@@ -2,21 +2,24 @@
 
 from __future__ import annotations
 
-import asyncio
 import random
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
-from datetime import datetime, timedelta
 from functools import partial
-from typing import Any, TypeVar, Unpack, overload
+from typing import TYPE_CHECKING, Any, TypeVar, Unpack, overload
 
 from . import _codec, _once
 from ._engine import Engine, EnqueueOptions, InTransaction, JobOptions, JobRequest
 from ._ops.seeds import job_seed
-from .abc import Cursor, Tx
 from .errors import AlreadyDone, LeaseLost
-from .models import JobInfo
 from .schedules import TransactionSchedules
+
+if TYPE_CHECKING:
+    import asyncio
+    from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+    from datetime import datetime, timedelta
+
+    from .abc import Cursor, Tx
+    from .models import JobInfo
 
 A = TypeVar("A")
 R = TypeVar("R")

@@ -6,14 +6,16 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Unpack
+from typing import TYPE_CHECKING, Any, Unpack
 
 from . import _codec
-from ._engine import Engine
 from .errors import DuplicateName, InvalidSchedule
 from .schedules import ScheduleOptions, build_def, check_schedule_name, make_trigger
-from .store_types import ReconcileReport, ScheduleDef
 from .triggers import validate_timezone
+
+if TYPE_CHECKING:
+    from ._engine import Engine
+    from .store_types import ReconcileReport, ScheduleDef
 
 __all__ = ["CronJobs", "cron_jobs", "reconcile_crons"]
 

@@ -28,16 +28,19 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from datetime import timedelta
 from functools import partial
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import _codec
-from ._engine import Engine
 from ._ops import leases as lease_ops
 from .clock import monotonic_of
 from .errors import InvalidArgument
-from .store_types import Op, OpState
+
+if TYPE_CHECKING:
+    from datetime import timedelta
+
+    from ._engine import Engine
+    from .store_types import Op, OpState
 
 __all__ = ["LeaseShare", "Leases"]
 

@@ -27,7 +27,6 @@ Two kinds of figures:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 try:
@@ -45,10 +44,12 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
     ) from exc
 
 from .models import JobKind, RunOutcome
-from .store_types import StoreGauges
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from ._scheduler import Scheduler
+    from .store_types import StoreGauges
 
 COUNT_CAP = 100_000
 """Where the store's counts stop by default (a gauge at the cap means at least that many)."""

@@ -8,24 +8,27 @@ operations (:class:`scheduler.abc.Operations`); the logic lives in
 
 from __future__ import annotations
 
-import builtins
 import json
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Literal, TypedDict, Unpack
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, Unpack
 
 from . import _codec
 from ._engine import Engine, InTransaction
 from ._ops.schedules import CATCH_UPS, OVERLAPS
-from .abc import Operations
 from .errors import InvalidSchedule
-from .models import Pace
 from .registry import NAME_LIMIT
 from .store_types import ScheduleDef, ScheduleRow
 from .triggers import Cron, Interval
+
+if TYPE_CHECKING:
+    import builtins
+    from collections.abc import AsyncIterator, Iterable
+
+    from .abc import Operations
+    from .models import Pace
 
 __all__ = [
     "ScheduleInfo",

@@ -8,10 +8,13 @@ that install ``prometheus_client``.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from .models import JobKind, RunOutcome
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
 
 LATENESS_BUCKETS: tuple[float, ...] = (
     0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0,

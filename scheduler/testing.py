@@ -6,10 +6,13 @@ import asyncio
 import heapq
 import itertools
 import math
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 from .errors import InvalidArgument
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 __all__ = ["FakeClock"]
 

@@ -3,14 +3,17 @@ with the fake Discord's check of every request against Discord's API spec."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from tests.fakediscord import netguard
 from tests.fakediscord.apispec import failing_on_violations
 from tests.scheduler.stores import STORE_KINDS, StoreFactory, require_postgres, sqlite_factory
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Iterator
+    from pathlib import Path
 
 network_guard = netguard.network_guard
 

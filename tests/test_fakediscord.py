@@ -10,8 +10,8 @@ import re
 import socket
 import time
 import urllib.parse
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import aiohttp
 import discord
@@ -36,6 +36,9 @@ from tests.fakediscord import (
 from tests.fakediscord.apispec import api_spec, failing_on_violations
 from tests.fakediscord.state import Channel
 from tests.support.processes import until
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -26,8 +26,7 @@ import sys
 import time
 import uuid
 from datetime import UTC, datetime
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from apscheduler.events import EVENT_JOB_ERROR, EVENT_JOB_EXECUTED, EVENT_JOB_MISSED, JobEvent
 from apscheduler.jobstores.sqlalchemy import SQLAlchemyJobStore
@@ -36,6 +35,9 @@ from apscheduler.triggers.date import DateTrigger
 from sqlalchemy import create_engine, event, func, select
 
 from bench.peers._common import Counter, Lateness, LeadTooShort, cpu_over, peak_rss_mb, rss_mb
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 NAME = "APScheduler 3"
 TABLE = "apscheduler_jobs"

@@ -26,12 +26,14 @@ import json
 import sqlite3
 import time
 from collections.abc import Awaitable, Callable
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiosqlite
 
 from bench.peers._common import Counter, Lateness, LeadTooShort, cpu_over, peak_rss_mb, rss_mb
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 NAME = "naive poller"
 

@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import asyncio
 import time
-from pathlib import Path
 from types import SimpleNamespace
+from typing import TYPE_CHECKING
 
 from bench import scheduler_bench as sb
 from bench.peers._common import LeadTooShort, cpu_over, peak_rss_mb, rss_mb
 from scheduler import Scheduler, SqliteStore
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 NAME = "this scheduler"
 

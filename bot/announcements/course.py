@@ -6,16 +6,19 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from scheduler import ScheduleNotFound, TransactionContext
 
 from ..db import BotDb
 from ..models import Announcement, AnnouncementState, HistoryAction
 from .diff import stamp
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 __all__ = [
     "NotFound",

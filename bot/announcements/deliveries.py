@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-
-from scheduler import TransactionContext
+from typing import TYPE_CHECKING
 
 from ..db import BotDb
 from ..models import (
@@ -28,6 +27,9 @@ from ..models import (
 from .course import end_announcement, end_if_past_until
 from .editing import MOVED
 from .jobs import PublishArgs, enqueue_post_update, enqueue_publish
+
+if TYPE_CHECKING:
+    from scheduler import TransactionContext
 
 __all__ = [
     "Attempt",

@@ -7,11 +7,14 @@ edit. The words are shown in the /edit reply and kept (shorter) in the history.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from ..models import Announcement, Draft, mention_markup
 from ..parsing import discord_timestamp
+
+if TYPE_CHECKING:
+    from datetime import datetime
 
 ONE_OFF_WORDS = "no (posted once)"
 

@@ -4,10 +4,10 @@ is worked out in :mod:`bot.announcements.diff`)."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from scheduler import ScheduleNotFound, TransactionContext
 
@@ -25,6 +25,9 @@ from .diff import SHOWN, TIMING, Change, Field, changes, history_detail
 from .jobs import SEND_FN, enqueue_delivery, enqueue_post_update, schedule_name
 from .lifecycle import Lifecycle
 from .reading import Reading
+
+if TYPE_CHECKING:
+    from collections.abc import Collection
 
 
 class NotEditable(ValueError):

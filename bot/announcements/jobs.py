@@ -10,12 +10,14 @@ as if it had the new one.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import datetime
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from scheduler import ActionContext, JobRequest, Pace, Registry, Retry, TransactionContext
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+    from datetime import datetime
 
 A = TypeVar("A")
 

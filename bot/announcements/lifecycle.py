@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from scheduler import ScheduleNotFound, ScheduleRequest, TransactionContext
 
@@ -13,6 +13,9 @@ from ..models import INTERRUPTED_AND_STOPPED, Announcement, AnnouncementState, D
 from .course import NotFound, NotPossible, Why
 from .jobs import SEND_FN, SendArgs, delivery_job, enqueue_delivery, schedule_name
 from .service import AnnouncementService
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 
 class TooMuchStored(ValueError):

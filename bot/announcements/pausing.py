@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import contextlib
-from datetime import datetime
+from typing import TYPE_CHECKING
 
 from scheduler import JobState, ScheduleNotFound
 
@@ -24,6 +24,9 @@ from .course import (
 from .diff import stamp
 from .jobs import enqueue_delivery
 from .reading import Reading
+
+if TYPE_CHECKING:
+    from datetime import datetime
 
 
 class Pausing(Reading):

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from scheduler import Pace, Scheduler
+from typing import TYPE_CHECKING
 
 from ..config import default
 from ..db import BotDb
 from ..models import GuildSettings
 from .jobs import channel_pace
+
+if TYPE_CHECKING:
+    from scheduler import Pace, Scheduler
 
 
 class AnnouncementService:

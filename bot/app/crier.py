@@ -10,7 +10,6 @@ import logging
 import signal
 import sqlite3
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -45,6 +44,8 @@ from ..web.server import WebServer
 from .endpoints import use_discord_endpoints
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from ..web.dashboard import Dashboard
 
 log = logging.getLogger(__name__)

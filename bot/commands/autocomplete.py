@@ -12,16 +12,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import discord
 from discord import app_commands
 
-from ..announcements import Announcements
 from ..limits import MAX_CHOICES
 from ..models import LIVE_STATES, AnnouncementState
 from ..render import choice_label
 from ..requests.checks import can_read
+
+if TYPE_CHECKING:
+    from ..announcements import Announcements
 
 __all__ = ["ACCEPTS", "Accepts", "announcement_ids"]
 

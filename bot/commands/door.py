@@ -4,14 +4,16 @@ this point nothing reads the ``discord.Interaction`` but the reply."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import discord
 from discord import app_commands
 
 from ..requests.checks import Refusal
 from ..requests.request import Requester
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 T = TypeVar("T")
 

@@ -7,7 +7,7 @@ errors are logged with an id and answered with that id, never a traceback.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import discord
 from discord import app_commands
@@ -15,9 +15,11 @@ from discord.ext.commands import Cog
 
 from scheduler.clock import Clock, SystemClock
 
-from ..announcements import Announcements
 from ..render import expected_answer, unexpected_answer
 from .once import lost
+
+if TYPE_CHECKING:
+    from ..announcements import Announcements
 
 log = logging.getLogger(__name__)
 

@@ -5,9 +5,7 @@ Their errors are answered like a command's (:func:`bot.commands.replies.answer_e
 
 from __future__ import annotations
 
-import re
-from collections.abc import Awaitable, Callable
-from typing import Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import discord
 from discord.ext.commands import Bot
@@ -15,6 +13,10 @@ from discord.ext.commands import Bot
 from ..limits import MAX_EMBED_TITLE, MAX_MESSAGE
 from .once import take
 from .replies import answer_error
+
+if TYPE_CHECKING:
+    import re
+    from collections.abc import Awaitable, Callable
 
 COMMANDS_COG = "AnnouncementCommands"
 """The name of the cog that renders /list pages (the page buttons find it by this name)."""
@@ -112,7 +114,7 @@ def _list_pages(interaction: discord.Interaction) -> ListPages:
     cog = client.get_cog(COMMANDS_COG) if isinstance(client, Bot) else None
     if cog is None:
         raise LookupError(f"no {COMMANDS_COG} cog is loaded to render /list pages")
-    return cast(ListPages, cog)
+    return cast("ListPages", cog)
 
 
 def page_buttons(page: int, pages: int) -> discord.ui.View | None:

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from datetime import date
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scheduler.triggers import DateStep
 
 from ..models import LIVE_STATES, Announcement, AnnouncementState, Content, Destination, Draft
 from .table import Table, optional_int, state_in, state_values
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 _ANNOUNCEMENT_COLUMNS = (
     "id, guild_id, local_id, channel_id, author_id, content, mention, allowed_mentions, "

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from ..models import LIVE_STATES, Image
 from .table import Table, state_in, state_values
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 
 class AttachmentTable(Table):

@@ -3,8 +3,7 @@ what, when)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..models import (
     DeliveryRecord,
@@ -15,6 +14,9 @@ from ..models import (
     PublishState,
 )
 from .table import Table, optional_int
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 _PAST_DELIVERY_COLUMNS = (
     "fire_ts, state, message_id, sent_at, late_by, error, revision, update_error, "

@@ -13,13 +13,15 @@ part is then read with the same conditions, so a page is still a slice of the on
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..models import Announcement, AnnouncementState
 from .announcements import _SELECT_ANNOUNCEMENT, AnnouncementTable, _announcement
 from .table import state_in, state_values
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 TROUBLED = (AnnouncementState.FAILED, AnnouncementState.PAUSED)
 CLOSED = (AnnouncementState.SENT, AnnouncementState.CANCELED, AnnouncementState.DONE)

@@ -3,10 +3,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from ..models import GuildSettings
 from .table import Table, optional_int
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 
 class SettingsTables(Table):

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from scheduler import Db
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from scheduler import Db
 
 
 def optional_int(value: Any) -> int | None:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import re
-from datetime import timedelta
 from fractions import Fraction
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from .errors import MAX_INPUT_LENGTH
 from .words import join_words
+
+if TYPE_CHECKING:
+    from datetime import timedelta
 
 _UNIT_SECONDS: Final = {
     **dict.fromkeys(("s", "sec", "secs", "second", "seconds"), 1),

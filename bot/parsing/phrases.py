@@ -20,10 +20,8 @@ of its hours and minutes.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from datetime import date, datetime, time, timedelta
-from typing import Final
-from zoneinfo import ZoneInfo
+from typing import TYPE_CHECKING, Final
 
 from scheduler.errors import InvalidSchedule
 from scheduler.triggers import Cron, DateStep
@@ -33,6 +31,10 @@ from .cron_words import describe_cron
 from .errors import InputError
 from .rule import RepeatRule
 from .words import MONTH_NAMES, MONTH_WORDS, WEEKDAY_NAMES, WEEKDAY_WORDS, cron_day, join_words
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from zoneinfo import ZoneInfo
 
 _A = re.ASCII
 _US: Final = timedelta(microseconds=1)

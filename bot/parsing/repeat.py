@@ -43,8 +43,7 @@ from __future__ import annotations
 import re
 from datetime import datetime, timedelta
 from fractions import Fraction
-from typing import Final
-from zoneinfo import ZoneInfo
+from typing import TYPE_CHECKING, Final
 
 from scheduler.errors import InvalidSchedule
 from scheduler.triggers import CRON_MACROS, Cron
@@ -55,6 +54,9 @@ from .errors import InputError
 from .phrases import read_phrase
 from .rule import RepeatRule
 from .words import WEEKDAY_NAMES, WEEKDAY_WORDS, cron_day
+
+if TYPE_CHECKING:
+    from zoneinfo import ZoneInfo
 
 __all__ = ["MAX_INTERVAL", "MIN_INTERVAL", "RepeatRule", "parse_repeat"]
 

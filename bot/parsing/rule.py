@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Literal
-from zoneinfo import ZoneInfo
+from typing import TYPE_CHECKING, Literal
 
 from scheduler.triggers import Cron, DateStep, Interval
+
+if TYPE_CHECKING:
+    from zoneinfo import ZoneInfo
 
 _ONE_US = timedelta(microseconds=1)
 

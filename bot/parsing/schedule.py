@@ -10,13 +10,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from zoneinfo import ZoneInfo
+from typing import TYPE_CHECKING
 
 from .display import examples
 from .errors import InputError
 from .repeat import parse_repeat
 from .rule import RepeatRule, next_times
 from .when import date_notes, parse_when
+
+if TYPE_CHECKING:
+    from zoneinfo import ZoneInfo
 
 
 @dataclass(frozen=True, slots=True)

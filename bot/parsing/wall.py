@@ -3,11 +3,14 @@ gaps (times that don't exist) explained with the next valid time."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
+from typing import TYPE_CHECKING
 
 from .display import discord_timestamp, past_message, plain_time, too_far_message, zone_label
 from .errors import InputError
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 
 def days_in_month(year: int, month: int) -> int:

@@ -46,8 +46,7 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, timezone, tzinfo
 from fractions import Fraction
-from typing import Final
-from zoneinfo import ZoneInfo
+from typing import TYPE_CHECKING, Final
 
 from .clock import CLOCK_TEXT, parse_clock
 from .dates import NUMERIC_DATE, read_numeric_date
@@ -66,6 +65,9 @@ from .errors import MAX_AHEAD, MAX_INPUT_LENGTH, InputError
 from .wall import days_in_month, exact_wall, first_future
 from .words import MONTH_WORDS, WEEKDAY_WORDS
 from .zones import ZONE_ABBREVIATIONS, abbreviation_refusal, resolve_timezone
+
+if TYPE_CHECKING:
+    from zoneinfo import ZoneInfo
 
 _A = re.ASCII
 _DISCORD_TS: Final = re.compile(r"<t:(-?[0-9]+)(?::[a-z])?>", _A)

@@ -23,6 +23,7 @@ checked right before it, a timeout well inside the nonce window.
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 from scheduler import ActionContext, NonRetryable, Registry, Retry, RetryLater
 
@@ -38,13 +39,15 @@ from ..announcements.deliveries import (
     record_sent,
 )
 from ..announcements.jobs import register_job
-from ..metrics import BotStats
 from ..models import AnnouncementState, Destination, nonce_for
 from .failures import PERMANENT_CODES, RequestFailed
 from .forums import create_forum_post, find_forum_post
-from .log_channel import LogChannel
 from .payload import LATE_NOTE_AFTER, PostPayload, stored_payload
-from .poster import Poster
+
+if TYPE_CHECKING:
+    from ..metrics import BotStats
+    from .log_channel import LogChannel
+    from .poster import Poster
 
 __all__ = ["PERMANENT_CODES", "SEND_ATTEMPTS", "SEND_RETRY", "Delivery", "nonce_for"]
 

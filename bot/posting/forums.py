@@ -11,15 +11,17 @@ each other's post: each still ends with exactly one.)
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import discord
 
-from scheduler import Scheduler
-
 from ..db import BotDb
-from ..models import Announcement
-from .payload import PostPayload
+
+if TYPE_CHECKING:
+    from scheduler import Scheduler
+
+    from ..models import Announcement
+    from .payload import PostPayload
 
 
 async def forum_of(client: discord.Client, channel_id: int) -> discord.ForumChannel:

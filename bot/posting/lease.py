@@ -10,9 +10,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
 
-from scheduler import ActionContext, Scheduler
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+    from scheduler import ActionContext, Scheduler
 
 log = logging.getLogger("crier.delivery")
 """The delivery's logger (named like the rest of the delivery's lines, which tests and

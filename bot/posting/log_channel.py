@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 import discord
 
-from ..announcements import Announcements
 from .failures import describe
-from .pacer import ChannelPacer
+
+if TYPE_CHECKING:
+    from ..announcements import Announcements
+    from .pacer import ChannelPacer
 
 __all__ = ["LogChannel"]
 

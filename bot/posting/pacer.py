@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
 
 from scheduler.clock import Clock, monotonic_of
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
 
 
 class Slot:

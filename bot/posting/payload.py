@@ -15,18 +15,20 @@ made here (:func:`stored_payload` only reads the announcement's files from the d
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import discord
-
-from scheduler import Scheduler
 
 from ..db import BotDb
 from ..limits import MAX_EMBED_DESCRIPTION, MAX_MESSAGE
 from ..models import Announcement, Image, mention_markup
 from ..parsing import discord_timestamp
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from scheduler import Scheduler
 
 EMBED_COLOUR = discord.Colour.blurple()
 LATE_NOTE_AFTER = 60.0

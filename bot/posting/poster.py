@@ -20,15 +20,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TypeVar
-
-import discord
-
-from scheduler import ActionContext
+from typing import TYPE_CHECKING, TypeVar
 
 from .failures import REQUEST_ERRORS, classify
 from .lease import hold_lease, keep_lease
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Awaitable, Callable
+
+    import discord
+
+    from scheduler import ActionContext
 
 __all__ = ["Poster"]
 

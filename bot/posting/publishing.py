@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from datetime import UTC, timedelta
+from typing import TYPE_CHECKING
 
 from scheduler import ActionContext, NonRetryable, Registry, Retry, RetryLater
 
@@ -33,11 +34,13 @@ from ..announcements import PUBLISH_FN, Announcements, PublishArgs
 from ..announcements.deliveries import record_publish
 from ..announcements.jobs import enqueue_publish, register_job
 from ..db import BotDb
-from ..metrics import BotStats
 from ..models import PublishState
-from .crosspost import Crossposter
 from .failures import RequestFailed
-from .poster import Poster
+
+if TYPE_CHECKING:
+    from ..metrics import BotStats
+    from .crosspost import Crossposter
+    from .poster import Poster
 
 log = logging.getLogger(__name__)
 

@@ -22,6 +22,7 @@ this process never cross.
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 from scheduler import ActionContext, NonRetryable, Registry, Retry, RetryLater
 
@@ -29,13 +30,15 @@ from ..announcements import UPDATE_FN, Announcement, Announcements, UpdateArgs
 from ..announcements.deliveries import record_post_update_failed, record_post_updated
 from ..announcements.jobs import register_job
 from ..db import BotDb
-from ..metrics import BotStats
 from ..models import DeliveryState, Destination
 from .failures import RequestFailed
-from .log_channel import LogChannel
-from .pacer import ChannelPacer
 from .payload import LATE_NOTE_AFTER, PostPayload, stored_payload
-from .poster import Poster
+
+if TYPE_CHECKING:
+    from ..metrics import BotStats
+    from .log_channel import LogChannel
+    from .pacer import ChannelPacer
+    from .poster import Poster
 
 log = logging.getLogger(__name__)
 

@@ -5,14 +5,16 @@ announcement's text, and what it may ping."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import discord
 from discord import app_commands
 
-from ..announcements import GuildSettings
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from ..announcements import GuildSettings
 
 ROLE_MENTION = re.compile(r"<@&(\d{15,22})>")
 EVERYONE_TEXT = re.compile(r"@(everyone|here)\b")

@@ -9,14 +9,16 @@ the invite URL is built from the same table (:func:`bot_permissions`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import discord
 
 from ..limits import MAX_FORUM_TAGS, MAX_THREAD_NAME
 from ..models import Destination
 from .checks import Refusal
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 Target = discord.TextChannel | discord.Thread | discord.ForumChannel
 """A channel an announcement may post in."""

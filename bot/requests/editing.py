@@ -7,17 +7,20 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
 import discord
 
-from scheduler import Clock
-
-from ..announcements import Announcement, Announcements
 from ..parsing import resolve_timezone
 from .checks import Refusal
 from .request import AnnouncementOptions, AnnouncementRequest, KeptMentions, Requester
 from .validation import Checked, check_request
+
+if TYPE_CHECKING:
+    from scheduler import Clock
+
+    from ..announcements import Announcement, Announcements
 
 _ROLE_MARKUP = re.compile(r"<@&(\d{1,22})>")
 NO_MENTION = "none"

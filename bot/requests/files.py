@@ -10,11 +10,15 @@ Discord's attachment URLs are signed and expire, so the bytes are kept in the da
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import aiohttp
-import discord
 
 from ..models import Image
 from .checks import Refusal
+
+if TYPE_CHECKING:
+    import discord
 
 DOWNLOAD_TIMEOUT = 30.0
 CHUNK = 64 * 1024

@@ -14,12 +14,9 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 from datetime import datetime
-from typing import Any, NamedTuple
-from zoneinfo import ZoneInfo
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import discord
-
-from scheduler import Clock
 
 from ..announcements import Announcements, Draft, GuildSettings, mention_markup
 from ..limits import MAX_EMBED_DESCRIPTION, MAX_EMBED_TITLE, MAX_EMBED_TOTAL, MAX_MESSAGE
@@ -39,7 +36,13 @@ from ..parsing import (
 )
 from .checks import Refusal, plan_mentions, require_manager
 from .destinations import Target, check_destination, forum_title, resolve_tags, split_tags
-from .request import AnnouncementOptions, AnnouncementRequest
+
+if TYPE_CHECKING:
+    from zoneinfo import ZoneInfo
+
+    from scheduler import Clock
+
+    from .request import AnnouncementOptions, AnnouncementRequest
 
 EMPTY_MESSAGE = "The message is empty. Type the text to announce, e.g. `Standup in 5 minutes!`"
 UNTIL_ONE_OFF = (

@@ -16,20 +16,26 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
-import discord
 from aiohttp import web
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.registry import Collector
 
-from scheduler import Scheduler
 from scheduler.metrics import SchedulerCollector
 
 from ..db import BotDb
-from ..metrics import BotStats
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    import discord
+
+    from scheduler import Scheduler
+
+    from ..metrics import BotStats
 
 log = logging.getLogger(__name__)
 

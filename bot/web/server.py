@@ -8,11 +8,14 @@ the dashboard. The server is meant to sit on loopback or behind a reverse proxy.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from aiohttp import web
 
 from ..config import ConfigError
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 log = logging.getLogger(__name__)
 

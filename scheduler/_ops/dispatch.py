@@ -5,8 +5,7 @@ what retention lets go, and say when work is next due.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import _codec
 from .._codec import optional_float
@@ -26,6 +25,9 @@ from . import history, pacing
 from .jobs import fire_on_complete, release_held
 from .reads import decode_payload
 from .seeds import backoff_delay
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 # --- claim and complete --------------------------------------------------------------------
 

@@ -11,12 +11,14 @@ writes ``updated_at`` of a job in progress).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._codec import optional_float
 from ..models import Run, RunOutcome
 from ..store_types import Op, OpState, Outcome, Q, Row
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 RUN_LIST_LIMIT = 10_000
 """The most runs one read returns."""

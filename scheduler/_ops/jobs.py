@@ -11,12 +11,14 @@ The SQL text lives in ``scheduler/sql/<dialect>.sql``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidArgument, JobNotFound
 from ..models import JobKind, JobState
 from ..store_types import NewJob, Op, OpState, Q
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 # --- enqueue -------------------------------------------------------------------------------
 

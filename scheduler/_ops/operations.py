@@ -12,25 +12,28 @@ argument, and what schedule rows name is resolved by the store's resolver (see
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from ..models import Job, JobState, Run
-from ..store_types import (
-    Claim,
-    CompletionReport,
-    NewJob,
-    Op,
-    OpState,
-    Outcome,
-    ReclaimReport,
-    ReconcileReport,
-    ScheduleDef,
-    ScheduleRow,
-    StoreGauges,
-)
 from . import dispatch, history, reads, schedules, ticks
 from . import jobs as job_ops
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from ..models import Job, JobState, Run
+    from ..store_types import (
+        Claim,
+        CompletionReport,
+        NewJob,
+        Op,
+        OpState,
+        Outcome,
+        ReclaimReport,
+        ReconcileReport,
+        ScheduleDef,
+        ScheduleRow,
+        StoreGauges,
+    )
 
 T = TypeVar("T")
 

@@ -15,9 +15,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import random
-from collections.abc import Sequence
 from datetime import timedelta
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from .._codec import ts_to_datetime
 from .._codec import ts_to_datetime as _dt  # the short name the operations below use
@@ -37,6 +36,9 @@ from ..store_types import (
 from ..triggers import Interval, trigger_from_spec
 from . import jobs
 from .seeds import stable_seed
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 Overlap = Literal["skip", "buffer_one", "allow_all", "cancel_other"]
 CatchUp = Literal["skip", "fire_once", "fire_all"]

@@ -16,8 +16,11 @@ Nothing inside string literals (``'...'``, ``E'...'`` with backslash escapes,
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from functools import lru_cache
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 _DOLLAR_TAG = re.compile(r"\$(?:[A-Za-z_\u0080-\U0010ffff][A-Za-z0-9_\u0080-\U0010ffff]*)?\$")
 _DIGITS = re.compile(r"\d+")

@@ -12,14 +12,17 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-from collections.abc import Awaitable, Sequence
 from contextlib import suppress
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
-from ..abc import Cursor
 from ..errors import InvalidArgument, MigrationError, SchedulerError
 from ..migrations import VERSION_TABLE, Migration
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Sequence
+
+    from ..abc import Cursor
 
 T = TypeVar("T")
 

@@ -13,8 +13,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
 
 # The store's own logger name: these lines are the store's, and operators filter on it.
 log = logging.getLogger("scheduler.postgres")

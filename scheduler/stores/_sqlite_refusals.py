@@ -12,9 +12,12 @@ import logging
 import os
 import sqlite3
 import time
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import StoreError
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 # The store's own logger name: operators filter on it, and these lines are the store's.
 log = logging.getLogger("scheduler.sqlite")

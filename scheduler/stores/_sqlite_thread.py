@@ -11,17 +11,20 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Callable, Sequence
 from functools import cache
-from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from ..abc import Cursor
 from ..errors import StoreError
 from ..migrations import VERSION_TABLE, MigrationSet, check_applied
 from ..sql import Numbered, Values, positional_queries
-from ..store_types import NewJob, Op, Params, Q
 from ._base import migration_failed, version_table_ddl
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from pathlib import Path
+
+    from ..store_types import NewJob, Op, Params, Q
 
 T = TypeVar("T")
 

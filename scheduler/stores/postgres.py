@@ -27,9 +27,8 @@ import json
 import logging
 import re
 import secrets
-from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, ClassVar, TypeVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
 
 import asyncpg
 
@@ -45,6 +44,9 @@ from ._pg_connection import abort, user_execute, user_params
 from ._pg_connection import rowcount as rowcount  # part of this module's interface (tests read it)
 from ._pg_listener import WakeListener
 from ._pg_migrations import migrate
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Callable, Sequence
 
 T = TypeVar("T")
 

@@ -15,10 +15,9 @@ import asyncio
 import contextlib
 import logging
 import sqlite3
-from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, ClassVar, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 import aiosqlite
 
@@ -51,6 +50,9 @@ from ._sqlite_thread import (
     run_sql,
     user_execute,
 )
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Callable, Sequence
 
 T = TypeVar("T")
 

@@ -5,12 +5,14 @@ the nth (or last) weekday of a month and every n-th local day, week or month fro
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
-from typing import Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
 from ..errors import InvalidSchedule
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 MAX_DAYS_IN_MONTH: Final = (31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 """Longest each month can be (February: 29, in leap years)."""

@@ -3,10 +3,9 @@ docstring of :mod:`scheduler.triggers`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
-from typing import Final
+from typing import TYPE_CHECKING, Final
 from zoneinfo import ZoneInfo
 
 from croniter import CroniterBadDateError, croniter
@@ -22,6 +21,9 @@ from ._calendar import (
     previous_nth_window,
 )
 from ._expr import compile_cron, walker
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 # Upper bound on consecutive candidate wall times rejected in one search (nonexistent, or
 # on the wrong side of t in a repeated hour).  A rejection run is at most one DST gap or

@@ -12,14 +12,16 @@ import re
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
 from functools import lru_cache
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from croniter import croniter
 
 from ..errors import InvalidSchedule
 from ._calendar import MAX_DAYS_IN_MONTH
+
+if TYPE_CHECKING:
+    from datetime import datetime
 
 __all__ = ["CRON_MACROS", "compile_cron", "walker"]
 

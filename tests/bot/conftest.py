@@ -6,8 +6,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import discord
 import pytest
@@ -18,6 +17,9 @@ from scheduler.testing import FakeClock
 from tests.fakediscord import FakeDiscord, Guild, InteractionCallback, Member
 from tests.fakediscord import Permissions as P
 from tests.fakediscord.state import Channel
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 NOW = datetime(2030, 3, 1, 12, 0, tzinfo=UTC)
 

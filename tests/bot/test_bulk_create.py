@@ -3,11 +3,9 @@ store, and all or nothing when one draft is refused."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -18,6 +16,10 @@ from bot.parsing import RepeatRule
 from scheduler import Registry, Scheduler, SqliteStore, Store
 from scheduler.testing import FakeClock
 from tests.scheduler.stores import STORE_KINDS, require_postgres
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+    from pathlib import Path
 
 NOW = datetime(2030, 3, 1, 12, 0, tzinfo=UTC)
 TABLES = {

@@ -8,16 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import zoneinfo
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from bot.announcements import Announcement
 from bot.app import Crier
-from scheduler.testing import FakeClock
 from tests.bot.conftest import (
     NOW,
     World,
@@ -36,6 +32,13 @@ from tests.fakediscord.interactions import (
     iter_components,
 )
 from tests.scheduler.stores import postgres_dsn
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+    from pathlib import Path
+
+    from bot.announcements import Announcement
+    from scheduler.testing import FakeClock
 
 NEW_YORK = "America/New_York"  # NOW (12:00 UTC, March 1st 2030) is 07:00 EST there
 

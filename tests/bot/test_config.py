@@ -13,9 +13,9 @@ import os
 import signal
 import socket
 import sys
-from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -31,6 +31,9 @@ from bot.config import (
 )
 from tests.fakediscord import FakeDiscord
 from tests.fakediscord import Permissions as P
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Mapping
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "MTIzNDU2Nzg5MDEyMzQ1Njc4.GaBcDe.abcdefghijklmnopqrstuvwxyz0123456789AB"

@@ -15,19 +15,22 @@ from __future__ import annotations
 import re
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Callable
 from contextlib import closing
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from bot.posting.delivery import nonce_for
-from tests.bot.conftest import World
-from tests.fakediscord import FakeDiscord
-from tests.fakediscord.state import Channel, Message
 from tests.scheduler.crash_worker import connect
 from tests.support.processes import Process, bot_env, procs, start_bot, until
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Callable
+    from pathlib import Path
+
+    from tests.bot.conftest import World
+    from tests.fakediscord import FakeDiscord
+    from tests.fakediscord.state import Channel, Message
 
 DEADLINE = 20.0
 HOLD = 60.0

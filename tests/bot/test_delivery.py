@@ -17,21 +17,24 @@ import sqlite3
 import time
 from contextlib import closing
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from bot.announcements import SEND_FN, Announcement, schedule_name
-from bot.app import Crier
 from bot.models import INTERRUPTED_AND_STOPPED
 from bot.posting.delivery import PERMANENT_CODES, nonce_for
 from scheduler import JobState
 from scheduler.testing import FakeClock
 from tests.bot.conftest import NOW, CrierFactory, World
 from tests.fakediscord import Permissions as P
-from tests.fakediscord.state import Channel, Message
 from tests.support.processes import until
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from bot.app import Crier
+    from tests.fakediscord.state import Channel, Message
 
 IDLE_DEADLINE = 30.0
 

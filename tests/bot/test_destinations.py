@@ -9,25 +9,28 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import AsyncIterator
 from datetime import timedelta
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from bot.announcements import PUBLISH_FN
-from bot.app import Crier
-from scheduler import Job
-from scheduler.testing import FakeClock
 from tests.bot.conftest import CrierFactory, World, db_snapshot, run_command
 from tests.bot.test_commands import any_db_crier  # noqa: F401  (a fixture used here)
 from tests.bot.test_crash_bot import DEADLINE, HOLD, Harness
 from tests.bot.test_delivery import advance, idle
 from tests.fakediscord import Permissions as P
 from tests.fakediscord.interactions import CB_AUTOCOMPLETE_RESULT, CB_CHANNEL_MESSAGE
-from tests.fakediscord.state import Channel
 from tests.support.processes import Process, procs, until
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+    from pathlib import Path
+
+    from bot.app import Crier
+    from scheduler import Job
+    from scheduler.testing import FakeClock
+    from tests.fakediscord.state import Channel
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4
 

@@ -1,10 +1,12 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
-from bot.app import Crier
-from scheduler.testing import FakeClock
-from tests.bot.conftest import World
+if TYPE_CHECKING:
+    from bot.app import Crier
+    from scheduler.testing import FakeClock
+    from tests.bot.conftest import World
 
 
 async def test_schedule_then_post(world: World, crier: Crier, clock: FakeClock) -> None:

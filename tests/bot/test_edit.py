@@ -16,26 +16,21 @@ import asyncio
 import logging
 import re
 from collections import Counter
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bot.announcements import SEND_FN, UPDATE_FN, Announcement
-from bot.app import Crier
 from scheduler import JobState
-from scheduler.testing import FakeClock
 from tests.bot.conftest import NOW, CrierFactory, World, run_command
 from tests.bot.test_commands import any_db_crier  # noqa: F401  (a fixture used here)
 from tests.bot.test_crash_bot import DEADLINE, HOLD, Harness
 from tests.fakediscord import InteractionCallback
 from tests.fakediscord import Permissions as P
 from tests.fakediscord.interactions import CB_CHANNEL_MESSAGE, CB_MODAL, iter_components
-from tests.fakediscord.state import Member, Message
 from tests.proof.conftest import size
 from tests.proof.test_schedule_fuzz import (
     CLIENT_REFUSALS,
@@ -47,6 +42,14 @@ from tests.proof.test_schedule_fuzz import (
     whens,
 )
 from tests.support.processes import Process, procs, until
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+    from pathlib import Path
+
+    from bot.app import Crier
+    from scheduler.testing import FakeClock
+    from tests.fakediscord.state import Member, Message
 
 PARIS = "Europe/Paris"
 TABLES = (

@@ -5,9 +5,8 @@ way filtered the newest 1,000 pending sends of every announcement in Python)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import timedelta
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -15,10 +14,15 @@ from bot.announcements import SEND_FN
 from bot.db.occurrences import _NEXT_OCCURRENCE
 from bot.models import Draft
 from scheduler import JobState
-from scheduler.testing import FakeClock
 from tests.bot.conftest import NOW, CrierFactory, World
 from tests.bot.test_edit import advance, get, rows, schedule
 from tests.web.test_dashboard_http import database_url
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+    from pathlib import Path
+
+    from scheduler.testing import FakeClock
 
 OTHERS = 1000
 """Pending sends of other announcements, all newer than the one waiting."""

@@ -9,17 +9,21 @@ from __future__ import annotations
 import contextlib
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import aiohttp
 import pytest
 
-from bot.app import Crier
 from bot.web import observability
-from tests.bot.conftest import CrierFactory
 from tests.bot.test_http import get
 from tests.scheduler.stores import require_postgres
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Iterator
+    from pathlib import Path
+
+    from bot.app import Crier
+    from tests.bot.conftest import CrierFactory
 
 TIMEOUT = 0.05
 """The probe's database timeout here (2 s in production)."""

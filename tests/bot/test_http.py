@@ -4,24 +4,27 @@ client) against the fake Discord, asked over HTTP with aiohttp as any monitor wo
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from bot.announcements import SEND_FN
-from bot.app import Crier
 from bot.config import ConfigError, load_settings
 from scheduler import JobState
-from scheduler.testing import FakeClock
-from tests.bot.conftest import CrierFactory, World
 from tests.bot.test_delivery import advance_to_retry, idle, messages_regex, posts, schedule
 from tests.bot.test_destinations import announcement_channel
 from tests.bot.test_destinations import schedule as schedule_in
 from tests.bot.test_edit import edit
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+    from bot.app import Crier
+    from scheduler.testing import FakeClock
+    from tests.bot.conftest import CrierFactory, World
 
 TOKEN = "x" * 24 + ".abcdef.ghijklmnopqrstu"
 

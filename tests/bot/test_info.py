@@ -10,22 +10,24 @@ offers this guild's announcements in the states its command accepts."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import discord
 import pytest
 from discord import app_commands
 
-from bot.app import Crier
 from bot.commands.autocomplete import ACCEPTS, announcement_ids
 from bot.db import BotDb
 from bot.models import AnnouncementState, HistoryAction
 from bot.render import HIDDEN
-from scheduler.testing import FakeClock
 from tests.bot.conftest import NOW, CrierFactory, World, db_snapshot, run_command
 from tests.bot.test_commands import any_db_crier  # noqa: F401  (a fixture: SQLite and PostgreSQL)
 from tests.fakediscord import Permissions as P
 from tests.fakediscord.interactions import CB_AUTOCOMPLETE_RESULT, CB_CHANNEL_MESSAGE
+
+if TYPE_CHECKING:
+    from bot.app import Crier
+    from scheduler.testing import FakeClock
 
 NEED_MANAGER = "You need the **Manage Server** permission"
 

@@ -13,21 +13,25 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 import pytest
 
 from bot.app import Crier
-from scheduler.testing import FakeClock
 from tests.bot.conftest import CrierFactory, World, run_command
-from tests.fakediscord import InteractionHandle
 from tests.fakediscord.interactions import (
     CB_AUTOCOMPLETE_RESULT,
     CB_CHANNEL_MESSAGE,
     CB_MODAL,
     iter_components,
 )
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+    from scheduler.testing import FakeClock
+    from tests.fakediscord import InteractionHandle
 
 Pair = tuple[Crier, Crier]
 

@@ -4,11 +4,14 @@
 from __future__ import annotations
 
 import asyncio
+from typing import TYPE_CHECKING
 
-from bot.app import Crier
-from scheduler._lanes import Lanes
-from tests.bot.conftest import World
 from tests.fakediscord.interactions import CB_CHANNEL_MESSAGE
+
+if TYPE_CHECKING:
+    from bot.app import Crier
+    from scheduler._lanes import Lanes
+    from tests.bot.conftest import World
 
 QUEUED = 5
 

@@ -12,16 +12,18 @@ from __future__ import annotations
 import json
 import re
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot.announcements import OLD_NAMES, PUBLISH_FN, SEND_FN, UPDATE_FN
-from bot.app import Crier
 from scheduler import JobState, TransactionContext
-from scheduler.testing import FakeClock
-from tests.bot.conftest import World
 from tests.bot.test_commands import any_db_crier  # noqa: F401  (a fixture used here)
 from tests.bot.test_destinations import publish_held_back
 from tests.bot.test_edit import advance, edit, get, posted_one, rows, schedule
+
+if TYPE_CHECKING:
+    from bot.app import Crier
+    from scheduler.testing import FakeClock
+    from tests.bot.conftest import World
 
 
 async def stored_under(ctx: TransactionContext, job_id: int, old_name: str) -> None:

@@ -7,22 +7,24 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from bot.announcements import Announcement, schedule_name
-from bot.app import Crier
 from bot.db import BotDb
 from bot.posting.delivery import PERMANENT_CODES, nonce_for
 from scheduler import ScheduleNotFound
-from scheduler.testing import FakeClock
 from tests.bot.conftest import NOW, World, db_snapshot, run_command
 from tests.bot.test_commands import any_db_crier  # noqa: F401 (a fixture, used by crier)
 from tests.fakediscord import Member
 from tests.fakediscord import Permissions as P
 from tests.fakediscord.interactions import CB_AUTOCOMPLETE_RESULT
-from tests.fakediscord.state import Channel
+
+if TYPE_CHECKING:
+    from bot.app import Crier
+    from scheduler.testing import FakeClock
+    from tests.fakediscord.state import Channel
 
 # --- helpers -------------------------------------------------------------------------------------
 

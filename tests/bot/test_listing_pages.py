@@ -6,8 +6,7 @@ recurring ones are found from; choices by prefix are exactly the numbers with th
 from __future__ import annotations
 
 from datetime import timedelta
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -17,6 +16,9 @@ from bot.db.listing import number_ranges
 from scheduler import SqliteStore
 from tests.bot.test_bulk_create import DAILY, HOURLY, NOW, draft, service
 from tests.scheduler.stores import STORE_KINDS, require_postgres
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 PAGE = 4
 

@@ -9,9 +9,9 @@ current migrations.
 from __future__ import annotations
 
 import shutil
-from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -20,6 +20,9 @@ from bot.db import BotDb
 from bot.models import AnnouncementState, DeliveryState, HistoryAction
 from scheduler import MigrationSet, SqliteStore, Store
 from tests.scheduler.stores import require_postgres
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Callable
 
 ROOT = Path(__file__).resolve().parents[2] / "migrations" / "bot"
 

@@ -4,15 +4,17 @@ Every refusal is ephemeral, says why, and writes nothing (a snapshot of every ta
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from bot.app import Crier
 from tests.bot.conftest import World, db_snapshot, run_command
 from tests.fakediscord import CommandNotAvailable
 from tests.fakediscord import Permissions as P
 from tests.fakediscord.interactions import CB_AUTOCOMPLETE_RESULT, CB_CHANNEL_MESSAGE
+
+if TYPE_CHECKING:
+    from bot.app import Crier
 
 NEED_MANAGER = "You need the **Manage Server** permission"
 

@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import itertools
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bot.parsing import InputError, parse_repeat
-from scheduler.triggers import Cron, Interval
+
+if TYPE_CHECKING:
+    from scheduler.triggers import Cron, Interval
 
 US = timedelta(microseconds=1)
 ZONES = ["Europe/Paris", "America/New_York", "Australia/Lord_Howe", "Europe/London", "UTC"]

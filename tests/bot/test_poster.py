@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 import discord
@@ -21,6 +19,10 @@ from bot.posting.failures import RequestFailed
 from bot.posting.poster import Poster
 from scheduler import ActionContext, Registry, Scheduler, SqliteStore
 from scheduler.testing import FakeClock
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Awaitable, Callable
+    from pathlib import Path
 
 START = datetime(2030, 6, 1, 12, 0, tzinfo=UTC)
 LEASE = 10.0

@@ -10,23 +10,25 @@ from __future__ import annotations
 import re
 from collections import Counter
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bot.app import Crier
 from bot.parsing import InputError
 from bot.requests.validation import check_length
-from scheduler.testing import FakeClock
 from tests.bot.conftest import World, db_snapshot, run_command
 from tests.bot.test_delivery import advance
 from tests.fakediscord import Permissions as P
 from tests.fakediscord.interactions import CB_CHANNEL_MESSAGE, CB_MODAL, iter_components
-from tests.fakediscord.state import Message
 from tests.proof.conftest import size
 from tests.proof.test_schedule_fuzz import CLIENT_REFUSALS, REFUSAL, messages
+
+if TYPE_CHECKING:
+    from bot.app import Crier
+    from scheduler.testing import FakeClock
+    from tests.fakediscord.state import Message
 
 SUPPRESS_NOTIFICATIONS = 1 << 12
 

@@ -5,13 +5,16 @@ Paris, UTC+1 until Sunday 2030-03-31); the expected times are worked out by hand
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 import pytest
 
-from bot.app import Crier
-from scheduler.testing import FakeClock
 from tests.bot.conftest import CrierFactory, World, run_command
 from tests.bot.test_commands import advance, only_announcement, stamp
+
+if TYPE_CHECKING:
+    from bot.app import Crier
+    from scheduler.testing import FakeClock
 
 PARIS = "Europe/Paris"
 

@@ -4,9 +4,13 @@ PostgreSQL, and every row but the interactions' once keys."""
 
 from __future__ import annotations
 
-from bot.app import Crier
+from typing import TYPE_CHECKING
+
 from tests.bot.conftest import db_snapshot
 from tests.bot.test_commands import any_db_crier  # noqa: F401  (a fixture: SQLite and PostgreSQL)
+
+if TYPE_CHECKING:
+    from bot.app import Crier
 
 NAMED_IN_THE_ISSUE = {
     "bot_attachments",

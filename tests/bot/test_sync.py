@@ -3,16 +3,19 @@ dev guild): the hash of what was synced is kept in the database."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from bot.app import Crier
 from bot.commands.schedule import AnnouncementCommands
-from scheduler.testing import FakeClock
 from tests.bot.conftest import World, restore_discord_endpoints, run_command, settings_for
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+    from pathlib import Path
+
+    from scheduler.testing import FakeClock
 
 COMMANDS = {
     "schedule", "list", "cancel", "settings", "pause", "resume", "skip", "timezone", "edit",

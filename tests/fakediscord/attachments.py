@@ -21,13 +21,15 @@ import mimetypes
 import re
 import secrets
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
 from .errors import ApiError, form_error
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 MAX_ATTACHMENTS = 10
 DEFAULT_UPLOAD_LIMIT = 10 * 1024 * 1024  # bytes per file for a guild without boosts

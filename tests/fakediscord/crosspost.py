@@ -17,16 +17,17 @@ Faithful details (Discord's "Crosspost Message"):
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
-
-from aiohttp import web
 
 from .errors import ApiError
 from .permissions import Permissions as P
 from .state import FLAG_CROSSPOSTED, GUILD_ANNOUNCEMENT
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from aiohttp import web
+
     from .server import FakeDiscord, _Body
 
 

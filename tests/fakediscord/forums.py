@@ -22,10 +22,7 @@ Message", and discord.py's ``ForumChannel.create_thread`` which sends ``use_nest
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
-
-from aiohttp import web
 
 from .errors import ApiError, form_error
 from .holds import ParkedSend
@@ -41,6 +38,10 @@ from .state import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from aiohttp import web
+
     from .server import FakeDiscord, _Body
 
 MAX_APPLIED_TAGS = 5

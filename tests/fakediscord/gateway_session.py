@@ -13,11 +13,11 @@ import zlib
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
-from aiohttp import web
-
 from .shards import shard_of
 
 if TYPE_CHECKING:
+    from aiohttp import web
+
     from .gateway import Gateway
 
 log = logging.getLogger("fakediscord.gateway")

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +39,8 @@ from .state import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Mapping
+
     from .server import FakeDiscord
 
 # interaction types

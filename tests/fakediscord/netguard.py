@@ -26,8 +26,10 @@ import ipaddress
 import os
 import socket
 import threading
-from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
 
 try:  # the guard itself works without pytest (e.g. in a benchmark); the fixture needs it
     import pytest

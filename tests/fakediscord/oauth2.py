@@ -36,7 +36,6 @@ import html
 import secrets
 import time
 import urllib.parse
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -46,6 +45,8 @@ from .permissions import base_permissions
 from .state import User, _id_of
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from .server import FakeDiscord
     from .state import Member
 

@@ -22,9 +22,11 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
 
 SHARDING_REQUIRED = 4011
 INVALID_SHARD = 4010

@@ -13,7 +13,6 @@ import itertools
 import re
 import threading
 import time
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +20,8 @@ from .attachments import Attachment
 from .permissions import Permissions, base_permissions, channel_permissions
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from .server import FakeDiscord
 
 DISCORD_EPOCH_MS = 1420070400000

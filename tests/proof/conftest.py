@@ -11,11 +11,12 @@ channels, an in-process bot on a FakeClock) are reused here as they are.
 from __future__ import annotations
 
 import os
-from typing import TypeVar
-
-import pytest
+from typing import TYPE_CHECKING, TypeVar
 
 from tests.bot.conftest import clock, crier, fake, other, world  # noqa: F401 (fixtures)
+
+if TYPE_CHECKING:
+    import pytest
 
 FULL = os.environ.get("CRIER_FULL", "").strip() == "1"
 """True when CRIER_FULL=1: every proof suite runs at full length."""

@@ -12,13 +12,15 @@ import hashlib
 import os
 import sqlite3
 import time
-from collections.abc import Sequence
 from contextlib import closing
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tests.scheduler.crash_worker import connect
 from tests.support.processes import ROOT, Process, procs, until
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from pathlib import Path
 
 __all__ = ["ROOT", "Proc", "child_env", "connect", "file_hash", "procs", "rows", "scalar", "until"]
 

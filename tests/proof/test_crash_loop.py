@@ -63,8 +63,7 @@ import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -79,6 +78,9 @@ from tests.proof.conftest import FULL, size
 from tests.proof.harness import Proc, child_env, procs, rows, scalar, until
 from tests.proof.worker import APP_COMPONENT, IDEM_RETRY, TICK_ALL, TICK_SKIP, write_app_migrations
 from tests.support.ops import enqueue_all
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 KILLS = size(10, 50)
 MUTATIONS_PER_WAVE = size(30, 40)

@@ -26,11 +26,9 @@ import re
 import resource
 import sys
 import time
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -39,13 +37,18 @@ from bot.app import bot_migrations
 from bot.posting.delivery import SEND_RETRY, nonce_for
 from scheduler import Registry, Scheduler
 from scheduler.testing import FakeClock
-from tests.bot.conftest import World
 from tests.fakediscord import FakeDiscord
 from tests.fakediscord import Permissions as P
 from tests.fakediscord.state import Channel, Message
 from tests.proof.harness import pg_work_settled, rows
 from tests.scheduler.stores import postgres_dsn
 from tests.support.processes import Process, bot_env, procs, start_bot, until
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+    from pathlib import Path
+
+    from tests.bot.conftest import World
 
 DEADLINE = 30.0
 LEASE = "2"

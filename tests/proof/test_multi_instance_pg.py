@@ -35,11 +35,9 @@ import itertools
 import math
 import os
 import time
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -59,6 +57,10 @@ asyncpg = pytest.importorskip("asyncpg")
 
 from scheduler.stores.postgres import PostgresStore  # noqa: E402  (after the importorskip)
 from tests.scheduler.pg import fresh_test_database  # noqa: E402
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+    from pathlib import Path
 
 FULL = os.environ.get("CRIER_FULL", "").strip() == "1"
 

@@ -42,12 +42,11 @@ import asyncio
 import re
 import sqlite3
 import time
-from collections.abc import AsyncIterator
 from contextlib import closing
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -58,9 +57,13 @@ from scheduler import Registry, Scheduler, SqliteStore, Store
 from scheduler.testing import FakeClock
 from tests.fakediscord import FakeDiscord, MessageHold
 from tests.fakediscord import Permissions as P
-from tests.fakediscord.state import Channel
 from tests.scheduler.crash_worker import connect
 from tests.support.processes import Process, bot_env, procs, start_bot, until
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+    from tests.fakediscord.state import Channel
 
 LEASE = 2.0
 """SCHEDULER_LEASE_SECONDS: A's lease lapses at most this long after it is stopped."""

@@ -16,8 +16,7 @@ Each kill is ``pg_terminate_backend`` of that one backend of the test's own data
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -29,6 +28,9 @@ asyncpg = pytest.importorskip("asyncpg")
 from scheduler.stores import postgres as pg  # noqa: E402  (after the importorskip)
 from scheduler.stores.postgres import PostgresStore  # noqa: E402
 from tests.scheduler.pg import fresh_test_database  # noqa: E402
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
 
 pytestmark = pytest.mark.postgres
 

@@ -33,8 +33,7 @@ import re
 import time
 from collections import Counter
 from datetime import UTC, datetime
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -53,6 +52,9 @@ from tests.proof.worker import (
     RUNTIME_SCHEDULES,
     write_app_migrations,
 )
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 KEYED = size(1000, 3000)
 KEYED_ACTIONS = size(200, 600)

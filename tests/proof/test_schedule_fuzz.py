@@ -38,7 +38,7 @@ from contextlib import closing
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -47,7 +47,6 @@ from hypothesis import strategies as st
 from bot.app import Crier, bot_migrations
 from bot.config import ConfigError, load_settings
 from scheduler import SqliteStore
-from scheduler.testing import FakeClock
 from tests.bot.conftest import World, db_snapshot
 from tests.bot.test_config import assert_one_clear_line, clean_env, run_bot
 from tests.fakediscord import FakeDiscord
@@ -55,6 +54,9 @@ from tests.fakediscord import Permissions as P
 from tests.fakediscord.interactions import CB_CHANNEL_MESSAGE, CB_MODAL, iter_components
 from tests.proof.conftest import size
 from tests.proof.harness import file_hash
+
+if TYPE_CHECKING:
+    from scheduler.testing import FakeClock
 
 EXAMPLES = size(120, 600)
 GENERIC = "Something went wrong"

@@ -24,10 +24,8 @@ reaches a log line is proven in ``tests/bot/test_config.py``
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from bot.app import Crier
-from scheduler.testing import FakeClock
 from tests.bot.conftest import World, db_snapshot, run_command
 from tests.fakediscord import CommandNotAvailable, Member
 from tests.fakediscord import Permissions as P
@@ -38,7 +36,11 @@ from tests.fakediscord.interactions import (
     CB_UPDATE_MESSAGE,
     iter_components,
 )
-from tests.fakediscord.state import Channel
+
+if TYPE_CHECKING:
+    from bot.app import Crier
+    from scheduler.testing import FakeClock
+    from tests.fakediscord.state import Channel
 
 NEED_MANAGER = "You need the **Manage Server** permission"
 

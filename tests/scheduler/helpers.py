@@ -5,10 +5,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scheduler import Registry, Scheduler
-from tests.scheduler.stores import StoreFactory
+
+if TYPE_CHECKING:
+    from tests.scheduler.stores import StoreFactory
 
 Make = Callable[..., Scheduler]
 

@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import contextlib
 import secrets
-from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 
 from scheduler.stores.postgres import PostgresStore
 from tests.scheduler.stores import StoreFactory, require_postgres
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
 
 PREFIX = "crier_test_"
 

@@ -8,13 +8,15 @@ on a database of its own, and ``again()`` a second store on the same database (a
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from scheduler import SqliteStore, Store
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
 
 POSTGRES_DSN_ENV = "CRIER_TEST_POSTGRES_DSN"
 

@@ -6,12 +6,14 @@ import json
 import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from scheduler import JobState, Registry, Retry, Scheduler, SqliteStore
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
 

@@ -14,9 +14,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -24,6 +23,9 @@ from scheduler import JobState, SqliteStore, Store
 from tests.scheduler.crash_worker import Child, connect, write_app_migrations
 from tests.scheduler.stores import STORE_KINDS
 from tests.support.processes import procs, until
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
 
 # The first child's lease: short, so the restarted child can reclaim soon after the kill.
 LEASE = "0.5"

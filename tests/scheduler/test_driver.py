@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -26,7 +26,9 @@ from scheduler.abc import OperationsAt
 from scheduler.testing import FakeClock
 from tests.scheduler.helpers import Counter, settle
 from tests.scheduler.seeded import attempt_random, expected_backoff
-from tests.scheduler.stores import StoreFactory
+
+if TYPE_CHECKING:
+    from tests.scheduler.stores import StoreFactory
 
 START = datetime(2030, 6, 1, 12, 0, tzinfo=UTC)
 

@@ -16,8 +16,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager, closing
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -27,6 +26,9 @@ from scheduler.sql.placeholders import translate_placeholders
 from scheduler.testing import FakeClock
 from tests.scheduler.helpers import settle
 from tests.scheduler.stores import require_postgres
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 START = datetime(2030, 6, 1, 12, 0, tzinfo=UTC)
 HOUR = timedelta(hours=1)

@@ -8,13 +8,17 @@ then get in is recorded.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
 
 import pytest
 
 from scheduler import Registry, Scheduler, interactive, is_interactive, set_interactive
 from scheduler._lanes import Lanes
-from tests.scheduler.stores import StoreFactory
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+    from tests.scheduler.stores import StoreFactory
 
 QUEUED_BULK = 5
 

@@ -10,9 +10,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -28,7 +27,11 @@ from scheduler import (
 )
 from scheduler.testing import FakeClock
 from tests.scheduler.helpers import Make, scheduler_maker, settle
-from tests.scheduler.stores import StoreFactory
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+    from tests.scheduler.stores import StoreFactory
 
 START = datetime(2030, 6, 1, 12, 0, tzinfo=UTC)
 LEASE = 10.0

@@ -12,6 +12,7 @@ import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -19,7 +20,9 @@ from scheduler import LeaseShare, Registry, Scheduler
 from scheduler.errors import InvalidArgument
 from scheduler.leases import quotas
 from scheduler.testing import FakeClock
-from tests.scheduler.stores import StoreFactory
+
+if TYPE_CHECKING:
+    from tests.scheduler.stores import StoreFactory
 
 START = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 TTL = 30.0

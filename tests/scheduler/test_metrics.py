@@ -3,9 +3,8 @@ sequence of jobs, on every store and a FakeClock."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
@@ -13,8 +12,12 @@ from prometheus_client import CollectorRegistry, generate_latest
 from scheduler import NonRetryable, Registry, Retry, Scheduler
 from scheduler.metrics import SchedulerCollector
 from scheduler.testing import FakeClock
-from tests.scheduler.stores import StoreFactory
 from tests.scheduler.test_store_conformance import claim_all
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+    from tests.scheduler.stores import StoreFactory
 
 START = datetime(2030, 6, 1, 12, 0, tzinfo=UTC)
 

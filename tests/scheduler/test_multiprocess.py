@@ -9,11 +9,9 @@ application table keyed UNIQUE on the job id; a second run of a mutation would v
 
 from __future__ import annotations
 
-import sqlite3
 import time
-from collections.abc import AsyncIterator
 from contextlib import closing
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -23,6 +21,11 @@ from scheduler.store_types import NewJob
 from tests.scheduler.crash_worker import APP_COMPONENT, Child, connect, write_app_migrations
 from tests.support.ops import enqueue_all
 from tests.support.processes import procs, until
+
+if TYPE_CHECKING:
+    import sqlite3
+    from collections.abc import AsyncIterator
+    from pathlib import Path
 
 WORKERS = 3
 MUTATIONS = 2000

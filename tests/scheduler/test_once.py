@@ -8,15 +8,19 @@ first is arranged with events, never left to timing.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 import pytest
 
 from scheduler import AlreadyDone, Registry, Scheduler, once, set_once
 from scheduler.errors import InvalidArgument
 from scheduler.testing import FakeClock
-from tests.scheduler.stores import StoreFactory
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+    from tests.scheduler.stores import StoreFactory
 
 START = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 

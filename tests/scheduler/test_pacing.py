@@ -11,9 +11,8 @@ so nothing moves unless the test moves it.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -31,9 +30,13 @@ from scheduler import (
 from scheduler.store_types import ClaimedJob, Outcome
 from scheduler.testing import FakeClock
 from tests.scheduler.helpers import Make, scheduler_maker
-from tests.scheduler.stores import StoreFactory
 from tests.scheduler.test_store_conformance import LEASE, T0, new_job
 from tests.support.processes import until
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+    from tests.scheduler.stores import StoreFactory
 
 SPACING = 10.0
 

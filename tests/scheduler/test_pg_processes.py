@@ -32,9 +32,7 @@ import itertools
 import json
 import sys
 import time
-from collections.abc import AsyncIterator
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -47,6 +45,10 @@ asyncpg = pytest.importorskip("asyncpg")
 
 from scheduler.stores.postgres import PostgresStore  # noqa: E402  (after the importorskip)
 from tests.scheduler.pg import fresh_test_database  # noqa: E402
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+    from pathlib import Path
 
 SWEEP = 3600.0
 """The workers' sweep interval: after the start-up sweep, none within any deadline below."""

@@ -12,9 +12,8 @@ import asyncio
 import json
 import subprocess
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -30,6 +29,9 @@ asyncpg = pytest.importorskip("asyncpg")
 from scheduler.stores.postgres import PostgresStore, rowcount  # noqa: E402  (after the importorskip)
 from tests.scheduler.pg import fresh_database  # noqa: E402
 from tests.scheduler.stores import postgres_dsn  # noqa: E402
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
 
 T0 = 1_900_000_000.0
 LEASE = 30.0

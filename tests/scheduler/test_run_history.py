@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -25,8 +25,10 @@ from scheduler import (
 )
 from scheduler.store_types import Outcome
 from scheduler.testing import FakeClock
-from tests.scheduler.stores import StoreFactory
 from tests.scheduler.test_store_conformance import LEASE, T0, claim_all, new_job
+
+if TYPE_CHECKING:
+    from tests.scheduler.stores import StoreFactory
 
 START = datetime(2030, 6, 1, 12, 0, tzinfo=UTC)
 T_START = START.timestamp()

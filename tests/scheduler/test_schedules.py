@@ -8,7 +8,7 @@ import calendar
 import dataclasses
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -30,8 +30,10 @@ from scheduler._ops.schedules import occurrence_key
 from scheduler.testing import FakeClock
 from tests.scheduler.helpers import settle
 from tests.scheduler.seeded import expected_jitter
-from tests.scheduler.stores import StoreFactory
 from tests.support.processes import until
+
+if TYPE_CHECKING:
+    from tests.scheduler.stores import StoreFactory
 
 START = datetime(2030, 6, 1, 12, 0, tzinfo=UTC)
 HOUR = timedelta(hours=1)

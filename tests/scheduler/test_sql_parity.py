@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import AsyncIterator
 from contextlib import closing
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -22,6 +21,9 @@ from scheduler import SqliteStore
 from scheduler.migrations import MigrationSet
 from scheduler.sql import load_queries, positional_queries
 from tests.scheduler.stores import postgres_dsn
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
 
 DIALECTS = ("sqlite", "postgres")
 MIGRATIONS = Path(__file__).resolve().parents[2] / "migrations"

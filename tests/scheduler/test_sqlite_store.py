@@ -16,11 +16,10 @@ import sys
 import textwrap
 import threading
 import time
-from collections.abc import Awaitable, Callable, Sequence
 from contextlib import closing
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiosqlite
 import pytest
@@ -44,6 +43,9 @@ from scheduler.sql import load_queries
 from scheduler.stores import _sqlite_thread
 from scheduler.stores.sqlite import _in_thread
 from scheduler.testing import FakeClock
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable, Sequence
 
 SIDECARS = ("-wal", "-shm", "-journal")
 # Bytes 18 and 19 of a SQLite file: 1, 1 in rollback-journal mode; 2, 2 in WAL mode.

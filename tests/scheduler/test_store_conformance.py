@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+from typing import TYPE_CHECKING
 
 import pytest
 
 from scheduler import JobKind, JobNotFound, JobState, Store
 from scheduler.store_types import ClaimedJob, NewJob, Outcome
 from tests.scheduler.seeded import attempt_random, expected_backoff
-from tests.scheduler.stores import StoreFactory
+
+if TYPE_CHECKING:
+    from tests.scheduler.stores import StoreFactory
 
 T0 = 1_900_000_000.0
 LEASE = 30.0

@@ -12,8 +12,8 @@ from __future__ import annotations
 import functools
 import itertools
 import json
-from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
+from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -30,6 +30,9 @@ from scheduler.triggers import (
     trigger_from_spec,
     validate_timezone,
 )
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 US = timedelta(microseconds=1)
 MINUTE = timedelta(minutes=1)

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import pytest
 
@@ -23,7 +23,9 @@ from scheduler import (
 )
 from scheduler.testing import FakeClock
 from tests.scheduler.helpers import scheduler_maker
-from tests.scheduler.stores import StoreFactory
+
+if TYPE_CHECKING:
+    from tests.scheduler.stores import StoreFactory
 
 START = datetime(2030, 6, 1, 12, 0, tzinfo=UTC)
 

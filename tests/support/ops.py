@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from scheduler._ops.jobs import enqueue
-from scheduler.store_types import NewJob, Op, OpState
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from scheduler.store_types import NewJob, Op, OpState
 
 
 def enqueue_all(jobs: list[NewJob]) -> Callable[[OpState], Op[list[int]]]:

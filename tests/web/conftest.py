@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
 import pytest_asyncio
@@ -26,6 +24,10 @@ from bot.web.dashboard import Dashboard
 from scheduler.testing import FakeClock
 from tests.bot.conftest import NOW, World, add_world, restore_discord_endpoints, settings_for
 from tests.fakediscord import FakeDiscord
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+    from datetime import datetime
 
 CHROMIUM = os.environ.get("CRIER_CHROMIUM", "/usr/bin/chromium")
 HAVE_CHROMIUM = Path(CHROMIUM).exists()

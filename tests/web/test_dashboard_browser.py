@@ -5,19 +5,22 @@ scheduler views. Screenshots of the main pages are saved under the test run's tm
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import timedelta
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import pytest_asyncio
 
 from bot.models import AnnouncementState
 from tests.bot.conftest import World, add_world, db_snapshot
-from tests.fakediscord import Member, User
 
 from .conftest import Site, news_draft
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+    from pathlib import Path
+
+    from tests.fakediscord import Member, User
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

@@ -6,14 +6,17 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
-import aiohttp
 import pytest
 
 from bot.models import HistoryAction, Image
 
 from .conftest import Site, news_draft
 from .test_dashboard_list import http, log_in  # noqa: F401  (http is a fixture used here)
+
+if TYPE_CHECKING:
+    import aiohttp
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")  # the loop the site fixture runs in
 

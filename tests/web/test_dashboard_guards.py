@@ -9,22 +9,26 @@ from __future__ import annotations
 import logging
 import re
 import socket
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import timedelta
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import aiohttp
 import pytest
 
-from bot.models import Announcement
 from bot.web.dashboard.sessions import SESSION_COOKIE, SESSION_SECONDS, STATE_COOKIE
 from tests.bot.conftest import db_snapshot
 from tests.bot.test_bulk_create import HOURLY
-from tests.fakediscord import Member, User
 
 from .conftest import Site, news_draft, serve_dashboard
 from .test_dashboard_http import authorize
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+    from pathlib import Path
+
+    from bot.models import Announcement
+    from tests.fakediscord import Member, User
 
 LOGIN_PAGE = "Log in with Discord"
 CSRF_FIELD = re.compile(r'name="csrf" value="([^"]+)"')

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator
-from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, urlparse
 
 import aiohttp
@@ -21,6 +20,10 @@ from tests.fakediscord import FakeDiscord
 from tests.scheduler.stores import require_postgres
 
 from .conftest import Site, serve_dashboard
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+    from pathlib import Path
 
 
 async def authorize(site: Site, http: aiohttp.ClientSession) -> tuple[str, str, str]:

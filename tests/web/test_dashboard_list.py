@@ -9,19 +9,22 @@ from __future__ import annotations
 import html
 import logging
 import re
-from collections.abc import AsyncIterator
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 import pytest
 import pytest_asyncio
 
 from bot.web.dashboard.announcement_pages import PAGE
-from tests.fakediscord import Member
 
 from .conftest import Site, news_draft
 from .test_dashboard_http import authorize
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+    from tests.fakediscord import Member
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")  # the loop the site fixture runs in
 

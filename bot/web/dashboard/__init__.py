@@ -15,19 +15,23 @@ The package is put together here: the frame (:mod:`.core`), then each page famil
 
 from __future__ import annotations
 
-import discord
-from aiohttp import web
+from typing import TYPE_CHECKING
 
-from scheduler import Clock, Scheduler
-
-from ...announcements import Announcements
-from ...config import Settings
 from .announcement_pages import AnnouncementPages
 from .auth_pages import HomePages
 from .core import Dashboard
 from .form_pages import FormPages
 from .operator_pages import OperatorPages
-from .pages import Pages
+
+if TYPE_CHECKING:
+    import discord
+    from aiohttp import web
+
+    from scheduler import Clock, Scheduler
+
+    from ...announcements import Announcements
+    from ...config import Settings
+    from .pages import Pages
 
 __all__ = ["PAGE_FAMILIES", "Dashboard", "add_dashboard"]
 

@@ -7,14 +7,17 @@ A member's roles are read from Discord (a member fetch): for a page, at most
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 import discord
 
-from scheduler import Clock
-
-from ...announcements import Announcements
-from ...models import DashboardSession
 from ...requests.checks import is_manager
+
+if TYPE_CHECKING:
+    from scheduler import Clock
+
+    from ...announcements import Announcements
+    from ...models import DashboardSession
 
 log = logging.getLogger(__name__)
 

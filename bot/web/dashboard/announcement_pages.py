@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
+from typing import TYPE_CHECKING
 from urllib.parse import urlencode
 
 from aiohttp import web
@@ -14,8 +15,10 @@ from aiohttp import web
 from ...announcements import LIVE_STATES, AnnouncementState, ListFilter
 from ...render import canceled, info_page, paused, resumed, skipped
 from ...requests.checks import can_read, hidden_channels
-from .core import Viewer
 from .pages import ANNOUNCEMENT, GUILD, GuildPages, get, post
+
+if TYPE_CHECKING:
+    from .core import Viewer
 
 log = logging.getLogger(__name__)
 

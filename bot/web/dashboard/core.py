@@ -9,18 +9,14 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 from zoneinfo import ZoneInfo
 
-import discord
 import jinja2
 from aiohttp import BodyPartReader, web
 
-from scheduler import Clock, Scheduler
-
 from ...announcements import Announcements, NotFound
-from ...config import Settings
 from ...models import DashboardSession, Image
 from ...parsing import resolve_timezone
 from ...render import expected_answer, unexpected_answer
@@ -30,6 +26,13 @@ from .access import Access
 from .oauth import DiscordOAuth
 from .sessions import SESSION_COOKIE, Sessions
 from .text import discord_html, time_html
+
+if TYPE_CHECKING:
+    import discord
+
+    from scheduler import Clock, Scheduler
+
+    from ...config import Settings
 
 SECURITY_HEADERS = {
     # No script at all, styles from our own stylesheet only, nothing may frame the pages.

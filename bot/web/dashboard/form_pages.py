@@ -6,22 +6,26 @@ it was posted, with the answer, and writes nothing."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import discord
 from aiohttp import web
 
-from ...announcements import Announcement
 from ...parsing import zone_names
 from ...render import confirmation, edit_reply, expected_answer
 from ...requests.editing import check_edit
-from ...requests.request import Requester
 from ...requests.validation import check_request
 from .core import Form, Viewer, form_of
 from .forms import Preview, form_values, new_request, preview_of, typed_edit, typed_message
 from .pages import ANNOUNCEMENT, GUILD, GuildPages, get, post
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    import discord
+
+    from ...announcements import Announcement
+    from ...requests.request import Requester
 
 log = logging.getLogger(__name__)
 

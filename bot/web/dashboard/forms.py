@@ -8,17 +8,21 @@ from __future__ import annotations
 import base64
 from dataclasses import dataclass
 from datetime import datetime
-from zoneinfo import ZoneInfo
+from typing import TYPE_CHECKING
 
-import discord
-
-from ...announcements import Announcement, Draft
 from ...models import mention_markup
 from ...parsing import InputError, resolve_timezone
 from ...requests.editing import NO_TITLE, EditOptions, mention_option
 from ...requests.request import AnnouncementOptions, AnnouncementRequest, Requester
 from ...requests.validation import EMPTY_MESSAGE
-from .core import Form
+
+if TYPE_CHECKING:
+    from zoneinfo import ZoneInfo
+
+    import discord
+
+    from ...announcements import Announcement, Draft
+    from .core import Form
 
 FORM_FIELDS = ("message", "title", "channel", "when", "repeat", "timezone", "mention", "until")
 CHECKBOXES = ("silent", "update_posted")

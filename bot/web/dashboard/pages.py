@@ -16,14 +16,16 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 from aiohttp import web
 
 from ...limits import MAX_ANNOUNCEMENT_ID
 from ...requests.checks import require_manager
 from ...requests.request import Requester
-from .core import AnonymousHandler, Dashboard, Viewer
+
+if TYPE_CHECKING:
+    from .core import AnonymousHandler, Dashboard, Viewer
 
 Access = Literal["viewer", "public", "asset"]
 

@@ -6,11 +6,13 @@ from __future__ import annotations
 import hashlib
 import secrets
 from dataclasses import dataclass
-
-from scheduler import Clock, Scheduler
+from typing import TYPE_CHECKING
 
 from ...db import BotDb
 from ...models import DashboardSession
+
+if TYPE_CHECKING:
+    from scheduler import Clock, Scheduler
 
 SESSION_COOKIE = "crier_session"
 STATE_COOKIE = "crier_oauth_state"

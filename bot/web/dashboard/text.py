@@ -5,14 +5,18 @@ HTML."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
-from zoneinfo import ZoneInfo
+from typing import TYPE_CHECKING
 
-import discord
 from markupsafe import Markup, escape
 
 from ...parsing import spoken_duration
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from zoneinfo import ZoneInfo
+
+    import discord
 
 _CHANNEL = re.compile(r"&lt;#(\d+)&gt;")
 _ROLE = re.compile(r"&lt;@&amp;(\d+)&gt;")
