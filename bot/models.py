@@ -14,7 +14,7 @@ from typing import Any
 
 from scheduler.triggers import DateStep
 
-from .parsing import RepeatRule
+from .parsing import RepeatRule, repeat_kind
 
 
 class AnnouncementState(StrEnum):
@@ -172,7 +172,7 @@ class Announcement:
             return None
         every = None if self.repeat_every is None else timedelta(seconds=self.repeat_every)
         return RepeatRule(
-            self.repeat_kind,  # type: ignore[arg-type]
+            repeat_kind(self.repeat_kind),
             self.repeat_cron,
             every,
             self.repeat_words or "",

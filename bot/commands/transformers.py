@@ -8,7 +8,7 @@ the other options' converted values.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 from zoneinfo import ZoneInfo
 
 import discord
@@ -77,7 +77,8 @@ class DestinationTransformer(app_commands.Transformer):
     async def transform(
         self, interaction: discord.Interaction, value: Any, /
     ) -> app_commands.AppCommandChannel | app_commands.AppCommandThread:
-        return value  # type: ignore[no-any-return]
+        # discord.py resolves a channel option to one of these and hands it over untyped.
+        return cast("app_commands.AppCommandChannel | app_commands.AppCommandThread", value)
 
 
 DestinationChannel = app_commands.Transform[

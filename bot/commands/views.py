@@ -63,7 +63,11 @@ class ScheduleModal(discord.ui.Modal, title="New announcement"):
         if take(interaction):  # interactive, and once however many sessions received it
             await self.submit(interaction, self.body.value, self.heading.value.strip() or None)
 
-    async def on_error(self, interaction: discord.Interaction, error: Exception) -> None:  # type: ignore[override]
+    # The same signature as discord.py's Modal.on_error (a modal's error has no item), which
+    # mypy still checks against BaseView.on_error's (interaction, error, item).
+    async def on_error(  # type: ignore[override]
+        self, interaction: discord.Interaction, error: Exception, /
+    ) -> None:
         await answer_error(interaction, error)
 
 
@@ -92,10 +96,11 @@ class PageButton(
         self.page = page
 
     @classmethod
-    async def from_custom_id(  # type: ignore[override]
-        cls, interaction: discord.Interaction, item: discord.ui.Button[Any], match: re.Match[str], /
+    async def from_custom_id(
+        cls, interaction: discord.Interaction, item: discord.ui.Item[Any], match: re.Match[str], /
     ) -> PageButton:
-        return cls(int(match["page"]), item.label or "")
+        label = item.label if isinstance(item, discord.ui.Button) else None
+        return cls(int(match["page"]), label or "")
 
     async def callback(self, interaction: discord.Interaction) -> None:
         if not take(interaction):  # interactive, and once however many sessions received it

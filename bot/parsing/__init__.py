@@ -23,7 +23,7 @@ from .display import discord_timestamp
 from .durations import parse_duration, spoken_duration
 from .errors import MAX_AHEAD, MAX_INPUT_LENGTH, InputError
 from .repeat import MAX_INTERVAL, MIN_INTERVAL, parse_repeat
-from .rule import RepeatRule, next_times
+from .rule import RepeatRule, next_times, repeat_kind
 from .schedule import ScheduleReading, read_schedule
 from .when import date_notes, parse_until, parse_when
 from .zones import COMMON_ZONES, resolve_timezone, timezone_choices, zone_names
@@ -46,6 +46,7 @@ __all__ = [
     "parse_until",
     "parse_when",
     "read_schedule",
+    "repeat_kind",
     "resolve_timezone",
     "spoken_duration",
     "timezone_choices",

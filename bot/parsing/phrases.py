@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from datetime import date, datetime, time, timedelta
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Literal
 
 from scheduler.errors import InvalidSchedule
 from scheduler.triggers import Cron, DateStep
@@ -120,6 +120,10 @@ _INTERVAL_WORDS: Final = _rx(
 )
 
 
+_StepUnit = Literal["day", "week", "month"]
+"""The units of a date step (:class:`scheduler.triggers.DateStep`)."""
+
+
 class _Rule:
     """What a phrase says, before it is anchored: cron fields, nth, an unanchored step."""
 
@@ -129,7 +133,7 @@ class _Rule:
         month: str = "*",
         dow: str = "*",
         nth: tuple[int, ...] = (),
-        step: tuple[int, str] | None = None,
+        step: tuple[int, _StepUnit] | None = None,
         words: Callable[[str], str] | None = None,
     ) -> None:
         self.dom, self.month, self.dow, self.nth, self.step = dom, month, dow, nth, step
@@ -282,7 +286,7 @@ def _weeks(count: int, days: list[int]) -> _Rule:
     return _Rule(dow=dow) if count == 1 else _Rule(dow=dow, step=(count, "week"))
 
 
-def _month_step(match: re.Match[str]) -> tuple[int, str] | None:
+def _month_step(match: re.Match[str]) -> tuple[int, _StepUnit] | None:
     text = match.group(0)
     if "quarter" in text:
         return (3, "month")
@@ -298,13 +302,13 @@ def _month_step(match: re.Match[str]) -> tuple[int, str] | None:
     return None if count == 1 else (count, "month")
 
 
-def _month_day(day: int, step: tuple[int, str] | None) -> _Rule:
+def _month_day(day: int, step: tuple[int, _StepUnit] | None) -> _Rule:
     if not 1 <= day <= 31:
         raise InputError(f"A month has days 1 to 31, not {day}. Try `monthly on the 15th`.")
     return _Rule(dom="L" if day == 31 else str(day), step=step, words=_month_day_words(day, step))
 
 
-def _month_day_words(day: int, step: tuple[int, str] | None) -> Callable[[str], str]:
+def _month_day_words(day: int, step: tuple[int, _StepUnit] | None) -> Callable[[str], str]:
     every = "every month" if step is None else f"every {step[0]} months"
     if day == 31:
         where = "on the 31st, or the last day of shorter months"
@@ -348,7 +352,7 @@ def _finish(rule: _Rule, times: list[time], first: datetime, tz: ZoneInfo) -> Re
         if rule.step is not None:
             count, unit = rule.step
             anchor = base.next_after(first - _US).astimezone(tz).date()
-            step = DateStep(count, unit, anchor)  # type: ignore[arg-type]
+            step = DateStep(count, unit, anchor)
             Cron(expr, tz, nth=nth or None, step=step)
     except InvalidSchedule as exc:
         raise InputError(f"That rule can't be used: {exc}.") from None

@@ -14,6 +14,17 @@ if TYPE_CHECKING:
 
 _ONE_US = timedelta(microseconds=1)
 
+RepeatKind = Literal["cron", "interval"]
+
+
+def repeat_kind(stored: str) -> RepeatKind:
+    """A stored rule's kind; ValueError for a kind no version of crier writes."""
+    if stored == "cron":
+        return "cron"
+    if stored == "interval":
+        return "interval"
+    raise ValueError(f"unknown repeat kind {stored!r} (expected 'cron' or 'interval')")
+
 
 @dataclass(frozen=True, slots=True)
 class RepeatRule:
@@ -27,7 +38,7 @@ class RepeatRule:
     e.g. ``"every day at 09:00 (Europe/London)"`` or ``"every 2 hours"``.
     """
 
-    kind: Literal["cron", "interval"]
+    kind: RepeatKind
     cron: str | None
     every: timedelta | None
     words: str

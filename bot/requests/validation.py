@@ -127,18 +127,23 @@ def _mentions(
     return plan.mention, plan.allowed, plan.notes
 
 
-async def find_target(guild: discord.Guild, channel_id: int) -> Target:
+async def find_target(
+    guild: discord.Guild, channel_id: int
+) -> discord.abc.GuildChannel | discord.Thread:
     """The channel or thread with this id in ``guild``: from the cache, else (an archived
-    thread is not cached) asked of Discord."""
-    found: Any = guild.get_channel_or_thread(channel_id)
+    thread is not cached) asked of Discord. Whether an announcement may post there is
+    :func:`check_destination`'s to say."""
+    found: discord.abc.GuildChannel | discord.Thread | None = guild.get_channel_or_thread(
+        channel_id
+    )
     if found is None:
         try:
             found = await guild.fetch_channel(channel_id)
         except (discord.NotFound, discord.Forbidden, discord.InvalidData):
             found = None  # gone, hidden from the bot, or another server's
-    if found is None or getattr(found, "guild", guild).id != guild.id:
+    if found is None or found.guild.id != guild.id:
         raise Refusal("I can't find that channel in this server.")
-    return found  # type: ignore[no-any-return]
+    return found
 
 
 def check_length(message: str, prefix: int, title: str | None) -> None:

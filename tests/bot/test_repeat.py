@@ -18,6 +18,7 @@ from bot.parsing import (
     next_times,
     parse_repeat,
     parse_when,
+    repeat_kind,
 )
 from scheduler.triggers import Cron, DateStep, Interval
 
@@ -552,3 +553,10 @@ def _check_total(text: str) -> None:
     else:
         assert rule.every is not None
         assert MIN_INTERVAL <= rule.every <= MAX_INTERVAL
+
+
+def test_a_stored_repeat_kind_is_read_back_and_an_unknown_one_refused() -> None:
+    assert repeat_kind("cron") == "cron"
+    assert repeat_kind("interval") == "interval"
+    with pytest.raises(ValueError, match="unknown repeat kind 'weekly'"):
+        repeat_kind("weekly")
