@@ -19,7 +19,6 @@ from ..announcements.diff import Field
 from ..limits import MAX_CHOICE_NAME, MAX_CHOICES, MAX_EMBED_TITLE, MAX_MESSAGE
 from ..parsing import InputError
 from ..render import edit_reply
-from ..requests.checks import require_manager
 from ..requests.editing import NO_MENTION, NO_TITLE, EditOptions, check_edit
 from ..requests.files import download
 from ..requests.validation import EMPTY_MESSAGE
@@ -70,8 +69,7 @@ class EditCommands(AnswersErrors, name="EditCommands"):
         silent: bool | None = None,
         update_posted: bool = True,
     ) -> None:
-        who = requester(interaction)
-        require_manager(who.member, await self.announcements.settings(who.guild.id))
+        who = await self.manager(interaction)
         current = await self.announcements.get(who.guild.id, id)
         options = EditOptions(
             when=when,

@@ -9,9 +9,8 @@ import discord
 from discord import app_commands
 
 from ..render import info_page
-from ..requests.checks import can_read, require_manager
+from ..requests.checks import can_read
 from .autocomplete import announcement_ids
-from .door import requester
 from .replies import AnswersErrors, reply
 from .transformers import AnnouncementId
 
@@ -25,8 +24,7 @@ class InfoCommands(AnswersErrors, name="InfoCommands"):
     @app_commands.autocomplete(id=announcement_ids("info"))
     async def info(self, interaction: discord.Interaction, id: AnnouncementId) -> None:
         # The same rights as /cancel: it shows the text, the history and who made it.
-        who = requester(interaction)
-        require_manager(who.member, await self.announcements.settings(who.guild.id))
+        who = await self.manager(interaction)
         details = await self.announcements.info(who.guild.id, id)
         hidden = not can_read(who.member, who.guild, details.announcement.channel_id)
         await reply(interaction, info_page(details, hidden))

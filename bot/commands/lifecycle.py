@@ -13,7 +13,6 @@ import discord
 from discord import app_commands
 
 from ..render import paused, resumed, skipped
-from ..requests.checks import require_manager
 from .autocomplete import announcement_ids
 from .door import requester
 from .replies import AnswersErrors, reply
@@ -29,8 +28,7 @@ class LifecycleCommands(AnswersErrors, name=LIFECYCLE_COG):
 
     async def _manager(self, interaction: discord.Interaction) -> tuple[int, int]:
         """The guild's id and the member's, once the member is found to be a manager."""
-        who = requester(interaction)
-        require_manager(who.member, await self.announcements.settings(who.guild.id))
+        who = await self.manager(interaction)
         return who.guild.id, who.member.id
 
     @app_commands.command(

@@ -16,10 +16,13 @@ from discord.ext.commands import Cog
 from scheduler.clock import Clock, SystemClock
 
 from ..render import expected_answer, unexpected_answer
+from ..requests.checks import require_manager
+from .door import requester
 from .once import lost
 
 if TYPE_CHECKING:
     from ..announcements import Announcements
+    from ..requests.request import Requester
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +74,12 @@ class AnswersErrors(Cog):
     def __init__(self, announcements: Announcements, clock: Clock | None = None) -> None:
         self.announcements = announcements
         self.clock: Clock = clock if clock is not None else SystemClock()
+
+    async def manager(self, interaction: discord.Interaction) -> Requester:
+        """Who asks, once found to be a manager of the guild (else a :class:`Refusal`)."""
+        who = requester(interaction)
+        require_manager(who.member, await self.announcements.settings(who.guild.id))
+        return who
 
     async def cog_app_command_error(
         self, interaction: discord.Interaction, error: app_commands.AppCommandError

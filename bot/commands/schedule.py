@@ -22,7 +22,7 @@ from ..announcements import GuildSettings
 from ..limits import MAX_CHOICES, MAX_EMBED_TITLE, MAX_MESSAGE
 from ..parsing import InputError
 from ..render import PAGE_SIZE, canceled, confirmation, listing_page
-from ..requests.checks import Refusal, can_read, hidden_channels, require_manager
+from ..requests.checks import Refusal, can_read, hidden_channels
 from ..requests.destinations import tag_choices
 from ..requests.files import download
 from ..requests.request import AnnouncementOptions, AnnouncementRequest
@@ -174,8 +174,7 @@ class AnnouncementCommands(AnswersErrors, name=COMMANDS_COG):
     @app_commands.describe(id="The announcement's number (see /list)")
     @app_commands.autocomplete(id=announcement_ids("cancel"))
     async def cancel(self, interaction: discord.Interaction, id: AnnouncementId) -> None:
-        who = requester(interaction)
-        require_manager(who.member, await self.announcements.settings(who.guild.id))
+        who = await self.manager(interaction)
         before = await self.announcements.cancel(who.guild.id, id, actor_id=who.member.id)
         await reply(interaction, canceled(before))
 
