@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import hashlib
@@ -450,7 +451,14 @@ def fatal(message: str) -> int:
     return 1
 
 
+def run_from_args(args: argparse.Namespace) -> int:
+    """``python -m bot run`` (and ``python -m bot`` alone): :func:`main`."""
+    return main()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the bot with the settings of the environment and ``.env`` (``argv`` is not read:
+    :func:`bot.app.cli.main` parses the command line)."""
     try:
         settings = load_settings()
     except ConfigError as exc:
