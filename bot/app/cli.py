@@ -62,6 +62,15 @@ SUBCOMMANDS: tuple[Subcommand, ...] = (
         add_arguments=None,
     ),
     Subcommand(
+        "migrate",
+        "move a stopped installation from SQLite to PostgreSQL",
+        "Copy every table of a stopped installation (the bot's and the scheduler's) from a "
+        "SQLite file into an empty PostgreSQL database, in one transaction, then check the "
+        "counts and a checksum of every table. The source is only read. Never connects to "
+        "Discord.",
+        "bot.app.transfer",
+    ),
+    Subcommand(
         "backup",
         "copy the database (DATABASE_URL) while the bot runs",
         "Copy the SQLite database named by DATABASE_URL to PATH with SQLite's online backup "
