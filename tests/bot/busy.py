@@ -22,9 +22,9 @@ STOPPED_AT = NOW + timedelta(minutes=15)
 """When :func:`make_busy` leaves the installation (the bot is then stopped)."""
 LATER = NOW + timedelta(hours=2, minutes=5)
 """Past every due time of :data:`DUE_AFTER`."""
-DUE_AFTER = ["One hour", "Hourly", "With a file"]
+DUE_AFTER = ["One hour, edited", "Hourly", "Skipped once", "With a file"]
 """What posts in #news between :data:`STOPPED_AT` and :data:`LATER`, in order (at 1:00,
-1:10 and 2:00 after NOW; the paused one never)."""
+1:10, 1:40 and 2:00 after NOW; the paused one never, the skipped one not at 0:40)."""
 POSTED_BEFORE = ["Soon", "Hourly"]
 """What posted in #news before :data:`STOPPED_AT`, in order."""
 
@@ -58,14 +58,32 @@ async def make_busy(app: Crier, world: World, clock: FakeClock) -> Busy:
             image=world.fake.make_attachment("chart.png", b"\x89PNG" + bytes(range(256)) * 4),
         ),
     }
+    ids["Skipped once"] = await schedule(world, "in 40m", "Skipped once", repeat="every 1h")
+    cb = await run_command(
+        world, "schedule", when="in 12m", message="Refused", channel=world.general
+    )
+    found = re.search(r"\*\*#(\d+)\*\*", cb.content or "")
+    assert found is not None, cb.content
+    ids["Refused"] = int(found[1])
     await run_command(world, "pause", id=ids["Paused"])
     await run_command(world, "cancel", id=ids["Canceled"])
-    await step_to(app, clock, [NOW + timedelta(minutes=m) for m in (5, 10, 15)])
+    await run_command(world, "skip", id=ids["Skipped once"])
+    await run_command(world, "edit", id=ids["One hour"], message="One hour, edited")
+    world.fake.faults.add(
+        method="POST",
+        path_regex=re.escape(f"/channels/{world.general.id}/messages"),
+        status=403,
+        code=50013,
+        message="Missing Permissions",
+    )
+    await step_to(app, clock, [NOW + timedelta(minutes=m) for m in (5, 10, 12, 15)])
+    refused = await app.bot.announcements.get(world.guild.id, ids["Refused"])
+    assert refused.state == "failed", refused
     assert posts(world) == POSTED_BEFORE, posts(world)
     return Busy(ids)
 
 
-DUE_TIMES = [NOW + timedelta(minutes=m) for m in (60, 70, 120)] + [LATER]
+DUE_TIMES = [NOW + timedelta(minutes=m) for m in (40, 60, 70, 100, 120)] + [LATER]
 """The clock's steps from :data:`STOPPED_AT` to :data:`LATER` (each due time on time)."""
 
 

@@ -48,6 +48,10 @@ scheduler's 0010) stored a recurring announcement's schedule arguments as
 ``{"announcement_id": N}`` alone."""
 
 
+SKIPS_FROM_BOT = 2
+"""The bot's migration that brought /skip (and /edit, and the history)."""
+
+
 def today() -> tuple[int, int]:
     return len(bot_migrations().load("sqlite")), len(scheduler_migrations().load("sqlite"))
 
@@ -110,8 +114,13 @@ def read_rows(db: Path) -> Rows:
 
 def shaped(rows: Rows, bot: int, sched: int) -> Rows:
     """``rows`` as a release at (``bot``, ``sched``) stored them: a recurring announcement's
-    schedule arguments before typed job arguments hold its id alone."""
+    schedule arguments before typed job arguments hold its id alone; before the bot's 0002
+    nothing could be skipped (no skipped occurrence is recorded: it is still to come)."""
     out = {t: [dict(r) for r in rs] for t, rs in rows.items()}
+    if bot < SKIPS_FROM_BOT:
+        out["bot_deliveries"] = [
+            r for r in out.get("bot_deliveries", []) if r["state"] != "skipped"
+        ]
     if sched < OLD_ARGS_BEFORE_SCHEDULER:
         for r in out.get("scheduler_schedules", []):
             args = json.loads(r["args"])

@@ -79,7 +79,7 @@ async def test_a_busy_installation_moves_whole_and_posts_what_was_due_once_on_po
     source = f"sqlite:///{db}"
     app = await start(world, tmp_path, clock, source)
     try:
-        await make_busy(app, world, clock)
+        busy = await make_busy(app, world, clock)
         before = await every_row(app)
     finally:
         await app.close()
@@ -100,7 +100,7 @@ async def test_a_busy_installation_moves_whole_and_posts_what_was_due_once_on_po
             world.guild, world.general, world.admin, "schedule",
             {"when": "in 1h", "message": "After the move", "channel": world.news},
         )  # fmt: skip
-        assert "#7**" in ((await cb.response(timeout=5)).content or "")
+        assert f"#{len(busy.ids) + 1}**" in ((await cb.response(timeout=5)).content or "")
     finally:
         await app.close()
 
