@@ -219,8 +219,7 @@ def check_upgrade(base: Made, seen: Reads, new_posts: list[str], bot: int, sched
         assert seen.info[name] == expected, (where, name)
         if not expected_differences(bot, name):
             assert seen.dashboard[name] == base.reads.dashboard[name], (where, name)
-    if bot >= 4:
-        assert seen.dashboard["list"] == base.reads.dashboard["list"], where
+    assert seen.dashboard["list"] == base.reads.dashboard["list"], where
     assert new_posts == due_after(bot), where
 
 
