@@ -8,6 +8,9 @@ database is made at that release's schema and filled with those rows shaped for 
 bot opens it (upgrading it) and must read back the same, and post what was due, on time,
 once. On SQLite and PostgreSQL.
 
+A database copied (with the online backup) while a send was in flight, at every earlier
+schema: the send is replayed with its nonce after the upgrade, one post.
+
 Then a SIGKILL in the middle of a migration: a real ``python -m bot`` held (by a test-only
 hook, :data:`scheduler.stores._base.HOLD_MIGRATION_ENV`) inside the transaction of the bot's
 migration 0006, after its statements and before its commit, is killed; the database is
@@ -20,7 +23,9 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import aiohttp
@@ -28,6 +33,7 @@ import asyncpg
 import pytest
 
 from bot.app import Crier
+from bot.app.backup import backup_sqlite
 from scheduler.stores._base import HOLD_MIGRATION_ENV
 from scheduler.testing import FakeClock
 from tests.bot.busy import (
@@ -53,6 +59,7 @@ from tests.bot.schemas import (
     shaped,
     today,
 )
+from tests.fakediscord import FakeDiscord
 from tests.scheduler.stores import require_postgres
 from tests.support.processes import Process, procs, until
 from tests.web.conftest import Site
@@ -255,6 +262,87 @@ async def test_every_earlier_schema_full_of_work_upgrades_losing_nothing(
         check_upgrade(base, seen, new_posts, bot, sched)
         tried.append((bot, sched))
     assert len(tried) == len([r for r in RELEASES if r[0]])
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeDiscord]:
+    """This module's fake Discord remembers a nonce for an hour (its real loop time): every
+    release's bot replays the same send into it, one after another, over minutes."""
+    async with FakeDiscord(nonce_window=3600.0) as f:
+        yield f
+
+
+async def mid_send(world: World, tmp_path: Path) -> tuple[Rows, int, float]:
+    """A send Discord has made the message for, its answer still held back, copied with the
+    online backup while it waits: the rows of a database stopped mid-send, the message's id
+    and the time it was sent at."""
+    db, copy = tmp_path / "mid.db", tmp_path / "mid-copy.db"
+    clock = FakeClock(NOW)
+    app = await start(world, tmp_path, clock, f"sqlite:///{db}")
+    try:
+        await run_command(world, "schedule", when="in 1m", message="Mid-send", channel=world.news)
+        hold = world.fake.hold_messages(world.news, stage="after")
+        clock.set(NOW + timedelta(minutes=1))
+        await world.fake.wait_until(lambda: hold.parked, timeout=10, what="the send")
+        backup_sqlite(db, copy)
+        hold.release()
+        await app.sched.wait_idle()
+    finally:
+        await app.close()
+    [message] = world.fake.bot_messages(world.news)
+    return read_rows(copy), message.id, (NOW + timedelta(minutes=1)).timestamp()
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+async def test_a_database_stopped_mid_send_at_every_earlier_schema_posts_it_once(
+    world: World, tmp_path: Path, dialect: str
+) -> None:
+    """The send in flight when the database was copied (its row says sending, its job is
+    leased) is, after the upgrade, replayed with its nonce once its lease has run out:
+    Discord answers with the message it made, so there is one post, recorded as sent."""
+    rows, message_id, sent_at = await mid_send(world, tmp_path)
+    [delivery] = rows["bot_deliveries"]
+    assert delivery["state"] == "sending"
+    for bot, sched, _ in [r for r in RELEASES if r[0]]:
+        shaped_rows = shaped(rows, bot, sched)
+        before = len(world.fake.requests)
+        hits = world.fake.nonce_dedup_hits
+        if dialect == "sqlite":
+            db = tmp_path / f"mid-{bot}-{sched}.db"
+            build_sqlite(db, bot, sched)
+            project_sqlite(db, shaped_rows)
+            url = f"sqlite:///{db}"
+            await replay(world, tmp_path, url, sent_at, message_id, (bot, sched))
+        else:
+            from tests.scheduler.pg import fresh_database
+
+            async with fresh_database(require_postgres()) as dsn:
+                conn = await asyncpg.connect(dsn)
+                try:
+                    await build_postgres(conn, bot, sched)
+                    await project_postgres(conn, shaped_rows)
+                finally:
+                    await conn.close()
+                await replay(world, tmp_path, dsn, sent_at, message_id, (bot, sched))
+        assert sends_to_news(world, before) == ["Mid-send"], (bot, sched)
+        assert world.fake.nonce_dedup_hits == hits + 1, (bot, sched)
+        assert [m.id for m in world.fake.bot_messages(world.news)] == [message_id]
+
+
+async def replay(
+    world: World, tmp_path: Path, url: str, sent_at: float, message_id: int, where: object
+) -> None:
+    clock = FakeClock(datetime.fromtimestamp(sent_at, UTC))
+    app = await start(world, tmp_path, clock, url)
+    try:
+        clock.advance(timedelta(seconds=app.settings.lease + 1))
+        await app.sched.sweep()  # the copied run's lease is found expired, now
+        await app.sched.wait_idle()
+        async with app.sched.reader() as db:
+            cur = await db.execute("SELECT state, message_id FROM bot_deliveries")
+            assert [tuple(r) for r in await cur.fetchall()] == [("sent", message_id)], where
+    finally:
+        await app.close()
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
