@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..config import ConfigError, load_setting, without_password
+from ..db.copying import backup_and_check
 
 
 class BackupError(Exception):
@@ -55,21 +56,7 @@ def backup_sqlite(source: Path, target: Path) -> Copied:
     with contextlib.suppress(FileNotFoundError):
         partial.unlink()
     try:
-        src = sqlite3.connect(source)  # only read (backup takes one read transaction)
-        try:
-            dst = sqlite3.connect(partial)
-            try:
-                src.backup(dst)
-                # The copy keeps the source's WAL mode; put everything in the main file.
-                dst.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-                problems = [str(r[0]) for r in dst.execute("PRAGMA integrity_check(5)")]
-                tables = dst.execute(
-                    "SELECT count(*) FROM sqlite_master WHERE type = 'table'"
-                ).fetchone()[0]
-            finally:
-                dst.close()
-        finally:
-            src.close()
+        problems, tables = backup_and_check(source, partial)
         if problems != ["ok"]:
             raise BackupError(
                 f"the copy of {source} failed its integrity check ({'; '.join(problems)}); "

@@ -26,7 +26,7 @@ import hashlib
 import sqlite3
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,6 +34,17 @@ from typing import Any
 from scheduler.migrations import VERSION_TABLE, scheduler_migrations
 
 from ..config import without_password
+from ..db.copying import (
+    advance_identities,
+    batches,
+    handed_out_ids,
+    read_back,
+    row_counts,
+    source_tables,
+    source_versions,
+    target_columns,
+    write_rows,
+)
 from .crier import bot_migrations
 
 BATCH = 2000
@@ -169,30 +180,10 @@ def _source_path(url: str) -> Path:
     return path
 
 
-def _quote(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def source_tables(conn: sqlite3.Connection) -> dict[str, list[str]]:
-    """Every table of the SQLite database (but SQLite's own) with its columns, in order."""
-    names = [
-        str(r[0])
-        for r in conn.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
-            "ORDER BY name"
-        )
-    ]
-    return {n: [str(c[1]) for c in conn.execute(f"PRAGMA table_info({_quote(n)})")] for n in names}
-
-
 def check_source_schema(conn: sqlite3.Connection, where: Path) -> None:
     """The source's schema must be this code's (both components), or the columns would not
     line up with the target's."""
-    have = {str(c): int(v) for c, v in conn.execute(
-        f"SELECT component, max(version) FROM {VERSION_TABLE} GROUP BY component"
-    )} if conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (VERSION_TABLE,)
-    ).fetchone() else {}  # fmt: skip
+    have = source_versions(conn)
     if not have:
         raise TransferError(f"{where} is not crier's database (it records no schema version)")
     for ms in (scheduler_migrations(), bot_migrations()):
@@ -210,50 +201,6 @@ def check_source_schema(conn: sqlite3.Connection, where: Path) -> None:
                     else "it was written by a newer version; migrate with that version"
                 )
             )
-
-
-def _sqlite_sequences(conn: sqlite3.Connection) -> dict[str, int]:
-    """The last id SQLite handed out per AUTOINCREMENT table (ids are never handed out twice,
-    even after the row is deleted: the target goes on from there too)."""
-    if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'sqlite_sequence'").fetchone():
-        return {}
-    return {str(n): int(s) for n, s in conn.execute("SELECT name, seq FROM sqlite_sequence")}
-
-
-# --- the target ------------------------------------------------------------------------------
-
-
-async def _target_columns(conn: Any) -> dict[str, dict[str, str]]:
-    rows = await conn.fetch(
-        "SELECT c.table_name, c.column_name, c.data_type FROM information_schema.columns c "
-        "JOIN information_schema.tables t ON t.table_schema = c.table_schema "
-        "AND t.table_name = c.table_name "
-        "WHERE c.table_schema = current_schema() AND t.table_type = 'BASE TABLE' "
-        "ORDER BY c.table_name, c.ordinal_position"
-    )
-    out: dict[str, dict[str, str]] = {}
-    for r in rows:
-        out.setdefault(str(r["table_name"]), {})[str(r["column_name"])] = str(r["data_type"])
-    return out
-
-
-async def _rows_in(conn: Any, tables: Iterable[str]) -> dict[str, int]:
-    return {
-        t: int(await conn.fetchval(f"SELECT count(*) FROM {_quote(t)}"))
-        for t in tables
-        if t != VERSION_TABLE
-    }
-
-
-async def _identity_columns(conn: Any) -> list[tuple[str, str, str]]:
-    """(table, column, sequence) of every column drawing its default from a sequence."""
-    rows = await conn.fetch(
-        "SELECT table_name, column_name, "
-        "pg_get_serial_sequence(quote_ident(table_name), column_name) AS seq "
-        "FROM information_schema.columns WHERE table_schema = current_schema() "
-        "AND (is_identity = 'YES' OR column_default LIKE 'nextval(%')"
-    )
-    return [(str(r["table_name"]), str(r["column_name"]), str(r["seq"])) for r in rows if r["seq"]]
 
 
 # --- the move --------------------------------------------------------------------------------
@@ -286,8 +233,8 @@ async def transfer(source_url: str, target_url: str) -> list[Moved]:
             check_source_schema(src, path)
             tables = source_tables(src)
             async with conn.transaction():
-                before = await _target_columns(conn)
-                full = {t: n for t, n in (await _rows_in(conn, before)).items() if n}
+                before = await target_columns(conn)
+                full = {t: n for t, n in (await row_counts(conn, before)).items() if n}
                 if full:
                     listed = ", ".join(f"{t} ({n:,} rows)" for t, n in sorted(full.items()))
                     raise TransferError(
@@ -295,9 +242,9 @@ async def transfer(source_url: str, target_url: str) -> list[Moved]:
                         "database (nothing was changed)"
                     )
                 await migrate_connection(conn, [bot_migrations()])
-                target = await _target_columns(conn)
+                target = await target_columns(conn)
                 moved = await _copy_all(src, conn, tables, target)
-                await _advance_sequences(src, conn)
+                await advance_identities(conn, handed_out_ids(src))
                 await _verify(conn, moved)
         finally:
             await conn.close()
@@ -342,8 +289,7 @@ async def _copy_all(
                 raise TransferError(f"{table}.{c}: no conversion for PostgreSQL type {types[c]}")
             converters.append(conv)
         total = TableSum()
-        cur = src.execute(f"SELECT {', '.join(map(_quote, columns))} FROM {_quote(table)}")
-        while batch := cur.fetchmany(BATCH):
+        for batch in batches(src, table, columns, BATCH):
             records = []
             for row in batch:
                 try:
@@ -358,7 +304,7 @@ async def _copy_all(
                     ) from None
                 total.add(values)
                 records.append(values)
-            await conn.copy_records_to_table(table, records=records, columns=columns)
+            await write_rows(conn, table, columns, records)
         moved.append(Moved(table, tuple(columns), total.rows, total.checksum))
     return moved
 
@@ -368,25 +314,12 @@ def _shown(row: Sequence[Any]) -> str:
     return text if len(text) <= 200 else text[:200] + "…"
 
 
-async def _advance_sequences(src: sqlite3.Connection, conn: Any) -> None:
-    handed_out = _sqlite_sequences(src)
-    for table, column, seq in await _identity_columns(conn):
-        top = await conn.fetchval(f"SELECT max({_quote(column)}) FROM {_quote(table)}")
-        last = max(int(top or 0), handed_out.get(table, 0))
-        if last > 0:
-            await conn.execute("SELECT setval($1, $2, true)", seq, last)
-
-
 async def _verify(conn: Any, moved: list[Moved]) -> None:
     for m in moved:
         columns = m.columns
         total = TableSum()
-        async with conn.transaction():  # a savepoint: a cursor needs a transaction block
-            async for row in conn.cursor(
-                f"SELECT {', '.join(map(_quote, columns))} FROM {_quote(m.table)}",
-                prefetch=BATCH,
-            ):
-                total.add(tuple(row))
+        async for row in read_back(conn, m.table, columns, BATCH):
+            total.add(row)
         if (total.rows, total.checksum) != (m.rows, m.checksum):
             raise TransferError(
                 f"{m.table}: the target reads back {total.rows:,} rows (checksum "
