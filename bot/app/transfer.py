@@ -111,7 +111,6 @@ CONVERT: dict[str, Callable[[Any], Any]] = {
     "integer": _integer,
     "smallint": _integer,
     "double precision": _double,
-    "real": _double,
     "text": _text,
     "character varying": _text,
     "bytea": _bytes,
@@ -246,6 +245,10 @@ async def transfer(source_url: str, target_url: str) -> list[Moved]:
                 moved = await _copy_all(src, conn, tables, target)
                 await advance_identities(conn, handed_out_ids(src))
                 await _verify(conn, moved)
+        except (asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+            raise TransferError(
+                f"{target_name} refused the move: {exc}; nothing was committed"
+            ) from None
         finally:
             await conn.close()
     except sqlite3.Error as exc:

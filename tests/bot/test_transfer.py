@@ -271,3 +271,18 @@ async def test_a_table_that_reads_back_otherwise_fails_the_check_and_nothing_is_
     with pytest.raises(TransferError, match=r"bot_history: the target reads back \d+ rows"):
         await transfer.transfer(f"sqlite:///{db}", target)
     assert await target_tables(target) == {}
+
+
+async def test_a_row_postgresql_refuses_is_one_clear_error_and_nothing_is_committed(
+    tmp_path: Path, target: str
+) -> None:
+    import sqlite3
+
+    db = await fresh_source(tmp_path)
+    conn = sqlite3.connect(db)
+    conn.execute("INSERT INTO bot_meta (key, value) VALUES (?, ?)", ("nul", "a\x00b"))  # a NUL
+    conn.commit()
+    conn.close()
+    with pytest.raises(TransferError, match=r"refused the move: .*nothing was committed"):
+        await transfer.transfer(f"sqlite:///{db}", target)
+    assert await target_tables(target) == {}
