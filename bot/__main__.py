@@ -1,4 +1,5 @@
-"""``python -m bot``: run crier (settings from the environment and .env)."""
+"""``python -m bot [SUBCOMMAND]``: run crier (settings from the environment and .env), or
+one of the operator's subcommands (see :mod:`bot.app.cli`)."""
 
 import sys
 

@@ -373,14 +373,33 @@ def _read_env_file(path: Path) -> dict[str, str]:
     return {k: v for k, v in dotenv_values(stream=io.StringIO(text)).items() if v is not None}
 
 
-def load_settings(
-    environ: Mapping[str, str] | None = None, env_file: str | Path | None = ".env"
-) -> Settings:
-    """Read settings: the environment wins over ``env_file`` (if it exists)."""
+def _raw_values(environ: Mapping[str, str] | None, env_file: str | Path | None) -> dict[str, str]:
+    """The environment over ``env_file`` (if it exists), unparsed."""
     values: dict[str, str] = {}
     if env_file is not None and Path(env_file).is_file():
         values.update(_read_env_file(Path(env_file)))
     values.update(os.environ if environ is None else environ)
+    return values
+
+
+def load_setting(
+    field_name: str,
+    environ: Mapping[str, str] | None = None,
+    env_file: str | Path | None = ".env",
+) -> Any:
+    """One setting (the :class:`Settings` field ``field_name``) read as :func:`load_settings`
+    reads it, without needing the others (``python -m bot backup`` needs the database
+    alone, not the token)."""
+    spec = _FIELDS[field_name]
+    raw = _raw_values(environ, env_file).get(spec.env)
+    return spec.read(raw if raw is not None and raw.strip() != "" else None)
+
+
+def load_settings(
+    environ: Mapping[str, str] | None = None, env_file: str | Path | None = ".env"
+) -> Settings:
+    """Read settings: the environment wins over ``env_file`` (if it exists)."""
+    values = _raw_values(environ, env_file)
 
     def get(name: str) -> str | None:
         value = values.get(name)

@@ -1,13 +1,14 @@
 """The process: settings in, the discord.py client, the scheduler and every layer wired
-together, run until stopped. ``python -m bot`` calls :func:`main`."""
+together, run until stopped. ``python -m bot`` calls :func:`main` (the command line,
+:mod:`bot.app.cli`: no subcommand runs the bot)."""
 
+from .cli import main
 from .crier import (
     Crier,
     CrierBot,
     RedactingFormatter,
     RefusedWriteFilter,
     bot_migrations,
-    main,
     make_store,
     run,
     setup_logging,

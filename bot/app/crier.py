@@ -44,6 +44,7 @@ from ..web.server import WebServer
 from .endpoints import use_discord_endpoints
 
 if TYPE_CHECKING:
+    import argparse
     from collections.abc import Sequence
 
     from ..web.dashboard import Dashboard
@@ -451,7 +452,14 @@ def fatal(message: str) -> int:
     return 1
 
 
+def run_from_args(args: argparse.Namespace) -> int:
+    """``python -m bot run`` (and ``python -m bot`` alone): :func:`main`."""
+    return main()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the bot with the settings of the environment and ``.env`` (``argv`` is not read:
+    :func:`bot.app.cli.main` parses the command line)."""
     try:
         settings = load_settings()
     except ConfigError as exc:

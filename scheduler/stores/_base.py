@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import os
+from collections.abc import Awaitable, Sequence
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
@@ -96,6 +98,28 @@ def migration_failed(where: str, m: Migration, exc: BaseException) -> MigrationE
 
 def migration_label(m: Migration) -> str:
     return f"{m.component}/{m.version:04d}_{m.name}"
+
+
+HOLD_MIGRATION_ENV = "SCHEDULER_TEST_HOLD_MIGRATION"
+"""For crash tests only: ``COMPONENT/VERSION:PATH`` (e.g. ``crier/6:/tmp/held``) makes the
+store that applies that migration stop inside its transaction, after the migration's
+statements and before its commit, create ``PATH`` and wait there until the process is killed.
+Unset (always, outside tests), it does nothing."""
+
+
+def migration_hold(m: Migration) -> str | None:
+    """The file to create before holding migration ``m`` (see :data:`HOLD_MIGRATION_ENV`)."""
+    spec = os.environ.get(HOLD_MIGRATION_ENV)
+    if not spec:
+        return None
+    which, _, path = spec.partition(":")
+    return path if which == f"{m.component}/{m.version}" and path else None
+
+
+def announce_hold(path: str) -> None:
+    """Create ``path``: the migration is held (the test may kill the process now)."""
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(str(os.getpid()))
 
 
 # --- text in SQL and in messages -------------------------------------------------------------

@@ -3,6 +3,7 @@ transaction, under an advisory lock that serializes migrators across processes."
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from typing import Any
@@ -10,7 +11,13 @@ from typing import Any
 import asyncpg
 
 from ..migrations import VERSION_TABLE, Migration, check_applied
-from ._base import migration_failed, migration_label, version_table_ddl
+from ._base import (
+    announce_hold,
+    migration_failed,
+    migration_hold,
+    migration_label,
+    version_table_ddl,
+)
 
 # The store's own logger: everything the PostgreSQL store says goes under one name.
 log = logging.getLogger("scheduler.postgres")
@@ -55,6 +62,10 @@ async def migrate(conn: Connection, loaded: list[list[Migration]]) -> None:
                     await conn.execute(m.sql)
                 except asyncpg.PostgresError as exc:
                     raise migration_failed(where, m, exc) from exc
+                hold = migration_hold(m)
+                if hold is not None:  # crash tests only: wait here, uncommitted, to be killed
+                    announce_hold(hold)
+                    await asyncio.Event().wait()
                 await conn.execute(
                     f"INSERT INTO {VERSION_TABLE} "  # noqa: S608 (the migrations table's name, a constant)
                     "(component, version, name, checksum, applied_at) "

@@ -18,7 +18,7 @@ from ..abc import Cursor
 from ..errors import StoreError
 from ..migrations import VERSION_TABLE, MigrationSet, check_applied
 from ..sql import Numbered, Values, positional_queries
-from ._base import migration_failed, version_table_ddl
+from ._base import announce_hold, migration_failed, migration_hold, version_table_ddl
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -69,10 +69,16 @@ def open_writer(
                 f"INSERT INTO {VERSION_TABLE} (component, version, name, checksum, applied_at) "
                 f"VALUES ('{m.component}', {m.version}, '{m.name}', '{m.checksum}', "
                 f"{time.time()!r});\n"
-                f"{m.sql}\n;\nCOMMIT;"
+                f"{m.sql}\n;"
             )
             try:
                 conn.executescript(script)
+                hold = migration_hold(m)
+                if hold is not None:  # crash tests only: wait here, uncommitted, to be killed
+                    announce_hold(hold)
+                    while True:
+                        time.sleep(3600)
+                conn.execute("COMMIT")
             except sqlite3.Error as exc:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")

@@ -140,6 +140,14 @@ class PostgresReadDb(ReadOnlyDb):
         return await self._store._user_execute(self._conn, sql, params)
 
 
+async def migrate_connection(conn: Any, migrations: Sequence[MigrationSet] = ()) -> None:
+    """Apply the scheduler's migrations and ``migrations`` on the asyncpg connection
+    ``conn``, as :meth:`PostgresStore.open` does. Inside a transaction of the caller's, each
+    migration's own transaction is a savepoint of it: a caller that rolls back (a tool that
+    creates the schema and fills it in one transaction, say) leaves no table behind."""
+    await migrate(conn, [s.load("postgres") for s in (scheduler_migrations(), *migrations)])
+
+
 # --- the store -------------------------------------------------------------------------------
 
 

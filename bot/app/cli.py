@@ -1,0 +1,108 @@
+"""``python -m bot [SUBCOMMAND] …``: the command line.
+
+No subcommand, or ``run``, runs the bot as it always did. The others work on the database
+alone and never connect to Discord. An unknown subcommand or option is refused with the
+usage and exit status 2 before anything is opened: nothing starts, no database is touched.
+
+A subcommand is one :class:`Subcommand` in :data:`SUBCOMMANDS`: its name, a line of help,
+a function adding its arguments to its parser, and a function running it with the parsed
+arguments (returning the exit status). Its module is imported only when it runs, so one
+subcommand's imports cost the others nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+Run = Callable[[argparse.Namespace], int]
+AddArguments = Callable[[argparse.ArgumentParser], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Subcommand:
+    """One subcommand of ``python -m bot``.
+
+    ``module`` is imported when the subcommand runs or its arguments are added; it holds
+    ``add_arguments(parser)`` and ``run(args) -> int`` (named by ``add_arguments`` and
+    ``run`` if they are called otherwise).
+    """
+
+    name: str
+    help: str
+    description: str
+    module: str
+    run: str = "run"
+    add_arguments: str | None = "add_arguments"
+
+    def _function(self, attr: str) -> Callable[..., object]:
+        fn: Callable[..., object] = getattr(importlib.import_module(self.module), attr)
+        return fn
+
+    def configure(self, parser: argparse.ArgumentParser) -> None:
+        if self.add_arguments is not None:
+            self._function(self.add_arguments)(parser)
+
+    def __call__(self, args: argparse.Namespace) -> int:
+        status = self._function(self.run)(args)
+        if not isinstance(status, int):
+            raise TypeError(f"{self.run} returned {status!r}, not an exit status")
+        return status
+
+
+SUBCOMMANDS: tuple[Subcommand, ...] = (
+    Subcommand(
+        "run",
+        "run the bot (the default with no subcommand)",
+        "Run the bot: settings from the environment and .env, until SIGINT or SIGTERM.",
+        "bot.app.crier",
+        run="run_from_args",
+        add_arguments=None,
+    ),
+    Subcommand(
+        "migrate",
+        "move a stopped installation from SQLite to PostgreSQL",
+        "Copy every table of a stopped installation (the bot's and the scheduler's) from a "
+        "SQLite file into an empty PostgreSQL database, in one transaction, then check the "
+        "counts and a checksum of every table. The source is only read. Never connects to "
+        "Discord.",
+        "bot.app.transfer",
+    ),
+    Subcommand(
+        "backup",
+        "copy the database (DATABASE_URL) while the bot runs",
+        "Copy the SQLite database named by DATABASE_URL to PATH with SQLite's online backup "
+        "(the bot may keep running), then check the copy's integrity. On PostgreSQL, print "
+        "the pg_dump command to run instead. Never connects to Discord.",
+        "bot.app.backup",
+    ),
+)
+"""Every subcommand, in the order the usage lists them. Add one here."""
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(
+        prog="python -m bot",
+        description="crier: durable scheduled announcements for Discord. With no subcommand, "
+        "runs the bot.",
+    )
+    subs = top.add_subparsers(dest="command", metavar="SUBCOMMAND", title="subcommands")
+    for sub in SUBCOMMANDS:
+        sub_parser = subs.add_parser(sub.name, help=sub.help, description=sub.description)
+        sub.configure(sub_parser)
+        sub_parser.set_defaults(subcommand=sub)
+    return top
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse ``argv`` (default: the process's arguments) and run its subcommand."""
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args = parser().parse_args(args_list)
+    except SystemExit as exc:  # --help (0), or refused with the usage (2)
+        return exc.code if isinstance(exc.code, int) else 2
+    sub: Subcommand = getattr(args, "subcommand", None) or SUBCOMMANDS[0]
+    return sub(args)
