@@ -61,7 +61,8 @@ def gauges(st: OpState, cap: int) -> Op[StoreGauges]:
         if first is not None and float(first["next_ts"]) <= st.now:
             ts = float(first["next_ts"])
             oldest = ts if oldest is None else min(oldest, ts)
-    paced = yield Q("paced_gauges", {"now": st.now, "cap": cap}, "one")
+    clocks = {"now": st.now, "lease_now": st.lease_now, "lease_offset": st.lease_offset}
+    paced = yield Q("paced_gauges", {**clocks, "cap": cap}, "one")
     startable = int(paced["startable"])
     due += startable
     since = optional_float(paced["startable_since"])
