@@ -1,0 +1,455 @@
+"""On PostgreSQL, leases and the other coordination stamps follow the database's clock, so
+two machines whose clocks disagree by two minutes neither steal work from each other nor
+hold it twice.
+
+The "machines" are two schedulers on one database, on one FakeClock: ``ahead`` reads it
+60 s fast and ``behind`` 60 s slow (:class:`~scheduler.testing.SkewedClock`, whose
+machine clock is off by the same skew, so each store's measurement of the database's clock
+sees it). The database runs on this host, so its clock is the FakeClock's unskewed frame:
+an unskewed store measures an offset of exactly 0 (checked below), and "what the database
+says" is the stamp read from the database compared with the FakeClock's own time. Every
+test moves the FakeClock and runs the sweeps itself; no verdict waits on a timer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from collections.abc import AsyncIterator, Callable
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import asyncpg
+import pytest
+
+from scheduler import (
+    ActionContext,
+    AlreadyDone,
+    JobState,
+    LeaseLost,
+    Pace,
+    Registry,
+    Scheduler,
+    SystemClock,
+    once,
+)
+from scheduler.models import RunOutcome
+from scheduler.stores.postgres import PostgresStore
+from scheduler.testing import FakeClock, SkewedClock
+from tests.scheduler.pg import fresh_test_database
+
+START = datetime(2030, 6, 1, 12, 0, tzinfo=UTC)
+SKEW = 60.0
+LEASE = 30.0
+MARGIN = 5.0
+
+
+@pytest.fixture
+async def dsn() -> AsyncIterator[str]:
+    async with fresh_test_database("the database clock's tests need PostgreSQL") as dsn:
+        yield dsn
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock(START)
+
+
+@dataclass
+class Gate:
+    """An action whose runs (by run count) the test releases one at a time; each run records
+    which machine ran it and, once released, checks its lease right before its side effect
+    (or finds it lost)."""
+
+    started: dict[int, asyncio.Event] = field(default_factory=lambda: defaultdict(asyncio.Event))
+    release: dict[int, asyncio.Event] = field(default_factory=lambda: defaultdict(asyncio.Event))
+    ctx: dict[int, ActionContext] = field(default_factory=dict)
+    runs: list[tuple[str, int]] = field(default_factory=list)
+    effects: list[tuple[str, int]] = field(default_factory=list)
+    lost: list[int] = field(default_factory=list)
+
+    def registry(self, name: str) -> Registry:
+        registry = Registry()
+
+        @registry.action("work", idempotent=True)
+        async def work(ctx: ActionContext, args: Any) -> str:
+            run = ctx.job.run_count
+            self.runs.append((name, run))
+            self.ctx[run] = ctx
+            self.started[run].set()
+            await self.release[run].wait()
+            try:
+                ctx.ensure_lease()  # right before the side effect
+            except LeaseLost:
+                self.lost.append(run)
+                raise
+            self.effects.append((name, run))
+            return name
+
+        return registry
+
+    async def wait_started(self, run: int) -> ActionContext:
+        await asyncio.wait_for(self.started[run].wait(), 10)
+        return self.ctx[run]
+
+
+Make = Callable[..., Scheduler]
+
+
+@pytest.fixture
+async def machines(dsn: str, clock: FakeClock) -> AsyncIterator[Make]:
+    """``make(name, skew, registry)``: a scheduler named ``name`` on the test database whose
+    clock is ``skew`` seconds off the FakeClock (not started); all are stopped at the end."""
+    async with AsyncExitStack() as stack:
+
+        def make(name: str, skew: float, registry: Registry | None = None) -> Scheduler:
+            sched = Scheduler(
+                PostgresStore(dsn),
+                registry or Registry(),
+                clock=SkewedClock(clock, skew),
+                process_id=name,
+                lease=LEASE,
+                lease_margin=MARGIN,
+                sweep_interval=3600,
+            )
+            stack.push_async_callback(sched.stop, 0)
+            return sched
+
+        yield make
+
+
+async def lease_expiry(dsn: str, job_id: int) -> float | None:
+    """The job's lease expiry as the database holds it."""
+    conn = await asyncpg.connect(dsn)
+    try:
+        value = await conn.fetchval(
+            "SELECT lease_expires_at FROM scheduler_jobs WHERE id = $1", job_id
+        )
+    finally:
+        await conn.close()
+    return None if value is None else float(value)
+
+
+def store_of(sched: Scheduler) -> PostgresStore:
+    store = sched.store
+    assert isinstance(store, PostgresStore)
+    return store
+
+
+def measurement_error(sched: Scheduler) -> float:
+    """How far off the store's offset may be: half the round trip it was measured in (and a
+    microsecond for the arithmetic)."""
+    round_trip = store_of(sched)._db_clock.round_trip
+    assert round_trip is not None
+    return round_trip / 2 + 1e-6
+
+
+# --- the measurement ------------------------------------------------------------------------
+
+
+async def test_each_store_measures_its_machines_skew_and_one_on_the_databases_host_none(
+    machines: Make, clock: FakeClock
+) -> None:
+    ahead, behind, plain = machines("ahead", SKEW), machines("behind", -SKEW), machines("p", 0)
+    for sched in (ahead, behind, plain):
+        await sched.start()
+    for sched, skew in ((ahead, SKEW), (behind, -SKEW)):
+        # Off by at most half the round trip the offset was measured in.
+        assert abs(store_of(sched).clock_offset + skew) <= measurement_error(sched)
+    # The database's clock is this machine's: read inside the round trip, it counts as none,
+    # so a store on this host stamps exactly what its clock says (as SQLite does).
+    assert store_of(plain).clock_offset == 0.0
+
+
+async def test_a_lease_is_stamped_by_the_databases_clock_on_a_real_clock_60s_fast(
+    machines: Make, dsn: str
+) -> None:
+    """No fake time at all: a process whose real clock is a minute fast claims a job; its
+    lease ends a lease after the database's own clock_timestamp() of the claim."""
+    gate = Gate()
+    registry = gate.registry("fast")
+    sched = Scheduler(
+        PostgresStore(dsn),
+        registry,
+        clock=SkewedClock(SystemClock(), SKEW),
+        process_id="fast",
+        lease=LEASE,
+        lease_margin=MARGIN,
+        sweep_interval=3600,
+    )
+    conn = await asyncpg.connect(dsn)
+    try:
+        async with sched:
+            read_db_clock = "SELECT extract(epoch FROM clock_timestamp())::float8"
+            before = float(await conn.fetchval(read_db_clock))
+            job_id = await sched.run_after(0, "work")
+            await gate.wait_started(1)
+            after = float(await conn.fetchval(read_db_clock))
+            expiry = await lease_expiry(dsn, job_id)
+            gate.release[1].set()
+            await sched.wait_idle()
+            error = measurement_error(sched) + 1e-3  # and the float8 of a text epoch
+    finally:
+        await conn.close()
+    assert expiry is not None
+    # Stamped between the two readings of the database's clock, plus the lease (by the
+    # process's own clock it would be a minute later).
+    assert before + LEASE - error <= expiry <= after + LEASE + error
+
+
+# --- job leases -----------------------------------------------------------------------------
+
+
+async def test_the_ahead_one_does_not_take_a_job_the_behind_one_holds_under_a_live_lease(
+    machines: Make, clock: FakeClock
+) -> None:
+    """Behind claims; ahead sweeps (its clock says the lease ran out 90 s ago, had behind
+    stamped it by its own) and must not reclaim it while the database says it is live; so
+    the job runs once, behind's run making the one side effect."""
+    gate = Gate()
+    behind = machines("behind", -SKEW, gate.registry("behind"))
+    ahead = machines("ahead", SKEW, gate.registry("ahead"))
+    await behind.start()
+    job_id = await behind.run_after(0, "work")
+    await gate.wait_started(1)
+    await ahead.start()
+    for _ in range(4):  # 20 s of the 30 s lease pass, ahead sweeping every 5 s
+        await ahead.sweep()
+        job = await ahead.get_job(job_id)
+        assert job is not None and job.state is JobState.IN_PROGRESS, (
+            f"ahead took the job {clock.time() - START.timestamp():.0f}s into a {LEASE:.0f}s lease"
+        )
+        clock.advance(5)
+    await ahead.wait_idle()
+    assert gate.runs == [("behind", 1)]
+    gate.release[1].set()  # 20 s in: 5 s of the lease surely left after the 5 s margin
+    await behind.wait_idle()
+    job = await behind.get_job(job_id)
+    assert job is not None and job.state is JobState.SUCCESS and job.result == "behind"
+    assert gate.effects == [("behind", 1)]
+    assert [r.outcome for r in await behind.runs(job_id=job_id)] == [RunOutcome.SUCCESS]
+
+
+async def test_the_behind_one_does_not_keep_running_a_job_whose_lease_the_database_ended(
+    machines: Make, clock: FakeClock, dsn: str
+) -> None:
+    """Behind claims. What it believes it holds (``lease_remaining``) never exceeds what the
+    database grants; once the database's lease is over, ahead's sweep reclaims the job and
+    it runs again, and behind's first run learns it lost the job (``ensure_lease`` raises,
+    its heartbeat finds the job gone and cancels it) before any side effect."""
+    gate = Gate()
+    behind = machines("behind", -SKEW, gate.registry("behind"))
+    ahead = machines("ahead", SKEW, gate.registry("ahead"))
+    await behind.start()
+    job_id = await behind.run_after(0, "work")
+    first = await gate.wait_started(1)
+    await ahead.start()
+    expiry = await lease_expiry(dsn, job_id)
+    assert expiry is not None
+    granted = expiry - clock.time()  # what the database says is left (its clock: unskewed)
+    believed = first.lease_remaining()
+    assert believed > 0
+    assert granted >= believed + MARGIN - measurement_error(behind), (
+        f"behind believes it holds the job {believed:.1f}s more; the database says {granted:.1f}s"
+    )
+    clock.advance(LEASE + 1)  # behind stalls past its lease
+    await ahead.sweep()
+    await gate.wait_started(2)  # run again, by whichever machine claimed it first
+    with pytest.raises(LeaseLost):
+        first.ensure_lease()
+    assert await first.heartbeat() is False  # the job is gone: run 1 is cancelled
+    gate.release[2].set()
+    await ahead.wait_idle()
+    await behind.wait_idle()
+    assert [run for _, run in gate.effects] == [2]
+    job = await ahead.get_job(job_id)
+    assert job is not None and job.state is JobState.SUCCESS
+    outcomes = sorted((r.run_count, r.outcome) for r in await ahead.runs(job_id=job_id))
+    assert outcomes == [(1, RunOutcome.LEASE_LOST), (2, RunOutcome.SUCCESS)]
+
+
+async def test_a_job_the_ahead_one_holds_is_reclaimed_by_the_behind_one_once_its_lease_ends(
+    machines: Make, clock: FakeClock
+) -> None:
+    """Ahead claims, then stalls. Behind's sweep leaves the job alone while the lease is
+    live, and reclaims it as soon as the database says it ended (had ahead stamped the lease
+    by its own clock, behind would wait two more minutes)."""
+    gate = Gate()
+    ahead = machines("ahead", SKEW, gate.registry("ahead"))
+    behind = machines("behind", -SKEW, gate.registry("behind"))
+    await ahead.start()
+    job_id = await ahead.run_after(0, "work")
+    await gate.wait_started(1)
+    await behind.start()
+    clock.advance(LEASE - 2)
+    await behind.sweep()
+    job = await behind.get_job(job_id)
+    assert job is not None and job.state is JobState.IN_PROGRESS
+    clock.advance(3)  # the lease ended 1 s ago
+    await behind.sweep()
+    assert [r.outcome for r in await behind.runs(job_id=job_id)] == [RunOutcome.LEASE_LOST]
+    await gate.wait_started(2)
+    gate.release[2].set()
+    gate.release[1].set()  # ahead wakes: its lease is over by its own count too
+    await behind.wait_idle()
+    await ahead.wait_idle()
+    assert gate.runs[0] == ("ahead", 1)
+    assert [run for _, run in gate.effects] == [2] and gate.lost == [1]
+    job = await behind.get_job(job_id)
+    assert job is not None and job.state is JobState.SUCCESS
+
+
+# --- named leases ---------------------------------------------------------------------------
+
+
+async def test_a_named_lease_is_not_stolen_early_nor_held_past_its_expiry(
+    machines: Make, clock: FakeClock
+) -> None:
+    ahead, behind = machines("ahead", SKEW), machines("behind", -SKEW)
+    await ahead.start()
+    await behind.start()
+    # Behind takes "early": ahead may not take it until the database says it ran out.
+    assert await behind.leases.take("early", ttl=LEASE)
+    # Ahead takes "late" and then stops renewing it: behind may take it once it ran out.
+    assert await ahead.leases.take("late", ttl=LEASE)
+    clock.advance(LEASE - 1)
+    assert not await ahead.leases.take("early", ttl=LEASE)
+    assert await ahead.leases.holders(["early", "late"]) == {"early": "behind", "late": "ahead"}
+    assert not await behind.leases.take("late", ttl=LEASE)
+    assert await behind.leases.holders(["early", "late"]) == {"early": "behind", "late": "ahead"}
+    clock.advance(2)  # both ran out a second ago
+    assert await ahead.leases.holders(["early", "late"]) == {}
+    assert await behind.leases.holders(["early", "late"]) == {}
+    assert await behind.leases.take("late", ttl=LEASE)
+    assert await ahead.leases.take("early", ttl=LEASE)
+    assert await behind.leases.holders(["early", "late"]) == {"early": "ahead", "late": "behind"}
+
+
+async def test_lease_group_members_live_and_lapse_by_the_databases_clock(
+    machines: Make, clock: FakeClock
+) -> None:
+    """A fair share counts the members whose membership the database says is live: behind's
+    is neither dropped early by ahead nor kept past its time by behind."""
+    ahead, behind = machines("ahead", SKEW), machines("behind", -SKEW)
+    await ahead.start()
+    await behind.start()
+    started: list[tuple[str, str]] = []
+
+    async def noop(key: str) -> None:
+        return None
+
+    def share(sched: Scheduler) -> Any:
+        async def start(key: str) -> None:
+            started.append((sched.leases.holder, key))
+
+        return sched.leases.share("g", ["k0", "k1"], start=start, stop=noop, ttl=LEASE)
+
+    share_b, share_a = share(behind), share(ahead)
+    await share_b.round()  # behind joins and takes both keys
+    assert share_b.running == {"k0", "k1"}
+    await share_a.round()  # ahead joins, sees two live members: asks for one key
+    await share_b.round()  # behind hands it over
+    await share_a.round()  # ahead starts it
+    await share_b.round()
+    assert (share_a.running, share_b.running) == ({"k0"}, {"k1"}) or (
+        share_a.running,
+        share_b.running,
+    ) == ({"k1"}, {"k0"})
+    clock.advance(LEASE - 1)  # behind's membership and lease are still live
+    await share_a.round()
+    assert len(share_a.running) == 1
+    clock.advance(2)  # both of behind's have run out (it stopped renewing)
+    await share_a.round()
+    assert share_a.running == {"k0", "k1"}
+
+
+# --- pace slots and once keys ---------------------------------------------------------------
+
+
+def on_base(start: datetime, skew: float) -> float:
+    """A time one of the machines gave, on the FakeClock's own (unskewed) frame."""
+    return start.timestamp() - skew
+
+
+async def test_pace_slots_reserved_by_both_are_not_double_booked(
+    machines: Make, clock: FakeClock
+) -> None:
+    ahead, behind = machines("ahead", SKEW), machines("behind", -SKEW)
+    await ahead.start()
+    await behind.start()
+    pace = Pace("gateway", 10)
+    first = on_base(await behind.reserve_slot(pace), -SKEW)
+    second = on_base(await ahead.reserve_slot(pace), SKEW)
+    third = on_base(await behind.reserve_slot(pace), -SKEW)
+    assert first == pytest.approx(clock.time(), abs=0.01)
+    assert second - first >= 10 - 0.01 and third - second >= 10 - 0.01, (first, second, third)
+
+
+async def test_paced_jobs_of_both_start_their_spacing_apart(
+    machines: Make, clock: FakeClock
+) -> None:
+    """Behind starts a paced job; ahead's job of the same key waits for the slot the
+    database's clock gives it, and starts when the FakeClock reaches it."""
+    starts: list[tuple[str, float]] = []
+
+    def registry(name: str) -> Registry:
+        reg = Registry()
+
+        @reg.action("paced", pace=Pace("channel", 10))
+        async def paced(ctx: ActionContext, args: Any) -> None:
+            starts.append((name, clock.time()))
+
+        return reg
+
+    behind = machines("behind", -SKEW, registry("behind"))
+    ahead = machines("ahead", SKEW, registry("ahead"))
+    await behind.start()
+    await behind.run_after(0, "paced")
+    await behind.wait_idle()
+    await ahead.start()
+    job_id = await ahead.run_after(0, "paced")
+    await ahead.wait_idle()  # nothing may start now: the slot is 10 s ahead
+    job = await ahead.get_job(job_id)
+    assert job is not None and job.state is JobState.PENDING, starts
+    # The slot opens 10 s after behind's start, to within the two stores' measurements of
+    # the database's clock (each off by at most half the round trip it was measured in).
+    error = measurement_error(behind) + measurement_error(ahead)
+    clock.advance(10 - error)
+    await ahead.wait_idle()
+    assert [name for name, _ in starts] == ["behind"]
+    clock.advance(2 * error)
+    await ahead.wait_idle()
+    assert [name for name, _ in starts] == ["behind", "ahead"]
+    assert starts[0][1] == START.timestamp()
+    assert starts[1][1] == pytest.approx(START.timestamp() + 10 + error, abs=1e-6)
+
+
+async def test_a_once_key_taken_by_the_behind_one_is_kept_by_the_ahead_ones_sweep(
+    machines: Make, clock: FakeClock
+) -> None:
+    """A once key lives its ttl by the database's clock: ahead's sweep does not prune the
+    key behind took (by behind's clock it would have expired already), so the duplicate
+    that reaches ahead still finds it taken and writes nothing."""
+    ahead, behind = machines("ahead", SKEW), machines("behind", -SKEW)
+    await ahead.start()
+    await behind.start()
+    async with behind.transaction() as ctx:
+        await ctx.db.execute("CREATE TABLE notes (text TEXT NOT NULL)")
+
+    async def note(sched: Scheduler) -> None:
+        with once("interaction:1", ttl=100):
+            async with sched.transaction() as ctx:
+                await ctx.db.execute("INSERT INTO notes (text) VALUES ($1)", [sched.leases.holder])
+
+    await note(behind)
+    clock.advance(50)  # half the key's ttl, as a duplicate may arrive that late
+    await ahead.sweep()
+    with pytest.raises(AlreadyDone):
+        await note(ahead)
+    async with ahead.reader() as db:
+        notes = await (await db.execute("SELECT text FROM notes")).fetchall()
+        keys = await (await db.execute("SELECT once_key FROM scheduler_once")).fetchall()
+    assert [r[0] for r in notes] == ["behind"]
+    assert [r[0] for r in keys] == ["interaction:1"]
