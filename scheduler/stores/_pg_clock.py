@@ -44,9 +44,15 @@ would break leases on any store that did not correct it."""
 class DatabaseClock:
     """The offset of the database's clock from this machine's (``system_time``), kept fresh."""
 
-    def __init__(self, interval: float = 30.0, step_tolerance: float = 0.25) -> None:
+    def __init__(
+        self,
+        interval: float = 30.0,
+        step_tolerance: float = 0.25,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.interval = interval
         self.step_tolerance = step_tolerance
+        self._monotonic = monotonic
         self.offset = 0.0
         """Seconds the database's clock is ahead of this machine's (negative: behind)."""
         self.round_trip: float | None = None
@@ -62,7 +68,7 @@ class DatabaseClock:
             return True
         if self._measuring:
             return False  # another operation is measuring: use the offset as it stands
-        elapsed = time.monotonic() - self._at_monotonic
+        elapsed = self._monotonic() - self._at_monotonic
         if elapsed >= self.interval:
             return True
         return abs((system_time() - self._at_system) - elapsed) > self.step_tolerance
@@ -74,9 +80,9 @@ class DatabaseClock:
         try:
             best: tuple[float, float, float, float, float] | None = None
             for _ in range(max(1, samples)):
-                t0, m0 = system_time(), time.monotonic()
+                t0, m0 = system_time(), self._monotonic()
                 db = float(await conn.fetchval(_READ_CLOCK))
-                t1, m1 = system_time(), time.monotonic()
+                t1, m1 = system_time(), self._monotonic()
                 if best is None or t1 - t0 < best[0]:
                     best = (t1 - t0, t0, t1, db, (m0 + m1) / 2)
         finally:

@@ -36,6 +36,7 @@ from scheduler import (
     once,
 )
 from scheduler.models import RunOutcome
+from scheduler.stores._pg_clock import DatabaseClock
 from scheduler.stores.postgres import PostgresStore
 from scheduler.testing import FakeClock, SkewedClock
 from tests.scheduler.pg import fresh_test_database
@@ -197,6 +198,90 @@ async def test_a_lease_is_stamped_by_the_databases_clock_on_a_real_clock_60s_fas
     # Stamped between the two readings of the database's clock, plus the lease (by the
     # process's own clock it would be a minute later).
     assert before + LEASE - error <= expiry <= after + LEASE + error
+
+
+class FakeConn:
+    """A connection whose clock_timestamp() the test sets, read between two system_time()
+    readings that a FakeClock moves by ``round_trip``."""
+
+    def __init__(self, machine: FakeClock, round_trip: float, db_ahead: float) -> None:
+        self.machine = machine
+        self.round_trip = round_trip
+        self.db_ahead = db_ahead
+        self.read_at = 0.5
+        """How far into the round trip the database reads its clock (0.5: halfway)."""
+
+    async def fetchval(self, sql: str) -> float:
+        assert "clock_timestamp()" in sql
+        self.machine.advance(self.round_trip * self.read_at)
+        db = self.machine.time() + self.db_ahead
+        self.machine.advance(self.round_trip * (1 - self.read_at))
+        return db
+
+
+async def test_the_offset_is_the_database_reading_against_the_round_trips_midpoint() -> None:
+    machine = FakeClock(START)
+    db_clock = DatabaseClock(monotonic=machine.monotonic)
+    assert db_clock.due(machine.time)
+    offset = await db_clock.measure(FakeConn(machine, 0.004, -60.0), machine.time)
+    assert offset == pytest.approx(-60.0, abs=1e-6)
+    assert db_clock.round_trip == pytest.approx(0.004, abs=1e-6)
+    # Inside the round trip's window the clocks agree as closely as can be measured: none.
+    assert await db_clock.measure(FakeConn(machine, 0.004, 0.0015), machine.time) == 0.0
+    # Of several round trips, the shortest one's reading is kept: the long ones read the
+    # database's clock early or late in theirs (off by 0.25 s and 0.15 s from the midpoint).
+    conn = FakeConn(machine, 0.5, 12.0)
+    samples = [(0.5, 0.0), (0.002, 0.9), (0.3, 1.0)]
+
+    async def varying(sql: str) -> float:
+        conn.round_trip, conn.read_at = samples.pop(0)
+        return await FakeConn.fetchval(conn, sql)
+
+    conn.fetchval = varying  # type: ignore[method-assign]
+    offset = await db_clock.measure(conn, machine.time, samples=3)
+    assert offset == pytest.approx(12.0, abs=0.001)  # off by at most half of 2 ms
+    assert db_clock.round_trip == pytest.approx(0.002, abs=1e-6)
+
+
+async def test_the_offset_is_measured_again_after_its_interval_or_a_step_of_the_machine_clock() -> (
+    None
+):
+    machine = FakeClock(START)
+    db_clock = DatabaseClock(interval=30.0, step_tolerance=0.25, monotonic=machine.monotonic)
+    await db_clock.measure(FakeConn(machine, 0.002, 5.0), machine.time)
+    machine.advance(29)
+    assert not db_clock.due(machine.time)
+    machine.step(0.2)  # within the tolerance: drift, not a step
+    assert not db_clock.due(machine.time)
+    machine.step(0.2)
+    assert db_clock.due(machine.time)  # the wall clock moved 0.4 s more than time passed
+    await db_clock.measure(FakeConn(machine, 0.002, 5.0 - 0.4), machine.time)
+    assert not db_clock.due(machine.time)
+    machine.advance(30)
+    assert db_clock.due(machine.time)
+
+
+async def test_a_machine_clock_stepped_by_a_minute_is_corrected_at_the_next_operation(
+    machines: Make, clock: FakeClock, dsn: str
+) -> None:
+    """The machine's clock (wall time and system time alike) jumps a minute ahead while the
+    scheduler runs: the next lease it takes is still stamped by the database's clock."""
+    sched = machines("stepped", 0.0)
+    await sched.start()
+    assert store_of(sched).clock_offset == 0.0
+    skewed = sched.clock
+    assert isinstance(skewed, SkewedClock)
+    skewed.skew = SKEW  # an NTP step, or an operator setting the time
+    assert await sched.leases.take("k", ttl=LEASE)
+    assert store_of(sched).clock_offset == pytest.approx(-SKEW, abs=measurement_error(sched))
+    conn = await asyncpg.connect(dsn)
+    try:
+        expiry = float(
+            await conn.fetchval("SELECT expires_at FROM scheduler_leases WHERE lease_key = 'k'")
+        )
+    finally:
+        await conn.close()
+    assert expiry == pytest.approx(clock.time() + LEASE, abs=measurement_error(sched))
 
 
 # --- job leases -----------------------------------------------------------------------------
