@@ -300,6 +300,12 @@ async def test_the_ahead_one_does_not_take_a_job_the_behind_one_holds_under_a_li
     job_id = await behind.run_after(0, "work")
     await gate.wait_started(1)
     await ahead.start()
+    # Each reads the lease back on its own clock: 30 s from its now.
+    error = measurement_error(behind) + measurement_error(ahead)
+    for sched in (behind, ahead):
+        job = await sched.get_job(job_id)
+        assert job is not None and job.lease_expires_at is not None
+        assert job.lease_expires_at == pytest.approx(sched.clock.time() + LEASE, abs=error)
     for _ in range(4):  # 20 s of the 30 s lease pass, ahead sweeping every 5 s
         await ahead.sweep()
         job = await ahead.get_job(job_id)
