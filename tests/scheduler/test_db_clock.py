@@ -290,32 +290,43 @@ async def test_a_machine_clock_stepped_by_a_minute_is_corrected_at_the_next_oper
 async def test_the_ahead_one_does_not_take_a_job_the_behind_one_holds_under_a_live_lease(
     machines: Make, clock: FakeClock
 ) -> None:
-    """Behind claims; ahead sweeps (its clock says the lease ran out 90 s ago, had behind
-    stamped it by its own) and must not reclaim it while the database says it is live; so
-    the job runs once, behind's run making the one side effect."""
+    """Behind claims, and 20 s in renews its lease with a heartbeat; ahead sweeps every 5 s
+    (its clock says each lease ran out 90 s earlier, had behind stamped it by its own) and
+    must not reclaim the job while the database says the lease is live; so the job runs
+    once, behind's run making the one side effect."""
     gate = Gate()
     behind = machines("behind", -SKEW, gate.registry("behind"))
     ahead = machines("ahead", SKEW, gate.registry("ahead"))
     await behind.start()
     job_id = await behind.run_after(0, "work")
-    await gate.wait_started(1)
+    run = await gate.wait_started(1)
     await ahead.start()
-    # Each reads the lease back on its own clock: 30 s from its now.
     error = measurement_error(behind) + measurement_error(ahead)
-    for sched in (behind, ahead):
-        job = await sched.get_job(job_id)
-        assert job is not None and job.lease_expires_at is not None
-        assert job.lease_expires_at == pytest.approx(sched.clock.time() + LEASE, abs=error)
-    for _ in range(4):  # 20 s of the 30 s lease pass, ahead sweeping every 5 s
-        await ahead.sweep()
-        job = await ahead.get_job(job_id)
-        assert job is not None and job.state is JobState.IN_PROGRESS, (
-            f"ahead took the job {clock.time() - START.timestamp():.0f}s into a {LEASE:.0f}s lease"
-        )
-        clock.advance(5)
+
+    async def lease_reads_30s_from_now_on_both() -> None:
+        for sched in (behind, ahead):  # each reads the lease back on its own clock
+            job = await sched.get_job(job_id)
+            assert job is not None and job.lease_expires_at is not None
+            assert job.lease_expires_at == pytest.approx(sched.clock.time() + LEASE, abs=error)
+
+    async def ahead_sweeps(times: int) -> None:
+        for _ in range(times):
+            await ahead.sweep()
+            job = await ahead.get_job(job_id)
+            passed = clock.time() - START.timestamp()
+            assert job is not None and job.state is JobState.IN_PROGRESS, (
+                f"ahead took the job {passed:.0f}s after behind claimed it"
+            )
+            clock.advance(5)
+
+    await lease_reads_30s_from_now_on_both()
+    await ahead_sweeps(4)  # 0 to 15 s into the 30 s lease
+    assert await run.heartbeat()  # 20 s in: the lease now ends at 50 s
+    await lease_reads_30s_from_now_on_both()
+    await ahead_sweeps(3)  # 20 to 30 s: past the claim's lease, within the heartbeat's
     await ahead.wait_idle()
     assert gate.runs == [("behind", 1)]
-    gate.release[1].set()  # 20 s in: 5 s of the lease surely left after the 5 s margin
+    gate.release[1].set()  # 35 s in: 10 s of the lease surely left after the 5 s margin
     await behind.wait_idle()
     job = await behind.get_job(job_id)
     assert job is not None and job.state is JobState.SUCCESS and job.result == "behind"
@@ -481,8 +492,10 @@ async def test_pace_slots_reserved_by_both_are_not_double_booked(
 async def test_paced_jobs_of_both_start_their_spacing_apart(
     machines: Make, clock: FakeClock
 ) -> None:
-    """Behind starts a paced job; ahead's job of the same key waits for the slot the
-    database's clock gives it, and starts when the FakeClock reaches it."""
+    """Paced jobs of one key, each run by one machine alone (so who runs it is known): behind
+    starts the first; ahead's job waits for the slot the database's clock gives it and
+    starts when the FakeClock reaches it, not before; then a behind machine's job waits for
+    the slot after that the same way, and is not held up past it."""
     starts: list[tuple[str, float]] = []
 
     def registry(name: str) -> Registry:
@@ -494,27 +507,32 @@ async def test_paced_jobs_of_both_start_their_spacing_apart(
 
         return reg
 
-    behind = machines("behind", -SKEW, registry("behind"))
-    ahead = machines("ahead", SKEW, registry("ahead"))
-    await behind.start()
-    await behind.run_after(0, "paced")
-    await behind.wait_idle()
-    await ahead.start()
-    job_id = await ahead.run_after(0, "paced")
-    await ahead.wait_idle()  # nothing may start now: the slot is 10 s ahead
-    job = await ahead.get_job(job_id)
-    assert job is not None and job.state is JobState.PENDING, starts
-    # The slot opens 10 s after behind's start, to within the two stores' measurements of
-    # the database's clock (each off by at most half the round trip it was measured in).
-    error = measurement_error(behind) + measurement_error(ahead)
-    clock.advance(10 - error)
-    await ahead.wait_idle()
-    assert [name for name, _ in starts] == ["behind"]
-    clock.advance(2 * error)
-    await ahead.wait_idle()
-    assert [name for name, _ in starts] == ["behind", "ahead"]
-    assert starts[0][1] == START.timestamp()
-    assert starts[1][1] == pytest.approx(START.timestamp() + 10 + error, abs=1e-6)
+    first = machines("behind", -SKEW, registry("behind"))
+    await first.start()
+    await first.run_after(0, "paced")
+    await first.wait_idle()
+    assert starts == [("behind", START.timestamp())]
+    running = first
+    for name, skew in (("ahead", SKEW), ("behind again", -SKEW)):
+        sched = machines(name, skew, registry(name))
+        await sched.start()
+        # The slot opens 10 s after the last start, to within both stores' measurements of
+        # the database's clock (each off by at most half the round trip it was measured in).
+        error = measurement_error(running) + measurement_error(sched)
+        await running.stop()
+        running = sched
+        last = starts[-1][1]
+        job_id = await sched.run_after(0, "paced")
+        await sched.wait_idle()  # nothing may start now: the slot is 10 s on
+        job = await sched.get_job(job_id)
+        assert job is not None and job.state is JobState.PENDING, starts
+        clock.advance(last + 10 - error - clock.time())
+        await sched.wait_idle()
+        assert len(starts) == 1 + (name == "behind again"), starts
+        clock.advance(2 * error)
+        await sched.wait_idle()
+        assert starts[-1][0] == name
+        assert starts[-1][1] == pytest.approx(last + 10 + error, abs=1e-6)
 
 
 async def test_a_once_key_taken_by_the_behind_one_is_kept_by_the_ahead_ones_sweep(
