@@ -74,7 +74,6 @@ class Gate:
     def registry(self, name: str) -> Registry:
         registry = Registry()
 
-        @registry.action("work", idempotent=True)
         async def work(ctx: ActionContext, args: Any) -> str:
             run = ctx.job.run_count
             self.runs.append((name, run))
@@ -89,6 +88,9 @@ class Gate:
             self.effects.append((name, run))
             return name
 
+        registry.action("work", idempotent=True)(work)
+        # The same, claimed in its pace key's slot (a claim of its own: claim_paced).
+        registry.action("paced work", idempotent=True, pace=Pace("gate", 1))(work)
         return registry
 
     async def wait_started(self, run: int) -> ActionContext:
@@ -287,8 +289,9 @@ async def test_a_machine_clock_stepped_by_a_minute_is_corrected_at_the_next_oper
 # --- job leases -----------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("fn", ["work", "paced work"])
 async def test_the_ahead_one_does_not_take_a_job_the_behind_one_holds_under_a_live_lease(
-    machines: Make, clock: FakeClock
+    machines: Make, clock: FakeClock, fn: str
 ) -> None:
     """Behind claims, and 20 s in renews its lease with a heartbeat; ahead sweeps every 5 s
     (its clock says each lease ran out 90 s earlier, had behind stamped it by its own) and
@@ -298,7 +301,7 @@ async def test_the_ahead_one_does_not_take_a_job_the_behind_one_holds_under_a_li
     behind = machines("behind", -SKEW, gate.registry("behind"))
     ahead = machines("ahead", SKEW, gate.registry("ahead"))
     await behind.start()
-    job_id = await behind.run_after(0, "work")
+    job_id = await behind.run_after(0, fn)
     run = await gate.wait_started(1)
     await ahead.start()
     error = measurement_error(behind) + measurement_error(ahead)
@@ -427,6 +430,14 @@ async def test_a_named_lease_is_not_stolen_early_nor_held_past_its_expiry(
     assert await behind.leases.take("late", ttl=LEASE)
     assert await ahead.leases.take("early", ttl=LEASE)
     assert await behind.leases.holders(["early", "late"]) == {"early": "ahead", "late": "behind"}
+    # Renewed by behind, "late" lasts a lease from the renewal, by the database's clock.
+    clock.advance(LEASE / 2)
+    assert await behind.leases.renew(["late"], ttl=LEASE) == {"late"}
+    clock.advance(LEASE - 1)
+    assert not await ahead.leases.take("late", ttl=LEASE)
+    assert await ahead.leases.holders(["late"]) == {"late": "behind"}
+    clock.advance(2)
+    assert await ahead.leases.take("late", ttl=LEASE)
 
 
 async def test_lease_group_members_live_and_lapse_by_the_databases_clock(
@@ -459,9 +470,11 @@ async def test_lease_group_members_live_and_lapse_by_the_databases_clock(
         share_a.running,
         share_b.running,
     ) == ({"k1"}, {"k0"})
-    clock.advance(LEASE - 1)  # behind's membership and lease are still live
+    clock.advance(LEASE - 1)  # behind's membership and lease (renewed in its last round) live
     await share_a.round()
     assert len(share_a.running) == 1
+    holders = await ahead.leases.holders(["k0", "k1"])
+    assert sorted(holders.values()) == ["ahead", "behind"], holders
     clock.advance(2)  # both of behind's have run out (it stopped renewing)
     await share_a.round()
     assert share_a.running == {"k0", "k1"}
