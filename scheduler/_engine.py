@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 from . import _codec
 from ._resolver import Resolver
 from .abc import OperationsAt, Store, Tx
-from .clock import Clock, SystemClock
+from .clock import Clock, SystemClock, system_time_of
 from .errors import InvalidArgument, SchedulerClosed
 from .models import Pace, Retry
 from .registry import Registry
@@ -99,9 +99,12 @@ class Engine:
     # --- access to the store ----------------------------------------------------------------
 
     async def open_store(self, migrations: Sequence[MigrationSet] = ()) -> None:
-        """Hand the store this engine's resolver, then open it (applying ``migrations``):
-        from here on its operations resolve schedule rows in this engine's registry."""
+        """Hand the store this engine's resolver and its clock's machine time, then open it
+        (applying ``migrations``): from here on its operations resolve schedule rows in this
+        engine's registry, and a store that follows its database's clock measures it
+        against this clock's machine."""
         self.store.resolver = self.resolver
+        self.store.system_time = system_time_of(self.clock)
         await self.store.open(migrations)
 
     def ensure_running(self) -> None:

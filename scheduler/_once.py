@@ -96,10 +96,10 @@ def current_once() -> OnceMark | None:
 
 def claim(st: OpState, mark: OnceMark) -> Op[bool]:
     """Take ``mark``'s key in this transaction; False if another transaction has it."""
-    taken = yield Q("claim_once", {"once_key": mark.key, "expires_at": st.now + mark.ttl})
+    taken = yield Q("claim_once", {"once_key": mark.key, "expires_at": st.lease_now + mark.ttl})
     return bool(taken)
 
 
 def prune(st: OpState) -> Op[None]:
     """Forget the once keys whose time is over."""
-    yield Q("prune_once", {"now": st.now})
+    yield Q("prune_once", {"now": st.lease_now})

@@ -54,9 +54,10 @@ class Scheduler:
 
     Tunables: ``lease`` (how long a claim holds a job before the sweep may reclaim it),
     ``lease_margin`` (how much of a lease an action's ``ctx.lease_remaining()`` holds back:
-    the wall-clock skew tolerated between the processes sharing the store, and between this
-    process's wall clock and itself across a step; default a fifth of the lease, at most
-    5 s),
+    the wall-clock skew tolerated between the processes sharing a SQLite store, and between
+    this process's wall clock and itself across a step; on PostgreSQL leases follow the
+    database's clock and the margin covers the error of measuring it, milliseconds; default
+    a fifth of the lease, at most 5 s),
     ``sweep_interval`` (the only periodic timer), ``batch_size`` (jobs per claim),
     ``max_concurrency`` (actions running at once), ``retention`` (how long terminal jobs are
     kept; None keeps them forever), ``run_retention`` (how long the run history is kept,

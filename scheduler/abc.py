@@ -18,6 +18,7 @@ it against every store. The types they speak are in :mod:`scheduler.store_types`
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
@@ -149,6 +150,12 @@ class Store(ABC):
         :class:`~scheduler.store_types.Resolver`). A :class:`~scheduler.Scheduler` hands the
         store its own, on its registry, when it starts; until then no function is known, and
         every occurrence runs the target stored with its schedule."""
+        self.system_time: Callable[[], float] = time.time
+        """This machine's own wall clock, which a store whose database keeps a clock of its
+        own (PostgreSQL) measures that clock against, to stamp leases by the database's (see
+        :attr:`~scheduler.store_types.OpState.lease_offset`). A
+        :class:`~scheduler.Scheduler` hands the store its clock's when it starts (see
+        :func:`~scheduler.clock.system_time_of`)."""
 
     # --- primitives ------------------------------------------------------------------------
 

@@ -24,6 +24,14 @@ class Clock(Protocol):
     real time passes, whatever the wall clock does (NTP steps, a changed system time). Leases
     are measured with it (see :func:`monotonic_of`); a clock without one falls back to
     :func:`time.monotonic`.
+
+    And it may offer ``system_time()``: the wall clock of the machine it runs on, as that
+    machine's operating system keeps it (epoch seconds, moving as real time passes). A store
+    whose database keeps a clock of its own (PostgreSQL) measures how far the database's
+    clock is from this one, and stamps leases by the database's: ``time()`` plus that
+    offset (see :func:`system_time_of`). A clock without one falls back to
+    :func:`time.time`, so a fake clock's own time drives the stamps while the measured
+    offset stays what it is between this machine and the database.
     """
 
     def now(self) -> datetime:
@@ -102,6 +110,9 @@ class SystemClock:
     def monotonic(self) -> float:
         return time.monotonic()
 
+    def system_time(self) -> float:
+        return time.time()
+
     def call_at(self, ts: float, callback: Callable[[], None]) -> TimerHandle:
         return _PreciseTimer(asyncio.get_running_loop(), ts, callback, self.time)
 
@@ -121,3 +132,10 @@ def monotonic_of(clock: Clock) -> Callable[[], float]:
     """The clock's ``monotonic()``, or :func:`time.monotonic` for a clock without one."""
     fn: Callable[[], float] | None = getattr(clock, "monotonic", None)
     return fn if callable(fn) else time.monotonic
+
+
+def system_time_of(clock: Clock) -> Callable[[], float]:
+    """The clock's ``system_time()`` (its machine's own wall clock, which a store compares
+    with its database's clock), or :func:`time.time` for a clock without one."""
+    fn: Callable[[], float] | None = getattr(clock, "system_time", None)
+    return fn if callable(fn) else time.time

@@ -202,9 +202,10 @@ class RunLease:
 
     ``expires`` is when the lease surely ends as seen from here: the monotonic time taken
     just before the claim (or the latest successful heartbeat) was sent, plus the lease
-    duration. The store stamps the lease with the wall time taken at that same instant, so
-    nobody can reclaim the job earlier, unless a wall clock that compares it (this machine's
-    after a step, or another machine's) is ahead by more than ``margin``.
+    duration. The store stamps the lease with the wall time taken at that same instant (on
+    PostgreSQL, corrected to the database's clock), so nobody can reclaim the job earlier,
+    unless the clock that compares it (this machine's after a step, or on SQLite another
+    process's) is ahead by more than ``margin``.
     """
 
     __slots__ = ("expires", "lost", "margin", "monotonic", "task")

@@ -82,7 +82,8 @@ class Pace:
     A job waiting for its key's next slot is simply not claimable yet: it holds no lease and
     no worker slot. Each run takes a slot when it starts (a retry or a re-run after a lost
     lease takes a new one); a job canceled before it ran takes none. ``spacing`` is seconds
-    (or a ``timedelta``), measured on the claiming process's wall clock.
+    (or a ``timedelta``), measured on the lease clock: the database's on PostgreSQL, the
+    claiming process's wall clock on SQLite.
     """
 
     key: str

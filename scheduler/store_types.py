@@ -61,6 +61,30 @@ class OpState:
     """Set when the transaction changed the set of pending jobs: the driver must look again."""
     finished_schedules: set[str] = field(default_factory=set)
     """Schedules whose occurrence reached a terminal state in this transaction."""
+    lease_offset: float = 0.0
+    """How far the lease clock is ahead of ``now``'s clock, in seconds.
+
+    The coordination stamps that processes compare with each other (a claim's lease, a
+    heartbeat, the sweep's test for an expired lease, named leases and lease groups, pace
+    slots, once keys' expiry) are written and compared on the *lease clock*; everything
+    else (due times, schedules, the run history) on ``now``'s, the application's. A store
+    on a database with a clock of its own (PostgreSQL) sets this to how far that clock is
+    ahead of this process's, so every process stamps by the database's clock whatever its
+    own says; on SQLite (one machine) it is 0."""
+
+    @property
+    def lease_now(self) -> float:
+        """Now on the lease clock (see :attr:`lease_offset`)."""
+        return self.now + self.lease_offset
+
+    def on_lease_clock(self, ts: float) -> float:
+        """``ts`` (epoch seconds on ``now``'s clock, e.g. a lease's end the driver worked out
+        from its clock) on the lease clock."""
+        return ts + self.lease_offset
+
+    def off_lease_clock(self, ts: float) -> float:
+        """``ts`` read from the lease clock (a lease's expiry, a pace slot) on ``now``'s."""
+        return ts - self.lease_offset
 
 
 Op = Generator[Q, Any, T]

@@ -9,12 +9,13 @@ import math
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
+from .clock import Clock, TimerHandle, monotonic_of, system_time_of
 from .errors import InvalidArgument
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-__all__ = ["FakeClock"]
+__all__ = ["FakeClock", "SkewedClock"]
 
 
 class _FakeTimer:
@@ -147,3 +148,45 @@ class FakeClock:
     def pending_timers(self) -> int:
         """How many timers are armed and not yet fired or cancelled."""
         return sum(1 for _, _, t in (*self._timers, *self._sleepers) if not t.cancelled)
+
+
+class SkewedClock:
+    """A clock ``skew`` seconds off another one: what a machine whose clock is wrong reads.
+
+    Its wall time (:meth:`time`, :meth:`now`, the timers of :meth:`call_at`) and its
+    machine's :meth:`system_time` are ``skew`` ahead of the base clock's (behind for a
+    negative ``skew``); its monotonic time and sleeps are the base's, since elapsed time
+    does not depend on the wall clock. Two schedulers on one database with
+    ``SkewedClock(clock, 60)`` and ``SkewedClock(clock, -60)`` of one
+    :class:`FakeClock` are two machines two minutes apart: move the fake clock and both
+    move. A store that follows its database's clock (PostgreSQL) measures the skew and
+    stamps leases as if neither were off.
+    """
+
+    def __init__(self, base: Clock, skew: timedelta | float) -> None:
+        seconds = skew.total_seconds() if isinstance(skew, timedelta) else float(skew)
+        if not math.isfinite(seconds):
+            raise InvalidArgument(f"SkewedClock needs a finite skew, got {skew!r}")
+        self.base = base
+        self.skew = seconds
+        self._monotonic = monotonic_of(base)
+        self._system_time = system_time_of(base)
+
+    def now(self) -> datetime:
+        return datetime.fromtimestamp(self.time(), UTC)
+
+    def time(self) -> float:
+        return self.base.time() + self.skew
+
+    def monotonic(self) -> float:
+        return self._monotonic()
+
+    def system_time(self) -> float:
+        """The base's machine clock (the real one, for a :class:`FakeClock`), ``skew`` off."""
+        return self._system_time() + self.skew
+
+    def call_at(self, ts: float, callback: Callable[[], None]) -> TimerHandle:
+        return self.base.call_at(ts - self.skew, callback)
+
+    async def sleep(self, delay: timedelta | float) -> None:
+        await self.base.sleep(delay)

@@ -43,7 +43,9 @@ def claim_due(
     held by ``process`` (kept on the job, so a lost lease's history names it).
 
     Each claim is conditional on the job still being exactly ``pending``; a paced job is
-    claimed only in its key's open slot, which the claim takes (see ``_pacing``).
+    claimed only in its key's open slot, which the claim takes (see ``_pacing``). Due times
+    are compared on ``now``'s clock; the lease (``lease_until``, on that clock too) is stamped
+    on the lease clock (see :attr:`OpState.lease_offset`).
     """
     rows: list[Any] = []
     room = {JobKind.MUTATION: mutation_limit, JobKind.ACTION: action_limit}
@@ -53,7 +55,7 @@ def claim_due(
                 "kind": kind.value,
                 "now": st.now,
                 "limit": limit,
-                "lease_until": lease_until,
+                "lease_until": st.on_lease_clock(lease_until),
                 "process": process,
             }
             got = yield Q("claim_due", params, "all")
@@ -198,7 +200,8 @@ def _terminal(st: OpState, j: ClaimedJob, result_json: str) -> Op[None]:
 
 
 def extend_lease(st: OpState, job_id: int, run_count: int, until: float) -> Op[bool]:
-    n = yield Q("extend_lease", {"job_id": job_id, "run_count": run_count, "lease_until": until})
+    params = {"job_id": job_id, "run_count": run_count, "lease_until": st.on_lease_clock(until)}
+    n = yield Q("extend_lease", params)
     return bool(n)
 
 
@@ -233,7 +236,7 @@ def reclaim_expired(st: OpState, limit: int, process: str | None = None) -> Op[R
     is recorded in the run history as ``lease_lost``, ran by the process that held the lease
     (the one its claim named; None if it named none), with the sweeping ``process`` named in
     its error."""
-    rows = yield Q("expired_leases", {"now": st.now, "limit": limit}, "all")
+    rows = yield Q("expired_leases", {"now": st.lease_now, "limit": limit}, "all")
     swept = "" if process is None else f"; reclaimed by {process}"
     lost: dict[str | None, list[list[Any]]] = {}
     for r in rows:

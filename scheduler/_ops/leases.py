@@ -1,5 +1,6 @@
 """The database side of named leases (see :mod:`scheduler.leases`): each operation is one
-or two named queries, run by the store like every other operation."""
+or two named queries, run by the store like every other operation. Expiries are stamped and
+compared on the lease clock (:attr:`OpState.lease_offset`) and read back on ``now``'s."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ class LeaseRow:
 def take(st: OpState, key: str, holder: str, ttl: float) -> Op[bool]:
     """Take ``key`` if it is free, expired, or already ``holder``'s."""
     row = yield Q(
-        "take_lease", {"lease_key": key, "holder": holder, "now": st.now, "ttl": ttl}, "one"
+        "take_lease", {"lease_key": key, "holder": holder, "now": st.lease_now, "ttl": ttl}, "one"
     )
     return row is not None
 
@@ -37,7 +38,7 @@ def renew(st: OpState, keys: Sequence[str], holder: str, ttl: float) -> Op[set[s
     """Extend those of ``keys`` that ``holder`` still holds; the set of them."""
     if not keys:
         return set()
-    params = {"keys": list(keys), "holder": holder, "now": st.now, "ttl": ttl}
+    params = {"keys": list(keys), "holder": holder, "now": st.lease_now, "ttl": ttl}
     rows = yield Q("renew_leases", params, "all")
     return {str(r["lease_key"]) for r in rows}
 
@@ -52,7 +53,7 @@ def leases_of(st: OpState, keys: Sequence[str]) -> Op[dict[str, LeaseRow]]:
         str(r["lease_key"]): LeaseRow(
             str(r["lease_key"]),
             str(r["holder"]),
-            float(r["expires_at"]),
+            st.off_lease_clock(float(r["expires_at"])),
             r["handed_from"],
             r["wanted_by"],
         )
@@ -61,12 +62,12 @@ def leases_of(st: OpState, keys: Sequence[str]) -> Op[dict[str, LeaseRow]]:
 
 
 def want(st: OpState, key: str, holder: str) -> Op[bool]:
-    changed = yield Q("want_lease", {"lease_key": key, "holder": holder, "now": st.now})
+    changed = yield Q("want_lease", {"lease_key": key, "holder": holder, "now": st.lease_now})
     return bool(changed)
 
 
 def hand(st: OpState, key: str, holder: str, ttl: float) -> Op[bool]:
-    params = {"lease_key": key, "holder": holder, "now": st.now, "ttl": ttl}
+    params = {"lease_key": key, "holder": holder, "now": st.lease_now, "ttl": ttl}
     changed = yield Q("hand_lease", params)
     return bool(changed)
 
@@ -81,14 +82,14 @@ def confirm(st: OpState, key: str, holder: str) -> Op[None]:
 
 def join(st: OpState, group: str, holder: str, ttl: float) -> Op[list[str]]:
     """Be a live member of ``group`` for ``ttl`` more seconds; its live members, in order."""
-    params = {"lease_group": group, "holder": holder, "now": st.now, "ttl": ttl}
+    params = {"lease_group": group, "holder": holder, "now": st.lease_now, "ttl": ttl}
     yield Q("join_group", params)
     return (yield from members(st, group))
 
 
 def members(st: OpState, group: str) -> Op[list[str]]:
     """The live members of ``group``, in holder order."""
-    rows = yield Q("group_members", {"lease_group": group, "now": st.now}, "all")
+    rows = yield Q("group_members", {"lease_group": group, "now": st.lease_now}, "all")
     return [str(r["holder"]) for r in rows]
 
 
@@ -97,4 +98,4 @@ def leave(st: OpState, group: str, holder: str) -> Op[None]:
 
 
 def prune_members(st: OpState, before: float) -> Op[None]:
-    yield Q("prune_lease_members", {"before": before})
+    yield Q("prune_lease_members", {"before": st.on_lease_clock(before)})

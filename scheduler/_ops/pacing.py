@@ -36,6 +36,7 @@ def claim_paced(
         return []
     params = {
         "now": st.now,
+        "lease_now": st.lease_now,
         "mutations": int(mutation_limit > 0),
         "actions": int(action_limit > 0),
         "limit": mutation_limit + action_limit,
@@ -52,15 +53,16 @@ def claim_paced(
         return []
     slots = {
         "pace_keys": [str(h["pace_key"]) for h in chosen],
-        "next_starts": [st.now + float(h["pace_spacing"]) for h in chosen],
-        "now": st.now,
+        "next_starts": [st.lease_now + float(h["pace_spacing"]) for h in chosen],
+        "now": st.lease_now,
     }
     taken = {r["pace_key"] for r in (yield Q("take_pace_slots", slots, "all"))}
     # A key not taken was taken by another process since the heads were read.
     ids = [int(h["id"]) for h in chosen if h["pace_key"] in taken]
     if not ids:
         return []
-    claim = {"job_ids": ids, "now": st.now, "lease_until": lease_until, "process": process}
+    lease = st.on_lease_clock(lease_until)
+    claim = {"job_ids": ids, "now": st.now, "lease_until": lease, "process": process}
     rows: list[Any] = yield Q("claim_paced", claim, "all")
     return rows
 
@@ -71,7 +73,13 @@ def next_start(st: OpState, include_actions: bool = True) -> Op[tuple[float | No
     start now, a time not after now); and the next fire time of an active schedule (None if
     there is none), read in the same query. Its cost follows the keys whose slot is still
     ahead and the jobs queued behind them, not the number of keys or of pending jobs."""
-    row = yield Q("next_paced", {"actions": int(include_actions), "now": st.now}, "one")
+    params = {
+        "actions": int(include_actions),
+        "now": st.now,
+        "lease_now": st.lease_now,
+        "lease_offset": st.lease_offset,
+    }
+    row = yield Q("next_paced", params, "one")
     if row is None:
         return None, None
     return optional_float(row["start_ts"]), optional_float(row["next_fire_ts"])
@@ -81,11 +89,11 @@ def reserve(st: OpState, key: str, spacing: float) -> Op[float]:
     """Reserve the next start of pace key ``key`` (now if its slot is open, else when it
     opens) and push its slot on by ``spacing``: the start reserved. Paced jobs of the key
     start after it too; two reservations never get starts less than ``spacing`` apart."""
-    params = {"pace_key": key, "now": st.now, "spacing": spacing}
+    params = {"pace_key": key, "now": st.lease_now, "spacing": spacing}
     row = yield Q("reserve_pace_slot", params, "one")
-    return float(row["start_ts"])
+    return st.off_lease_clock(float(row["start_ts"]))
 
 
 def prune(st: OpState, before: float) -> Op[None]:
     """Forget slots that opened before ``before``: an absent row is an open slot."""
-    yield Q("prune_pace", {"before": before})
+    yield Q("prune_pace", {"before": st.on_lease_clock(before)})

@@ -14,7 +14,7 @@ from ..store_types import Op, OpState, Q, Row, StoreGauges
 
 def get_job(st: OpState, job_id: int) -> Op[Job | None]:
     row = yield Q("get_job", {"job_id": job_id}, "one")
-    return None if row is None else job_from_row(row)
+    return None if row is None else job_from_row(row, st.lease_offset)
 
 
 def list_jobs(
@@ -31,7 +31,7 @@ def list_jobs(
         "limit": limit,
     }
     rows = yield Q("list_jobs", params, "all")
-    return [job_from_row(r) for r in rows]
+    return [job_from_row(r, st.lease_offset) for r in rows]
 
 
 def count_by_state(st: OpState) -> Op[dict[JobState, int]]:
@@ -61,7 +61,8 @@ def gauges(st: OpState, cap: int) -> Op[StoreGauges]:
         if first is not None and float(first["next_ts"]) <= st.now:
             ts = float(first["next_ts"])
             oldest = ts if oldest is None else min(oldest, ts)
-    paced = yield Q("paced_gauges", {"now": st.now, "cap": cap}, "one")
+    clocks = {"now": st.now, "lease_now": st.lease_now, "lease_offset": st.lease_offset}
+    paced = yield Q("paced_gauges", {**clocks, "cap": cap}, "one")
     startable = int(paced["startable"])
     due += startable
     since = optional_float(paced["startable_since"])
@@ -79,8 +80,10 @@ def gauges(st: OpState, cap: int) -> Op[StoreGauges]:
     )
 
 
-def job_from_row(r: Row) -> Job:
-    """A :class:`Job` from a ``get_job`` / ``list_jobs`` row."""
+def job_from_row(r: Row, lease_offset: float = 0.0) -> Job:
+    """A :class:`Job` from a ``get_job`` / ``list_jobs`` row, its lease's expiry read back
+    from the lease clock (``lease_offset`` ahead) onto the application's, as its other
+    times are."""
     args, context = decode_payload(r)
     return Job(
         id=int(r["id"]),
@@ -91,7 +94,9 @@ def job_from_row(r: Row) -> Job:
         attempts=int(r["attempts"]),
         max_failures=int(r["max_failures"]),
         run_count=int(r["run_count"]),
-        lease_expires_at=optional_float(r["lease_expires_at"]),
+        lease_expires_at=(
+            None if r["lease_expires_at"] is None else float(r["lease_expires_at"]) - lease_offset
+        ),
         parent_id=None if r["parent_id"] is None else int(r["parent_id"]),
         idempotency_key=r["idempotency_key"],
         on_complete=r["on_complete"],

@@ -382,6 +382,7 @@ FROM (SELECT 1 FROM scheduler_jobs
 -- name: paced_gauges
 -- Paced jobs at :now: the keys whose first pending job could start now (due, its slot open),
 -- the earliest time one of those became startable, and the due paced pending jobs (up to :cap).
+-- Slots are on the lease clock (:lease_now, :lease_offset ahead of :now), due times on :now's.
 WITH RECURSIVE paced(k) AS (
     SELECT min(pace_key) FROM scheduler_jobs
     WHERE state = 'pending' AND pace_key IS NOT NULL
@@ -395,10 +396,10 @@ heads AS (
             ORDER BY next_ts, id LIMIT 1) AS id
     FROM paced WHERE paced.k IS NOT NULL),
 startable AS (
-    SELECT max(j.next_ts, coalesce(p.next_start_ts, j.next_ts)) AS since
+    SELECT max(j.next_ts, coalesce(p.next_start_ts - :lease_offset, j.next_ts)) AS since
     FROM heads JOIN scheduler_jobs j ON j.id = heads.id
     LEFT JOIN scheduler_pace p ON p.pace_key = j.pace_key
-    WHERE j.next_ts <= :now AND (p.next_start_ts IS NULL OR p.next_start_ts <= :now))
+    WHERE j.next_ts <= :now AND (p.next_start_ts IS NULL OR p.next_start_ts <= :lease_now))
 SELECT (SELECT count(*) FROM startable) AS startable,
        (SELECT min(since) FROM startable) AS startable_since,
        (SELECT count(*) FROM (SELECT 1 FROM scheduler_jobs
@@ -418,6 +419,7 @@ FROM scheduler_schedules;
 -- that is its key's first (one probe of scheduler_jobs_paced): the cost follows the due
 -- backlog, not the number of keys or of future jobs; :mutations and :actions (0 or 1) say
 -- which kinds may be claimed.
+-- Slots are on the lease clock (open unless ahead of :lease_now), due times on :now's.
 SELECT * FROM (
     SELECT j.id, j.pace_key, j.pace_spacing, j.kind, j.next_ts FROM scheduler_jobs j
     WHERE j.state = 'pending' AND j.pace_key IS NOT NULL AND j.kind = 'mutation' AND :mutations = 1
@@ -426,7 +428,7 @@ SELECT * FROM (
                    WHERE h.state = 'pending' AND h.pace_key = j.pace_key
                    ORDER BY h.next_ts, h.id LIMIT 1)
       AND NOT EXISTS (SELECT 1 FROM scheduler_pace p
-                      WHERE p.pace_key = j.pace_key AND p.next_start_ts > :now)
+                      WHERE p.pace_key = j.pace_key AND p.next_start_ts > :lease_now)
     ORDER BY j.next_ts, j.id
     LIMIT :limit) AS mutations
 UNION ALL
@@ -438,7 +440,7 @@ SELECT * FROM (
                    WHERE h.state = 'pending' AND h.pace_key = j.pace_key
                    ORDER BY h.next_ts, h.id LIMIT 1)
       AND NOT EXISTS (SELECT 1 FROM scheduler_pace p
-                      WHERE p.pace_key = j.pace_key AND p.next_start_ts > :now)
+                      WHERE p.pace_key = j.pace_key AND p.next_start_ts > :lease_now)
     ORDER BY j.next_ts, j.id
     LIMIT :limit) AS actions
 ORDER BY next_ts, id
@@ -450,33 +452,34 @@ LIMIT :limit;
 -- its first job's, found by walking the pending paced jobs in due order to the first that is
 -- its key's first. Asked once per dispatch pass, so the wake-up for the schedules costs no
 -- statement of its own.
+-- Slots are on the lease clock (:lease_now, :lease_offset ahead of :now): read back on :now's.
 SELECT (SELECT min(t) FROM (
-            SELECT (SELECT max(j.next_ts, coalesce(p.next_start_ts, j.next_ts))
+            SELECT (SELECT max(j.next_ts, coalesce(p.next_start_ts - :lease_offset, j.next_ts))
          FROM scheduler_jobs j LEFT JOIN scheduler_pace p ON p.pace_key = j.pace_key
          WHERE j.state = 'pending' AND j.pace_key IS NOT NULL AND j.kind = 'mutation'
            AND j.id = (SELECT h.id FROM scheduler_jobs h
                    WHERE h.state = 'pending' AND h.pace_key = j.pace_key
                    ORDER BY h.next_ts, h.id LIMIT 1)
-           AND (p.next_start_ts IS NULL OR p.next_start_ts <= max(j.next_ts, :now))
+           AND (p.next_start_ts IS NULL OR p.next_start_ts <= max(j.next_ts, :now) + :lease_offset)
          ORDER BY j.next_ts, j.id
          LIMIT 1) AS t
             UNION ALL
-            SELECT (SELECT max(j.next_ts, coalesce(p.next_start_ts, j.next_ts))
+            SELECT (SELECT max(j.next_ts, coalesce(p.next_start_ts - :lease_offset, j.next_ts))
          FROM scheduler_jobs j LEFT JOIN scheduler_pace p ON p.pace_key = j.pace_key
          WHERE j.state = 'pending' AND j.pace_key IS NOT NULL AND j.kind = 'action'
            AND j.id = (SELECT h.id FROM scheduler_jobs h
                    WHERE h.state = 'pending' AND h.pace_key = j.pace_key
                    ORDER BY h.next_ts, h.id LIMIT 1)
-           AND (p.next_start_ts IS NULL OR p.next_start_ts <= max(j.next_ts, :now))
+           AND (p.next_start_ts IS NULL OR p.next_start_ts <= max(j.next_ts, :now) + :lease_offset)
          ORDER BY j.next_ts, j.id
          LIMIT 1) AS t WHERE :actions = 1
             UNION ALL
-            SELECT (SELECT min(max(j.next_ts, p.next_start_ts))
+            SELECT (SELECT min(max(j.next_ts, p.next_start_ts - :lease_offset))
                     FROM scheduler_pace p
                     JOIN scheduler_jobs j ON j.id = (SELECT h.id FROM scheduler_jobs h
                          WHERE h.state = 'pending' AND h.pace_key = p.pace_key
                          ORDER BY h.next_ts, h.id LIMIT 1)
-                    WHERE p.next_start_ts > :now AND (j.kind = 'mutation' OR :actions = 1)) AS t
+                    WHERE p.next_start_ts > :lease_now AND (j.kind = 'mutation' OR :actions = 1)) AS t
         ) AS starts) AS start_ts,
        (SELECT next_fire_ts FROM scheduler_schedules
         WHERE paused = 0 AND next_fire_ts IS NOT NULL

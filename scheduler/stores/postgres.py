@@ -9,6 +9,12 @@ drivers when another process commits such work; if that connection is lost it is
 re-established in the background with backoff, while the driver's lease sweep keeps work
 moving. Local commits wake local listeners at once, without waiting for the round trip.
 
+Leases, heartbeats, the sweep's expiry test, named leases, pace slots and once keys are
+stamped and compared on the database's clock, whatever the clocks of the processes sharing
+it say: the store measures how far the database's clock is ahead of its machine's and
+corrects those stamps by it (:mod:`scheduler.stores._pg_clock`); due times are the
+application's.
+
 Every transaction runs at READ COMMITTED (what the claim query's ``SKIP LOCKED`` is written
 for); ``read`` runs in a read-only REPEATABLE READ transaction. Application SQL
 (``ctx.db.execute``) uses ``?`` placeholders as on SQLite; they are rewritten to ``$n``
@@ -40,6 +46,7 @@ from ..sql import Numbered, positional_queries
 from ..sql.placeholders import translate_placeholders
 from ..store_types import Op, OpState, Params, Q
 from ._base import NestedTransactionGuard, ReadOnlyDb, quote_ident, redact_dsn, settle
+from ._pg_clock import OPEN_SAMPLES, DatabaseClock
 from ._pg_connection import abort, user_execute, user_params
 from ._pg_connection import rowcount as rowcount  # part of this module's interface (tests read it)
 from ._pg_listener import WakeListener
@@ -158,7 +165,10 @@ class PostgresStore(Store):
 
     ``channel`` is the NOTIFY channel shared by every process of a deployment. The LISTEN
     connection is checked every ``listen_check_interval`` seconds and, once lost, retried
-    with exponential backoff up to ``listen_retry_max`` seconds. Other keyword arguments go
+    with exponential backoff up to ``listen_retry_max`` seconds. The offset of the database's
+    clock from this machine's, which leases are corrected by, is measured at open and again
+    every ``clock_check_interval`` seconds (and at once after this machine's clock stepped).
+    Other keyword arguments go
     to :func:`asyncpg.connect` for every connection (``ssl``, ``server_settings``, ...).
 
     Behind a connection pooler, use session pooling: LISTEN and prepared statements need a
@@ -177,6 +187,7 @@ class PostgresStore(Store):
         listen: bool = True,
         listen_check_interval: float = 30.0,
         listen_retry_max: float = 30.0,
+        clock_check_interval: float = 30.0,
         close_timeout: float = 10.0,
         application_name: str = "scheduler",
         **connect_kwargs: Any,
@@ -198,6 +209,7 @@ class PostgresStore(Store):
         for label, value in (
             ("listen_check_interval", listen_check_interval),
             ("listen_retry_max", listen_retry_max),
+            ("clock_check_interval", clock_check_interval),
             ("close_timeout", close_timeout),
         ):
             if not value > 0:
@@ -212,6 +224,7 @@ class PostgresStore(Store):
         self.close_timeout = float(close_timeout)
         self.application_name = application_name
         self._connect_kwargs = connect_kwargs
+        self._db_clock = DatabaseClock(float(clock_check_interval))
         self._queries = positional_queries("postgres")
         self._json_params = jsonb_parameters(self._queries)
         # Tags this store's NOTIFYs, so its own commits (already announced locally) are not
@@ -268,6 +281,7 @@ class PostgresStore(Store):
             async with self._pool.acquire() as conn:
                 self._touched(conn)  # migrations are application SQL too
                 await migrate(conn, loaded)
+                await self._db_clock.measure(conn, self.system_time, OPEN_SAMPLES)
             if self.listen:
                 await self._listener.start()
         except BaseException:
@@ -306,6 +320,18 @@ class PostgresStore(Store):
             query = conn.get_reset_query()
             if query:
                 await conn.execute(query)
+
+    @property
+    def clock_offset(self) -> float:
+        """Seconds the database's clock is ahead of this machine's (negative: behind), as
+        last measured: what leases and the other coordination stamps are corrected by."""
+        return self._db_clock.offset
+
+    async def _lease_offset(self, conn: Connection) -> float:
+        """The offset to stamp leases with, measured again on ``conn`` first when due."""
+        if self._db_clock.due(self.system_time):
+            return await self._db_clock.measure(conn, self.system_time)
+        return self._db_clock.offset
 
     # --- the LISTEN connection (see _pg_listener) -------------------------------------------
 
@@ -369,6 +395,7 @@ class PostgresStore(Store):
         try:
             async with self._acquire() as conn:
                 try:
+                    state.lease_offset = await self._lease_offset(conn)
                     await conn.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
                     yield conn
                     await settle(self._commit(conn, state))
@@ -404,8 +431,9 @@ class PostgresStore(Store):
     async def _read(self, now: float, op: Callable[[OpState], Op[T]]) -> T:
         async with self._acquire() as conn:
             try:
+                state = OpState(now, self.resolver, lease_offset=await self._lease_offset(conn))
                 await conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-                result = await self._drive(conn, op(OpState(now, self.resolver)))
+                result = await self._drive(conn, op(state))
             finally:
                 await abort(conn)  # nothing to keep
         return result
