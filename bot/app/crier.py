@@ -36,6 +36,7 @@ from ..posting.crosspost import Crossposter
 from ..posting.delivery import Delivery
 from ..posting.lease import lease_needed
 from ..posting.log_channel import LogChannel
+from ..posting.once import keep_out_of_library_retries
 from ..posting.pacer import ChannelPacer
 from ..posting.poster import Poster
 from ..posting.publishing import Publisher
@@ -150,7 +151,9 @@ class CrierBot(commands.Bot):
             # instead of sleeping inside a delivery: the publish step waits as a scheduled
             # retry of its own. Short ones are still waited out by discord.py.
             max_ratelimit_timeout=MAX_RATELIMIT_WAIT,
-            http_trace=self.stats.trace_config(),  # counts the 429s discord.py waits out
+            # Counts the 429s discord.py waits out, and keeps the requests without a nonce
+            # (thread and forum post creation) out of its retries of a 5xx.
+            http_trace=keep_out_of_library_retries(self.stats.trace_config()),
         )
         self.settings = settings
         self.sched = sched
