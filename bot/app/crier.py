@@ -301,13 +301,15 @@ class Crier:
         send_timeout = settings.nonce_window / 3
         # A send that hangs is abandoned well inside the nonce window, so its retry can
         # still be deduplicated by Discord.
-        poster = Poster(
+        self.poster = poster = Poster(
             self.bot,
             heartbeat_every=max(0.5, settings.lease / 3),
             lease_needed=lease_needed(self.sched, send_timeout),
             send_timeout=send_timeout,
             ready=self.bot.logged_in,
         )
+        """The guard of every request that posts (tests stop a run through its
+        ``pause_point``)."""
         # Spaces what this process posts to one channel outside a delivery job (log-channel
         # reports, edits of posted messages); deliveries are paced by the scheduler.
         pacer = ChannelPacer(settings.send_spacing, self.clock)

@@ -125,7 +125,7 @@ class Delivery:
                 payload = await stored_payload(self.announcements.sched, ann, late_for)
                 # Nothing may post for a run that could have lost its job meanwhile.
                 message_id = await self.poster.request(
-                    ctx, lambda: self.post(ann, payload, attempt)
+                    ctx, lambda: self.post(ann, payload, attempt), before="send"
                 )
         except RequestFailed as failed:
             if failed.permanent:
@@ -201,7 +201,7 @@ class Delivery:
         if not recorded:
             return  # another run delivered it meanwhile: there is no failure to report
         self.stats.deliveries_failed += 1
-        await self.poster.hold(ctx)  # a report is posted only by a run that holds its job
+        await self.poster.hold(ctx, "report")  # posted only by a run that holds its job
         log.error(
             "announcement %d (#%d) failed: %s [guild %d, channel %d, job %d]%s",
             ann.id, ann.local_id, reason, ann.guild_id, ann.channel_id, ctx.job.id,

@@ -83,7 +83,7 @@ class PostUpdates:
                     turn.sent = True
                     await self._patch(where, message_id, payload)
 
-                await self.poster.request(ctx, patch)
+                await self.poster.request(ctx, patch, before="edit")
                 revision = ann.revision
                 await ctx.run_mutation(
                     lambda tx, _: record_post_updated(tx, ann_id, fire_ts, revision)
@@ -134,7 +134,7 @@ class PostUpdates:
             "[guild %d, channel %d, job %d]; it is not posted again",
             ann.id, ann.local_id, reason, ann.guild_id, ann.channel_id, ctx.job.id,
         )  # fmt: skip
-        await self.poster.hold(ctx)
+        await self.poster.hold(ctx, "report")
         await self.log_channel.tell(
             ann.guild_id,
             f"⚠️ The posted message of announcement #{ann.local_id} in <#{ann.channel_id}> "
