@@ -35,7 +35,7 @@ from ..metrics import BotStats
 from ..posting.crosspost import Crossposter
 from ..posting.delivery import Delivery
 from ..posting.lease import lease_needed
-from ..posting.log_channel import LogChannel
+from ..posting.log_channel import LogChannel, Reporter
 from ..posting.once import keep_out_of_library_retries
 from ..posting.pacer import ChannelPacer
 from ..posting.poster import Poster
@@ -296,7 +296,8 @@ class Crier:
             )
 
     def _register_posting_jobs(self) -> None:
-        """The jobs that post (send, update, publish), on one guard and one log channel."""
+        """The jobs that post (send, update, publish, report), on one guard and one log
+        channel."""
         settings, announcements = self.settings, self.bot.announcements
         send_timeout = settings.nonce_window / 3
         # A send that hangs is abandoned well inside the nonce window, so its retry can
@@ -313,18 +314,17 @@ class Crier:
         # Spaces what this process posts to one channel outside a delivery job (log-channel
         # reports, edits of posted messages); deliveries are paced by the scheduler.
         pacer = ChannelPacer(settings.send_spacing, self.clock)
-        log_channel = LogChannel(self.bot, announcements, pacer)
+        reporter = Reporter(poster, LogChannel(self.bot, announcements, pacer))
         jobs = (
             Delivery(
                 poster,
                 announcements,
-                log_channel,
                 catch_up_window=settings.catch_up_window,
                 nonce_window=settings.nonce_window,
                 publish_spacing=settings.publish_spacing,
                 stats=self.stats,
             ),
-            PostUpdates(poster, announcements, log_channel, pacer, stats=self.stats),
+            PostUpdates(poster, announcements, pacer, stats=self.stats),
             Publisher(
                 poster,
                 announcements,
@@ -332,6 +332,7 @@ class Crier:
                 publish_spacing=settings.publish_spacing,
                 stats=self.stats,
             ),
+            reporter,
         )
         for job in jobs:
             job.register(self.registry)

@@ -4,7 +4,8 @@
 Each test stops the first run of a posting job inside its action, just before the side
 effect and before the lease check that guards it (``Poster.pause_point``: where a process
 could be paused): the send of an occurrence, the PATCH of a posted message after an edit,
-the publish (crosspost) of a post. Then:
+the publish (crosspost) of a post, the report of a failure to the guild's log channel (a job
+of its own, enqueued with the record of the failure). Then:
 
 1. bot A stops claiming work (its scheduler stopping, with the stopped run still in flight),
    and bot B starts on the same database, fake Discord and FakeClock (a second instance:
@@ -35,7 +36,7 @@ from bot.posting.poster import SideEffect
 from scheduler import ActionContext, JobState
 from scheduler.testing import FakeClock
 from tests.bot.conftest import CrierFactory, World, run_command
-from tests.bot.test_delivery import advance, idle, schedule
+from tests.bot.test_delivery import advance, break_channel, idle, schedule, set_log_channel
 from tests.bot.test_destinations import announcement_channel
 
 LEASE = 30.0
@@ -205,4 +206,39 @@ async def test_a_run_stopped_before_the_publish_does_not_publish_after_a_takeove
     publishes = requests(world, "POST", rf"/channels/{news.id}/messages/\d+/crosspost")
     assert len(publishes) == 1, [r.status for r in publishes]
     assert post.crossposted
+    assert len(discarded(caplog)) == 1
+
+
+@pytest.mark.parametrize("failure", ["delivery", "update"])
+async def test_a_run_stopped_before_the_report_does_not_report_after_a_takeover(
+    world: World,
+    crier_factory: CrierFactory,
+    clock: FakeClock,
+    caplog: pytest.LogCaptureFixture,
+    failure: str,
+) -> None:
+    """A failure to post (the bot may not send in the channel), or to update a posted
+    message (a moderator deleted it), is reported once to the log channel."""
+    a, stop = await stopped_bot(crier_factory, "report")
+    await set_log_channel(world, world.general)
+    if failure == "delivery":
+        local = await schedule(world, world.news, "in 1m", "Never seen")
+        break_channel(world, 50013)
+        clock.advance(timedelta(minutes=1))
+        said = f"⚠️ Announcement #{local} for <#{world.news.id}> could not be posted"
+    else:
+        local = await schedule(world, world.news, "in 1m", "v1")
+        await advance(a, clock, timedelta(minutes=1))
+        [post] = world.fake.bot_messages(world.news)
+        world.fake._delete(post)  # a moderator deletes it
+        cb = await run_command(world, "edit", id=local, message="v2")
+        assert "is being edited in place" in (cb.content or ""), cb.content
+        said = f"⚠️ The posted message of announcement #{local} in <#{world.news.id}>"
+
+    await take_over(crier_factory, a, stop, clock)
+
+    reports = requests(world, "POST", f"/channels/{world.general.id}/messages")
+    assert len(reports) == 1, [r.status for r in reports]
+    [report] = world.fake.bot_messages(world.general)
+    assert report.content is not None and report.content.startswith(said), report.content
     assert len(discarded(caplog)) == 1
