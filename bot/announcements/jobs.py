@@ -27,6 +27,9 @@ UPDATE_FN = "announcements:update_post"
 """The durable job that brings a posted message up to date with its announcement."""
 PUBLISH_FN = "announcements:publish"
 """The durable job that publishes a post in an announcement channel, after the post."""
+REPORT_FN = "announcements:report"
+"""The durable job that posts a failure report to a guild's log channel, after the failure
+was recorded."""
 OLD_NAMES: dict[str, tuple[str, ...]] = {
     UPDATE_FN: ("crier.update_posted",),
     PUBLISH_FN: ("crier.publish",),
@@ -65,6 +68,14 @@ class PublishArgs:
     message_id: int
     posted_at: float
     round: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ReportArgs:
+    """What a report job posts: ``text`` to the log channel of guild ``guild_id``."""
+
+    guild_id: int
+    text: str
 
 
 def register_job(
@@ -174,4 +185,14 @@ async def enqueue_publish(
         idempotency_key=f"publish:{args.announcement_id}:{args.fire_ts!r}:{args.round}",
         name=f"publish the post of announcement {args.announcement_id}",
         pace=publish_pace(args.channel_id, spacing),
+    )
+
+
+async def enqueue_report(ctx: TransactionContext, guild_id: int, text: str) -> int:
+    """In ``ctx``'s transaction (the one that records the failure): report ``text`` to the
+    guild's log channel. A report is its own job so that it is posted exactly once however
+    the run that recorded the failure ends: a run paused or killed after the record leaves
+    the report to the job, which the next run (this process's or another's) posts."""
+    return await ctx.scheduler.enqueue(
+        REPORT_FN, ReportArgs(guild_id, text), name=f"report to the log channel of {guild_id}"
     )

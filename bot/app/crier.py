@@ -34,7 +34,8 @@ from ..metrics import BotStats
 from ..posting.crosspost import Crossposter
 from ..posting.delivery import Delivery
 from ..posting.lease import lease_needed
-from ..posting.log_channel import LogChannel
+from ..posting.log_channel import LogChannel, Reporter
+from ..posting.once import keep_out_of_library_retries
 from ..posting.pacer import ChannelPacer
 from ..posting.poster import Poster
 from ..posting.publishing import Publisher
@@ -152,7 +153,9 @@ class CrierBot(commands.Bot):
             # instead of sleeping inside a delivery: the publish step waits as a scheduled
             # retry of its own. Short ones are still waited out by discord.py.
             max_ratelimit_timeout=MAX_RATELIMIT_WAIT,
-            http_trace=self.stats.trace_config(),  # counts the 429s discord.py waits out
+            # Counts the 429s discord.py waits out, and keeps the requests without a nonce
+            # (thread and forum post creation) out of its retries of a 5xx.
+            http_trace=keep_out_of_library_retries(self.stats.trace_config()),
         )
         self.settings = settings
         self.sched = sched
@@ -295,33 +298,35 @@ class Crier:
             )
 
     def _register_posting_jobs(self) -> None:
-        """The jobs that post (send, update, publish), on one guard and one log channel."""
+        """The jobs that post (send, update, publish, report), on one guard and one log
+        channel."""
         settings, announcements = self.settings, self.bot.announcements
         send_timeout = settings.nonce_window / 3
         # A send that hangs is abandoned well inside the nonce window, so its retry can
         # still be deduplicated by Discord.
-        poster = Poster(
+        self.poster = poster = Poster(
             self.bot,
             heartbeat_every=max(0.5, settings.lease / 3),
             lease_needed=lease_needed(self.sched, send_timeout),
             send_timeout=send_timeout,
             ready=self.bot.logged_in,
         )
+        """The guard of every request that posts (tests stop a run through its
+        ``pause_point``)."""
         # Spaces what this process posts to one channel outside a delivery job (log-channel
         # reports, edits of posted messages); deliveries are paced by the scheduler.
         pacer = ChannelPacer(settings.send_spacing, self.clock)
-        log_channel = LogChannel(self.bot, announcements, pacer)
+        reporter = Reporter(poster, LogChannel(self.bot, announcements, pacer))
         jobs = (
             Delivery(
                 poster,
                 announcements,
-                log_channel,
                 catch_up_window=settings.catch_up_window,
                 nonce_window=settings.nonce_window,
                 publish_spacing=settings.publish_spacing,
                 stats=self.stats,
             ),
-            PostUpdates(poster, announcements, log_channel, pacer, stats=self.stats),
+            PostUpdates(poster, announcements, pacer, stats=self.stats),
             Publisher(
                 poster,
                 announcements,
@@ -329,6 +334,7 @@ class Crier:
                 publish_spacing=settings.publish_spacing,
                 stats=self.stats,
             ),
+            reporter,
         )
         for job in jobs:
             job.register(self.registry)

@@ -19,11 +19,12 @@ timeouts are aiohttp's.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import aiohttp
 import discord
+
+from .once import json_or_text
 
 __all__ = ["Crossposter"]
 
@@ -59,7 +60,7 @@ class Crossposter:
             if response.status < 300:
                 await response.read()
                 return
-            data = await _json_or_text(response)
+            data = await json_or_text(response)
             if response.status == 429:
                 raise discord.RateLimited(_retry_after(response, data))
             if response.status == 403:
@@ -74,18 +75,6 @@ class Crossposter:
         if self._session is not None:
             await self._session.close()
             self._session = None
-
-
-async def _json_or_text(response: aiohttp.ClientResponse) -> dict[str, Any] | str:
-    text = await response.text(encoding="utf-8")
-    if response.content_type == "application/json":
-        try:
-            data = json.loads(text)
-        except ValueError:
-            return text
-        if isinstance(data, dict):
-            return data
-    return text
 
 
 def _retry_after(response: aiohttp.ClientResponse, data: dict[str, Any] | str) -> float:

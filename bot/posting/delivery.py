@@ -25,7 +25,14 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from scheduler import ActionContext, NonRetryable, Registry, Retry, RetryLater
+from scheduler import (
+    ActionContext,
+    NonRetryable,
+    Registry,
+    Retry,
+    RetryLater,
+    TransactionContext,
+)
 
 from ..announcements import SEND_FN, Announcement, Announcements, SendArgs
 from ..announcements.deliveries import (
@@ -38,7 +45,8 @@ from ..announcements.deliveries import (
     record_failure,
     record_sent,
 )
-from ..announcements.jobs import register_job
+from ..announcements.jobs import enqueue_report, register_job
+from ..metrics import BotStats
 from ..models import AnnouncementState, Destination, nonce_for
 from .failures import PERMANENT_CODES, RequestFailed
 from .forums import create_forum_post, find_forum_post
@@ -46,7 +54,6 @@ from .payload import LATE_NOTE_AFTER, PostPayload, stored_payload
 
 if TYPE_CHECKING:
     from ..metrics import BotStats
-    from .log_channel import LogChannel
     from .poster import Poster
 
 __all__ = ["PERMANENT_CODES", "SEND_ATTEMPTS", "SEND_RETRY", "Delivery", "nonce_for"]
@@ -71,7 +78,6 @@ class Delivery:
         self,
         poster: Poster,
         announcements: Announcements,
-        log_channel: LogChannel,
         *,
         catch_up_window: float,
         nonce_window: float,
@@ -80,7 +86,6 @@ class Delivery:
     ) -> None:
         self.poster = poster
         self.announcements = announcements
-        self.log_channel = log_channel
         self.catch_up_window = catch_up_window
         self.nonce_window = nonce_window
         self.publish_spacing = publish_spacing
@@ -128,7 +133,7 @@ class Delivery:
                 payload = await stored_payload(self.announcements.sched, ann, late_for)
                 # Nothing may post for a run that could have lost its job meanwhile.
                 message_id = await self.poster.request(
-                    ctx, lambda: self.post(ann, payload, attempt)
+                    ctx, lambda: self.post(ann, payload, attempt), before="send"
                 )
         except RequestFailed as failed:
             if failed.permanent:
@@ -196,23 +201,24 @@ class Delivery:
     async def _fail(
         self, ctx: ActionContext, ann: Announcement, fire_ts: float, reason: str, *, pause: bool
     ) -> None:
-        """Record the occurrence failed and report it (log and log channel), unless another
-        run delivered it meanwhile."""
-        recorded = await ctx.run_mutation(
-            lambda tx, _: record_failure(tx, ann.id, fire_ts, reason, pause=pause)
+        """Record the occurrence failed and report it (log, and the log channel by a job of
+        its own enqueued with the record), unless another run delivered it meanwhile."""
+        text = (
+            f"⚠️ Announcement #{ann.local_id} for <#{ann.channel_id}> could not be posted: "
+            f"{reason}." + (" It is paused; schedule it again once this is fixed." if pause else "")
         )
-        if not recorded:
-            return  # another run delivered it meanwhile: there is no failure to report
+
+        async def fail(tx: TransactionContext, _: object) -> bool:
+            if not await record_failure(tx, ann.id, fire_ts, reason, pause=pause):
+                return False  # another run delivered it meanwhile: there is nothing to report
+            await enqueue_report(tx, ann.guild_id, text)
+            return True
+
+        if not await ctx.run_mutation(fail):
+            return
         self.stats.deliveries_failed += 1
-        await self.poster.hold(ctx)  # a report is posted only by a run that holds its job
         log.error(
             "announcement %d (#%d) failed: %s [guild %d, channel %d, job %d]%s",
             ann.id, ann.local_id, reason, ann.guild_id, ann.channel_id, ctx.job.id,
             "; recurring announcement paused" if pause else "",
         )  # fmt: skip
-        await self.log_channel.tell(
-            ann.guild_id,
-            f"⚠️ Announcement #{ann.local_id} for <#{ann.channel_id}> could not be posted: "
-            f"{reason}."
-            + (" It is paused; schedule it again once this is fixed." if pause else ""),
-        )

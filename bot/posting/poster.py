@@ -9,6 +9,8 @@ A job does its work inside :meth:`Poster.holding` and makes each request that po
   request may take (:func:`~bot.posting.lease.hold_lease`): a process that was paused (a VM
   migration, ``docker pause``, a suspended laptop) while another one took its job over must
   not post again when it wakes up, after Discord has forgotten the nonce;
+- a test may stop a run right before each side effect, before that check
+  (:attr:`Poster.pause_point`: where a process could be paused), to prove the check is there;
 - a request that hangs is abandoned after ``send_timeout``, well inside Discord's nonce
   window, so a retry can still be deduplicated;
 - a failure comes out as one :class:`~bot.posting.failures.RequestFailed` (permanent or
@@ -20,21 +22,25 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import TYPE_CHECKING, TypeVar
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TYPE_CHECKING, Literal, TypeVar
+
+from scheduler import ActionContext
 
 from .failures import REQUEST_ERRORS, classify
 from .lease import hold_lease, keep_lease
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Awaitable, Callable
-
     import discord
 
-    from scheduler import ActionContext
-
-__all__ = ["Poster"]
+__all__ = ["PausePoint", "Poster", "SideEffect"]
 
 T = TypeVar("T")
+
+SideEffect = Literal["send", "edit", "publish", "report"]
+"""What a posting job is about to do: send an occurrence (a message or a forum post), edit a
+posted message, publish it to followers, or report a failure to the guild's log channel."""
+PausePoint = Callable[[ActionContext, SideEffect], Awaitable[None]]
 
 
 class Poster:
@@ -58,6 +64,10 @@ class Poster:
         """How long one request may take before it is abandoned (and retried)."""
         self.ready = ready
         """Set once the client is logged in (jobs wait for it)."""
+        self.pause_point: PausePoint | None = None
+        """Awaited right before each side effect, before the lease is made sure of (None in
+        production): a test stops a run there to prove that a run paused past its lease
+        does nothing when it goes on."""
 
     @contextlib.asynccontextmanager
     async def holding(self, ctx: ActionContext) -> AsyncIterator[None]:
@@ -75,14 +85,18 @@ class Poster:
                 await hold_lease(ctx, 0.0)
             raise failed from exc
 
-    async def hold(self, ctx: ActionContext) -> None:
+    async def hold(self, ctx: ActionContext, before: SideEffect) -> None:
         """Make sure the run holds its lease long enough to make a request (or raise
-        ``LeaseLost``): right before every request that posts."""
+        ``LeaseLost``): right before every request that posts (``before`` says which)."""
+        if self.pause_point is not None:
+            await self.pause_point(ctx, before)
         await hold_lease(ctx, self.lease_needed)
 
-    async def request(self, ctx: ActionContext, call: Callable[[], Awaitable[T]]) -> T:
-        """Make the request ``call()`` makes, guarded: the lease checked right before it,
-        abandoned after ``send_timeout``."""
-        await self.hold(ctx)
+    async def request(
+        self, ctx: ActionContext, call: Callable[[], Awaitable[T]], *, before: SideEffect
+    ) -> T:
+        """Make the request ``call()`` makes (``before`` says what it does), guarded: the
+        lease checked right before it, abandoned after ``send_timeout``."""
+        await self.hold(ctx, before)
         async with asyncio.timeout(self.send_timeout):
             return await call()

@@ -85,7 +85,9 @@ class Publisher:
         try:
             async with self.poster.holding(ctx):
                 await self.poster.request(
-                    ctx, lambda: self.crossposter.crosspost(args.channel_id, args.message_id)
+                    ctx,
+                    lambda: self.crossposter.crosspost(args.channel_id, args.message_id),
+                    before="publish",
                 )
         except RequestFailed as failed:
             if failed.retry_after is not None:

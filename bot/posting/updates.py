@@ -24,19 +24,26 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from scheduler import ActionContext, NonRetryable, Registry, Retry, RetryLater
+from scheduler import (
+    ActionContext,
+    NonRetryable,
+    Registry,
+    Retry,
+    RetryLater,
+    TransactionContext,
+)
 
 from ..announcements import UPDATE_FN, Announcement, Announcements, UpdateArgs
 from ..announcements.deliveries import record_post_update_failed, record_post_updated
-from ..announcements.jobs import register_job
+from ..announcements.jobs import enqueue_report, register_job
 from ..db import BotDb
 from ..models import DeliveryState, Destination
 from .failures import RequestFailed
+from .pacer import ChannelPacer
 from .payload import LATE_NOTE_AFTER, PostPayload, stored_payload
 
 if TYPE_CHECKING:
     from ..metrics import BotStats
-    from .log_channel import LogChannel
     from .pacer import ChannelPacer
     from .poster import Poster
 
@@ -52,14 +59,12 @@ class PostUpdates:
         self,
         poster: Poster,
         announcements: Announcements,
-        log_channel: LogChannel,
         pacer: ChannelPacer,
         *,
         stats: BotStats,
     ) -> None:
         self.poster = poster
         self.announcements = announcements
-        self.log_channel = log_channel
         self.pacer = pacer
         """Spaces this process's edits of posted messages in one channel."""
         self.stats = stats
@@ -86,7 +91,7 @@ class PostUpdates:
                     turn.sent = True
                     await self._patch(where, message_id, payload)
 
-                await self.poster.request(ctx, patch)
+                await self.poster.request(ctx, patch, before="edit")
                 revision = ann.revision
                 await ctx.run_mutation(
                     lambda tx, _: record_post_updated(tx, ann_id, fire_ts, revision)
@@ -126,10 +131,22 @@ class PostUpdates:
         return ann, posted.message_id, posted.late_by or 0.0
 
     async def _failed(self, ctx: ActionContext, ann_id: int, fire_ts: float, reason: str) -> None:
-        """Record and report that the posted message can't be brought up to date."""
-        await ctx.run_mutation(lambda tx, _: record_post_update_failed(tx, ann_id, fire_ts, reason))
-        self.stats.edits_failed += 1
+        """Record and report (log, and the log channel by a job of its own enqueued with the
+        record) that the posted message can't be brought up to date."""
         ann = await self.announcements.by_id(ann_id)
+
+        async def failed(tx: TransactionContext, _: object) -> None:
+            await record_post_update_failed(tx, ann_id, fire_ts, reason)
+            if ann is not None:
+                text = (
+                    f"⚠️ The posted message of announcement #{ann.local_id} in "
+                    f"<#{ann.channel_id}> could not be updated with its edit: {reason}. "
+                    "It was not posted again."
+                )
+                await enqueue_report(tx, ann.guild_id, text)
+
+        await ctx.run_mutation(failed)
+        self.stats.edits_failed += 1
         if ann is None:
             return
         log.error(
@@ -137,9 +154,3 @@ class PostUpdates:
             "[guild %d, channel %d, job %d]; it is not posted again",
             ann.id, ann.local_id, reason, ann.guild_id, ann.channel_id, ctx.job.id,
         )  # fmt: skip
-        await self.poster.hold(ctx)
-        await self.log_channel.tell(
-            ann.guild_id,
-            f"⚠️ The posted message of announcement #{ann.local_id} in <#{ann.channel_id}> "
-            f"could not be updated with its edit: {reason}. It was not posted again.",
-        )

@@ -26,8 +26,10 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 log = logging.getLogger("scheduler.postgres")
 
@@ -87,7 +89,8 @@ class DatabaseClock:
                     best = (t1 - t0, t0, t1, db, (m0 + m1) / 2)
         finally:
             self._measuring = False
-        assert best is not None
+        if best is None:  # the loop above runs at least once
+            raise RuntimeError("no clock sample was taken")
         round_trip, t0, t1, db, mono = best
         mid = (t0 + t1) / 2
         offset = 0.0 if t0 <= db <= t1 else db - mid

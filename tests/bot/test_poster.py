@@ -92,7 +92,7 @@ async def test_a_run_that_lost_its_job_makes_no_request(
             async def request() -> None:
                 requests.append(ctx.job.run_count)
 
-            await guard.request(ctx, request)
+            await guard.request(ctx, request, before="send")
             scene.done(ctx)
 
     with caplog.at_level(logging.WARNING, logger="scheduler"):
@@ -123,7 +123,7 @@ async def test_a_failure_of_a_run_that_lost_its_job_is_its_lease_lost(
                     if ctx.job.run_count == 1:
                         raise error
 
-                await guard.request(ctx, request)
+                await guard.request(ctx, request, before="send")
                 scene.done(ctx)
         except RequestFailed as failed:
             handled.append(failed.reason)

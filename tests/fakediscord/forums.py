@@ -18,10 +18,21 @@ Message", and discord.py's ``ForumChannel.create_thread`` which sends ``use_nest
   it (THREAD_UPDATE); a locked thread refuses members without MANAGE_THREADS: 400 160005 when
   it is open, 400 50083 when it is also archived.
 * Sends into a forum or media channel itself are refused with 400 40058.
+
+Listing threads (Discord's "List Active Guild Threads" and "List Public Archived Threads"):
+
+* ``GET /guilds/{guild}/threads/active``: every active (not archived) thread of the guild in a
+  channel the bot can view, newest first, as ``{threads, members}``.
+* ``GET /channels/{channel}/threads/archived/public?before=&limit=``: the channel's archived
+  public threads in decreasing ``archive_timestamp``, those archived before ``before`` (an ISO
+  8601 time) when given, at most ``limit`` (2 to 100, 50 by default), as ``{threads, members,
+  has_more}``. Needs VIEW_CHANNEL (50001) and READ_MESSAGE_HISTORY (50013).
 """
 
 from __future__ import annotations
 
+import datetime
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .errors import ApiError, form_error
@@ -58,13 +69,77 @@ def check_thread_send(channel: Channel, perms: int) -> bool:
 
 
 class ForumRoutes:
-    """``POST /channels/{channel_id}/threads`` on a :class:`FakeDiscord`."""
+    """``POST /channels/{channel_id}/threads`` and the thread listings on a
+    :class:`FakeDiscord`."""
 
     def __init__(self, fake: FakeDiscord) -> None:
         self.fake = fake
 
     def install(self, add: Callable[..., None]) -> None:
         add("POST", "/channels/{channel_id}/threads", self._start_thread, major="channel_id")
+        add("GET", "/guilds/{guild_id}/threads/active", self._active_threads, major="guild_id")
+        add(
+            "GET",
+            "/channels/{channel_id}/threads/archived/public",
+            self._archived_public_threads,
+            major="channel_id",
+        )
+
+    async def _active_threads(
+        self, request: web.Request, params: dict[str, str], body: _Body
+    ) -> Any:
+        fake = self.fake
+        guild = fake._guild_or_404(params["guild_id"])
+        threads = []
+        for thread in sorted(guild.threads.values(), key=lambda t: t.id, reverse=True):
+            if thread.deleted or thread.archived or thread.parent_id is None:
+                continue
+            parent = guild.channels.get(thread.parent_id)
+            if parent is None or not fake._bot_perms(parent) & P.VIEW_CHANNEL:
+                continue
+            threads.append(thread.to_dict())
+        return {"threads": threads, "members": []}
+
+    async def _archived_public_threads(
+        self, request: web.Request, params: dict[str, str], body: _Body
+    ) -> Any:
+        fake = self.fake
+        parent = fake._channel_or_404(params["channel_id"])
+        perms = fake._require_view(parent)
+        if not perms & P.READ_MESSAGE_HISTORY:
+            raise ApiError(403, 50013)
+        try:
+            limit = int(request.query.get("limit", "50"))
+        except ValueError:
+            raise form_error("limit", "NUMBER_TYPE_COERCE", "Value is not int.") from None
+        if not 2 <= limit <= 100:
+            raise form_error("limit", "NUMBER_TYPE_MAX", "Must be between 2 and 100.")
+        before: float | None = None
+        if "before" in request.query:
+            try:
+                before = datetime.datetime.fromisoformat(request.query["before"]).timestamp()
+            except ValueError:
+                raise form_error("before", "DATE_TIME_TYPE_PARSE", "Could not parse.") from None
+        guild = parent.guild
+        archived = sorted(
+            (
+                t
+                for t in (guild.threads.values() if guild is not None else ())
+                if t.parent_id == parent.id
+                and t.archived
+                and not t.deleted
+                and t.type in (PUBLIC_THREAD, ANNOUNCEMENT_THREAD)
+                and (before is None or t.archive_timestamp < before)
+            ),
+            key=lambda t: t.archive_timestamp,
+            reverse=True,
+        )
+        page = archived[:limit]
+        return {
+            "threads": [t.to_dict() for t in page],
+            "members": [],
+            "has_more": len(archived) > limit,
+        }
 
     async def _start_thread(self, request: web.Request, params: dict[str, str], body: _Body) -> Any:
         fake = self.fake

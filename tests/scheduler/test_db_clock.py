@@ -309,7 +309,8 @@ async def test_the_ahead_one_does_not_take_a_job_the_behind_one_holds_under_a_li
     async def lease_reads_30s_from_now_on_both() -> None:
         for sched in (behind, ahead):  # each reads the lease back on its own clock
             job = await sched.get_job(job_id)
-            assert job is not None and job.lease_expires_at is not None
+            assert job is not None
+            assert job.lease_expires_at is not None
             assert job.lease_expires_at == pytest.approx(sched.clock.time() + LEASE, abs=error)
 
     async def ahead_sweeps(times: int) -> None:
@@ -317,9 +318,9 @@ async def test_the_ahead_one_does_not_take_a_job_the_behind_one_holds_under_a_li
             await ahead.sweep()
             job = await ahead.get_job(job_id)
             passed = clock.time() - START.timestamp()
-            assert job is not None and job.state is JobState.IN_PROGRESS, (
-                f"ahead took the job {passed:.0f}s after behind claimed it"
-            )
+            took = f"ahead took the job {passed:.0f}s after behind claimed it"
+            assert job is not None, took
+            assert job.state is JobState.IN_PROGRESS, took
             clock.advance(5)
 
     await lease_reads_30s_from_now_on_both()
@@ -332,7 +333,9 @@ async def test_the_ahead_one_does_not_take_a_job_the_behind_one_holds_under_a_li
     gate.release[1].set()  # 35 s in: 10 s of the lease surely left after the 5 s margin
     await behind.wait_idle()
     job = await behind.get_job(job_id)
-    assert job is not None and job.state is JobState.SUCCESS and job.result == "behind"
+    assert job is not None
+    assert job.state is JobState.SUCCESS
+    assert job.result == "behind"
     assert gate.effects == [("behind", 1)]
     assert [r.outcome for r in await behind.runs(job_id=job_id)] == [RunOutcome.SUCCESS]
 
@@ -370,7 +373,8 @@ async def test_the_behind_one_does_not_keep_running_a_job_whose_lease_the_databa
     await behind.wait_idle()
     assert [run for _, run in gate.effects] == [2]
     job = await ahead.get_job(job_id)
-    assert job is not None and job.state is JobState.SUCCESS
+    assert job is not None
+    assert job.state is JobState.SUCCESS
     outcomes = sorted((r.run_count, r.outcome) for r in await ahead.runs(job_id=job_id))
     assert outcomes == [(1, RunOutcome.LEASE_LOST), (2, RunOutcome.SUCCESS)]
 
@@ -391,7 +395,8 @@ async def test_a_job_the_ahead_one_holds_is_reclaimed_by_the_behind_one_once_its
     clock.advance(LEASE - 2)
     await behind.sweep()
     job = await behind.get_job(job_id)
-    assert job is not None and job.state is JobState.IN_PROGRESS
+    assert job is not None
+    assert job.state is JobState.IN_PROGRESS
     clock.advance(3)  # the lease ended 1 s ago
     await behind.sweep()
     assert [r.outcome for r in await behind.runs(job_id=job_id)] == [RunOutcome.LEASE_LOST]
@@ -401,9 +406,11 @@ async def test_a_job_the_ahead_one_holds_is_reclaimed_by_the_behind_one_once_its
     await behind.wait_idle()
     await ahead.wait_idle()
     assert gate.runs[0] == ("ahead", 1)
-    assert [run for _, run in gate.effects] == [2] and gate.lost == [1]
+    assert [run for _, run in gate.effects] == [2]
+    assert gate.lost == [1]
     job = await behind.get_job(job_id)
-    assert job is not None and job.state is JobState.SUCCESS
+    assert job is not None
+    assert job.state is JobState.SUCCESS
 
 
 # --- named leases ---------------------------------------------------------------------------
@@ -499,7 +506,8 @@ async def test_pace_slots_reserved_by_both_are_not_double_booked(
     second = on_base(await ahead.reserve_slot(pace), SKEW)
     third = on_base(await behind.reserve_slot(pace), -SKEW)
     assert first == pytest.approx(clock.time(), abs=0.01)
-    assert second - first >= 10 - 0.01 and third - second >= 10 - 0.01, (first, second, third)
+    assert second - first >= 10 - 0.01, (first, second, third)
+    assert third - second >= 10 - 0.01, (first, second, third)
 
 
 async def test_paced_jobs_of_both_start_their_spacing_apart(
@@ -538,7 +546,8 @@ async def test_paced_jobs_of_both_start_their_spacing_apart(
         job_id = await sched.run_after(0, "paced")
         await sched.wait_idle()  # nothing may start now: the slot is 10 s on
         job = await sched.get_job(job_id)
-        assert job is not None and job.state is JobState.PENDING, starts
+        assert job is not None, starts
+        assert job.state is JobState.PENDING, starts
         clock.advance(last + 10 - error - clock.time())
         await sched.wait_idle()
         assert len(starts) == 1 + (name == "behind again"), starts
