@@ -183,13 +183,12 @@ class CrierBot(commands.Bot):
         target = f"guild:{guild}" if guild else "global"
         # What sync sends, localizations included: a changed translation is a change.
         translator = self.tree.translator
-        commands = self.tree.get_commands()
         payload = json.dumps(
             [
                 await c.get_translated_payload(self.tree, translator)
                 if translator is not None
                 else c.to_dict(self.tree)
-                for c in commands
+                for c in self.tree.get_commands()
             ],
             sort_keys=True,
         )
