@@ -258,7 +258,7 @@ async def test_the_synced_commands_carry_the_localizations(world: World, crier: 
     clear = next(o for o in synced["settings"]["options"] if o["name"] == "clear")
     log_choice = next(c for c in clear["choices"] if c["value"] == "log_channel")
     assert log_choice["name"] == "log channel"
-    assert log_choice["name_localizations"]["fr"] == "salon journal"
+    assert log_choice["name_localizations"]["fr"] == "salon de logs"
     assert synced["timezone"]["name_localizations"]["pt-BR"] == "fuso_horário"
     # The request discord.py sent passed Discord's spec (localizations included).
     (sync,) = [r for r in world.fake.requests if r.method == "PUT" and "/commands" in r.path]
