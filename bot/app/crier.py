@@ -27,6 +27,7 @@ from ..commands.info import InfoCommands
 from ..commands.lifecycle import LifecycleCommands
 from ..commands.once import quiet_lost_autocompletes
 from ..commands.schedule import AnnouncementCommands, CommandTree
+from ..commands.translator import CatalogTranslator
 from ..commands.views import PageButton
 from ..config import ConfigError, Settings, load_settings, without_password
 from ..db import BotDb
@@ -176,6 +177,7 @@ class CrierBot(commands.Bot):
         await self.add_cog(EditCommands(self.announcements, self.clock))
         await self.add_cog(InfoCommands(self.announcements))
         self.add_dynamic_items(PageButton)
+        await self.tree.set_translator(CatalogTranslator())
         self.logged_in.set()
         await self.sync_commands()
 
@@ -184,8 +186,16 @@ class CrierBot(commands.Bot):
         last sync to the same place (a hash is kept in the database)."""
         guild = self.settings.dev_guild_id
         target = f"guild:{guild}" if guild else "global"
+        # What sync sends, localizations included: a changed translation is a change.
+        translator = self.tree.translator
         payload = json.dumps(
-            [c.to_dict(self.tree) for c in self.tree.get_commands()], sort_keys=True
+            [
+                await c.get_translated_payload(self.tree, translator)
+                if translator is not None
+                else c.to_dict(self.tree)
+                for c in self.tree.get_commands()
+            ],
+            sort_keys=True,
         )
         digest = hashlib.sha256(payload.encode()).hexdigest()
         key = f"commands:{self.application_id}:{target}"

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from bot import i18n
 from bot.app import Crier
 from bot.commands.schedule import AnnouncementCommands
 from tests.bot.conftest import World, restore_discord_endpoints, run_command, settings_for
@@ -242,3 +243,29 @@ async def test_synced_definitions_are_what_discords_api_spec_accepts(
     assert bounds == dict.fromkeys(
         ["cancel", "pause", "resume", "skip", "edit", "info"], (1, 2**53 - 1)
     )
+
+
+async def test_a_changed_translation_is_synced_and_unchanged_catalogs_are_not(
+    world: World, starts: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hash covers the localizations: a catalog whose French name for /list changes (an
+    upgrade that corrects a translation) syncs once, and so does going back; the same
+    catalogs on every start never do."""
+    calls = world.fake.command_sync_calls
+    french = i18n.catalogs()["fr"].entries
+
+    def listed_in_french() -> str:
+        return world.fake.global_commands[("list", 1)].raw["name_localizations"]["fr"]
+
+    assert await starts() is True
+    assert listed_in_french() == "liste"
+    assert await starts() is False  # the catalogs, read again, are the same
+    monkeypatch.setitem(french, ("command", "list"), "annonces")
+    assert await starts() is True
+    assert (calls["global"], listed_in_french()) == (2, "annonces")
+    assert await starts() is False
+    monkeypatch.setitem(french, ("command", "list"), "liste")
+    assert await starts() is True
+    assert (calls["global"], listed_in_french()) == (3, "liste")
+    assert await starts() is False
+    assert calls["global"] == 3
