@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import functools
 import string
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from babel.messages.pofile import PoFileError, read_po
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
 
 LOCALES_DIR = Path(__file__).parent / "locales"
 """Where the shipped catalogs are: one ``<locale>.po`` per language."""

@@ -7,16 +7,19 @@ from __future__ import annotations
 
 import unicodedata
 from collections import Counter
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from discord import Locale, app_commands
 
 from bot import i18n
-from bot.app import Crier
 from bot.commands.translator import CatalogTranslator, message_context
 from tests.bot.conftest import NOW, World, run_command
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from bot.app import Crier
 
 SHIPPED = ("de", "es-ES", "fr", "pt-BR")
 
@@ -55,7 +58,8 @@ async def test_every_command_string_is_translated_in_every_shipped_locale(crier:
     await payloads(crier, recording)
     asked = recording.asked
     # What discord.py asked for is the whole surface: names, descriptions, options, choices.
-    assert ("command", "schedule") in asked and ("option", "when") in asked
+    assert ("command", "schedule") in asked
+    assert ("option", "when") in asked
     assert ("choice", "log channel") in asked
     assert ("option", "The announcement's number (see /list)") in asked
     assert len(asked) == 70
@@ -262,7 +266,8 @@ async def test_the_synced_commands_carry_the_localizations(world: World, crier: 
     assert synced["timezone"]["name_localizations"]["pt-BR"] == "fuso_horário"
     # The request discord.py sent passed Discord's spec (localizations included).
     (sync,) = [r for r in world.fake.requests if r.method == "PUT" and "/commands" in r.path]
-    assert sync.status == 200 and sync.spec_violations == []
+    assert sync.status == 200
+    assert sync.spec_violations == []
     assert sync.body[0]["name_localizations"]
 
 
@@ -277,7 +282,9 @@ async def test_a_member_in_french_runs_the_commands_with_the_base_option_names(
     )  # fmt: skip
     assert handle.payload["locale"] == "fr"
     cb = await handle.response(timeout=5)
-    assert cb.ephemeral and cb.content and "Scheduled" in cb.content
+    assert cb.ephemeral
+    assert cb.content
+    assert "Scheduled" in cb.content
     (a,) = (await crier.bot.announcements.listing_page(world.guild.id, 0, 10)).listing.items
     assert a.content == "Bonjour à tous"
     assert a.first_ts == NOW.timestamp() + 7200
