@@ -20,10 +20,12 @@ from .announcements import (
     NotPossible,
     PostedUpdate,
     Skipped,
+    TemplateRefused,
     TooMuchStored,
     Why,
 )
 from .announcements.diff import Field
+from .announcements.placeholders import as_posted_at
 from .limits import MAX_CHOICE_NAME, MAX_MESSAGE
 from .models import (
     AnnouncementState,
@@ -33,6 +35,7 @@ from .models import (
     HistoryEntry,
     PastDelivery,
     PublishState,
+    Template,
     mention_markup,
 )
 from .parsing import InputError, discord_timestamp, spoken_duration
@@ -65,7 +68,8 @@ def confirmation(
     a: Announcement, first: datetime, notes: list[str], upcoming: Sequence[datetime] = ()
 ) -> str:
     """What /schedule answers: the first time, the rule in words and, for a repeating
-    announcement, its first posts (``upcoming``, the first included), the pings, notes."""
+    announcement, its first posts (``upcoming``, the first included), the pings, notes; the
+    preview is the first post (its placeholders rendered)."""
     repeat = a.repeat_words or "no (posted once)"
     lines = [
         f"✅ Scheduled announcement **#{a.local_id}** in <#{a.channel_id}>.",
@@ -80,9 +84,10 @@ def confirmation(
     lines += content_lines(a)
     lines += [f"ℹ️ {n}" for n in notes]
     lines += ["**Preview:**"]
-    if a.rich.title is not None:
-        lines.append(f"> **{_cut(a.rich.title, 256)}**")
-    lines.append(preview(a.text))
+    shown = as_posted_at(a, first.timestamp())
+    if shown.rich.title is not None:
+        lines.append(f"> **{_cut(shown.rich.title, 256)}**")
+    lines.append(preview(shown.text))
     return "\n".join(lines)
 
 
@@ -357,7 +362,8 @@ def info_page(details: Details, hidden: bool) -> str:
             break
         history.pop(0)
         earlier = True
-    text = f"`{HIDDEN}`" if hidden else _fitted_preview(details.announcement.text, room)
+    a = details.shown or details.announcement  # as its next occurrence will post it
+    text = f"`{HIDDEN}`" if hidden else _fitted_preview(a.text, room)
     page = head + "\n" + text
     return page if len(page) <= MAX_MESSAGE else page[: MAX_MESSAGE - 1] + "…"
 
@@ -473,6 +479,45 @@ def canceled(before: Announcement) -> str:
     return f"🚫 Canceled announcement **#{n}** for <#{before.channel_id}>. {what}"
 
 
+# --- templates ---------------------------------------------------------------------------------
+
+
+def template_saved(t: Template, source: int) -> str:
+    lines = [f"💾 Saved announcement **#{source}** as the template `{t.name}`."]
+    lines += _template_fields(t)
+    lines.append(f"Use it with `/schedule template:{t.name}` (any option you give overrides it).")
+    return "\n".join(lines)
+
+
+def _template_fields(t: Template) -> list[str]:
+    parts = []
+    if t.channel_id is not None:
+        parts.append(f"in <#{t.channel_id}>")
+    if t.title is not None:
+        parts.append(f"titled **{_cut(t.title, 80)}**")
+    if t.mention is not None:
+        parts.append(f"pings {mention_markup(t.mention)}")
+    if t.silent:
+        parts.append("silent")
+    if t.image is not None:
+        parts.append(f"with `{t.image.filename}`")
+    return [("  " + " · ".join(parts)) if parts else "  (text only)", f"  {_snippet(t.content)}"]
+
+
+def template_list(templates: Sequence[Template], limit: int) -> str:
+    """/template list: every template of the server, with what it holds."""
+    if not templates:
+        return (
+            "No templates yet. Save one from an announcement with "
+            "`/template save name:… from:<id>`."
+        )
+    out = [f"**Templates** ({len(templates)} of at most {limit})"]
+    for t in templates:
+        out.append(f"• `{t.name}`\n" + "\n".join(_template_fields(t)))
+    text = "\n".join(out)
+    return text if len(text) <= MAX_MESSAGE else text[: MAX_MESSAGE - 1] + "…"
+
+
 REFUSED_WRITE = (
     "I can't save anything right now: my database can't be written (its disk is full or "
     "failing). Nothing was saved; try again later."
@@ -482,7 +527,7 @@ REFUSED_WRITE = (
 def expected_answer(error: BaseException) -> str | None:
     """What to tell the member about an error their request can cause (a refusal, bad
     input, a change that can't be made, an unknown id, a full disk); None for any other."""
-    if isinstance(error, Refusal | InputError | NotEditable | TooMuchStored):
+    if isinstance(error, Refusal | InputError | NotEditable | TooMuchStored | TemplateRefused):
         return str(error)
     if isinstance(error, NotPossible):
         return not_possible(error)

@@ -7,9 +7,10 @@ and written through :class:`bot.db.BotDb`, on the scheduler's own connection.
 
 :class:`Announcements` is put together from one part per module: ``lifecycle`` (create,
 cancel), ``reading`` (get, listing, /info, choices, next times), ``pausing`` (pause, resume,
-skip, until), ``editing`` (/edit) and ``service`` (what they share: the scheduler, the limits,
-guild and member settings); ``jobs`` names the scheduler jobs they enqueue (and types
-their arguments), ``deliveries`` is the bookkeeping those jobs record.
+skip, until), ``editing`` (/edit), ``templates`` (/template) and ``service`` (what they
+share: the scheduler, the limits, guild and member settings); ``jobs`` names the scheduler
+jobs they enqueue (and types their arguments), ``deliveries`` is the bookkeeping those jobs
+record.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ from .jobs import (
 )
 from .lifecycle import TooMuchStored
 from .pausing import Pausing
+from .placeholders import as_posted_at
 from .reading import (
     CHOICES_SCANNED,
     INFO_DELIVERIES,
@@ -61,6 +63,7 @@ from .reading import (
     Listing,
     ListingPage,
 )
+from .templates import MAX_TEMPLATE_NAME, TemplateRefused, Templates, check_template_name
 
 __all__ = [
     "BEING_POSTED",
@@ -69,6 +72,7 @@ __all__ = [
     "INFO_HISTORY",
     "INFO_TIMES",
     "LIVE_STATES",
+    "MAX_TEMPLATE_NAME",
     "MOVED",
     "OLD_NAMES",
     "PUBLISH_FN",
@@ -92,11 +96,15 @@ __all__ = [
     "PublishArgs",
     "SendArgs",
     "Skipped",
+    "TemplateRefused",
+    "Templates",
     "TooMuchStored",
     "UpdateArgs",
     "Why",
+    "as_posted_at",
     "channel_pace",
     "check_editable",
+    "check_template_name",
     "delivery_job",
     "enqueue_delivery",
     "enqueue_post_update",
@@ -107,5 +115,5 @@ __all__ = [
 ]
 
 
-class Announcements(Editing, Pausing):
-    """Create, list and cancel announcements, and keep guild settings."""
+class Announcements(Editing, Pausing, Templates):
+    """Create, list and cancel announcements, and keep guild settings and templates."""

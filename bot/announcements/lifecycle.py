@@ -9,7 +9,14 @@ from datetime import datetime, timedelta
 from scheduler import ScheduleNotFound, ScheduleRequest, TransactionContext
 
 from ..db import BotDb
-from ..models import INTERRUPTED_AND_STOPPED, Announcement, AnnouncementState, Draft, HistoryAction
+from ..models import (
+    INTERRUPTED_AND_STOPPED,
+    Announcement,
+    AnnouncementState,
+    Draft,
+    HistoryAction,
+    Image,
+)
 from .course import NotFound, NotPossible, Why
 from .jobs import SEND_FN, SendArgs, delivery_job, enqueue_delivery, schedule_name
 from .service import AnnouncementService
@@ -147,6 +154,11 @@ class Lifecycle(AnnouncementService):
                     "files you no longer need, or attach a smaller one."
                 )
         await rows.replace_images(ann_id, draft.guild_id, draft.images, now)
+
+    async def images(self, announcement_id: int) -> list[Image]:
+        """The files an announcement posts, bytes included."""
+        async with self.sched.reader() as db:
+            return await BotDb(db).images(announcement_id)
 
     async def image_names(self, announcement_id: int) -> list[tuple[str, int]]:
         """The names and sizes of the files an announcement posts (no bytes are read)."""

@@ -28,6 +28,7 @@ from ..commands.info import InfoCommands
 from ..commands.lifecycle import LifecycleCommands
 from ..commands.once import quiet_lost_autocompletes
 from ..commands.schedule import AnnouncementCommands, CommandTree
+from ..commands.templates import TemplateCommands
 from ..commands.views import PageButton
 from ..config import ConfigError, Settings, load_settings, without_password
 from ..db import BotDb
@@ -161,6 +162,7 @@ class CrierBot(commands.Bot):
             send_spacing=settings.send_spacing,
             file_max_bytes=settings.file_max_bytes,
             guild_files_max_bytes=settings.guild_files_max_bytes,
+            templates_per_guild=settings.templates_per_guild,
         )
         self.logged_in = asyncio.Event()
         self.synced_commands: bool | None = None
@@ -170,6 +172,7 @@ class CrierBot(commands.Bot):
         await self.add_cog(LifecycleCommands(self.announcements))
         await self.add_cog(EditCommands(self.announcements, self.clock))
         await self.add_cog(InfoCommands(self.announcements))
+        await self.add_cog(TemplateCommands(self.announcements))
         self.add_dynamic_items(PageButton)
         self.logged_in.set()
         await self.sync_commands()
