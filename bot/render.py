@@ -14,6 +14,8 @@ from .announcements import (
     Announcement,
     Details,
     EditOutcome,
+    ImportConflict,
+    ImportDone,
     Listing,
     NotEditable,
     NotFound,
@@ -40,6 +42,8 @@ from .models import (
 )
 from .parsing import InputError, discord_timestamp, spoken_duration
 from .requests.checks import Refusal
+from .requests.export_doc import DocumentRefused
+from .requests.importing import ImportPlan, RowOutcome
 
 log = logging.getLogger(__name__)
 
@@ -518,6 +522,71 @@ def template_list(templates: Sequence[Template], limit: int) -> str:
     return text if len(text) <= MAX_MESSAGE else text[: MAX_MESSAGE - 1] + "…"
 
 
+# --- export and import -------------------------------------------------------------------------
+
+
+def exported(announcements: int, templates: int, size: int) -> str:
+    return (
+        f"📦 This server's {announcements} live announcement{'s' if announcements != 1 else ''} "
+        f"and {templates} template{'s' if templates != 1 else ''} ({size / 1024:.0f} KiB). "
+        "Import it here or in another server with `/import file:`; channels and roles are "
+        "found there by name."
+    )
+
+
+def _outcome_line(r: RowOutcome) -> str:
+    if r.refused is not None:
+        return f"❌ {r.label}: {r.refused}"
+    if r.skipped is not None:
+        return f"⏭️ {r.label}: {r.skipped}"
+    return f"✅ {r.label}: {r.created}"
+
+
+def import_report(plan: ImportPlan, *, done: ImportDone | None = None) -> tuple[str, str]:
+    """The answer to an import (its dry run, or what it applied), cut to a message, and the
+    whole report row by row (sent as a file when the answer can't hold it)."""
+    rows = plan.announcements + plan.templates
+    refused = plan.refused
+    created = len(plan.rows) + len(plan.new_templates)
+    skipped = sum(r.skipped is not None for r in rows)
+    if done is not None:
+        head = (
+            f"📥 Imported {len(done.created)} announcement{'s' if len(done.created) != 1 else ''}"
+            f" and {len(done.templates)} template{'s' if len(done.templates) != 1 else ''}"
+            + (f"; {skipped} already here" if skipped else "")
+            + "."
+        )
+    elif refused:
+        head = (
+            f"🚫 Nothing can be imported: {len(refused)} of the {len(rows)} rows would be "
+            "refused (below). An import applies all of it or nothing; fix those rows (or "
+            "this server) and import the file again."
+        )
+    elif not plan.anything:
+        head = (
+            f"Nothing to import: all {len(rows)} rows are already here." if rows else
+            "Nothing to import: the file has no announcements or templates."
+        )  # fmt: skip
+    else:
+        head = (
+            f"🔎 Dry run: {created} to create"
+            + (f", {skipped} already here" if skipped else "")
+            + ". Nothing is written until you confirm (the button below, or `/import` again "
+            "with `confirm: true`)."
+        )
+    ordered = sorted(rows, key=lambda r: r.refused is None)  # refused rows first
+    lines = [_outcome_line(r) for r in ordered]
+    whole = "\n".join([head, *lines])
+    shown = [head]
+    for i, line in enumerate(lines):
+        rest = len(lines) - i
+        if sum(len(x) + 1 for x in shown) + len(line) + 60 > MAX_MESSAGE:
+            shown.append(f"*…and {rest} more rows (all of them in the attached report)*")
+            break
+        shown.append(line)
+    return "\n".join(shown), whole
+
+
 REFUSED_WRITE = (
     "I can't save anything right now: my database can't be written (its disk is full or "
     "failing). Nothing was saved; try again later."
@@ -527,7 +596,16 @@ REFUSED_WRITE = (
 def expected_answer(error: BaseException) -> str | None:
     """What to tell the member about an error their request can cause (a refusal, bad
     input, a change that can't be made, an unknown id, a full disk); None for any other."""
-    if isinstance(error, Refusal | InputError | NotEditable | TooMuchStored | TemplateRefused):
+    if isinstance(
+        error,
+        Refusal
+        | InputError
+        | NotEditable
+        | TooMuchStored
+        | TemplateRefused
+        | ImportConflict
+        | DocumentRefused,
+    ):
         return str(error)
     if isinstance(error, NotPossible):
         return not_possible(error)

@@ -28,7 +28,6 @@ from .course import NotFound, NotPossible, Skipped, Why
 from .editing import (
     BEING_POSTED,
     MOVED,
-    Editing,
     EditOutcome,
     NotEditable,
     PostedUpdate,
@@ -64,6 +63,7 @@ from .reading import (
     ListingPage,
 )
 from .templates import MAX_TEMPLATE_NAME, TemplateRefused, Templates, check_template_name
+from .transfer import ExportRows, ImportConflict, ImportDone, ImportRow, Transfer
 
 __all__ = [
     "BEING_POSTED",
@@ -84,8 +84,12 @@ __all__ = [
     "Details",
     "Draft",
     "EditOutcome",
+    "ExportRows",
     "GuildSettings",
     "IdChoices",
+    "ImportConflict",
+    "ImportDone",
+    "ImportRow",
     "ListFilter",
     "Listing",
     "ListingPage",
@@ -99,6 +103,7 @@ __all__ = [
     "TemplateRefused",
     "Templates",
     "TooMuchStored",
+    "Transfer",
     "UpdateArgs",
     "Why",
     "as_posted_at",
@@ -115,5 +120,5 @@ __all__ = [
 ]
 
 
-class Announcements(Editing, Pausing, Templates):
+class Announcements(Transfer, Pausing):
     """Create, list and cancel announcements, and keep guild settings and templates."""

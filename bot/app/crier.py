@@ -29,6 +29,7 @@ from ..commands.lifecycle import LifecycleCommands
 from ..commands.once import quiet_lost_autocompletes
 from ..commands.schedule import AnnouncementCommands, CommandTree
 from ..commands.templates import TemplateCommands
+from ..commands.transfer import ConfirmImport, TransferCommands
 from ..commands.views import PageButton
 from ..config import ConfigError, Settings, load_settings, without_password
 from ..db import BotDb
@@ -173,7 +174,8 @@ class CrierBot(commands.Bot):
         await self.add_cog(EditCommands(self.announcements, self.clock))
         await self.add_cog(InfoCommands(self.announcements))
         await self.add_cog(TemplateCommands(self.announcements))
-        self.add_dynamic_items(PageButton)
+        await self.add_cog(TransferCommands(self.announcements, self.clock))
+        self.add_dynamic_items(PageButton, ConfirmImport)
         self.logged_in.set()
         await self.sync_commands()
 

@@ -16,7 +16,7 @@ from tests.bot.conftest import World, restore_discord_endpoints, run_command, se
 
 COMMANDS = {
     "schedule", "list", "cancel", "settings", "pause", "resume", "skip", "timezone", "edit",
-    "info", "template",
+    "info", "template", "export", "import",
 }  # fmt: skip
 
 
@@ -163,6 +163,8 @@ async def test_the_synced_definitions_have_what_the_commands_promise(
         "edit": None,
         "info": None,
         "template": None,
+        "export": None,
+        "import": None,
     }
 
     def options(name: str) -> dict[str, dict[str, Any]]:
