@@ -28,6 +28,7 @@ from .core import Dashboard
 from .form_pages import FormPages
 from .operator_pages import OperatorPages
 from .pages import Pages
+from .transfer_pages import TransferPages
 
 __all__ = ["PAGE_FAMILIES", "Dashboard", "add_dashboard"]
 
@@ -36,6 +37,7 @@ PAGE_FAMILIES: tuple[type[Pages], ...] = (
     AnnouncementPages,
     FormPages,
     OperatorPages,
+    TransferPages,
 )
 """Every page family the dashboard serves."""
 
