@@ -80,6 +80,11 @@ class TransferCommands(AnswersErrors, name="TransferCommands"):
                 + (" for a channel" if len(hidden) == 1 else "s for channels")
                 + " you can't see."
             )
+        if len(data) > MAX_IMPORT_BYTES:
+            text += (
+                f"\n⚠️ This file is larger than `/import` takes ({MAX_IMPORT_BYTES // 2**20} MiB): "
+                "its files make it large; import it in parts (edit the file) or without them."
+            )
         file = discord.File(io.BytesIO(data), filename=f"crier-{who.guild.id}-{day}.json")
         await reply(interaction, text, file=file)
 

@@ -7,7 +7,9 @@ at /schedule and /edit, writing nothing; /info showing the next occurrence rende
 from __future__ import annotations
 
 import re
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
@@ -21,7 +23,7 @@ from bot.parsing.placeholders import (
     widest,
 )
 from scheduler.testing import FakeClock
-from tests.bot.conftest import World, db_snapshot, run_command
+from tests.bot.conftest import CrierFactory, World, db_snapshot, run_command
 from tests.bot.test_delivery import (
     advance,
     advance_to,
@@ -30,6 +32,7 @@ from tests.bot.test_delivery import (
     send_requests,
 )
 from tests.fakediscord import Permissions as P
+from tests.web.test_dashboard_http import database_url
 
 PARIS = "Europe/Paris"
 # Europe's clocks go forward on the night of Sunday 31 March 2030 (02:00 CET → 03:00 CEST).
@@ -125,9 +128,17 @@ def test_text_from_before_placeholders_is_posted_as_typed() -> None:
 # --- end to end -------------------------------------------------------------------------------
 
 
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+async def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
+    async with database_url(request.param, tmp_path) as url:
+        yield url
+
+
 async def test_a_recurring_announcement_renders_each_occurrence_across_the_dst_night(
-    world: World, crier: Crier, clock: FakeClock
+    world: World, crier_factory: CrierFactory, clock: FakeClock, db_url: str
 ) -> None:
+    """On SQLite and PostgreSQL."""
+    crier = await crier_factory(database_url=db_url)
     await advance_to(crier, clock, EVE)
     await schedule(
         world,
