@@ -11,6 +11,7 @@ effect once (:mod:`bot.commands.once`).
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import re
@@ -71,7 +72,8 @@ class TransferCommands(AnswersErrors, name="TransferCommands"):
         if hidden:
             kept = [a for a in found.announcements if a not in hidden]
             found = type(found)(kept, found.next_fires, found.images, found.templates)
-        data = document_bytes(export_document(who.guild, found, self.clock.now()))
+        doc = export_document(who.guild, found, self.clock.now())
+        data = await asyncio.to_thread(document_bytes, doc)  # off the event loop
         day = self.clock.now().strftime("%Y-%m-%d")
         text = exported(len(found.announcements), len(found.templates), len(data))
         if hidden:
@@ -108,7 +110,8 @@ class TransferCommands(AnswersErrors, name="TransferCommands"):
             )
         await interaction.response.defer(ephemeral=True, thinking=True)
         raw = (await download(file, MAX_IMPORT_BYTES)).data
-        plan = await plan_import(self.announcements, self.clock, who, read_document(raw))
+        doc = await asyncio.to_thread(read_document, raw)  # off the event loop
+        plan = await plan_import(self.announcements, self.clock, who, doc)
         if confirm and not plan.refused and plan.anything:
             await self._apply(interaction, who, plan, pending=None)
             return
@@ -165,7 +168,7 @@ class TransferCommands(AnswersErrors, name="TransferCommands"):
         if int(stored["user"]) != who.member.id:
             raise Refusal("Only the member who ran this import can confirm it.")
         await interaction.response.defer(ephemeral=True, thinking=True)
-        doc = read_document(str(stored["doc"]).encode())
+        doc = await asyncio.to_thread(read_document, str(stored["doc"]).encode())
         plan = await plan_import(self.announcements, self.clock, who, doc)
         if plan.refused or not plan.anything:
             await _answer(interaction, plan)  # the server changed since the dry run

@@ -171,7 +171,9 @@ def export_document(guild: discord.Guild, found: ExportRows, now: datetime) -> d
 
 
 def document_bytes(doc: Mapping[str, Any]) -> bytes:
-    return json.dumps(doc, ensure_ascii=False, indent=1).encode()
+    """The document as UTF-8 JSON, compact (without ``indent`` the C encoder writes it: an
+    indented dump of 10,000 announcements takes seconds in pure Python)."""
+    return json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 # --- reading ------------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ whose confirmation applies all of it or nothing."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import secrets
@@ -77,7 +78,8 @@ class TransferPages(GuildPages):
         found = await self.d.announcements.export_rows(who.guild.id)
         kept = [a for a in found.announcements if can_read(who.member, who.guild, a.channel_id)]
         found = type(found)(kept, found.next_fires, found.images, found.templates)
-        data = document_bytes(export_document(who.guild, found, self.d.clock.now()))
+        doc = export_document(who.guild, found, self.d.clock.now())
+        data = await asyncio.to_thread(document_bytes, doc)  # off the event loop
         day = self.d.clock.now().strftime("%Y-%m-%d")
         return web.Response(
             body=data,
@@ -102,7 +104,8 @@ class TransferPages(GuildPages):
         file = form_of(request).files.get("file")
         if file is None:
             raise Refusal(NO_FILE)
-        plan = await plan_import(self.d.announcements, self.d.clock, who, read_document(file.data))
+        doc = await asyncio.to_thread(read_document, file.data)  # off the event loop
+        plan = await plan_import(self.d.announcements, self.d.clock, who, doc)
         _, report = import_report(plan)
         token = None
         if not plan.refused and plan.anything:
@@ -132,9 +135,8 @@ class TransferPages(GuildPages):
             raise Refusal(EXPIRED)
         if int(stored["user"]) != who.member.id:
             raise Refusal("Only the member who uploaded this file can confirm its import.")
-        plan = await plan_import(
-            self.d.announcements, self.d.clock, who, read_document(str(stored["doc"]).encode())
-        )
+        doc = await asyncio.to_thread(read_document, str(stored["doc"]).encode())
+        plan = await plan_import(self.d.announcements, self.d.clock, who, doc)
         if plan.refused or not plan.anything:
             _, report = import_report(plan)
             return self.d.render(
