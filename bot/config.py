@@ -295,6 +295,12 @@ class Settings:
         "The most the live announcements of one server may keep in files together (MiB, "
         "kept in bytes).",
     )
+    templates_per_guild: int = setting(
+        "MAX_TEMPLATES_PER_GUILD",
+        WholeNumber(minimum=0),
+        "50",
+        "The most templates (/template save) one server may keep.",
+    )
     http_address: tuple[str, int] | None = setting(
         "HTTP_ADDRESS",
         _http_address,

@@ -269,3 +269,22 @@ class DashboardSession:
     csrf_token: str
     flash: str | None
     expires_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class Template:
+    """What a server saved to start announcements from (``/template save``): each field is a
+    default of ``/schedule template:``, which any option overrides."""
+
+    guild_id: int
+    name: str
+    content: str
+    title: str | None = None
+    silent: bool = False
+    mention: str | None = None
+    """``everyone``, ``here`` or ``role:<id>``: re-checked against the member's rights when
+    it is used, never trusted from the template."""
+    channel_id: int | None = None
+    image: Image | None = None
+    author_id: int = 0
+    created_at: float = 0.0

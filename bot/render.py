@@ -14,16 +14,20 @@ from .announcements import (
     Announcement,
     Details,
     EditOutcome,
+    ImportConflict,
+    ImportDone,
     Listing,
     NotEditable,
     NotFound,
     NotPossible,
     PostedUpdate,
     Skipped,
+    TemplateRefused,
     TooMuchStored,
     Why,
 )
 from .announcements.diff import Field
+from .announcements.placeholders import as_posted_at
 from .limits import MAX_CHOICE_NAME, MAX_MESSAGE
 from .models import (
     AnnouncementState,
@@ -33,13 +37,17 @@ from .models import (
     HistoryEntry,
     PastDelivery,
     PublishState,
+    Template,
     mention_markup,
 )
 from .parsing import InputError, discord_timestamp, spoken_duration
 from .requests.checks import Refusal
+from .requests.export_doc import DocumentRefused
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Sequence
+
+    from .requests.importing import ImportPlan, RowOutcome
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +76,8 @@ def confirmation(
     a: Announcement, first: datetime, notes: list[str], upcoming: Sequence[datetime] = ()
 ) -> str:
     """What /schedule answers: the first time, the rule in words and, for a repeating
-    announcement, its first posts (``upcoming``, the first included), the pings, notes."""
+    announcement, its first posts (``upcoming``, the first included), the pings, notes; the
+    preview is the first post (its placeholders rendered)."""
     repeat = a.repeat_words or "no (posted once)"
     lines = [
         f"✅ Scheduled announcement **#{a.local_id}** in <#{a.channel_id}>.",
@@ -83,9 +92,10 @@ def confirmation(
     lines += content_lines(a)
     lines += [f"ℹ️ {n}" for n in notes]
     lines += ["**Preview:**"]
-    if a.rich.title is not None:
-        lines.append(f"> **{_cut(a.rich.title, 256)}**")
-    lines.append(preview(a.text))
+    shown = as_posted_at(a, first.timestamp())
+    if shown.rich.title is not None:
+        lines.append(f"> **{_cut(shown.rich.title, 256)}**")
+    lines.append(preview(shown.text))
     return "\n".join(lines)
 
 
@@ -360,7 +370,8 @@ def info_page(details: Details, hidden: bool) -> str:
             break
         history.pop(0)
         earlier = True
-    text = f"`{HIDDEN}`" if hidden else _fitted_preview(details.announcement.text, room)
+    a = details.shown or details.announcement  # as its next occurrence will post it
+    text = f"`{HIDDEN}`" if hidden else _fitted_preview(a.text, room)
     page = head + "\n" + text
     return page if len(page) <= MAX_MESSAGE else page[: MAX_MESSAGE - 1] + "…"
 
@@ -476,6 +487,110 @@ def canceled(before: Announcement) -> str:
     return f"🚫 Canceled announcement **#{n}** for <#{before.channel_id}>. {what}"
 
 
+# --- templates ---------------------------------------------------------------------------------
+
+
+def template_saved(t: Template, source: int) -> str:
+    lines = [f"💾 Saved announcement **#{source}** as the template `{t.name}`."]
+    lines += _template_fields(t)
+    lines.append(f"Use it with `/schedule template:{t.name}` (any option you give overrides it).")
+    return "\n".join(lines)
+
+
+def _template_fields(t: Template) -> list[str]:
+    parts = []
+    if t.channel_id is not None:
+        parts.append(f"in <#{t.channel_id}>")
+    if t.title is not None:
+        parts.append(f"titled **{_cut(t.title, 80)}**")
+    if t.mention is not None:
+        parts.append(f"pings {mention_markup(t.mention)}")
+    if t.silent:
+        parts.append("silent")
+    if t.image is not None:
+        parts.append(f"with `{t.image.filename}`")
+    return [("  " + " · ".join(parts)) if parts else "  (text only)", f"  {_snippet(t.content)}"]
+
+
+def template_list(templates: Sequence[Template], limit: int) -> str:
+    """/template list: every template of the server, with what it holds."""
+    if not templates:
+        return (
+            "No templates yet. Save one from an announcement with "
+            "`/template save name:… from:<id>`."
+        )
+    out = [f"**Templates** ({len(templates)} of at most {limit})"]
+    for t in templates:
+        out.append(f"• `{t.name}`\n" + "\n".join(_template_fields(t)))
+    text = "\n".join(out)
+    return text if len(text) <= MAX_MESSAGE else text[: MAX_MESSAGE - 1] + "…"
+
+
+# --- export and import -------------------------------------------------------------------------
+
+
+def exported(announcements: int, templates: int, size: int) -> str:
+    return (
+        f"📦 This server's {announcements} live announcement{'s' if announcements != 1 else ''} "
+        f"and {templates} template{'s' if templates != 1 else ''} ({size / 1024:.0f} KiB). "
+        "Import it here or in another server with `/import file:`; channels and roles are "
+        "found there by name."
+    )
+
+
+def _outcome_line(r: RowOutcome) -> str:
+    if r.refused is not None:
+        return f"❌ {r.label}: {r.refused}"
+    if r.skipped is not None:
+        return f"⏭️ {r.label}: {r.skipped}"
+    return f"✅ {r.label}: {r.created}"
+
+
+def import_report(plan: ImportPlan, *, done: ImportDone | None = None) -> tuple[str, str]:
+    """The answer to an import (its dry run, or what it applied), cut to a message, and the
+    whole report row by row (sent as a file when the answer can't hold it)."""
+    rows = plan.announcements + plan.templates
+    refused = plan.refused
+    created = len(plan.rows) + len(plan.new_templates)
+    skipped = sum(r.skipped is not None for r in rows)
+    if done is not None:
+        head = (
+            f"📥 Imported {len(done.created)} announcement{'s' if len(done.created) != 1 else ''}"
+            f" and {len(done.templates)} template{'s' if len(done.templates) != 1 else ''}"
+            + (f"; {skipped} already here" if skipped else "")
+            + "."
+        )
+    elif refused:
+        head = (
+            f"🚫 Nothing can be imported: {len(refused)} of the {len(rows)} rows would be "
+            "refused (below). An import applies all of it or nothing; fix those rows (or "
+            "this server) and import the file again."
+        )
+    elif not plan.anything:
+        head = (
+            f"Nothing to import: all {len(rows)} rows are already here." if rows else
+            "Nothing to import: the file has no announcements or templates."
+        )  # fmt: skip
+    else:
+        head = (
+            f"🔎 Dry run: {created} to create"
+            + (f", {skipped} already here" if skipped else "")
+            + ". Nothing is written until you confirm (the button below, or `/import` again "
+            "with `confirm: true`)."
+        )
+    ordered = sorted(rows, key=lambda r: r.refused is None)  # refused rows first
+    lines = [_outcome_line(r) for r in ordered]
+    whole = "\n".join([head, *lines])
+    shown = [head]
+    for i, line in enumerate(lines):
+        rest = len(lines) - i
+        if sum(len(x) + 1 for x in shown) + len(line) + 60 > MAX_MESSAGE:
+            shown.append(f"*…and {rest} more rows (all of them in the attached report)*")
+            break
+        shown.append(line)
+    return "\n".join(shown), whole
+
+
 REFUSED_WRITE = (
     "I can't save anything right now: my database can't be written (its disk is full or "
     "failing). Nothing was saved; try again later."
@@ -485,7 +600,16 @@ REFUSED_WRITE = (
 def expected_answer(error: BaseException) -> str | None:
     """What to tell the member about an error their request can cause (a refusal, bad
     input, a change that can't be made, an unknown id, a full disk); None for any other."""
-    if isinstance(error, Refusal | InputError | NotEditable | TooMuchStored):
+    if isinstance(
+        error,
+        Refusal
+        | InputError
+        | NotEditable
+        | TooMuchStored
+        | TemplateRefused
+        | ImportConflict
+        | DocumentRefused,
+    ):
         return str(error)
     if isinstance(error, NotPossible):
         return not_possible(error)

@@ -7,9 +7,10 @@ and written through :class:`bot.db.BotDb`, on the scheduler's own connection.
 
 :class:`Announcements` is put together from one part per module: ``lifecycle`` (create,
 cancel), ``reading`` (get, listing, /info, choices, next times), ``pausing`` (pause, resume,
-skip, until), ``editing`` (/edit) and ``service`` (what they share: the scheduler, the limits,
-guild and member settings); ``jobs`` names the scheduler jobs they enqueue (and types
-their arguments), ``deliveries`` is the bookkeeping those jobs record.
+skip, until), ``editing`` (/edit), ``templates`` (/template) and ``service`` (what they
+share: the scheduler, the limits, guild and member settings); ``jobs`` names the scheduler
+jobs they enqueue (and types their arguments), ``deliveries`` is the bookkeeping those jobs
+record.
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ from .course import NotFound, NotPossible, Skipped, Why
 from .editing import (
     BEING_POSTED,
     MOVED,
-    Editing,
     EditOutcome,
     NotEditable,
     PostedUpdate,
@@ -54,6 +54,7 @@ from .jobs import (
 )
 from .lifecycle import TooMuchStored
 from .pausing import Pausing
+from .placeholders import as_posted_at
 from .reading import (
     CHOICES_SCANNED,
     INFO_DELIVERIES,
@@ -64,6 +65,8 @@ from .reading import (
     Listing,
     ListingPage,
 )
+from .templates import MAX_TEMPLATE_NAME, TemplateRefused, Templates, check_template_name
+from .transfer import ExportRows, ImportConflict, ImportDone, ImportRow, Transfer
 
 __all__ = [
     "BEING_POSTED",
@@ -72,6 +75,7 @@ __all__ = [
     "INFO_HISTORY",
     "INFO_TIMES",
     "LIVE_STATES",
+    "MAX_TEMPLATE_NAME",
     "MOVED",
     "OLD_NAMES",
     "PUBLISH_FN",
@@ -84,8 +88,12 @@ __all__ = [
     "Details",
     "Draft",
     "EditOutcome",
+    "ExportRows",
     "GuildSettings",
     "IdChoices",
+    "ImportConflict",
+    "ImportDone",
+    "ImportRow",
     "ListFilter",
     "Listing",
     "ListingPage",
@@ -97,11 +105,16 @@ __all__ = [
     "ReportArgs",
     "SendArgs",
     "Skipped",
+    "TemplateRefused",
+    "Templates",
     "TooMuchStored",
+    "Transfer",
     "UpdateArgs",
     "Why",
+    "as_posted_at",
     "channel_pace",
     "check_editable",
+    "check_template_name",
     "delivery_job",
     "enqueue_delivery",
     "enqueue_post_update",
@@ -113,5 +126,5 @@ __all__ = [
 ]
 
 
-class Announcements(Editing, Pausing):
-    """Create, list and cancel announcements, and keep guild settings."""
+class Announcements(Transfer, Pausing):
+    """Create, list and cancel announcements, and keep guild settings and templates."""

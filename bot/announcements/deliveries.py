@@ -68,6 +68,8 @@ class Attempt:
     reason: str = ""
     again: bool = False
     """An earlier attempt at it was interrupted: it may have posted (see bot.posting.forums)."""
+    first_attempt_at: float | None = None
+    """When the first attempt was made (set when ``again``): a re-send says what it said."""
 
 
 async def begin_attempt(
@@ -110,7 +112,9 @@ async def begin_attempt(
                 ),
             )
         await rows.retry_delivery(ann_id, fire_ts, job_id)
-        return Attempt(Decision.SEND, nonce=record.nonce, again=True)
+        return Attempt(
+            Decision.SEND, nonce=record.nonce, again=True, first_attempt_at=record.first_attempt_at
+        )
     late = found_at - fire_ts
     nonce = nonce_for(ann_id, fire_ts)
     if late > catch_up_window:

@@ -9,7 +9,14 @@ from typing import TYPE_CHECKING
 from scheduler import ScheduleNotFound, ScheduleRequest, TransactionContext
 
 from ..db import BotDb
-from ..models import INTERRUPTED_AND_STOPPED, Announcement, AnnouncementState, Draft, HistoryAction
+from ..models import (
+    INTERRUPTED_AND_STOPPED,
+    Announcement,
+    AnnouncementState,
+    Draft,
+    HistoryAction,
+    Image,
+)
 from .course import NotFound, NotPossible, Why
 from .jobs import SEND_FN, SendArgs, delivery_job, enqueue_delivery, schedule_name
 from .service import AnnouncementService
@@ -67,28 +74,36 @@ class Lifecycle(AnnouncementService):
         if not drafts:
             return []
         async with self.sched.transaction() as ctx:
-            rows = BotDb(ctx.db)
-            now = ctx.now.timestamp()
-            guilds = sorted({d.guild_id for d in drafts})
-            await rows.lock_guilds(guilds, now)  # in one order: see create
-            next_local = await rows.next_local_ids(guilds)
-            numbered: list[tuple[Draft, int]] = []
-            for draft in drafts:
-                numbered.append((draft, next_local[draft.guild_id]))
-                next_local[draft.guild_id] += 1
-            ids = await rows.insert_announcements(numbered, now)
-            for ann_id, draft in zip(ids, drafts, strict=True):
-                if draft.images:  # none: create's _store_images writes nothing either
-                    await self._store_images(rows, ann_id, draft, now)
-            await rows.add_histories(
-                [
-                    (ann_id, HistoryAction.CREATED, d.author_id)
-                    for ann_id, d in zip(ids, drafts, strict=True)
-                ],
-                now,
-            )
-            firsts = await self._deliver_many(ctx, list(zip(ids, drafts, strict=True)))
-            made = await rows.announcements_by_ids(ids)
+            return await self.create_many_in(ctx, drafts)
+
+    async def create_many_in(
+        self, ctx: TransactionContext, drafts: Sequence[Draft]
+    ) -> list[tuple[Announcement, datetime]]:
+        """:meth:`create_many` in ``ctx``'s transaction (an import writes more with them)."""
+        if not drafts:
+            return []
+        rows = BotDb(ctx.db)
+        now = ctx.now.timestamp()
+        guilds = sorted({d.guild_id for d in drafts})
+        await rows.lock_guilds(guilds, now)  # in one order: see create
+        next_local = await rows.next_local_ids(guilds)
+        numbered: list[tuple[Draft, int]] = []
+        for draft in drafts:
+            numbered.append((draft, next_local[draft.guild_id]))
+            next_local[draft.guild_id] += 1
+        ids = await rows.insert_announcements(numbered, now)
+        for ann_id, draft in zip(ids, drafts, strict=True):
+            if draft.images:  # none: create's _store_images writes nothing either
+                await self._store_images(rows, ann_id, draft, now)
+        await rows.add_histories(
+            [
+                (ann_id, HistoryAction.CREATED, d.author_id)
+                for ann_id, d in zip(ids, drafts, strict=True)
+            ],
+            now,
+        )
+        firsts = await self._deliver_many(ctx, list(zip(ids, drafts, strict=True)))
+        made = await rows.announcements_by_ids(ids)
         return list(zip(made, firsts, strict=True))
 
     async def _deliver_many(
@@ -152,6 +167,11 @@ class Lifecycle(AnnouncementService):
                     "files you no longer need, or attach a smaller one."
                 )
         await rows.replace_images(ann_id, draft.guild_id, draft.images, now)
+
+    async def images(self, announcement_id: int) -> list[Image]:
+        """The files an announcement posts, bytes included."""
+        async with self.sched.reader() as db:
+            return await BotDb(db).images(announcement_id)
 
     async def image_names(self, announcement_id: int) -> list[tuple[str, int]]:
         """The names and sizes of the files an announcement posts (no bytes are read)."""

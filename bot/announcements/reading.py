@@ -12,6 +12,7 @@ from ..db import BotDb
 from ..db.listing import EVERY, ListFilter
 from ..models import Announcement, AnnouncementState, HistoryEntry, PastDelivery, PublishState
 from .course import NotFound
+from .placeholders import as_posted_at, counts_occurrences, occurrence_number
 from .service import AnnouncementService
 
 
@@ -52,6 +53,9 @@ class Details:
     """Whether older changes than those in ``history`` exist."""
     files: tuple[str, ...] = ()
     """The names of the files uploaded with every post."""
+    shown: Announcement | None = None
+    """The announcement as its next occurrence will post it (placeholders rendered); None
+    when none is to come."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,15 +211,29 @@ class Reading(AnnouncementService):
             files = tuple(name for name, _ in await rows.image_names(a.id))
         deliveries = [d for d in recorded if d.fire_ts not in skipped_ts][:INFO_DELIVERIES]
         skipped = [datetime.fromtimestamp(ts, UTC) for ts in skipped_ts]
+        next_times = await self._next_times(a, now, set(skipped_ts))
+        shown = None
+        if next_times:
+            shown = await self.as_posted(a, next_times[0].timestamp())
         return Details(
             announcement=a,
-            next_times=await self._next_times(a, now, set(skipped_ts)),
+            shown=shown,
+            next_times=next_times,
             skipped=skipped,
             deliveries=deliveries,
             history=history[-INFO_HISTORY:],
             earlier_history=len(history) > INFO_HISTORY,
             files=files,
         )
+
+    async def as_posted(self, a: Announcement, fire_ts: float) -> Announcement:
+        """``a`` as its occurrence at ``fire_ts`` posts it: its placeholders rendered (the
+        same for every attempt at that occurrence)."""
+        number = 1
+        if counts_occurrences(a):
+            async with self.sched.reader() as db:
+                number = await occurrence_number(BotDb(db), a, fire_ts)
+        return as_posted_at(a, fire_ts, number)
 
     async def _next_times(
         self, a: Announcement, now: datetime, skipped: set[float]

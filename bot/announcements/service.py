@@ -25,6 +25,7 @@ class AnnouncementService:
         send_spacing: float = default("send_spacing"),
         file_max_bytes: float = default("file_max_bytes"),
         guild_files_max_bytes: float = default("guild_files_max_bytes"),
+        templates_per_guild: int = default("templates_per_guild"),
     ) -> None:
         self.sched = sched
         self.catch_up_window = catch_up_window
@@ -34,6 +35,8 @@ class AnnouncementService:
         """The largest file one announcement may carry (checked as it is downloaded)."""
         self.guild_files_max_bytes = guild_files_max_bytes
         """The most one server's live announcements may keep in files together."""
+        self.templates_per_guild = templates_per_guild
+        """The most templates one server may keep."""
 
     def pace(self, channel_id: int) -> Pace | None:
         """The pace of the delivery jobs (and schedules) that post to ``channel_id``."""

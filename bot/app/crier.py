@@ -27,6 +27,8 @@ from ..commands.info import InfoCommands
 from ..commands.lifecycle import LifecycleCommands
 from ..commands.once import quiet_lost_autocompletes
 from ..commands.schedule import AnnouncementCommands, CommandTree
+from ..commands.templates import TemplateCommands
+from ..commands.transfer import ConfirmImport, TransferCommands
 from ..commands.translator import CatalogTranslator
 from ..commands.views import PageButton
 from ..config import ConfigError, Settings, load_settings, without_password
@@ -167,6 +169,7 @@ class CrierBot(commands.Bot):
             send_spacing=settings.send_spacing,
             file_max_bytes=settings.file_max_bytes,
             guild_files_max_bytes=settings.guild_files_max_bytes,
+            templates_per_guild=settings.templates_per_guild,
         )
         self.logged_in = asyncio.Event()
         self.synced_commands: bool | None = None
@@ -176,7 +179,9 @@ class CrierBot(commands.Bot):
         await self.add_cog(LifecycleCommands(self.announcements))
         await self.add_cog(EditCommands(self.announcements, self.clock))
         await self.add_cog(InfoCommands(self.announcements))
-        self.add_dynamic_items(PageButton)
+        await self.add_cog(TemplateCommands(self.announcements))
+        await self.add_cog(TransferCommands(self.announcements, self.clock))
+        self.add_dynamic_items(PageButton, ConfirmImport)
         await self.tree.set_translator(CatalogTranslator())
         self.logged_in.set()
         await self.sync_commands()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import discord
 from discord import app_commands
@@ -26,13 +27,18 @@ from ..requests.checks import Refusal, can_read, hidden_channels
 from ..requests.destinations import tag_choices
 from ..requests.files import download
 from ..requests.request import AnnouncementOptions, AnnouncementRequest
+from ..requests.templates import started_from
 from ..requests.validation import EMPTY_MESSAGE, UNTIL_ONE_OFF, check_request
 from .autocomplete import announcement_ids
 from .door import manage_server_only, requester
 from .once import take
 from .replies import AnswersErrors, answer_error, reply
+from .templates import template_names
 from .transformers import AnnouncementId, DestinationChannel, Timezone
 from .views import COMMANDS_COG, ScheduleModal, page_buttons
+
+if TYPE_CHECKING:
+    from ..models import Image
 
 __all__ = [
     "EMPTY_MESSAGE",
@@ -68,7 +74,9 @@ class AnnouncementCommands(AnswersErrors, name=COMMANDS_COG):
         silent="Post with @silent: no push notification",
         publish="In an announcement channel: publish to following servers (default: yes)",
         tags="In a forum: the post's tags, separated by commas",
+        template="Start from a saved template (/template list); any option given overrides it",
     )
+    @app_commands.autocomplete(template=template_names)
     async def schedule(
         self,
         interaction: discord.Interaction,
@@ -81,22 +89,40 @@ class AnnouncementCommands(AnswersErrors, name=COMMANDS_COG):
         until: app_commands.Range[str, 1, 100] | None = None,
         title: app_commands.Range[str, 1, MAX_EMBED_TITLE] | None = None,
         image: discord.Attachment | None = None,
-        silent: bool = False,
+        silent: bool | None = None,
         publish: bool | None = None,
         tags: app_commands.Range[str, 1, 200] | None = None,
+        template: app_commands.Range[str, 1, 100] | None = None,
     ) -> None:
+        channel_id = None if channel is None else channel.id
+        mention_id = None if mention is None else mention.id
+        stored: Image | None = None
+        if template is not None:  # its fields fill in the options left out
+            who = await self.manager(interaction)
+            started = started_from(
+                who.guild,
+                await self.announcements.template(who.guild.id, template),
+                message=message,
+                title=title,
+                silent=silent,
+                channel_id=channel_id,
+                mention_id=mention_id,
+                has_image=image is not None,
+            )
+            message, title, silent = started.message, started.title, started.silent
+            channel_id, mention_id, stored = started.channel_id, started.mention_id, started.image
         options = AnnouncementOptions(
             when=when,
-            channel_id=(channel or interaction.channel or discord.Object(0)).id,
+            channel_id=channel_id or (interaction.channel or discord.Object(0)).id,
             repeat=repeat,
             timezone=timezone,
-            mention_id=None if mention is None else mention.id,
+            mention_id=mention_id,
             until=until,
             title=title,
-            silent=silent,
+            silent=bool(silent),
             publish=publish,
             tags=tags,
-            has_files=image is not None,
+            has_files=image is not None or stored is not None,
         )
         if message is None:
             # Refused before any typing if anything else is wrong.
@@ -108,12 +134,12 @@ class AnnouncementCommands(AnswersErrors, name=COMMANDS_COG):
             ) -> None:
                 typed = options if heading is None else replace(options, title=heading)
                 asked = AnnouncementRequest(requester(submitted), typed, text)
-                await self._create(submitted, asked, image)
+                await self._create(submitted, asked, image, stored)
 
             await interaction.response.send_modal(ScheduleModal(submit, heading=title))
             return
         asked = AnnouncementRequest(requester(interaction), options, message)
-        await self._create(interaction, asked, image)
+        await self._create(interaction, asked, image, stored)
 
     @schedule.autocomplete("tags")
     async def tag_choices(
@@ -127,15 +153,18 @@ class AnnouncementCommands(AnswersErrors, name=COMMANDS_COG):
         interaction: discord.Interaction,
         request: AnnouncementRequest,
         image: discord.Attachment | None,
+        stored: Image | None = None,
     ) -> None:
-        """Schedule what ``request`` asks for (its text typed), with ``image`` downloaded,
-        and answer ``interaction`` with the confirmation."""
+        """Schedule what ``request`` asks for (its text typed), with ``image`` downloaded
+        (or a template's ``stored`` file), and answer ``interaction`` with the confirmation."""
         if not request.message.strip():
             raise InputError(EMPTY_MESSAGE)
         draft, notes, upcoming = await check_request(self.announcements, self.clock, request)
         if image is not None:
             file = await download(image, self.announcements.file_max_bytes)
             draft = replace(draft, images=(file,))
+        elif stored is not None:
+            draft = replace(draft, images=(stored,))
         announcement, first = await self.announcements.create(draft)
         log.info(
             "announcement %d (#%d) scheduled in guild %d channel %d by %d",

@@ -12,7 +12,8 @@ One module per table (or close group of tables), each a :class:`~bot.db.table.Ta
 methods :class:`BotDb` puts together: ``announcements``, ``listing`` (the pages of /list and
 of an ``id`` option), ``occurrences`` (a schedule's coming occurrence, on the scheduler's
 tables), ``deliveries`` (with the history), ``attachments``, ``settings``
-(guild, member and ``bot_meta``) and ``dashboard``.
+(guild, member and ``bot_meta``), ``dashboard`` and ``templates`` (with the keys of
+imported announcements).
 """
 
 from .announcements import decode_nth, decode_step, encode_nth, encode_step
@@ -22,6 +23,7 @@ from .deliveries import DeliveryTable
 from .listing import ListingReads
 from .occurrences import OccurrenceReads
 from .settings import SettingsTables
+from .templates import TemplateTable
 
 __all__ = ["BotDb", "decode_nth", "decode_step", "encode_nth", "encode_step"]
 
@@ -33,6 +35,7 @@ class BotDb(
     AttachmentTable,
     SettingsTables,
     DashboardSessionTable,
+    TemplateTable,
 ):
     """The bot's tables, read and written on one connection of the scheduler's store."""
 

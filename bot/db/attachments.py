@@ -70,3 +70,19 @@ class AttachmentTable(Table):
         if row is None:
             raise RuntimeError("an aggregate always gives a row")
         return int(row["total"])
+
+    async def live_images(self, guild_id: int) -> dict[int, list[Image]]:
+        """The files of every live announcement of the guild, bytes included, in one read
+        (an export): announcement id → its files in order."""
+        cur = await self.db.execute(
+            "SELECT f.announcement_id, f.filename, f.content_type, f.data FROM bot_attachments f "
+            "JOIN bot_announcements a ON a.id = f.announcement_id "
+            f"WHERE f.guild_id = ? AND a.{state_in(LIVE_STATES)} "
+            "ORDER BY f.announcement_id, f.position",
+            (guild_id, *state_values(LIVE_STATES)),
+        )
+        out: dict[int, list[Image]] = {}
+        for r in await cur.fetchall():
+            image = Image(r["filename"], r["content_type"], bytes(r["data"]))
+            out.setdefault(int(r["announcement_id"]), []).append(image)
+        return out

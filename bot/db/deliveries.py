@@ -45,6 +45,15 @@ class DeliveryTable(Table):
 
     __slots__ = ()
 
+    async def occurrences_before(self, announcement_id: int, fire_ts: float) -> int:
+        """How many of the announcement's occurrences before ``fire_ts`` are recorded (in any
+        state): one read of the ``(announcement_id, fire_ts)`` index."""
+        row = await self._one(
+            "SELECT COUNT(*) AS n FROM bot_deliveries WHERE announcement_id = ? AND fire_ts < ?",
+            (announcement_id, fire_ts),
+        )
+        return 0 if row is None else int(row["n"])
+
     async def delivery(self, announcement_id: int, fire_ts: float) -> DeliveryRecord | None:
         """What is recorded of the occurrence's delivery, or None before its first attempt."""
         row = await self._one(

@@ -129,11 +129,17 @@ class Delivery:
                     await self._fail(ctx, ann, fire_ts, attempt.reason, pause=False)
                     raise NonRetryable(attempt.reason)
                 late_by = max(0.0, now - fire_ts)
+                if attempt.first_attempt_at is not None:
+                    # A re-send shows what the first attempt did (its nonce re-send is the
+                    # same request): late only if that one was.
+                    late = attempt.first_attempt_at - fire_ts >= LATE_NOTE_AFTER
                 late_for = fire_ts if late else None
-                payload = await stored_payload(self.announcements.sched, ann, late_for)
+                # Its placeholders rendered from the occurrence alone: a re-send is the same.
+                shown = await self.announcements.as_posted(ann, fire_ts)
+                payload = await stored_payload(self.announcements.sched, shown, late_for)
                 # Nothing may post for a run that could have lost its job meanwhile.
                 message_id = await self.poster.request(
-                    ctx, lambda: self.post(ann, payload, attempt), before="send"
+                    ctx, lambda: self.post(shown, payload, attempt), before="send"
                 )
         except RequestFailed as failed:
             if failed.permanent:

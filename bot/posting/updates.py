@@ -83,7 +83,9 @@ class PostUpdates:
                     return {"nothing": target}
                 ann, message_id, late_by = target
                 late_for = fire_ts if late_by >= LATE_NOTE_AFTER else None
-                payload = await stored_payload(self.announcements.sched, ann, late_for)
+                # Its placeholders as this occurrence shows them.
+                shown = await self.announcements.as_posted(ann, fire_ts)
+                payload = await stored_payload(self.announcements.sched, shown, late_for)
                 # A forum post's first message is in its thread, whose id is the message's.
                 where = message_id if ann.rich.destination == Destination.FORUM else channel_id
 

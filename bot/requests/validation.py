@@ -34,6 +34,7 @@ from ..parsing import (
     read_schedule,
     resolve_timezone,
 )
+from ..parsing.placeholders import WIDEST, check_placeholders, widest
 from .checks import Refusal, plan_mentions, require_manager
 from .destinations import Target, check_destination, forum_title, resolve_tags, split_tags
 
@@ -94,7 +95,9 @@ async def check_request(
     prefix = 0 if mention is None else len(mention_markup(mention)) + 1
     if message and not message.strip():
         raise InputError(EMPTY_MESSAGE)
-    check_length(message, prefix, title)
+    check_placeholders(message, "the message")
+    check_placeholders(title, "the title")
+    check_widest_length(message, prefix, title)
     draft = Draft(
         guild_id=guild.id,
         channel_id=channel.id,
@@ -146,6 +149,22 @@ async def find_target(
     return found
 
 
+def check_widest_length(message: str, prefix: int, title: str | None) -> None:
+    """:func:`check_length` with each placeholder counted at its longest (an occurrence's
+    text must fit whatever it renders to)."""
+    widest_message = widest(message) or ""
+    widest_title = widest(title)
+    try:
+        check_length(widest_message, prefix, widest_title)
+    except InputError as too_long:
+        if widest_message == message and widest_title == title:
+            raise
+        raise InputError(
+            f"{too_long} (Placeholders are counted at their longest: `{{date}}` as "
+            f"{WIDEST['date']} characters, `{{next}}` as {WIDEST['next']}…)"
+        ) from None
+
+
 def check_length(message: str, prefix: int, title: str | None) -> None:
     """The text fits Discord's limits: 2000 characters in a message, or with a ``title``
     (an embed) 256 in its title, 4096 in its description and 6000 in all."""
@@ -191,7 +210,8 @@ def _content(
     tags: tuple[int, ...] = ()
     if isinstance(channel, discord.ForumChannel):
         if not form_pending:
-            forum_title(title, channel)
+            check_placeholders(title, "the title")
+            forum_title(widest(title), channel)
         if isinstance(options.tags, tuple):
             known = {t.id for t in channel.available_tags}
             tags = tuple(t for t in options.tags if t in known)

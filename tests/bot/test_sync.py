@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 COMMANDS = {
     "schedule", "list", "cancel", "settings", "pause", "resume", "skip", "timezone", "edit",
-    "info",
+    "info", "template", "export", "import",
 }  # fmt: skip
 
 
@@ -168,6 +168,9 @@ async def test_the_synced_definitions_have_what_the_commands_promise(
         "timezone": None,
         "edit": None,
         "info": None,
+        "template": None,
+        "export": None,
+        "import": None,
     }
 
     def options(name: str) -> dict[str, dict[str, Any]]:
@@ -187,7 +190,9 @@ async def test_the_synced_definitions_have_what_the_commands_promise(
         "silent",
         "publish",
         "tags",
+        "template",
     ]
+    assert schedule["template"]["autocomplete"] is True
     # Every destination: text (0), announcement (5), threads (10, 11, 12), forums (15) and
     # media channels (16, forums of files).
     assert set(schedule["channel"]["channel_types"]) == {0, 5, 10, 11, 12, 15, 16}

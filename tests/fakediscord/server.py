@@ -2196,7 +2196,9 @@ class FakeDiscord:
             and not original.deleted
         ):
             # Discord: the first followup after a deferral edits the "thinking" message and
-            # keeps the deferral's ephemeral setting. Editing it does not ping anyone.
+            # keeps the deferral's ephemeral setting (its files too: /export's answer). Editing
+            # it does not ping anyone.
+            self._edit_attachments(original, body.json, body.uploads, fields)
             self._apply_edit(original, fields, record_history=False)
             original.flags &= ~FLAG_LOADING
             original.pings = Pings(suppressed=["completing a deferred response does not ping"])

@@ -22,6 +22,7 @@ from .auth_pages import HomePages
 from .core import Dashboard
 from .form_pages import FormPages
 from .operator_pages import OperatorPages
+from .transfer_pages import TransferPages
 
 if TYPE_CHECKING:
     import discord
@@ -40,6 +41,7 @@ PAGE_FAMILIES: tuple[type[Pages], ...] = (
     AnnouncementPages,
     FormPages,
     OperatorPages,
+    TransferPages,
 )
 """Every page family the dashboard serves."""
 

@@ -82,7 +82,7 @@ class AnnouncementPages(GuildPages):
         hidden = not can_read(who.member, who.guild, a.channel_id)
         return self.d.render(
             "announcement.html", viewer, guild=who.guild, a=a, info=info_page(details, hidden),
-            hidden=hidden, flash=await self.d.flash(viewer),
+            shown=details.shown or a, hidden=hidden, flash=await self.d.flash(viewer),
         )  # fmt: skip
 
     @post(ANNOUNCEMENT + "/{action:pause|resume|skip|cancel}")

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from ...models import mention_markup
 from ...parsing import InputError, resolve_timezone
+from ...parsing.placeholders import occurrence, render
 from ...requests.editing import NO_TITLE, EditOptions, mention_option
 from ...requests.request import AnnouncementOptions, AnnouncementRequest, Requester
 from ...requests.validation import EMPTY_MESSAGE
@@ -131,7 +132,16 @@ def preview_of(
 ) -> Preview:
     """How ``draft`` will post in ``guild``, with the notes and first times of its check."""
     channel = guild.get_channel_or_thread(draft.channel_id)
-    text = draft.content
+    # As its first occurrence will post it (placeholders rendered).
+    occ = occurrence(
+        draft.repeat,
+        draft.first.timestamp(),
+        draft.timezone,
+        (upcoming[0] if upcoming else draft.first).timestamp(),
+        None if draft.until is None else draft.until.timestamp(),
+    )
+    text = render(draft.content, occ)
+    title = None if draft.rich.title is None else render(draft.rich.title, occ)
     if draft.mention is not None:
         text = f"{mention_markup(draft.mention)} {text}"
     name = channel.name if channel else str(draft.channel_id)
@@ -144,4 +154,4 @@ def preview_of(
         )
         for f in draft.images or ()
     ]
-    return Preview(name, text, draft.rich.title, draft.rich.silent, images, notes, upcoming)
+    return Preview(name, text, title, draft.rich.silent, images, notes, upcoming)

@@ -1,0 +1,91 @@
+"""A server's templates (``/template``): saved, listed, found and deleted, within the
+server's limit on how many it keeps."""
+
+from __future__ import annotations
+
+from ..db import BotDb
+from ..models import Template
+from .service import AnnouncementService
+
+MAX_TEMPLATE_NAME = 40
+"""Characters in a template's name."""
+
+
+class TemplateRefused(ValueError):
+    """A template can't be saved, found or deleted; ``str(e)`` says why (shown as it is)."""
+
+
+def check_template_name(name: str) -> str:
+    """The name as kept (trimmed), or refused if it is empty or too long."""
+    kept = " ".join(name.split())
+    if not kept:
+        raise TemplateRefused("A template needs a name, e.g. `name: weekly`.")
+    if len(kept) > MAX_TEMPLATE_NAME:
+        raise TemplateRefused(
+            f"The template's name is {len(kept)} characters; at most {MAX_TEMPLATE_NAME}, "
+            "e.g. `name: weekly`."
+        )
+    return kept
+
+
+class Templates(AnnouncementService):
+    """Templates, one server's at a time."""
+
+    async def save_template(self, template: Template) -> Template:
+        """Keep ``template`` under its name; refused if the server already has one by that
+        name (whatever its case) or has as many as it may keep."""
+        name = check_template_name(template.name)
+        async with self.sched.transaction() as ctx:
+            rows = BotDb(ctx.db)
+            now = ctx.now.timestamp()
+            await rows.lock_guild(template.guild_id, now)  # one count-then-insert at a time
+            if await rows.template(template.guild_id, name) is not None:
+                raise TemplateRefused(
+                    f"This server already has a template named `{name}`. Pick another name, "
+                    f"or `/template delete name:{name}` first."
+                )
+            count = await rows.template_count(template.guild_id)
+            if count >= self.templates_per_guild:
+                raise TemplateRefused(
+                    f"This server already keeps {count} templates, its limit of "
+                    f"{self.templates_per_guild}. Delete one you no longer use with "
+                    "`/template delete`."
+                )
+            kept = Template(
+                guild_id=template.guild_id,
+                name=name,
+                content=template.content,
+                title=template.title,
+                silent=template.silent,
+                mention=template.mention,
+                channel_id=template.channel_id,
+                image=template.image,
+                author_id=template.author_id,
+                created_at=now,
+            )
+            await rows.insert_template(kept)
+        return kept
+
+    async def templates(self, guild_id: int) -> list[Template]:
+        async with self.sched.reader() as db:
+            return await BotDb(db).templates(guild_id)
+
+    async def template(self, guild_id: int, name: str) -> Template:
+        """The server's template by that name (any case); refused if there is none."""
+        async with self.sched.reader() as db:
+            found = await BotDb(db).template(guild_id, name)
+        if found is None:
+            raise TemplateRefused(
+                f"This server has no template named `{' '.join(name.split())}`. See "
+                "`/template list`."
+            )
+        return found
+
+    async def delete_template(self, guild_id: int, name: str) -> None:
+        async with self.sched.transaction() as ctx:
+            deleted = await BotDb(ctx.db).delete_template(guild_id, name)
+        if not deleted:
+            raise TemplateRefused(
+                f"This server has no template named `{' '.join(name.split())}`; nothing was "
+                "deleted. See `/template list`."
+            )

@@ -1,0 +1,165 @@
+"""A server's announcements and templates read out for an export, and an import written all
+or nothing: its announcements (paused ones paused), its templates and the keys that make a
+second import of the same file create nothing, in one transaction."""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from scheduler import ScheduleNotFound
+
+from ..db import BotDb
+from ..models import Announcement, AnnouncementState, Draft, HistoryAction, Image, Template
+from .editing import Editing
+from .templates import Templates
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+MAX_EXPORTED = 100_000
+"""The most live announcements one export reads (far above any server's limit)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ExportRows:
+    """What an export of one server holds."""
+
+    announcements: list[Announcement]
+    """Its live announcements (scheduled or paused), oldest first."""
+    next_fires: dict[int, datetime | None]
+    images: dict[int, list[Image]]
+    templates: list[Template]
+
+
+@dataclass(frozen=True, slots=True)
+class ImportRow:
+    """One announcement to import: checked, with the key its export gave it."""
+
+    key: str
+    draft: Draft
+    paused: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ImportDone:
+    created: list[tuple[str, Announcement]] = field(default_factory=list)
+    """Each row's key and the announcement made for it."""
+    templates: list[str] = field(default_factory=list)
+
+
+class ImportConflict(ValueError):
+    """What an import found changed since its dry run (``str(e)`` says what); nothing was
+    written."""
+
+
+class Transfer(Editing, Templates):
+    """Exports and imports of a server's announcements."""
+
+    async def export_rows(self, guild_id: int) -> ExportRows:
+        async with self.sched.reader() as db:
+            rows = BotDb(db)
+            live = await rows.live_announcements(guild_id, MAX_EXPORTED)
+            images = await rows.live_images(guild_id)
+            templates = await rows.templates(guild_id)
+        live.reverse()  # oldest first: an import numbers them in the same order
+        return ExportRows(live, await self._next_fires(live), images, templates)
+
+    async def imported_keys(self, guild_id: int, keys: Sequence[str]) -> dict[str, int]:
+        """Of ``keys``, those an import into the server already created: key → its number."""
+        async with self.sched.reader() as db:
+            rows = BotDb(db)
+            found = await rows.imported(guild_id, keys)
+            made = await rows.announcements_by_ids(sorted(set(found.values())))
+        numbers = {a.id: a.local_id for a in made}
+        return {key: numbers[ann_id] for key, ann_id in found.items() if ann_id in numbers}
+
+    async def import_all(
+        self,
+        guild_id: int,
+        rows_in: Sequence[ImportRow],
+        templates: Sequence[Template],
+        *,
+        actor_id: int,
+        pending: str | None = None,
+    ) -> ImportDone:
+        """Write every row and template in one transaction, or nothing: refused
+        (:class:`ImportConflict`) if a key was imported or a template name taken meanwhile
+        (a second confirmation, another session), or by the checks :meth:`create_many`
+        makes. ``pending``: the stored dry run it confirms, forgotten in the same commit."""
+        async with self.sched.transaction() as ctx:
+            rows = BotDb(ctx.db)
+            now = ctx.now.timestamp()
+            await rows.lock_guild(guild_id, now)  # one import (or template save) at a time
+            taken = await rows.imported(guild_id, [r.key for r in rows_in])
+            if taken:
+                raise ImportConflict(
+                    f"{len(taken)} of these announcements were imported meanwhile (the same "
+                    "file confirmed twice?). Nothing more was imported."
+                )
+            for t in templates:
+                if await rows.template(guild_id, t.name) is not None:
+                    raise ImportConflict(
+                        f"A template named `{t.name}` was saved meanwhile. Nothing was "
+                        "imported; run the import again to see what it would do now."
+                    )
+            count = await rows.template_count(guild_id)
+            if count + len(templates) > self.templates_per_guild:
+                raise ImportConflict(
+                    f"This server keeps {count} templates; with {len(templates)} more it would "
+                    f"pass its limit of {self.templates_per_guild}. Nothing was imported."
+                )
+            made = await self.create_many_in(ctx, [r.draft for r in rows_in])
+            for row, (a, _) in zip(rows_in, made, strict=True):
+                if row.paused:
+                    if a.schedule_name is not None:
+                        with contextlib.suppress(ScheduleNotFound):
+                            await ctx.scheduler.schedules.pause(a.schedule_name)
+                    await rows.set_state(a.id, AnnouncementState.PAUSED, now)
+                    await rows.add_history(a.id, HistoryAction.PAUSED, actor_id, now)
+            await rows.record_imports(
+                guild_id, [(r.key, a.id) for r, (a, _) in zip(rows_in, made, strict=True)], now
+            )
+            for t in templates:
+                await rows.insert_template(
+                    Template(
+                        guild_id=guild_id,
+                        name=t.name,
+                        content=t.content,
+                        title=t.title,
+                        silent=t.silent,
+                        mention=t.mention,
+                        channel_id=t.channel_id,
+                        image=t.image,
+                        author_id=actor_id,
+                        created_at=now,
+                    )
+                )
+            if pending is not None:
+                await rows.delete_meta(pending)
+        return ImportDone(
+            [(r.key, a) for r, (a, _) in zip(rows_in, made, strict=True)],
+            [t.name for t in templates],
+        )
+
+    # --- a dry run waiting for its confirmation ------------------------------------------------
+
+    async def keep_pending(self, key: str, value: str) -> None:
+        async with self.sched.transaction() as ctx:
+            await BotDb(ctx.db).set_meta(key, value)
+
+    async def pending(self, key: str) -> str | None:
+        async with self.sched.reader() as db:
+            return await BotDb(db).meta_value(key)
+
+    async def forget_pending(self, keys: Sequence[str]) -> None:
+        async with self.sched.transaction() as ctx:
+            rows = BotDb(ctx.db)
+            for key in keys:
+                await rows.delete_meta(key)
+
+    async def pending_keys(self, prefix: str) -> list[str]:
+        async with self.sched.reader() as db:
+            return await BotDb(db).meta_keys(prefix)

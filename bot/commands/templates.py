@@ -1,0 +1,81 @@
+"""/template save, list and delete: a server's templates, for the members who may schedule.
+
+Like every command, each takes effect once however many sessions receive it
+(:mod:`bot.commands.once`: the tree's ``interaction_check``), and its errors are answered in
+one place (:func:`bot.commands.replies.answer_error`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import discord
+from discord import app_commands
+
+from ..limits import MAX_CHOICES
+from ..render import template_list, template_saved
+from ..requests.templates import template_from
+from .autocomplete import ServesAnnouncements
+from .door import requester
+from .replies import AnswersErrors, reply
+
+if TYPE_CHECKING:
+    from ..announcements import MAX_TEMPLATE_NAME
+    from .transformers import AnnouncementId
+
+
+async def template_names(
+    interaction: discord.Interaction, current: str
+) -> list[app_commands.Choice[str]]:
+    """The server's template names that contain what is being typed."""
+    guild, client = interaction.guild, interaction.client
+    if guild is None or not isinstance(client, ServesAnnouncements):
+        return []
+    typed = current.casefold()
+    names = [t.name for t in await client.announcements.templates(guild.id)]
+    return [app_commands.Choice(name=n, value=n) for n in names if typed in n.casefold()][
+        :MAX_CHOICES
+    ]
+
+
+class TemplateCommands(AnswersErrors, name="TemplateCommands"):
+    """/template (guild only)."""
+
+    template = app_commands.Group(
+        name="template",
+        description="Saved templates to start announcements from",
+        guild_only=True,
+        allowed_contexts=app_commands.AppCommandContext(guild=True),
+    )
+
+    @template.command(name="save", description="Save an announcement as a template")
+    @app_commands.describe(
+        name="The template's name (used as /schedule template:name)",
+        source="The announcement to copy (its number, see /list)",
+    )
+    @app_commands.rename(source="from")
+    async def save(
+        self,
+        interaction: discord.Interaction,
+        name: app_commands.Range[str, 1, MAX_TEMPLATE_NAME],
+        source: AnnouncementId,
+    ) -> None:
+        made = await template_from(self.announcements, requester(interaction), source, name)
+        kept = await self.announcements.save_template(made)
+        await reply(interaction, template_saved(kept, source))
+
+    @template.command(name="list", description="This server's templates")
+    async def list_templates(self, interaction: discord.Interaction) -> None:
+        who = await self.manager(interaction)
+        kept = await self.announcements.templates(who.guild.id)
+        await reply(interaction, template_list(kept, self.announcements.templates_per_guild))
+
+    @template.command(name="delete", description="Delete a template")
+    @app_commands.describe(name="The template to delete")
+    @app_commands.autocomplete(name=template_names)
+    async def delete(
+        self, interaction: discord.Interaction, name: app_commands.Range[str, 1, 100]
+    ) -> None:
+        who = await self.manager(interaction)
+        await self.announcements.delete_template(who.guild.id, name)
+        await reply(interaction, f"🗑️ Deleted the template `{' '.join(name.split())}`.")

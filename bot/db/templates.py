@@ -1,0 +1,123 @@
+"""The ``bot_templates`` table (a server's templates) and ``bot_imports`` (the announcements
+an import created, by the key their export gave them)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..models import Image, Template
+from .table import Table, optional_int
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+_COLUMNS = (
+    "guild_id, name, content, title, silent, mention, channel_id, image_name, image_type, "
+    "image_data, author_id, created_at"
+)
+
+
+def _template(row: Any) -> Template:
+    image = None
+    if row["image_name"] is not None:
+        image = Image(row["image_name"], row["image_type"], bytes(row["image_data"]))
+    return Template(
+        guild_id=int(row["guild_id"]),
+        name=row["name"],
+        content=row["content"],
+        title=row["title"],
+        silent=bool(row["silent"]),
+        mention=row["mention"],
+        channel_id=optional_int(row["channel_id"]),
+        image=image,
+        author_id=int(row["author_id"]),
+        created_at=float(row["created_at"]),
+    )
+
+
+def name_key(name: str) -> str:
+    """A template's name as it is looked up (case does not matter)."""
+    return name.strip().casefold()
+
+
+class TemplateTable(Table):
+    """Templates, and the keys of imported announcements."""
+
+    __slots__ = ()
+
+    async def templates(self, guild_id: int) -> list[Template]:
+        """The guild's templates, by name."""
+        cur = await self.db.execute(
+            f"SELECT {_COLUMNS} FROM bot_templates WHERE guild_id = ? ORDER BY name_key",
+            (guild_id,),
+        )
+        return [_template(r) for r in await cur.fetchall()]
+
+    async def template(self, guild_id: int, name: str) -> Template | None:
+        row = await self._one(
+            f"SELECT {_COLUMNS} FROM bot_templates WHERE guild_id = ? AND name_key = ?",
+            (guild_id, name_key(name)),
+        )
+        return None if row is None else _template(row)
+
+    async def template_count(self, guild_id: int) -> int:
+        row = await self._one(
+            "SELECT COUNT(*) AS n FROM bot_templates WHERE guild_id = ?", (guild_id,)
+        )
+        return 0 if row is None else int(row["n"])
+
+    async def insert_template(self, t: Template) -> None:
+        """Write a new template (its name must be free: UNIQUE (guild_id, name_key))."""
+        image = t.image
+        await self.db.execute(
+            f"INSERT INTO bot_templates ({_COLUMNS}, name_key) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                t.guild_id,
+                t.name,
+                t.content,
+                t.title,
+                int(t.silent),
+                t.mention,
+                t.channel_id,
+                None if image is None else image.filename,
+                None if image is None else image.content_type,
+                None if image is None else image.data,
+                t.author_id,
+                t.created_at,
+                name_key(t.name),
+            ),
+        )
+
+    async def delete_template(self, guild_id: int, name: str) -> bool:
+        cur = await self.db.execute(
+            "DELETE FROM bot_templates WHERE guild_id = ? AND name_key = ?",
+            (guild_id, name_key(name)),
+        )
+        return bool(cur.rowcount)
+
+    # --- imports -------------------------------------------------------------------------------
+
+    async def imported(self, guild_id: int, keys: Sequence[str]) -> dict[str, int]:
+        """Of ``keys``, those an import into the guild already created: key → announcement."""
+        found: dict[str, int] = {}
+        for start in range(0, len(keys), 500):
+            part = list(keys[start : start + 500])
+            marks = ", ".join("?" * len(part))
+            cur = await self.db.execute(
+                "SELECT import_key, announcement_id FROM bot_imports "
+                f"WHERE guild_id = ? AND import_key IN ({marks})",
+                (guild_id, *part),
+            )
+            found.update({r["import_key"]: int(r["announcement_id"]) for r in await cur.fetchall()})
+        return found
+
+    async def record_imports(
+        self, guild_id: int, made: Sequence[tuple[str, int]], now: float
+    ) -> None:
+        """Remember that an import created these announcements (key, announcement id)."""
+        await self.db.executemany(
+            "INSERT INTO bot_imports (guild_id, import_key, announcement_id, imported_at) "
+            "VALUES (?, ?, ?, ?)",
+            [(guild_id, key, ann_id, now) for key, ann_id in made],
+        )

@@ -1,0 +1,521 @@
+"""The export document (``/export``, ``/import``): a server's live announcements and its
+templates as JSON, version :data:`VERSION`, described by ``docs/export.schema.json``.
+
+- :func:`export_document` writes one from what the domain layer read, with each channel and
+  role by id *and* name (an import maps them by name: ids are another server's);
+- :func:`read_document` reads one back, refusing in words a file that is too large, not
+  JSON, nested too deeply, of another version or of the wrong shape; each announcement and
+  template is read on its own (:class:`DocAnnouncement`, :class:`DocTemplate`), so one bad
+  row is named with why and the others are still checked.
+
+Nothing secret is written: no token, no session, no webhook; the files posted with an
+announcement are included (base64), as they are what it posts.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from typing import TYPE_CHECKING, Any, Final
+
+import discord
+
+from scheduler.triggers import DateStep
+
+from ..models import Announcement, Destination, Image, Template
+from ..parsing import RepeatRule
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from ..announcements import ExportRows
+
+VERSION: Final = 1
+MAX_IMPORT_BYTES: Final = 8 * 1024 * 1024
+"""The largest file ``/import`` reads: under what any member may upload (10 MiB without
+Nitro); an export of 10,000 announcements without files is about 5 MiB."""
+MAX_ROWS: Final = 10_000
+"""The most announcements one file may hold (and, apart, templates: :data:`MAX_TEMPLATES`)."""
+MAX_TEMPLATES: Final = 1_000
+MAX_TEXT: Final = 4096
+MAX_NAME: Final = 100
+_KEY: Final = re.compile(r"[A-Za-z0-9:_.-]{1,100}")
+_SNOWFLAKE: Final = re.compile(r"[0-9]{1,20}")
+_KINDS: Final = {d.value for d in Destination}
+
+
+class DocumentRefused(ValueError):
+    """The file can't be imported at all; ``str(e)`` says why (nothing was written)."""
+
+
+class RowRefused(ValueError):
+    """One announcement or template of the file can't be read; ``str(e)`` says why."""
+
+
+# --- writing ------------------------------------------------------------------------------------
+
+
+def export_key(guild_id: int, announcement_id: int) -> str:
+    """The stable key of an exported announcement: the same in every export of it."""
+    return f"crier:{guild_id}:{announcement_id}"
+
+
+def _iso(ts: float | datetime | None) -> str | None:
+    if ts is None:
+        return None
+    when = ts if isinstance(ts, datetime) else datetime.fromtimestamp(ts, UTC)
+    return when.astimezone(UTC).isoformat()
+
+
+def _file(image: Image) -> dict[str, Any]:
+    return {
+        "filename": image.filename,
+        "content_type": image.content_type,
+        "data": base64.b64encode(image.data).decode("ascii"),
+    }
+
+
+def _channel(guild: discord.Guild, channel_id: int | None) -> dict[str, Any] | None:
+    if channel_id is None:
+        return None
+    found = guild.get_channel_or_thread(channel_id)
+    return {"id": str(channel_id), "name": None if found is None else found.name}
+
+
+def _mention(guild: discord.Guild, mention: str | None) -> dict[str, Any] | None:
+    if mention is None:
+        return None
+    if mention in ("everyone", "here"):
+        return {"kind": mention}
+    role_id = int(mention.removeprefix("role:"))
+    role = guild.get_role(role_id)
+    return {"kind": "role", "id": str(role_id), "name": None if role is None else role.name}
+
+
+def _repeat(a: Announcement) -> dict[str, Any] | None:
+    rule = a.rule
+    if rule is None:
+        return None
+    if rule.every is not None:
+        return {
+            "kind": "interval",
+            "every_seconds": rule.every.total_seconds(),
+            "words": rule.words,
+        }
+    step = rule.step
+    return {
+        "kind": "cron",
+        "cron": rule.cron,
+        "words": rule.words,
+        "nth": list(rule.nth),
+        "step": None
+        if step is None
+        else {"count": step.count, "unit": step.unit, "since": step.since.isoformat()},
+    }
+
+
+def _tag_names(guild: discord.Guild, a: Announcement) -> list[str]:
+    forum = guild.get_channel(a.channel_id)
+    if not isinstance(forum, discord.ForumChannel):
+        return []
+    names = {t.id: t.name for t in forum.available_tags}
+    return [names[t] for t in a.rich.tags if t in names]
+
+
+def export_document(guild: discord.Guild, found: ExportRows, now: datetime) -> dict[str, Any]:
+    """The export of ``guild``: its live announcements (oldest first) and its templates."""
+    announcements = []
+    for a in found.announcements:
+        destination = _channel(guild, a.channel_id) or {}
+        announcements.append(
+            {
+                "key": export_key(a.guild_id, a.id),
+                "number": a.local_id,
+                "text": a.content,
+                "title": a.rich.title,
+                "silent": a.rich.silent,
+                "publish": a.rich.publish,
+                "destination": {**destination, "kind": a.rich.destination.value},
+                "tags": _tag_names(guild, a),
+                "mention": _mention(guild, a.mention),
+                "first": _iso(a.first_ts),
+                "next": _iso(found.next_fires.get(a.id)),
+                "timezone": a.timezone,
+                "repeat": _repeat(a),
+                "until": _iso(a.until_ts),
+                "paused": a.state == "paused",
+                "files": [_file(i) for i in found.images.get(a.id, [])],
+            }
+        )
+    templates = [
+        {
+            "name": t.name,
+            "text": t.content,
+            "title": t.title,
+            "silent": t.silent,
+            "mention": _mention(guild, t.mention),
+            "channel": _channel(guild, t.channel_id),
+            "file": None if t.image is None else _file(t.image),
+        }
+        for t in found.templates
+    ]
+    return {
+        "version": VERSION,
+        "generator": "crier",
+        "exported_at": _iso(now),
+        "guild": {"id": str(guild.id), "name": guild.name},
+        "announcements": announcements,
+        "templates": templates,
+    }
+
+
+def document_bytes(doc: Mapping[str, Any]) -> bytes:
+    """The document as UTF-8 JSON, compact (without ``indent`` the C encoder writes it: an
+    indented dump of 10,000 announcements takes seconds in pure Python)."""
+    return json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+# --- reading ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Named:
+    """A channel or role as the file names it."""
+
+    id: int | None
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class DocMention:
+    kind: str
+    """``everyone``, ``here`` or ``role``."""
+    role: Named | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DocAnnouncement:
+    key: str
+    number: int | None
+    text: str
+    title: str | None
+    silent: bool
+    publish: bool
+    destination: Named
+    kind: Destination
+    tags: tuple[str, ...]
+    mention: DocMention | None
+    first: datetime
+    next: datetime | None
+    timezone: str
+    repeat: RepeatRule | None
+    until: datetime | None
+    paused: bool
+    files: tuple[Image, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class DocTemplate:
+    name: str
+    text: str
+    title: str | None
+    silent: bool
+    mention: DocMention | None
+    channel: Named | None
+    file: Image | None
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """A file read back: every row, read or refused (``RowRefused``) on its own."""
+
+    guild_id: int | None
+    guild_name: str | None
+    announcements: list[tuple[int, DocAnnouncement | RowRefused, str]]
+    """(row number from 1, the row or why it can't be read, its label for the answer)."""
+    templates: list[tuple[int, DocTemplate | RowRefused, str]]
+
+
+def read_document(raw: bytes) -> Document:
+    """The file ``raw`` as a :class:`Document`; refused (:class:`DocumentRefused`) when it
+    is no export at all."""
+    if len(raw) > MAX_IMPORT_BYTES:
+        raise DocumentRefused(
+            f"That file is {len(raw) / (1024 * 1024):.1f} MiB; an import may be at most "
+            f"{MAX_IMPORT_BYTES // (1024 * 1024)} MiB. Export fewer announcements per file."
+        )
+    try:
+        doc = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise DocumentRefused(
+            "That file is not text (UTF-8): attach the `.json` file `/export` made."
+        ) from None
+    except RecursionError:
+        raise DocumentRefused("That file is nested too deeply to be an export of crier.") from None
+    except ValueError as exc:
+        raise DocumentRefused(
+            f"That file is not valid JSON ({exc}). Attach the `.json` file `/export` made."
+        ) from None
+    if not isinstance(doc, dict):
+        raise DocumentRefused("That file is not an export of crier: its top level isn't an object.")
+    version = doc.get("version")
+    if version != VERSION or isinstance(version, bool):
+        raise DocumentRefused(
+            f"That file's `version` is {json.dumps(version)[:20]}; I read version {VERSION} "
+            "(the one `/export` writes)."
+        )
+    announcements = doc.get("announcements", [])
+    templates = doc.get("templates", [])
+    if not isinstance(announcements, list) or not isinstance(templates, list):
+        raise DocumentRefused("That file's `announcements` and `templates` must be lists.")
+    if len(announcements) > MAX_ROWS or len(templates) > MAX_TEMPLATES:
+        raise DocumentRefused(
+            f"That file has {len(announcements)} announcements and {len(templates)} "
+            f"templates; one import takes at most {MAX_ROWS} and {MAX_TEMPLATES}."
+        )
+    guild = doc.get("guild")
+    guild_id = guild_name = None
+    if isinstance(guild, dict):
+        guild_id = _optional_id(guild.get("id"))
+        name = guild.get("name")
+        guild_name = name if isinstance(name, str) else None
+    return Document(
+        guild_id,
+        guild_name,
+        [_row("row", i, value, _announcement) for i, value in enumerate(announcements, 1)],
+        [_row("template", i, value, _template) for i, value in enumerate(templates, 1)],
+    )
+
+
+def _row(what: str, i: int, value: Any, read: Any) -> tuple[int, Any, str]:
+    label = f"{what} {i}"
+    if isinstance(value, dict):
+        if isinstance(value.get("number"), int) and not isinstance(value["number"], bool):
+            label += f" (#{value['number']})"
+        elif isinstance(value.get("name"), str):
+            label += f" (`{value['name'][:MAX_NAME]}`)"
+    try:
+        return i, read(value), label
+    except RowRefused as refused:
+        return i, refused, label
+    except RecursionError:
+        return i, RowRefused("it is nested too deeply"), label
+
+
+def _get(
+    row: Mapping[str, Any], key: str, kind: type | tuple[type, ...], *, null: bool = False
+) -> Any:
+    if key not in row:
+        if null:
+            return None
+        raise RowRefused(f"`{key}` is missing")
+    value = row[key]
+    if value is None and null:
+        return None
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if isinstance(value, bool) and bool not in kinds:
+        raise RowRefused(f"`{key}` must be {_kind_words(kind)}, not true or false")
+    if not isinstance(value, kind):
+        raise RowRefused(f"`{key}` must be {_kind_words(kind)}, not {_json_type(value)}")
+    return value
+
+
+def _kind_words(kind: type | tuple[type, ...]) -> str:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    words = {str: "text", bool: "true or false", int: "a whole number", float: "a number",
+             dict: "an object", list: "a list"}  # fmt: skip
+    return " or ".join(words.get(k, k.__name__) for k in kinds)
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    return _kind_words(type(value)) if type(value) in (str, bool, int, float, dict, list) else "?"
+
+
+def _text(row: Mapping[str, Any], key: str, limit: int, *, null: bool = False) -> str | None:
+    value = _get(row, key, str, null=null)
+    if value is not None and len(value) > limit:
+        raise RowRefused(f"`{key}` is {len(value)} characters; at most {limit}")
+    return value  # type: ignore[no-any-return]
+
+
+def _optional_id(value: Any) -> int | None:
+    if isinstance(value, str) and _SNOWFLAKE.fullmatch(value):
+        return int(value)
+    return None
+
+
+def _named(value: Any, key: str) -> Named:
+    if not isinstance(value, dict):
+        raise RowRefused(f"`{key}` must be an object with a `name`")
+    name = value.get("name")
+    if not isinstance(name, str) or not name.strip() or len(name) > MAX_NAME:
+        raise RowRefused(
+            f"`{key}` has no `name` (channels and roles are found by name in this server; "
+            "an id alone is another server's)"
+        )
+    raw_id = value.get("id")
+    if raw_id is not None and _optional_id(raw_id) is None:
+        raise RowRefused(f'`{key}.id` must be a snowflake as text, like "123456789012345678"')
+    return Named(_optional_id(raw_id), name)
+
+
+def _doc_mention(row: Mapping[str, Any]) -> DocMention | None:
+    value = _get(row, "mention", dict, null=True)
+    if value is None:
+        return None
+    kind = value.get("kind")
+    if kind in ("everyone", "here"):
+        return DocMention(kind)
+    if kind == "role":
+        return DocMention("role", _named(value, "mention"))
+    raise RowRefused("`mention.kind` must be `everyone`, `here` or `role`")
+
+
+def _time(row: Mapping[str, Any], key: str, *, null: bool = False) -> datetime | None:
+    value = _get(row, key, str, null=null)
+    if value is None:
+        return None
+    try:
+        when = datetime.fromisoformat(value)
+    except ValueError:
+        raise RowRefused(f'`{key}` must be a time like "2030-03-01T12:00:00+00:00"') from None
+    if when.tzinfo is None or when.utcoffset() is None:
+        raise RowRefused(f'`{key}` must say its offset, like "2030-03-01T12:00:00+00:00"')
+    return when.astimezone(UTC)
+
+
+def _image(value: Any, key: str) -> Image:
+    if not isinstance(value, dict):
+        raise RowRefused(f"`{key}` must be an object with a `filename` and `data`")
+    name = value.get("filename")
+    data = value.get("data")
+    ctype = value.get("content_type")
+    if not isinstance(name, str) or not name or len(name) > 200:
+        raise RowRefused(f"`{key}.filename` must be a file name")
+    if ctype is not None and not isinstance(ctype, str):
+        raise RowRefused(f"`{key}.content_type` must be text or null")
+    if not isinstance(data, str):
+        raise RowRefused(f"`{key}.data` must be the file in base64")
+    try:
+        raw = base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        raise RowRefused(f"`{key}.data` is not valid base64") from None
+    return Image(name, ctype, raw)
+
+
+def _rule(value: Any) -> RepeatRule | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise RowRefused("`repeat` must be an object or null")
+    words = _text(value, "words", 300) or ""
+    try:
+        if value.get("kind") == "interval":
+            seconds = _get(value, "every_seconds", (int, float))
+            if not 60 <= seconds <= 366 * 86400:
+                raise RowRefused("`repeat.every_seconds` must be from 60 to 31622400")
+            return RepeatRule("interval", None, timedelta(seconds=seconds), words)
+        if value.get("kind") == "cron":
+            cron = _text(value, "cron", 200)
+            nth = _get(value, "nth", list, null=True) or []
+            if len(nth) > 5 or not all(isinstance(n, int) and not isinstance(n, bool) for n in nth):
+                raise RowRefused("`repeat.nth` must be a short list of whole numbers")
+            step = _step(_get(value, "step", dict, null=True))
+            return RepeatRule("cron", cron, None, words, nth=tuple(nth), step=step)
+    except (ValueError, TypeError) as exc:
+        if isinstance(exc, RowRefused):
+            raise
+        raise RowRefused(f"`repeat` is not a rule I can use ({exc})") from None
+    raise RowRefused("`repeat.kind` must be `cron` or `interval`")
+
+
+def _step(value: Any) -> DateStep | None:
+    if value is None:
+        return None
+    try:
+        count = _get(value, "count", int)
+        since = date.fromisoformat(_get(value, "since", str))
+        return DateStep(count, _get(value, "unit", str), since)
+    except RowRefused:
+        raise
+    except Exception as exc:  # InvalidSchedule, a bad date: said in words
+        raise RowRefused(f"`repeat.step` is not a date step I can use ({exc})") from None
+
+
+def _announcement(value: Any) -> DocAnnouncement:
+    if not isinstance(value, dict):
+        raise RowRefused(f"an announcement must be an object, not {_json_type(value)}")
+    key = _get(value, "key", str)
+    if not _KEY.fullmatch(key):
+        raise RowRefused("`key` must be 1 to 100 letters, digits or `:_.-`")
+    number = _get(value, "number", int, null=True)
+    destination = value.get("destination")
+    kind = destination.get("kind", "text") if isinstance(destination, dict) else "text"
+    if kind not in _KINDS:
+        raise RowRefused(f"`destination.kind` must be one of {', '.join(sorted(_KINDS))}")
+    tags = _get(value, "tags", list, null=True) or []
+    if len(tags) > 5 or not all(isinstance(t, str) and len(t) <= MAX_NAME for t in tags):
+        raise RowRefused("`tags` must be at most 5 tag names")
+    files = _get(value, "files", list, null=True) or []
+    if len(files) > 10:
+        raise RowRefused("`files` may hold at most 10 files")
+    first = _time(value, "first")
+    if first is None:
+        raise RuntimeError("expected first is not None")
+    return DocAnnouncement(
+        key=key,
+        number=number,
+        text=_text(value, "text", MAX_TEXT) or "",
+        title=_text(value, "title", 256, null=True),
+        silent=bool(_get(value, "silent", bool, null=True)),
+        publish=bool(_get(value, "publish", bool, null=True)),
+        destination=_named(destination, "destination"),
+        kind=Destination(kind),
+        tags=tuple(tags),
+        mention=_doc_mention(value),
+        first=first,
+        next=_time(value, "next", null=True),
+        timezone=_text(value, "timezone", 64, null=True) or "UTC",
+        repeat=_rule(value.get("repeat")),
+        until=_time(value, "until", null=True),
+        paused=bool(_get(value, "paused", bool, null=True)),
+        files=tuple(_image(f, f"files[{i}]") for i, f in enumerate(files)),
+    )
+
+
+def _template(value: Any) -> DocTemplate:
+    if not isinstance(value, dict):
+        raise RowRefused(f"a template must be an object, not {_json_type(value)}")
+    channel = value.get("channel")
+    file = value.get("file")
+    return DocTemplate(
+        name=_text(value, "name", MAX_NAME) or "",
+        text=_text(value, "text", MAX_TEXT) or "",
+        title=_text(value, "title", 256, null=True),
+        silent=bool(_get(value, "silent", bool, null=True)),
+        mention=_doc_mention(value),
+        channel=None if channel is None else _named(channel, "channel"),
+        file=None if file is None else _image(file, "file"),
+    )
+
+
+def template_of(
+    t: DocTemplate, guild_id: int, channel_id: int | None, mention: str | None
+) -> Template:
+    """The template to keep for ``t`` in the server (its channel and mention mapped)."""
+    return Template(
+        guild_id=guild_id,
+        name=t.name,
+        content=t.text,
+        title=t.title,
+        silent=t.silent,
+        mention=mention,
+        channel_id=channel_id,
+        image=t.file,
+    )

@@ -1,0 +1,267 @@
+"""An import's dry run: every row of an export file checked against the target server,
+exactly as ``/schedule`` checks what a member asks for (:func:`check_request`), with what it
+would create or why it would be refused; nothing is written here.
+
+Channels and roles are found by **name** in the target server (the ids in the file are the
+exporting server's): one channel or role of that name, or the row is refused (none, or
+several, are never guessed between). An announcement whose key an earlier import into this
+server already created is left out ("already imported"), so the same file imported twice
+creates nothing the second time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from ..announcements import Announcements, ImportRow, NotPossible, TemplateRefused
+from ..announcements import check_template_name as checked_name
+from ..models import Template
+from ..parsing import InputError, discord_timestamp, resolve_timezone
+from ..parsing.placeholders import check_placeholders
+from .checks import Refusal, require_manager
+from .export_doc import DocAnnouncement, DocMention, DocTemplate, Document, Named, template_of
+from .request import AnnouncementOptions, AnnouncementRequest, Requester
+from .validation import EMPTY_MESSAGE, check_request
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    import discord
+
+    from scheduler import Clock
+
+
+@dataclass(frozen=True, slots=True)
+class RowOutcome:
+    """What the import does with one row: exactly one of ``created``, ``skipped`` and
+    ``refused`` says it, in words."""
+
+    label: str
+    created: str | None = None
+    skipped: str | None = None
+    refused: str | None = None
+
+
+@dataclass
+class ImportPlan:
+    announcements: list[RowOutcome] = field(default_factory=list)
+    templates: list[RowOutcome] = field(default_factory=list)
+    rows: list[ImportRow] = field(default_factory=list)
+    """The announcements to create (when nothing is refused)."""
+    new_templates: list[Template] = field(default_factory=list)
+
+    @property
+    def refused(self) -> list[RowOutcome]:
+        return [r for r in self.announcements + self.templates if r.refused is not None]
+
+    @property
+    def anything(self) -> bool:
+        return bool(self.rows or self.new_templates)
+
+
+def named_channel(guild: discord.Guild, named: Named) -> Any:
+    """The server's one channel (or active thread) called ``named.name``; refused if it has
+    none or several. An id in the file counts only if it is this server's channel of that
+    very name."""
+    by_id = None if named.id is None else guild.get_channel_or_thread(named.id)
+    if by_id is not None and by_id.name == named.name:
+        return by_id
+    found = [c for c in [*guild.channels, *guild.threads] if c.name == named.name]
+    if not found:
+        raise Refusal(f"this server has no channel named `#{named.name}`")
+    if len(found) > 1:
+        raise Refusal(
+            f"this server has {len(found)} channels named `#{named.name}`; rename all but one "
+            "(I never guess which)"
+        )
+    return found[0]
+
+
+def named_role(guild: discord.Guild, named: Named) -> discord.Role:
+    found = [r for r in guild.roles if r.name == named.name and not r.is_default()]
+    if not found:
+        raise Refusal(f"this server has no role named `@{named.name}`")
+    if len(found) > 1:
+        raise Refusal(f"this server has {len(found)} roles named `@{named.name}`; I never guess")
+    return found[0]
+
+
+def _mention_id(guild: discord.Guild, mention: DocMention | None) -> int | None:
+    if mention is None:
+        return None
+    if mention.kind in ("everyone", "here"):
+        return guild.default_role.id
+    if mention.role is None:
+        raise RuntimeError("expected mention.role is not None")
+    return named_role(guild, mention.role).id
+
+
+def _mention_text(guild: discord.Guild, mention: DocMention | None) -> str | None:
+    if mention is None:
+        return None
+    if mention.kind in ("everyone", "here"):
+        return mention.kind
+    if mention.role is None:
+        raise RuntimeError("expected mention.role is not None")
+    return f"role:{named_role(guild, mention.role).id}"
+
+
+async def plan_import(
+    announcements: Announcements, clock: Clock, requester: Requester, doc: Document
+) -> ImportPlan:
+    """The dry run of importing ``doc`` into the requester's server, row by row."""
+    guild = requester.guild
+    require_manager(requester.member, await announcements.settings(guild.id))
+    plan = ImportPlan()
+    keys = [row.key for _, row, _ in doc.announcements if isinstance(row, DocAnnouncement)]
+    already = await announcements.imported_keys(guild.id, keys)
+    seen: dict[str, str] = {}
+    for _, row, label in doc.announcements:
+        if not isinstance(row, DocAnnouncement):
+            plan.announcements.append(RowOutcome(label, refused=str(row)))
+            continue
+        if row.key in already:
+            plan.announcements.append(
+                RowOutcome(label, skipped=f"already imported (as #{already[row.key]})")
+            )
+            continue
+        if row.key in seen:
+            plan.announcements.append(
+                RowOutcome(label, refused=f"it has the same `key` as {seen[row.key]}")
+            )
+            continue
+        seen[row.key] = label
+        try:
+            made, words = await _checked_row(announcements, clock, requester, row)
+        except (Refusal, InputError, NotPossible) as refused:
+            plan.announcements.append(RowOutcome(label, refused=_reason(refused)))
+            continue
+        plan.rows.append(made)
+        plan.announcements.append(RowOutcome(label, created=words))
+    await _plan_templates(announcements, guild, doc, plan)
+    return plan
+
+
+def _reason(error: Exception) -> str:
+    text = str(error)
+    if isinstance(error, NotPossible) and error.at is not None:
+        text = f"its `until` is before its next time ({discord_timestamp(error.at, 'F')})"
+    return text[:1].lower() + text[1:] if text else type(error).__name__
+
+
+async def _checked_row(
+    announcements: Announcements, clock: Clock, requester: Requester, row: DocAnnouncement
+) -> tuple[ImportRow, str]:
+    """The announcement ``row`` would be, checked like ``/schedule``; and the answer's words."""
+    guild = requester.guild
+    if not row.text.strip() and not row.files:
+        raise InputError(EMPTY_MESSAGE)
+    channel = named_channel(guild, row.destination)
+    zone = resolve_timezone(row.timezone)
+    if row.repeat is not None:
+        try:
+            row.repeat.trigger(zone, row.first)  # a rule the scheduler takes
+        except ValueError as exc:  # InvalidSchedule (a bad cron field…): said in words
+            raise Refusal(f"its `repeat` is not a rule I can use ({exc})") from None
+    now = clock.now()
+    start = _start(row, now)
+    for file in row.files:
+        if len(file.data) > announcements.file_max_bytes:
+            raise Refusal(
+                f"its file `{file.filename}` is {len(file.data) / (1024 * 1024):.1f} MiB; an "
+                f"announcement's file may be at most "
+                f"{announcements.file_max_bytes / (1024 * 1024):.1f} MiB here"
+            )
+    options = AnnouncementOptions(
+        when=start,
+        channel_id=channel.id,
+        repeat=row.repeat,
+        timezone=zone,
+        mention_id=_mention_id(guild, row.mention),
+        until=row.until,
+        title=row.title,
+        silent=row.silent,
+        publish=row.publish if row.kind.value == "announcement" else None,
+        tags=", ".join(row.tags) or None,
+        has_files=bool(row.files),
+    )
+    checked = await check_request(
+        announcements, clock, AnnouncementRequest(requester, options, row.text)
+    )
+    first = checked.upcoming[0] if checked.upcoming else checked.draft.first
+    draft = replace(checked.draft, images=row.files)
+    words = f"in <#{channel.id}>, {row.repeat.words if row.repeat else 'once'}"
+    words += f", first {discord_timestamp(first, 'F')}"
+    if row.paused:
+        words += ", paused"
+    return ImportRow(row.key, draft, paused=row.paused), words
+
+
+def _start(row: DocAnnouncement, now: datetime) -> datetime:
+    """Where the imported announcement starts: its next time as exported if still ahead,
+    else (a recurring one) its rule's next time from now; a one-off whose time passed is
+    refused."""
+    nxt = row.next or row.first
+    if nxt > now:
+        return nxt
+    if row.repeat is None:
+        raise Refusal(f"its time ({discord_timestamp(nxt, 'F')}) has passed")
+    start = row.repeat.trigger(resolve_timezone(row.timezone), row.first).next_after(now)
+    if row.until is not None and start > row.until:
+        raise Refusal(f"its `until` ({discord_timestamp(row.until, 'F')}) has passed")
+    return start
+
+
+async def _plan_templates(
+    announcements: Announcements, guild: discord.Guild, doc: Document, plan: ImportPlan
+) -> None:
+    existing = {t.name.casefold(): t for t in await announcements.templates(guild.id)}
+    room = announcements.templates_per_guild - len(existing)
+    names: set[str] = set()
+    for _, row, label in doc.templates:
+        if not isinstance(row, DocTemplate):
+            plan.templates.append(RowOutcome(label, refused=str(row)))
+            continue
+        try:
+            name = checked_name(row.name)
+            check_placeholders(row.text, "the text")
+            check_placeholders(row.title, "the title")
+            channel = None if row.channel is None else named_channel(guild, row.channel)
+            mention = _mention_text(guild, row.mention)
+        except (Refusal, InputError, TemplateRefused) as refused:
+            plan.templates.append(RowOutcome(label, refused=_reason(refused)))
+            continue
+        made = template_of(
+            replace(row, name=name), guild.id, None if channel is None else channel.id, mention
+        )
+        here = existing.get(name.casefold())
+        if here is not None:
+            same = (here.content, here.title, here.silent) == (
+                made.content,
+                made.title,
+                made.silent,
+            )
+            if same:
+                plan.templates.append(RowOutcome(label, skipped="already here, the same"))
+            else:
+                plan.templates.append(
+                    RowOutcome(label, refused=f"this server has a different template `{here.name}`")
+                )
+            continue
+        if name.casefold() in names:
+            plan.templates.append(RowOutcome(label, refused="its name is in the file twice"))
+            continue
+        names.add(name.casefold())
+        if room <= 0:
+            plan.templates.append(
+                RowOutcome(
+                    label,
+                    refused=f"this server would pass its limit of "
+                    f"{announcements.templates_per_guild} templates",
+                )
+            )
+            continue
+        room -= 1
+        plan.new_templates.append(made)
+        plan.templates.append(RowOutcome(label, created="a new template"))

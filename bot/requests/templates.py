@@ -1,0 +1,92 @@
+"""Templates as members use them: one saved from an announcement (``/template save``) and
+one applied to ``/schedule`` (its fields as defaults, each overridable by an option)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..announcements import Announcements, check_template_name
+from ..models import Image, Template
+from .checks import Refusal, can_read, require_manager
+
+if TYPE_CHECKING:
+    import discord
+
+    from .request import Requester
+
+
+async def template_from(
+    announcements: Announcements, requester: Requester, local_id: int, name: str
+) -> Template:
+    """A template named ``name`` holding announcement ``local_id``'s text, title, silence,
+    mention, channel and first file; refused unless the member may manage announcements and
+    can see that announcement's channel."""
+    guild, member = requester.guild, requester.member
+    require_manager(member, await announcements.settings(guild.id))
+    kept_name = check_template_name(name)
+    a = await announcements.get(guild.id, local_id)
+    if not can_read(member, guild, a.channel_id):
+        raise Refusal(
+            f"Announcement #{local_id} is for a channel you can't see, so you can't save it "
+            "as a template."
+        )
+    files = await announcements.images(a.id)
+    return Template(
+        guild_id=guild.id,
+        name=kept_name,
+        content=a.content,
+        title=a.rich.title,
+        silent=a.rich.silent,
+        mention=a.mention,
+        channel_id=a.channel_id,
+        image=files[0] if files else None,
+        author_id=member.id,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Started:
+    """/schedule's options once a template filled in those left out."""
+
+    message: str | None
+    title: str | None
+    silent: bool
+    channel_id: int | None
+    mention_id: int | None
+    image: Image | None
+    """The template's file, when no ``image`` was attached."""
+
+
+def template_mention(guild: discord.Guild, mention: str | None) -> int | None:
+    """The role id /schedule's ``mention`` takes for a template's mention (@everyone and
+    @here: the server's default role); who may ping it is checked again at scheduling."""
+    if mention is None:
+        return None
+    if mention in ("everyone", "here"):
+        return guild.default_role.id
+    return int(mention.removeprefix("role:"))
+
+
+def started_from(
+    guild: discord.Guild,
+    template: Template,
+    *,
+    message: str | None,
+    title: str | None,
+    silent: bool | None,
+    channel_id: int | None,
+    mention_id: int | None,
+    has_image: bool,
+) -> Started:
+    """Each option given wins over the template's field; the others come from it."""
+    return Started(
+        message=message if message is not None else template.content,
+        title=title if title is not None else template.title,
+        silent=silent if silent is not None else template.silent,
+        channel_id=channel_id if channel_id is not None else template.channel_id,
+        mention_id=mention_id
+        if mention_id is not None
+        else template_mention(guild, template.mention),
+        image=None if has_image else template.image,
+    )

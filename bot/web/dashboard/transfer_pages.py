@@ -1,0 +1,155 @@
+"""A server's templates (list, save from an announcement, delete) and its export and import
+on the dashboard, through the same code as /template, /export and /import, answered with the
+same words: the export is a download, the import an upload answered with the same dry run,
+whose confirmation applies all of it or nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import secrets
+
+from aiohttp import web
+
+from ...render import import_report, template_saved
+from ...requests.checks import Refusal, can_read
+from ...requests.export_doc import document_bytes, export_document, read_document
+from ...requests.importing import plan_import
+from ...requests.templates import template_from
+from .core import Viewer, form_of
+from .pages import GUILD, GuildPages, get, post
+
+log = logging.getLogger(__name__)
+
+PENDING_FOR = 15 * 60.0
+"""Seconds an upload's dry run waits for its confirmation (as /import's button)."""
+NO_FILE = "Choose the `.json` file an export made, then upload it."
+EXPIRED = (
+    "This import was already applied, or its dry run expired (they wait 15 minutes). Upload "
+    "the file again to see what it would do now."
+)
+
+
+def pending_key(guild_id: int, token: str) -> str:
+    return f"import:{guild_id}:{token}"
+
+
+class TransferPages(GuildPages):
+    """``/templates``, ``/export`` and ``/import``."""
+
+    @get(GUILD + "/templates")
+    async def templates(self, request: web.Request, viewer: Viewer) -> web.StreamResponse:
+        who = await self.requester(request, viewer)
+        kept = await self.d.announcements.templates(who.guild.id)
+        return self.d.render(
+            "templates.html", viewer, guild=who.guild, templates=kept,
+            limit=self.d.announcements.templates_per_guild, flash=await self.d.flash(viewer),
+        )  # fmt: skip
+
+    @post(GUILD + "/templates")
+    async def save_template(self, request: web.Request, viewer: Viewer) -> web.StreamResponse:
+        """/template save, from the form's name and announcement number."""
+        who = await self.requester(request, viewer)
+        form = form_of(request)
+        raw = form.get("from").strip().lstrip("#")
+        if not raw.isdigit():
+            raise Refusal("Give the number of the announcement to save, e.g. `12`.")
+        made = await template_from(self.d.announcements, who, int(raw), form.get("name"))
+        kept = await self.d.announcements.save_template(made)
+        await self.d.sessions.set_flash(viewer.session, template_saved(kept, int(raw)))
+        raise web.HTTPSeeOther(f"/g/{who.guild.id}/templates")
+
+    @post(GUILD + "/templates/delete")
+    async def delete_template(self, request: web.Request, viewer: Viewer) -> web.StreamResponse:
+        who = await self.requester(request, viewer)
+        name = form_of(request).get("name")
+        await self.d.announcements.delete_template(who.guild.id, name)
+        await self.d.sessions.set_flash(
+            viewer.session, f"🗑️ Deleted the template `{' '.join(name.split())}`."
+        )
+        raise web.HTTPSeeOther(f"/g/{who.guild.id}/templates")
+
+    @get(GUILD + "/export")
+    async def export(self, request: web.Request, viewer: Viewer) -> web.StreamResponse:
+        """The export as a download (the announcements of channels the viewer can't see left
+        out, as /export leaves them out)."""
+        who = await self.requester(request, viewer)
+        found = await self.d.announcements.export_rows(who.guild.id)
+        kept = [a for a in found.announcements if can_read(who.member, who.guild, a.channel_id)]
+        found = type(found)(kept, found.next_fires, found.images, found.templates)
+        doc = export_document(who.guild, found, self.d.clock.now())
+        data = await asyncio.to_thread(document_bytes, doc)  # off the event loop
+        day = self.d.clock.now().strftime("%Y-%m-%d")
+        return web.Response(
+            body=data,
+            content_type="application/json",
+            headers={
+                "Content-Disposition": f'attachment; filename="crier-{who.guild.id}-{day}.json"'
+            },
+        )
+
+    @get(GUILD + "/import")
+    async def import_form(self, request: web.Request, viewer: Viewer) -> web.StreamResponse:
+        who = await self.requester(request, viewer)
+        return self.d.render(
+            "import.html", viewer, guild=who.guild, report=None, token=None, refused=False,
+            flash=await self.d.flash(viewer),
+        )  # fmt: skip
+
+    @post(GUILD + "/import")
+    async def upload(self, request: web.Request, viewer: Viewer) -> web.StreamResponse:
+        """The uploaded file's dry run, and (if nothing is refused) the form that confirms it."""
+        who = await self.requester(request, viewer)
+        file = form_of(request).files.get("file")
+        if file is None:
+            raise Refusal(NO_FILE)
+        doc = await asyncio.to_thread(read_document, file.data)  # off the event loop
+        plan = await plan_import(self.d.announcements, self.d.clock, who, doc)
+        _, report = import_report(plan)
+        token = None
+        if not plan.refused and plan.anything:
+            token = secrets.token_hex(12)
+            stored = {
+                "user": who.member.id,
+                "at": self.d.clock.now().timestamp(),
+                "doc": file.data.decode(),
+            }
+            await self.d.announcements.keep_pending(
+                pending_key(who.guild.id, token), json.dumps(stored)
+            )
+        return self.d.render(
+            "import.html", viewer, guild=who.guild, report=report, token=token,
+            refused=bool(plan.refused),
+        )  # fmt: skip
+
+    @post(GUILD + "/import/confirm")
+    async def confirm(self, request: web.Request, viewer: Viewer) -> web.StreamResponse:
+        """Apply the dry run this form names: every row checked again, all or nothing."""
+        who = await self.requester(request, viewer)
+        token = form_of(request).get("token")
+        key = pending_key(who.guild.id, token)
+        value = await self.d.announcements.pending(key) if token.isalnum() else None
+        stored = {} if value is None else json.loads(value)
+        if not stored or self.d.clock.now().timestamp() - float(stored["at"]) > PENDING_FOR:
+            raise Refusal(EXPIRED)
+        if int(stored["user"]) != who.member.id:
+            raise Refusal("Only the member who uploaded this file can confirm its import.")
+        doc = await asyncio.to_thread(read_document, str(stored["doc"]).encode())
+        plan = await plan_import(self.d.announcements, self.d.clock, who, doc)
+        if plan.refused or not plan.anything:
+            _, report = import_report(plan)
+            return self.d.render(
+                "import.html", viewer, guild=who.guild, report=report, token=None,
+                refused=bool(plan.refused),
+            )  # fmt: skip
+        done = await self.d.announcements.import_all(
+            who.guild.id, plan.rows, plan.new_templates, actor_id=who.member.id, pending=key
+        )
+        log.info(
+            "import into guild %d by %d on the dashboard: %d announcements, %d templates",
+            who.guild.id, who.member.id, len(done.created), len(done.templates),
+        )  # fmt: skip
+        head, _ = import_report(plan, done=done)
+        await self.d.sessions.set_flash(viewer.session, head.split("\n")[0])
+        raise web.HTTPSeeOther(f"/g/{who.guild.id}")
