@@ -70,6 +70,9 @@ if TYPE_CHECKING:
 
 ROOT = Path(__file__).resolve().parents[2]
 DIALECTS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+RELEASES_TIMEOUT = 900
+"""The tests that go through every release start a bot per release (14 of them, with a
+fresh database each): past the suite's 120 s on 2 loaded cores, so they get more."""
 
 
 async def start(world: World, tmp_path: Path, clock: FakeClock, url: str) -> Crier:
@@ -235,6 +238,7 @@ def check_upgrade(base: Made, seen: Reads, new_posts: list[str], bot: int, sched
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.timeout(RELEASES_TIMEOUT)
 async def test_every_earlier_schema_full_of_work_upgrades_losing_nothing(
     world: World, tmp_path: Path, dialect: str
 ) -> None:
@@ -298,6 +302,7 @@ async def mid_send(world: World, tmp_path: Path) -> tuple[Rows, int, float]:
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.timeout(RELEASES_TIMEOUT)
 async def test_a_database_stopped_mid_send_at_every_earlier_schema_posts_it_once(
     world: World, tmp_path: Path, dialect: str
 ) -> None:
