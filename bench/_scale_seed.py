@@ -60,6 +60,8 @@ def settings(db: Path, **overrides: Any) -> Settings:
         "token": "bench.token.not-used",
         "database_url": f"sqlite:///{db}",
         "send_spacing": 1.0,
+        # The big guilds of the mix hold far more than a server's default limit.
+        "max_announcements": 10**9,
     }
     values.update(overrides)
     return Settings(**values)

@@ -18,9 +18,9 @@ from .announcements import (
     NotEditable,
     NotFound,
     NotPossible,
+    OverLimit,
     PostedUpdate,
     Skipped,
-    TooMuchStored,
     Why,
 )
 from .announcements.diff import Field
@@ -482,7 +482,7 @@ REFUSED_WRITE = (
 def expected_answer(error: BaseException) -> str | None:
     """What to tell the member about an error their request can cause (a refusal, bad
     input, a change that can't be made, an unknown id, a full disk); None for any other."""
-    if isinstance(error, Refusal | InputError | NotEditable | TooMuchStored):
+    if isinstance(error, Refusal | InputError | NotEditable | OverLimit):
         return str(error)
     if isinstance(error, NotPossible):
         return not_possible(error)

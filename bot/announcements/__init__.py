@@ -7,8 +7,9 @@ and written through :class:`bot.db.BotDb`, on the scheduler's own connection.
 
 :class:`Announcements` is put together from one part per module: ``lifecycle`` (create,
 cancel), ``reading`` (get, listing, /info, choices, next times), ``pausing`` (pause, resume,
-skip, until), ``editing`` (/edit) and ``service`` (what they share: the scheduler, the limits,
-guild and member settings); ``jobs`` names the scheduler jobs they enqueue (and types
+skip, until), ``editing`` (/edit), ``standing`` (servers left and back, forgotten; command
+counts), ``guards`` (the limits, checked) and ``service`` (what they share: the scheduler,
+the limits, guild and member settings); ``jobs`` names the scheduler jobs they enqueue (and types
 their arguments), ``deliveries`` is the bookkeeping those jobs record.
 """
 
@@ -33,6 +34,15 @@ from .editing import (
     PostedUpdate,
     check_editable,
 )
+from .guards import (
+    OverLimit,
+    TooManyCommands,
+    TooMuchStored,
+    check_files,
+    check_repeat,
+    check_room,
+    check_templates,
+)
 from .jobs import (
     OLD_NAMES,
     PUBLISH_FN,
@@ -49,7 +59,6 @@ from .jobs import (
     publish_pace,
     schedule_name,
 )
-from .lifecycle import TooMuchStored
 from .pausing import Pausing
 from .reading import (
     CHOICES_SCANNED,
@@ -61,10 +70,13 @@ from .reading import (
     Listing,
     ListingPage,
 )
+from .standing import AWAY, FORGET_FN, ForgetArgs, Standing
 
 __all__ = [
+    "AWAY",
     "BEING_POSTED",
     "CHOICES_SCANNED",
+    "FORGET_FN",
     "INFO_DELIVERIES",
     "INFO_HISTORY",
     "INFO_TIMES",
@@ -80,6 +92,7 @@ __all__ = [
     "Details",
     "Draft",
     "EditOutcome",
+    "ForgetArgs",
     "GuildSettings",
     "IdChoices",
     "ListFilter",
@@ -88,15 +101,22 @@ __all__ = [
     "NotEditable",
     "NotFound",
     "NotPossible",
+    "OverLimit",
     "PostedUpdate",
     "PublishArgs",
     "SendArgs",
     "Skipped",
+    "Standing",
+    "TooManyCommands",
     "TooMuchStored",
     "UpdateArgs",
     "Why",
     "channel_pace",
     "check_editable",
+    "check_files",
+    "check_repeat",
+    "check_room",
+    "check_templates",
     "delivery_job",
     "enqueue_delivery",
     "enqueue_post_update",
@@ -107,5 +127,6 @@ __all__ = [
 ]
 
 
-class Announcements(Editing, Pausing):
-    """Create, list and cancel announcements, and keep guild settings."""
+class Announcements(Editing, Pausing, Standing):
+    """Create, list and cancel announcements, keep guild settings and limits, and follow
+    the servers the bot leaves and comes back to."""

@@ -5,19 +5,16 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Sequence
 from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
 
 from scheduler import ScheduleNotFound, ScheduleRequest, TransactionContext
 
 from ..db import BotDb
 from ..models import INTERRUPTED_AND_STOPPED, Announcement, AnnouncementState, Draft, HistoryAction
 from .course import NotFound, NotPossible, Why
+from .guards import check_files, check_repeat, check_room
 from .jobs import SEND_FN, SendArgs, delivery_job, enqueue_delivery, schedule_name
 from .service import AnnouncementService
-
-
-class TooMuchStored(ValueError):
-    """The server's announcements would keep more bytes in files than the limit allows;
-    ``str(e)`` says so (shown to the member)."""
 
 
 class Lifecycle(AnnouncementService):
@@ -35,6 +32,7 @@ class Lifecycle(AnnouncementService):
             # otherwise read the same max(local_id) and one would fail on UNIQUE (guild_id,
             # local_id).
             await rows.lock_guild(draft.guild_id, now)
+            await self._check_limits(rows, [draft])
             local_id = await rows.next_local_id(draft.guild_id)
             ann_id = await rows.insert_announcement(draft, local_id, now)
             await self._store_images(rows, ann_id, draft, now)
@@ -67,6 +65,7 @@ class Lifecycle(AnnouncementService):
             now = ctx.now.timestamp()
             guilds = sorted({d.guild_id for d in drafts})
             await rows.lock_guilds(guilds, now)  # in one order: see create
+            await self._check_limits(rows, drafts)
             next_local = await rows.next_local_ids(guilds)
             numbered: list[tuple[Draft, int]] = []
             for draft in drafts:
@@ -138,15 +137,22 @@ class Lifecycle(AnnouncementService):
         size = sum(len(image.data) for image in draft.images)
         if size:
             kept = await rows.guild_image_bytes(draft.guild_id, ann_id)
-            if kept + size > self.guild_files_max_bytes:
-                limit = self.guild_files_max_bytes / (1024 * 1024)
-                raise TooMuchStored(
-                    f"This server's announcements already keep {kept / (1024 * 1024):.1f} MiB "
-                    f"of files; with this one ({size / (1024 * 1024):.1f} MiB) they would "
-                    f"pass the server's limit of {limit:.1f} MiB. Cancel announcements with "
-                    "files you no longer need, or attach a smaller one."
-                )
+            check_files(await self.limits_in(rows, draft.guild_id), kept, size)
         await rows.replace_images(ann_id, draft.guild_id, draft.images, now)
+
+    async def _check_limits(self, rows: BotDb, drafts: Sequence[Draft]) -> None:
+        """Refuse ``drafts`` (nothing is written) if a server would pass its limit of live
+        announcements, or one repeats more often than its server allows. Called with the
+        servers' settings rows locked, so the count is not stale by the commit."""
+        adding: dict[int, int] = {}
+        for draft in drafts:
+            adding[draft.guild_id] = adding.get(draft.guild_id, 0) + 1
+        for guild_id, count in sorted(adding.items()):
+            limits = await self.limits_in(rows, guild_id)
+            check_room(limits, await rows.live_count(guild_id), count)
+            for draft in drafts:
+                if draft.guild_id == guild_id and draft.repeat is not None:
+                    check_repeat(limits, draft.repeat, ZoneInfo(draft.timezone), draft.first)
 
     async def image_names(self, announcement_id: int) -> list[tuple[str, int]]:
         """The names and sizes of the files an announcement posts (no bytes are read)."""
@@ -193,4 +199,5 @@ class Lifecycle(AnnouncementService):
             now = ctx.now.timestamp()
             await rows.set_state(a.id, AnnouncementState.CANCELED, now)
             await rows.add_history(a.id, HistoryAction.CANCELED, actor_id, now)
+            await rows.drop_unreferenced_files(a.id)  # kept if an update still needs them
         return a

@@ -86,7 +86,9 @@ class PostUpdates:
                 await self.poster.request(ctx, patch)
                 revision = ann.revision
                 await ctx.run_mutation(
-                    lambda tx, _: record_post_updated(tx, ann_id, fire_ts, revision)
+                    lambda tx, _: record_post_updated(
+                        tx, ann_id, fire_ts, revision, job_id=ctx.job.id
+                    )
                 )
                 self.stats.edits += 1
                 log.info(
@@ -124,7 +126,9 @@ class PostUpdates:
 
     async def _failed(self, ctx: ActionContext, ann_id: int, fire_ts: float, reason: str) -> None:
         """Record and report that the posted message can't be brought up to date."""
-        await ctx.run_mutation(lambda tx, _: record_post_update_failed(tx, ann_id, fire_ts, reason))
+        await ctx.run_mutation(
+            lambda tx, _: record_post_update_failed(tx, ann_id, fire_ts, reason, job_id=ctx.job.id)
+        )
         self.stats.edits_failed += 1
         ann = await self.announcements.by_id(ann_id)
         if ann is None:
