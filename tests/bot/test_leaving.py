@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from bot.announcements import AWAY, FORGET_FN
+from bot.announcements import AWAY, FORGET_FN, ForgetArgs
+from bot.announcements.standing import forget_guild
 from bot.app import Crier
 from bot.config import load_settings
 from bot.db import BotDb
@@ -302,6 +303,26 @@ async def test_files_of_a_canceled_announcement_are_deleted(
     c = await crier.bot.announcements.get(world.guild.id, canceled)
     assert await crier.bot.announcements.image_names(k.id) == [("cat.png", len(PNG))]
     assert await crier.bot.announcements.image_names(c.id) == []
+
+
+async def test_a_forget_job_of_an_earlier_leaving_forgets_nothing(
+    world: World, make_crier: MakeCrier, clock: FakeClock
+) -> None:
+    """Left, back, left again: the first leaving's job (had it not been canceled, or run
+    while the bot came back) deletes nothing; the second leaving's own job will."""
+    crier = await make_crier()
+    await schedule(world, "in 1h", "once")
+    announcements = crier.bot.announcements
+    assert await announcements.guild_left(world.guild.id)
+    first = await announcements.left_guild(world.guild.id)
+    assert first is not None and not await announcements.guild_left(world.guild.id)  # once
+    assert await announcements.guild_returned(world.guild.id) is not None
+    clock.advance(timedelta(minutes=1))
+    assert await announcements.guild_left(world.guild.id)
+    async with crier.sched.transaction() as ctx:
+        kept = await forget_guild(ctx, ForgetArgs(world.guild.id, first.left_at))
+    assert kept == {"kept": "the bot is in the server again"}
+    assert (await rows_of(crier, world.guild.id))["bot_announcements"] == 1
 
 
 def test_forget_after_days_takes_fractions() -> None:
