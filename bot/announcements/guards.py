@@ -9,11 +9,14 @@ server at once take turns, so neither can pass a limit the other has just reache
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from datetime import datetime
+from typing import Any
 from zoneinfo import ZoneInfo
 
-from ..config import MIB
-from ..models import LIMIT_SETTINGS, Limits
+from ..config import MIB, ConfigError, Number, WholeNumber
+from ..models import LIMIT_SETTINGS, GuildLimits, Limits
 from ..parsing import RepeatRule, next_times
 
 GAPS_SAMPLED = 400
@@ -111,3 +114,79 @@ def _minutes(seconds: float) -> str:
     minutes = seconds / 60
     text = f"{minutes:g}" if minutes < 10 else f"{minutes:.0f}"
     return f"{text} minute" + ("" if text == "1" else "s")
+
+
+# --- what an operator may set for one server (python -m bot limits, the dashboard) ----------
+
+
+@dataclass(frozen=True, slots=True)
+class LimitOption:
+    """One limit an operator sets for a server: its name on the command line and in the
+    dashboard's form, the :class:`~bot.models.Limits` field it sets, how its text is read
+    (in its own unit) and that unit's size."""
+
+    name: str
+    field: str
+    parse: Callable[[str, str], Any]
+    unit: str
+    scale: float = 1.0
+
+    def show(self, value: float) -> str:
+        shown = value / self.scale
+        text = f"{shown:,.0f}" if shown == int(shown) else f"{shown:,.2f}"
+        return f"{text} {self.unit}".rstrip()
+
+
+LIMIT_OPTIONS: tuple[LimitOption, ...] = (
+    LimitOption("announcements", "max_announcements", WholeNumber(minimum=1), ""),
+    LimitOption("templates", "max_templates", WholeNumber(minimum=1), ""),
+    LimitOption("files-mb", "files_max_bytes", Number(0.0, 100_000.0, scale=MIB), "MiB", MIB),
+    LimitOption(
+        "min-repeat-minutes",
+        "min_repeat_seconds",
+        Number(1.0, 60.0 * 24 * 366, scale=60.0),
+        "minutes",
+        60.0,
+    ),
+    LimitOption("commands-per-minute", "commands_per_minute", WholeNumber(minimum=1), ""),
+)
+"""Every limit an operator may set for one server, in the order they are shown."""
+
+DEFAULT = "default"
+"""The value that gives a server the instance's limit back."""
+
+
+class BadLimit(ValueError):
+    """An operator's value for a limit can't be read; ``str(e)`` says which and why."""
+
+
+def changed_limits(current: GuildLimits, given: Mapping[str, str]) -> GuildLimits:
+    """``current`` with the operator's ``given`` values (by option name, each a number in the
+    option's unit, or ``default`` for the instance's); raises :class:`BadLimit`."""
+    options = {o.name: o for o in LIMIT_OPTIONS}
+    changes: dict[str, Any] = {}
+    for name, raw in given.items():
+        option = options.get(name)
+        if option is None:
+            raise BadLimit(f"there is no limit called {name!r} (limits: {', '.join(options)})")
+        text = raw.strip()
+        if text.lower() == DEFAULT:
+            changes[option.field] = None
+            continue
+        try:
+            changes[option.field] = option.parse(name, text)
+        except ConfigError as exc:
+            raise BadLimit(str(exc)) from None
+    return replace(current, **changes)
+
+
+def limit_lines(limits: Limits, override: GuildLimits | None) -> list[str]:
+    """Each limit of a server, in words: its value, and whether it is this server's own or
+    the instance's setting."""
+    lines = []
+    for option in LIMIT_OPTIONS:
+        value = getattr(limits, option.field)
+        own = override is not None and getattr(override, option.field) is not None
+        where = "set for this server" if own else LIMIT_SETTINGS[option.field]
+        lines.append(f"{option.name}: {option.show(value)} ({where})")
+    return lines

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from scheduler import Pace, Scheduler
 
 from ..config import default
 from ..db import BotDb
 from ..models import GuildLimits, GuildSettings, Limits
+from .guards import changed_limits
 from .jobs import channel_pace
 
 
@@ -71,6 +74,20 @@ class AnnouncementService:
         async with self.sched.transaction() as ctx:
             await BotDb(ctx.db).save_guild_limits(override, ctx.now.timestamp())
         return self.limits.for_guild(override)
+
+    async def change_guild_limits(
+        self, guild_id: int, given: Mapping[str, str]
+    ) -> tuple[GuildLimits, Limits]:
+        """Set some of the guild's limits from an operator's text (:func:`changed_limits`:
+        by option name; ``default`` gives back the instance's), the others kept; returns
+        what is set for the guild and its limits with it. Raises ``BadLimit`` (nothing is
+        written)."""
+        async with self.sched.transaction() as ctx:
+            rows = BotDb(ctx.db)
+            current = await rows.guild_limits(guild_id) or GuildLimits(guild_id)
+            new = changed_limits(current, given)
+            await rows.save_guild_limits(new, ctx.now.timestamp())
+        return new, self.limits.for_guild(new)
 
     # --- members' own settings -----------------------------------------------------------------
 
