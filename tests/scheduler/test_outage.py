@@ -15,8 +15,10 @@ from typing import Any
 
 import asyncpg
 import pytest
+from prometheus_client import CollectorRegistry
 
 from scheduler import Registry, Scheduler, SqliteStore
+from scheduler.metrics import SchedulerCollector
 from scheduler.stores.postgres import PostgresStore
 from scheduler.testing import FakeClock
 from tests.scheduler.pg import fresh_database
@@ -72,6 +74,10 @@ async def outage(
     assert [(r.levelno, r.exc_info) for r in failed] == [(logging.ERROR, None)], failed
     assert reason in failed[0].getMessage(), failed[0].getMessage()
     assert sched.stats.loop_failures["dispatch"] >= 7
+    registry = CollectorRegistry()
+    SchedulerCollector(sched, registry=registry)  # the counter, without reading the store
+    exported = registry.get_sample_value("scheduler_loop_failures_total", {"loop": "dispatch"})
+    assert exported == sched.stats.loop_failures["dispatch"]
     caplog.clear()
     await mend_it()
     await passes(sched, 3)
