@@ -264,6 +264,25 @@ async def test_invited_back_in_time_it_carries_on_as_it_was(
     assert (await rows_of(crier, world.guild.id))["bot_announcements"] == 3
 
 
+async def test_invited_back_while_the_bot_was_offline_it_carries_on_at_the_next_start(
+    world: World, make_crier: MakeCrier, clock: FakeClock
+) -> None:
+    crier = await make_crier()
+    hourly = await schedule(world, "in 1h", "hourly", repeat="hourly")
+    world.fake.remove_guild(world.guild)
+    await wait_left(crier, world)
+    await crier.close()
+    world.fake.readd_guild(world.guild)  # no bot connected to hear GUILD_CREATE
+    crier = await make_crier()  # READY lists the server again
+    await wait_left(crier, world, want=False)
+    forget = [j for j in await crier.sched.list_jobs(limit=1000) if j.fn == FORGET_FN]
+    assert [j.state for j in forget] == [JobState.CANCELED]
+    await advance_to(crier, clock, HOUR)
+    assert [m.content for m in world.fake.bot_messages(world.news)] == ["hourly"]
+    a = await crier.bot.announcements.get(world.guild.id, hourly)
+    assert a.state == "scheduled"
+
+
 async def test_a_removal_missed_while_offline_is_found_at_the_next_send(
     world: World, make_crier: MakeCrier, clock: FakeClock
 ) -> None:
