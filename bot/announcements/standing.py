@@ -28,7 +28,7 @@ from .service import AnnouncementService
 
 log = logging.getLogger("crier.guilds")
 
-FORGET_FN = "guilds:forget"
+FORGET_FN = "announcements:forget_guild"
 """The durable job that deletes everything of a server the bot left, when its time comes."""
 
 MISSED_REPORTED = 50
