@@ -98,7 +98,7 @@ async def test_the_count_and_the_insert_are_one_transaction(
             asyncio.create_task(instance.bot.announcements.create(draft)) for instance in instances
         ]
         waiting = 0
-        for _ in range(1000):  # until all three wait for the row lock the test holds
+        for _ in range(12000):  # until all three wait for the row lock the test holds
             waiting = await holder.fetchval(
                 "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
                 "AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()"

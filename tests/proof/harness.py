@@ -17,6 +17,7 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
+from bot.models import Limits
 from tests.scheduler.crash_worker import connect
 from tests.support.processes import ROOT, Process, procs, until
 
@@ -44,6 +45,11 @@ class Proc(Process):
             cwd=workdir,  # no stray .env
             stdin=stdin,
         )
+
+
+PROOF_LIMITS = Limits(max_announcements=10**9, min_repeat_seconds=1.0)
+"""The limits of the announcements the proofs write through the domain layer: repeats seconds
+apart (which /schedule refuses) and bursts past a server's default limit."""
 
 
 def child_env(extra: dict[str, str]) -> dict[str, str]:
