@@ -24,6 +24,10 @@ GAPS_SAMPLED = 400
 gaps differ: ``0,1 9 * * *`` posts twice a minute apart once a day)."""
 
 
+CRON_STEP = 60.0
+"""A cron rule's shortest possible gap: a minute."""
+
+
 class OverLimit(ValueError):
     """A server (or member) would pass one of its limits; ``str(e)`` says which, and the
     setting that sets it (shown to the member)."""
@@ -97,7 +101,10 @@ def shortest_gap(rule: RepeatRule, tz: ZoneInfo, start: datetime) -> float:
 
 
 def check_repeat(limits: Limits, rule: RepeatRule, tz: ZoneInfo, start: datetime) -> None:
-    """Refuse a repeat rule that posts more often than the server's shortest repeat."""
+    """Refuse a repeat rule that posts more often than the server's shortest repeat. (A
+    cron rule is never under a minute, the shortest one may be: none is looked at then.)"""
+    if rule.every is None and limits.min_repeat_seconds <= CRON_STEP:
+        return
     gap = shortest_gap(rule, tz, start)
     if gap >= limits.min_repeat_seconds:
         return

@@ -144,14 +144,14 @@ class Lifecycle(AnnouncementService):
         """Refuse ``drafts`` (nothing is written) if a server would pass its limit of live
         announcements, or one repeats more often than its server allows. Called with the
         servers' settings rows locked, so the count is not stale by the commit."""
-        adding: dict[int, int] = {}
+        by_guild: dict[int, list[Draft]] = {}
         for draft in drafts:
-            adding[draft.guild_id] = adding.get(draft.guild_id, 0) + 1
-        for guild_id, count in sorted(adding.items()):
+            by_guild.setdefault(draft.guild_id, []).append(draft)
+        for guild_id, its in sorted(by_guild.items()):
             limits = await self.limits_in(rows, guild_id)
-            check_room(limits, await rows.live_count(guild_id), count)
-            for draft in drafts:
-                if draft.guild_id == guild_id and draft.repeat is not None:
+            check_room(limits, await rows.live_count(guild_id), len(its))
+            for draft in its:
+                if draft.repeat is not None:
                     check_repeat(limits, draft.repeat, ZoneInfo(draft.timezone), draft.first)
 
     async def image_names(self, announcement_id: int) -> list[tuple[str, int]]:
