@@ -98,15 +98,22 @@ async def test_the_count_and_the_insert_are_one_transaction(
             asyncio.create_task(instance.bot.announcements.create(draft)) for instance in instances
         ]
         waiting = 0
-        for _ in range(12000):  # until all three wait for the row lock the test holds
+        for _ in range(6000):  # until all three wait for the row lock the test holds
             waiting = await holder.fetchval(
                 "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
                 "AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()"
             )
-            if waiting == len(instances):
+            ended = [t for t in creates if t.done()]
+            if waiting == len(instances) or ended:
                 break
             await asyncio.sleep(0.01)
-        assert waiting == len(instances)
+        # A create that ended before it could wait says why.
+        assert not ended, [t.exception() or t.result() for t in ended]
+        activity = await holder.fetch(
+            "SELECT state, wait_event_type, wait_event, left(query, 50) AS q "
+            "FROM pg_stat_activity WHERE datname = current_database()"
+        )
+        assert waiting == len(instances), [tuple(r) for r in activity]
         await tx.rollback()
         results = await asyncio.gather(*creates, return_exceptions=True)
     finally:
