@@ -28,6 +28,7 @@ import asyncpg
 from bench._pg import fresh_database
 from bot.announcements import SEND_FN, Announcements, SendArgs
 from bot.app import bot_migrations
+from bot.models import Limits
 from bot.posting.delivery import SEND_RETRY
 from scheduler import Registry, Scheduler
 from scheduler.stores.postgres import PostgresStore
@@ -113,7 +114,10 @@ async def one_run(
                 for i in range(processes):
                     bots.append(await start_bot(env, Path(tmp), f"bot{i}"))
                 await connected(fake, bots, processes)
-                service = Announcements(sched, send_spacing=spacing)
+                # A bench's burst is one server's, past a server's default limit.
+                service = Announcements(
+                    sched, send_spacing=spacing, limits=Limits(max_announcements=10**9)
+                )
                 due, create_seconds = await write(service, guild.id, admin.id, chans, n)
             await fake.wait_until(
                 lambda: len(fake.bot_messages()) >= n,

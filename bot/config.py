@@ -295,11 +295,40 @@ class Settings:
         "The most the live announcements of one server may keep in files together (MiB, "
         "kept in bytes).",
     )
-    templates_per_guild: int = setting(
+    max_announcements: int = setting(
+        "MAX_ANNOUNCEMENTS_PER_GUILD",
+        WholeNumber(minimum=1),
+        "1000",
+        "The most live (scheduled or paused) announcements one server may have; an operator "
+        "may raise it for one server (python -m bot limits).",
+    )
+    max_templates: int = setting(
         "MAX_TEMPLATES_PER_GUILD",
-        WholeNumber(minimum=0),
-        "50",
-        "The most templates (/template save) one server may keep.",
+        WholeNumber(minimum=1),
+        "100",
+        "The most saved templates one server may have.",
+    )
+    min_repeat: float = setting(
+        "MIN_REPEAT_MINUTES",
+        Number(1.0, 60.0 * 24 * 366, scale=60.0),
+        "1",
+        "The shortest time between two posts of a recurring announcement (in minutes, "
+        "kept in seconds; never under 1).",
+    )
+    commands_per_minute: int = setting(
+        "COMMANDS_PER_MINUTE",
+        WholeNumber(minimum=1),
+        "20",
+        "The most commands one member may use in one server in a minute, counted across "
+        "every instance; more are refused, asking them to wait.",
+    )
+    forget_after: float = setting(
+        "FORGET_AFTER_DAYS",
+        Number(0.0, 3650.0, scale=86400.0),
+        "30",
+        "How long after a server removes the bot (or is deleted) everything of it is "
+        "deleted, unless the bot is invited back first (in days, fractions accepted; kept "
+        "in seconds).",
     )
     http_address: tuple[str, int] | None = setting(
         "HTTP_ADDRESS",

@@ -7,13 +7,14 @@ rows, and the domain layer (:mod:`bot.announcements`), which decides what they m
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
 from scheduler.triggers import DateStep
 
+from .config import default
 from .parsing import RepeatRule, repeat_kind
 
 
@@ -89,6 +90,67 @@ class GuildSettings:
     timezone: str | None = None
     manager_role_id: int | None = None
     log_channel_id: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """How much one server may do: the instance's settings, or one server's (its
+    :class:`GuildLimits` applied with :meth:`for_guild`)."""
+
+    max_announcements: int = default("max_announcements")
+    """Live (scheduled or paused) announcements (``MAX_ANNOUNCEMENTS_PER_GUILD``)."""
+    max_templates: int = default("max_templates")
+    """Saved templates (``MAX_TEMPLATES_PER_GUILD``)."""
+    files_max_bytes: float = default("guild_files_max_bytes")
+    """Bytes of files kept by its live announcements together (``GUILD_FILES_MAX_MB``)."""
+    min_repeat_seconds: float = default("min_repeat")
+    """The shortest time between two posts of a recurring one (``MIN_REPEAT_MINUTES``)."""
+    commands_per_minute: int = default("commands_per_minute")
+    """Commands one member may use in a minute (``COMMANDS_PER_MINUTE``)."""
+
+    def for_guild(self, override: GuildLimits | None) -> Limits:
+        """These limits with what an operator set for one server in their place."""
+        if override is None:
+            return self
+        changes = {
+            f.name: getattr(override, f.name)
+            for f in fields(Limits)
+            if getattr(override, f.name) is not None
+        }
+        return replace(self, **changes)
+
+
+LIMIT_SETTINGS = {
+    "max_announcements": "MAX_ANNOUNCEMENTS_PER_GUILD",
+    "max_templates": "MAX_TEMPLATES_PER_GUILD",
+    "files_max_bytes": "GUILD_FILES_MAX_MB",
+    "min_repeat_seconds": "MIN_REPEAT_MINUTES",
+    "commands_per_minute": "COMMANDS_PER_MINUTE",
+}
+"""The setting that sets each of :class:`Limits`' fields for the whole instance."""
+
+
+@dataclass(frozen=True, slots=True)
+class GuildLimits:
+    """What an operator set for one server in place of the instance's limits (None: the
+    instance's)."""
+
+    guild_id: int
+    max_announcements: int | None = None
+    max_templates: int | None = None
+    files_max_bytes: float | None = None
+    min_repeat_seconds: float | None = None
+    commands_per_minute: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LeftGuild:
+    """A server that removed the bot (or was deleted): when, and when it is forgotten."""
+
+    guild_id: int
+    left_at: float
+    forget_at: float
+    forget_job_id: int | None
 
 
 @dataclass(frozen=True, slots=True)

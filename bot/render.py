@@ -20,10 +20,10 @@ from .announcements import (
     NotEditable,
     NotFound,
     NotPossible,
+    OverLimit,
     PostedUpdate,
     Skipped,
     TemplateRefused,
-    TooMuchStored,
     Why,
 )
 from .announcements.diff import Field
@@ -605,7 +605,7 @@ def expected_answer(error: BaseException) -> str | None:
         Refusal
         | InputError
         | NotEditable
-        | TooMuchStored
+        | OverLimit
         | TemplateRefused
         | ImportConflict
         | DocumentRefused,

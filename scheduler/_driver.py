@@ -14,6 +14,9 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from . import _runs, _sweep
+from ._engine import Engine
+from ._outage import Outage
+from .abc import Tx
 from .clock import TimerHandle, monotonic_of
 from .context import (
     ActionContext,
@@ -58,6 +61,8 @@ class Driver:
         self._flush_task: asyncio.Task[None] | None = None
         self._loop_task: asyncio.Task[None] | None = None
         self._sweep_task: asyncio.Task[None] | None = None
+        self.outage = Outage(engine.stats, log, repr(engine.store))
+        """The loops' failures: logged once when they start and once when they end."""
         self._idle = asyncio.Event()
         self.passes = 0
         """How many dispatch passes ran (for tests and benchmarks)."""
@@ -104,10 +109,11 @@ class Driver:
             self._passing = True
             try:
                 next_due = await self._pass()
+                self.outage.worked("dispatch")
             except asyncio.CancelledError:
                 raise
-            except Exception:
-                log.exception("dispatch pass failed; trying again shortly")
+            except Exception as exc:
+                self.outage.failed("dispatch", exc)  # logged once, when it starts failing
                 next_due = self.clock.time() + 1.0
             finally:
                 self._passing = False
@@ -300,7 +306,7 @@ class Driver:
             try:
                 ops = self.store.at(self.clock.time())
                 report = await ops.complete(batch, self.settings.process_id)
-            except Exception:
+            except Exception as exc:
                 self._recording = 0
                 failures += 1
                 if self._stopping and failures >= 3:
@@ -310,11 +316,12 @@ class Driver:
                         len(batch),
                     )
                     continue
-                log.exception("could not record %d completion(s); retrying", len(batch))
+                self.outage.failed("completions", exc)
                 self._completions[:0] = batch
                 await asyncio.sleep(min(5.0, 0.1 * 2**failures))
                 continue
             self._recording = 0
+            self.outage.worked("completions")
             self.engine.stats.recorded(report.outcomes, report.stale)
             if report.stale:
                 log.warning(
@@ -337,10 +344,11 @@ class Driver:
         while not self._stopping:
             try:
                 await self.sweep_once()
+                self.outage.worked("sweep")
             except asyncio.CancelledError:
                 raise
-            except Exception:
-                log.exception("lease sweep failed")
+            except Exception as exc:
+                self.outage.failed("sweep", exc)
             await self.clock.sleep(self.settings.sweep_seconds)
 
     async def sweep_once(self) -> None:

@@ -43,6 +43,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
         "(or pip install prometheus-client)"
     ) from exc
 
+from ._outage import LOOPS
 from .models import JobKind, RunOutcome
 
 if TYPE_CHECKING:
@@ -125,6 +126,15 @@ class SchedulerCollector(Collector):
         reclaims.add_metric(["requeued"], stats.reclaims_requeued)
         reclaims.add_metric(["failed"], stats.reclaims_failed)
         yield reclaims
+        failures = CounterMetricFamily(
+            f"{ns}_loop_failures",
+            "Failed passes of the scheduler's own loops (its store failing), by loop; an "
+            "outage is logged once, when it starts, and once when it ends.",
+            labels=["loop"],
+        )
+        for loop in LOOPS:
+            failures.add_metric([loop], stats.loop_failures.get(loop, 0))
+        yield failures
         lateness = stats.lateness
         yield HistogramMetricFamily(
             f"{ns}_lateness_seconds",

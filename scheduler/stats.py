@@ -67,6 +67,9 @@ class SchedulerStats:
     """Expired leases this process's sweep failed for good."""
     lateness: Histogram = field(default_factory=Histogram)
     """Seconds from due to claim, of every run claimed."""
+    loop_failures: dict[str, int] = field(default_factory=dict)
+    """Failed passes of the scheduler's own loops (``dispatch``, ``sweep``, ``completions``:
+    its store failing), by loop; logged once per outage (see ``scheduler._outage``)."""
 
     def claimed(self, kind: JobKind, lateness: float) -> None:
         self.claims[kind] += 1

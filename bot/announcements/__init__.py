@@ -7,10 +7,11 @@ and written through :class:`bot.db.BotDb`, on the scheduler's own connection.
 
 :class:`Announcements` is put together from one part per module: ``lifecycle`` (create,
 cancel), ``reading`` (get, listing, /info, choices, next times), ``pausing`` (pause, resume,
-skip, until), ``editing`` (/edit), ``templates`` (/template) and ``service`` (what they
-share: the scheduler, the limits, guild and member settings); ``jobs`` names the scheduler
-jobs they enqueue (and types their arguments), ``deliveries`` is the bookkeeping those jobs
-record.
+skip, until), ``editing`` (/edit), ``templates`` (/template), ``transfer`` (export and
+import), ``standing`` (servers left and back, forgotten; command counts), ``guards`` (the
+limits, checked) and ``service`` (what they share: the scheduler, the limits, guild and
+member settings); ``jobs`` names the scheduler jobs they enqueue (and types their
+arguments), ``deliveries`` is the bookkeeping those jobs record.
 """
 
 from __future__ import annotations
@@ -33,6 +34,21 @@ from .editing import (
     PostedUpdate,
     check_editable,
 )
+from .guards import (
+    DEFAULT,
+    LIMIT_OPTIONS,
+    BadLimit,
+    LimitOption,
+    OverLimit,
+    TooManyCommands,
+    TooMuchStored,
+    changed_limits,
+    check_files,
+    check_repeat,
+    check_room,
+    check_templates,
+    limit_lines,
+)
 from .jobs import (
     OLD_NAMES,
     PUBLISH_FN,
@@ -52,7 +68,6 @@ from .jobs import (
     publish_pace,
     schedule_name,
 )
-from .lifecycle import TooMuchStored
 from .pausing import Pausing
 from .placeholders import as_posted_at
 from .reading import (
@@ -65,15 +80,20 @@ from .reading import (
     Listing,
     ListingPage,
 )
+from .standing import AWAY, FORGET_FN, ForgetArgs, Standing
 from .templates import MAX_TEMPLATE_NAME, TemplateRefused, Templates, check_template_name
 from .transfer import ExportRows, ImportConflict, ImportDone, ImportRow, Transfer
 
 __all__ = [
+    "AWAY",
     "BEING_POSTED",
     "CHOICES_SCANNED",
+    "DEFAULT",
+    "FORGET_FN",
     "INFO_DELIVERIES",
     "INFO_HISTORY",
     "INFO_TIMES",
+    "LIMIT_OPTIONS",
     "LIVE_STATES",
     "MAX_TEMPLATE_NAME",
     "MOVED",
@@ -85,46 +105,59 @@ __all__ = [
     "Announcement",
     "AnnouncementState",
     "Announcements",
+    "BadLimit",
     "Details",
     "Draft",
     "EditOutcome",
     "ExportRows",
+    "ForgetArgs",
     "GuildSettings",
     "IdChoices",
     "ImportConflict",
     "ImportDone",
     "ImportRow",
+    "LimitOption",
     "ListFilter",
     "Listing",
     "ListingPage",
     "NotEditable",
     "NotFound",
     "NotPossible",
+    "OverLimit",
     "PostedUpdate",
     "PublishArgs",
     "ReportArgs",
     "SendArgs",
     "Skipped",
+    "Standing",
     "TemplateRefused",
     "Templates",
+    "TooManyCommands",
     "TooMuchStored",
     "Transfer",
     "UpdateArgs",
     "Why",
     "as_posted_at",
+    "changed_limits",
     "channel_pace",
     "check_editable",
+    "check_files",
+    "check_repeat",
+    "check_room",
     "check_template_name",
+    "check_templates",
     "delivery_job",
     "enqueue_delivery",
     "enqueue_post_update",
     "enqueue_publish",
     "enqueue_report",
+    "limit_lines",
     "mention_markup",
     "publish_pace",
     "schedule_name",
 ]
 
 
-class Announcements(Transfer, Pausing):
-    """Create, list and cancel announcements, and keep guild settings and templates."""
+class Announcements(Transfer, Pausing, Standing):
+    """Create, list and cancel announcements, keep guild settings, limits and templates,
+    and follow the servers the bot leaves and comes back to."""

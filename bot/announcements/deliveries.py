@@ -30,14 +30,18 @@ from .jobs import PublishArgs, enqueue_post_update, enqueue_publish
 
 if TYPE_CHECKING:
     from scheduler import TransactionContext
+AWAY = "not posted: the bot was not in this server at the time"
+"""Why an occurrence that came due while the bot was out of its server was not posted."""
 
 __all__ = [
+    "AWAY",
     "Attempt",
     "Decision",
     "begin_attempt",
     "close_interrupted",
     "end_past_until",
     "note_transient_error",
+    "record_away",
     "record_failure",
     "record_post_update_failed",
     "record_post_updated",
@@ -57,6 +61,8 @@ class Decision(StrEnum):
     """Report it missed: it was found later than the catch-up window."""
     UNKNOWN = "unknown"
     """Report it may not have been delivered: an attempt is older than the nonce window."""
+    AWAY = "away"
+    """Nothing, and no report: the bot is out of the announcement's server (recorded)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,14 +88,20 @@ async def begin_attempt(
     now: float,
     catch_up_window: float,
     nonce_window: float,
+    guild_id: int | None = None,
 ) -> Attempt:
     """Decide what a delivery job found at ``found_at`` does with the occurrence at
     ``fire_ts`` and record it: a first attempt is recorded ``sending`` with its nonce; an
     interrupted one is sent again with the same nonce while Discord still remembers it
     (``nonce_window``), else reported; one found later than ``catch_up_window`` is missed;
-    a time that came due while the announcement was paused is skipped."""
+    a time that came due while the announcement was paused is skipped; one that came due
+    while the bot was out of the server (``guild_id``, recorded left) is missed, and a
+    one-off then fails, with nothing sent nor reported."""
     rows = BotDb(ctx.db)
     record = await rows.delivery(ann_id, fire_ts)
+    if record is None and guild_id is not None and await rows.left_guild(guild_id):
+        await record_away(ctx, ann_id, fire_ts, AWAY)
+        return Attempt(Decision.AWAY, reason=AWAY)
     if record is None and await _due_while_paused(rows, ann_id, fire_ts):
         # It came due before the announcement was last resumed: a time missed while
         # paused is never posted late.
@@ -123,6 +135,23 @@ async def begin_attempt(
         return Attempt(Decision.MISSED, reason=reason)
     await rows.begin_delivery(ann_id, fire_ts, job_id, nonce, now)
     return Attempt(Decision.SEND, nonce=nonce)
+
+
+async def record_away(ctx: TransactionContext, ann_id: int, fire_ts: float, reason: str) -> None:
+    """The occurrence at ``fire_ts`` was not posted because the bot is out of the server:
+    recorded missed (an attempt already begun, failed), and a one-off fails; a recurring
+    one goes on (its schedule is held while the bot is away). Nothing is reported."""
+    rows = BotDb(ctx.db)
+    now = ctx.now.timestamp()
+    if await rows.delivery(ann_id, fire_ts) is None:
+        await rows.record_missed(ann_id, fire_ts, None, nonce_for(ann_id, fire_ts), now, reason)
+    elif not await rows.mark_delivery_failed(ann_id, fire_ts, reason):
+        return  # recorded sent meanwhile
+    ann = await rows.announcement(ann_id)
+    if ann is not None and not ann.recurring and ann.state == AnnouncementState.SCHEDULED:
+        await rows.set_failure(ann.id, AnnouncementState.FAILED, reason, now)
+        await rows.add_history(ann.id, HistoryAction.FAILED, None, now, reason)
+        await rows.drop_unreferenced_files(ann.id)
 
 
 async def record_sent(
@@ -210,28 +239,42 @@ async def record_failure(
     if new_state != ann.state:  # the bot's own change, kept in the history
         detail = error + ("; paused" if new_state == AnnouncementState.PAUSED else "")
         await rows.add_history(ann.id, HistoryAction.FAILED, None, now, detail)
+    await rows.drop_unreferenced_files(ann.id)  # a failed one-off never posts again
     return True
 
 
 async def record_post_updated(
-    ctx: TransactionContext, ann_id: int, fire_ts: float, revision: int
+    ctx: TransactionContext,
+    ann_id: int,
+    fire_ts: float,
+    revision: int,
+    *,
+    job_id: int | None = None,
 ) -> None:
-    """The occurrence's posted message now shows ``revision`` (kept in the history)."""
+    """The occurrence's posted message now shows ``revision`` (kept in the history); the
+    files of a canceled announcement go with the last job (``job_id``, this one) needing them."""
     rows = BotDb(ctx.db)
     await rows.record_post_revision(ann_id, fire_ts, revision)
     now = ctx.now.timestamp()
     await rows.add_history(ann_id, HistoryAction.POST_UPDATED, None, now, f"revision {revision}")
+    await rows.drop_unreferenced_files(ann_id, running_job=job_id)
 
 
 async def record_post_update_failed(
-    ctx: TransactionContext, ann_id: int, fire_ts: float, error: str
+    ctx: TransactionContext,
+    ann_id: int,
+    fire_ts: float,
+    error: str,
+    *,
+    job_id: int | None = None,
 ) -> None:
     """The occurrence's posted message can't be brought up to date (kept in the history);
-    no later edit tries again."""
+    no later edit tries again (files: see :func:`record_post_updated`)."""
     rows = BotDb(ctx.db)
     await rows.set_update_error(ann_id, fire_ts, error)
     now = ctx.now.timestamp()
     await rows.add_history(ann_id, HistoryAction.POST_UPDATE_FAILED, None, now, error)
+    await rows.drop_unreferenced_files(ann_id, running_job=job_id)
 
 
 async def record_publish(

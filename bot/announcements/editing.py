@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING
+from zoneinfo import ZoneInfo
 
 from scheduler import ScheduleNotFound, TransactionContext
 
@@ -22,6 +23,7 @@ from ..models import (
 )
 from .course import NotFound, change_until, end_if_past_until
 from .diff import SHOWN, TIMING, Change, Field, changes, history_detail
+from .guards import check_repeat
 from .jobs import SEND_FN, enqueue_delivery, enqueue_post_update, schedule_name
 from .lifecycle import Lifecycle
 from .reading import Reading
@@ -107,6 +109,9 @@ class Editing(Lifecycle, Reading):
             check_editable(
                 a, fields, last_sending=last is not None and last.state == DeliveryState.SENDING
             )
+            if Field.REPEAT in fields and draft.repeat is not None:
+                limits = await self.limits_in(rows, a.guild_id)
+                check_repeat(limits, draft.repeat, ZoneInfo(draft.timezone), draft.first)
             now = ctx.now.timestamp()
             revision = a.revision + (1 if fields & SHOWN else 0)
             await rows.update_announcement(a.id, draft, revision, now)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
+from zoneinfo import ZoneInfo
 
 from scheduler import ScheduleNotFound, ScheduleRequest, TransactionContext
 
@@ -18,16 +19,12 @@ from ..models import (
     Image,
 )
 from .course import NotFound, NotPossible, Why
+from .guards import check_files, check_repeat, check_room
 from .jobs import SEND_FN, SendArgs, delivery_job, enqueue_delivery, schedule_name
 from .service import AnnouncementService
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
-
-
-class TooMuchStored(ValueError):
-    """The server's announcements would keep more bytes in files than the limit allows;
-    ``str(e)`` says so (shown to the member)."""
 
 
 class Lifecycle(AnnouncementService):
@@ -45,6 +42,7 @@ class Lifecycle(AnnouncementService):
             # otherwise read the same max(local_id) and one would fail on UNIQUE (guild_id,
             # local_id).
             await rows.lock_guild(draft.guild_id, now)
+            await self._check_limits(rows, [draft])
             local_id = await rows.next_local_id(draft.guild_id)
             ann_id = await rows.insert_announcement(draft, local_id, now)
             await self._store_images(rows, ann_id, draft, now)
@@ -86,6 +84,7 @@ class Lifecycle(AnnouncementService):
         now = ctx.now.timestamp()
         guilds = sorted({d.guild_id for d in drafts})
         await rows.lock_guilds(guilds, now)  # in one order: see create
+        await self._check_limits(rows, drafts)
         next_local = await rows.next_local_ids(guilds)
         numbered: list[tuple[Draft, int]] = []
         for draft in drafts:
@@ -158,20 +157,27 @@ class Lifecycle(AnnouncementService):
         size = sum(len(image.data) for image in draft.images)
         if size:
             kept = await rows.guild_image_bytes(draft.guild_id, ann_id)
-            if kept + size > self.guild_files_max_bytes:
-                limit = self.guild_files_max_bytes / (1024 * 1024)
-                raise TooMuchStored(
-                    f"This server's announcements already keep {kept / (1024 * 1024):.1f} MiB "
-                    f"of files; with this one ({size / (1024 * 1024):.1f} MiB) they would "
-                    f"pass the server's limit of {limit:.1f} MiB. Cancel announcements with "
-                    "files you no longer need, or attach a smaller one."
-                )
+            check_files(await self.limits_in(rows, draft.guild_id), kept, size)
         await rows.replace_images(ann_id, draft.guild_id, draft.images, now)
 
     async def images(self, announcement_id: int) -> list[Image]:
         """The files an announcement posts, bytes included."""
         async with self.sched.reader() as db:
             return await BotDb(db).images(announcement_id)
+
+    async def _check_limits(self, rows: BotDb, drafts: Sequence[Draft]) -> None:
+        """Refuse ``drafts`` (nothing is written) if a server would pass its limit of live
+        announcements, or one repeats more often than its server allows. Called with the
+        servers' settings rows locked, so the count is not stale by the commit."""
+        by_guild: dict[int, list[Draft]] = {}
+        for draft in drafts:
+            by_guild.setdefault(draft.guild_id, []).append(draft)
+        for guild_id, its in sorted(by_guild.items()):
+            limits = await self.limits_in(rows, guild_id)
+            check_room(limits, await rows.live_count(guild_id), len(its))
+            for draft in its:
+                if draft.repeat is not None:
+                    check_repeat(limits, draft.repeat, ZoneInfo(draft.timezone), draft.first)
 
     async def image_names(self, announcement_id: int) -> list[tuple[str, int]]:
         """The names and sizes of the files an announcement posts (no bytes are read)."""
@@ -218,4 +224,5 @@ class Lifecycle(AnnouncementService):
             now = ctx.now.timestamp()
             await rows.set_state(a.id, AnnouncementState.CANCELED, now)
             await rows.add_history(a.id, HistoryAction.CANCELED, actor_id, now)
+            await rows.drop_unreferenced_files(a.id)  # kept if an update still needs them
         return a

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from scheduler import Pace, Scheduler
+
 from ..config import default
 from ..db import BotDb
-from ..models import GuildSettings
+from ..models import GuildLimits, GuildSettings, Limits
+from .guards import changed_limits
 from .jobs import channel_pace
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from scheduler import Pace, Scheduler
 
 
@@ -25,7 +30,8 @@ class AnnouncementService:
         send_spacing: float = default("send_spacing"),
         file_max_bytes: float = default("file_max_bytes"),
         guild_files_max_bytes: float = default("guild_files_max_bytes"),
-        templates_per_guild: int = default("templates_per_guild"),
+        limits: Limits | None = None,
+        forget_after: float = default("forget_after"),
     ) -> None:
         self.sched = sched
         self.catch_up_window = catch_up_window
@@ -33,10 +39,12 @@ class AnnouncementService:
         """Seconds between the starts of two deliveries to one channel, in every instance."""
         self.file_max_bytes = file_max_bytes
         """The largest file one announcement may carry (checked as it is downloaded)."""
-        self.guild_files_max_bytes = guild_files_max_bytes
+        self.limits = limits or Limits(files_max_bytes=guild_files_max_bytes)
+        """How much one server may do, unless an operator set otherwise for it."""
+        self.guild_files_max_bytes = self.limits.files_max_bytes
         """The most one server's live announcements may keep in files together."""
-        self.templates_per_guild = templates_per_guild
-        """The most templates one server may keep."""
+        self.forget_after = forget_after
+        """Seconds after the bot leaves a server that everything of it is deleted."""
 
     def pace(self, channel_id: int) -> Pace | None:
         """The pace of the delivery jobs (and schedules) that post to ``channel_id``."""
@@ -52,6 +60,39 @@ class AnnouncementService:
     async def save_settings(self, new: GuildSettings) -> None:
         async with self.sched.transaction() as ctx:
             await BotDb(ctx.db).save_guild_settings(new, ctx.now.timestamp())
+
+    # --- limits ---------------------------------------------------------------------------------
+
+    async def limits_in(self, rows: BotDb, guild_id: int) -> Limits:
+        """The guild's limits, read on ``rows``' connection (in its transaction)."""
+        return self.limits.for_guild(await rows.guild_limits(guild_id))
+
+    async def guild_limits(self, guild_id: int) -> tuple[GuildLimits | None, Limits]:
+        """What an operator set for the guild (None: nothing), and its limits with that."""
+        async with self.sched.reader() as db:
+            override = await BotDb(db).guild_limits(guild_id)
+        return override, self.limits.for_guild(override)
+
+    async def set_guild_limits(self, override: GuildLimits) -> Limits:
+        """Set the guild's limits in place of the instance's (a None field: the
+        instance's); returns its limits with them."""
+        async with self.sched.transaction() as ctx:
+            await BotDb(ctx.db).save_guild_limits(override, ctx.now.timestamp())
+        return self.limits.for_guild(override)
+
+    async def change_guild_limits(
+        self, guild_id: int, given: Mapping[str, str]
+    ) -> tuple[GuildLimits, Limits]:
+        """Set some of the guild's limits from an operator's text (:func:`changed_limits`:
+        by option name; ``default`` gives back the instance's), the others kept; returns
+        what is set for the guild and its limits with it. Raises ``BadLimit`` (nothing is
+        written)."""
+        async with self.sched.transaction() as ctx:
+            rows = BotDb(ctx.db)
+            current = await rows.guild_limits(guild_id) or GuildLimits(guild_id)
+            new = changed_limits(current, given)
+            await rows.save_guild_limits(new, ctx.now.timestamp())
+        return new, self.limits.for_guild(new)
 
     # --- members' own settings -----------------------------------------------------------------
 

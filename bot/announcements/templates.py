@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..db import BotDb
 from ..models import Template
+from .guards import check_templates
 from .service import AnnouncementService
 
 MAX_TEMPLATE_NAME = 40
@@ -44,13 +45,8 @@ class Templates(AnnouncementService):
                     f"This server already has a template named `{name}`. Pick another name, "
                     f"or `/template delete name:{name}` first."
                 )
-            count = await rows.template_count(template.guild_id)
-            if count >= self.templates_per_guild:
-                raise TemplateRefused(
-                    f"This server already keeps {count} templates, its limit of "
-                    f"{self.templates_per_guild}. Delete one you no longer use with "
-                    "`/template delete`."
-                )
+            limits = await self.limits_in(rows, template.guild_id)
+            check_templates(limits, await rows.template_count(template.guild_id))
             kept = Template(
                 guild_id=template.guild_id,
                 name=name,

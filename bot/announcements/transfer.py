@@ -14,6 +14,7 @@ from scheduler import ScheduleNotFound
 from ..db import BotDb
 from ..models import Announcement, AnnouncementState, Draft, HistoryAction, Image, Template
 from .editing import Editing
+from .guards import check_templates
 from .templates import Templates
 
 if TYPE_CHECKING:
@@ -105,12 +106,8 @@ class Transfer(Editing, Templates):
                         f"A template named `{t.name}` was saved meanwhile. Nothing was "
                         "imported; run the import again to see what it would do now."
                     )
-            count = await rows.template_count(guild_id)
-            if count + len(templates) > self.templates_per_guild:
-                raise ImportConflict(
-                    f"This server keeps {count} templates; with {len(templates)} more it would "
-                    f"pass its limit of {self.templates_per_guild}. Nothing was imported."
-                )
+            limits = await self.limits_in(rows, guild_id)
+            check_templates(limits, await rows.template_count(guild_id), len(templates))
             made = await self.create_many_in(ctx, [r.draft for r in rows_in])
             for row, (a, _) in zip(rows_in, made, strict=True):
                 if row.paused:

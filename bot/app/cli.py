@@ -79,6 +79,14 @@ SUBCOMMANDS: tuple[Subcommand, ...] = (
         "the pg_dump command to run instead. Never connects to Discord.",
         "bot.app.backup",
     ),
+    Subcommand(
+        "limits",
+        "show or change one server's limits",
+        "Show one server's limits, or raise or lower them (each option a number, or "
+        "'default' for the instance's setting). Works on the database (DATABASE_URL) alone, "
+        "whether the bot runs or not; never connects to Discord.",
+        "bot.app.guild_limits",
+    ),
 )
 """Every subcommand, in the order the usage lists them. Add one here."""
 

@@ -17,7 +17,15 @@ import aiohttp
 import discord
 from discord.ext import commands
 
-from scheduler import Clock, MigrationSet, Registry, Scheduler, Store, StoreError, SystemClock
+from scheduler import (
+    Clock,
+    MigrationSet,
+    Registry,
+    Scheduler,
+    Store,
+    StoreError,
+    SystemClock,
+)
 from scheduler.migrations import packaged
 from scheduler.stores.sqlite import refused_write
 
@@ -34,6 +42,7 @@ from ..commands.views import PageButton
 from ..config import ConfigError, Settings, load_settings, without_password
 from ..db import BotDb
 from ..metrics import BotStats
+from ..models import Limits
 from ..posting.crosspost import Crossposter
 from ..posting.delivery import Delivery
 from ..posting.lease import lease_needed
@@ -69,6 +78,17 @@ def make_store(settings: Settings) -> Store:
     from scheduler import SqliteStore
 
     return SqliteStore(Path(where))
+
+
+def guild_limits(settings: Settings) -> Limits:
+    """The limits of every server (unless an operator set otherwise for one)."""
+    return Limits(
+        max_announcements=settings.max_announcements,
+        max_templates=settings.max_templates,
+        files_max_bytes=settings.guild_files_max_bytes,
+        min_repeat_seconds=settings.min_repeat,
+        commands_per_minute=settings.commands_per_minute,
+    )
 
 
 class RedactingFormatter(logging.Formatter):
@@ -168,8 +188,8 @@ class CrierBot(commands.Bot):
             settings.catch_up_window,
             send_spacing=settings.send_spacing,
             file_max_bytes=settings.file_max_bytes,
-            guild_files_max_bytes=settings.guild_files_max_bytes,
-            templates_per_guild=settings.templates_per_guild,
+            limits=guild_limits(settings),
+            forget_after=settings.forget_after,
         )
         self.logged_in = asyncio.Event()
         self.synced_commands: bool | None = None
@@ -250,7 +270,20 @@ class CrierBot(commands.Bot):
                 await BotDb(ctx.db).delete_meta(key)
             log.info("removed the slash commands previously synced to %s", where)
 
+    async def on_guild_remove(self, guild: discord.Guild) -> None:
+        """Removed from a server, or the server was deleted (not an outage: that is
+        ``on_guild_unavailable``): its announcements stop, and it is forgotten later."""
+        await self.announcements.guild_left(guild.id)
+
+    async def on_guild_join(self, guild: discord.Guild) -> None:
+        """Invited to a server: one that removed the bot before carries on as it was."""
+        await self.announcements.guild_returned(guild.id)
+
     async def on_ready(self) -> None:
+        # Servers that invited the bot back while it was not connected are in READY.
+        back = await self.announcements.guilds_present([g.id for g in self.guilds])
+        if back:
+            log.info("back in %d server(s) that had removed the bot", len(back))
         app_id = self.application_id or 0
         base = every_destination_permissions()
         pings = base | discord.Permissions(mention_everyone=True)
@@ -353,6 +386,7 @@ class Crier:
         )
         for job in jobs:
             job.register(self.registry)
+        announcements.register(self.registry)
 
     def _web_server(self) -> WebServer | None:
         if self.settings.http_address is None:

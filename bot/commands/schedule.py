@@ -19,7 +19,7 @@ import discord
 from discord import app_commands
 from discord.ext.commands import Bot
 
-from ..announcements import GuildSettings
+from ..announcements import Announcements, GuildSettings
 from ..limits import MAX_CHOICES, MAX_EMBED_TITLE, MAX_MESSAGE
 from ..parsing import InputError
 from ..render import PAGE_SIZE, canceled, confirmation, listing_page
@@ -305,8 +305,23 @@ class CommandTree(app_commands.CommandTree[Bot]):
     async def interaction_check(self, interaction: discord.Interaction[Bot], /) -> bool:
         """Every command and autocomplete runs in a task of its own, started for it: all it
         does from here on is interactive work (someone is waiting on the answer), and it
-        takes effect once however many sessions received it (:func:`bot.commands.once.take`)."""
-        return take(interaction)
+        takes effect once however many sessions received it (:func:`bot.commands.once.take`).
+        Every command in a server counts towards the member's commands per minute (in the
+        database, so the count holds across instances); past the limit, or if the count can't
+        be written, it is answered privately here and not run."""
+        if not take(interaction):
+            return False
+        if interaction.type is discord.InteractionType.autocomplete:
+            return True
+        announcements = getattr(interaction.client, "announcements", None)
+        if interaction.guild_id is None or not isinstance(announcements, Announcements):
+            return True
+        try:
+            await announcements.count_command(interaction.guild_id, interaction.user.id)
+        except Exception as exc:  # too many commands, or the store: answered, not run
+            await answer_error(interaction, exc)
+            return False
+        return True
 
     async def on_error(
         self, interaction: discord.Interaction[Bot], error: app_commands.AppCommandError, /

@@ -68,7 +68,8 @@ class TemplateCommands(AnswersErrors, name="TemplateCommands"):
     async def list_templates(self, interaction: discord.Interaction) -> None:
         who = await self.manager(interaction)
         kept = await self.announcements.templates(who.guild.id)
-        await reply(interaction, template_list(kept, self.announcements.templates_per_guild))
+        _, limits = await self.announcements.guild_limits(who.guild.id)
+        await reply(interaction, template_list(kept, limits.max_templates))
 
     @template.command(name="delete", description="Delete a template")
     @app_commands.describe(name="The template to delete")

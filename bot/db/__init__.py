@@ -12,20 +12,22 @@ One module per table (or close group of tables), each a :class:`~bot.db.table.Ta
 methods :class:`BotDb` puts together: ``announcements``, ``listing`` (the pages of /list and
 of an ``id`` option), ``occurrences`` (a schedule's coming occurrence, on the scheduler's
 tables), ``deliveries`` (with the history), ``attachments``, ``settings``
-(guild, member and ``bot_meta``), ``dashboard`` and ``templates`` (with the keys of
-imported announcements).
+(guild, member and ``bot_meta``), ``dashboard``, ``templates`` (with the keys of imported
+announcements) and ``guilds`` (servers left, per-server limits, command counts, forgetting a
+server).
 """
 
 from .announcements import decode_nth, decode_step, encode_nth, encode_step
 from .attachments import AttachmentTable
 from .dashboard import DashboardSessionTable
 from .deliveries import DeliveryTable
+from .guilds import ENDED_STATES, GuildTables
 from .listing import ListingReads
 from .occurrences import OccurrenceReads
 from .settings import SettingsTables
 from .templates import TemplateTable
 
-__all__ = ["BotDb", "decode_nth", "decode_step", "encode_nth", "encode_step"]
+__all__ = ["ENDED_STATES", "BotDb", "decode_nth", "decode_step", "encode_nth", "encode_step"]
 
 
 class BotDb(
@@ -36,6 +38,7 @@ class BotDb(
     SettingsTables,
     DashboardSessionTable,
     TemplateTable,
+    GuildTables,
 ):
     """The bot's tables, read and written on one connection of the scheduler's store."""
 

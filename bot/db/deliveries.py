@@ -93,7 +93,7 @@ class DeliveryTable(Table):
         self,
         announcement_id: int,
         fire_ts: float,
-        job_id: int,
+        job_id: int | None,
         nonce: str,
         now: float,
         reason: str,

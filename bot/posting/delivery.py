@@ -25,6 +25,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+import discord
+
 from scheduler import (
     ActionContext,
     NonRetryable,
@@ -36,19 +38,21 @@ from scheduler import (
 
 from ..announcements import SEND_FN, Announcement, Announcements, SendArgs
 from ..announcements.deliveries import (
+    AWAY,
     Attempt,
     Decision,
     begin_attempt,
     close_interrupted,
     end_past_until,
     note_transient_error,
+    record_away,
     record_failure,
     record_sent,
 )
 from ..announcements.jobs import enqueue_report, register_job
 from ..metrics import BotStats
 from ..models import AnnouncementState, Destination, nonce_for
-from .failures import PERMANENT_CODES, RequestFailed
+from .failures import PERMANENT_CODES, REQUEST_ERRORS, RequestFailed
 from .forums import create_forum_post, find_forum_post
 from .payload import LATE_NOTE_AFTER, PostPayload, stored_payload
 
@@ -59,6 +63,11 @@ if TYPE_CHECKING:
 __all__ = ["PERMANENT_CODES", "SEND_ATTEMPTS", "SEND_RETRY", "Delivery", "nonce_for"]
 
 log = logging.getLogger("crier.delivery")  # tests and operators filter on this name
+
+UNKNOWN_CHANNEL, UNKNOWN_GUILD, MISSING_ACCESS = 10003, 10004, 50001
+GONE_CODES = frozenset({UNKNOWN_CHANNEL, UNKNOWN_GUILD, MISSING_ACCESS})
+"""The refusals of a send that may mean the bot is out of the channel's server: the server
+is then asked for (10004 Unknown Guild or 50001 Missing Access: the bot left it)."""
 
 SEND_ATTEMPTS = 5
 """Sends of one occurrence that may fail with a transient error before it is reported."""
@@ -121,10 +130,13 @@ class Delivery:
                         now=now,
                         catch_up_window=self.catch_up_window,
                         nonce_window=self.nonce_window,
+                        guild_id=ann.guild_id,
                     )
                 )
                 if attempt.action == Decision.DONE:
                     return {"already": attempt.reason}
+                if attempt.action == Decision.AWAY:
+                    return {"skipped": attempt.reason}
                 if attempt.action in (Decision.MISSED, Decision.UNKNOWN):
                     await self._fail(ctx, ann, fire_ts, attempt.reason, pause=False)
                     raise NonRetryable(attempt.reason)
@@ -142,6 +154,9 @@ class Delivery:
                     ctx, lambda: self.post(shown, payload, attempt), before="send"
                 )
         except RequestFailed as failed:
+            if failed.code in GONE_CODES and await self._guild_gone(ann.guild_id):
+                await ctx.run_mutation(lambda tx, _: record_away(tx, ann.id, fire_ts, AWAY))
+                return {"skipped": AWAY}
             if failed.permanent:
                 await self._fail(ctx, ann, fire_ts, failed.reason, pause=ann.recurring)
                 raise NonRetryable(failed.reason) from failed
@@ -157,6 +172,27 @@ class Delivery:
         self.stats.deliveries_late += late
         self.stats.deliveries_resent += attempt.again
         return {"message_id": message_id, "late_by": round(late_by, 3)}
+
+    async def _guild_gone(self, guild_id: int) -> bool:
+        """After a send refused as if the bot could not see its channel: whether that is
+        because the bot is out of the server (removed while this process was not connected,
+        or the server deleted). Then it is recorded left, as GUILD_DELETE would have."""
+        if await self.announcements.left_guild(guild_id) is not None:
+            return True
+        try:
+            await self.poster.client.fetch_guild(guild_id, with_counts=False)
+        except discord.NotFound:
+            gone = True  # 10004 Unknown Guild
+        except discord.Forbidden as exc:
+            gone = exc.code == MISSING_ACCESS
+        except REQUEST_ERRORS:
+            return False  # can't tell: the failure is handled as it is
+        else:
+            return False
+        if gone:
+            log.info("server %d: the bot is not in it any more (found at a send)", guild_id)
+            await self.announcements.guild_left(guild_id)
+        return gone
 
     async def _not_scheduled(
         self, ctx: ActionContext, ann: Announcement | None, fire_ts: float

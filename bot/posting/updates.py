@@ -96,7 +96,9 @@ class PostUpdates:
                 await self.poster.request(ctx, patch, before="edit")
                 revision = ann.revision
                 await ctx.run_mutation(
-                    lambda tx, _: record_post_updated(tx, ann_id, fire_ts, revision)
+                    lambda tx, _: record_post_updated(
+                        tx, ann_id, fire_ts, revision, job_id=ctx.job.id
+                    )
                 )
                 self.stats.edits += 1
                 log.info(
@@ -138,7 +140,7 @@ class PostUpdates:
         ann = await self.announcements.by_id(ann_id)
 
         async def failed(tx: TransactionContext, _: object) -> None:
-            await record_post_update_failed(tx, ann_id, fire_ts, reason)
+            await record_post_update_failed(tx, ann_id, fire_ts, reason, job_id=ctx.job.id)
             if ann is not None:
                 text = (
                     f"⚠️ The posted message of announcement #{ann.local_id} in "

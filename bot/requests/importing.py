@@ -217,7 +217,8 @@ async def _plan_templates(
     announcements: Announcements, guild: discord.Guild, doc: Document, plan: ImportPlan
 ) -> None:
     existing = {t.name.casefold(): t for t in await announcements.templates(guild.id)}
-    room = announcements.templates_per_guild - len(existing)
+    _, limits = await announcements.guild_limits(guild.id)
+    room = limits.max_templates - len(existing)
     names: set[str] = set()
     for _, row, label in doc.templates:
         if not isinstance(row, DocTemplate):
@@ -258,7 +259,7 @@ async def _plan_templates(
                 RowOutcome(
                     label,
                     refused=f"this server would pass its limit of "
-                    f"{announcements.templates_per_guild} templates",
+                    f"{limits.max_templates} templates (MAX_TEMPLATES_PER_GUILD)",
                 )
             )
             continue

@@ -72,6 +72,9 @@ def settings_for(fake: FakeDiscord, db: Path, **overrides: Any) -> Settings:
         # not about spacing send without it (test_delivery's spacing test sets its own).
         "send_spacing": 0.0,
         "publish_spacing": 0.0,  # likewise (test_destinations' publish spacing test sets it)
+        # One member fires commands faster than a person would, and the FakeClock keeps
+        # them all in one minute: the tests of the limit set their own.
+        "commands_per_minute": 1_000_000,
     }
     values.update(overrides)
     return Settings(**values)
@@ -109,6 +112,9 @@ SNAPSHOT_KEEPS = {
     # decides (so that another gateway session given the same interaction does nothing):
     # the mark that the interaction was handled, not something the command wrote.
     "scheduler_once": "once_key NOT LIKE 'interaction:%'",
+    # Every command counts towards its member's commands per minute, whatever it decides
+    # (the count is the limit's, not something the command wrote).
+    "bot_command_counts": "1 = 0",
 }
 """The rows :func:`db_snapshot` compares, for the tables where some rows change without the
 request having written anything (every row of every other table is compared). SQLite's own

@@ -809,7 +809,7 @@ async def test_rerun_after_the_message_id_was_recorded_sends_nothing(
 
     clock.advance(timedelta(minutes=5))
     await until(
-        lambda: any("could not record" in r.getMessage() for r in caplog.records),
+        lambda: any("(completions failed:" in r.getMessage() for r in caplog.records),
         IDLE_DEADLINE,
         "the job's completion to be refused",
     )

@@ -101,13 +101,16 @@ async def test_a_template_keeps_the_file_and_an_attachment_replaces_it(
 async def test_template_refusals_say_why_and_write_nothing(
     world: World, crier_factory: CrierFactory
 ) -> None:
-    crier = await crier_factory(templates_per_guild=1)
+    crier = await crier_factory(max_templates=1)
     source = await schedule(world, channel=world.news, when="in 1d", message="hello")
     await save(world, "one", source)
     before = await db_snapshot(crier)
     cases = [
         (await save(world, "ONE", source), "already has a template named `ONE`"),
-        (await save(world, "two", source), "already keeps 1 templates, its limit of 1"),
+        (
+            await save(world, "two", source),
+            "already has 1 templates, its limit is 1 (MAX_TEMPLATES_PER_GUILD)",
+        ),
         (await save(world, "x", 99), "announcement #99 not found"),
         (await save(world, "two", source, by=world.member), "Manage Server"),
         (

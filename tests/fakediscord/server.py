@@ -224,6 +224,8 @@ class FakeDiscord:
             self.app_owner.id: self.app_owner,
         }
         self.guilds: dict[int, Guild] = {}
+        self._removed: dict[int, Guild] = {}
+        """Guilds the bot was removed from (remove_guild), kept for readd_guild."""
         self.channels: dict[int, Channel] = {}
         self.messages: dict[int, Message] = {}
         self.message_log: list[Message] = []
@@ -452,12 +454,27 @@ class FakeDiscord:
             for i in range(count)
         ]
 
-    def remove_guild(self, guild: Guild | int) -> None:
-        """The bot is removed from the guild (GUILD_DELETE)."""
+    def remove_guild(self, guild: Guild | int, *, tell: bool = True) -> None:
+        """The bot is removed from the guild (GUILD_DELETE without ``unavailable``; with
+        ``tell=False`` no event: the bot was not connected when it happened). Its channels
+        answer 404 10003 and the guild 404 10004 until :meth:`readd_guild`."""
         g = self.guilds.pop(_id_of(guild))
+        self._removed[g.id] = g
         for ch in g.channels.values():
             ch.deleted = True
-        self.gateway.dispatch("GUILD_DELETE", {"id": str(g.id)})
+        if tell:
+            self.gateway.dispatch("GUILD_DELETE", {"id": str(g.id)})
+
+    def readd_guild(self, guild: Guild | int) -> Guild:
+        """The bot is invited back to a guild it was removed from: the guild, its channels
+        and its members as they were, and GUILD_CREATE (without ``unavailable``: discord.py
+        fires ``on_guild_join``) to a connected client."""
+        g = self._removed.pop(_id_of(guild))
+        for ch in g.channels.values():
+            ch.deleted = False
+        self.guilds[g.id] = g
+        self._dispatch_guild_create(g)
+        return g
 
     def delete_channel(self, channel: Channel | int) -> None:
         """Delete a channel: later sends get 404 10003 and the client gets CHANNEL_DELETE."""

@@ -15,6 +15,7 @@ import time
 from contextlib import closing
 from typing import TYPE_CHECKING, Any
 
+from bot.models import Limits
 from tests.scheduler.crash_worker import connect
 from tests.support.processes import ROOT, Process, procs, until
 
@@ -48,12 +49,20 @@ class Proc(Process):
         )
 
 
+PROOF_LIMITS = Limits(max_announcements=10**9, min_repeat_seconds=1.0)
+"""The limits of the announcements the proofs write through the domain layer: repeats seconds
+apart (which /schedule refuses) and bursts past a server's default limit."""
+
+
 def child_env(extra: dict[str, str]) -> dict[str, str]:
     env = dict(os.environ)
     for key in [k for k in env if k.startswith(("DISCORD_", "SCHEDULER_", "CRIER_"))]:
         del env[key]
     env.pop("DATABASE_URL", None)
     env["PYTHONPATH"] = str(ROOT)
+    # The workers' members fire commands faster than people would (tests of the limit
+    # set their own).
+    env["COMMANDS_PER_MINUTE"] = "1000000"
     env.update(extra)
     return env
 

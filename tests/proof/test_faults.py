@@ -40,7 +40,7 @@ from scheduler.testing import FakeClock
 from tests.fakediscord import FakeDiscord
 from tests.fakediscord import Permissions as P
 from tests.fakediscord.state import Channel, Message
-from tests.proof.harness import pg_work_settled, rows
+from tests.proof.harness import PROOF_LIMITS, pg_work_settled, rows
 from tests.scheduler.stores import postgres_dsn
 from tests.support.processes import Process, bot_env, procs, start_bot, until
 
@@ -185,7 +185,8 @@ async def write_with_service(dsn: str, drafts: list[Draft]) -> list[Announcement
     )
     await writer.start()
     try:
-        service = Announcements(writer, send_spacing=0.0)  # as the bots (SEND_SPACING 0)
+        # As the bots (SEND_SPACING 0); the proof's repeats are seconds apart.
+        service = Announcements(writer, send_spacing=0.0, limits=PROOF_LIMITS)
         return [(await service.create(d))[0] for d in drafts]
     finally:
         await writer.stop()

@@ -50,7 +50,7 @@ from scheduler.testing import FakeClock
 from tests.fakediscord import FakeDiscord
 from tests.fakediscord import Permissions as P
 from tests.fakediscord.state import Channel
-from tests.proof.harness import pg_work_settled
+from tests.proof.harness import PROOF_LIMITS, pg_work_settled
 from tests.support.processes import Process, bot_env, procs, start_bot, until
 
 asyncpg = pytest.importorskip("asyncpg")
@@ -232,7 +232,9 @@ async def test_three_instances_post_every_occurrence_once_across_a_sigkill(
         # Written while the three instances run: each commit's NOTIFY re-arms their timers.
         plan = Plan(channels, authors, start=math.ceil(time.time() + LEAD))
         t0 = time.time()
-        made = await write_announcements(Announcements(writer, send_spacing=0.0), plan)
+        made = await write_announcements(
+            Announcements(writer, send_spacing=0.0, limits=PROOF_LIMITS), plan
+        )
         written_in = time.time() - t0
         # Late writes would only make their deliveries late; the kill must still come after.
         assert time.time() < plan.start + SPAN / 2, f"writing took {written_in:.1f}s"
@@ -421,7 +423,7 @@ async def test_three_instances_keep_one_channels_spacing(
             what=f"{INSTANCES} bots connected",
         )
         plan = Plan([news], {guild.id: author}, start=math.ceil(time.time() + 2.0))
-        service = Announcements(writer, send_spacing=PACED_SPACING)
+        service = Announcements(writer, send_spacing=PACED_SPACING, limits=PROOF_LIMITS)
         for i in range(PACED):  # due 10 ms apart: one due order, all due within 0.12 s
             await service.create(draft(plan, 0, f"paced {i:02d}", plan.start + i * 0.01, None))
         assert time.time() < plan.start, "writing took too long"

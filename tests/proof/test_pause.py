@@ -57,6 +57,8 @@ from scheduler import Registry, Scheduler, SqliteStore, Store
 from scheduler.testing import FakeClock
 from tests.fakediscord import FakeDiscord, MessageHold
 from tests.fakediscord import Permissions as P
+from tests.fakediscord.state import Channel
+from tests.proof.harness import PROOF_LIMITS
 from tests.scheduler.crash_worker import connect
 from tests.support.processes import Process, bot_env, procs, start_bot, until
 
@@ -290,7 +292,7 @@ async def test_a_bot_paused_past_its_lease_posts_nothing_twice(
                 news, stage="before" if stage == "before" else "after", skip=1
             )
         due = time.time() + LEAD
-        service = Announcements(writer, send_spacing=SPACING[stage])
+        service = Announcements(writer, send_spacing=SPACING[stage], limits=PROOF_LIMITS)
         made = [
             (await service.create(draft(news, author.id, text, due)))[0]
             for text in ("First of two", "Second of two")

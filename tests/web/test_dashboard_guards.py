@@ -306,3 +306,57 @@ async def test_a_failed_login_logs_why_and_never_the_secret_the_code_or_a_token(
         *(t.refresh_token for t in tokens),
     ]:
         assert value not in logged
+
+
+# --- a server's limits: operators only -----------------------------------------------------------
+
+
+async def test_an_operator_raises_a_servers_limits_on_the_dashboard(
+    tmp_path: Path, http: aiohttp.ClientSession
+) -> None:
+    """The operator's limits page shows a server's limits and sets them (a bad value
+    changes nothing and says why); a manager of that server gets "not found" for both."""
+    async with serve_dashboard(tmp_path) as site:
+        guild = site.world.guild.id
+        announcements = site.crier.bot.announcements
+        manager = await log_in(site, http, site.world.admin)
+        async with http.get(
+            f"{site.url}/ops/limits?guild={guild}", cookies=manager.cookies
+        ) as resp:
+            assert resp.status == 404
+        before = await db_snapshot(site.crier)
+        async with http.post(
+            site.url + "/ops/limits",
+            data={"csrf": manager.csrf, "guild": str(guild), "announcements": "5000"},
+            cookies=manager.cookies, allow_redirects=False,
+        ) as resp:  # fmt: skip
+            assert resp.status == 404
+        assert await db_snapshot(site.crier) == before
+
+        operator = await log_in(site, http, site.fake.app_owner)
+        async with http.get(
+            f"{site.url}/ops/limits?guild={guild}", cookies=operator.cookies
+        ) as resp:
+            page = await resp.text()
+        assert "announcements: 1,000 (MAX_ANNOUNCEMENTS_PER_GUILD)" in page, page
+        form = {"csrf": operator.csrf, "guild": str(guild)}
+        async with http.post(
+            site.url + "/ops/limits",
+            data=form | {"announcements": "5000", "commands-per-minute": "", "files-mb": "200"},
+            cookies=operator.cookies,
+        ) as resp:  # fmt: skip
+            page = await resp.text()
+        assert "announcements: 5,000 (set for this server)" in page, page
+        override, limits = await announcements.guild_limits(guild)
+        assert override is not None
+        assert override.max_announcements == 5000
+        assert override.commands_per_minute is None  # empty: the instance's
+        assert limits.files_max_bytes == 200 * 1024 * 1024
+        before = await db_snapshot(site.crier)
+        async with http.post(
+            site.url + "/ops/limits", data=form | {"announcements": "lots"},
+            cookies=operator.cookies,
+        ) as resp:  # fmt: skip
+            page = await resp.text()
+        assert "Nothing was changed: announcements must be a whole number" in page, page
+        assert await db_snapshot(site.crier) == before

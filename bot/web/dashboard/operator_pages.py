@@ -1,7 +1,8 @@
 """The scheduler, for the instance's operators (``DASHBOARD_OPERATORS``, else the
 application's owner): its jobs (by state and function), schedules and run history, with
 retry, cancel, pause, resume and trigger — what ``python -m scheduler`` shows and does, in a
-browser. Anyone else gets "not found"."""
+browser; and one server's limits, raised or lowered (what ``python -m bot limits`` does).
+Anyone else gets "not found"."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from aiohttp import web
 
 from scheduler import Job, JobState, ScheduleNotFound
 
+from ...announcements import LIMIT_OPTIONS, BadLimit, limit_lines
 from .core import Viewer, form_of
 from .pages import Pages, get, post
 
@@ -144,3 +146,50 @@ class OperatorPages(Pages):
         )
         await self.d.sessions.set_flash(viewer.session, answer)
         raise web.HTTPSeeOther("/ops/schedules")
+
+    @get("/ops/limits")
+    async def limits(self, request: web.Request, viewer: Viewer) -> web.StreamResponse:
+        """One server's limits (``?guild=ID``), each with what sets it, and a form to change
+        them."""
+        operator(viewer)
+        raw = request.query.get("guild", "").strip()
+        guild_id = int(raw) if raw.isdigit() else None
+        lines: list[str] = []
+        values: dict[str, str] = {}
+        if guild_id is not None:
+            override, limits = await self.d.announcements.guild_limits(guild_id)
+            lines = limit_lines(limits, override)
+            for option in LIMIT_OPTIONS:
+                own = None if override is None else getattr(override, option.field)
+                values[option.name] = "" if own is None else f"{own / option.scale:g}"
+        return self.d.render(
+            "ops_limits.html", viewer, asked=raw, guild_id=guild_id, lines=lines,
+            options=LIMIT_OPTIONS, values=values, flash=await self.d.flash(viewer),
+        )  # fmt: skip
+
+    @post("/ops/limits")
+    async def set_limits(self, request: web.Request, viewer: Viewer) -> web.StreamResponse:
+        """Set the server's limits from the form: a number in the limit's unit, or empty
+        (or ``default``) for the instance's setting."""
+        operator(viewer)
+        form = form_of(request)
+        raw = form.get("guild").strip()
+        if not raw.isdigit():
+            raise web.HTTPNotFound()
+        given = {
+            o.name: form.fields[o.name].strip() or "default"
+            for o in LIMIT_OPTIONS
+            if o.name in form.fields
+        }
+        try:
+            _, limits = await self.d.announcements.change_guild_limits(int(raw), given)
+        except BadLimit as exc:
+            answer = f"Nothing was changed: {exc}."
+        else:
+            answer = "Limits of server " + raw + " set: " + "; ".join(limit_lines(limits, None))
+            log.info(
+                "limits of server %s set by operator %d on the dashboard: %s",
+                raw, viewer.session.user_id, given,
+            )  # fmt: skip
+        await self.d.sessions.set_flash(viewer.session, answer)
+        raise web.HTTPSeeOther(f"/ops/limits?guild={raw}")

@@ -42,9 +42,10 @@ class TransferPages(GuildPages):
     async def templates(self, request: web.Request, viewer: Viewer) -> web.StreamResponse:
         who = await self.requester(request, viewer)
         kept = await self.d.announcements.templates(who.guild.id)
+        _, limits = await self.d.announcements.guild_limits(who.guild.id)
         return self.d.render(
             "templates.html", viewer, guild=who.guild, templates=kept,
-            limit=self.d.announcements.templates_per_guild, flash=await self.d.flash(viewer),
+            limit=limits.max_templates, flash=await self.d.flash(viewer),
         )  # fmt: skip
 
     @post(GUILD + "/templates")

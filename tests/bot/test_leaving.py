@@ -1,0 +1,357 @@
+"""A server that removes the bot (or is deleted): its announcements stop at once, nothing about
+it reaches a log channel, everything of it is deleted after FORGET_AFTER_DAYS by a durable
+job, and a server that invites the bot back before then carries on as it was. End to end
+through the real discord.py client against the fake Discord (GUILD_DELETE / GUILD_CREATE), on
+a FakeClock; on SQLite, and on PostgreSQL when a server is configured."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from bot.announcements import AWAY, FORGET_FN, ForgetArgs
+from bot.announcements.standing import forget_guild
+from bot.app import Crier
+from bot.config import load_settings
+from bot.db import BotDb
+from scheduler import JobState
+from tests.bot.conftest import NOW, World, restore_discord_endpoints, run_command, settings_for
+from tests.bot.test_commands import postgres_dsn
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from scheduler.testing import FakeClock
+    from tests.fakediscord.state import Channel
+
+DAY = timedelta(days=1)
+HOUR = timedelta(hours=1)
+PNG = b"\x89PNG\r\n\x1a\n" + b"p" * 500
+
+MakeCrier = Callable[..., Awaitable[Crier]]
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+async def make_crier(
+    request: pytest.FixtureRequest, world: World, tmp_path: Path, clock: FakeClock
+) -> AsyncIterator[MakeCrier]:
+    """Start the bot (``await make_crier(**settings)``) on SQLite, or on a fresh PostgreSQL
+    database when a server is configured; a second call after ``close()`` restarts it on the
+    same database."""
+    url = f"sqlite:///{tmp_path / 'crier.db'}"
+    cleanup = None
+    if request.param == "postgres":
+        dsn = postgres_dsn()
+        if dsn is None:
+            pytest.skip("needs CRIER_TEST_POSTGRES_DSN")
+        from tests.scheduler.pg import create_database, drop_database, with_database
+
+        name = await create_database(dsn)
+        url = with_database(dsn, name)
+
+        async def cleanup() -> None:
+            await drop_database(dsn, name)
+
+    started: list[Crier] = []
+
+    async def start(**overrides: Any) -> Crier:
+        settings = settings_for(world.fake, tmp_path / "unused.db", database_url=url, **overrides)
+        app = Crier(settings, clock=clock, guild_ready_timeout=0.05)
+        await app.start()
+        started.append(app)
+        return app
+
+    try:
+        yield start
+    finally:
+        for app in reversed(started):
+            await app.close()
+        restore_discord_endpoints()
+        if cleanup is not None:
+            await cleanup()
+
+
+async def schedule(world: World, when: str, message: str, **options: Any) -> int:
+    cb = await run_command(
+        world, "schedule", when=when, message=message, channel=world.news, **options
+    )
+    found = re.search(r"Scheduled announcement \*\*#(\d+)\*\*", cb.content or "")
+    assert found is not None, cb.content
+    return int(found[1])
+
+
+async def advance_to(crier: Crier, clock: FakeClock, delta: timedelta) -> None:
+    clock.set(NOW + delta)
+    await crier.sched.wait_idle()
+
+
+def sends(world: World, since: int = 0) -> list[str]:
+    """The message POSTs the fake received (any channel), from request ``since`` on."""
+    return [
+        r.path
+        for r in world.fake.requests[since:]
+        if r.method == "POST" and re.fullmatch(r"/channels/\d+/messages", r.path)
+    ]
+
+
+async def rows_of(crier: Crier, guild_id: int) -> dict[str, int]:
+    """How many rows of each of the bot's tables belong to the guild."""
+    async with crier.sched.reader() as db:
+        counts: dict[str, int] = {}
+        for table in (
+            "bot_announcements",
+            "bot_attachments",
+            "bot_guild_settings",
+            "bot_guilds_left",
+            "bot_guild_limits",
+            "bot_command_counts",
+        ):
+            cur = await db.execute(f"SELECT count(*) FROM {table} WHERE guild_id = ?", (guild_id,))
+            counts[table] = int((await cur.fetchone())[0])
+        for table in ("bot_deliveries", "bot_history"):
+            cur = await db.execute(
+                f"SELECT count(*) FROM {table} WHERE announcement_id IN "
+                "(SELECT id FROM bot_announcements WHERE guild_id = ?)",
+                (guild_id,),
+            )
+            counts[table] = int((await cur.fetchone())[0])
+    return counts
+
+
+async def left(crier: Crier, world: World) -> bool:
+    return await crier.bot.announcements.left_guild(world.guild.id) is not None
+
+
+async def wait_left(crier: Crier, world: World, want: bool = True) -> None:
+    """Wait until the bot has recorded the guild left (or back): the gateway event is
+    handled in a task of discord.py's, which the test does not hold."""
+    for _ in range(1000):
+        if await left(crier, world) is want:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"the guild was never recorded {'left' if want else 'back'}")
+
+
+async def set_log_channel(world: World, channel: Channel) -> None:
+    cb = await run_command(world, "settings", log_channel=channel)
+    assert "log" in (cb.content or "").lower(), cb.content
+
+
+# --- tests ---------------------------------------------------------------------------------------
+
+
+async def test_a_server_that_removes_the_bot_posts_nothing_and_is_forgotten(
+    world: World, other: World, make_crier: MakeCrier, clock: FakeClock
+) -> None:
+    crier = await make_crier(forget_after=2.5 * 86400)  # FORGET_AFTER_DAYS=2.5
+    await set_log_channel(world, world.general)
+    upload = world.fake.make_attachment("cat.png", PNG)
+    one_off = await schedule(world, "in 2h", "once", image=upload)
+    hourly = await schedule(world, "in 1h", "hourly", repeat="hourly")
+    # Another server's announcement goes on throughout.
+    cb = await run_command(other, "schedule", when="in 1h", message="other", channel=other.news)
+    assert "Scheduled" in (cb.content or "")
+    sessions_guilds = [world.guild.id, other.guild.id]
+    async with crier.sched.transaction() as ctx:
+        await ctx.db.execute(
+            "INSERT INTO bot_dashboard_sessions (id_hash, user_id, username, guild_ids, "
+            "csrf_token, created_at, expires_at) VALUES ('h', 1, 'u', ?, 'c', 0, 9e9)",
+            (str(sessions_guilds),),
+        )
+    before = len(world.fake.requests)
+
+    world.fake.remove_guild(world.guild)
+    await wait_left(crier, world)
+    for hour in (1, 2, 3):
+        await advance_to(crier, clock, timedelta(hours=hour))
+    assert sends(world, before) == [f"/channels/{other.news.id}/messages"]  # only the other's
+    a = await crier.bot.announcements.get(world.guild.id, one_off)
+    assert (a.state, a.failure) == ("failed", AWAY)
+    hourly_schedule = (await crier.bot.announcements.get(world.guild.id, hourly)).schedule_name
+    async with crier.sched.reader() as db:
+        recorded = await BotDb(db).recent_deliveries(a.id, 10)
+    assert [(d.state, d.error) for d in recorded] == [("missed", AWAY)]
+    # Its files went with it: a failed one-off never posts again.
+    assert (await rows_of(crier, world.guild.id))["bot_attachments"] == 0
+
+    # Forgotten by a durable job, run when its time comes even across a restart.
+    await crier.close()
+    crier = await make_crier(forget_after=2.5 * 86400)
+    await advance_to(crier, clock, timedelta(days=2, hours=11))
+    assert (await rows_of(crier, world.guild.id))["bot_announcements"] == 2
+    await advance_to(crier, clock, timedelta(days=2, hours=12, seconds=1))
+    assert await rows_of(crier, world.guild.id) == dict.fromkeys(
+        (
+            "bot_announcements",
+            "bot_attachments",
+            "bot_guild_settings",
+            "bot_guilds_left",
+            "bot_guild_limits",
+            "bot_command_counts",
+            "bot_deliveries",
+            "bot_history",
+        ),
+        0,
+    )
+    async with crier.sched.reader() as db:
+        cur = await db.execute("SELECT guild_ids FROM bot_dashboard_sessions")
+        assert [r["guild_ids"] for r in await cur.fetchall()] == [f"[{other.guild.id}]"]
+    names = [s.name for s in await crier.sched.schedules.list()]
+    assert hourly_schedule is not None
+    assert hourly_schedule not in names
+    live = [
+        j
+        for j in await crier.sched.list_jobs(limit=1000)
+        if j.state in (JobState.PENDING, JobState.IN_PROGRESS)
+    ]
+    assert live == []  # nothing of it is left to run (the other server's one posted)
+    other_ann = await crier.bot.announcements.get(other.guild.id, 1)
+    assert other_ann.guild_id == other.guild.id  # the other server is untouched
+    forget = [j for j in await crier.sched.list_jobs(limit=1000) if j.fn == FORGET_FN]
+    assert [j.state for j in forget] == [JobState.SUCCESS]
+
+
+async def test_invited_back_in_time_it_carries_on_as_it_was(
+    world: World, make_crier: MakeCrier, clock: FakeClock
+) -> None:
+    crier = await make_crier()  # FORGET_AFTER_DAYS: the default 30
+    hourly = await schedule(world, "in 1h", "hourly", repeat="hourly")
+    paused = await schedule(world, "in 1h", "paused one", repeat="hourly")
+    await schedule(world, "in 5h", "later")
+    cb = await run_command(world, "pause", id=paused)
+    assert "paused" in (cb.content or "").lower(), cb.content
+    await advance_to(crier, clock, timedelta(hours=1))
+    assert [m.content for m in world.fake.bot_messages(world.news)] == ["hourly"]
+    before = len(world.fake.requests)
+
+    world.fake.remove_guild(world.guild)
+    await wait_left(crier, world)
+    for hour in (2, 3, 4):  # three of its times come while it is away
+        await advance_to(crier, clock, timedelta(hours=hour, minutes=10))
+    assert sends(world, before) == []
+    # Its schedules are held meanwhile: not a job a time (a month of a repeat every minute).
+    jobs = await crier.sched.list_jobs(limit=1000)
+    away = [j for j in jobs if NOW.timestamp() + 3600 < j.next_ts <= NOW.timestamp() + 5 * 3600]
+    assert [(j.fn, j.next_ts) for j in away] == [
+        ("announcements:send", (NOW + 5 * HOUR).timestamp())
+    ]
+    world.fake.readd_guild(world.guild)
+    await wait_left(crier, world, want=False)
+    await crier.sched.wait_idle()
+    assert sends(world, before) == []  # the missed ones are not posted late
+
+    a = await crier.bot.announcements.get(world.guild.id, hourly)
+    async with crier.sched.reader() as db:
+        done = await BotDb(db).recent_deliveries(a.id, 10)
+    hours = [(d.fire_ts - NOW.timestamp()) / 3600 for d in done]
+    assert sorted(zip(hours, (d.state for d in done), strict=True)) == [
+        (1.0, "sent"),
+        (2.0, "missed"),
+        (3.0, "missed"),
+        (4.0, "missed"),
+    ]
+    assert {d.error for d in done if d.state == "missed"} == {AWAY}
+    for hour in (5, 6):
+        await advance_to(crier, clock, timedelta(hours=hour))
+    posted = [m.content for m in world.fake.bot_messages(world.news)]
+    assert sorted(posted) == ["hourly"] * 3 + ["later"]  # at 1h, 5h (both), 6h
+    p = await crier.bot.announcements.get(world.guild.id, paused)
+    assert p.state == "paused"  # it stays paused
+    forget = [j for j in await crier.sched.list_jobs(limit=1000) if j.fn == FORGET_FN]
+    assert [j.state for j in forget] == [JobState.CANCELED]
+    await advance_to(crier, clock, 31 * DAY)
+    assert (await rows_of(crier, world.guild.id))["bot_announcements"] == 3
+
+
+async def test_invited_back_while_the_bot_was_offline_it_carries_on_at_the_next_start(
+    world: World, make_crier: MakeCrier, clock: FakeClock
+) -> None:
+    crier = await make_crier()
+    hourly = await schedule(world, "in 1h", "hourly", repeat="hourly")
+    world.fake.remove_guild(world.guild)
+    await wait_left(crier, world)
+    await crier.close()
+    world.fake.readd_guild(world.guild)  # no bot connected to hear GUILD_CREATE
+    crier = await make_crier()  # READY lists the server again
+    await wait_left(crier, world, want=False)
+    forget = [j for j in await crier.sched.list_jobs(limit=1000) if j.fn == FORGET_FN]
+    assert [j.state for j in forget] == [JobState.CANCELED]
+    await advance_to(crier, clock, HOUR)
+    assert [m.content for m in world.fake.bot_messages(world.news)] == ["hourly"]
+    a = await crier.bot.announcements.get(world.guild.id, hourly)
+    assert a.state == "scheduled"
+
+
+async def test_a_removal_missed_while_offline_is_found_at_the_next_send(
+    world: World, make_crier: MakeCrier, clock: FakeClock
+) -> None:
+    crier = await make_crier()
+    await set_log_channel(world, world.general)
+    one_off = await schedule(world, "in 1h", "once")
+    hourly = await schedule(world, "in 1h", "hourly", repeat="hourly")
+    world.fake.remove_guild(world.guild, tell=False)  # no GUILD_DELETE reaches the bot
+    before = len(world.fake.requests)
+
+    await advance_to(crier, clock, timedelta(hours=1))
+    assert await left(crier, world)
+    made = world.fake.requests[before:]
+    assert [r.path for r in made if r.path == f"/guilds/{world.guild.id}"] != []
+    # At most the sends that found it out; nothing to the log channel.
+    assert set(sends(world, before)) <= {f"/channels/{world.news.id}/messages"}
+    a = await crier.bot.announcements.get(world.guild.id, one_off)
+    assert (a.state, a.failure) == ("failed", AWAY)
+    h = await crier.bot.announcements.get(world.guild.id, hourly)
+    assert h.state == "scheduled"  # not paused by a failure: it carries on if invited back
+    before = len(world.fake.requests)
+    await advance_to(crier, clock, timedelta(hours=2))
+    assert sends(world, before) == []  # once known, nothing is attempted
+
+
+async def test_files_of_a_canceled_announcement_are_deleted(
+    world: World, make_crier: MakeCrier, clock: FakeClock
+) -> None:
+    crier = await make_crier()
+    upload = world.fake.make_attachment("cat.png", PNG)
+    kept = await schedule(world, "in 1h", "kept", image=upload)
+    upload = world.fake.make_attachment("dog.png", PNG)
+    canceled = await schedule(world, "in 1h", "canceled", image=upload)
+    cb = await run_command(world, "cancel", id=canceled)
+    assert "Canceled" in (cb.content or ""), cb.content
+    k = await crier.bot.announcements.get(world.guild.id, kept)
+    c = await crier.bot.announcements.get(world.guild.id, canceled)
+    assert await crier.bot.announcements.image_names(k.id) == [("cat.png", len(PNG))]
+    assert await crier.bot.announcements.image_names(c.id) == []
+
+
+async def test_a_forget_job_of_an_earlier_leaving_forgets_nothing(
+    world: World, make_crier: MakeCrier, clock: FakeClock
+) -> None:
+    """Left, back, left again: the first leaving's job (had it not been canceled, or run
+    while the bot came back) deletes nothing; the second leaving's own job will."""
+    crier = await make_crier()
+    await schedule(world, "in 1h", "once")
+    announcements = crier.bot.announcements
+    assert await announcements.guild_left(world.guild.id)
+    first = await announcements.left_guild(world.guild.id)
+    assert first is not None
+    assert not await announcements.guild_left(world.guild.id)
+    assert await announcements.guild_returned(world.guild.id) is not None
+    clock.advance(timedelta(minutes=1))
+    assert await announcements.guild_left(world.guild.id)
+    async with crier.sched.transaction() as ctx:
+        kept = await forget_guild(ctx, ForgetArgs(world.guild.id, first.left_at))
+    assert kept == {"kept": "the bot is in the server again"}
+    assert (await rows_of(crier, world.guild.id))["bot_announcements"] == 1
+
+
+def test_forget_after_days_takes_fractions() -> None:
+    env = {"DISCORD_TOKEN": "x" * 30}
+    assert load_settings(env, env_file=None).forget_after == 30 * 86400
+    assert load_settings({**env, "FORGET_AFTER_DAYS": "0.25"}, env_file=None).forget_after == (
+        6 * 3600
+    )
