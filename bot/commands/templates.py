@@ -7,21 +7,17 @@ one place (:func:`bot.commands.replies.answer_error`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import discord
 from discord import app_commands
 
+from ..announcements import MAX_TEMPLATE_NAME
 from ..limits import MAX_CHOICES
 from ..render import template_list, template_saved
 from ..requests.templates import template_from
 from .autocomplete import ServesAnnouncements
 from .door import requester
 from .replies import AnswersErrors, reply
-
-if TYPE_CHECKING:
-    from ..announcements import MAX_TEMPLATE_NAME
-    from .transformers import AnnouncementId
+from .transformers import AnnouncementId
 
 
 async def template_names(

@@ -14,8 +14,9 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import re
 import secrets
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import discord
 from discord import app_commands
@@ -31,14 +32,10 @@ from ..requests.export_doc import (
 )
 from ..requests.files import download
 from ..requests.importing import ImportPlan, plan_import
+from ..requests.request import Requester
 from .door import requester
 from .once import take
 from .replies import AnswersErrors, answer_error, reply
-
-if TYPE_CHECKING:
-    import re
-
-    from ..requests.request import Requester
 
 __all__ = ["ConfirmImport", "TransferCommands"]
 
