@@ -56,6 +56,9 @@ class Driver:
         self._flush_task: asyncio.Task[None] | None = None
         self._loop_task: asyncio.Task[None] | None = None
         self._sweep_task: asyncio.Task[None] | None = None
+        self._sweeping = False
+        self._next_sweep = 0.0
+        """When (by ``self.monotonic``) the sweeper's next sweep is due."""
         self._idle = asyncio.Event()
         self.passes = 0
         """How many dispatch passes ran (for tests and benchmarks)."""
@@ -63,6 +66,7 @@ class Driver:
     # --- lifecycle ---------------------------------------------------------------------------
 
     def start(self) -> None:
+        self._next_sweep = self.monotonic()  # the first sweep is due at once
         self._loop_task = asyncio.create_task(self._loop(), name="scheduler-driver")
         self._sweep_task = asyncio.create_task(self._sweeper(), name="scheduler-sweep")
 
@@ -339,12 +343,30 @@ class Driver:
                 raise
             except Exception:
                 log.exception("lease sweep failed")
+            self._next_sweep = self.monotonic() + self.settings.sweep_seconds
             await self.clock.sleep(self.settings.sweep_seconds)
 
     async def sweep_once(self) -> None:
         """Run the sweep (see :mod:`scheduler._sweep`), then wake the loop (the backstop)."""
-        await _sweep.sweep(self.engine)
+        self._sweeping = True
+        try:
+            await _sweep.sweep(self.engine)
+        finally:
+            self._sweeping = False
         self.wake()
+
+    def _sweep_due(self) -> bool:
+        """A sweep runs, or the sweeper's is due (its sleep ended, or is about to, and it has
+        not started yet): what it reclaims becomes due work, so the driver is not idle."""
+        if self._sweeping:
+            return True
+        task = self._sweep_task
+        return (
+            task is not None
+            and not task.done()
+            and not self._stopping
+            and self.monotonic() >= self._next_sweep
+        )
 
     # --- idleness ------------------------------------------------------------------------------
 
@@ -356,6 +378,7 @@ class Driver:
             or bool(self._completions)
             or self._recording > 0
             or (self._flush_task is not None and not self._flush_task.done())
+            or self._sweep_due()
         )
 
     def _changed(self) -> None:
