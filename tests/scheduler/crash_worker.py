@@ -34,6 +34,7 @@ import signal
 import sqlite3
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -153,18 +154,18 @@ def build_registry(hang: bool) -> Any:
     return registry
 
 
-def claim_barrier_store(db: str) -> Any:
-    """A SQLite store whose first claim that brings back work waits for the parent's ``GO``."""
+def held_claim_store(
+    db: str, release: Callable[[], Awaitable[None]], holds: Callable[[Any], bool]
+) -> Any:
+    """A SQLite store whose first claim that ``holds`` (given the claimed jobs) is held: it
+    prints ``CLAIMED <mutations> <actions>`` (what it now holds a lease on) and returns only
+    once ``release()`` does, so the parent can make every worker claim from one due set while
+    the others hold their claims."""
     from scheduler import JobKind, SqliteStore
     from scheduler.abc import OperationsAt
     from scheduler.store_types import Claim
 
     held = False
-
-    async def go() -> None:
-        line = await asyncio.to_thread(sys.stdin.readline)
-        if line.strip() != "GO":
-            raise SystemExit(f"expected GO on stdin, got {line!r}")
 
     class HeldOps(OperationsAt):
         __slots__ = ()
@@ -184,11 +185,11 @@ def claim_barrier_store(db: str) -> Any:
                 action_limit=action_limit,
                 process=process,
             )
-            if claim.jobs and not held:
+            if not held and holds(claim.jobs):
                 held = True
                 kinds = [j.kind for j in claim.jobs]
                 say(f"CLAIMED {kinds.count(JobKind.MUTATION)} {kinds.count(JobKind.ACTION)}")
-                await go()
+                await release()
             return claim
 
     class HeldStore(SqliteStore):
@@ -196,6 +197,17 @@ def claim_barrier_store(db: str) -> Any:
             return HeldOps(self, now)
 
     return HeldStore(db)
+
+
+def claim_barrier_store(db: str) -> Any:
+    """A SQLite store whose first claim that brings back work waits for ``GO`` on stdin."""
+
+    async def go() -> None:
+        line = await asyncio.to_thread(sys.stdin.readline)
+        if line.strip() != "GO":
+            raise SystemExit(f"expected GO on stdin, got {line!r}")
+
+    return held_claim_store(db, go, bool)
 
 
 async def child_main(opts: argparse.Namespace) -> None:
