@@ -63,6 +63,9 @@ class Driver:
         self._sweep_task: asyncio.Task[None] | None = None
         self.outage = Outage(engine.stats, log, repr(engine.store))
         """The loops' failures: logged once when they start and once when they end."""
+        self._sweeping = False
+        self._next_sweep = 0.0
+        """When (by ``self.monotonic``) the sweeper's next sweep is due."""
         self._idle = asyncio.Event()
         self.passes = 0
         """How many dispatch passes ran (for tests and benchmarks)."""
@@ -70,6 +73,7 @@ class Driver:
     # --- lifecycle ---------------------------------------------------------------------------
 
     def start(self) -> None:
+        self._next_sweep = self.monotonic()  # the first sweep is due at once
         self._loop_task = asyncio.create_task(self._loop(), name="scheduler-driver")
         self._sweep_task = asyncio.create_task(self._sweeper(), name="scheduler-sweep")
 
@@ -349,12 +353,30 @@ class Driver:
                 raise
             except Exception as exc:
                 self.outage.failed("sweep", exc)
+            self._next_sweep = self.monotonic() + self.settings.sweep_seconds
             await self.clock.sleep(self.settings.sweep_seconds)
 
     async def sweep_once(self) -> None:
         """Run the sweep (see :mod:`scheduler._sweep`), then wake the loop (the backstop)."""
-        await _sweep.sweep(self.engine)
+        self._sweeping = True
+        try:
+            await _sweep.sweep(self.engine)
+        finally:
+            self._sweeping = False
         self.wake()
+
+    def _sweep_due(self) -> bool:
+        """A sweep runs, or the sweeper's is due (its sleep ended, or is about to, and it has
+        not started yet): what it reclaims becomes due work, so the driver is not idle."""
+        if self._sweeping:
+            return True
+        task = self._sweep_task
+        return (
+            task is not None
+            and not task.done()
+            and not self._stopping
+            and self.monotonic() >= self._next_sweep
+        )
 
     # --- idleness ------------------------------------------------------------------------------
 
@@ -366,6 +388,7 @@ class Driver:
             or bool(self._completions)
             or self._recording > 0
             or (self._flush_task is not None and not self._flush_task.done())
+            or self._sweep_due()
         )
 
     def _changed(self) -> None:

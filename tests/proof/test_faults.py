@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import math
+import contextlib
 import re
 import resource
 import sys
@@ -35,7 +35,7 @@ import pytest
 from bot.announcements import SEND_FN, Announcement, Announcements, Draft, SendArgs
 from bot.app import bot_migrations
 from bot.posting.delivery import SEND_RETRY, nonce_for
-from scheduler import Registry, Scheduler
+from scheduler import Registry, Scheduler, SqliteStore, Store
 from scheduler.testing import FakeClock
 from tests.fakediscord import FakeDiscord
 from tests.fakediscord import Permissions as P
@@ -142,16 +142,15 @@ def assert_each_posted_once(
 
 # --- 1. PostgreSQL connections killed mid-run ---------------------------------------------
 
-PG_COUNT = 60
-PG_SPAN = 10.0
-"""The announcements are due evenly over this many seconds."""
-PG_LEAD = 4.0
-"""Seconds from the first write to the first due time."""
+PG_KILLS = 6
+PG_BATCH = 8
+"""Announcements written (due at once) before each kill, and once more after the last."""
+PG_COUNT = PG_BATCH * (PG_KILLS + 1)
 PG_SEND_DELAY = 0.3
 """The fake answers each send this long after creating the message, so kills land on sends
 in flight (the message exists, the bot has not recorded it yet)."""
-PG_QUIET_TAIL = 2.0
-"""No kill in the stream's last seconds: what is due then shows delivery after the kills."""
+LOCKER = "test-locker"
+"""The application_name of the test's connection that holds a table lock for a kill."""
 
 
 @pytest.fixture
@@ -164,12 +163,21 @@ async def pg_dsn() -> AsyncIterator[str]:
         yield dsn
 
 
-async def write_with_service(dsn: str, drafts: list[Draft]) -> list[Announcement]:
+async def write_with_service(
+    dsn: str, drafts: list[Draft], clock_at: float | None = None
+) -> list[Announcement]:
     """Write the announcements as /schedule does (through ``Announcements``), from a scheduler
     of the test's own whose clock stands still before anything is due, so it never claims
-    anything; its migrations run first. It is stopped before any fault is injected."""
-    from scheduler.stores.postgres import PostgresStore
+    anything; its migrations run first. It is stopped before any fault is injected.
+    ``dsn``: a PostgreSQL URL, or the bots' ``sqlite:///PATH``; ``clock_at``: the writer's
+    clock (default now; give one before the drafts' due times when they are due now)."""
+    store: Store
+    if dsn.startswith("sqlite:///"):
+        store = SqliteStore(dsn.removeprefix("sqlite:///"))
+    else:
+        from scheduler.stores.postgres import PostgresStore
 
+        store = PostgresStore(dsn, listen=False, application_name="test-writer")
     registry = Registry()
 
     # (as bot.posting registers it)
@@ -178,9 +186,9 @@ async def write_with_service(dsn: str, drafts: list[Draft]) -> list[Announcement
         raise AssertionError("the test process must never deliver")
 
     writer = Scheduler(
-        PostgresStore(dsn, listen=False, application_name="test-writer"),
+        store,
         registry,
-        clock=FakeClock(time.time()),
+        clock=FakeClock(time.time() if clock_at is None else clock_at),
         migrations=[bot_migrations()],
     )
     await writer.start()
@@ -222,59 +230,90 @@ async def test_postgres_backends_killed_repeatedly_every_announcement_posted_onc
         bots.append(bot)
         await until_connected(fake, bots)
 
-        start = math.ceil(time.time() + PG_LEAD)
-        due = [start + PG_SPAN * i / PG_COUNT for i in range(PG_COUNT)]
-        made = await write_with_service(pg_dsn, [stream.draft(i, t) for i, t in enumerate(due)])
-        assert time.time() < start, "writing the stream took longer than its lead"
+        # The stream is written by the test, one batch before each kill and one after the
+        # last, so how many kills happen, and that work comes after the last, does not depend
+        # on how fast anything runs.
+        made: list[Announcement] = []
+
+        async def write_batch() -> list[str]:
+            now = time.time()
+            batch = [stream.draft(len(made) + i, now) for i in range(PG_BATCH)]
+            made.extend(await write_with_service(pg_dsn, batch, clock_at=now - 60))
+            return [d.content for d in batch]
 
         # The killer's own session is on the server's base database: only the test's
         # database is touched, and never the server itself.
         killer = await asyncpg.connect(base)
         kills: list[tuple[float, list[str], bool]] = []
-        """(when, the application_name of each backend terminated, whether one of them was
-        in a transaction)"""
+        """(when, the application_name of each bot backend terminated, whether one of them
+        was in a transaction)"""
 
         async def backends() -> list[Any]:
             return list(
                 await killer.fetch(
                     "SELECT pid, application_name FROM pg_stat_activity "
-                    "WHERE datname = $1 AND pid <> pg_backend_pid()",
+                    "WHERE datname = $1 AND pid <> pg_backend_pid() AND application_name <> $2",
                     database,
+                    LOCKER,
                 )
             )
 
         async def kill(mid_transaction: bool) -> list[Any]:
-            """Terminate every backend of the test's database (only if one of them is in a
-            transaction, when told so); pg_terminate_backend stays in the select list, never
-            in WHERE, where it could be evaluated before the filter, on other databases."""
-            return list(
+            """Terminate every backend of the test's database (only once one of the bot's is
+            in a transaction, when told so); pg_terminate_backend stays in the select list,
+            never in WHERE, where it could be evaluated before the filter, on other
+            databases. The locker's backend goes too; its rows are left out."""
+            found = list(
                 await killer.fetch(
-                    "SELECT application_name, xact_start IS NOT NULL AS in_tx, "
-                    "pg_terminate_backend(pid) AS gone FROM pg_stat_activity "
+                    "SELECT application_name, "
+                    "  xact_start IS NOT NULL AND application_name <> $3 AS in_tx, "
+                    "  pg_terminate_backend(pid) AS gone FROM pg_stat_activity "
                     "WHERE datname = $1 AND pid <> pg_backend_pid() AND (NOT $2 OR EXISTS ("
                     "  SELECT 1 FROM pg_stat_activity WHERE datname = $1 "
-                    "  AND pid <> pg_backend_pid() AND xact_start IS NOT NULL))",
+                    "  AND pid <> pg_backend_pid() AND application_name <> $3 "
+                    "  AND xact_start IS NOT NULL))",
                     database,
                     mid_transaction,
+                    LOCKER,
                 )
             )
+            return [r for r in found if r["application_name"] != LOCKER]
 
+        conn = await asyncpg.connect(pg_dsn)
         try:
-            await until(lambda: time.time() >= start, DEADLINE, "the first due time")
-            # Kill, then wait until the bot is back (a new backend, and a message posted
-            # after the kill), then kill again, until the stream's quiet tail. Every other
-            # kill waits for the bot to be inside a transaction (a claim, a delivery's
-            # bookkeeping, a completion), so kills land on work in flight, not only on idle
-            # pooled connections.
-            while time.time() < start + PG_SPAN - PG_QUIET_TAIL:
-                mid_tx = len(kills) % 2 == 1
+            # Kill, then wait until the bot is back (a new backend, and every job so far
+            # finished after the kill), then the next batch and kill. Every other kill lands
+            # inside one of the bot's transactions for certain: the test holds a lock on
+            # bot_deliveries (which the writer does not touch) while the batch is written, so
+            # the bot's first delivery write waits in its transaction until the kill. The
+            # others land while the batch's first send is in flight (made, not yet answered).
+            for k in range(PG_KILLS):
+                mid_tx = k % 2 == 1
+                locker = None
+                if mid_tx:
+                    locker = await asyncpg.connect(
+                        pg_dsn, server_settings={"application_name": LOCKER}
+                    )
+                    await locker.execute("BEGIN; LOCK TABLE bot_deliveries IN EXCLUSIVE MODE")
+                contents = await write_batch()
+                if not mid_tx:
+                    await fake.wait_until(
+                        lambda c=contents: any(m.content in c for m in fake.bot_messages()),
+                        timeout=DEADLINE,
+                        what=f"a send of batch {k + 1}",
+                    )
                 rows: list[Any] = []
 
                 async def killed(mid_tx: bool = mid_tx, rows: list[Any] = rows) -> bool:
                     rows[:] = await kill(mid_tx)
                     return bool(rows)
 
-                await until(killed, DEADLINE, f"kill {len(kills) + 1}", interval=0.001)
+                try:
+                    await until(killed, DEADLINE, f"kill {len(kills) + 1}", interval=0.001)
+                finally:
+                    if locker is not None:
+                        with contextlib.suppress(Exception):
+                            await locker.close(timeout=5)
                 killed_at = time.time()
                 kills.append(
                     (
@@ -284,17 +323,27 @@ async def test_postgres_backends_killed_repeatedly_every_announcement_posted_onc
                     )
                 )
 
-                async def back(killed_at: float = killed_at) -> bool:
-                    posted = any(m.created_at > killed_at for m in fake.bot_messages())
-                    return posted and bool(await backends())
+                # The test's own reader went with the kill: a new one.
+                conn.terminate()
+                conn = await asyncpg.connect(pg_dsn)
+
+                async def back(conn: Any = conn) -> bool:
+                    return bool(await backends()) and await pg_work_settled(conn)
 
                 try:
                     await until(back, DEADLINE, f"the bot to deliver after kill {len(kills)}")
                 except AssertionError as exc:
-                    raise AssertionError(f"{exc}\n{logs(bots)}") from None
+                    jobs_now = await conn.fetch(
+                        "SELECT id, state, run_count, attempts, next_ts FROM scheduler_jobs"
+                    )
+                    sending = await conn.fetch("SELECT * FROM bot_deliveries WHERE state <> 'sent'")
+                    raise AssertionError(
+                        f"{exc}\njobs: {jobs_now}\nunsent: {sending}\n{logs(bots)}"
+                    ) from None
                 assert bot.proc.returncode is None, logs(bots)
 
             last_kill = kills[-1][0]
+            await write_batch()  # delivered after the last kill
             # Every LISTEN connection killed was re-established (supervised), and is live now.
             listen_kills = [k for k in kills if "scheduler-listen" in k[1]]
 
@@ -305,7 +354,6 @@ async def test_postgres_backends_killed_repeatedly_every_announcement_posted_onc
         finally:
             await killer.close()
 
-        conn = await asyncpg.connect(pg_dsn)
         try:
             try:
                 await until(
@@ -342,7 +390,7 @@ async def test_postgres_backends_killed_repeatedly_every_announcement_posted_onc
     # The bot kept delivering after the last kill: what was due later was posted too.
     after = [m for m in messages if m.created_at > last_kill]
     assert after, "nothing was posted after the last kill"
-    assert len(kills) >= 5, f"only {len(kills)} kill(s) fitted in the stream"
+    assert len(kills) == PG_KILLS
     assert listen_kills, "no kill caught the LISTEN connection"
     assert any(k[2] for k in kills), "no kill landed inside a transaction"
     assert "LISTEN connection re-established" in log_text, log_text[-4000:]
@@ -354,7 +402,7 @@ async def test_postgres_backends_killed_repeatedly_every_announcement_posted_onc
     print(
         f"\n{len(kills)} kills ({sum(len(k[1]) for k in kills)} backends, "
         f"{sum(k[2] for k in kills)} in a transaction) over "
-        f"{PG_SPAN - PG_QUIET_TAIL:.0f}s; {len(messages)} messages for {PG_COUNT} announcements; "
+        f"{PG_KILLS + 1} batches; {len(messages)} messages for {PG_COUNT} announcements; "
         f"{len(interrupted)} job(s) run again, {len(resent)} delivery(ies) sent again, "
         f"{fake.nonce_dedup_hits} answered by nonce; {len(after)} posted after the last kill"
     )
@@ -363,11 +411,12 @@ async def test_postgres_backends_killed_repeatedly_every_announcement_posted_onc
 # --- 2. SQLite: the database's disk full --------------------------------------------------
 
 FULL_DUE_IN = 3
-"""Seconds from scheduling to the due time (the disk is full from before it)."""
+"""Seconds from scheduling to the first one's due time."""
+LATER_BY = 4
+"""Seconds from the first one's due time to the other three's: the disk is full by then (it
+is made full as soon as the first send reaches the fake)."""
 FULL_FOR = 3.0
-HELD_FOR = 1.5
-"""The fake holds the answer to the first send this long (the disk fills meanwhile)."""
-"""Seconds the disk stays full after the due time: several retries of every loop (the
+"""Seconds the disk stays full after the later due time: several retries of every loop (the
 dispatch pass retries each second and the sweep wakes it every 0.5 s)."""
 REFUSED = "cannot write to the database"
 WRITABLE = "can be written again"
@@ -474,7 +523,11 @@ async def test_sqlite_disk_full_one_clear_line_then_every_announcement_posted_on
     Four announcements were acknowledged before. The first is being posted when the disk
     fills: the fake has created its message and holds the answer, so the bot cannot record
     it; it must be re-sent with its nonce afterwards (one message). The other three come due
-    while the disk is full."""
+    while the disk is full.
+
+    The fake holds the first send's answer until the test lets it go (after the disk is
+    full), and holds the later sends before making anything: one that reached the fake
+    before the disk was full would fail the test saying so, instead of posting."""
     fake, news = world.fake, world.news
     db = tmp_path / "crier.db"
     env = bot_env(fake.env(), database_url=f"sqlite:///{db}", lease=LEASE, sweep=SWEEP, spacing="0")
@@ -483,27 +536,31 @@ async def test_sqlite_disk_full_one_clear_line_then_every_announcement_posted_on
     try:
         await until_connected(fake, bots)
         await until(lambda: any("connected as" in line for line in bot.lines), DEADLINE, "on_ready")
+        # The first send: the message is created, its answer held until the disk is full.
+        answer = fake.hold_messages(news, stage="after")
+        early = fake.hold_messages(news, stage="before", skip=1, count=3)
         first_due = int(time.time()) + FULL_DUE_IN
-        later_due = first_due + 1
+        later_due = first_due + LATER_BY
         reply = await schedule(world, first_due, "in flight")
         assert "Scheduled announcement" in reply, reply
         for i in range(3):
             reply = await schedule(world, later_due, f"due while full {i}")
             assert "Scheduled announcement" in reply, reply
-        # The first send: the message is created, its answer comes HELD_FOR seconds later.
-        fake.faults.add(
-            method="POST",
-            path_regex=re.escape(f"/channels/{news.id}/messages"),
-            after_effect=True,
-            delay=HELD_FOR,
-        )
-        in_flight = await fake.wait_for_message(channel=news, timeout=DEADLINE)
+        await fake.wait_until(lambda: answer.parked == 1, timeout=DEADLINE, what="the first send")
         set_file_size_limit(bot.pid, 0)
         full_from = len(bot.lines)
-        assert time.time() < in_flight.created_at + HELD_FOR, "the answer came before the fault"
+        assert early.sends == [], "a later send reached the fake before the disk was full"
+        early.release()  # (nothing parked: the later ones are claimed only once writes work)
+        [in_flight] = fake.bot_messages(news)
+        answer.release()  # the bot hears of its message and cannot record it
 
         await until(
             lambda: time.time() > later_due + FULL_FOR, DEADLINE, "the disk to be full a while"
+        )
+        await until(
+            lambda: any(REFUSED in line for line in bot.lines[full_from:]),
+            DEADLINE,
+            "the bot to say it cannot write",
         )
         # Asked while the disk is full: refused in words, and nothing is saved.
         during = await schedule(world, later_due + 600, "asked while the disk is full")
@@ -560,8 +617,8 @@ async def test_sqlite_disk_full_one_clear_line_then_every_announcement_posted_on
 
 # --- 3. The gateway down, REST up -----------------------------------------------------------
 
-GATEWAY_DUE_IN = 3
-"""Seconds from scheduling to the due time (the gateway is down from before it)."""
+GATEWAY_DUE_IN = 1.0
+"""Seconds from writing the announcements (the gateway already down) to their due time."""
 
 
 async def test_gateway_down_rest_up_announcements_still_posted_before_it_returns(
@@ -570,30 +627,37 @@ async def test_gateway_down_rest_up_announcements_still_posted_before_it_returns
     """Deliveries are REST calls and must not wait for the gateway: with the gateway
     refusing every connection (the bot disconnected, its reconnects answered 503) and REST
     up, the announcements that come due are posted while it is still down. The order of
-    events is the proof: their messages exist before the gateway is let back."""
+    events is the proof, and the test makes it: the gateway goes down first, then the
+    announcements are written (as /schedule writes them, through ``Announcements``, into the
+    bot's database, which the bot's sweep reads), due a moment later; their messages exist
+    before the gateway is let back."""
     fake = world.fake
     channels = [world.news, world.general]
     db = tmp_path / "crier.db"
-    env = bot_env(fake.env(), database_url=f"sqlite:///{db}", lease=LEASE, sweep=SWEEP, spacing="0")
+    url = f"sqlite:///{db}"
+    env = bot_env(fake.env(), database_url=url, lease=LEASE, sweep=SWEEP, spacing="0")
     bots.append(await start_bot(env, tmp_path, "bot"))
     await until_connected(fake, bots)
-    due = int(time.time()) + GATEWAY_DUE_IN
-    for i in range(4):
-        h = await fake.invoke_command(
-            world.guild,
-            world.general,
-            world.admin,
-            "schedule",
-            options={"when": str(due), "message": f"while down {i}", "channel": channels[i % 2]},
-        )
-        reply = (await h.response(timeout=DEADLINE)).content
-        assert reply is not None, reply
-        assert "Scheduled announcement" in reply, reply
 
     fake.gateway.refuse_connections = True
     assert await fake.disconnect_gateway() == 1
     down_at = time.time()
-    assert down_at < due, "scheduling took longer than the lead"
+    due = down_at + GATEWAY_DUE_IN
+
+    def draft(i: int) -> Draft:
+        return Draft(
+            guild_id=world.guild.id,
+            channel_id=channels[i % 2].id,
+            author_id=world.admin.id,
+            content=f"while down {i}",
+            mention=None,
+            allowed_mentions={"everyone": False, "roles": [], "users": True},
+            first=datetime.fromtimestamp(due, UTC),
+            timezone="UTC",
+            repeat=None,
+        )
+
+    await write_with_service(url, [draft(i) for i in range(4)], clock_at=down_at)
     try:
         await fake.wait_until(
             lambda: len(fake.bot_messages()) == 4, timeout=DEADLINE, what="the deliveries"

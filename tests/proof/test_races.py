@@ -112,13 +112,14 @@ async def test_processes_race_for_due_jobs_and_schedule_ticks(tmp_path: Path, ra
                         "--migrations",
                         str(migrations),
                         "--lease",
-                        "30",
+                        "3600",
                         "--sweep",
                         "0.1",
                         "--keyed",
                         str(KEYED),
                         "--keyed-actions",
                         str(KEYED_ACTIONS),
+                        "--claim-barrier",
                     ],
                     env=env,
                     workdir=tmp_path,
@@ -132,11 +133,22 @@ async def test_processes_race_for_due_jobs_and_schedule_ticks(tmp_path: Path, ra
         await asyncio.gather(*(p.send(f"GO {due}") for p in started))
         created: Counter[str] = Counter()
         existed: Counter[str] = Counter()
+        # The race is arranged: each racer's first claim of keyed jobs is held until every
+        # racer has made one, so all claim from the same due set while the others hold
+        # theirs (not left to how the OS schedules them).
         for p in started:
-            for _ in RUNTIME_SCHEDULES:
-                line = await p.next_line()
-                verb, name = line.split()
-                (created if verb == "CREATED" else existed)[name] += 1
+            told = claimed = 0
+            while told < len(RUNTIME_SCHEDULES) or not claimed:
+                verb, *rest = (await p.next_line()).split()
+                if verb == "CLAIMED":
+                    mutations, actions = map(int, rest)
+                    assert mutations > 0, (p.label, mutations, actions)
+                    assert actions > 0, (p.label, mutations, actions)
+                    claimed += 1
+                else:
+                    (created if verb == "CREATED" else existed)[rest[0]] += 1
+                    told += 1
+        await asyncio.gather(*(p.send("RELEASE") for p in started))
 
         def ticks(name: str) -> int:
             return int(scalar(db, "SELECT count(*) FROM proof_ticks WHERE schedule = ?", (name,)))
@@ -214,9 +226,11 @@ async def test_processes_race_for_due_jobs_and_schedule_ticks(tmp_path: Path, ra
     by_pid = {r["pid"]: r["n"] for r in rows(db, per_pid.format("proof_mutations"))}
     tick_pids = {r["pid"]: r["n"] for r in rows(db, per_pid.format("proof_ticks"))}
     assert set(work) <= {p.pid for p in started}
-    # Mutations run in batches under SQLite's one write lock, which the holder often takes
-    # again first; actions run outside it. Across all the work, more than one raced.
-    assert len(work) >= 2, f"the racers did not race: {dict(work)}"
+    # Every racer ran keyed mutations and actions (its held claim's, at least).
+    pids = {p.pid for p in started}
+    assert set(by_pid) == pids, f"not every racer ran a keyed mutation: {by_pid}"
+    act_pids = {r["pid"] for r in rows(db, per_pid.format("proof_actions"))}
+    assert act_pids == pids, f"not every racer ran a keyed action: {act_pids}"
     assert scalar(db, "PRAGMA integrity_check") == "ok"
     print(
         f"\n{racers} racers: {len(jobs)} jobs, each run once; runs per process "

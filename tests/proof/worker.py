@@ -17,6 +17,8 @@ Run as ``python -m tests.proof.worker MODE --migrations DIR [options]``:
     actions under fixed idempotency keys, due at ``due_ts`` (every racer enqueues the same
     keys at once: one job per key must come out), and tries to create the runtime schedules
     (every racer tries; one must win), printing ``CREATED <name>`` or ``EXISTS <name>``.
+    ``--claim-barrier``: the first claim that brings back keyed jobs prints ``CLAIMED <m> <a>``
+    and is held until ``RELEASE`` comes on stdin (the parent makes the racers race).
 
 Every handler records what it did in an app table keyed UNIQUE on what must happen once,
 with the pid of the process that ran it, so a second run is either refused by the database
@@ -232,8 +234,33 @@ async def race_main(opts: argparse.Namespace) -> int:
 
     registry = Registry()
     register_workload(registry)
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader()
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    go: asyncio.Queue[list[str]] = asyncio.Queue()
+    released = asyncio.Event()
+
+    async def read_lines() -> None:
+        """``RELEASE`` lets a held claim go on; every other line is the main flow's."""
+        while raw := await reader.readline():
+            words = raw.decode().split()
+            if words == ["RELEASE"]:
+                released.set()
+            else:
+                await go.put(words)
+        await go.put([])
+
+    lines = asyncio.create_task(read_lines())
+    store: Any = SqliteStore(opts.db)
+    if opts.claim_barrier:
+        from tests.scheduler.crash_worker import held_claim_store
+
+        def keyed(jobs: list[Any]) -> bool:
+            return any(j.fn in ("proof:mutate", "proof:act") for j in jobs)
+
+        store = held_claim_store(opts.db, released.wait, keyed)
     sched = Scheduler(
-        SqliteStore(opts.db),
+        store,
         registry,
         crons=race_crons(),
         lease=opts.lease,
@@ -242,13 +269,10 @@ async def race_main(opts: argparse.Namespace) -> int:
         migrations=[MigrationSet(APP_COMPONENT, Path(opts.migrations))],
     )
     stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGTERM, stop.set)
-    reader = asyncio.StreamReader()
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
     async with sched:
         say("READY")
-        line = (await reader.readline()).decode().split()
+        line = await go.get()
         if line[:1] != ["GO"]:
             return 2
         due = float(line[1])
@@ -276,6 +300,7 @@ async def race_main(opts: argparse.Namespace) -> int:
             except DuplicateName:
                 say(f"EXISTS {name}")
         await stop.wait()
+    lines.cancel()
     say("STOPPED")
     return 0
 
@@ -289,6 +314,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--sweep", type=float, default=30.0)
     p.add_argument("--keyed", type=int, default=0)
     p.add_argument("--keyed-actions", type=int, default=0)
+    p.add_argument("--claim-barrier", action="store_true")
     return p.parse_args(argv)
 
 

@@ -12,7 +12,11 @@ Run as ``python -m tests.scheduler.crash_worker MODE DB --migrations DIR [option
     handlers print ``IN_MUTATION <job_id>`` / ``IN_ACTION <job_id>`` and then block forever,
     so that a SIGKILL lands inside the run.
 ``race``
-    Run a scheduler on the ``race:*`` handlers until SIGTERM.
+    Run a scheduler on the ``race:*`` handlers until SIGTERM. ``--claim-barrier`` holds the
+    first claim that brings back work: the worker prints ``CLAIMED <mutations> <actions>``
+    (what it now holds a lease on) and runs nothing more until the parent writes ``GO`` on
+    its stdin, so the parent can make every worker claim from the same due set while the
+    others hold their claims (a race arranged by the test, not left to the OS's scheduling).
 
 Every mode prints ``READY`` once its scheduler is running. Lines are flushed at once: the
 parent acts on each line as soon as it reads it.
@@ -31,9 +35,14 @@ import sqlite3
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tests.support.processes import Process
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+    from scheduler.store_types import Claim
 
 APP_COMPONENT = "crash_app"
 
@@ -149,6 +158,61 @@ def build_registry(hang: bool) -> Any:
     return registry
 
 
+def held_claim_store(
+    db: str, release: Callable[[], Awaitable[None]], holds: Callable[[Any], bool]
+) -> Any:
+    """A SQLite store whose first claim that ``holds`` (given the claimed jobs) is held: it
+    prints ``CLAIMED <mutations> <actions>`` (what it now holds a lease on) and returns only
+    once ``release()`` does, so the parent can make every worker claim from one due set while
+    the others hold their claims."""
+    from scheduler import JobKind, SqliteStore
+    from scheduler.abc import OperationsAt
+
+    held = False
+
+    class HeldOps(OperationsAt):
+        __slots__ = ()
+
+        async def claim_due(
+            self,
+            lease_until: float,
+            *,
+            mutation_limit: int,
+            action_limit: int,
+            process: str | None = None,
+        ) -> Claim:
+            nonlocal held
+            claim = await super().claim_due(
+                lease_until,
+                mutation_limit=mutation_limit,
+                action_limit=action_limit,
+                process=process,
+            )
+            if not held and holds(claim.jobs):
+                held = True
+                kinds = [j.kind for j in claim.jobs]
+                say(f"CLAIMED {kinds.count(JobKind.MUTATION)} {kinds.count(JobKind.ACTION)}")
+                await release()
+            return claim
+
+    class HeldStore(SqliteStore):
+        def at(self, now: float) -> OperationsAt:
+            return HeldOps(self, now)
+
+    return HeldStore(db)
+
+
+def claim_barrier_store(db: str) -> Any:
+    """A SQLite store whose first claim that brings back work waits for ``GO`` on stdin."""
+
+    async def go() -> None:
+        line = await asyncio.to_thread(sys.stdin.readline)
+        if line.strip() != "GO":
+            raise SystemExit(f"expected GO on stdin, got {line!r}")
+
+    return held_claim_store(db, go, bool)
+
+
 async def child_main(opts: argparse.Namespace) -> None:
     from scheduler import MigrationSet, Scheduler
     from scheduler.cli import open_store
@@ -156,7 +220,7 @@ async def child_main(opts: argparse.Namespace) -> None:
     stop = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
     sched = Scheduler(
-        open_store(opts.db),
+        claim_barrier_store(opts.db) if opts.claim_barrier else open_store(opts.db),
         build_registry(opts.hang),
         lease=opts.lease,
         sweep_interval=opts.sweep,
@@ -187,6 +251,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--sweep", type=float, default=30.0)
     p.add_argument("--enqueue", default=None)
     p.add_argument("--hang", action="store_true")
+    p.add_argument("--claim-barrier", action="store_true")
     return p.parse_args(argv)
 
 
@@ -200,9 +265,11 @@ class Child(Process):
     log_name = "stderr"
 
     @classmethod
-    async def start(cls, mode: str, db: Path | str, migrations: Path, *args: str) -> Child:
+    async def start(
+        cls, mode: str, db: Path | str, migrations: Path, *args: str, stdin: bool = False
+    ) -> Child:
         """Start a child on ``db`` (a SQLite path or a PostgreSQL URL); its stderr goes to a
-        file beside ``migrations``."""
+        file beside ``migrations``; ``stdin``: a pipe the parent writes with :meth:`send`."""
         argv = (
             "-m",
             "tests.scheduler.crash_worker",
@@ -213,7 +280,7 @@ class Child(Process):
             *args,
         )
         log_path = migrations.parent / f"child-{time.monotonic_ns()}.stderr"
-        return await cls.spawn(argv, log_path=log_path, label="child")
+        return await cls.spawn(argv, log_path=log_path, label="child", stdin=stdin)
 
     @property
     def stderr(self) -> str:

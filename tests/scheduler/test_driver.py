@@ -23,9 +23,12 @@ from scheduler import (
     _sweep,
 )
 from scheduler.abc import OperationsAt
+from scheduler.models import JobKind
+from scheduler.store_types import NewJob
 from scheduler.testing import FakeClock
 from tests.scheduler.helpers import Counter, settle
 from tests.scheduler.seeded import attempt_random, expected_backoff
+from tests.support.ops import enqueue_all
 
 if TYPE_CHECKING:
     from tests.scheduler.stores import StoreFactory
@@ -168,6 +171,44 @@ async def test_wakes_during_a_pass_coalesce_into_one_more_pass(
     # The enqueue's wake gives one pass; the 50 wakes and the follow-up's commit inside it
     # give exactly one more.
     assert driver.passes - before == 2
+
+
+async def test_wait_idle_waits_for_a_sweep_the_clock_made_due(
+    make: Make, stores: StoreFactory, clock: FakeClock
+) -> None:
+    # A run of another process that died holding its lease (until START + 5): only the sweep
+    # can make the job due again.
+    other = stores.again()
+    await other.open()
+    try:
+        now = clock.time()
+        new = NewJob(
+            fn="log:add",
+            kind=JobKind.MUTATION,
+            next_ts=now,
+            max_failures=4,
+            initial_backoff=1.0,
+            backoff_base=2.0,
+            idempotent=False,
+            args_json='"reclaimed"',
+        )
+        (job_id,) = await other.at(now).run(enqueue_all([new]))
+        claim = await other.at(now).claim_due(
+            now + 5, mutation_limit=1, action_limit=0, process="gone"
+        )
+        assert [j.id for j in claim.jobs] == [job_id]
+    finally:
+        await other.close()
+    sched = await start(make(lease=5, sweep_interval=60))
+    await sched.wait_idle()  # the start-up sweep: the lease has not expired yet
+    assert (await sched.get_job(job_id)).state is JobState.IN_PROGRESS  # type: ignore[union-attr]
+    clock.advance(60)  # the lease expires and the next sweep comes due
+    await sched.wait_idle()
+    job = await sched.get_job(job_id)
+    assert job is not None
+    assert job.state is JobState.SUCCESS
+    assert job.attempts == 1
+    assert await log_items(sched) == ["reclaimed"]
 
 
 async def test_future_work_does_not_keep_wait_idle_waiting(make: Make) -> None:

@@ -346,9 +346,60 @@ async def test_real_timer_stepped_back_rearms_instead_of_spinning() -> None:
     await asyncio.sleep(0.2)  # the timer's original delay passes
     assert not fired.is_set()  # the wall time has not come...
     assert clock.reads - reads <= 3  # ...and the timer re-armed once rather than spinning
+    # Re-armed for the rest of the hour, not for its original delay (how much of the hour
+    # is left now depends on how late this loop ran; the exact delay is the next test's).
     left = timer._handle.when() - loop.time()  # type: ignore[attr-defined]
-    assert 3599 < left < 3600  # for what is left of the hour, on the loop's clock
+    assert 60 < left < 3600
     timer.cancel()
+
+
+class RecordingLoop:
+    """Just enough of an event loop for :class:`scheduler.clock._PreciseTimer`: it records
+    what the timer asks for and runs nothing until the test says so."""
+
+    class Handle:
+        def cancel(self) -> None:
+            pass
+
+    def __init__(self) -> None:
+        self.later: list[tuple[float, Any]] = []
+        self.soon: list[Any] = []
+
+    def call_later(self, delay: float, callback: Any) -> Handle:
+        self.later.append((delay, callback))
+        return self.Handle()
+
+    def call_soon(self, callback: Any) -> Handle:
+        self.soon.append(callback)
+        return self.Handle()
+
+
+def test_precise_timer_stepped_back_rearms_for_exactly_what_is_left() -> None:
+    from scheduler.clock import _EARLY, _PreciseTimer
+
+    wall = [1000.0]
+    fired: list[float] = []
+    loop = RecordingLoop()
+    _PreciseTimer(loop, 1000.05, lambda: fired.append(wall[0]), lambda: wall[0])  # type: ignore[arg-type]
+    [(delay, fire)] = loop.later
+    assert delay == pytest.approx(0.05 - _EARLY)
+    wall[0] = 1000.05 - _EARLY - 3600  # the loop's timer fires after the wall clock went back
+    fire()
+    assert fired == []
+    assert loop.later[1][0] == pytest.approx(3600.0)  # what is left of the hour, once
+    assert len(loop.later) == 2
+    assert loop.soon == []
+    wall[0] = 1000.05 - _EARLY / 2  # that hour has passed too: within _EARLY of the time
+    loop.later[1][1]()
+    assert fired == []
+    assert len(loop.soon) == 1
+    loop.soon[0]()
+    assert fired == []
+    assert len(loop.soon) == 2
+    assert len(loop.later) == 2
+    wall[0] = 1000.05
+    loop.soon[1]()
+    assert fired == [1000.05]
 
 
 async def test_real_clock_stepped_forward_runs_due_work_by_the_next_sweep(

@@ -1,10 +1,16 @@
 """Three processes on one SQLite file race for the same due jobs: each job runs exactly once.
 
 The workers (``tests/scheduler/crash_worker.py race``) open a fresh file at the same moment
-(racing the migrations too), then the parent enqueues every job at once, due a moment later,
-so all three find the work and claim it concurrently. Every run records itself in an
-application table keyed UNIQUE on the job id; a second run of a mutation would violate it
-(and fail the job), and every action attempt is counted in a table of its own.
+(racing the migrations too), then the parent enqueues every job at once, due at once. The
+race is arranged, not left to the operating system's scheduling: each worker's first claim
+that brings back work is held (``--claim-barrier``) until every worker has made one, so all
+three claim from the same due set while the others hold leases on part of it, and each runs
+mutations and actions. Every run records itself in an application table keyed UNIQUE on the
+job id; a second run of a mutation would violate it (and fail the job), and every action
+attempt is counted in a table of its own.
+
+The lease (an hour) outlasts the test by far, so no lease can expire however slow the
+machine is: a second run could only come from a claim that was not exclusive.
 """
 
 from __future__ import annotations
@@ -30,7 +36,8 @@ if TYPE_CHECKING:
 WORKERS = 3
 MUTATIONS = 2000
 ACTIONS = 500
-DEADLINE = 20.0
+DEADLINE = 180.0
+"""Only stops a hung test: the work takes a few seconds on an idle machine."""
 
 
 def job(fn: str, kind: JobKind, due: float) -> NewJob:
@@ -65,7 +72,17 @@ async def test_three_processes_race_for_due_work_and_each_job_runs_exactly_once(
     # All three open the fresh file at once: they race the migrations as well.
     for _ in range(WORKERS):
         children.append(
-            await Child.start("race", db, migrations, "--lease", "30", "--sweep", "0.1")
+            await Child.start(
+                "race",
+                db,
+                migrations,
+                "--lease",
+                "3600",
+                "--sweep",
+                "0.1",
+                "--claim-barrier",
+                stdin=True,
+            )
         )
     for child in children:
         await child.expect("READY")
@@ -73,13 +90,22 @@ async def test_three_processes_race_for_due_work_and_each_job_runs_exactly_once(
     store = SqliteStore(db)
     await store.open([MigrationSet(APP_COMPONENT, migrations)])
     try:
-        due = time.time() + 0.5  # every worker has found the work by then: they start together
-        jobs = [job("race:m", JobKind.MUTATION, due) for _ in range(MUTATIONS)]
-        jobs += [job("race:a", JobKind.ACTION, due) for _ in range(ACTIONS)]
-        ids: list[int] = await store.at(time.time()).run(enqueue_all(jobs))
+        now = time.time()
+        jobs = [job("race:m", JobKind.MUTATION, now) for _ in range(MUTATIONS)]
+        jobs += [job("race:a", JobKind.ACTION, now) for _ in range(ACTIONS)]
+        ids: list[int] = await store.at(now).run(enqueue_all(jobs))
     finally:
         await store.close()
     assert len(set(ids)) == MUTATIONS + ACTIONS
+
+    # Each worker finds the work (its sweep wakes it every 0.1 s), claims a batch and holds it
+    # until every worker has claimed one: three disjoint batches out of one due set.
+    for child in children:
+        mutations, actions = map(int, (await child.expect("CLAIMED", within=60)).split())
+        assert mutations > 0, (mutations, actions)
+        assert actions > 0, (mutations, actions)
+    for child in children:
+        await child.send("GO")
 
     with closing(connect(db)) as conn:
         await until(
@@ -121,8 +147,15 @@ async def test_three_processes_race_for_due_work_and_each_job_runs_exactly_once(
 
         by_pid = dict(conn.execute("SELECT pid, count(*) FROM race_runs GROUP BY pid"))
         pids = {child.proc.pid for child in children}
-        assert set(by_pid) <= pids
-        assert len(by_pid) >= 2, f"the workers did not race: {by_pid}"
+        assert set(by_pid) == pids, f"not every worker ran work: {by_pid}"
+        for kind in ("mutation", "action"):
+            ran = {
+                pid
+                for (pid,) in conn.execute(
+                    "SELECT DISTINCT pid FROM race_runs WHERE kind = ?", (kind,)
+                )
+            }
+            assert ran == pids, f"not every worker ran a {kind}: {ran}"
 
         assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
         print(f"runs per worker: {sorted(by_pid.values())}")

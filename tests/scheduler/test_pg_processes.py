@@ -279,10 +279,12 @@ async def test_two_processes_racing_one_pace_key_never_start_two_within_its_spac
     dsn: str, children: list[Child], tmp_path: Path
 ) -> None:
     """A backlog on one pace key, due at once, raced by two worker processes (each woken by
-    every commit): each job runs once, in due order, and no two start within the spacing,
-    whichever process claimed them. (Starts are taken in the handlers, a moment after the
-    claim that took the slot: the tolerance is that moment, far below the spacing.)"""
-    spacing, tolerance, n = 0.5, 0.15, 6
+    every commit): each job runs once, and the claims start them in due order, no two within
+    the spacing, whichever process claimed them. The starts are the claims' own times, as
+    the run history keeps them (the time each claim took its key's slot), not when the
+    handlers began: how long a loaded machine takes from a claim to the handler is not what
+    the spacing promises."""
+    spacing, n = 0.5, 6
     workers = [await worker(tmp_path, dsn, name, children) for name in ("b", "c")]
     store = PostgresStore(dsn, listen=False, application_name="probe-parent")
     await store.open()
@@ -293,20 +295,29 @@ async def test_two_processes_racing_one_pace_key_never_start_two_within_its_spac
     finally:
         await store.close()
     assert await job_rows(dsn) == dict.fromkeys(ids, ("success", 1))
-    starts: list[tuple[float, int, str]] = []
+    ran_by: dict[int, str] = {}
     for w in workers:
         await w.stop()
         assert w.proc.returncode == 0, w.err
         await w.rest()
         for line in w.lines[1:]:  # after READY
-            ran, name, job_id, at = line.split()
+            ran, name, job_id, _ = line.split()
             assert ran == "RAN", line
-            starts.append((float(at), int(job_id), name))
-    starts.sort()
-    assert [job_id for _, job_id, _ in starts] == ids  # once each, in due order
-    gaps = [b[0] - a[0] for a, b in itertools.pairwise(starts)]
-    assert min(gaps) >= spacing - tolerance, (gaps, starts)
-    print(f"\n{json.dumps(collections.Counter(name for _, _, name in starts))}")
+            assert int(job_id) not in ran_by, line  # once each
+            ran_by[int(job_id)] = name
+    assert sorted(ran_by) == ids
+    conn = await asyncpg.connect(dsn)
+    try:
+        rows = await conn.fetch(
+            "SELECT job_id, started_at FROM scheduler_runs WHERE outcome = 'success' "
+            "ORDER BY started_at, job_id"
+        )
+    finally:
+        await conn.close()
+    assert [int(r["job_id"]) for r in rows] == ids  # one run each, claimed in due order
+    gaps = [b["started_at"] - a["started_at"] for a, b in itertools.pairwise(rows)]
+    assert min(gaps) >= spacing - 1e-6, gaps  # (1e-6: the float sums of slot and spacing)
+    print(f"\n{json.dumps(collections.Counter(ran_by.values()))}")
 
 
 async def test_the_postgres_benchmark_runs(tmp_path: Path) -> None:

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 from scheduler import JobKind, JobNotFound, JobState, Store
-from scheduler.store_types import ClaimedJob, NewJob, Outcome
+from scheduler._ops.jobs import enqueue
+from scheduler.store_types import ClaimedJob, NewJob, Op, OpState, Outcome
 from tests.scheduler.seeded import attempt_random, expected_backoff
 
 if TYPE_CHECKING:
@@ -494,10 +495,19 @@ async def test_cancel_walks_descendants_level_by_level(store: Store) -> None:
     }
 
 
+@pytest.mark.timeout(900)  # only a hang: 10,000 levels take minutes on a loaded machine
 async def test_cancel_cascade_over_a_10000_level_chain(store: Store) -> None:
-    ids = [await store.at(T0).enqueue(new_job(next_ts=T0 + 9))]
-    for _ in range(9_999):
-        ids.append(await store.at(T0).enqueue(new_job(next_ts=T0 + 9, parent_id=ids[-1])))
+    # The chain is written in one transaction (10,000 commits, then the walk, took over the
+    # suite's 120 s per-test limit on a loaded machine; the cascade is the subject).
+    def chain(st: OpState) -> Op[list[int]]:
+        ids: list[int] = []
+        for _ in range(10_000):
+            parent = ids[-1] if ids else None
+            ids.append((yield from enqueue(st, new_job(next_ts=T0 + 9, parent_id=parent))))
+        return ids
+
+    ids = await store.at(T0).run(chain)
+    assert len(set(ids)) == 10_000
     assert await store.at(T0).cancel(ids[0])
     counts = await store.at(T0).count_by_state()
     assert counts[JobState.CANCELED] == 10_000
