@@ -70,6 +70,9 @@ def settings_for(fake: FakeDiscord, db: Path, **overrides: Any) -> Settings:
         # not about spacing send without it (test_delivery's spacing test sets its own).
         "send_spacing": 0.0,
         "publish_spacing": 0.0,  # likewise (test_destinations' publish spacing test sets it)
+        # IDENTIFYs are spaced on the injected clock too (the fake's gateway allows any rate
+        # unless a test gives it a window: test_shards does, and spaces them).
+        "identify_interval": 0.0,
     }
     values.update(overrides)
     return Settings(**values)
