@@ -458,6 +458,7 @@ class Crier:
                 client=self.bot,
                 settings=self.settings,
                 clock=self.clock,
+                gateway=self.shards,
             )
         return server
 

@@ -433,6 +433,18 @@ class Shards:
             )
         return out
 
+    @property
+    def instance(self) -> str:
+        return self.sched.leases.holder
+
+    async def holders(self) -> dict[int, str]:
+        if self.pinned is not None:
+            return {i: self.instance for i in self.pinned}
+        if not self.count:
+            return {}
+        keys = [shard_key(i, self.count) for i in range(self.count)]
+        return {self._shard_of(k): h for k, h in (await self.sched.leases.holders(keys)).items()}
+
     def settled(self) -> bool:
         """Every shard started here is ready or waiting for its IDENTIFY turn."""
         return self.started and all(r.ready or r.waiting_turn for r in self.runners.values())

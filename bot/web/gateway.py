@@ -49,3 +49,13 @@ class GatewayStatus(Protocol):
         """Why this process's gateway is not healthy (empty: it is): a shard it holds whose
         session is not ready, or none started yet."""
         ...
+
+    @property
+    def instance(self) -> str:
+        """This process's name among the instances (``INSTANCE_NAME``)."""
+        ...
+
+    async def holders(self) -> dict[int, str]:
+        """The instance holding each shard now, by shard id (a shard nobody holds is
+        missing): from the database's leases, or this process's pinned shards."""
+        ...

@@ -23,7 +23,7 @@ import pytest
 from bot.app import Crier
 from bot.app.shards import IdentifyRefused, ShardingRequired
 from bot.web.gateway import ShardState
-from scheduler import LeaseShare
+from scheduler import LeaseShare, Pace
 from scheduler.testing import FakeClock
 from tests.bot.conftest import NOW, World, restore_discord_endpoints, settings_for
 from tests.fakediscord import FakeDiscord, InteractionHandle
@@ -316,9 +316,12 @@ async def test_an_instance_closed_without_hand_over_lets_its_shards_go_at_once(
 async def test_a_third_instance_gets_its_share_by_hand_over_with_no_shard_unserved(
     worlds: list[World], cluster: Cluster
 ) -> None:
+    """c's shard then waits a minute for its IDENTIFY turn (a slot the test reserves first):
+    its giver keeps its session until c's is ready, not merely started."""
     a, b = await even_pair(cluster)
     coverage = Coverage(cluster.fake)
-    c = await cluster.start()
+    await a.sched.reserve_slot(Pace("gateway:identify:0", 60.0))
+    c = await cluster.start(identify_interval=5.0)
     await cluster.until(
         lambda: (
             sorted(len(cluster.held(x)) for x in (a, b, c)) == [1, 1, 2]

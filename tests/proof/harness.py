@@ -52,6 +52,10 @@ def child_env(extra: dict[str, str]) -> dict[str, str]:
         del env[key]
     env.pop("DATABASE_URL", None)
     env["PYTHONPATH"] = str(ROOT)
+    # Shard 0 of 1, pinned: every process connected at once, however many run and however
+    # often one is killed and restarted (no waiting out a dead process's shard lease).
+    env["SHARD_COUNT"] = "1"
+    env["SHARD_IDS"] = "0"
     env.update(extra)
     return env
 

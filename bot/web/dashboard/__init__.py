@@ -22,6 +22,7 @@ from scheduler import Clock, Scheduler
 
 from ...announcements import Announcements
 from ...config import Settings
+from ..gateway import GatewayStatus
 from .announcement_pages import AnnouncementPages
 from .auth_pages import HomePages
 from .core import Dashboard
@@ -48,11 +49,17 @@ def add_dashboard(
     client: discord.Client,
     settings: Settings,
     clock: Clock,
+    gateway: GatewayStatus | None = None,
 ) -> Dashboard:
     """Serve the dashboard on ``app`` (before it starts): the frame, and every page family's
-    routes on it."""
+    routes on it (``gateway``: the shards shown to operators)."""
     dashboard = Dashboard(
-        announcements=announcements, sched=sched, client=client, settings=settings, clock=clock
+        announcements=announcements,
+        sched=sched,
+        client=client,
+        settings=settings,
+        clock=clock,
+        gateway=gateway,
     )
     for family in PAGE_FAMILIES:
         app.add_routes(family(dashboard).routes())

@@ -26,6 +26,7 @@ from ...parsing import resolve_timezone
 from ...render import expected_answer, unexpected_answer
 from ...requests.checks import Refusal
 from ...requests.files import too_large
+from ..gateway import GatewayStatus
 from .access import Access
 from .oauth import DiscordOAuth
 from .sessions import SESSION_COOKIE, Sessions
@@ -115,6 +116,7 @@ class Dashboard:
         client: discord.Client,
         settings: Settings,
         clock: Clock,
+        gateway: GatewayStatus | None = None,
     ) -> None:
         if settings.client_secret is None:
             raise ValueError("the dashboard needs DISCORD_CLIENT_SECRET")
@@ -123,6 +125,8 @@ class Dashboard:
         self.client = client
         self.settings = settings
         self.clock = clock
+        self.gateway = gateway
+        """The gateway shards of this process, for the operators' view (None: not shown)."""
         self.sessions = Sessions(sched, clock)
         self.oauth = DiscordOAuth(settings.oauth_base, settings.api_base, settings.client_secret)
         self.access = Access(client, announcements, clock, settings.dashboard_operators)
