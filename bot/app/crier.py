@@ -127,8 +127,9 @@ class CrierBot(commands.Bot):
     The process has one per gateway shard it runs (``shard=(shard_id, count)``: it receives
     that shard's events and answers its interactions), and one REST-only client (``shard``
     None) that never connects to the gateway: deliveries, command sync and everything not
-    tied to a shard go through it, and its guild look-ups (``get_guild``, ``guilds``) see
-    the caches of every shard client of the process (``shard_clients``)."""
+    tied to a shard go through it, and its look-ups (``get_guild``, ``get_channel``,
+    ``guilds``) see the caches of every shard client of the process (``shard_clients``):
+    a guild whose shard another instance holds is found over REST instead."""
 
     def __init__(
         self,
@@ -142,6 +143,7 @@ class CrierBot(commands.Bot):
         shard: tuple[int, int] | None = None,
         identify: Callable[[int], Awaitable[None]] | None = None,
         shard_clients: Callable[[], Sequence[discord.Client]] | None = None,
+        shards_ready: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         # The bot never joins voice: don't let discord.py warn at every start that voice
         # libraries are missing (a bad token must give one clear line, nothing more).
@@ -178,6 +180,7 @@ class CrierBot(commands.Bot):
         self.shard = shard
         self._identify = identify
         self._shard_clients = shard_clients
+        self._shards_ready = shards_ready
         self.identify_turn_taken = False
         """Set when this shard's first IDENTIFY already waited its turn (see ``Shards``)."""
         self.logged_in = asyncio.Event()
@@ -212,9 +215,12 @@ class CrierBot(commands.Bot):
         super().dispatch(event_name, *args, **kwargs)
 
     async def wait_until_ready(self) -> None:
-        """The REST-only client is ready once logged in (it never connects)."""
+        """The REST-only client never connects: it is ready once logged in and once the
+        shards this process starts first are ready (their caches are what it looks in)."""
         if self.shard is None and self._shard_clients is not None:
             await self.logged_in.wait()
+            if self._shards_ready is not None:
+                await self._shards_ready()
             return
         await super().wait_until_ready()
 
@@ -223,6 +229,15 @@ class CrierBot(commands.Bot):
         if self._shard_clients is None:
             return super().guilds
         return [g for c in self._shard_clients() for g in c.guilds]
+
+    def get_channel(self, id: int, /) -> Any:
+        if self._shard_clients is None:
+            return super().get_channel(id)
+        for client in self._shard_clients():
+            found = client.get_channel(id)
+            if found is not None:
+                return found
+        return None
 
     def get_guild(self, id: int, /) -> discord.Guild | None:
         if self._shard_clients is None:
@@ -352,6 +367,7 @@ class Crier:
             guild_ready_timeout,
             stats=self.stats,
             shard_clients=lambda: self.clients,
+            shards_ready=self.shards.wait_started,
         )
         """The REST-only client: deliveries, command sync, the dashboard's look-ups."""
         self.crossposter = Crossposter(

@@ -212,6 +212,7 @@ class Shards:
         self.runners: dict[int, _Runner] = {}
         self.share: LeaseShare | None = None
         self.started = False
+        self._started = asyncio.Event()
         self.failure: BaseException | None = None
         self._failed = asyncio.Event()
         self.changed = asyncio.Event()
@@ -266,6 +267,7 @@ class Shards:
             for shard_id in self.pinned:
                 await self._start(shard_id)
             self.started = True
+            self._started.set()
             return
         keys = [shard_key(i, self.count) for i in range(self.count)]
         self.share = self.sched.leases.share(
@@ -278,11 +280,24 @@ class Shards:
         )
         await self.share.join()
         self.started = True
+        self._started.set()
 
     async def identify(self, shard_id: int) -> None:
         """Wait shard ``shard_id``'s IDENTIFY turn (a re-IDENTIFY of a running shard)."""
         assert self.gate is not None
         await self.gate.wait(shard_id)
+
+    async def wait_started(self) -> None:
+        """Once the first shards are started, until they are ready (see :meth:`wait_ready`):
+        what a delivery that reads a shard's cache waits for after a restart."""
+        failed = asyncio.ensure_future(self._failed.wait())
+        started = asyncio.ensure_future(self._started.wait())
+        try:
+            await asyncio.wait({failed, started}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            failed.cancel()
+            started.cancel()
+        await self.wait_ready()
 
     async def wait_ready(self) -> None:
         """Return once every shard this process runs now is ready; raise the failure of one
