@@ -118,6 +118,30 @@ def _user_ids(name: str, raw: str) -> tuple[int, ...]:
     return tuple(Snowflake()(name, p) for p in parts)
 
 
+SHARD_COUNT_LIMIT = 4096
+"""The most gateway shards crier runs (Discord's largest bots run a few thousand)."""
+
+
+def _shard_ids(name: str, raw: str) -> tuple[int, ...]:
+    """Shard ids separated by commas or spaces, each once (``0,1,2``)."""
+    parts = [p for p in re.split(r"[,\s]+", raw.strip()) if p]
+    if not parts:
+        raise ConfigError(f"{name} must list shard ids (comma-separated, e.g. 0,1,2), got {raw!r}")
+    ids = tuple(WholeNumber(minimum=0)(name, p) for p in parts)
+    if len(set(ids)) != len(ids):
+        raise ConfigError(f"{name} lists a shard twice: {raw.strip()!r}")
+    return tuple(sorted(ids))
+
+
+def _instance_name(name: str, raw: str) -> str:
+    text = raw.strip()
+    if len(text) > 100 or not all("!" <= c <= "~" for c in text):
+        raise ConfigError(
+            f"{name} must be at most 100 printable characters without spaces, got {raw!r}"
+        )
+    return text
+
+
 def _token(name: str, raw: str) -> str:
     token = raw.strip()
     # A token goes in an HTTP header: printable ASCII only, no spaces or control characters.
@@ -362,6 +386,64 @@ class Settings:
         None,
         "User ids who see the scheduler's jobs in the dashboard; unset: the application's owner.",
     )
+
+    shard_count: int | None = setting(
+        "SHARD_COUNT",
+        WholeNumber(minimum=1),
+        None,
+        "How many gateway shards the bot runs, in every instance alike; unset: the number "
+        "Discord recommends (GET /gateway/bot) when the instance starts.",
+    )
+    shard_ids: tuple[int, ...] | None = setting(
+        "SHARD_IDS",
+        _shard_ids,
+        None,
+        "Shards this instance runs, pinned (e.g. 0,1,2; needs SHARD_COUNT); unset: shards "
+        "are shared out among the instances through leases in the database.",
+    )
+    shard_lease: float = setting(
+        "SHARD_LEASE_SECONDS",
+        Number(0.1, 600.0),
+        "30",
+        "How long an instance's hold on a shard lasts unless renewed (renewed every third of "
+        "it): a dead instance's shards are taken over after about this long.",
+    )
+    instance_name: str | None = setting(
+        "INSTANCE_NAME",
+        _instance_name,
+        None,
+        "This instance's name in the shard leases and the run history; unset: host, process "
+        "id and a random suffix.",
+    )
+    identify_interval: float = setting(
+        "IDENTIFY_INTERVAL_SECONDS",
+        Number(0.0, 60.0),
+        "5",
+        "Seconds between two gateway IDENTIFYs of one max_concurrency bucket, across every "
+        "instance (Discord allows one per 5 s).",
+    )
+    session_starts_kept: int = setting(
+        "SESSION_STARTS_KEPT",
+        WholeNumber(minimum=0),
+        "10",
+        "Crier refuses to IDENTIFY once Discord's daily session start budget is down to this "
+        "many, so a restart loop never spends it to zero (Discord then resets the token).",
+    )
+
+    def __post_init__(self) -> None:
+        count, ids = self.shard_count, self.shard_ids
+        if count is not None and count > SHARD_COUNT_LIMIT:
+            raise ConfigError(f"SHARD_COUNT must be at most {SHARD_COUNT_LIMIT}, got {count}")
+        if ids is not None and count is None:
+            raise ConfigError(
+                "SHARD_IDS needs SHARD_COUNT: pinned shards are shards of a count every "
+                "instance agrees on (set SHARD_COUNT too, e.g. SHARD_COUNT=4)"
+            )
+        if ids is not None and count is not None and ids[-1] >= count:
+            raise ConfigError(
+                f"SHARD_IDS lists shard {ids[-1]}, but SHARD_COUNT={count} has shards 0 to "
+                f"{count - 1}"
+            )
 
     @property
     def database(self) -> tuple[str, str]:

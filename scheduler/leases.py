@@ -10,11 +10,14 @@ they take (``start(key)``) and stop it (``stop(key)``) when they give it up.
 A new member gets its share by hand-over, never by force: it asks the holder of a key that
 holds more than its share (``wanted_by``); on its next round the holder hands the lease to
 it but keeps running the key's work (``handed_from`` names it); the new holder starts the
-work, then confirms, and only then does the giver stop. So the work of a handed key runs
-twice for a moment and is never left running nowhere; work that must not run twice needs a
-guard of its own (for a chat gateway session, :func:`scheduler.once`). A member that leaves
+work, then confirms (once ``ready(key)`` says the work is up, for work that takes a while to
+come up after ``start`` returns: a round per check), and only then does the giver stop. So
+the work of a handed key runs twice for a moment and is never left running nowhere; work
+that must not run twice needs a guard of its own (for a chat gateway session,
+:func:`scheduler.once`). A member that leaves
 (:meth:`LeaseShare.leave`, at shutdown) hands its keys over the same way, then releases
-what nobody took in time; one that dies loses its keys when their leases run out.
+what nobody took in time (at once when it is the group's only member); one that dies loses
+its keys when their leases run out.
 
 A member renews its leases every ``ttl / 3`` (on the scheduler's clock, so tests drive it
 with a fake one). One that can't reach the store stops the work of every key whose lease
@@ -54,6 +57,9 @@ DEFAULT_TTL = 30.0
 
 Work = Callable[[str], Awaitable[None]]
 """``start(key)`` or ``stop(key)``: begins or ends the work of a key."""
+
+Ready = Callable[[str], bool]
+"""``ready(key)``: whether the work of a key this process started is up."""
 
 
 class Leases:
@@ -101,10 +107,12 @@ class Leases:
         start: Work,
         stop: Work,
         ttl: timedelta | float = DEFAULT_TTL,
+        ready: Ready | None = None,
     ) -> LeaseShare:
         """A fair share of ``keys`` among the live members of ``group`` (see the module's
-        docstring); ``async with`` it to join, or call ``join()`` and ``leave()``."""
-        return LeaseShare(self, group, keys, start=start, stop=stop, ttl=ttl)
+        docstring); ``async with`` it to join, or call ``join()`` and ``leave()``. Without
+        ``ready``, a key's work is up once ``start`` returns."""
+        return LeaseShare(self, group, keys, start=start, stop=stop, ttl=ttl, ready=ready)
 
 
 def quotas(members: Sequence[str], keys: int) -> dict[str, int]:
@@ -129,6 +137,7 @@ class LeaseShare:
         start: Work,
         stop: Work,
         ttl: timedelta | float,
+        ready: Ready | None = None,
     ) -> None:
         _codec.check_name(group, "lease group", KEY_LIMIT)
         for key in keys:
@@ -141,6 +150,7 @@ class LeaseShare:
         self.ttl = _codec.to_seconds(ttl, "ttl", sign="positive")
         self._start = start
         self._stop = stop
+        self._ready = ready
         self._engine = leases._engine
         self._monotonic = monotonic_of(self._engine.clock)
         self.running: set[str] = set()
@@ -208,6 +218,8 @@ class LeaseShare:
         deadline = self._monotonic() + wait
         try:
             await self.leases._run(lease_ops.leave, group=self.group, holder=self.me)
+            if not await self.leases._run(lease_ops.members, group=self.group):
+                deadline = self._monotonic()  # nobody to hand to: release at once
             while self.running and self._monotonic() < deadline:
                 await self.round()
                 if self.running:
@@ -241,10 +253,11 @@ class LeaseShare:
             self._renewed[key] = beat
         share = quotas(members, len(self.keys))
         quota = 0 if self._leaving else share.get(me, 0)
-        # Handed to us: start, then tell the giver it may stop.
+        # Handed to us: start, then once it is up tell the giver it may stop.
         for key in sorted(held):
             await self._start_work(key)
-            if key in self.running and rows[key].handed_from is not None:
+            up = self._ready is None or self._ready(key)
+            if key in self.running and up and rows[key].handed_from is not None:
                 await run(lease_ops.confirm, key=key, holder=me)
         # Given away (or lost): stop, unless the taker has not started yet.
         for key in sorted(self.running - held):

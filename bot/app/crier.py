@@ -10,8 +10,9 @@ import logging
 import signal
 import sqlite3
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 import discord
@@ -55,10 +56,11 @@ from ..posting.updates import PostUpdates
 from ..requests.destinations import every_destination_permissions
 from ..web.server import WebServer
 from .endpoints import use_discord_endpoints
+from .shards import GatewayInfo, Shards
 
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import Sequence
+    from collections.abc import Awaitable, Callable, Sequence
 
     from ..web.dashboard import Dashboard
 
@@ -147,7 +149,14 @@ MAX_RATELIMIT_WAIT = 30.0
 
 
 class CrierBot(commands.Bot):
-    """The Discord client, holding the scheduler-backed services; hosts the commands cog."""
+    """A Discord client, holding the scheduler-backed services; hosts the commands cog.
+
+    The process has one per gateway shard it runs (``shard=(shard_id, count)``: it receives
+    that shard's events and answers its interactions), and one REST-only client (``shard``
+    None) that never connects to the gateway: deliveries, command sync and everything not
+    tied to a shard go through it, and its look-ups (``get_guild``, ``get_channel``,
+    ``guilds``) see the caches of every shard client of the process (``shard_clients``):
+    a guild whose shard another instance holds is found over REST instead."""
 
     def __init__(
         self,
@@ -157,6 +166,11 @@ class CrierBot(commands.Bot):
         guild_ready_timeout: float = 2.0,
         *,
         stats: BotStats | None = None,
+        announcements: Announcements | None = None,
+        shard: tuple[int, int] | None = None,
+        identify: Callable[[int], Awaitable[None]] | None = None,
+        shard_clients: Callable[[], Sequence[discord.Client]] | None = None,
+        shards_ready: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         # The bot never joins voice: don't let discord.py warn at every start that voice
         # libraries are missing (a bad token must give one clear line, nothing more).
@@ -179,11 +193,13 @@ class CrierBot(commands.Bot):
             # Counts the 429s discord.py waits out, and keeps the requests without a nonce
             # (thread and forum post creation) out of its retries of a 5xx.
             http_trace=keep_out_of_library_retries(self.stats.trace_config()),
+            shard_id=None if shard is None else shard[0],
+            shard_count=None if shard is None else shard[1],
         )
         self.settings = settings
         self.sched = sched
         self.clock = clock
-        self.announcements = Announcements(
+        self.announcements = announcements or Announcements(
             sched,
             settings.catch_up_window,
             send_spacing=settings.send_spacing,
@@ -191,6 +207,12 @@ class CrierBot(commands.Bot):
             limits=guild_limits(settings),
             forget_after=settings.forget_after,
         )
+        self.shard = shard
+        self._identify = identify
+        self._shard_clients = shard_clients
+        self._shards_ready = shards_ready
+        self.identify_turn_taken = False
+        """Set when this shard's first IDENTIFY already waited its turn (see ``Shards``)."""
         self.logged_in = asyncio.Event()
         self.synced_commands: bool | None = None
 
@@ -204,7 +226,60 @@ class CrierBot(commands.Bot):
         self.add_dynamic_items(PageButton, ConfirmImport)
         await self.tree.set_translator(CatalogTranslator())
         self.logged_in.set()
-        await self.sync_commands()
+        if self.shard is None:  # the commands are synced once, by the REST-only client
+            await self.sync_commands()
+
+    async def before_identify_hook(self, shard_id: int | None, *, initial: bool = False) -> None:
+        """Every IDENTIFY waits its bucket's turn across the instances (``IdentifyGate``);
+        the first one already waited before connecting."""
+        if self.identify_turn_taken:
+            self.identify_turn_taken = False
+            return
+        if self._identify is None:
+            await super().before_identify_hook(shard_id, initial=initial)
+            return
+        await self._identify(shard_id or 0)
+
+    def dispatch(self, event_name: str, /, *args: Any, **kwargs: Any) -> None:
+        # A shard handed over or lost is closed while its session may still be coming up:
+        # discord.py's ready timer would then dispatch to a client whose loop is gone.
+        if self.is_closed():
+            return
+        super().dispatch(event_name, *args, **kwargs)
+
+    async def wait_until_ready(self) -> None:
+        """The REST-only client never connects: it is ready once logged in and once the
+        shards this process starts first are ready (their caches are what it looks in)."""
+        if self.shard is None and self._shard_clients is not None:
+            await self.logged_in.wait()
+            if self._shards_ready is not None:
+                await self._shards_ready()
+            return
+        await super().wait_until_ready()
+
+    @property
+    def guilds(self) -> Sequence[discord.Guild]:
+        if self._shard_clients is None:
+            return super().guilds
+        return [g for c in self._shard_clients() for g in c.guilds]
+
+    def get_channel(self, id: int, /) -> Any:
+        if self._shard_clients is None:
+            return super().get_channel(id)
+        for client in self._shard_clients():
+            found = client.get_channel(id)
+            if found is not None:
+                return found
+        return None
+
+    def get_guild(self, id: int, /) -> discord.Guild | None:
+        if self._shard_clients is None:
+            return super().get_guild(id)
+        for client in self._shard_clients():
+            found = client.get_guild(id)
+            if found is not None:
+                return found
+        return None
 
     async def sync_commands(self) -> None:
         """Register the commands with Discord only if their definitions changed since the
@@ -280,15 +355,18 @@ class CrierBot(commands.Bot):
         await self.announcements.guild_returned(guild.id)
 
     async def on_ready(self) -> None:
+        where = f" (shard {self.shard[0]} of {self.shard[1]})" if self.shard else ""
+        log.info("connected as %s to %d server(s)%s", self.user, len(self.guilds), where)
         # Servers that invited the bot back while it was not connected are in READY.
         back = await self.announcements.guilds_present([g.id for g in self.guilds])
         if back:
             log.info("back in %d server(s) that had removed the bot", len(back))
+
+    def log_invites(self) -> None:
         app_id = self.application_id or 0
         base = every_destination_permissions()
         pings = base | discord.Permissions(mention_everyone=True)
         scopes = ("bot", "applications.commands")
-        log.info("connected as %s to %d server(s)", self.user, len(self.guilds))
         log.info("invite: %s", discord.utils.oauth_url(app_id, permissions=base, scopes=scopes))
         log.info(
             "invite (with @everyone and role pings): %s",
@@ -318,16 +396,34 @@ class Crier:
             sweep_interval=settings.sweep_interval,
             max_concurrency=512,
             migrations=[bot_migrations()],
+            process_id=settings.instance_name,
         )
         self.stats = BotStats()
         """What this process's deliveries, edits and requests did (``/metrics``)."""
+        self.guild_ready_timeout = guild_ready_timeout
+        self.shards = Shards(
+            sched=self.sched,
+            clock=self.clock,
+            fetch=self._gateway_info,
+            make_client=self._shard_client,
+            token=settings.token,
+            count=settings.shard_count,
+            pinned=settings.shard_ids,
+            lease=settings.shard_lease,
+            identify_interval=settings.identify_interval,
+            session_starts_kept=settings.session_starts_kept,
+        )
+        """The gateway shards this process runs (see :mod:`bot.app.shards`)."""
         self.bot = CrierBot(
             settings,
             self.sched,
             self.clock,
             guild_ready_timeout,
             stats=self.stats,
+            shard_clients=lambda: self.clients,
+            shards_ready=self.shards.wait_started,
         )
+        """The REST-only client: deliveries, command sync, the dashboard's look-ups."""
         self.crossposter = Crossposter(
             settings.api_base,
             settings.token,
@@ -344,6 +440,32 @@ class Crier:
                 "DISCORD_CLIENT_SECRET is set but HTTP_ADDRESS is not: the dashboard is not "
                 "served (set HTTP_ADDRESS, e.g. 127.0.0.1:8080)"
             )
+
+    def _shard_client(self, shard_id: int, count: int) -> CrierBot:
+        return CrierBot(
+            self.settings,
+            self.sched,
+            self.clock,
+            self.guild_ready_timeout,
+            stats=self.stats,
+            announcements=self.bot.announcements,
+            shard=(shard_id, count),
+            identify=self.shards.identify,
+        )
+
+    async def _gateway_info(self) -> GatewayInfo:
+        shards, _, limit = await self.bot.http.get_bot_gateway()
+        return shards, {
+            "total": limit["total"],
+            "remaining": limit["remaining"],
+            "reset_after": limit["reset_after"],
+            "max_concurrency": limit["max_concurrency"],
+        }
+
+    @property
+    def clients(self) -> list[CrierBot]:
+        """The client of every shard this process runs now, by shard id."""
+        return [c for c in self.shards.clients() if isinstance(c, CrierBot)]
 
     def _register_posting_jobs(self) -> None:
         """The jobs that post (send, update, publish, report), on one guard and one log
@@ -399,7 +521,7 @@ class Crier:
                 "install the bot with its metrics extra (pip install 'crier[metrics]')"
             ) from None
         server = WebServer(*self.settings.http_address)
-        server.add_routes(observability_routes(self.bot, self.sched, self.stats))
+        server.add_routes(observability_routes(self.shards, self.bot, self.sched, self.stats))
         if self.settings.client_secret is not None:
             from ..web.dashboard import add_dashboard
 
@@ -410,6 +532,7 @@ class Crier:
                 client=self.bot,
                 settings=self.settings,
                 clock=self.clock,
+                gateway=self.shards,
             )
         return server
 
@@ -430,21 +553,23 @@ class Crier:
                     where = self.settings.dashboard_url or self.web.url
                     log.info("the dashboard is at %s/", where)
             await self.bot.login(self.settings.token)
-            self._runner = asyncio.create_task(self.bot.connect(), name="discord-gateway")
-            ready = asyncio.create_task(self.bot.wait_until_ready())
-            done, _ = await asyncio.wait({self._runner, ready}, return_when=asyncio.FIRST_COMPLETED)
-            if self._runner in done:
-                ready.cancel()
-                self._runner.result()
+            self.bot.log_invites()
+            await self.shards.start()
+            await self.shards.wait_ready()
         except BaseException:
             await self.close()
             raise
 
     async def wait(self) -> None:
-        await self._runner
+        """Until a shard fails for good (raises its failure)."""
+        await self.shards.wait()
 
-    async def close(self) -> None:
+    async def close(self, *, hand_over: bool = False) -> None:
+        """Stop everything. ``hand_over`` (SIGTERM): the shards are handed to the other
+        instances first, each session closed once its taker's is ready (alone: at once)."""
         try:
+            with contextlib.suppress(Exception):
+                await self.shards.close(hand_over=hand_over)
             if self.web is not None:
                 await self.web.stop()
             await self.sched.stop()
@@ -486,11 +611,13 @@ async def run(settings: Settings) -> int:
     done, _ = await asyncio.wait({waiter, runner}, return_when=asyncio.FIRST_COMPLETED)
     waiter.cancel()
     log.info("shutting down")
-    await crier.close()
+    await crier.close(hand_over=runner not in done)
     failure = runner.exception() if runner in done else None
     if failure is not None:
         if isinstance(failure, discord.LoginFailure):
             return fatal("Discord rejected DISCORD_TOKEN (401 Unauthorized).")
+        if isinstance(failure, ConfigError):
+            return fatal(str(failure))
         log.error("the gateway connection failed: %s", failure)
         return 1
     return 0

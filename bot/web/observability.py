@@ -1,8 +1,10 @@
 """``GET /healthz`` and ``GET /metrics``: is this bot process working, and what has it done.
 
-``/healthz`` answers ``200 ok`` when the gateway is connected, the database answers a read
-and the scheduler runs; otherwise ``503`` with every reason, one per line (for a load
-balancer, systemd or a container's health check). It answers within
+``/healthz`` answers ``200 ok`` when every gateway shard this process runs is connected
+(:class:`~bot.web.gateway.GatewayStatus`; an instance whose shards others hold is still
+healthy: it delivers), the database answers a read and the scheduler runs; otherwise
+``503`` with every reason, one per line (for a load balancer, systemd or a container's
+health check). It answers within
 :data:`DATABASE_TIMEOUT` even while the database hangs. ``/metrics`` is the Prometheus text
 format: the scheduler's metrics (``scheduler.metrics``) and the bot's own (``crier_*``,
 :mod:`bot.metrics`). Both need no login: serve them on loopback or behind a proxy.
@@ -36,6 +38,8 @@ if TYPE_CHECKING:
     from scheduler import Scheduler
 
     from ..metrics import BotStats
+    from .gateway import GatewayStatus
+
 
 log = logging.getLogger(__name__)
 
@@ -88,12 +92,9 @@ def _retrieved(task: asyncio.Task[None]) -> None:
         task.exception()
 
 
-async def problems(client: discord.Client, sched: Scheduler, database: DatabaseProbe) -> list[str]:
+async def problems(gateway: GatewayStatus, sched: Scheduler, database: DatabaseProbe) -> list[str]:
     """Why this process is not healthy (empty: it is)."""
-    found: list[str] = []
-    ws = client.ws
-    if client.is_closed() or ws is None or not ws.open or not client.is_ready():
-        found.append("gateway not connected")
+    found = list(gateway.problems())
     if not sched.running:
         found.append("scheduler not running")
     problem = await database.problem()
@@ -103,16 +104,17 @@ async def problems(client: discord.Client, sched: Scheduler, database: DatabaseP
 
 
 def observability_routes(
-    client: discord.Client, sched: Scheduler, stats: BotStats
+    gateway: GatewayStatus, client: discord.Client, sched: Scheduler, stats: BotStats
 ) -> list[web.RouteDef]:
-    """The ``/healthz`` and ``/metrics`` routes for this process."""
+    """The ``/healthz`` and ``/metrics`` routes for this process (``client``: the one whose
+    guild look-ups see every shard's)."""
     registry = CollectorRegistry()
     scheduler_metrics = SchedulerCollector(sched, registry=registry)
-    registry.register(_BotCollector(client, stats))
+    registry.register(_BotCollector(gateway, client, stats))
     database = DatabaseProbe(sched)
 
     async def healthz(request: web.Request) -> web.Response:
-        found = await problems(client, sched, database)
+        found = await problems(gateway, sched, database)
         if found:
             return web.Response(status=503, text="\n".join(found) + "\n")
         return web.Response(text="ok\n")
@@ -133,7 +135,8 @@ class _BotCollector(Collector):
     """The bot's counters (:class:`BotStats`) and its gateway's state, as Prometheus
     metrics."""
 
-    def __init__(self, client: discord.Client, stats: BotStats) -> None:
+    def __init__(self, gateway: GatewayStatus, client: discord.Client, stats: BotStats) -> None:
+        self.gateway = gateway
         self.client = client
         self.stats = stats
 
@@ -143,16 +146,30 @@ class _BotCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         for name, help_text, value in self.stats.counters():
             yield CounterMetricFamily(name, help_text, value=value)
-        ws = self.client.ws
-        connected = not self.client.is_closed() and ws is not None and ws.open
+        states = self.gateway.states()
+        held = [s for s in states if s.held]
+        connected = bool(held) and all(s.ready for s in held)
         yield GaugeMetricFamily(
-            "crier_gateway_connected", "1 while the Discord gateway is connected.", int(connected)
+            "crier_gateway_connected",
+            "1 while every gateway shard this process runs is connected.",
+            int(connected),
         )
-        latency = self.client.latency
-        if connected and math.isfinite(latency):
+        latencies = [s.latency for s in held if s.latency is not None]
+        if connected and latencies and all(math.isfinite(x) for x in latencies):
             yield GaugeMetricFamily(
                 "crier_gateway_latency_seconds",
-                "Time between the gateway's last heartbeat and its acknowledgement.",
-                latency,
+                "Time between the gateway's last heartbeat and its acknowledgement (the "
+                "slowest shard this process runs).",
+                max(latencies),
             )
+        shards = GaugeMetricFamily(
+            "crier_shards",
+            "Each gateway shard of the bot: held (1: this process runs it) and ready (1: its "
+            "session is connected and has its servers).",
+            labels=["shard", "state"],
+        )
+        for state in states:
+            shards.add_metric([str(state.shard_id), "held"], int(state.held))
+            shards.add_metric([str(state.shard_id), "ready"], int(state.ready))
+        yield shards
         yield GaugeMetricFamily("crier_guilds", "Servers the bot is in.", len(self.client.guilds))

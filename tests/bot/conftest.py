@@ -75,6 +75,9 @@ def settings_for(fake: FakeDiscord, db: Path, **overrides: Any) -> Settings:
         # One member fires commands faster than a person would, and the FakeClock keeps
         # them all in one minute: the tests of the limit set their own.
         "commands_per_minute": 1_000_000,
+        # IDENTIFYs are spaced on the injected clock too (the fake's gateway allows any rate
+        # unless a test gives it a window: test_shards does, and spaces them).
+        "identify_interval": 0.0,
     }
     values.update(overrides)
     return Settings(**values)

@@ -79,7 +79,7 @@ async def test_healthz_is_ok_then_503_while_the_gateway_is_down_then_ok_again(
 
     gateway.refuse_connections = False
     await world.fake.wait_until(
-        lambda: served.bot.ws is not None and served.bot.ws.open and gateway.connected_sessions,
+        lambda: served.shards.problems() == [] and gateway.connected_sessions,
         timeout=30,
         what="the client to reconnect",
     )

@@ -391,7 +391,8 @@ async def probes(world: World, crier: Crier) -> None:
             name=f"ids-{name}", description=f"ids of /{name}", callback=probe
         )
         command.autocomplete("id")(announcement_ids(name))
-        crier.bot.tree.add_command(command)
+        for client in (crier.bot, *crier.clients):  # synced by one, answered by its shard's
+            client.tree.add_command(command)
     await crier.bot.tree.sync()
 
 

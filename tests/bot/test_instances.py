@@ -38,8 +38,9 @@ Pair = tuple[Crier, Crier]
 
 @pytest.fixture
 async def pair(crier_factory: CrierFactory, world: World) -> AsyncIterator[Pair]:
-    a = await crier_factory()
-    b = await crier_factory()
+    # Both pin shard 0 of 1 (SHARD_IDS): with shard leases, only one would connect.
+    a = await crier_factory(shard_count=1, shard_ids=(0,))
+    b = await crier_factory(shard_count=1, shard_ids=(0,))
     await world.fake.wait_until(
         lambda: len(world.fake.gateway.connected_sessions) == 2, what="both sessions up"
     )

@@ -347,11 +347,13 @@ class FakeDiscord:
         return self.token
 
     def env(self) -> dict[str, str]:
-        """Environment variables pointing a bot subprocess at this fake."""
+        """Environment variables pointing a bot subprocess at this fake (and spacing its
+        IDENTIFYs by this gateway's window: none by default, so restarts need not wait)."""
         return {
             "DISCORD_API_BASE": self.api_base,
             "DISCORD_GATEWAY_URL": self.gateway_url,
             "DISCORD_TOKEN": self.token,
+            "IDENTIFY_INTERVAL_SECONDS": f"{self.gateway.sharding.identify_window:g}",
         }
 
     # --- change waits ---

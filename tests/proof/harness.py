@@ -63,6 +63,10 @@ def child_env(extra: dict[str, str]) -> dict[str, str]:
     # The workers' members fire commands faster than people would (tests of the limit
     # set their own).
     env["COMMANDS_PER_MINUTE"] = "1000000"
+    # Shard 0 of 1, pinned: every process connected at once, however many run and however
+    # often one is killed and restarted (no waiting out a dead process's shard lease).
+    env["SHARD_COUNT"] = "1"
+    env["SHARD_IDS"] = "0"
     env.update(extra)
     return env
 

@@ -65,7 +65,9 @@ class Work:
         self.running: dict[str, set[str]] = {}
         self.log: list[tuple[str, str, str]] = []
 
-    def share(self, sched: Scheduler, keys: list[str] = KEYS) -> LeaseShare:
+    def share(
+        self, sched: Scheduler, keys: list[str] = KEYS, ready: Callable[[str], bool] | None = None
+    ) -> LeaseShare:
         name = sched.leases.holder
         self.running.setdefault(name, set())
 
@@ -78,7 +80,7 @@ class Work:
             self.running[name].remove(key)
             self.log.append((name, "stop", key))
 
-        return sched.leases.share("shards", keys, start=start, stop=stop, ttl=TTL)
+        return sched.leases.share("shards", keys, start=start, stop=stop, ttl=TTL, ready=ready)
 
     def everywhere(self) -> set[str]:
         return set().union(*self.running.values())
@@ -200,6 +202,30 @@ async def test_the_giver_runs_a_handed_key_until_the_taker_has_started_it(
     assert work.running == {"a": {"shard:1"}, "b": {"shard:0"}}
 
 
+async def test_a_handed_key_is_confirmed_only_once_the_takers_work_is_ready(
+    procs: Procs,
+) -> None:
+    """Work that comes up after ``start`` returns (a gateway session connecting): the giver
+    keeps running it for as many rounds as the taker's ``ready`` says no."""
+    work = Work()
+    a = work.share(procs("a"), KEYS[:2])
+    await a.round()
+    up: set[str] = set()
+    b = work.share(procs("b"), KEYS[:2], ready=up.__contains__)
+    await b.round()  # asks
+    await a.round()  # hands over
+    await b.round()  # starts it: not ready yet, so not confirmed
+    assert work.running == {"a": set(KEYS[:2]), "b": {"shard:0"}}
+    for _ in range(2):
+        await a.round()
+        await b.round()
+        assert work.running == {"a": set(KEYS[:2]), "b": {"shard:0"}}
+    up.add("shard:0")
+    await b.round()  # ready: confirmed
+    await a.round()
+    assert work.running == {"a": {"shard:1"}, "b": {"shard:0"}}
+
+
 async def test_a_dead_members_keys_are_taken_over_once_their_leases_run_out(
     procs: Procs, clock: FakeClock
 ) -> None:
@@ -257,6 +283,18 @@ async def test_a_member_alone_that_leaves_releases_everything(procs: Procs) -> N
     a = work.share(procs("a"))
     await a.round()
     await a.leave(within=0)
+    assert work.running["a"] == set()
+    assert await procs("b").leases.holders(KEYS) == {}
+
+
+async def test_the_only_member_leaves_at_once_whatever_it_would_wait(
+    procs: Procs, clock: FakeClock
+) -> None:
+    """Nobody is left to hand to: waiting ``within`` would leave the keys held for nothing."""
+    work = Work()
+    a = work.share(procs("a"))
+    await a.round()
+    await asyncio.wait_for(a.leave(within=TTL), 5)  # the FakeClock never moves
     assert work.running["a"] == set()
     assert await procs("b").leases.holders(KEYS) == {}
 

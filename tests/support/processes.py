@@ -203,6 +203,12 @@ def bot_env(
             "SCHEDULER_SWEEP_SECONDS": sweep,
             "SEND_SPACING_SECONDS": spacing,
             "LOG_LEVEL": "INFO",
+            # Every instance runs shard 0 of 1, as these tests need: several processes all
+            # connected (each interaction reaches all of them), and a process restarted after
+            # a SIGKILL connected at once instead of after the dead one's shard lease. Shard
+            # leases are tested in tests/bot/test_shards.py.
+            "SHARD_COUNT": "1",
+            "SHARD_IDS": "0",
         }
     )
 

@@ -360,3 +360,24 @@ async def test_an_operator_raises_a_servers_limits_on_the_dashboard(
             page = await resp.text()
         assert "Nothing was changed: announcements must be a whole number" in page, page
         assert await db_snapshot(site.crier) == before
+
+
+# --- the gateway shards: operators only -----------------------------------------------------------
+
+
+async def test_the_shards_page_shows_each_shard_and_its_holder_to_an_operator_only(
+    tmp_path: Path, http: aiohttp.ClientSession
+) -> None:
+    async with serve_dashboard(tmp_path, shard_count=2) as site:
+        member = await log_in(site, http, site.world.admin)
+        async with http.get(site.url + "/ops/shards", cookies=member.cookies) as resp:
+            assert resp.status == 404
+        operator = await log_in(site, http, site.fake.app_owner)
+        async with http.get(site.url + "/ops/shards", cookies=operator.cookies) as resp:
+            assert resp.status == 200
+            page = await resp.text()
+        me = site.crier.shards.instance
+        assert f"This instance: <code>{me}</code>" in page
+        assert "Every shard it holds is connected." in page
+        rows = re.findall(r"<tr>\s*<td>(\d+) of 2</td>\s*<td>([^<]*)</td>\s*<td>(\w+)</td>", page)
+        assert rows == [("0", me, "ready"), ("1", me, "ready")]

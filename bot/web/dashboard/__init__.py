@@ -17,6 +17,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from scheduler import Clock, Scheduler
+
+from ...announcements import Announcements
+from ...config import Settings
 from .announcement_pages import AnnouncementPages
 from .auth_pages import HomePages
 from .core import Dashboard
@@ -32,6 +36,7 @@ if TYPE_CHECKING:
 
     from ...announcements import Announcements
     from ...config import Settings
+    from ..gateway import GatewayStatus
     from .pages import Pages
 
 __all__ = ["PAGE_FAMILIES", "Dashboard", "add_dashboard"]
@@ -54,11 +59,17 @@ def add_dashboard(
     client: discord.Client,
     settings: Settings,
     clock: Clock,
+    gateway: GatewayStatus | None = None,
 ) -> Dashboard:
     """Serve the dashboard on ``app`` (before it starts): the frame, and every page family's
-    routes on it."""
+    routes on it (``gateway``: the shards shown to operators)."""
     dashboard = Dashboard(
-        announcements=announcements, sched=sched, client=client, settings=settings, clock=clock
+        announcements=announcements,
+        sched=sched,
+        client=client,
+        settings=settings,
+        clock=clock,
+        gateway=gateway,
     )
     for family in PAGE_FAMILIES:
         app.add_routes(family(dashboard).routes())

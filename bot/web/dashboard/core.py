@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from scheduler import Clock, Scheduler
 
     from ...config import Settings
+    from ..gateway import GatewayStatus
 
 SECURITY_HEADERS = {
     # No script at all, styles from our own stylesheet only, nothing may frame the pages.
@@ -118,6 +119,7 @@ class Dashboard:
         client: discord.Client,
         settings: Settings,
         clock: Clock,
+        gateway: GatewayStatus | None = None,
     ) -> None:
         if settings.client_secret is None:
             raise ValueError("the dashboard needs DISCORD_CLIENT_SECRET")
@@ -126,6 +128,8 @@ class Dashboard:
         self.client = client
         self.settings = settings
         self.clock = clock
+        self.gateway = gateway
+        """The gateway shards of this process, for the operators' view (None: not shown)."""
         self.sessions = Sessions(sched, clock)
         self.oauth = DiscordOAuth(settings.oauth_base, settings.api_base, settings.client_secret)
         self.access = Access(client, announcements, clock, settings.dashboard_operators)

@@ -67,6 +67,19 @@ class OperatorPages(Pages):
             flash=await self.d.flash(viewer),
         )  # fmt: skip
 
+    @get("/ops/shards")
+    async def shards(self, request: web.Request, viewer: Viewer) -> web.StreamResponse:
+        """The gateway shards: which instance holds each, and this one's sessions."""
+        operator(viewer)
+        gateway = self.d.gateway
+        if gateway is None:
+            raise web.HTTPNotFound()
+        holders = await gateway.holders()
+        return self.d.render(
+            "ops_shards.html", viewer, states=gateway.states(), holders=holders,
+            instance=gateway.instance, mode=gateway.mode, problems=gateway.problems(),
+        )  # fmt: skip
+
     @get("/ops/runs")
     async def runs(self, request: web.Request, viewer: Viewer) -> web.StreamResponse:
         """The latest runs, by job and function."""
