@@ -3,10 +3,15 @@ server's limit on how many it keeps."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
 from ..db import BotDb
-from ..models import Template
 from .guards import check_templates
 from .service import AnnouncementService
+
+if TYPE_CHECKING:
+    from ..models import Template
 
 MAX_TEMPLATE_NAME = 40
 """Characters in a template's name."""
@@ -47,18 +52,7 @@ class Templates(AnnouncementService):
                 )
             limits = await self.limits_in(rows, template.guild_id)
             check_templates(limits, await rows.template_count(template.guild_id))
-            kept = Template(
-                guild_id=template.guild_id,
-                name=name,
-                content=template.content,
-                title=template.title,
-                silent=template.silent,
-                mention=template.mention,
-                channel_id=template.channel_id,
-                image=template.image,
-                author_id=template.author_id,
-                created_at=now,
-            )
+            kept = replace(template, name=name, created_at=now)
             await rows.insert_template(kept)
         return kept
 

@@ -5,7 +5,7 @@ second import of the same file create nothing, in one transaction."""
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -121,18 +121,7 @@ class Transfer(Editing, Templates):
             )
             for t in templates:
                 await rows.insert_template(
-                    Template(
-                        guild_id=guild_id,
-                        name=t.name,
-                        content=t.content,
-                        title=t.title,
-                        silent=t.silent,
-                        mention=t.mention,
-                        channel_id=t.channel_id,
-                        image=t.image,
-                        author_id=actor_id,
-                        created_at=now,
-                    )
+                    replace(t, guild_id=guild_id, author_id=actor_id, created_at=now)
                 )
             if pending is not None:
                 await rows.delete_meta(pending)

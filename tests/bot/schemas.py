@@ -40,6 +40,7 @@ RELEASES: list[tuple[int, int, str]] = [
     (6, 7, "bfabcd7"),
     (6, 8, "ce6ba52"),
     (6, 9, "6171967"),  # once keys
+    (6, 10, "cea4725"),  # named leases
 ]
 """(bot migrations, scheduler migrations, the commit that made it) of every earlier schema;
 today's code has :func:`today`."""

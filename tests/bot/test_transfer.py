@@ -51,7 +51,11 @@ async def target() -> AsyncIterator[str]:
 
 async def start(world: World, tmp_path: Path, clock: FakeClock, url: str) -> Crier:
     app = Crier(
-        settings_for(world.fake, tmp_path / "unused.db", database_url=url),
+        # One pinned shard: a running instance's shard leases are its own state, not the
+        # installation's (they are released at close), so the tables compared stay still.
+        settings_for(
+            world.fake, tmp_path / "unused.db", database_url=url, shard_count=1, shard_ids=(0,)
+        ),
         clock=clock,
         guild_ready_timeout=0.05,
     )
@@ -235,10 +239,16 @@ async def test_a_source_at_an_older_schema_is_refused_saying_what_to_do(
 
     db = await fresh_source(tmp_path)
     conn = sqlite3.connect(db)
-    conn.execute("DELETE FROM scheduler_migrations WHERE component = 'crier' AND version = 6")
+    newest = "SELECT max(version) FROM scheduler_migrations WHERE component = 'crier'"
+    [(latest,)] = conn.execute(newest).fetchall()
+    conn.execute(
+        "DELETE FROM scheduler_migrations WHERE component = 'crier' AND version = ?", (latest,)
+    )
     conn.commit()
     conn.close()
-    with pytest.raises(TransferError, match=r"'crier' schema is at version 5.*start this version"):
+    with pytest.raises(
+        TransferError, match=rf"'crier' schema is at version {latest - 1}.*start this version"
+    ):
         await transfer.transfer(f"sqlite:///{db}", target)
     assert await target_tables(target) == {}
 
