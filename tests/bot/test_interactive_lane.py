@@ -57,8 +57,10 @@ async def test_schedule_writes_before_background_transactions_queued_ahead_of_it
     await asyncio.gather(hold, *queued)
     assert cb.type == CB_CHANNEL_MESSAGE
     assert "Scheduled announcement" in (cb.content or "")
-    # Every one of them ran after the command's first write; at most one (the one handed
-    # the writer between the command's two writes) before its second.
+    # Every one of them ran after the command's first write (queued behind all five, it was
+    # handed the writer first). Between its two writes the command awaits Discord, and
+    # background work queued meanwhile may run then (how many depends on that wait), but
+    # none runs on a state older than one it ran after.
     assert [counted for counted, _ in seen] == [1] * QUEUED, seen
-    assert [made for _, made in seen].count(0) <= 1, seen
-    assert [made for _, made in seen][-(QUEUED - 1) :] == [1] * (QUEUED - 1), seen
+    made = [made for _, made in seen]
+    assert made == sorted(made), seen
