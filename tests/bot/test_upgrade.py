@@ -20,6 +20,7 @@ exactly at 0005 (the index 0006 drops is still there as it was), and the next st
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import sqlite3
@@ -239,6 +240,29 @@ def check_upgrade(base: Made, seen: Reads, new_posts: list[str], bot: int, sched
     assert new_posts == due_after(bot), where
 
 
+@contextlib.asynccontextmanager
+async def at_release(
+    dialect: str, db: Path, bot: int, sched: int, rows: Rows
+) -> AsyncIterator[str]:
+    """The URL of a database at release ``(bot, sched)`` holding ``rows``: a SQLite file at
+    ``db``, or a fresh PostgreSQL database dropped afterwards."""
+    if dialect == "sqlite":
+        build_sqlite(db, bot, sched)
+        project_sqlite(db, rows)
+        yield f"sqlite:///{db}"
+        return
+    from tests.scheduler.pg import fresh_database
+
+    async with fresh_database(require_postgres()) as dsn:
+        conn = await asyncpg.connect(dsn)
+        try:
+            await build_postgres(conn, bot, sched)
+            await project_postgres(conn, rows)
+        finally:
+            await conn.close()
+        yield dsn
+
+
 @pytest.mark.parametrize("dialect", DIALECTS)
 @pytest.mark.timeout(RELEASES_TIMEOUT)
 async def test_every_earlier_schema_full_of_work_upgrades_losing_nothing(
@@ -256,23 +280,10 @@ async def test_every_earlier_schema_full_of_work_upgrades_losing_nothing(
         if bot == 0:
             continue  # the scheduler alone: see the test below
         rows = shaped(base.rows, bot, sched)
-        if dialect == "sqlite":
-            db = tmp_path / f"release-{bot}-{sched}.db"
-            build_sqlite(db, bot, sched)
-            project_sqlite(db, rows)
-            url = f"sqlite:///{db}"
+        async with at_release(
+            dialect, tmp_path / f"release-{bot}-{sched}.db", bot, sched, rows
+        ) as url:
             seen, new_posts = await upgraded_from(world, tmp_path, base, url, bot)
-        else:
-            from tests.scheduler.pg import fresh_database
-
-            async with fresh_database(require_postgres()) as dsn:
-                conn = await asyncpg.connect(dsn)
-                try:
-                    await build_postgres(conn, bot, sched)
-                    await project_postgres(conn, rows)
-                finally:
-                    await conn.close()
-                seen, new_posts = await upgraded_from(world, tmp_path, base, dsn, bot)
         check_upgrade(base, seen, new_posts, bot, sched)
         tried.append((bot, sched))
     assert len(tried) == len([r for r in RELEASES if r[0]])
@@ -322,23 +333,9 @@ async def test_a_database_stopped_mid_send_at_every_earlier_schema_posts_it_once
         shaped_rows = shaped(rows, bot, sched)
         before = len(world.fake.requests)
         hits = world.fake.nonce_dedup_hits
-        if dialect == "sqlite":
-            db = tmp_path / f"mid-{bot}-{sched}.db"
-            build_sqlite(db, bot, sched)
-            project_sqlite(db, shaped_rows)
-            url = f"sqlite:///{db}"
+        db = tmp_path / f"mid-{bot}-{sched}.db"
+        async with at_release(dialect, db, bot, sched, shaped_rows) as url:
             await replay(world, tmp_path, url, sent_at, message_id, (bot, sched))
-        else:
-            from tests.scheduler.pg import fresh_database
-
-            async with fresh_database(require_postgres()) as dsn:
-                conn = await asyncpg.connect(dsn)
-                try:
-                    await build_postgres(conn, bot, sched)
-                    await project_postgres(conn, shaped_rows)
-                finally:
-                    await conn.close()
-                await replay(world, tmp_path, dsn, sent_at, message_id, (bot, sched))
         assert sends_to_news(world, before) == ["Mid-send"], (bot, sched)
         assert world.fake.nonce_dedup_hits == hits + 1, (bot, sched)
         assert [m.id for m in world.fake.bot_messages(world.news)] == [message_id]
