@@ -13,6 +13,8 @@ Everything here is pure (no Discord, no I/O, no clock: "now" is passed in). Bad 
 - :mod:`.durations`: ``2h30m`` read, ``1 hour and 30 minutes`` written;
 - :mod:`.cron_words`: a cron expression described in English;
 - :mod:`.display`: times shown back (Discord timestamps, what a text was read as);
+- :mod:`.languages`: times and repeats typed in French, German and Spanish (one table
+  per language, read by the English parser);
 - :mod:`.words`: day and month names; :mod:`.errors`: the error and the input limits.
 """
 
@@ -22,7 +24,7 @@ from .cron_words import describe_cron
 from .display import discord_timestamp
 from .durations import parse_duration, spoken_duration
 from .errors import MAX_AHEAD, MAX_INPUT_LENGTH, InputError
-from .repeat import MAX_INTERVAL, MIN_INTERVAL, parse_repeat
+from .repeat import MAX_INTERVAL, MIN_INTERVAL, parse_repeat, repeat_note
 from .rule import RepeatRule, next_times, repeat_kind
 from .schedule import ScheduleReading, read_schedule
 from .when import date_notes, parse_until, parse_when
@@ -47,6 +49,7 @@ __all__ = [
     "parse_when",
     "read_schedule",
     "repeat_kind",
+    "repeat_note",
     "resolve_timezone",
     "spoken_duration",
     "timezone_choices",

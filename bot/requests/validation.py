@@ -32,6 +32,7 @@ from ..parsing import (
     parse_until,
     parse_when,
     read_schedule,
+    repeat_note,
     resolve_timezone,
 )
 from ..parsing.placeholders import WIDEST, check_placeholders, widest
@@ -264,8 +265,12 @@ def _reading(
         notes = tuple(date_notes(text, zone, now, locale))
     if isinstance(repeat, RepeatRule):
         rule: RepeatRule | None = _in_zone(repeat, zone)
+    elif repeat and repeat.strip():
+        rule = parse_repeat(repeat, start, zone, locale=locale)
+        note = repeat_note(repeat, start, zone, locale=locale) if rule is not None else None
+        notes += () if note is None else (note,)
     else:
-        rule = parse_repeat(repeat, start, zone) if repeat and repeat.strip() else None
+        rule = None
     if rule is None:
         return ScheduleReading(start, None, (start,), notes)
     upcoming = tuple(next_times(rule, start, zone, 3))
