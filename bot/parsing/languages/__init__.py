@@ -178,9 +178,11 @@ def refusal(language: Language, error: InputError, text: str, kind: Kind) -> str
     if error.reason == "too_far":
         return templates["too_far"]
     if error.reason == "needs_time" and kind == "when":
-        return templates["needs_time"].format(text=shown, example=f"{shown} {language.at_nine}")
+        return templates["needs_time"].format(
+            text=shown, example=f"{shown.lower()} {language.at_nine}"
+        )
     if error.reason == "repeat_needs_time":
-        example = f"{shown} {language.repeat_at_nine}"
+        example = f"{shown.lower()} {language.repeat_at_nine}"
         return templates["repeat_needs_time"].format(text=shown, example=example)
     return templates[kind].format(text=shown)
 

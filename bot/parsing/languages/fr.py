@@ -69,6 +69,7 @@ REWRITES: Final[tuple[tuple[str, str], ...]] = (
     (r"tous les ans|chaque annee|chaque an|annuellement|une fois par an", "every year"),
     (r"toutes les heures|chaque heure", "every hour"),
     (rf"(?:tous|toutes) les ({_N})", r"every \1"),
+    (r"et a(?= [0-9])", "et"),
     # relative times
     (r"(?:le )?dernier jour", "the last day"),
     (r"dans une demi-?heure|dans une demi heure", "in half an hour"),
@@ -86,8 +87,6 @@ REWRITES: Final[tuple[tuple[str, str], ...]] = (
     (r"([0-9]{1,2}) ?h ?([0-9]{2})", r"\1:\2"),
     (r"(?<!\bin )(?<!\bevery )([0-9]{1,2}) ?h", r"\1:00"),
     (r"([0-9]{1,2}):(?![0-9])", r"\1:00"),
-    (r"midi", "noon"),
-    (r"minuit", "midnight"),
     (r"a ([0-9]{1,2})(?![0-9:/.])", r"at \1:00"),
     (r"a", "at"),
     # parts of days and days
@@ -100,12 +99,15 @@ REWRITES: Final[tuple[tuple[str, str], ...]] = (
     (r"ce soir|cette nuit", "tonight"),
     (r"ce matin", "this morning"),
     (r"cet apres-midi|cet apres midi|cet aprem", "this afternoon"),
+    (r"midi", "noon"),
+    (r"minuit", "midnight"),
     # weekdays (plural in repeats: tous les vendredis) and months
     *((rf"{fr}s?", en) for fr, en in zip(_DAYS, _EN_DAYS, strict=True)),
     (rf"({_EN_DAY}) prochain|prochain ({_EN_DAY})", r"next \1\2"),
     (rf"({_EN_DAY}) et ({_EN_DAY})", r"\1 and \2"),
     (r"tous les|toutes les|chaque", "every"),
-    (rf"les ({_EN_DAY})", r"\1"),
+    (rf"les ({_EN_DAY})", r"every \1"),
+    (rf"1er(?= (?:{_EN_DAY}))", "first"),
     (r"([0-9]{1,2})er", r"\1"),
     *((fr, en) for fr, en in zip(_MONTHS, _EN_MONTHS, strict=True)),
     *((rf"{short}\.?", _EN_MONTHS[n - 1]) for short, n in _MONTH_SHORT.items()),
