@@ -57,6 +57,14 @@ _ORDINALS: Final = (
 REWRITES: Final[tuple[tuple[str, str], ...]] = (
     # no repeat
     (r"^(?:einmal|nie|keine|keine wiederholung|nein)$", "once"),
+    # ä, ö, ü typed as ae, oe, ue in the words below
+    (r"taeglich", "taglich"),
+    (r"naechste[nr]?", "nachsten"),
+    (r"frueh", "fruh"),
+    (r"woechentlich", "wochentlich"),
+    (r"(viertel)?jaehrlich", r"\1jahrlich"),
+    (r"stuendlich", "stundlich"),
+    (r"fuenf(ten|ter|te)?", r"funf\1"),
     # numbers in words
     *((word, str(n)) for n, word in enumerate(("zwei", "drei", "vier", "funf", "sechs"), 2)),
     # clock times: 9 Uhr, 9:30 Uhr, 20.30 Uhr, 9 Uhr 30, um 9
@@ -113,7 +121,9 @@ REWRITES: Final[tuple[tuple[str, str], ...]] = (
         for de, en in zip(_MONTHS, _EN_MONTHS, strict=True)
     ),
     # weekdays (freitags: on Fridays) and what is around them
-    *((rf"{de}s?", en) for de, en in zip(_DAYS, _EN_DAYS, strict=True)),
+    *((rf"{de}s", f"every {en}") for de, en in zip(_DAYS, _EN_DAYS, strict=True)),
+    *((de, en) for de, en in zip(_DAYS, _EN_DAYS, strict=True)),
+    (rf"und every ({_EN_DAY})", r"und \1"),
     (rf"(?:nachsten|nachster|nachste|kommenden|kommender) ({_EN_DAY})", r"next \1"),
     (r"jeden|jede|jedes|alle", "every"),
     (r"am(?= [0-9])", "on"),
