@@ -16,7 +16,7 @@ import pytest
 
 from bot.parsing import InputError, read_schedule
 
-LANGUAGES = ("fr", "de")
+LANGUAGES = ("fr", "de", "es")
 DEFAULT_NOW = "2026-12-01 10:00"  # Tuesday, 11:00 in Paris, Berlin and Madrid
 
 
