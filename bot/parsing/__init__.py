@@ -24,7 +24,7 @@ from .cron_words import describe_cron
 from .display import discord_timestamp
 from .durations import parse_duration, spoken_duration
 from .errors import MAX_AHEAD, MAX_INPUT_LENGTH, InputError
-from .repeat import MAX_INTERVAL, MIN_INTERVAL, parse_repeat, repeat_note
+from .repeat import MAX_INTERVAL, MIN_INTERVAL, parse_repeat
 from .rule import RepeatRule, next_times, repeat_kind
 from .schedule import ScheduleReading, read_schedule
 from .when import date_notes, parse_until, parse_when
@@ -49,7 +49,6 @@ __all__ = [
     "parse_when",
     "read_schedule",
     "repeat_kind",
-    "repeat_note",
     "resolve_timezone",
     "spoken_duration",
     "timezone_choices",

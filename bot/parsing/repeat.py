@@ -51,7 +51,7 @@ from scheduler.triggers import CRON_MACROS, Cron
 from .cron_words import describe_cron
 from .durations import duration_parts, parse_duration, spoken_duration
 from .errors import InputError
-from .languages import read_as_note, read_localized, translate
+from .languages import read_localized
 from .phrases import read_phrase
 from .rule import RepeatRule
 from .words import WEEKDAY_NAMES, WEEKDAY_WORDS, cron_day
@@ -126,6 +126,7 @@ def parse_repeat(
     *,
     need_time: bool = False,
     locale: str | None = None,
+    notes: list[str] | None = None,
 ) -> RepeatRule | None:
     """Read the user's ``repeat`` text; ``None`` means "do not repeat".
 
@@ -136,28 +137,18 @@ def parse_repeat(
     docstring and :mod:`.phrases` for the accepted forms. Raises
     :class:`~bot.parsing.InputError` with a user-facing message otherwise. In a locale
     with a language of :mod:`.languages` the text is read in that language first, then in
-    English.
+    English; then ``I read `tous les vendredis à 20h` as `every friday at 20:00`.`` is
+    appended to ``notes`` (when given).
     """
     if first.tzinfo is None or first.utcoffset() is None:
         raise ValueError("parse_repeat needs an aware 'first'")
     return read_localized(
-        text, locale, "repeat", lambda typed: _parse_repeat_english(typed, first, tz, need_time)
+        text,
+        locale,
+        "repeat",
+        lambda typed: _parse_repeat_english(typed, first, tz, need_time),
+        notes,
     )
-
-
-def repeat_note(
-    text: str, first: datetime, tz: ZoneInfo, *, need_time: bool = False, locale: str | None
-) -> str | None:
-    """How a ``repeat`` typed in the member's language was read (``I read `tous les
-    vendredis à 20h` as `every friday at 20:00`.``); ``None`` when it was read as typed."""
-    translated = translate(text, locale)
-    if translated is None:
-        return None
-    try:
-        _parse_repeat_english(translated, first, tz, need_time)
-    except InputError:
-        return None
-    return read_as_note(text, locale)
 
 
 def _parse_repeat_english(

@@ -32,7 +32,6 @@ from ..parsing import (
     parse_until,
     parse_when,
     read_schedule,
-    repeat_note,
     resolve_timezone,
 )
 from ..parsing.placeholders import WIDEST, check_placeholders, widest
@@ -266,9 +265,9 @@ def _reading(
     if isinstance(repeat, RepeatRule):
         rule: RepeatRule | None = _in_zone(repeat, zone)
     elif repeat and repeat.strip():
-        rule = parse_repeat(repeat, start, zone, locale=locale)
-        note = repeat_note(repeat, start, zone, locale=locale) if rule is not None else None
-        notes += () if note is None else (note,)
+        said: list[str] = []
+        rule = parse_repeat(repeat, start, zone, locale=locale, notes=said)
+        notes += tuple(said)
     else:
         rule = None
     if rule is None:

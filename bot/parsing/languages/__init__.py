@@ -19,6 +19,7 @@ and month names, its refusals) and its locales in :data:`_LANGUAGES`; then a cor
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Mapping
@@ -119,17 +120,32 @@ def language_for(locale: str | None) -> Language | None:
 def translate(text: str, locale: str | None) -> str | None:
     """``text`` rewritten into the English the parsers read, or ``None`` when ``locale``
     has no language here or the rewriting changed nothing but case and accents."""
-    compiled = _compiled(locale)
+    if locale is None:
+        return None
+    return _translate(text, locale.replace("_", "-").lower())
+
+
+@functools.lru_cache(maxsize=1024)
+def _translate(text: str, key: str) -> str | None:
+    """The rewriting, kept: a phrase is read, then its ``when`` said back in the notes."""
+    compiled = _LANGUAGES.get(key)
     if compiled is None:
         return None
     translated = compiled.translate(text)
     return None if translated == " ".join(text.lower().split()) else translated
 
 
-def read_localized(text: str, locale: str | None, kind: Kind, read: Callable[[str], T]) -> T:
+def read_localized(
+    text: str,
+    locale: str | None,
+    kind: Kind,
+    read: Callable[[str], T],
+    notes: list[str] | None = None,
+) -> T:
     """``read`` (an English parser) applied to ``text`` in the member's language: the
     translation first, then the text as typed (English is always accepted). When neither
-    reads, the refusal is said in the member's language."""
+    reads, the refusal is said in the member's language. When the translation is what was
+    read, :func:`read_as_note` is appended to ``notes``."""
     compiled = _compiled(locale)
     if compiled is None:
         return read(text)
@@ -137,9 +153,13 @@ def read_localized(text: str, locale: str | None, kind: Kind, read: Callable[[st
     first: InputError | None = None
     if translated is not None:
         try:
-            return read(translated)
+            result = read(translated)
         except InputError as error:
             first = error
+        else:
+            if notes is not None:
+                notes.append(f"I read `{' '.join(text.split())}` as `{translated}`.")
+            return result
     try:
         return read(text)
     except InputError as error:
