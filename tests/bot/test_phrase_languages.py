@@ -15,6 +15,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from bot.parsing import InputError, read_schedule
+from bot.parsing.languages import language_for
 
 LANGUAGES = ("fr", "de", "es")
 DEFAULT_NOW = "2026-12-01 10:00"  # Tuesday, 11:00 in Paris, Berlin and Madrid
@@ -95,3 +96,24 @@ def test_phrase(
         assert case["words"] in reading.rule.words
     if "note" in case:
         assert any(case["note"] in note for note in reading.notes), reading.notes
+
+
+@pytest.mark.parametrize(
+    ("locale", "code"),
+    [
+        ("fr", "fr"),
+        ("de", "de"),
+        ("es-ES", "es"),
+        ("es-419", "es"),
+        ("fr-CA", "fr"),  # a browser's language, from the dashboard
+        ("de-AT", "de"),
+        ("es-MX", "es"),
+        ("en-US", None),
+        ("en-GB", None),
+        ("pt-BR", None),  # a shipped answer language, but times are read in English
+        (None, None),
+    ],
+)
+def test_the_language_is_chosen_by_the_locale(locale: str | None, code: str | None) -> None:
+    language = language_for(locale)
+    assert (None if language is None else language.code) == code

@@ -104,17 +104,26 @@ _LANGUAGES: Final = _load()
 """The languages by Discord locale key (lower case)."""
 
 
-def _compiled(locale: str | None) -> _Compiled | None:
-    if locale is None:
-        return None
-    return _LANGUAGES.get(locale.replace("_", "-").lower())
+def _key(locale: str) -> str:
+    """The table key of a locale: Discord's (``fr``, ``es-419``) as they are; a browser's
+    (``fr-FR``, ``es-MX``, from the dashboard's ``Accept-Language``) by its language."""
+    key = locale.replace("_", "-").lower()
+    if key in _LANGUAGES:
+        return key
+    primary = key.partition("-")[0]
+    return {"es": "es-es"}.get(primary, primary)
 
 
 def language_for(locale: str | None) -> Language | None:
     """The language phrases are read in for a member's Discord ``locale`` (``fr``, ``de``,
-    ``es-ES``, ``es-419``), or ``None`` for English only."""
+    ``es-ES``, ``es-419``; a browser's ``fr-FR``, ``de-AT``, ``es-MX`` too), or ``None``
+    for English only."""
     compiled = _compiled(locale)
     return None if compiled is None else compiled.language
+
+
+def _compiled(locale: str | None) -> _Compiled | None:
+    return None if locale is None else _LANGUAGES.get(_key(locale))
 
 
 def translate(text: str, locale: str | None) -> str | None:
@@ -122,7 +131,7 @@ def translate(text: str, locale: str | None) -> str | None:
     has no language here or the rewriting changed nothing but case and accents."""
     if locale is None:
         return None
-    return _translate(text, locale.replace("_", "-").lower())
+    return _translate(text, _key(locale))
 
 
 @functools.lru_cache(maxsize=1024)
