@@ -6,6 +6,7 @@ from the calendar) or the refusal expected. Same format as phrases.toml, with a
 
 from __future__ import annotations
 
+import re
 import tomllib
 from datetime import UTC, datetime
 from pathlib import Path
@@ -117,3 +118,48 @@ def test_phrase(
 def test_the_language_is_chosen_by_the_locale(locale: str | None, code: str | None) -> None:
     language = language_for(locale)
     assert (None if language is None else language.code) == code
+
+
+NOW = _utc(DEFAULT_NOW)
+LOCALE = {"fr": "fr", "de": "de", "es": "es-ES"}
+ZONE = {"fr": "Europe/Paris", "de": "Europe/Berlin", "es": "Europe/Madrid"}
+
+
+def _suggestions(message: str) -> list[str]:
+    return re.findall(r"`([^`]+)`", message)
+
+
+@pytest.mark.parametrize(
+    ("language", "when", "repeat"),
+    [
+        ("fr", "demain", None),
+        ("fr", "28/03/2027 2h30", None),
+        ("fr", "n'importe quand", None),
+        ("fr", None, "tous les vendredis"),
+        ("fr", None, "de temps en temps"),
+        ("de", "morgen", None),
+        ("de", "28.03.2027 2:30 Uhr", None),
+        ("de", "irgendwann", None),
+        ("de", None, "jeden Freitag"),
+        ("de", None, "ab und zu"),
+        ("es", "mañana", None),
+        ("es", "28/03/2027 2:30", None),
+        ("es", "algún día", None),
+        ("es", None, "todos los viernes"),
+        ("es", None, "de vez en cuando"),
+    ],
+)
+def test_a_refusal_suggests_forms_its_language_accepts(
+    language: str, when: str | None, repeat: str | None
+) -> None:
+    """Every form a refusal suggests (in backticks) is read, in the member's language."""
+    zone, locale = ZoneInfo(ZONE[language]), LOCALE[language]
+    with pytest.raises(InputError) as info:
+        read_schedule(when, repeat, zone, NOW, locale=locale)
+    suggested = _suggestions(str(info.value))
+    assert suggested
+    for text in suggested:
+        if repeat is None:
+            read_schedule(text, None, zone, NOW, locale=locale)
+        else:
+            read_schedule(None, text, zone, NOW, locale=locale)

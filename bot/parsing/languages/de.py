@@ -139,8 +139,8 @@ REFUSALS: Final = {
     ),
     "repeat": (
         "Ich konnte „{text}“ nicht als Wiederholung lesen. Versuchen Sie `täglich um 9 Uhr`, "
-        "`jeden Freitag um 20 Uhr`, `alle 2 Wochen`, `jeden ersten Montag im Monat` "
-        "oder `am letzten Tag des Monats`."
+        "`jeden Freitag um 20 Uhr`, `alle 2 Wochen am Montag um 9 Uhr`, "
+        "`jeden ersten Montag im Monat um 9 Uhr` oder `am letzten Tag des Monats um 18 Uhr`."
     ),
     "needs_time": "„{text}“ braucht auch eine Uhrzeit, zum Beispiel `{example}`.",
     "repeat_needs_time": (

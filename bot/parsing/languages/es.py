@@ -132,8 +132,8 @@ REFUSALS: Final = {
     ),
     "repeat": (
         "No he podido leer «{text}» como una repetición. Prueba `todos los días a las 9`, "
-        "`todos los viernes a las 20`, `cada 2 semanas`, `el primer lunes de cada mes` "
-        "o `el último día del mes`."
+        "`todos los viernes a las 20`, `cada 2 semanas el lunes a las 9`, "
+        "`el primer lunes de cada mes a las 9` o `el último día del mes a las 18`."
     ),
     "needs_time": "«{text}» necesita también una hora, por ejemplo `{example}`.",
     "repeat_needs_time": "«{text}» no dice a qué hora: añádela, por ejemplo `{example}`.",

@@ -132,8 +132,8 @@ REFUSALS: Final = {
     ),
     "repeat": (
         "Je n'ai pas compris « {text} » comme une répétition. Essayez `tous les jours à 9h`, "
-        "`tous les vendredis à 20h`, `toutes les 2 semaines`, `le premier lundi du mois` "
-        "ou `le dernier jour du mois`."
+        "`tous les vendredis à 20h`, `toutes les 2 semaines le lundi à 9h`, "
+        "`le premier lundi du mois à 9h` ou `le dernier jour du mois à 18h`."
     ),
     "needs_time": "« {text} » a besoin d'une heure aussi, comme `{example}`.",
     "repeat_needs_time": "« {text} » ne dit pas à quelle heure : ajoutez-la, comme `{example}`.",
