@@ -42,7 +42,7 @@ def _cases() -> list[Any]:
 
 @pytest.fixture
 def clock(request: pytest.FixtureRequest) -> FakeClock:
-    return FakeClock(_utc(request.param))
+    return FakeClock(_utc(getattr(request, "param", DEFAULT_NOW)))
 
 
 def full(dt: datetime) -> str:
@@ -89,3 +89,27 @@ async def test_the_corpus_through_schedule(
     else:
         [job] = await crier.sched.list_jobs()
         assert job.next_ts == posts[0].timestamp()
+
+
+async def test_edit_reads_the_members_language_too(world: World, crier: Crier) -> None:
+    """/edit reads ``when`` and ``repeat`` like /schedule: in German for a German member
+    (Tuesday 1 December 2026 11:00 in Berlin; Friday 4 December 20:00 is 19:00 UTC)."""
+    berlin = "Europe/Berlin"
+
+    async def command(name: str, options: dict[str, Any]) -> str:
+        h = await world.fake.invoke_command(
+            world.guild, world.general, world.admin, name, options, locale="de"
+        )
+        return (await h.response(timeout=5)).content or ""
+
+    content = await command(
+        "schedule", {"message": "Hallo", "when": "morgen 9 Uhr", "timezone": berlin}
+    )
+    assert f"**First:** {stamp(_utc('2026-12-02 08:00'))}" in content, content
+    content = await command("edit", {"id": 1, "when": "Freitag 20 Uhr", "repeat": "jeden Freitag"})
+    assert "→ every Friday at 20:00 (Europe/Berlin)" in content, content
+    assert "I read `jeden Freitag` as `every friday`." in content, content
+    [info] = await crier.sched.schedules.list()
+    assert info.next_fire == _utc("2026-12-04 19:00")
+    content = await command("edit", {"id": 1, "repeat": "alle zwei Tage um"})
+    assert "Ich konnte „alle zwei Tage um“ nicht als Wiederholung lesen" in content, content
