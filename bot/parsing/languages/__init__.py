@@ -24,7 +24,7 @@ import re
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final, Literal, TypeVar, cast
+from typing import TYPE_CHECKING, Final, Literal, TypeAlias, TypeVar, cast
 
 from ..display import zone_label
 from ..errors import InputError
@@ -35,6 +35,9 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 Kind = Literal["when", "repeat"]
+Replacement: TypeAlias = "str | Callable[[re.Match[str]], str]"
+"""What a rewrite puts instead of its match: a :func:`re.sub` template, or a function of
+the match (``halb 9`` → ``8:30``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +50,7 @@ class Language:
     """
 
     code: str
-    rewrites: tuple[tuple[str, str], ...]
+    rewrites: tuple[tuple[str, Replacement], ...]
     weekdays: tuple[str, ...]
     months: tuple[str, ...]
     refusals: Mapping[str, str]
@@ -72,7 +75,7 @@ def fold(text: str) -> str:
 @dataclass(frozen=True, slots=True)
 class _Compiled:
     language: Language
-    rules: tuple[tuple[re.Pattern[str], str], ...]
+    rules: tuple[tuple[re.Pattern[str], Replacement], ...]
 
     def translate(self, text: str) -> str:
         s = fold(text)
@@ -228,6 +231,7 @@ def day_words(language: Language, day: date) -> str:
 
 __all__ = [
     "Language",
+    "Replacement",
     "day_words",
     "fold",
     "language_for",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from . import Language
+from . import Language, Replacement
 
 _DAYS: Final = ("montag", "dienstag", "mittwoch", "donnerstag", "freitag", "samstag", "sonntag")
 _EN_DAYS: Final = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
@@ -54,7 +54,7 @@ _ORDINALS: Final = (
     (r"letzten|letzter|letzte", "last"),
 )
 
-REWRITES: Final[tuple[tuple[str, str], ...]] = (
+REWRITES: Final[tuple[tuple[str, Replacement], ...]] = (
     # no repeat
     (r"^(?:einmal|nie|keine|keine wiederholung|nein)$", "once"),
     # ä, ö, ü typed as ae, oe, ue in the words below
@@ -67,6 +67,10 @@ REWRITES: Final[tuple[tuple[str, str], ...]] = (
     (r"fuenf(ten|ter|te)?", r"funf\1"),
     # numbers in words
     *((word, str(n)) for n, word in enumerate(("zwei", "drei", "vier", "funf", "sechs"), 2)),
+    # halb 9 is 8:30, viertel nach 9 is 9:15, viertel vor 9 is 8:45
+    (r"halb ([0-9]{1,2})", lambda m: f"{int(m[1]) - 1}:30"),
+    (r"viertel nach ([0-9]{1,2})", r"\1:15"),
+    (r"viertel vor ([0-9]{1,2})", lambda m: f"{int(m[1]) - 1}:45"),
     # clock times: 9 Uhr, 9:30 Uhr, 20.30 Uhr, 9 Uhr 30, um 9
     (r"([0-9]{1,2})[:.]([0-9]{2}) ?uhr", r"\1:\2"),
     (r"([0-9]{1,2}) ?uhr ([0-9]{2})", r"\1:\2"),

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from . import Language
+from . import Language, Replacement
 
 _DAYS: Final = ("lunes", "martes", "miercoles", "jueves", "viernes", "sabados?", "domingos?")
 _EN_DAYS: Final = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
@@ -54,7 +54,7 @@ _ORDINALS: Final = (
     (r"ultimo|ultima", "last"),
 )
 
-REWRITES: Final[tuple[tuple[str, str], ...]] = (
+REWRITES: Final[tuple[tuple[str, Replacement], ...]] = (
     # no repeat
     (r"^(?:una vez|nunca|ninguna|no|sin repeticion)$", "once"),
     # numbers in words
@@ -63,6 +63,7 @@ REWRITES: Final[tuple[tuple[str, str], ...]] = (
     (r"([0-9]{1,2}) y media", r"\1:30"),
     (r"y a las?(?= [0-9])", "y"),
     (r"([0-9]{1,2}) y cuarto", r"\1:15"),
+    (r"([0-9]{1,2}) menos cuarto", lambda m: f"{int(m[1]) - 1}:45"),
     (r"a las? ([0-9]{1,2})(?![0-9:.h])", r"at \1:00"),
     (r"a las?(?= [0-9])", "at"),
     (r"(?<!\ben )(?<!\bcada )([0-9]{1,2})h([0-9]{2})?", r"\1:\2"),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from . import Language
+from . import Language, Replacement
 
 _DAYS: Final = ("lundi", "mardi", "mercredi", "jeudi", "vendredi", "samedi", "dimanche")
 _EN_DAYS: Final = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
@@ -48,7 +48,7 @@ _N: Final = r"[0-9]{1,3}|deux|trois|quatre|cinq|six"
 _EN_DAY: Final = "|".join(_EN_DAYS)
 _UNIT: Final = r"secondes?|minutes?|mins?|mn|heures?|h|jours?|semaines?|mois"
 
-REWRITES: Final[tuple[tuple[str, str], ...]] = (
+REWRITES: Final[tuple[tuple[str, Replacement], ...]] = (
     # no repeat
     (r"^(?:une fois|jamais|aucune?|pas de repetition|non)$", "once"),
     # numbers in words
