@@ -126,8 +126,18 @@ class IdentifyGate:
         self.identified += 1
         if self.interval <= 0:
             return self.clock.time()
-        pace = Pace(f"gateway:identify:{self.bucket(shard_id)}", self.interval)
+        pace = Pace(f"gateway:identify:{self.bucket(shard_id)}", self.spacing)
         return (await self.sched.reserve_slot(pace)).timestamp()
+
+    @property
+    def spacing(self) -> float:
+        """How far apart two turns of one bucket are reserved: the interval and a margin
+        (a fifth of it, at least 0.25 s). A turn is a time on this process's clock; the
+        IDENTIFY reaches Discord after its connection is set up, which takes longer for one
+        shard than for another (a loaded machine, a slow TLS handshake): without the margin
+        the first of two IDENTIFYs may arrive late and the next on time, closer than Discord
+        allows, and be refused with op 9."""
+        return self.interval + max(self.interval / 5, 0.25)
 
     async def wait(self, shard_id: int) -> None:
         """Wait until shard ``shard_id`` may IDENTIFY (see :meth:`turn`)."""

@@ -434,6 +434,56 @@ async def test_identify_never_goes_over_the_bucket_rate_across_instances(
             restore_discord_endpoints()
 
 
+async def test_an_identify_that_reaches_discord_late_does_not_push_the_next_one_over_the_rate(
+    paced: FakeDiscord, tmp_path: Path, clock: FakeClock
+) -> None:
+    """A turn is a time on the instance's clock; the IDENTIFY reaches Discord once its
+    connection is set up, later for one shard than for another. Here the first IDENTIFY of
+    bucket 0 reaches the fake 0.5 s after its turn (the fake's clock moves on before judging
+    it), the next one exactly on its turn: the turns are reserved a margin more than the
+    interval apart, so the two still arrive 5 s apart or more, and neither gets op 9."""
+    drift = 0.5
+    judge = paced.gateway._identify
+    drifted: list[float] = []
+
+    def late(conn: Any, data: Any) -> None:
+        if not drifted:
+            drifted.append(clock.monotonic())
+            clock.advance(drift)
+        judge(conn, data)
+
+    paced.gateway._identify = late  # type: ignore[method-assign]
+    async with paced:
+        for k in range(COUNT):
+            sharded_world(paced, k)
+        cluster = Cluster(paced, tmp_path / "crier.db", clock)
+        app = cluster.make(shard_ids=(0, 2), identify_interval=5.0)  # both of bucket 0
+        starting = asyncio.create_task(app.start())
+        try:
+            while not starting.done():
+                await paced.wait_until(
+                    lambda: (
+                        starting.done()
+                        or cluster.settled()
+                        or not all(x.accepted for x in paced.identify_log)
+                    ),
+                    timeout=20,
+                    what="every shard connected or waiting its turn",
+                )
+                if not all(x.accepted for x in paced.identify_log):
+                    break
+                clock.advance(0.25)  # wakes a turn at its very time: no drift for the second
+                await asyncio.sleep(0)
+            log = paced.identify_log
+            assert drifted
+            assert [x.outcome for x in log] == ["accepted"] * 2, log
+            starting.result()
+            assert log[1].at - log[0].at >= 5.0
+        finally:
+            await app.close()
+            restore_discord_endpoints()
+
+
 async def test_the_session_start_budget_floor_refuses_to_identify(
     tmp_path: Path, clock: FakeClock, caplog: pytest.LogCaptureFixture
 ) -> None:
