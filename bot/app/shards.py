@@ -161,6 +161,7 @@ class ShardClient(Protocol):
     async def connect(self, *, reconnect: bool = True) -> None: ...
     async def close(self) -> None: ...
     async def wait_until_ready(self) -> None: ...
+    async def wait_interactions(self, within: float) -> int: ...
 
 
 class _Runner:
@@ -183,6 +184,10 @@ class _Runner:
             and bool(ws.open)
             and self.client.is_ready()
         )
+
+
+INTERACTIONS_WAIT = 10.0
+"""How long a shard being stopped waits for the interactions it is still handling."""
 
 
 GatewayInfo = tuple[int, SessionStartLimit]
@@ -437,6 +442,15 @@ class Shards:
             runner.task.cancel()
             with contextlib.suppress(BaseException):
                 await runner.task
+        # Then the interactions it received and is still handling (bounded): the other
+        # sessions that received one stay silent when this one's effect came first, so
+        # closing under it would lose the member's answer.
+        left = await runner.client.wait_interactions(INTERACTIONS_WAIT)
+        if left:
+            log.warning(
+                "shard %d of %d: closed with %d interaction(s) still being handled after "
+                "%g s", shard_id, self.count, left, INTERACTIONS_WAIT,
+            )  # fmt: skip
         with contextlib.suppress(Exception):
             await runner.client.close()
         self.stopped_total += 1

@@ -24,6 +24,7 @@ from bot.web.gateway import ShardState
 from scheduler import LeaseShare, Pace
 from scheduler.testing import FakeClock
 from tests.bot.conftest import NOW, World, restore_discord_endpoints, settings_for
+from tests.bot.test_export_import import export
 from tests.fakediscord import FakeDiscord, InteractionHandle
 from tests.fakediscord import Permissions as P
 
@@ -370,6 +371,37 @@ async def test_a_lone_instance_leaves_at_once_on_sigterm(
 
 
 # --- pinning --------------------------------------------------------------------------------------
+
+
+async def test_a_shard_stopped_while_it_handles_an_interaction_answers_it_first(
+    worlds: list[World], cluster: Cluster
+) -> None:
+    """A shard is stopped (a hand-over, SIGTERM) while it handles an interaction it received:
+    ``/import``, deferred, its file's download held at the fake. Its session and its REST
+    client are closed only once the answer is sent: the other sessions that received the
+    interaction stay silent (its effect was this one's), so closing under it would lose the
+    member's answer."""
+    world = worlds[1]
+    app = await cluster.start()
+    _, data = await export(world)
+    release = cluster.fake.attachments.hold_downloads()
+    h = await cluster.fake.invoke_command(
+        world.guild, world.general, world.admin, "import", {"file": ("export.json", data)}
+    )
+    await h.response(timeout=10)  # deferred
+    await cluster.fake.wait_until(
+        lambda: cluster.fake.attachments.downloads_waiting == 1, what="the download at the fake"
+    )
+    closing = asyncio.create_task(cluster.close(app))
+    await cluster.fake.wait_until(
+        lambda: 1 not in app.shards.runners or closing.done(), what="shard 1 stopping"
+    )
+    release.set()
+    await asyncio.wait_for(closing, 30)
+    # (closed: nothing more can come; the answer is there or it is lost)
+    assert h.original is not None
+    assert not h.original.loading, "the deferred answer was never completed"
+    assert h.original.content.startswith("Nothing to import"), h.original.content  # (empty)
 
 
 async def test_pinned_shards_take_no_leases(worlds: list[World], cluster: Cluster) -> None:
