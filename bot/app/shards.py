@@ -172,6 +172,8 @@ class _Runner:
         self.client = client
         self.task: asyncio.Task[None] | None = None
         self.stopping = False
+        self.watch: asyncio.Task[None] | None = None
+        """Pokes the lease share once the session is ready (see ``Shards._poke_when_ready``)."""
         self.waiting_turn = False
         """Waiting for its first IDENTIFY's turn (tests drive the clock until none is)."""
 
@@ -349,11 +351,15 @@ class Shards:
 
     async def close(self, *, hand_over: bool = False) -> None:
         """Stop every shard: handed to the other instances first with ``hand_over`` (each
-        session closed once its taker's is ready, within a lease; alone, at once)."""
+        session closed once its taker's is ready, within two leases; alone, at once)."""
         share, self.share = self.share, None
         if share is not None:
             if hand_over:
-                await share.leave()
+                # A taker notices the leave at its next round (a third of a lease), asks, is
+                # handed the shard at the giver's next (a sixth), starts it at its own next,
+                # waits its IDENTIFY turn and connects, then confirms at once: more than a
+                # lease in the worst case, so the giver waits up to two.
+                await share.leave(within=2 * self.lease)
             else:
                 await share.leave(within=0)
         for shard_id in sorted(self.runners):
@@ -390,9 +396,20 @@ class Shards:
         runner.task = asyncio.create_task(
             self._run(runner), name=f"discord gateway shard {shard_id}/{self.count}"
         )
+        runner.watch = asyncio.create_task(
+            self._poke_when_ready(runner), name=f"shard {shard_id}/{self.count} ready"
+        )
         self.started_total += 1
         log.info("shard %d of %d: starting", shard_id, self.count)
         self.changed.set()
+
+    async def _poke_when_ready(self, runner: _Runner) -> None:
+        """Once the shard's session is ready, a lease round at once: a shard handed over to
+        this instance is confirmed then, and its giver closes its own session on its next
+        round, instead of a lease round later (a rolling deploy's SIGTERM waits for it)."""
+        await runner.client.wait_until_ready()
+        if self.share is not None:
+            self.share.poke()
 
     async def _run(self, runner: _Runner) -> None:
         try:
@@ -435,6 +452,8 @@ class Shards:
         if runner is None:
             return
         runner.stopping = True
+        if runner.watch is not None:
+            runner.watch.cancel()
         # The session's loop first: once closed, a client must not dispatch (discord.py
         # would make an event coroutine it can no longer schedule), then the session itself
         # (closed with 1000: Discord ends it, no RESUME is kept for it).
