@@ -14,9 +14,10 @@ Every test also asserts: no traceback and no 40060 in any process's log (a sessi
 loses an interaction's race stays silent, at DEBUG), and every IDENTIFY accepted by the fake
 (none over its bucket's rate, across every instance).
 
-Sizes: by default, three instances on 4 leased shards, the 8-shard kill and take-over with 16
-guilds, one rolling swap and the restart loop; with ``CRIER_FULL=1``, also two instances on
-one pinned shard, 40 guilds for the 8-shard test, and a rolling deploy of both instances.
+Sizes: by default, two instances both connected on one pinned shard, the 8-shard kill and
+take-over with 16 guilds, one rolling swap and the restart loop; with ``CRIER_FULL=1``, also
+three instances on 4 leased shards, 40 guilds for the 8-shard test, and a rolling deploy of
+both instances.
 """
 
 from __future__ import annotations
@@ -150,11 +151,14 @@ def clean(cluster: Instances) -> None:
 # --- every interaction once ---------------------------------------------------------------
 
 LAYOUTS = [
-    pytest.param(3, Layout(count=4), id="three-instances-4-leased-shards"),
+    # Both sessions receive every interaction: what makes each take effect once is the once
+    # key in the database, and the loser's silence.
+    pytest.param(2, Layout(count=1, pinned=True), id="two-instances-one-shard-both-connected"),
+    # One session per shard (two during a hand-over), shards shared out through leases.
     pytest.param(
-        2,
-        Layout(count=1, pinned=True),
-        id="two-instances-one-shard-both-connected",
+        3,
+        Layout(count=4),
+        id="three-instances-4-leased-shards",
         marks=pytest.mark.skipif(not FULL, reason="CRIER_FULL=1"),
     ),
 ]
