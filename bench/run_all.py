@@ -68,12 +68,16 @@ def plan(
             ["bench/schedules_bench.py", *(["--runs", "1", "--count", "1000"] if quick else [])],
         ),
     ]
+    dsn = os.environ.get("CRIER_TEST_POSTGRES_DSN")
     if (BENCH / "bot_bench.py").exists():
         steps.append(("bot_bench", ["bench/bot_bench.py", *q]))
-        dsn = os.environ.get("CRIER_TEST_POSTGRES_DSN")
         if dsn:  # three bot processes sharing one PostgreSQL database
             pg = ["--processes", "3", "--store", "postgres", "--dsn", dsn]
             steps.append(("bot_bench_pg3", ["bench/bot_bench.py", *pg, *(q or ["--runs", "3"])]))
+    if dsn and (BENCH / "shards_bench.py").exists():  # three instances sharing 8 shards
+        steps.append(
+            ("shards_bench", ["bench/shards_bench.py", "--dsn", dsn, *(q or ["--runs", "3"])])
+        )
     steps.append(("scale_bench", ["bench/scale_bench.py", *(q or ["--size", scale])]))
     steps.append(
         (
@@ -316,7 +320,7 @@ def compare_aims(cmp: dict[str, Any]) -> list[dict[str, Any]]:
 
 def aims_section(docs: dict[str, dict[str, Any] | None]) -> list[str]:
     rows = []
-    for name in ("compare_bench", "scheduler_bench", "scale_bench"):
+    for name in ("compare_bench", "scheduler_bench", "scale_bench", "shards_bench"):
         doc = docs.get(name)
         aims = (doc or {}).get("aims", [])
         if name == "compare_bench" and doc:
@@ -698,6 +702,18 @@ def reading_section(cmp: dict[str, Any]) -> list[str]:
     return lines
 
 
+SHARDS_INTRO = [
+    "10,000 guilds over 8 shards, three `python -m bot` instances on one PostgreSQL database "
+    "sharing the shards through leases (`SHARD_LEASE_SECONDS=5`), against the fake Discord "
+    "with Discord's limits; the identify window is 1 s instead of Discord's 5 s (the bot's "
+    "`IDENTIFY_INTERVAL_SECONDS` alike) so a run takes minutes. The IDENTIFY floor is 7 "
+    "windows for 8 shards in one bucket; the bot reserves turns 1.25 windows apart (a margin "
+    "against connection set-up drift), so 1.25x is its best. The take-over bound is the "
+    "lease, a lease round, one IDENTIFY turn per lost shard and 5 s for the processes to "
+    "connect. Its output, as printed:",
+]
+
+
 def write_docs(out: Path, docs_dir: Path) -> Path:
     docs = {
         n: load(out, n)
@@ -818,6 +834,18 @@ def write_docs(out: Path, docs_dir: Path) -> Path:
             "",
             "```",
             scale_txt.read_text("utf-8").rstrip(),
+            "```",
+            "",
+        ]
+    shards_txt = out / "shards_bench.txt"
+    if shards_txt.exists():
+        lines += [
+            "## Shards (`shards_bench.py`)",
+            "",
+            *SHARDS_INTRO,
+            "",
+            "```",
+            shards_txt.read_text("utf-8").rstrip(),
             "```",
             "",
         ]

@@ -158,6 +158,8 @@ class LeaseShare:
         confirmed by the taker)."""
         self._renewed: dict[str, float] = {}
         self._leaving = False
+        self._others_seen = False
+        self._poked = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._next = 0.0
         self.changed = asyncio.Event()
@@ -186,16 +188,36 @@ class LeaseShare:
         self._next = self._monotonic() + self.ttl / 3
         self._task = asyncio.create_task(self._loop(), name=f"lease share {self.group}")
 
+    def poke(self) -> None:
+        """Run a round now, between the regular ones: e.g. the work of a key handed to this
+        member just became ready, so the giver is told at once (not a third of a ttl later)
+        that it may stop."""
+        self._poked.set()
+
+    async def _sleep_or_poke(self, seconds: float) -> bool:
+        """Sleep ``seconds`` on the clock, or less if poked; whether it was poked."""
+        sleeper = asyncio.ensure_future(self._engine.clock.sleep(seconds))
+        poked = asyncio.ensure_future(self._poked.wait())
+        try:
+            await asyncio.wait({sleeper, poked}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            sleeper.cancel()
+            poked.cancel()
+        return self._poked.is_set()
+
     async def _loop(self) -> None:
         # Rounds are due every ttl / 3 from the join, on the clock's monotonic time, however
         # long each takes and whenever this task first runs.
         while True:
             wait = self._next - self._monotonic()
-            if wait > 0:
-                await self._engine.clock.sleep(wait)
-            self._next += self.ttl / 3
-            if self._next < self._monotonic():  # woke late: the next round a full ttl / 3 on
-                self._next = self._monotonic() + self.ttl / 3
+            poked = self._poked.is_set()
+            if wait > 0 and not poked:
+                poked = await self._sleep_or_poke(wait)
+            self._poked.clear()
+            if not poked:  # (a poked round comes in between: the rounds keep their times)
+                self._next += self.ttl / 3
+                if self._next < self._monotonic():  # woke late: the next a full ttl / 3 on
+                    self._next = self._monotonic() + self.ttl / 3
             try:
                 await self.round()
             except asyncio.CancelledError:
@@ -214,11 +236,13 @@ class LeaseShare:
                 await self._task
             self._task = None
         self._leaving = True
+        self._others_seen = False
         wait = self.ttl if within is None else _codec.to_seconds(within, "within")
         deadline = self._monotonic() + wait
         try:
             await self.leases._run(lease_ops.leave, group=self.group, holder=self.me)
-            if not await self.leases._run(lease_ops.members, group=self.group):
+            self._others_seen = bool(await self.leases._run(lease_ops.members, group=self.group))
+            if not self._others_seen:
                 deadline = self._monotonic()  # nobody to hand to: release at once
             while self.running and self._monotonic() < deadline:
                 await self.round()
@@ -228,6 +252,12 @@ class LeaseShare:
                     )
         except Exception as exc:
             log.warning("lease group %s: could not hand over (%s)", self.group, exc)
+        if self.running and wait > 0 and self._others_seen:
+            log.warning(
+                "lease group %s: %s not taken over within %g s; released (its work stops "
+                "before another member's starts)", self.group, ", ".join(sorted(self.running)),
+                wait,
+            )  # fmt: skip
         for key in sorted(self.running):
             with contextlib.suppress(Exception):
                 await self.leases.release(key)

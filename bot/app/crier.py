@@ -10,6 +10,7 @@ import logging
 import signal
 import sqlite3
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -148,6 +149,10 @@ MAX_RATELIMIT_WAIT = 30.0
 """The longest 429 discord.py waits out itself; a longer one raises ``RateLimited``."""
 
 
+UNCLAIMED_INTERACTION = 2.0
+"""Seconds after which an interaction no handler of this client took up is not waited for."""
+
+
 class CrierBot(commands.Bot):
     """A Discord client, holding the scheduler-backed services; hosts the commands cog.
 
@@ -213,6 +218,11 @@ class CrierBot(commands.Bot):
         self._shards_ready = shards_ready
         self.identify_turn_taken = False
         """Set when this shard's first IDENTIFY already waited its turn (see ``Shards``)."""
+        self.interactions_in_flight: dict[int, tuple[float, asyncio.Task[Any] | None]] = {}
+        """Interactions this client received and is still handling, by id: when it came
+        (``time.monotonic()``) and the task handling it (None until that task starts, see
+        :func:`bot.commands.once.take`). A shard handed over waits for them before closing
+        its session (:meth:`wait_interactions`)."""
         self.logged_in = asyncio.Event()
         self.synced_commands: bool | None = None
 
@@ -245,7 +255,39 @@ class CrierBot(commands.Bot):
         # discord.py's ready timer would then dispatch to a client whose loop is gone.
         if self.is_closed():
             return
+        if event_name == "interaction" and args and isinstance(args[0], discord.Interaction):
+            # (dispatched right after discord.py made the task that handles it)
+            self.interactions_in_flight.setdefault(args[0].id, (time.monotonic(), None))
         super().dispatch(event_name, *args, **kwargs)
+
+    def handling(self, interaction_id: int, task: asyncio.Task[Any] | None) -> None:
+        """``task`` handles interaction ``interaction_id`` (None: it is not acted on); the
+        interaction is in flight until the task ends."""
+        if task is None:
+            self.interactions_in_flight.pop(interaction_id, None)
+            return
+        self.interactions_in_flight[interaction_id] = (time.monotonic(), task)
+        task.add_done_callback(lambda _: self.interactions_in_flight.pop(interaction_id, None))
+
+    async def wait_interactions(self, within: float) -> int:
+        """Wait (at most ``within`` seconds) until every interaction this client received is
+        handled: a session closed under one would lose its answer, while the other sessions
+        that received it stay silent (it was this one's effect). One no handler took up
+        within :data:`UNCLAIMED_INTERACTION` seconds (a form another session opened, a
+        button of no view here) is not waited for. Returns how many are left."""
+        deadline = time.monotonic() + within
+        while True:
+            now = time.monotonic()
+            for key, (came, task) in list(self.interactions_in_flight.items()):
+                if task is None and now - came > UNCLAIMED_INTERACTION:
+                    del self.interactions_in_flight[key]
+            if not self.interactions_in_flight or now >= deadline:
+                return len(self.interactions_in_flight)
+            tasks = [t for _, t in self.interactions_in_flight.values() if t is not None]
+            if len(tasks) == len(self.interactions_in_flight):
+                await asyncio.wait(tasks, timeout=deadline - now)
+            else:  # one whose handler has not started yet
+                await asyncio.sleep(min(0.05, deadline - now))
 
     async def wait_until_ready(self) -> None:
         """The REST-only client never connects: it is ready once logged in and once the

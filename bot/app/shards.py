@@ -126,8 +126,18 @@ class IdentifyGate:
         self.identified += 1
         if self.interval <= 0:
             return self.clock.time()
-        pace = Pace(f"gateway:identify:{self.bucket(shard_id)}", self.interval)
+        pace = Pace(f"gateway:identify:{self.bucket(shard_id)}", self.spacing)
         return (await self.sched.reserve_slot(pace)).timestamp()
+
+    @property
+    def spacing(self) -> float:
+        """How far apart two turns of one bucket are reserved: the interval and a margin
+        (a fifth of it, at least 0.25 s). A turn is a time on this process's clock; the
+        IDENTIFY reaches Discord after its connection is set up, which takes longer for one
+        shard than for another (a loaded machine, a slow TLS handshake): without the margin
+        the first of two IDENTIFYs may arrive late and the next on time, closer than Discord
+        allows, and be refused with op 9."""
+        return self.interval + max(self.interval / 5, 0.25)
 
     async def wait(self, shard_id: int) -> None:
         """Wait until shard ``shard_id`` may IDENTIFY (see :meth:`turn`)."""
@@ -151,6 +161,7 @@ class ShardClient(Protocol):
     async def connect(self, *, reconnect: bool = True) -> None: ...
     async def close(self) -> None: ...
     async def wait_until_ready(self) -> None: ...
+    async def wait_interactions(self, within: float) -> int: ...
 
 
 class _Runner:
@@ -161,6 +172,8 @@ class _Runner:
         self.client = client
         self.task: asyncio.Task[None] | None = None
         self.stopping = False
+        self.watch: asyncio.Task[None] | None = None
+        """Pokes the lease share once the session is ready (see ``Shards._poke_when_ready``)."""
         self.waiting_turn = False
         """Waiting for its first IDENTIFY's turn (tests drive the clock until none is)."""
 
@@ -173,6 +186,10 @@ class _Runner:
             and bool(ws.open)
             and self.client.is_ready()
         )
+
+
+INTERACTIONS_WAIT = 10.0
+"""How long a shard being stopped waits for the interactions it is still handling."""
 
 
 GatewayInfo = tuple[int, SessionStartLimit]
@@ -334,11 +351,15 @@ class Shards:
 
     async def close(self, *, hand_over: bool = False) -> None:
         """Stop every shard: handed to the other instances first with ``hand_over`` (each
-        session closed once its taker's is ready, within a lease; alone, at once)."""
+        session closed once its taker's is ready, within two leases; alone, at once)."""
         share, self.share = self.share, None
         if share is not None:
             if hand_over:
-                await share.leave()
+                # A taker notices the leave at its next round (a third of a lease), asks, is
+                # handed the shard at the giver's next (a sixth), starts it at its own next,
+                # waits its IDENTIFY turn and connects, then confirms at once: more than a
+                # lease in the worst case, so the giver waits up to two.
+                await share.leave(within=2 * self.lease)
             else:
                 await share.leave(within=0)
         for shard_id in sorted(self.runners):
@@ -375,9 +396,20 @@ class Shards:
         runner.task = asyncio.create_task(
             self._run(runner), name=f"discord gateway shard {shard_id}/{self.count}"
         )
+        runner.watch = asyncio.create_task(
+            self._poke_when_ready(runner), name=f"shard {shard_id}/{self.count} ready"
+        )
         self.started_total += 1
         log.info("shard %d of %d: starting", shard_id, self.count)
         self.changed.set()
+
+    async def _poke_when_ready(self, runner: _Runner) -> None:
+        """Once the shard's session is ready, a lease round at once: a shard handed over to
+        this instance is confirmed then, and its giver closes its own session on its next
+        round, instead of a lease round later (a rolling deploy's SIGTERM waits for it)."""
+        await runner.client.wait_until_ready()
+        if self.share is not None:
+            self.share.poke()
 
     async def _run(self, runner: _Runner) -> None:
         try:
@@ -420,6 +452,8 @@ class Shards:
         if runner is None:
             return
         runner.stopping = True
+        if runner.watch is not None:
+            runner.watch.cancel()
         # The session's loop first: once closed, a client must not dispatch (discord.py
         # would make an event coroutine it can no longer schedule), then the session itself
         # (closed with 1000: Discord ends it, no RESUME is kept for it).
@@ -427,6 +461,15 @@ class Shards:
             runner.task.cancel()
             with contextlib.suppress(BaseException):
                 await runner.task
+        # Then the interactions it received and is still handling (bounded): the other
+        # sessions that received one stay silent when this one's effect came first, so
+        # closing under it would lose the member's answer.
+        left = await runner.client.wait_interactions(INTERACTIONS_WAIT)
+        if left:
+            log.warning(
+                "shard %d of %d: closed with %d interaction(s) still being handled after "
+                "%g s", shard_id, self.count, left, INTERACTIONS_WAIT,
+            )  # fmt: skip
         with contextlib.suppress(Exception):
             await runner.client.close()
         self.stopped_total += 1

@@ -26,6 +26,7 @@ a key be forgotten at last (see :mod:`scheduler._once`).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from datetime import timedelta
@@ -55,8 +56,11 @@ def take(interaction: discord.Interaction) -> bool:
     """Start handling ``interaction`` in the current task: its work is interactive (ahead of
     the deliveries' bookkeeping in the store) and takes effect once across every session.
     False (and nothing is done) for one too old to be answered."""
+    handling = getattr(interaction.client, "handling", None)
     age = time.time() - interaction.created_at.timestamp()
     if age > MAX_AGE.total_seconds():
+        if handling is not None:
+            handling(interaction.id, None)
         log.warning(
             "ignored interaction %s: it is %.0f s old by this machine's clock (a process "
             "that was stopped or cut off, or a clock that is off)",
@@ -64,6 +68,8 @@ def take(interaction: discord.Interaction) -> bool:
             age,
         )
         return False
+    if handling is not None:  # in flight until this task ends (see CrierBot.handling)
+        handling(interaction.id, asyncio.current_task())
     set_interactive()
     if interaction.type is not discord.InteractionType.autocomplete:
         set_once(f"interaction:{interaction.id}", ONCE_TTL)

@@ -24,6 +24,7 @@ from bot.web.gateway import ShardState
 from scheduler import LeaseShare, Pace
 from scheduler.testing import FakeClock
 from tests.bot.conftest import NOW, World, restore_discord_endpoints, settings_for
+from tests.bot.test_export_import import export
 from tests.fakediscord import FakeDiscord, InteractionHandle
 from tests.fakediscord import Permissions as P
 
@@ -372,6 +373,37 @@ async def test_a_lone_instance_leaves_at_once_on_sigterm(
 # --- pinning --------------------------------------------------------------------------------------
 
 
+async def test_a_shard_stopped_while_it_handles_an_interaction_answers_it_first(
+    worlds: list[World], cluster: Cluster
+) -> None:
+    """A shard is stopped (a hand-over, SIGTERM) while it handles an interaction it received:
+    ``/import``, deferred, its file's download held at the fake. Its session and its REST
+    client are closed only once the answer is sent: the other sessions that received the
+    interaction stay silent (its effect was this one's), so closing under it would lose the
+    member's answer."""
+    world = worlds[1]
+    app = await cluster.start()
+    _, data = await export(world)
+    release = cluster.fake.attachments.hold_downloads()
+    h = await cluster.fake.invoke_command(
+        world.guild, world.general, world.admin, "import", {"file": ("export.json", data)}
+    )
+    await h.response(timeout=10)  # deferred
+    await cluster.fake.wait_until(
+        lambda: cluster.fake.attachments.downloads_waiting == 1, what="the download at the fake"
+    )
+    closing = asyncio.create_task(cluster.close(app))
+    await cluster.fake.wait_until(
+        lambda: 1 not in app.shards.runners or closing.done(), what="shard 1 stopping"
+    )
+    release.set()
+    await asyncio.wait_for(closing, 30)
+    # (closed: nothing more can come; the answer is there or it is lost)
+    assert h.original is not None
+    assert not h.original.loading, "the deferred answer was never completed"
+    assert h.original.content.startswith("Nothing to import"), h.original.content  # (empty)
+
+
 async def test_pinned_shards_take_no_leases(worlds: list[World], cluster: Cluster) -> None:
     a = await cluster.start(shard_ids=(0, 1))
     b = await cluster.start(shard_ids=(2, 3))
@@ -431,6 +463,56 @@ async def test_identify_never_goes_over_the_bucket_rate_across_instances(
         finally:
             for app in apps:
                 await app.close()
+            restore_discord_endpoints()
+
+
+async def test_an_identify_that_reaches_discord_late_does_not_push_the_next_one_over_the_rate(
+    paced: FakeDiscord, tmp_path: Path, clock: FakeClock
+) -> None:
+    """A turn is a time on the instance's clock; the IDENTIFY reaches Discord once its
+    connection is set up, later for one shard than for another. Here the first IDENTIFY of
+    bucket 0 reaches the fake 0.5 s after its turn (the fake's clock moves on before judging
+    it), the next one exactly on its turn: the turns are reserved a margin more than the
+    interval apart, so the two still arrive 5 s apart or more, and neither gets op 9."""
+    drift = 0.5
+    judge = paced.gateway._identify
+    drifted: list[float] = []
+
+    def late(conn: Any, data: Any) -> None:
+        if not drifted:
+            drifted.append(clock.monotonic())
+            clock.advance(drift)
+        judge(conn, data)
+
+    paced.gateway._identify = late  # type: ignore[method-assign]
+    async with paced:
+        for k in range(COUNT):
+            sharded_world(paced, k)
+        cluster = Cluster(paced, tmp_path / "crier.db", clock)
+        app = cluster.make(shard_ids=(0, 2), identify_interval=5.0)  # both of bucket 0
+        starting = asyncio.create_task(app.start())
+        try:
+            while not starting.done():
+                await paced.wait_until(
+                    lambda: (
+                        starting.done()
+                        or cluster.settled()
+                        or not all(x.accepted for x in paced.identify_log)
+                    ),
+                    timeout=20,
+                    what="every shard connected or waiting its turn",
+                )
+                if not all(x.accepted for x in paced.identify_log):
+                    break
+                clock.advance(0.25)  # wakes a turn at its very time: no drift for the second
+                await asyncio.sleep(0)
+            log = paced.identify_log
+            assert drifted
+            assert [x.outcome for x in log] == ["accepted"] * 2, log
+            starting.result()
+            assert log[1].at - log[0].at >= 5.0
+        finally:
+            await app.close()
             restore_discord_endpoints()
 
 

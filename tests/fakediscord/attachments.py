@@ -16,6 +16,7 @@ signed CDN URL (404 "This content is no longer available." unless another status
 
 from __future__ import annotations
 
+import asyncio
 import json
 import mimetypes
 import re
@@ -129,6 +130,10 @@ class AttachmentStore:
     """Every attachment the fake knows, by id; serves their bytes over HTTP."""
 
     def __init__(self, base_url: Any, new_id: Any, *, upload_limit: int) -> None:
+        self.downloads_held: asyncio.Event | None = None
+        """Set to an unset Event (:meth:`hold_downloads`): every download waits until it is
+        set (a slow CDN, controlled by the test); :attr:`downloads_waiting` counts them."""
+        self.downloads_waiting = 0
         self._base_url = base_url  # () -> "http://127.0.0.1:port"
         self._new_id = new_id  # () -> snowflake
         self.upload_limit = upload_limit
@@ -221,6 +226,11 @@ class AttachmentStore:
             )
         return result
 
+    def hold_downloads(self) -> asyncio.Event:
+        """Hold every download from now on until the returned Event is set."""
+        self.downloads_held = asyncio.Event()
+        return self.downloads_held
+
     async def serve(self, request: web.Request) -> web.StreamResponse:
         try:
             att = self.by_id.get(int(request.match_info["attachment_id"]))
@@ -232,6 +242,9 @@ class AttachmentStore:
             return web.Response(
                 status=att.refuse_status, text="This content is no longer available."
             )
+        if self.downloads_held is not None:
+            self.downloads_waiting += 1
+            await self.downloads_held.wait()
         att.fetch_count += 1
         return web.Response(body=att.data, headers={"Content-Type": att.content_type})
 

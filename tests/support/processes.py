@@ -142,7 +142,8 @@ class Process:
         if self.proc.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 self.proc.terminate()
-        await self.rest()
+        if self.proc.stdout is not None:  # (python -m bot writes its stdout to its log)
+            await self.rest()
         return await asyncio.wait_for(self.proc.wait(), within)
 
     async def reap(self) -> None:
