@@ -12,7 +12,13 @@ from ..db import BotDb
 from ..db.listing import EVERY, ListFilter
 from ..models import Announcement, AnnouncementState, HistoryEntry, PastDelivery, PublishState
 from .course import NotFound
-from .placeholders import as_posted_at, counts_occurrences, occurrence_number
+from .placeholders import (
+    as_posted_at,
+    counts_occurrences,
+    event_link,
+    occurrence_number,
+    shows_event,
+)
 from .service import AnnouncementService
 
 
@@ -229,11 +235,13 @@ class Reading(AnnouncementService):
     async def as_posted(self, a: Announcement, fire_ts: float) -> Announcement:
         """``a`` as its occurrence at ``fire_ts`` posts it: its placeholders rendered (the
         same for every attempt at that occurrence)."""
-        number = 1
-        if counts_occurrences(a):
+        number, link = 1, ""
+        if counts_occurrences(a) or shows_event(a):
             async with self.sched.reader() as db:
                 number = await occurrence_number(BotDb(db), a, fire_ts)
-        return as_posted_at(a, fire_ts, number)
+                if shows_event(a):
+                    link = await event_link(BotDb(db), a, fire_ts)
+        return as_posted_at(a, fire_ts, number, link)
 
     async def _next_times(
         self, a: Announcement, now: datetime, skipped: set[float]
