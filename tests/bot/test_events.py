@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from tests.bot.conftest import NOW, CrierFactory, World, run_command
-from tests.bot.test_delivery import advance, posts
+from tests.bot.conftest import NOW, CrierFactory, World, db_snapshot, run_command
+from tests.bot.test_delivery import advance, advance_to_retry, posts
 from tests.fakediscord import Permissions as P
 from tests.web.test_dashboard_http import database_url
 
@@ -96,3 +96,205 @@ async def test_a_one_off_gets_its_event_within_seconds_and_the_post_links_to_it(
     [post] = posts(world, world.news)
     assert post.content == f"Meetup! https://discord.com/events/{world.guild.id}/{event.id}"
     assert len(creates(world)) == 1
+
+
+async def event_jobs(crier: Crier) -> list[int]:
+    """The pending events jobs."""
+    async with crier.sched.reader() as db:
+        cur = await db.execute(
+            "SELECT id FROM scheduler_jobs WHERE fn = 'announcements:events' AND state = 'pending' "
+            "ORDER BY next_ts"
+        )
+        return [int(r["id"]) for r in await cur.fetchall()]
+
+
+# --- recurring: each occurrence's event made before it, within the lead time ----------------
+
+
+async def test_each_occurrence_gets_its_event_within_the_lead_time(
+    world: World, crier: Crier, clock: FakeClock
+) -> None:
+    """Daily at 09:00 UTC from 12:00 with a lead of one day: tomorrow's event at once, the
+    day after's once it is within a day (when tomorrow's post goes), never twice."""
+    await schedule(
+        world, repeat="daily at 09:00", timezone="UTC", message="Standup",
+        event=True, event_location="Room 4",
+    )  # fmt: skip
+    await advance(crier, clock, 1)
+    day1 = (NOW + timedelta(hours=21)).timestamp()
+    assert starts(world) == [day1]
+    await advance(crier, clock, timedelta(hours=21))  # the first post; the next event is due
+    assert starts(world) == [day1, day1 + 86400]
+    await advance(crier, clock, timedelta(days=1))
+    assert starts(world) == [day1, day1 + 86400, day1 + 2 * 86400]
+    assert len(creates(world)) == 3
+    assert [r["state"] for r in await event_rows(crier)] == ["created"] * 3
+
+
+# --- exactly once ----------------------------------------------------------------------------
+
+
+async def test_a_502_after_the_create_yields_one_event(
+    world: World, crier: Crier, clock: FakeClock
+) -> None:
+    """Discord made the event and answered 502: discord.py hands the 502 back at once (one
+    create, not its own retry); the intent is recorded, so the job's re-run looks the event
+    up among the server's events and records it instead of creating a second one."""
+    path = f"/guilds/{world.guild.id}/scheduled-events"
+    world.fake.faults.add(method="POST", path_regex=re.escape(path) + "$", status=502,
+                          after_effect=True)  # fmt: skip
+    await schedule(world, when="in 2h", message="Meetup", event=True, event_location="Hall")
+    await advance(crier, clock, 1)
+    assert [r.status for r in creates(world)] == [502]  # not retried by discord.py
+    [made] = events(world)
+    [row] = await event_rows(crier)
+    assert (row["state"], row["event_id"]) == ("creating", None)
+    [job] = await event_jobs(crier)
+
+    await advance_to_retry(crier, clock, job)
+
+    assert len(creates(world)) == 1
+    assert events(world) == [made]
+    [row] = await event_rows(crier)
+    assert (row["state"], row["event_id"]) == ("created", made.id)
+    lists = [r for r in world.fake.requests if r.method == "GET" and r.path == path]
+    assert lists, "the re-run asked Discord for the server's events"
+
+
+async def test_the_look_up_takes_only_the_bots_unrecorded_event_with_that_name_and_start(
+    world: World, crier: Crier, clock: FakeClock
+) -> None:
+    """After a 502 that made nothing, the re-run finds no event of its own (a member's event
+    with the same name and start is not taken) and creates it: one event of the bot's."""
+    path = f"/guilds/{world.guild.id}/scheduled-events"
+    world.fake.faults.add(method="POST", path_regex=re.escape(path) + "$", status=502)
+    world.fake.scheduled_events.add(world.guild, "Meetup", AT_2H)  # a member's
+    await schedule(world, when="in 2h", message="Meetup", event=True, event_location="Hall")
+    await advance(crier, clock, 1)
+    [job] = await event_jobs(crier)
+    await advance_to_retry(crier, clock, job)
+    [row] = await event_rows(crier)
+    mine = [e for e in events(world) if e.creator_id == world.fake.bot_user.id]
+    assert [e.id for e in mine] == [row["event_id"]]
+    assert [r.status for r in creates(world)] == [502, 200]
+
+
+# --- edit, skip, cancel, pause, resume -------------------------------------------------------
+
+
+async def test_an_edit_updates_the_same_event(world: World, crier: Crier, clock: FakeClock) -> None:
+    n = await schedule(world, when="in 2h", message="Meetup", event=True, event_location="Hall")
+    await advance(crier, clock, 1)
+    [before] = events(world)
+    moved_to = (clock.now() + timedelta(hours=3)).timestamp()
+    cb = await run_command(world, "edit", id=n, message="Meetup, moved", when="in 3h",
+                           event_location="Garden")  # fmt: skip
+    assert "Edited" in (cb.content or "") or "edited" in (cb.content or ""), cb.content
+    await advance(crier, clock, 1)
+    [after] = events(world)
+    assert after.id == before.id
+    assert (after.name, after.location) == ("Meetup, moved", "Garden")
+    assert after.start_ts == moved_to
+    assert len(creates(world)) == 1
+    patches = [
+        r for r in world.fake.requests if r.method == "PATCH" and "scheduled-events" in r.path
+    ]
+    assert [r.status for r in patches] == [200]
+
+
+async def test_skip_cancels_the_skipped_occurrences_event(
+    world: World, crier: Crier, clock: FakeClock
+) -> None:
+    n = await schedule(world, repeat="every 6 hours", when="in 1h", message="Check",
+                       event=True, event_location="Desk")  # fmt: skip
+    await advance(crier, clock, 1)
+    first = (NOW + timedelta(hours=1)).timestamp()
+    assert starts(world)[:2] == [first, first + 6 * 3600]
+    cb = await run_command(world, "skip", id=n)
+    assert "kip" in (cb.content or ""), cb.content
+    await advance(crier, clock, 1)
+    assert first not in starts(world)
+    assert starts(world)[0] == first + 6 * 3600
+    gone = world.fake.scheduled_events.of(world.guild, live_only=False)
+    assert [e.status for e in gone if e.start_ts == first] == [4]
+
+
+async def test_cancel_cancels_its_events(world: World, crier: Crier, clock: FakeClock) -> None:
+    n = await schedule(world, repeat="every 6 hours", when="in 1h", message="Check",
+                       event=True, event_location="Desk")  # fmt: skip
+    await advance(crier, clock, 1)
+    assert len(events(world)) >= 2
+    await run_command(world, "cancel", id=n)
+    await advance(crier, clock, 1)
+    assert events(world) == []
+    assert {r["state"] for r in await event_rows(crier)} == {"canceled"}
+
+
+async def test_pause_cancels_the_coming_events_and_resume_makes_them_again(
+    world: World, crier: Crier, clock: FakeClock
+) -> None:
+    n = await schedule(world, repeat="every 6 hours", when="in 1h", message="Check",
+                       event=True, event_location="Desk")  # fmt: skip
+    await advance(crier, clock, 1)
+    made = [e.id for e in events(world)]
+    assert len(made) >= 2
+    await run_command(world, "pause", id=n)
+    await advance(crier, clock, 1)
+    assert events(world) == []
+    await run_command(world, "resume", id=n)
+    await advance(crier, clock, 1)
+    again = events(world)
+    assert len(again) == len(made)
+    assert not {e.id for e in again} & set(made)  # new events, the canceled ones stay so
+    assert {r["state"] for r in await event_rows(crier)} == {"created"}
+
+
+# --- refused at scheduling, nothing written ---------------------------------------------------
+
+
+async def refused(world: World, crier: Crier, says: str, **options: Any) -> None:
+    before = await db_snapshot(crier)
+    cb = await run_command(world, "schedule", channel=world.news, **options)
+    assert cb.ephemeral
+    assert says in (cb.content or ""), cb.content
+    assert await db_snapshot(crier) == before
+
+
+async def test_a_server_at_discords_limit_of_100_events_is_refused_naming_it(
+    world: World, crier: Crier
+) -> None:
+    for i in range(100):
+        world.fake.scheduled_events.add(world.guild, f"Other {i}", AT_2H + i)
+    await refused(world, crier, "the most Discord allows (100)", when="in 2h", message="x",
+                  event=True, event_location="Hall")  # fmt: skip
+    assert len(creates(world)) == 0
+
+
+async def test_without_create_events_it_is_refused_asking_for_it(
+    world: World, crier: Crier
+) -> None:
+    world.guild.set_bot_permissions(BASE)
+    await refused(world, crier, "**Create Events**", when="in 2h", message="x", event=True,
+                  event_location="Hall")  # fmt: skip
+    # Without `event`, nothing is asked of events.
+    await schedule(world, when="in 2h", message="no event")
+
+
+async def test_an_event_in_a_voice_channel_needs_connect_there(
+    world: World, crier: Crier, clock: FakeClock
+) -> None:
+    voice = world.guild.add_channel("Lounge", type=2)
+    voice.set_overwrite(world.guild.bot_member, deny=P.CONNECT)
+    await refused(world, crier, "**Connect**", when="in 2h", message="x", event=True,
+                  event_channel=voice)  # fmt: skip
+    voice.set_overwrite(world.guild.bot_member, allow=P.CONNECT)
+    await schedule(world, when="in 2h", message="Voice meetup", event=True, event_channel=voice)
+    await advance(crier, clock, 1)
+    [event] = events(world)
+    assert (event.entity_type, event.channel_id, event.location) == (2, voice.id, None)
+
+
+async def test_event_options_without_a_place_are_refused(world: World, crier: Crier) -> None:
+    await refused(world, crier, "needs a place", when="in 2h", message="x", event=True)
+    await refused(world, crier, "add `event: true`", when="in 2h", message="x",
+                  event_location="Hall")  # fmt: skip
