@@ -8,14 +8,17 @@ scheduling with nothing written."""
 from __future__ import annotations
 
 import re
+import time
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from tests.bot.conftest import NOW, CrierFactory, World, db_snapshot, run_command
+from tests.bot.test_crash_bot import DEADLINE, HOLD, Harness
 from tests.bot.test_delivery import advance, advance_to_retry, posts
 from tests.fakediscord import Permissions as P
+from tests.support.processes import Process, procs, until
 from tests.web.test_dashboard_http import database_url
 
 if TYPE_CHECKING:
@@ -298,3 +301,50 @@ async def test_event_options_without_a_place_are_refused(world: World, crier: Cr
     await refused(world, crier, "needs a place", when="in 2h", message="x", event=True)
     await refused(world, crier, "add `event: true`", when="in 2h", message="x",
                   event_location="Hall")  # fmt: skip
+
+
+# --- a real bot SIGKILLed between Discord's create and the bot's record -----------------------
+
+
+@pytest.fixture
+async def bots() -> AsyncIterator[list[Process]]:
+    async with procs() as started:
+        yield started
+
+
+async def test_a_bot_killed_between_discords_create_and_its_record_makes_one_event(
+    world: World, tmp_path: Path, bots: list[Process]
+) -> None:
+    """``python -m bot`` asks Discord to create the event; the fake creates it and holds the
+    answer; the bot is SIGKILLed (its intent recorded, no id). A new bot takes the job over
+    once its lease runs out, finds the event among the server's and records it: one create,
+    one event."""
+    world.guild.set_bot_permissions(BASE | P.CREATE_EVENTS)
+    h = Harness(world, tmp_path, bots)
+    fake = world.fake
+    path = f"/guilds/{world.guild.id}/scheduled-events"
+    fake.faults.add(method="POST", path_regex=re.escape(path) + "$", after_effect=True, delay=HOLD)
+    first = await h.start_bot()
+    at = int(time.time()) + 3600
+    text = await h.command("schedule", when=str(at), message="Crash meetup", channel=world.news,
+                           event=True, event_location="Hall")  # fmt: skip
+    assert "Scheduled announcement" in text, text
+    await fake.wait_until(lambda: len(events(world)) == 1, timeout=DEADLINE, what="the create")
+    [made] = events(world)
+    rows = h.query("SELECT state, event_id FROM bot_events")
+    assert rows == [{"state": "creating", "event_id": None}], rows
+
+    await h.kill(first)
+    await h.start_bot()
+
+    def recorded() -> bool:
+        return h.query("SELECT state, event_id FROM bot_events") == [
+            {"state": "created", "event_id": made.id}
+        ]
+
+    try:
+        await until(recorded, DEADLINE, "the new bot to record the event")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n{h.logs()}") from None
+    assert events(world) == [made]
+    assert len(creates(world)) == 1
