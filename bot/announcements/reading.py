@@ -8,9 +8,16 @@ from datetime import UTC, datetime
 
 from scheduler import ScheduleNotFound
 
-from ..db import BotDb
+from ..db import BotDb, EventRow
 from ..db.listing import EVERY, ListFilter
-from ..models import Announcement, AnnouncementState, HistoryEntry, PastDelivery, PublishState
+from ..models import (
+    Announcement,
+    AnnouncementState,
+    EventSpec,
+    HistoryEntry,
+    PastDelivery,
+    PublishState,
+)
 from .course import NotFound
 from .placeholders import (
     as_posted_at,
@@ -62,6 +69,11 @@ class Details:
     shown: Announcement | None = None
     """The announcement as its next occurrence will post it (placeholders rendered); None
     when none is to come."""
+    event: EventSpec | None = None
+    """The Discord event each occurrence gets (None: none)."""
+    events: tuple[EventRow, ...] = ()
+    """Its Discord events of occurrences still to come, made or being made, soonest first
+    (and any Discord refused)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,6 +227,12 @@ class Reading(AnnouncementService):
             recorded = await rows.recent_deliveries(a.id, INFO_DELIVERIES + len(skipped_ts))
             history = await rows.history(a.id, INFO_HISTORY + 1)
             files = tuple(name for name, _ in await rows.image_names(a.id))
+            event = await rows.event_spec(a.id)
+            events = tuple(
+                e
+                for e in await rows.events_of(a.id)
+                if e.fire_ts > now.timestamp() and e.state in ("creating", "created", "failed")
+            )
         deliveries = [d for d in recorded if d.fire_ts not in skipped_ts][:INFO_DELIVERIES]
         skipped = [datetime.fromtimestamp(ts, UTC) for ts in skipped_ts]
         next_times = await self._next_times(a, now, set(skipped_ts))
@@ -230,6 +248,8 @@ class Reading(AnnouncementService):
             history=history[-INFO_HISTORY:],
             earlier_history=len(history) > INFO_HISTORY,
             files=files,
+            event=event,
+            events=events,
         )
 
     async def as_posted(self, a: Announcement, fire_ts: float) -> Announcement:

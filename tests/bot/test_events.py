@@ -7,9 +7,11 @@ scheduling with nothing written."""
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -23,7 +25,6 @@ from tests.web.test_dashboard_http import database_url
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
-    from pathlib import Path
 
     from bot.app import Crier
     from scheduler.testing import FakeClock
@@ -348,3 +349,57 @@ async def test_a_bot_killed_between_discords_create_and_its_record_makes_one_eve
         raise AssertionError(f"{exc}\n{h.logs()}") from None
     assert events(world) == [made]
     assert len(creates(world)) == 1
+
+
+# --- /info, export and import -----------------------------------------------------------------
+
+
+async def test_info_shows_the_event_and_its_link(
+    world: World, crier: Crier, clock: FakeClock
+) -> None:
+    n = await schedule(world, when="in 2h", message="Meetup", event=True,
+                       event_location="Town hall", event_minutes=45)  # fmt: skip
+    await advance(crier, clock, 1)
+    [event] = events(world)
+    text = (await run_command(world, "info", id=n)).content or ""
+    assert "**Discord event:** Town hall, 45 min" in text, text
+    assert f"https://discord.com/events/{world.guild.id}/{event.id}" in text, text
+
+
+async def test_an_export_carries_the_event_and_an_import_makes_it_again(
+    world: World, other: World, crier: Crier, clock: FakeClock
+) -> None:
+    import jsonschema
+
+    other.guild.set_bot_permissions(BASE | P.CREATE_EVENTS)
+    voice = world.guild.add_channel("Stage door", type=2)
+    other_voice = other.guild.add_channel("Stage door", type=2)
+    await schedule(world, when="in 2h", message="Outside", event=True, event_location="Park")
+    await schedule(world, when="in 3h", message="Inside", event=True, event_channel=voice,
+                   event_minutes=30)  # fmt: skip
+    await schedule(world, when="in 4h", message="No event")
+    h = await world.fake.invoke_command(world.guild, world.general, world.admin, "export")
+    [file] = (await h.final_message(timeout=20)).attachments
+    doc = json.loads(file.data)
+    assert doc["version"] == 2
+    schema = json.loads((Path(__file__).parents[2] / "docs" / "export.schema.json").read_text())
+    jsonschema.validate(doc, schema)
+    assert [a["event"] for a in doc["announcements"]] == [
+        {"minutes": 60, "location": "Park", "channel": None},
+        {"minutes": 30, "location": None,
+         "channel": {"id": str(voice.id), "name": "Stage door"}},
+        None,
+    ]  # fmt: skip
+
+    h = await other.fake.invoke_command(
+        other.guild, other.general, other.admin, "import",
+        {"file": ("export.json", file.data), "confirm": True},
+    )  # fmt: skip
+    msg = await h.final_message(timeout=30)
+    assert "Imported" in msg.content or "imported" in msg.content, msg.content
+    await advance(crier, clock, 1)
+    made = events(other)
+    assert [(e.location, e.channel_id, e.name) for e in made] == [
+        ("Park", None, "Outside"),
+        (None, other_voice.id, "Inside"),
+    ]
