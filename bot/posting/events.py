@@ -195,8 +195,8 @@ class EventSync:
         """Create the occurrence's event (its intent recorded) and record its id; whether it
         was made (a refusal is recorded and reported)."""
         client = self.poster.client
-        payload = self._payload(shape)
         try:
+            payload = await self._payload(shape)
             made = await self.poster.request(
                 ctx,
                 lambda: client.http.create_guild_scheduled_event(ann.guild_id, **payload),
@@ -218,7 +218,7 @@ class EventSync:
     ) -> None:
         """The same event edited to show what the occurrence shows now."""
         try:
-            await self._patch(ctx, ann, row, self._payload(shape, edit=True))
+            await self._patch(ctx, ann, row, await self._payload(shape, edit=True))
         except RequestFailed as failed:
             if not failed.permanent:
                 raise
@@ -232,7 +232,7 @@ class EventSync:
     ) -> EventRow:
         """The event of an occurrence an edit moved: the same event, edited to show the
         occurrence it moved to."""
-        await self._patch(ctx, ann, row, self._payload(shape, edit=True))
+        await self._patch(ctx, ann, row, await self._payload(shape, edit=True))
         return await self._record(
             ctx, ann.id, row.fire_ts, "created", shows=shape.shows,
             new_fire_ts=shape.start_ts, start_ts=shape.start_ts,
@@ -269,7 +269,7 @@ class EventSync:
         except REQUEST_ERRORS as exc:
             raise classify(exc) from exc
 
-    def _payload(self, shape: EventShape, *, edit: bool = False) -> dict[str, Any]:
+    async def _payload(self, shape: EventShape, *, edit: bool = False) -> dict[str, Any]:
         spec = shape.spec
         payload: dict[str, Any] = {
             "name": shape.name,
@@ -284,7 +284,11 @@ class EventSync:
             if edit:
                 payload["channel_id"] = None
         else:
-            channel = self.poster.client.get_channel(spec.channel_id)
+            client = self.poster.client
+            # From the cache, else (its shard is another instance's) asked of Discord.
+            channel = client.get_channel(spec.channel_id) or await client.fetch_channel(
+                spec.channel_id
+            )
             stage = isinstance(channel, discord.StageChannel)
             payload["entity_type"] = STAGE if stage else VOICE
             payload["channel_id"] = str(spec.channel_id)
