@@ -403,3 +403,29 @@ async def test_an_export_carries_the_event_and_an_import_makes_it_again(
         ("Park", None, "Outside"),
         (None, other_voice.id, "Inside"),
     ]
+
+
+async def test_an_event_discord_refuses_later_is_recorded_and_reported_and_the_post_goes_out(
+    world: World, crier: Crier, clock: FakeClock
+) -> None:
+    """The server reached Discord's 100 events after scheduling: the next occurrence's event
+    is refused (30038), recorded failed with why, reported in the log channel; the posts go
+    on."""
+    log_channel = world.guild.add_channel("crier-log")
+    await run_command(world, "settings", log_channel=log_channel)
+    await schedule(world, repeat="daily at 09:00", timezone="UTC", message="Standup",
+                   event=True, event_location="Room 4")  # fmt: skip
+    await advance(crier, clock, 1)
+    assert len(events(world)) == 1
+    for i in range(99):
+        world.fake.scheduled_events.add(world.guild, f"Other {i}", AT_2H + i)
+
+    await advance(crier, clock, timedelta(hours=21))
+
+    assert len(posts(world, world.news)) == 1
+    rows = await event_rows(crier)
+    assert [r["state"] for r in rows] == ["created", "failed"]
+    [report] = posts(world, log_channel)
+    assert "could not be created" in report.content
+    assert "100 scheduled events" in report.content
+    assert [r.status for r in creates(world)] == [200, 400]
