@@ -7,6 +7,7 @@ scheduling with nothing written."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import time
@@ -399,9 +400,9 @@ async def test_an_export_carries_the_event_and_an_import_makes_it_again(
     assert "Imported" in msg.content or "imported" in msg.content, msg.content
     await advance(crier, clock, 1)
     made = events(other)
-    assert [(e.location, e.channel_id, e.name) for e in made] == [
-        ("Park", None, "Outside"),
-        (None, other_voice.id, "Inside"),
+    assert sorted((e.name, e.location, e.channel_id) for e in made) == [
+        ("Inside", None, other_voice.id),
+        ("Outside", "Park", None),
     ]
 
 
@@ -429,3 +430,48 @@ async def test_an_event_discord_refuses_later_is_recorded_and_reported_and_the_p
     assert "could not be created" in report.content
     assert "100 scheduled events" in report.content
     assert [r.status for r in creates(world)] == [200, 400]
+
+
+async def test_one_job_at_a_time_makes_an_announcements_events(
+    world: World, crier: Crier, clock: FakeClock
+) -> None:
+    """An edit while the first events job is inside its create (parked at the fake before
+    Discord made anything): the edit's job finds the events taken and waits; it never looks
+    for the event the other one is still making (it would find none and create a second)."""
+    gate = world.fake.scheduled_events.hold_creates()
+    n = await schedule(world, when="in 2h", message="Meetup", event=True, event_location="Hall")
+    await world.fake.wait_until(
+        lambda: world.fake.scheduled_events.parked == 1, timeout=DEADLINE, what="the create"
+    )
+    path = f"/guilds/{world.guild.id}/scheduled-events"
+
+    def lookups() -> int:
+        return len([r for r in world.fake.requests if r.method == "GET" and r.path == path])
+
+    counted = lookups()  # the room check of /schedule
+    await run_command(world, "edit", id=n, message="Meetup, renamed")
+
+    async def second_waits() -> bool:
+        async with crier.sched.reader() as db:
+            cur = await db.execute(
+                "SELECT count(*) AS n FROM scheduler_jobs WHERE fn = 'announcements:events' "
+                "AND state = 'pending' AND attempts >= 1"
+            )
+            row = await cur.fetchone()
+        return bool(row and row["n"] == 1)
+
+    for _ in range(1000):  # the driver runs the edit's job at once (due now): until it waited
+        if await second_waits() or lookups() > counted:
+            break
+        await asyncio.sleep(0.01)
+    else:
+        raise AssertionError("the edit's events job did not run")
+    assert lookups() == counted, "the edit's job looked for the event the other one is making"
+    gate.set()
+    await advance(crier, clock, 1)
+    [job] = await event_jobs(crier)
+    await advance_to_retry(crier, clock, job)
+
+    [event] = events(world)
+    assert event.name == "Meetup, renamed"  # the second job edited the one event
+    assert len(creates(world)) == 1

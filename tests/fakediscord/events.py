@@ -23,6 +23,7 @@ Faithful details (Discord's "Guild Scheduled Event" resource):
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import dataclass
 from datetime import datetime
@@ -99,6 +100,16 @@ class EventRoutes:
         self.events: dict[int, ScheduledEvent] = {}
         """Every event ever created, canceled and deleted ones too (``deleted`` holds those)."""
         self.deleted: set[int] = set()
+        self.gate: asyncio.Event | None = None
+        """Set by :meth:`hold_creates`: creates wait for it before doing anything."""
+        self.parked = 0
+        """How many creates are waiting at the gate."""
+
+    def hold_creates(self) -> asyncio.Event:
+        """Park every create (before it makes anything: the request is on its way in) until
+        the returned event is set."""
+        self.gate = asyncio.Event()
+        return self.gate
 
     def of(self, guild: Guild, *, live_only: bool = True) -> list[ScheduledEvent]:
         """The guild's events (the scheduled or active ones), oldest first."""
@@ -146,6 +157,13 @@ class EventRoutes:
 
     async def _create(self, request: web.Request, params: dict[str, str], body: _Body) -> Any:
         fake = self.fake
+        if self.gate is not None and not self.gate.is_set():
+            self.parked += 1
+            fake._changed()
+            try:
+                await self.gate.wait()
+            finally:
+                self.parked -= 1
         guild = self._guild(params)
         data: dict[str, Any] = body.json or {}
         kind = data.get("entity_type")
