@@ -475,3 +475,20 @@ async def test_one_job_at_a_time_makes_an_announcements_events(
     [event] = events(world)
     assert event.name == "Meetup, renamed"  # the second job edited the one event
     assert len(creates(world)) == 1
+
+
+async def test_paused_by_a_failed_post_its_coming_events_are_canceled(
+    world: World, crier: Crier, clock: FakeClock
+) -> None:
+    await schedule(world, repeat="every 6 hours", when="in 1h", message="Check",
+                   event=True, event_location="Desk")  # fmt: skip
+    await advance(crier, clock, 1)
+    assert len(events(world)) >= 2
+    world.news.set_overwrite(world.guild.bot_member, deny=P.SEND_MESSAGES)
+    await advance(crier, clock, timedelta(hours=1))
+    async with crier.sched.reader() as db:
+        cur = await db.execute("SELECT state FROM bot_announcements")
+        assert [r["state"] for r in await cur.fetchall()] == ["paused"]
+    await advance(crier, clock, 60)  # its job waited its turn behind the one the post started
+    # The event of the occurrence that failed (its time has come) stays; the coming ones go.
+    assert starts(world) == [(NOW + timedelta(hours=1)).timestamp()]
