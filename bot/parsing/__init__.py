@@ -13,6 +13,8 @@ Everything here is pure (no Discord, no I/O, no clock: "now" is passed in). Bad 
 - :mod:`.durations`: ``2h30m`` read, ``1 hour and 30 minutes`` written;
 - :mod:`.cron_words`: a cron expression described in English;
 - :mod:`.display`: times shown back (Discord timestamps, what a text was read as);
+- :mod:`.languages`: times and repeats typed in French, German and Spanish (one table
+  per language, read by the English parser);
 - :mod:`.words`: day and month names; :mod:`.errors`: the error and the input limits.
 """
 

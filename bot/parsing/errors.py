@@ -7,7 +7,17 @@ from typing import Final
 
 
 class InputError(ValueError):
-    """The user's text could not be used; ``str(error)`` is a friendly message for them."""
+    """The user's text could not be used; ``str(error)`` is a friendly message for them.
+
+    ``reason`` names the kind of refusal for the ones said again in the member's language
+    (:mod:`.languages`): ``gap``, ``past``, ``too_far``, ``needs_time``,
+    ``repeat_needs_time``; ``details`` holds what such a message shows. Empty otherwise.
+    """
+
+    def __init__(self, message: str, *, reason: str = "", **details: object) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.details = details
 
 
 MAX_INPUT_LENGTH: Final = 100

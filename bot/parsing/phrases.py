@@ -163,7 +163,8 @@ def read_phrase(
     if not times:
         if need_time:
             raise InputError(
-                f"`{s}` doesn't say at what time. Add one, like `{s} at 9:00`, or give `when`."
+                f"`{s}` doesn't say at what time. Add one, like `{s} at 9:00`, or give `when`.",
+                reason="repeat_needs_time",
             )
         times = [time(local.hour, local.minute)]
     return _finish(rule, times, first, tz)

@@ -51,6 +51,7 @@ from scheduler.triggers import CRON_MACROS, Cron
 from .cron_words import describe_cron
 from .durations import duration_parts, parse_duration, spoken_duration
 from .errors import InputError
+from .languages import read_localized
 from .phrases import read_phrase
 from .rule import RepeatRule
 from .words import WEEKDAY_NAMES, WEEKDAY_WORDS, cron_day
@@ -119,7 +120,13 @@ _CRON_TOKEN: Final = re.compile(r"[0-9a-z*?#/,\-]+", _A)
 
 
 def parse_repeat(
-    text: str, first: datetime, tz: ZoneInfo, *, need_time: bool = False
+    text: str,
+    first: datetime,
+    tz: ZoneInfo,
+    *,
+    need_time: bool = False,
+    locale: str | None = None,
+    notes: list[str] | None = None,
 ) -> RepeatRule | None:
     """Read the user's ``repeat`` text; ``None`` means "do not repeat".
 
@@ -128,10 +135,25 @@ def parse_repeat(
     cron rules are evaluated in ``tz``. With ``need_time`` (``when`` was left out, ``first``
     is "now") the rule must name its time of day (``every friday at 8pm``). See the module
     docstring and :mod:`.phrases` for the accepted forms. Raises
-    :class:`~bot.parsing.InputError` with a user-facing message otherwise.
+    :class:`~bot.parsing.InputError` with a user-facing message otherwise. In a locale
+    with a language of :mod:`.languages` the text is read in that language first, then in
+    English; then ``I read `tous les vendredis à 20h` as `every friday at 20:00`.`` is
+    appended to ``notes`` (when given).
     """
     if first.tzinfo is None or first.utcoffset() is None:
         raise ValueError("parse_repeat needs an aware 'first'")
+    return read_localized(
+        text,
+        locale,
+        "repeat",
+        lambda typed: _parse_repeat_english(typed, first, tz, need_time),
+        notes,
+    )
+
+
+def _parse_repeat_english(
+    text: str, first: datetime, tz: ZoneInfo, need_time: bool
+) -> RepeatRule | None:
     s = " ".join(text.lower().split()).rstrip(".!").replace("every other ", "every 2 ")
     if s in _NO_REPEAT:
         return None
@@ -148,7 +170,8 @@ def parse_repeat(
         if preset is not None:
             raise InputError(
                 f"`{s}` doesn't say at what time: give `when` too, or name a time of day "
-                f"in the rule, like `{s} at 9:00`."
+                f"in the rule, like `{s} at 9:00`.",
+                reason="repeat_needs_time",
             )
     else:
         rule = _preset(s, local, tz) or read_phrase(s, first, tz) or _interval(s) or _cron(s, tz)

@@ -50,15 +50,17 @@ def read_schedule(
     if not when_text:
         if not repeat_text:
             raise InputError(f"Please say when to post it, like {examples(now)}.")
-        rule = parse_repeat(repeat_text, now, tz, need_time=True)
+        said: list[str] = []
+        rule = parse_repeat(repeat_text, now, tz, need_time=True, locale=locale, notes=said)
         if rule is None:
             raise InputError(f"Please say when to post it, like {examples(now)}.")
         upcoming = next_times(rule, now, tz, count)
-        return ScheduleReading(upcoming[0], rule, tuple(upcoming), ())
+        return ScheduleReading(upcoming[0], rule, tuple(upcoming), tuple(said))
     start = parse_when(when_text, tz, now, locale=locale)
     notes = tuple(date_notes(when_text, tz, now, locale))
-    rule = parse_repeat(repeat_text, start, tz) if repeat_text else None
+    said = []
+    rule = parse_repeat(repeat_text, start, tz, locale=locale, notes=said) if repeat_text else None
     if rule is None:
         return ScheduleReading(start, None, (start,), notes)
     upcoming = next_times(rule, start, tz, count)
-    return ScheduleReading(upcoming[0], rule, tuple(upcoming), notes)
+    return ScheduleReading(upcoming[0], rule, tuple(upcoming), notes + tuple(said))

@@ -29,7 +29,15 @@ def exact_wall(naive: datetime, zone: tzinfo, now: datetime) -> datetime:
     aware = naive.replace(tzinfo=zone)
     gap = skipped_span(naive, zone) if aware > now else None
     if gap is not None:
-        raise InputError(gap_message(naive, zone, *gap))
+        start, end = gap
+        raise InputError(
+            gap_message(naive, zone, start, end),
+            reason="gap",
+            naive=naive,
+            zone=zone,
+            start=start,
+            end=end,
+        )
     return aware
 
 

@@ -62,6 +62,7 @@ from .display import (
 )
 from .durations import parse_duration
 from .errors import MAX_AHEAD, MAX_INPUT_LENGTH, InputError
+from .languages import read_as_note, read_localized, translate
 from .wall import days_in_month, exact_wall, first_future
 from .words import MONTH_WORDS, WEEKDAY_WORDS
 from .zones import ZONE_ABBREVIATIONS, abbreviation_refusal, resolve_timezone
@@ -115,10 +116,18 @@ def parse_when(text: str, tz: ZoneInfo, now: datetime, *, locale: str | None = N
     form, a time already passed (the message shows the time understood), a time more than
     :data:`MAX_AHEAD` away, or a local time skipped by a daylight-saving change.
     ``locale`` (the member's Discord locale, e.g. ``en-US``) decides how ``24/12``-style
-    dates are read (:mod:`.dates`); without one they are refused as ambiguous.
+    dates are read (:mod:`.dates`); without one they are refused as ambiguous. In a
+    locale with a language of :mod:`.languages` (``fr``, ``de``, ``es-ES``, ``es-419``) the
+    text is read in that language first, then in English.
     """
     if now.tzinfo is None or now.utcoffset() is None:
         raise ValueError("parse_when needs an aware 'now'")
+    return read_localized(
+        text, locale, "when", lambda typed: _parse_when_english(typed, tz, now, locale)
+    )
+
+
+def _parse_when_english(text: str, tz: ZoneInfo, now: datetime, locale: str | None) -> datetime:
     s = _normalize(text)
     if len(s) > MAX_INPUT_LENGTH:
         raise InputError(f"That's too long for a time. Try {examples(now)}.")
@@ -196,9 +205,11 @@ def _parse_relative(s: str, now: datetime) -> datetime | None:
 def _checked(result: datetime, zone: tzinfo, now: datetime) -> datetime:
     """Return ``result`` in UTC if it is inside the allowed window, else explain why not."""
     if result <= now:
-        raise InputError(past_message(understood_as(result, zone)))
+        understood = understood_as(result, zone)
+        raise InputError(past_message(understood), reason="past", understood=understood)
     if result - now > MAX_AHEAD:
-        raise InputError(too_far_message(understood_as(result, zone), now))
+        understood = understood_as(result, zone)
+        raise InputError(too_far_message(understood, now), reason="too_far")
     return result.astimezone(UTC)
 
 
@@ -260,9 +271,13 @@ def _refuse_day_without_time(s: str, today: date, locale: str | None) -> None:
             f"and `00:00`, like `{example_date(today)[:-5]}00:00`, or `23:59`."
         )
     if s in _PARTS_OF_DAY:
-        raise InputError(f"`{s}` needs a time too, like `{s} at 9` or `{s} 21:30`.")
+        raise InputError(
+            f"`{s}` needs a time too, like `{s} at 9` or `{s} 21:30`.", reason="needs_time"
+        )
     if _parse_day(s, today, locale) is not None:
-        raise InputError(f"`{s}` needs a time of day too, like `{s} 09:00` or `{s} 6pm`.")
+        raise InputError(
+            f"`{s}` needs a time of day too, like `{s} 09:00` or `{s} 6pm`.", reason="needs_time"
+        )
 
 
 def _split_zone(s: str, tz: ZoneInfo) -> tuple[str, tzinfo]:
@@ -341,6 +356,8 @@ def _parse_day(s: str, today: date, locale: str | None) -> _DaySpec | None:
         return _OnDate(today)
     if s in ("tomorrow", "tmrw", "tmr"):
         return _OnDate(today + timedelta(days=1))
+    if s in ("day after tomorrow", "the day after tomorrow"):
+        return _OnDate(today + timedelta(days=2))
     if (match := _ISO_DATE.fullmatch(s)) is not None:
         return _OnDate(_make_date(int(match[1]), int(match[3]), int(match[4]), s))
     numeric = read_numeric_date(s, today, locale)
@@ -392,6 +409,15 @@ def date_notes(text: str, tz: ZoneInfo, now: datetime, locale: str | None) -> li
     e.g. ``I read `24/12` as 24 December (day/month, as dates are written in …)``."""
     today = now.astimezone(tz).date()
     notes = []
+    translated = translate(text, locale)
+    if translated is not None:
+        try:
+            _parse_when_english(translated, tz, now, locale)
+        except InputError:
+            translated = None  # read as typed, in English
+        else:
+            notes.append(read_as_note(text, locale) or "")
+            text = translated
     for word in _normalize(text).split(" "):
         if NUMERIC_DATE.fullmatch(word):
             try:

@@ -267,8 +267,12 @@ def _reading(
         notes = tuple(date_notes(text, zone, now, locale))
     if isinstance(repeat, RepeatRule):
         rule: RepeatRule | None = _in_zone(repeat, zone)
+    elif repeat and repeat.strip():
+        said: list[str] = []
+        rule = parse_repeat(repeat, start, zone, locale=locale, notes=said)
+        notes += tuple(said)
     else:
-        rule = parse_repeat(repeat, start, zone) if repeat and repeat.strip() else None
+        rule = None
     if rule is None:
         return ScheduleReading(start, None, (start,), notes)
     upcoming = tuple(next_times(rule, start, zone, 3))
