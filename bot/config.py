@@ -339,6 +339,14 @@ class Settings:
         "The shortest time between two posts of a recurring announcement (in minutes, "
         "kept in seconds; never under 1).",
     )
+    event_lead: float = setting(
+        "EVENT_LEAD_DAYS",
+        Number(0.0, 366.0, scale=86400.0),
+        "7",
+        "How long before an occurrence its Discord scheduled event is created (/schedule "
+        "event: true; the next occurrence's at once, whatever this says; in days, fractions "
+        "accepted; kept in seconds).",
+    )
     commands_per_minute: int = setting(
         "COMMANDS_PER_MINUTE",
         WholeNumber(minimum=1),

@@ -177,6 +177,17 @@ class Content:
 
 
 @dataclass(frozen=True, slots=True)
+class EventSpec:
+    """The Discord scheduled event each occurrence of an announcement gets: at ``location``
+    (an EXTERNAL event) or in the voice or stage channel ``channel_id``, from the
+    occurrence's time for ``minutes``."""
+
+    minutes: int
+    location: str | None = None
+    channel_id: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Draft:
     """An announcement that passed every check, ready to be written."""
 
@@ -194,6 +205,8 @@ class Draft:
     rich: Content = Content()
     images: tuple[Image, ...] | None = ()
     """The files to upload with every post; None (an edit that leaves them): kept as they are."""
+    event: EventSpec | None = None
+    """A Discord scheduled event for each occurrence (None: none)."""
 
 
 @dataclass(frozen=True, slots=True)

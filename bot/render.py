@@ -41,6 +41,7 @@ from .models import (
     mention_markup,
 )
 from .parsing import InputError, discord_timestamp, spoken_duration
+from .parsing.placeholders import EVENT_LINK
 from .requests.checks import Refusal
 from .requests.export_doc import DocumentRefused
 
@@ -123,6 +124,29 @@ def content_lines(a: Announcement, files: Sequence[str] = ()) -> list[str]:
     if rich.destination == Destination.ANNOUNCEMENT:
         lines.append(f"**Published to followers:** {'yes' if rich.publish else 'no'}")
     return lines
+
+
+def event_lines(details: Details) -> list[str]:
+    """The Discord event each occurrence gets, and the coming ones made (with their links)."""
+    spec = details.event
+    if spec is None:
+        return []
+    where = spec.location if spec.channel_id is None else f"<#{spec.channel_id}>"
+    lines = [f"**Discord event:** {where}, {spec.minutes} min, for each occurrence"]
+    for e in details.events[:INFO_EVENTS]:
+        at = discord_timestamp(e.fire_ts, "f")
+        if e.state == "created" and e.event_id is not None:
+            link = EVENT_LINK.format(guild_id=details.announcement.guild_id, event_id=e.event_id)
+            lines.append(f"• {at} — {link}")
+        elif e.state == "failed":
+            lines.append(f"• {at} — ⚠️ not created: {_cut(e.error or 'refused')}")
+        else:
+            lines.append(f"• {at} — being created")
+    return lines
+
+
+INFO_EVENTS = 3
+"""The coming events /info lists."""
 
 
 def _pings(a: Announcement) -> str:
@@ -388,6 +412,7 @@ def _info_head(details: Details, history: list[HistoryEntry], earlier: bool) -> 
         lines.append(f"**Until:** {when(datetime.fromtimestamp(a.until_ts, UTC))}")
     lines.append(f"**Pings:** {_pings(a)}")
     lines += content_lines(a, details.files)
+    lines += event_lines(details)
     if a.failure and a.state in _SHOWS_FAILURE:
         lines.append(f"⚠️ {_cut(a.failure)}")
     lines.append("**Next times:**")

@@ -34,6 +34,7 @@ from .editing import (
     PostedUpdate,
     check_editable,
 )
+from .events import EventPlan, EventPlans, EventShape, claim_events, sync_events_later
 from .guards import (
     DEFAULT,
     LIMIT_OPTIONS,
@@ -50,11 +51,13 @@ from .guards import (
     limit_lines,
 )
 from .jobs import (
+    EVENTS_FN,
     OLD_NAMES,
     PUBLISH_FN,
     REPORT_FN,
     SEND_FN,
     UPDATE_FN,
+    EventsArgs,
     PublishArgs,
     ReportArgs,
     SendArgs,
@@ -89,6 +92,7 @@ __all__ = [
     "BEING_POSTED",
     "CHOICES_SCANNED",
     "DEFAULT",
+    "EVENTS_FN",
     "FORGET_FN",
     "INFO_DELIVERIES",
     "INFO_HISTORY",
@@ -109,6 +113,10 @@ __all__ = [
     "Details",
     "Draft",
     "EditOutcome",
+    "EventPlan",
+    "EventPlans",
+    "EventShape",
+    "EventsArgs",
     "ExportRows",
     "ForgetArgs",
     "GuildSettings",
@@ -146,6 +154,7 @@ __all__ = [
     "check_room",
     "check_template_name",
     "check_templates",
+    "claim_events",
     "delivery_job",
     "enqueue_delivery",
     "enqueue_post_update",
@@ -155,9 +164,10 @@ __all__ = [
     "mention_markup",
     "publish_pace",
     "schedule_name",
+    "sync_events_later",
 ]
 
 
-class Announcements(Transfer, Pausing, Standing):
+class Announcements(Transfer, Pausing, Standing, EventPlans):
     """Create, list and cancel announcements, keep guild settings, limits and templates,
     and follow the servers the bot leaves and comes back to."""

@@ -26,6 +26,7 @@ from ..models import (
 )
 from .course import end_announcement, end_if_past_until
 from .editing import MOVED
+from .events import sync_events_later
 from .jobs import PublishArgs, enqueue_post_update, enqueue_publish
 
 if TYPE_CHECKING:
@@ -239,6 +240,7 @@ async def record_failure(
     if new_state != ann.state:  # the bot's own change, kept in the history
         detail = error + ("; paused" if new_state == AnnouncementState.PAUSED else "")
         await rows.add_history(ann.id, HistoryAction.FAILED, None, now, detail)
+        await sync_events_later(ctx, ann.id)  # paused by a failure: its coming events go
     await rows.drop_unreferenced_files(ann.id)  # a failed one-off never posts again
     return True
 

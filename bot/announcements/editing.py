@@ -23,6 +23,7 @@ from ..models import (
 )
 from .course import NotFound, change_until, end_if_past_until
 from .diff import SHOWN, TIMING, Change, Field, changes, history_detail
+from .events import sync_events_later
 from .guards import check_repeat
 from .jobs import SEND_FN, enqueue_delivery, enqueue_post_update, schedule_name
 from .lifecycle import Lifecycle
@@ -102,7 +103,9 @@ class Editing(Lifecycle, Reading):
             rows = BotDb(ctx.db)
             a = await _unchanged(rows, before)
             found = changes(a, draft, when_given=when_given, next_before=next_before)
-            if not found:
+            event_before = await rows.event_spec(a.id)
+            event_changed = draft.event != event_before
+            if not found and not event_changed:
                 return EditOutcome(a, a, [], next_before, PostedUpdate.NONE)
             fields = {c.field for c in found}
             last = await rows.last_attempted_delivery(a.id)
@@ -123,7 +126,14 @@ class Editing(Lifecycle, Reading):
             elif Field.CHANNEL in fields and a.live and self.send_spacing > 0:
                 # The jobs carry their channel's pace: made again with the new channel's.
                 await self._replan(ctx, a, draft, now, moving=True)
-            await rows.add_history(a.id, HistoryAction.EDITED, actor_id, now, history_detail(found))
+            if event_changed:
+                await rows.set_event_spec(a.id, a.guild_id, draft.event)
+            await sync_events_later(ctx, a.id, edited=True)  # moved, changed or canceled
+            detail = history_detail(found)
+            if event_changed:
+                event_words = "event: " + ("on" if draft.event is not None else "off")
+                detail = f"{detail}; {event_words}" if detail else event_words
+            await rows.add_history(a.id, HistoryAction.EDITED, actor_id, now, detail)
             # Nothing left before a new until: done.
             await end_if_past_until(ctx, await _written(rows, a.id))
             message_id = None if last is None else last.message_id

@@ -30,6 +30,8 @@ PUBLISH_FN = "announcements:publish"
 REPORT_FN = "announcements:report"
 """The durable job that posts a failure report to a guild's log channel, after the failure
 was recorded."""
+EVENTS_FN = "announcements:events"
+"""The durable job that makes an announcement's Discord scheduled events match it."""
 OLD_NAMES: dict[str, tuple[str, ...]] = {
     UPDATE_FN: ("crier.update_posted",),
     PUBLISH_FN: ("crier.publish",),
@@ -68,6 +70,16 @@ class PublishArgs:
     message_id: int
     posted_at: float
     round: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class EventsArgs:
+    """Whose Discord events an events job makes match: ``announcement_id``'s; ``edited``: an
+    edit asked for it (an event of an occurrence that moved is moved with it, not
+    canceled)."""
+
+    announcement_id: int
+    edited: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,6 +19,7 @@ from ..models import (
     Image,
 )
 from .course import NotFound, NotPossible, Why
+from .events import sync_events_later
 from .guards import check_files, check_repeat, check_room
 from .jobs import SEND_FN, SendArgs, delivery_job, enqueue_delivery, schedule_name
 from .service import AnnouncementService
@@ -56,6 +57,9 @@ class Lifecycle(AnnouncementService):
                 first = await self.create_schedule(ctx, ann_id, draft, schedule_name(ann_id))
                 if draft.until is not None and first > draft.until:
                     raise NotPossible(Why.UNTIL_BEFORE_FIRST, at=first)  # rolls it all back
+            if draft.event is not None:
+                await rows.set_event_spec(ann_id, draft.guild_id, draft.event)
+                await sync_events_later(ctx, ann_id)
             ann = await rows.announcement(ann_id)
         if ann is None:
             raise RuntimeError("the announcement written above, in this transaction, is gone")
@@ -102,6 +106,10 @@ class Lifecycle(AnnouncementService):
             now,
         )
         firsts = await self._deliver_many(ctx, list(zip(ids, drafts, strict=True)))
+        for ann_id, draft in zip(ids, drafts, strict=True):
+            if draft.event is not None:
+                await rows.set_event_spec(ann_id, draft.guild_id, draft.event)
+                await sync_events_later(ctx, ann_id)
         made = await rows.announcements_by_ids(ids)
         return list(zip(made, firsts, strict=True))
 
@@ -225,4 +233,5 @@ class Lifecycle(AnnouncementService):
             await rows.set_state(a.id, AnnouncementState.CANCELED, now)
             await rows.add_history(a.id, HistoryAction.CANCELED, actor_id, now)
             await rows.drop_unreferenced_files(a.id)  # kept if an update still needs them
+            await sync_events_later(ctx, a.id)  # its coming events are canceled
         return a

@@ -22,6 +22,7 @@ from .course import (
     unrecorded_from,
 )
 from .diff import stamp
+from .events import sync_events_later
 from .jobs import enqueue_delivery
 from .reading import Reading
 
@@ -47,6 +48,7 @@ class Pausing(Reading):
             now = ctx.now.timestamp()
             await rows.set_state(a.id, AnnouncementState.PAUSED, now)
             await rows.add_history(a.id, HistoryAction.PAUSED, actor_id, now)
+            await sync_events_later(ctx, a.id)  # its coming events are canceled
         return a
 
     async def resume(
@@ -88,6 +90,7 @@ class Pausing(Reading):
             await rows.set_resumed(a.id, now)
             detail = "" if nxt is None else f"next: {stamp(nxt.timestamp())}"
             await rows.add_history(a.id, HistoryAction.RESUMED, actor_id, now, detail)
+            await sync_events_later(ctx, a.id)  # its coming events are made again
         return a, nxt
 
     async def skip(self, guild_id: int, local_id: int, actor_id: int) -> Skipped:
@@ -113,6 +116,7 @@ class Pausing(Reading):
             reason = f"skipped by <@{actor_id}>"
             await rows.record_skipped(a.id, fire_ts, nonce_for(a.id, fire_ts), now, reason)
             await rows.add_history(a.id, HistoryAction.SKIPPED, actor_id, now, stamp(fire_ts))
+            await sync_events_later(ctx, a.id)  # the skipped one's event is canceled
             then = await unrecorded_from(
                 rows, a, info.trigger.next_after(skipped), info.trigger.next_after
             )

@@ -6,21 +6,23 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from ..parsing.placeholders import has_placeholders, occurrence, render
+from ..parsing.placeholders import EVENT_LINK, has_placeholders, occurrence, render
 
 if TYPE_CHECKING:
     from ..db import BotDb
     from ..models import Announcement
 
 
-def as_posted_at(ann: Announcement, fire_ts: float, number: int = 1) -> Announcement:
+def as_posted_at(
+    ann: Announcement, fire_ts: float, number: int = 1, event: str = ""
+) -> Announcement:
     """``ann`` with its text and embed (or forum post) title as its occurrence at
-    ``fire_ts``, the ``number``-th time it comes due, shows them (``ann`` itself when it has
-    no placeholders)."""
+    ``fire_ts``, the ``number``-th time it comes due, with ``event`` (the link to its Discord
+    event, or empty) shows them (``ann`` itself when it has no placeholders)."""
     title = ann.rich.title
     if not has_placeholders(ann.content) and not has_placeholders(title):
         return ann
-    occ = occurrence(ann.rule, ann.first_ts, ann.timezone, fire_ts, ann.until_ts, number)
+    occ = occurrence(ann.rule, ann.first_ts, ann.timezone, fire_ts, ann.until_ts, number, event)
     shown_title = None if title is None else render(title, occ)
     return replace(ann, content=render(ann.content, occ), rich=replace(ann.rich, title=shown_title))
 
@@ -37,3 +39,17 @@ async def occurrence_number(rows: BotDb, ann: Announcement, fire_ts: float) -> i
     if not counts_occurrences(ann):
         return 1
     return 1 + await rows.occurrences_before(ann.id, fire_ts)
+
+
+def shows_event(ann: Announcement) -> bool:
+    """Whether ``ann`` shows ``{event}`` (the occurrence's event is then read)."""
+    return "event" in ann.content + (ann.rich.title or "")
+
+
+async def event_link(rows: BotDb, ann: Announcement, fire_ts: float) -> str:
+    """The link to the Discord event of ``ann``'s occurrence at ``fire_ts``, empty when it
+    has none. Created ahead of the occurrence, so every attempt at it finds the same one."""
+    row = await rows.event_at(ann.id, fire_ts)
+    if row is None or row.event_id is None or row.state != "created":
+        return ""
+    return EVENT_LINK.format(guild_id=ann.guild_id, event_id=row.event_id)

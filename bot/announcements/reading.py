@@ -8,11 +8,24 @@ from datetime import UTC, datetime
 
 from scheduler import ScheduleNotFound
 
-from ..db import BotDb
+from ..db import BotDb, EventRow
 from ..db.listing import EVERY, ListFilter
-from ..models import Announcement, AnnouncementState, HistoryEntry, PastDelivery, PublishState
+from ..models import (
+    Announcement,
+    AnnouncementState,
+    EventSpec,
+    HistoryEntry,
+    PastDelivery,
+    PublishState,
+)
 from .course import NotFound
-from .placeholders import as_posted_at, counts_occurrences, occurrence_number
+from .placeholders import (
+    as_posted_at,
+    counts_occurrences,
+    event_link,
+    occurrence_number,
+    shows_event,
+)
 from .service import AnnouncementService
 
 
@@ -56,6 +69,11 @@ class Details:
     shown: Announcement | None = None
     """The announcement as its next occurrence will post it (placeholders rendered); None
     when none is to come."""
+    event: EventSpec | None = None
+    """The Discord event each occurrence gets (None: none)."""
+    events: tuple[EventRow, ...] = ()
+    """Its Discord events of occurrences still to come, made or being made, soonest first
+    (and any Discord refused)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,6 +227,12 @@ class Reading(AnnouncementService):
             recorded = await rows.recent_deliveries(a.id, INFO_DELIVERIES + len(skipped_ts))
             history = await rows.history(a.id, INFO_HISTORY + 1)
             files = tuple(name for name, _ in await rows.image_names(a.id))
+            event = await rows.event_spec(a.id)
+            events = tuple(
+                e
+                for e in await rows.events_of(a.id)
+                if e.fire_ts > now.timestamp() and e.state in ("creating", "created", "failed")
+            )
         deliveries = [d for d in recorded if d.fire_ts not in skipped_ts][:INFO_DELIVERIES]
         skipped = [datetime.fromtimestamp(ts, UTC) for ts in skipped_ts]
         next_times = await self._next_times(a, now, set(skipped_ts))
@@ -224,16 +248,20 @@ class Reading(AnnouncementService):
             history=history[-INFO_HISTORY:],
             earlier_history=len(history) > INFO_HISTORY,
             files=files,
+            event=event,
+            events=events,
         )
 
     async def as_posted(self, a: Announcement, fire_ts: float) -> Announcement:
         """``a`` as its occurrence at ``fire_ts`` posts it: its placeholders rendered (the
         same for every attempt at that occurrence)."""
-        number = 1
-        if counts_occurrences(a):
+        number, link = 1, ""
+        if counts_occurrences(a) or shows_event(a):
             async with self.sched.reader() as db:
                 number = await occurrence_number(BotDb(db), a, fire_ts)
-        return as_posted_at(a, fire_ts, number)
+                if shows_event(a):
+                    link = await event_link(BotDb(db), a, fire_ts)
+        return as_posted_at(a, fire_ts, number, link)
 
     async def _next_times(
         self, a: Announcement, now: datetime, skipped: set[float]

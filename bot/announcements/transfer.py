@@ -12,7 +12,15 @@ from typing import TYPE_CHECKING
 from scheduler import ScheduleNotFound
 
 from ..db import BotDb
-from ..models import Announcement, AnnouncementState, Draft, HistoryAction, Image, Template
+from ..models import (
+    Announcement,
+    AnnouncementState,
+    Draft,
+    EventSpec,
+    HistoryAction,
+    Image,
+    Template,
+)
 from .editing import Editing
 from .guards import check_templates
 from .templates import Templates
@@ -33,6 +41,8 @@ class ExportRows:
     next_fires: dict[int, datetime | None]
     images: dict[int, list[Image]]
     templates: list[Template]
+    events: dict[int, EventSpec] = field(default_factory=dict)
+    """The Discord event each occurrence gets, of those that get one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,8 +75,9 @@ class Transfer(Editing, Templates):
             live = await rows.live_announcements(guild_id, MAX_EXPORTED)
             images = await rows.live_images(guild_id)
             templates = await rows.templates(guild_id)
+            events = await rows.event_specs([a.id for a in live])
         live.reverse()  # oldest first: an import numbers them in the same order
-        return ExportRows(live, await self._next_fires(live), images, templates)
+        return ExportRows(live, await self._next_fires(live), images, templates, events)
 
     async def imported_keys(self, guild_id: int, keys: Sequence[str]) -> dict[str, int]:
         """Of ``keys``, those an import into the server already created: key → its number."""

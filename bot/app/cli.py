@@ -80,6 +80,15 @@ SUBCOMMANDS: tuple[Subcommand, ...] = (
         "bot.app.backup",
     ),
     Subcommand(
+        "export",
+        "write one server's announcements and templates as the /export file",
+        "Write one server's live announcements and templates as the document /export makes "
+        "(version 2, docs/export.schema.json), to FILE or standard output. Reads the "
+        "database (DATABASE_URL) whether the bot runs or not, starting no scheduler; asks "
+        "Discord (REST, the bot's token) for the server's channel and role names.",
+        "bot.app.guild_export",
+    ),
+    Subcommand(
         "limits",
         "show or change one server's limits",
         "Show one server's limits, or raise or lower them (each option a number, or "

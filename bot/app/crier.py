@@ -47,6 +47,7 @@ from ..metrics import BotStats
 from ..models import Limits
 from ..posting.crosspost import Crossposter
 from ..posting.delivery import Delivery
+from ..posting.events import EventSync
 from ..posting.lease import lease_needed
 from ..posting.log_channel import LogChannel, Reporter
 from ..posting.once import keep_out_of_library_retries
@@ -547,6 +548,7 @@ class Crier:
                 stats=self.stats,
             ),
             reporter,
+            EventSync(poster, announcements, lead=settings.event_lead),
         )
         for job in jobs:
             job.register(self.registry)

@@ -51,6 +51,10 @@ class EditCommands(AnswersErrors, name="EditCommands"):
         image="A new image or file to post with it (replaces the current one)",
         silent="Post with @silent (no push notification)",
         update_posted="Also edit the message already posted (default: yes)",
+        event="Create a Discord event for each occurrence (true), or stop (false)",
+        event_location="The event's place (an external event)",
+        event_minutes="How long the event lasts, in minutes",
+        event_channel="The voice or stage channel the event takes place in",
     )
     @app_commands.autocomplete(id=announcement_ids("edit"))
     async def edit(
@@ -68,6 +72,10 @@ class EditCommands(AnswersErrors, name="EditCommands"):
         image: discord.Attachment | None = None,
         silent: bool | None = None,
         update_posted: bool = True,
+        event: bool | None = None,
+        event_location: app_commands.Range[str, 1, 100] | None = None,
+        event_minutes: app_commands.Range[int, 1, 10080] | None = None,
+        event_channel: discord.VoiceChannel | discord.StageChannel | None = None,
     ) -> None:
         who = await self.manager(interaction)
         current = await self.announcements.get(who.guild.id, id)
@@ -81,6 +89,10 @@ class EditCommands(AnswersErrors, name="EditCommands"):
             title=title,
             silent=silent,
             image=image,
+            event=event,
+            event_location=event_location,
+            event_minutes=event_minutes,
+            event_channel_id=None if event_channel is None else event_channel.id,
         )
         if message is None and options.empty:
             check_editable(current, {Field.MESSAGE})

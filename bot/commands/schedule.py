@@ -75,6 +75,10 @@ class AnnouncementCommands(AnswersErrors, name=COMMANDS_COG):
         publish="In an announcement channel: publish to following servers (default: yes)",
         tags="In a forum: the post's tags, separated by commas",
         template="Start from a saved template (/template list); any option given overrides it",
+        event="Also create a Discord event for each occurrence (needs a location or a channel)",
+        event_location="With event: where it takes place (an external event)",
+        event_minutes="With event: how long it lasts, in minutes (default: 60)",
+        event_channel="With event: the voice or stage channel it takes place in",
     )
     @app_commands.autocomplete(template=template_names)
     async def schedule(
@@ -93,6 +97,10 @@ class AnnouncementCommands(AnswersErrors, name=COMMANDS_COG):
         publish: bool | None = None,
         tags: app_commands.Range[str, 1, 200] | None = None,
         template: app_commands.Range[str, 1, 100] | None = None,
+        event: bool | None = None,
+        event_location: app_commands.Range[str, 1, 100] | None = None,
+        event_minutes: app_commands.Range[int, 1, 10080] | None = None,
+        event_channel: discord.VoiceChannel | discord.StageChannel | None = None,
     ) -> None:
         channel_id = None if channel is None else channel.id
         mention_id = None if mention is None else mention.id
@@ -123,6 +131,10 @@ class AnnouncementCommands(AnswersErrors, name=COMMANDS_COG):
             publish=publish,
             tags=tags,
             has_files=image is not None or stored is not None,
+            event=event,
+            event_location=event_location,
+            event_minutes=event_minutes,
+            event_channel_id=None if event_channel is None else event_channel.id,
         )
         if message is None:
             # Refused before any typing if anything else is wrong.

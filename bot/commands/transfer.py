@@ -16,6 +16,7 @@ import io
 import json
 import re
 import secrets
+from dataclasses import replace
 from typing import Any
 
 import discord
@@ -70,7 +71,7 @@ class TransferCommands(AnswersErrors, name="TransferCommands"):
         ]
         if hidden:
             kept = [a for a in found.announcements if a not in hidden]
-            found = type(found)(kept, found.next_fires, found.images, found.templates)
+            found = replace(found, announcements=kept)
         doc = export_document(who.guild, found, self.clock.now())
         data = await asyncio.to_thread(document_bytes, doc)  # off the event loop
         day = self.clock.now().strftime("%Y-%m-%d")

@@ -13,21 +13,30 @@ methods :class:`BotDb` puts together: ``announcements``, ``listing`` (the pages 
 of an ``id`` option), ``occurrences`` (a schedule's coming occurrence, on the scheduler's
 tables), ``deliveries`` (with the history), ``attachments``, ``settings``
 (guild, member and ``bot_meta``), ``dashboard``, ``templates`` (with the keys of imported
-announcements) and ``guilds`` (servers left, per-server limits, command counts, forgetting a
-server).
+announcements), ``events`` (Discord's scheduled events) and ``guilds`` (servers left,
+per-server limits, command counts, forgetting a server).
 """
 
 from .announcements import decode_nth, decode_step, encode_nth, encode_step
 from .attachments import AttachmentTable
 from .dashboard import DashboardSessionTable
 from .deliveries import DeliveryTable
+from .events import EventRow, EventTable
 from .guilds import ENDED_STATES, GuildTables
 from .listing import ListingReads
 from .occurrences import OccurrenceReads
 from .settings import SettingsTables
 from .templates import TemplateTable
 
-__all__ = ["ENDED_STATES", "BotDb", "decode_nth", "decode_step", "encode_nth", "encode_step"]
+__all__ = [
+    "ENDED_STATES",
+    "BotDb",
+    "EventRow",
+    "decode_nth",
+    "decode_step",
+    "encode_nth",
+    "encode_step",
+]
 
 
 class BotDb(
@@ -39,6 +48,7 @@ class BotDb(
     DashboardSessionTable,
     TemplateTable,
     GuildTables,
+    EventTable,
 ):
     """The bot's tables, read and written on one connection of the scheduler's store."""
 

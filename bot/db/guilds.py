@@ -115,7 +115,13 @@ class GuildTables(Table):
         each table went."""
         gone: dict[str, int] = {}
         of_guild = "SELECT id FROM bot_announcements WHERE guild_id = ?"
-        for table in ("bot_deliveries", "bot_history"):
+        for table in (
+            "bot_deliveries",
+            "bot_history",
+            "bot_event_settings",
+            "bot_events",
+            "bot_event_claims",
+        ):
             gone[table] = await self._count_deleted(
                 f"DELETE FROM {table} WHERE announcement_id IN ({of_guild}) "
                 "RETURNING announcement_id",

@@ -16,6 +16,8 @@ attempt renders the same bytes as the first try (its nonce re-send is byte-ident
 - ``{next}``: the occurrence after this one as a Discord timestamp (``<t:N:F>``), ``none``
   after the last one (and for a one-off);
 - ``{until}``: the announcement's ``until`` as a Discord timestamp, ``never`` without one;
+- ``{event}``: the link to the occurrence's Discord scheduled event (``/schedule event:
+  true``), empty when it has none (yet);
 - ``{{`` and ``}}`` write ``{`` and ``}``.
 """
 
@@ -35,6 +37,7 @@ if TYPE_CHECKING:
     from .rule import RepeatRule
 
 __all__ = [
+    "EVENT_LINK",
     "KNOWN_PLACEHOLDERS",
     "WIDEST",
     "Occurrence",
@@ -45,8 +48,19 @@ __all__ = [
     "widest",
 ]
 
-KNOWN_PLACEHOLDERS: Final = ("occurrence", "date", "time", "weekday", "next", "until")
+KNOWN_PLACEHOLDERS: Final = (
+    "occurrence",
+    "date",
+    "time",
+    "weekday",
+    "next",
+    "until",
+    "event",
+)
 """The names a text may use, in the order the refusal lists them."""
+
+EVENT_LINK: Final = "https://discord.com/events/{guild_id}/{event_id}"
+"""Where a Discord scheduled event is shown."""
 
 WIDEST: Final = {
     "occurrence": 7,
@@ -55,6 +69,7 @@ WIDEST: Final = {
     "weekday": len("Wednesday"),
     "next": len("<t:99999999999:F>"),
     "until": len("<t:99999999999:F>"),
+    "event": len(EVENT_LINK.format(guild_id=2**64, event_id=2**64)),
 }
 """The most characters each placeholder renders to (the length checks count these)."""
 
@@ -72,6 +87,8 @@ class Occurrence:
     """Its time, in the announcement's zone."""
     next: datetime | None
     until: datetime | None
+    event: str = ""
+    """The link to the occurrence's Discord event (empty: none)."""
 
 
 def _known_list() -> str:
@@ -155,6 +172,7 @@ def _values(occ: Occurrence) -> dict[str, str]:
         "weekday": WEEKDAY_NAMES[at.weekday()],
         "next": _NONE_NEXT if occ.next is None else discord_timestamp(occ.next, "F"),
         "until": _NO_UNTIL if occ.until is None else discord_timestamp(occ.until, "F"),
+        "event": occ.event,
     }
 
 
@@ -165,6 +183,7 @@ def occurrence(
     fire_ts: float,
     until_ts: float | None,
     number: int = 1,
+    event: str = "",
 ) -> Occurrence:
     """The occurrence at ``fire_ts`` of an announcement (its rule, first time, zone and
     ``until``), the ``number``-th time it comes due: its local time and the next one (none
@@ -177,4 +196,4 @@ def occurrence(
         nxt = rule.trigger(zone, datetime.fromtimestamp(first_ts, UTC)).next_after(fire)
         if until is not None and nxt > until:
             nxt = None
-    return Occurrence(number, fire.astimezone(zone), nxt, until)
+    return Occurrence(number, fire.astimezone(zone), nxt, until, event)

@@ -37,7 +37,7 @@ __all__ = ["PausePoint", "Poster", "SideEffect"]
 
 T = TypeVar("T")
 
-SideEffect = Literal["send", "edit", "publish", "report"]
+SideEffect = Literal["send", "edit", "publish", "report", "event"]
 """What a posting job is about to do: send an occurrence (a message or a forum post), edit a
 posted message, publish it to followers, or report a failure to the guild's log channel."""
 PausePoint = Callable[[ActionContext, SideEffect], Awaitable[None]]

@@ -45,6 +45,10 @@ class EditOptions:
     """A new title (``none`` removes it: the post is plain text again)."""
     silent: bool | None = None
     image: discord.Attachment | None = None
+    event: bool | None = None
+    event_location: str | None = None
+    event_minutes: int | None = None
+    event_channel_id: int | None = None
 
     @property
     def empty(self) -> bool:
@@ -60,6 +64,10 @@ class EditOptions:
                 self.title,
                 self.silent,
                 self.image,
+                self.event,
+                self.event_location,
+                self.event_minutes,
+                self.event_channel_id,
             )
         )
 
@@ -135,6 +143,11 @@ async def edit_options(
         publish=None if moved else a.rich.publish,
         tags=None if moved else a.rich.tags,
         has_files=options.image is not None or bool(await announcements.image_names(a.id)),
+        event=options.event,
+        event_location=options.event_location,
+        event_minutes=options.event_minutes,
+        event_channel_id=options.event_channel_id,
+        kept_event=await announcements.event_spec(a.id),
     )
     return asked, options.when is not None
 

@@ -26,7 +26,7 @@ import discord
 
 from scheduler.triggers import DateStep
 
-from ..models import Announcement, Destination, Image, Template
+from ..models import Announcement, Destination, EventSpec, Image, Template
 from ..parsing import RepeatRule
 
 if TYPE_CHECKING:
@@ -34,7 +34,10 @@ if TYPE_CHECKING:
 
     from ..announcements import ExportRows
 
-VERSION: Final = 1
+VERSION: Final = 2
+"""The version ``/export`` writes: 2 added each announcement's ``event``."""
+READ_VERSIONS: Final = (1, 2)
+"""The versions ``/import`` reads (a version 1 file is a version 2 one without events)."""
 MAX_IMPORT_BYTES: Final = 8 * 1024 * 1024
 """The largest file ``/import`` reads: under what any member may upload (10 MiB without
 Nitro); an export of 10,000 announcements without files is about 5 MiB."""
@@ -43,6 +46,7 @@ MAX_ROWS: Final = 10_000
 MAX_TEMPLATES: Final = 1_000
 MAX_TEXT: Final = 4096
 MAX_NAME: Final = 100
+MAX_EVENT_MINUTES: Final = 7 * 24 * 60
 _KEY: Final = re.compile(r"[A-Za-z0-9:_.-]{1,100}")
 _SNOWFLAKE: Final = re.compile(r"[0-9]{1,20}")
 _KINDS: Final = {d.value for d in Destination}
@@ -118,6 +122,16 @@ def _repeat(a: Announcement) -> dict[str, Any] | None:
     }
 
 
+def _event(guild: discord.Guild, spec: EventSpec | None) -> dict[str, Any] | None:
+    if spec is None:
+        return None
+    return {
+        "minutes": spec.minutes,
+        "location": spec.location,
+        "channel": _channel(guild, spec.channel_id),
+    }
+
+
 def _tag_names(guild: discord.Guild, a: Announcement) -> list[str]:
     forum = guild.get_channel(a.channel_id)
     if not isinstance(forum, discord.ForumChannel):
@@ -149,6 +163,7 @@ def export_document(guild: discord.Guild, found: ExportRows, now: datetime) -> d
                 "until": _iso(a.until_ts),
                 "paused": a.state == "paused",
                 "files": [_file(i) for i in found.images.get(a.id, [])],
+                "event": _event(guild, found.events.get(a.id)),
             }
         )
     templates = [
@@ -198,6 +213,16 @@ class DocMention:
 
 
 @dataclass(frozen=True, slots=True)
+class DocEvent:
+    """The Discord event each occurrence gets: at ``location`` or in ``channel`` (a voice
+    or stage channel, found by name), for ``minutes``."""
+
+    minutes: int
+    location: str | None
+    channel: Named | None
+
+
+@dataclass(frozen=True, slots=True)
 class DocAnnouncement:
     key: str
     number: int | None
@@ -216,6 +241,7 @@ class DocAnnouncement:
     until: datetime | None
     paused: bool
     files: tuple[Image, ...]
+    event: DocEvent | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,10 +289,10 @@ def read_document(raw: bytes) -> Document:
     if not isinstance(doc, dict):
         raise DocumentRefused("That file is not an export of crier: its top level isn't an object.")
     version = doc.get("version")
-    if version != VERSION or isinstance(version, bool):
+    if version not in READ_VERSIONS or isinstance(version, bool):
         raise DocumentRefused(
-            f"That file's `version` is {json.dumps(version)[:20]}; I read version {VERSION} "
-            "(the one `/export` writes)."
+            f"That file's `version` is {json.dumps(version)[:20]}; I read versions "
+            f"{' and '.join(str(v) for v in READ_VERSIONS)} (`/export` writes {VERSION})."
         )
     announcements = doc.get("announcements", [])
     templates = doc.get("templates", [])
@@ -486,7 +512,25 @@ def _announcement(value: Any) -> DocAnnouncement:
         until=_time(value, "until", null=True),
         paused=bool(_get(value, "paused", bool, null=True)),
         files=tuple(_image(f, f"files[{i}]") for i, f in enumerate(files)),
+        event=_doc_event(value),
     )
+
+
+def _doc_event(row: Mapping[str, Any]) -> DocEvent | None:
+    value = _get(row, "event", dict, null=True)
+    if value is None:
+        return None
+    minutes = _get(value, "minutes", int)
+    if not 1 <= minutes <= MAX_EVENT_MINUTES:
+        raise RowRefused(f"`event.minutes` must be 1 to {MAX_EVENT_MINUTES}")
+    location = _get(value, "location", str, null=True)
+    if location is not None and not 1 <= len(location.strip()) <= MAX_NAME:
+        raise RowRefused(f"`event.location` must be 1 to {MAX_NAME} characters")
+    raw_channel = value.get("channel")
+    channel = None if raw_channel is None else _named(raw_channel, "event.channel")
+    if (location is None) == (channel is None):
+        raise RowRefused("`event` needs a `location` or a `channel` (one of them)")
+    return DocEvent(minutes, location, channel)
 
 
 def _template(value: Any) -> DocTemplate:

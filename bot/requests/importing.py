@@ -185,6 +185,7 @@ async def _checked_row(
         publish=row.publish if row.kind.value == "announcement" else None,
         tags=", ".join(row.tags) or None,
         has_files=bool(row.files),
+        **_event_options(guild, row),
     )
     checked = await check_request(
         announcements, clock, AnnouncementRequest(requester, options, row.text)
@@ -196,6 +197,19 @@ async def _checked_row(
     if row.paused:
         words += ", paused"
     return ImportRow(row.key, draft, paused=row.paused), words
+
+
+def _event_options(guild: discord.Guild, row: DocAnnouncement) -> dict[str, Any]:
+    """The event options of ``row`` (its channel found by name in this server)."""
+    if row.event is None:
+        return {}
+    channel = None if row.event.channel is None else named_channel(guild, row.event.channel)
+    return {
+        "event": True,
+        "event_location": row.event.location,
+        "event_minutes": row.event.minutes,
+        "event_channel_id": None if channel is None else channel.id,
+    }
 
 
 def _start(row: DocAnnouncement, now: datetime) -> datetime:

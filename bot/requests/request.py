@@ -13,6 +13,7 @@ from zoneinfo import ZoneInfo
 
 import discord
 
+from ..models import EventSpec
 from ..parsing import RepeatRule
 
 
@@ -63,6 +64,14 @@ class AnnouncementOptions:
     """A forum post's tags: names as typed (comma-separated), or on /edit the kept ids."""
     has_files: bool = False
     """A file is attached (the bot then needs Attach Files)."""
+    event: bool | None = None
+    """A Discord scheduled event for each occurrence: asked on or off (None: not said; on
+    /edit, ``kept_event`` stays)."""
+    event_location: str | None = None
+    event_minutes: int | None = None
+    event_channel_id: int | None = None
+    kept_event: EventSpec | None = None
+    """On /edit: the announcement's event as it is."""
 
 
 @dataclass(frozen=True, slots=True)

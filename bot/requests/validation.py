@@ -37,6 +37,7 @@ from ..parsing import (
 from ..parsing.placeholders import WIDEST, check_placeholders, widest
 from .checks import Refusal, plan_mentions, require_manager
 from .destinations import Target, check_destination, forum_title, resolve_tags, split_tags
+from .events import check_event
 
 if TYPE_CHECKING:
     from zoneinfo import ZoneInfo
@@ -98,6 +99,7 @@ async def check_request(
     check_placeholders(message, "the message")
     check_placeholders(title, "the title")
     check_widest_length(message, prefix, title)
+    event = await check_event(guild, options)
     draft = Draft(
         guild_id=guild.id,
         channel_id=channel.id,
@@ -110,6 +112,7 @@ async def check_request(
         repeat=rule,
         until=until,
         rich=rich,
+        event=event,
     )
     return Checked(draft, [*reading.notes, *notes], upcoming)
 

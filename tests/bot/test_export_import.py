@@ -113,7 +113,7 @@ async def test_an_export_imported_into_another_server_reproduces_it_and_twice_cr
 
     msg, data = await export(world)
     doc = json.loads(data)
-    assert doc["version"] == 1
+    assert doc["version"] == 2
     assert doc["guild"]["id"] == str(world.guild.id)
     assert [a["destination"]["name"] for a in doc["announcements"]] == ["news"] * 3
     assert doc["announcements"][1]["mention"]["name"] == "crew"
@@ -309,4 +309,4 @@ def test_the_published_schema_describes_what_an_export_writes() -> None:
     }  # fmt: skip
     jsonschema.validate(sample, schema)
     with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate({**sample, "version": 2}, schema)
+        jsonschema.validate({**sample, "version": 3}, schema)

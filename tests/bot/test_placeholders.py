@@ -98,7 +98,7 @@ def test_a_one_off_is_the_first_with_no_next_and_no_until() -> None:
     ("text", "why"),
     [
         ("Hello {name}", "uses `{name}`, which is not a placeholder"),
-        ("{event} soon", "uses `{event}`, which is not a placeholder"),
+        ("{events} soon", "uses `{events}`, which is not a placeholder"),
         ("a lone { brace", "has a lone `{`"),
         ("and } this", "has a lone `}`"),
         ("{{date}", "has a lone `}`"),

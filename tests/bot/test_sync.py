@@ -191,8 +191,18 @@ async def test_the_synced_definitions_have_what_the_commands_promise(
         "publish",
         "tags",
         "template",
+        "event",
+        "event_location",
+        "event_minutes",
+        "event_channel",
     ]
     assert schedule["template"]["autocomplete"] is True
+    # An event takes place in a voice (2) or stage (13) channel, or at a location.
+    assert set(schedule["event_channel"]["channel_types"]) == {2, 13}
+    assert (schedule["event_minutes"]["min_value"], schedule["event_minutes"]["max_value"]) == (
+        1,
+        10080,
+    )
     # Every destination: text (0), announcement (5), threads (10, 11, 12), forums (15) and
     # media channels (16, forums of files).
     assert set(schedule["channel"]["channel_types"]) == {0, 5, 10, 11, 12, 15, 16}
@@ -221,7 +231,8 @@ async def test_the_synced_definitions_have_what_the_commands_promise(
     edit = options("edit")
     assert list(edit) == [
         "id", "message", "when", "repeat", "channel", "timezone", "mention", "until",
-        "title", "image", "silent", "update_posted",
+        "title", "image", "silent", "update_posted", "event", "event_location",
+        "event_minutes", "event_channel",
     ]  # fmt: skip
     assert [n for n, o in edit.items() if o["required"]] == ["id"]
     assert edit["message"]["max_length"] == 2000

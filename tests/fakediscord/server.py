@@ -37,6 +37,7 @@ from .attachments import (
 )
 from .crosspost import CrosspostRoutes
 from .errors import ERROR_MESSAGES, ApiError, form_error
+from .events import EventRoutes
 from .faults import Fault, FaultInjector
 from .forums import ForumRoutes, check_thread_send
 from .gateway import INTENT_GUILD_MEMBERS, INTENT_MESSAGE_CONTENT, Gateway, GatewaySession
@@ -258,6 +259,8 @@ class FakeDiscord:
         self.forum_routes = ForumRoutes(self)
         self.oauth2 = OAuth2(self)
         self.crossposts = CrosspostRoutes(self)
+        self.scheduled_events = EventRoutes(self)
+        """Guild scheduled events (``fake.scheduled_events.of(guild)``)."""
         self.faults = FaultInjector()
         self.holds = MessageHolds(self._changed)
         self.requests: list[RequestRecord] = []
@@ -1142,6 +1145,7 @@ class FakeDiscord:
         add("POST", "/channels/{channel_id}/typing", self._typing, major="channel_id")
         self.forum_routes.install(add)
         self.crossposts.install(add)
+        self.scheduled_events.install(add)
 
         add("GET", "/guilds/{guild_id}", self._get_guild, major="guild_id")
         add("GET", "/guilds/{guild_id}/channels", self._get_guild_channels, major="guild_id")

@@ -9,6 +9,7 @@ import asyncio
 import json
 import logging
 import secrets
+from dataclasses import replace
 
 from aiohttp import web
 
@@ -78,7 +79,7 @@ class TransferPages(GuildPages):
         who = await self.requester(request, viewer)
         found = await self.d.announcements.export_rows(who.guild.id)
         kept = [a for a in found.announcements if can_read(who.member, who.guild, a.channel_id)]
-        found = type(found)(kept, found.next_fires, found.images, found.templates)
+        found = replace(found, announcements=kept)
         doc = export_document(who.guild, found, self.d.clock.now())
         data = await asyncio.to_thread(document_bytes, doc)  # off the event loop
         day = self.d.clock.now().strftime("%Y-%m-%d")

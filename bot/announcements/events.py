@@ -1,0 +1,176 @@
+"""Discord scheduled events beside an announcement's posts: which occurrences have one,
+and the job that makes Discord's events match (its action is
+:class:`bot.posting.events.EventSync`).
+
+Every change that may change an announcement's events (scheduled, edited, skipped,
+canceled, paused, resumed) enqueues, in its own transaction, an ``announcements:events``
+job (:func:`sync_events_later`). The job reads what the events should be now
+(:meth:`EventPlans.event_plan`: one per occurrence from the next one on, the next one
+whatever ``EVENT_LEAD_DAYS`` says and the later ones once they are within it) and makes
+Discord's match: creates the missing ones (the intent recorded first), edits the changed
+ones, cancels those no longer wanted. Only one job works on one announcement's events at
+a time (:func:`claim_events`): the others wait for it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
+
+from scheduler import ScheduleNotFound
+
+from ..db import BotDb, EventRow
+from ..models import Announcement, AnnouncementState, EventSpec
+from .jobs import EVENTS_FN, EventsArgs
+from .placeholders import as_posted_at, occurrence_number
+from .reading import Reading
+
+if TYPE_CHECKING:
+    from scheduler import TransactionContext
+
+
+MAX_EVENT_NAME = 100
+MAX_EVENT_DESCRIPTION = 1000
+MAX_EVENTS_PLANNED = 25
+"""The most occurrences of one announcement that have an event at once (a very frequent
+one gets events for its next 25 occurrences within the lead time)."""
+CLAIM_SECONDS = 600.0
+"""How long a job's claim on an announcement's events holds if its run dies (longer than
+any run: a few requests, each abandoned well before)."""
+
+
+@dataclass(frozen=True, slots=True)
+class EventShape:
+    """What one occurrence's event shows."""
+
+    name: str
+    description: str
+    start_ts: float
+    end_ts: float
+    spec: EventSpec
+
+    @property
+    def shows(self) -> str:
+        """A fingerprint of all of it (kept with the event: an edit that changes it is sent)."""
+        return json.dumps(
+            [self.name, self.description, self.start_ts, self.end_ts, self.spec.location,
+             self.spec.channel_id],
+            separators=(",", ":"),
+        )  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class EventPlan:
+    """An announcement's events: what they should be, and what is recorded."""
+
+    announcement: Announcement | None
+    spec: EventSpec | None
+    wanted: dict[float, EventShape]
+    """The occurrences (fire times) that should have an event now, with what it shows."""
+    rows: list[EventRow]
+    later: float | None
+    """When the next occurrence without an event comes within the lead time (None: none)."""
+
+
+def event_shape(ann: Announcement, spec: EventSpec, fire_ts: float, number: int) -> EventShape:
+    """The event of ``ann``'s occurrence at ``fire_ts``: named by its title, else the first
+    line of its text (placeholders rendered, ``{event}`` empty), described by its text."""
+    shown = as_posted_at(ann, fire_ts, number)
+    first_line = next((line.strip() for line in shown.content.splitlines() if line.strip()), "")
+    name = (shown.rich.title or first_line or f"Announcement #{ann.local_id}").strip()
+    if len(name) > MAX_EVENT_NAME:
+        name = name[: MAX_EVENT_NAME - 1] + "…"
+    description = shown.content
+    if len(description) > MAX_EVENT_DESCRIPTION:
+        description = description[: MAX_EVENT_DESCRIPTION - 1] + "…"
+    return EventShape(name, description, fire_ts, fire_ts + spec.minutes * 60.0, spec)
+
+
+async def sync_events_later(
+    ctx: TransactionContext, announcement_id: int, *, edited: bool = False
+) -> None:
+    """In ``ctx``'s transaction (the change's): make the announcement's Discord events match
+    it, by a job (none when it has no event settings and no events)."""
+    rows = BotDb(ctx.db)
+    if await rows.event_spec(announcement_id) is None and not await rows.events_of(announcement_id):
+        return
+    await ctx.scheduler.enqueue(
+        EVENTS_FN,
+        EventsArgs(announcement_id, edited=edited),
+        name=f"events of announcement {announcement_id}",
+    )
+
+
+async def claim_events(
+    ctx: TransactionContext, announcement_id: int, job_id: int, until: float
+) -> bool:
+    """Take the announcement's events for job ``job_id`` until ``until`` (False: another
+    job holds them)."""
+    return await BotDb(ctx.db).claim_events(announcement_id, job_id, ctx.now.timestamp(), until)
+
+
+class EventPlans(Reading):
+    """What an announcement's events should be."""
+
+    async def event_spec(self, announcement_id: int) -> EventSpec | None:
+        """The event each occurrence of the announcement gets (None: none)."""
+        async with self.sched.reader() as db:
+            return await BotDb(db).event_spec(announcement_id)
+
+    async def events(self, announcement_id: int) -> list[EventRow]:
+        """The announcement's events as recorded, by occurrence."""
+        async with self.sched.reader() as db:
+            return await BotDb(db).events_of(announcement_id)
+
+    async def event_plan(self, announcement_id: int, lead: float) -> EventPlan:
+        now = self.sched.clock.now()
+        async with self.sched.reader() as db:
+            rows = BotDb(db)
+            a = await rows.announcement(announcement_id)
+            spec = await rows.event_spec(announcement_id)
+            recorded = await rows.events_of(announcement_id)
+            skipped = set(await rows.skipped_fire_times(announcement_id, now.timestamp()))
+        if a is None or spec is None or a.state != AnnouncementState.SCHEDULED:
+            return EventPlan(a, spec, {}, recorded, None)
+        times = await self._event_times(a, now, skipped, lead)
+        horizon = now.timestamp() + lead
+        wanted: dict[float, EventShape] = {}
+        later = None
+        for i, fire in enumerate(times):
+            ts = fire.timestamp()
+            if i > 0 and ts > horizon:
+                later = ts - lead
+                break
+            async with self.sched.reader() as db:
+                number = await occurrence_number(BotDb(db), a, ts)
+            # Its number: the ones before it are not recorded yet (still to come).
+            wanted[ts] = event_shape(a, spec, ts, number + i)
+        return EventPlan(a, spec, wanted, recorded, later)
+
+    async def _event_times(
+        self, a: Announcement, now: datetime, skipped: set[float], lead: float
+    ) -> list[datetime]:
+        """The occurrences from now on within ``lead`` (the first always, and one more past
+        the lead time, which says when the next event is due), skipped ones left out."""
+        if a.schedule_name is None:
+            return [datetime.fromtimestamp(a.first_ts, UTC)] if a.first_ts > now.timestamp() else []
+        try:
+            schedule = await self.sched.schedules.get(a.schedule_name)
+        except ScheduleNotFound:
+            return []
+        if schedule.paused or schedule.next_fire is None:
+            return []
+        out: list[datetime] = []
+        fire = schedule.next_fire
+        horizon = now + timedelta(seconds=lead)
+        for _ in range(MAX_EVENTS_PLANNED + len(skipped) + 1):
+            if a.until_ts is not None and fire.timestamp() > a.until_ts:
+                break
+            if fire.timestamp() not in skipped and fire > now:
+                out.append(fire)
+                if fire > horizon or len(out) > MAX_EVENTS_PLANNED:
+                    break
+            fire = schedule.trigger.next_after(fire)
+        return out

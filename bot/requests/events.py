@@ -1,0 +1,111 @@
+"""The Discord scheduled event a /schedule or /edit asks for (``event: true``), checked:
+where it takes place, for how long, whether the bot may create it there, and whether the
+server has room for it (Discord keeps at most 100 scheduled or active events per server)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import discord
+
+from ..models import EventSpec
+from .checks import Refusal
+
+if TYPE_CHECKING:
+    from .request import AnnouncementOptions
+
+DEFAULT_EVENT_MINUTES = 60
+MAX_EVENT_MINUTES = 7 * 24 * 60
+MAX_LOCATION = 100
+EVENT_LIMIT = 100
+"""Discord keeps at most this many scheduled or active events per server (error 30038)."""
+NEEDS_A_PLACE = (
+    "A Discord event needs a place: give `event_location` (e.g. `event_location: Town hall`) "
+    "or `event_channel` (a voice or stage channel)."
+)
+ONE_PLACE = "Give `event_location` or `event_channel`, not both: an event takes place in one."
+EVENT_OPTIONS_ALONE = (
+    "`event_location`, `event_channel` and `event_minutes` describe the Discord event: add "
+    "`event: true`, or leave them out."
+)
+
+
+def event_asked(options: AnnouncementOptions) -> bool:
+    """Whether any event option was given."""
+    return options.event is not None or any(
+        v is not None
+        for v in (options.event_location, options.event_minutes, options.event_channel_id)
+    )
+
+
+async def check_event(guild: discord.Guild, options: AnnouncementOptions) -> EventSpec | None:
+    """The event each occurrence gets (None: none), refused in words: no place, two places,
+    a channel that is not a voice or stage channel of the server, permissions the bot lacks
+    (asked for only here, when an event is wanted), or a server at Discord's limit of
+    events (when events are newly turned on)."""
+    kept = options.kept_event
+    if options.event is False:
+        return None
+    if options.event is None and kept is None:
+        if event_asked(options):
+            raise Refusal(EVENT_OPTIONS_ALONE)
+        return None
+    location = options.event_location
+    channel_id = options.event_channel_id
+    if location is not None and channel_id is not None:
+        raise Refusal(ONE_PLACE)
+    if location is None and channel_id is None and kept is not None:
+        location, channel_id = kept.location, kept.channel_id
+    minutes = options.event_minutes
+    if minutes is None:
+        minutes = kept.minutes if kept is not None else DEFAULT_EVENT_MINUTES
+    if not 1 <= minutes <= MAX_EVENT_MINUTES:
+        raise Refusal(f"`event_minutes` is between 1 and {MAX_EVENT_MINUTES} (a week).")
+    if location is not None:
+        location = location.strip()
+        if not location or len(location) > MAX_LOCATION:
+            raise Refusal(f"`event_location` is 1 to {MAX_LOCATION} characters.")
+    if location is None and channel_id is None:
+        raise Refusal(NEEDS_A_PLACE)
+    spec = EventSpec(minutes=minutes, location=location, channel_id=channel_id)
+    _check_permissions(guild, spec)
+    if kept is None:
+        await _check_room(guild)
+    return spec
+
+
+def _check_permissions(guild: discord.Guild, spec: EventSpec) -> None:
+    """The bot may create (and then edit and cancel) the event where it takes place."""
+    me = guild.me
+    if spec.channel_id is None:
+        if not me.guild_permissions.create_events:
+            raise Refusal(
+                "I need the **Create Events** permission in this server to create its Discord "
+                "events (or leave `event` out)."
+            )
+        return
+    channel = guild.get_channel(spec.channel_id)
+    if not isinstance(channel, (discord.VoiceChannel, discord.StageChannel)):
+        raise Refusal("`event_channel` must be a voice or stage channel of this server.")
+    perms = channel.permissions_for(me)
+    needed = ["view_channel", "connect", "create_events"]
+    if isinstance(channel, discord.StageChannel):
+        needed += ["manage_channels", "mute_members", "move_members"]
+    missing = [name for name in needed if not getattr(perms, name)]
+    if missing:
+        names = ", ".join(f"**{n.replace('_', ' ').title()}**" for n in missing)
+        raise Refusal(f"I need {names} in {channel.mention} to create its Discord events there.")
+
+
+async def _check_room(guild: discord.Guild) -> None:
+    """Refused when the server already has Discord's most events (asked of Discord)."""
+    events = await guild.fetch_scheduled_events(with_counts=False)
+    live = [
+        e for e in events if e.status in (discord.EventStatus.scheduled, discord.EventStatus.active)
+    ]
+    if len(live) >= EVENT_LIMIT:
+        raise Refusal(
+            f"This server already has {len(live)} scheduled Discord events, the most Discord "
+            f"allows ({EVENT_LIMIT}). Cancel or end some events first, or schedule this "
+            "without `event`."
+        )
