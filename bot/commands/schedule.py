@@ -20,6 +20,7 @@ from discord import app_commands
 from discord.ext.commands import Bot
 
 from ..announcements import Announcements, GuildSettings
+from ..i18n import t
 from ..limits import MAX_CHOICES, MAX_EMBED_TITLE, MAX_MESSAGE
 from ..parsing import InputError
 from ..render import PAGE_SIZE, canceled, confirmation, listing_page
@@ -30,7 +31,7 @@ from ..requests.request import AnnouncementOptions, AnnouncementRequest
 from ..requests.templates import started_from
 from ..requests.validation import EMPTY_MESSAGE, UNTIL_ONE_OFF, check_request
 from .autocomplete import announcement_ids
-from .door import manage_server_only, requester
+from .door import manage_server_only, requester, speak_to
 from .once import take
 from .replies import AnswersErrors, answer_error, reply
 from .templates import template_names
@@ -50,6 +51,16 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+LANGUAGES = {
+    "en-US": "English",
+    "fr": "Français",
+    "de": "Deutsch",
+    "es-ES": "Español",
+    "pt-BR": "Português (Brasil)",
+}
+"""The languages ``/settings language`` offers (Discord locale keys: English and the shipped
+catalogs), each by its own name."""
 
 
 class AnnouncementCommands(AnswersErrors, name=COMMANDS_COG):
@@ -220,13 +231,16 @@ class AnnouncementCommands(AnswersErrors, name=COMMANDS_COG):
         manager_role="A role that may schedule and cancel announcements",
         log_channel="Where to report announcements that could not be posted",
         clear="Remove one setting",
+        language="The language of what the bot posts for everyone (default: the server's)",
     )
     @app_commands.choices(
         clear=[
             app_commands.Choice(name="default time zone", value="timezone"),
             app_commands.Choice(name="manager role", value="manager_role"),
             app_commands.Choice(name="log channel", value="log_channel"),
-        ]
+            app_commands.Choice(name="language", value="language"),
+        ],
+        language=[app_commands.Choice(name=name, value=key) for key, name in LANGUAGES.items()],
     )
     async def settings(
         self,
@@ -235,12 +249,14 @@ class AnnouncementCommands(AnswersErrors, name=COMMANDS_COG):
         manager_role: discord.Role | None = None,
         log_channel: discord.TextChannel | None = None,
         clear: app_commands.Choice[str] | None = None,
+        language: app_commands.Choice[str] | None = None,
     ) -> None:
         guild = requester(interaction).guild
         current = await self.announcements.settings(guild.id)
         zone_name = current.timezone if timezone is None else timezone.key
         role_id = current.manager_role_id
         log_id = current.log_channel_id
+        chosen = current.language if language is None else language.value
         if manager_role is not None:
             if manager_role.is_default():
                 raise Refusal("The manager role can't be @everyone.")
@@ -260,7 +276,9 @@ class AnnouncementCommands(AnswersErrors, name=COMMANDS_COG):
             role_id = None
         elif cleared == "log_channel":
             log_id = None
-        new = GuildSettings(guild.id, zone_name, role_id, log_id)
+        elif cleared == "language":
+            chosen = None
+        new = GuildSettings(guild.id, zone_name, role_id, log_id, chosen)
         changed = new != current
         if changed:
             await self.announcements.save_settings(new)
@@ -288,12 +306,18 @@ def settings_summary(settings: GuildSettings, changed: bool) -> str:
         else "none (Manage Server only)"
     )
     log_channel = f"<#{settings.log_channel_id}>" if settings.log_channel_id else "none"
+    language = (
+        t("the server's own")
+        if settings.language is None
+        else LANGUAGES.get(settings.language, settings.language)
+    )
     return "\n".join(
         [
             "⚙️ **Settings**" + (" updated." if changed else ":"),
             f"**Default time zone:** {settings.timezone or 'UTC (not set)'}",
             f"**Manager role:** {manager}",
             f"**Log channel for failures:** {log_channel}",
+            t("**Language of posts for everyone:** {language}", language=language),
         ]
     )
 
@@ -311,6 +335,7 @@ class CommandTree(app_commands.CommandTree[Bot]):
         be written, it is answered privately here and not run."""
         if not take(interaction):
             return False
+        speak_to(interaction)
         if interaction.type is discord.InteractionType.autocomplete:
             return True
         announcements = getattr(interaction.client, "announcements", None)
