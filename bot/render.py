@@ -380,6 +380,12 @@ def _posted_note(posted: PostedUpdate | None, link: str) -> str | None:
     return None
 
 
+def _diff_word(value: str) -> str:
+    """A value of an edit's change in the reader's language: the words the diff says for
+    no value and for a flag (it keeps them in English: the history stores them)."""
+    return {"none": t("none"), "yes": t("yes"), "no": t("no")}.get(value, value)
+
+
 def message_link(guild_id: int, channel_id: int, message_id: int | None) -> str:
     if message_id is None:
         return ""
@@ -401,7 +407,9 @@ def edit_reply(outcome: EditOutcome, notes: list[str]) -> str:
         elif c.field == Field.IMAGE:
             lines.append(t("**File:** now {file}", file=c.after))
         else:
-            lines.append(f"**{_field_name(c.field)}:** {c.before} → {c.after}")
+            field = _field_name(c.field)
+            lines.append(t("**{field}:** {before} → {after}", field=field,
+                           before=_diff_word(c.before), after=_diff_word(c.after)))  # fmt: skip
     if a.state == AnnouncementState.SCHEDULED:
         lines.append(t("**Next:** {when}", when=when(outcome.next_fire)))
     else:

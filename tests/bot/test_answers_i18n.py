@@ -1,0 +1,132 @@
+"""The bot's answers in the member's language (issue 24): /schedule, /list, /info, /edit and a
+refusal through discord.py against the fake, with the interaction's ``locale`` set; plural
+forms through /schedule's preview; English for a member whose client is in English."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from bot.app import Crier
+    from tests.bot.conftest import World
+
+EXPECTED = {
+    "fr": {
+        "schedule": "✅ Annonce **#1** programmée dans {general}.",
+        "first": "**Première :** <t:1898604000:F> (<t:1898604000:R>)",
+        "pings": "**Mentions :** aucune mention de rôle ni @everyone",
+        "list": "**Annonces** — page 1 sur 1 (1 au total)",
+        "row": "🕒 **#1** dans {general} · programmée · par {admin}",
+        "info": "ℹ️ Annonce **#1** dans {general} · 🕒 programmée · par {admin}",
+        "history": "• <t:1898596800:f> créée par {admin}",
+        "edit": "✏️ Annonce **#1** modifiée dans {general}.",
+        "title": "**Titre de l'embed :** aucun → Réunion",
+        "refusal": "Annonce #9 introuvable. Utilisez `/list` pour voir les annonces de ce serveur.",
+        "chars": [
+            "…et 1 caractère de plus",
+            "…et 2 caractères de plus",
+            "…et 5 caractères de plus",
+        ],
+    },
+    "de": {
+        "schedule": "✅ Ankündigung **#1** in {general} geplant.",
+        "first": "**Erstes Mal:** <t:1898604000:F> (<t:1898604000:R>)",
+        "pings": "**Erwähnungen:** keine Rollen- oder @everyone-Erwähnungen",
+        "list": "**Ankündigungen** — Seite 1 von 1 (1 insgesamt)",
+        "row": "🕒 **#1** in {general} · geplant · von {admin}",
+        "info": "ℹ️ Ankündigung **#1** in {general} · 🕒 geplant · von {admin}",
+        "history": "• <t:1898596800:f> erstellt von {admin}",
+        "edit": "✏️ Ankündigung **#1** in {general} bearbeitet.",
+        "title": "**Embed-Titel:** keins → Réunion",
+        "refusal": "Ankündigung #9 nicht gefunden. Mit `/list` siehst du die Ankündigungen "
+        "dieses Servers.",
+        "chars": ["…und 1 weiteres Zeichen", "…und 2 weitere Zeichen", "…und 5 weitere Zeichen"],
+    },
+    "es-ES": {
+        "schedule": "✅ Anuncio **#1** programado en {general}.",
+        "first": "**Primera vez:** <t:1898604000:F> (<t:1898604000:R>)",
+        "pings": "**Menciones:** sin menciones de rol ni @everyone",
+        "list": "**Anuncios** — página 1 de 1 (1 en total)",
+        "row": "🕒 **#1** en {general} · programado · por {admin}",
+        "info": "ℹ️ Anuncio **#1** en {general} · 🕒 programado · por {admin}",
+        "history": "• <t:1898596800:f> creado por {admin}",
+        "edit": "✏️ Anuncio **#1** editado en {general}.",
+        "title": "**Título del embed:** ninguno → Réunion",
+        "refusal": "No se encontró el anuncio #9. Usa `/list` para ver los anuncios de este "
+        "servidor.",
+        "chars": ["…y 1 carácter más", "…y 2 caracteres más", "…y 5 caracteres más"],
+    },
+    "pt-BR": {
+        "schedule": "✅ Anúncio **#1** agendado em {general}.",
+        "first": "**Primeira vez:** <t:1898604000:F> (<t:1898604000:R>)",
+        "pings": "**Menções:** sem menções de cargo ou @everyone",
+        "list": "**Anúncios** — página 1 de 1 (1 no total)",
+        "row": "🕒 **#1** em {general} · agendado · por {admin}",
+        "info": "ℹ️ Anúncio **#1** em {general} · 🕒 agendado · por {admin}",
+        "history": "• <t:1898596800:f> criado por {admin}",
+        "edit": "✏️ Anúncio **#1** editado em {general}.",
+        "title": "**Título do embed:** nenhum → Réunion",
+        "refusal": "Anúncio #9 não encontrado. Use `/list` para ver os anúncios deste servidor.",
+        "chars": ["…e mais 1 caractere", "…e mais 2 caracteres", "…e mais 5 caracteres"],
+    },
+    "en-US": {
+        "schedule": "✅ Scheduled announcement **#1** in {general}.",
+        "first": "**First:** <t:1898604000:F> (<t:1898604000:R>)",
+        "pings": "**Pings:** no role or @everyone pings",
+        "list": "**Announcements** — page 1 of 1 (1 in all)",
+        "row": "🕒 **#1** in {general} · scheduled · by {admin}",
+        "info": "ℹ️ Announcement **#1** in {general} · 🕒 scheduled · by {admin}",
+        "history": "• <t:1898596800:f> created by {admin}",
+        "edit": "✏️ Edited announcement **#1** in {general}.",
+        "title": "**Embed title:** none → Réunion",
+        "refusal": "announcement #9 not found. Use `/list` to see this server's announcements.",
+        "chars": ["…and 1 more character", "…and 2 more characters", "…and 5 more characters"],
+    },
+}
+
+
+@pytest.mark.parametrize("locale", sorted(EXPECTED))
+async def test_the_answers_are_in_the_members_language(
+    world: World, crier: Crier, locale: str
+) -> None:
+    names = {"general": f"<#{world.general.id}>", "admin": f"<@{world.admin.id}>"}
+    expected = {
+        k: v if isinstance(v, list) else v.format(**names) for k, v in EXPECTED[locale].items()
+    }
+
+    async def answer(name: str, **options: Any) -> list[str]:
+        handle = await world.fake.invoke_command(
+            world.guild, world.general, world.admin, name, options, locale=locale
+        )
+        assert handle.payload["locale"] == locale
+        callback = await handle.response(timeout=5)
+        assert callback.ephemeral
+        return (callback.content or "").split("\n")
+
+    scheduled = await answer("schedule", when="in 2 hours", message="Bonjour")
+    assert scheduled[:2] == [expected["schedule"], expected["first"]]
+    assert expected["pings"] in scheduled
+    listed = await answer("list")
+    assert listed[:2] == [expected["list"], expected["row"]]
+    info = await answer("info", id=1)
+    assert info[0] == expected["info"]
+    assert expected["history"] in info
+    edited = await answer("edit", id=1, title="Réunion")
+    assert edited[:2] == [expected["edit"], expected["title"]]
+    assert await answer("cancel", id=9) == [expected["refusal"]]
+    # Plural forms: the preview of a message cut at 1000 characters says how many are left.
+    for more, said in zip((1, 2, 5), expected["chars"], strict=True):
+        lines = await answer("schedule", when="in 2 hours", message="x" * (1000 + more))
+        assert lines[-1] == f"*{said}*"
+
+
+async def test_a_member_in_an_unshipped_language_is_answered_in_english(
+    world: World, crier: Crier
+) -> None:
+    handle = await world.fake.invoke_command(
+        world.guild, world.general, world.admin, "cancel", {"id": 9}, locale="ja"
+    )
+    callback = await handle.response(timeout=5)
+    assert callback.content == EXPECTED["en-US"]["refusal"]
