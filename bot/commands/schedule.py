@@ -259,15 +259,15 @@ class AnnouncementCommands(AnswersErrors, name=COMMANDS_COG):
         chosen = current.language if language is None else language.value
         if manager_role is not None:
             if manager_role.is_default():
-                raise Refusal("The manager role can't be @everyone.")
+                raise Refusal(t("The manager role can't be @everyone."))
             role_id = manager_role.id
         if log_channel is not None:
             perms = log_channel.permissions_for(guild.me)
             if not (perms.view_channel and perms.send_messages):
                 raise Refusal(
-                    f"I can't post in {log_channel.mention}; give me View Channel and "
-                    "Send Messages there first."
-                )
+                    t("I can't post in {channel}; give me View Channel and Send Messages "
+                      "there first.", channel=log_channel.mention)
+                )  # fmt: skip
             log_id = log_channel.id
         cleared = None if clear is None else clear.value
         if cleared == "timezone":
@@ -303,9 +303,9 @@ def settings_summary(settings: GuildSettings, changed: bool) -> str:
     manager = (
         f"<@&{settings.manager_role_id}>"
         if settings.manager_role_id
-        else "none (Manage Server only)"
+        else t("none (Manage Server only)")
     )
-    log_channel = f"<#{settings.log_channel_id}>" if settings.log_channel_id else "none"
+    log_channel = f"<#{settings.log_channel_id}>" if settings.log_channel_id else t("none")
     language = (
         t("the server's own")
         if settings.language is None
@@ -313,10 +313,10 @@ def settings_summary(settings: GuildSettings, changed: bool) -> str:
     )
     return "\n".join(
         [
-            "⚙️ **Settings**" + (" updated." if changed else ":"),
-            f"**Default time zone:** {settings.timezone or 'UTC (not set)'}",
-            f"**Manager role:** {manager}",
-            f"**Log channel for failures:** {log_channel}",
+            t("⚙️ **Settings** updated.") if changed else t("⚙️ **Settings**:"),
+            t("**Default time zone:** {zone}", zone=settings.timezone or t("UTC (not set)")),
+            t("**Manager role:** {role}", role=manager),
+            t("**Log channel for failures:** {channel}", channel=log_channel),
             t("**Language of posts for everyone:** {language}", language=language),
         ]
     )

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import discord
 
 from ..announcements import Announcements, Draft, GuildSettings, mention_markup
+from ..i18n import t
 from ..limits import MAX_EMBED_DESCRIPTION, MAX_EMBED_TITLE, MAX_EMBED_TOTAL, MAX_MESSAGE
 from ..models import Content, Destination
 from ..parsing import (
@@ -125,7 +126,7 @@ def _mentions(
         return options.kept_mentions.mention, options.kept_mentions.allowed, []
     role = None if options.mention_id is None else guild.get_role(options.mention_id)
     if options.mention_id is not None and role is None:
-        raise Refusal("I can't find that role in this server.")
+        raise Refusal(t("I can't find that role in this server."))
     plan = plan_mentions(request.requester.member, guild.me, channel, role, request.message)
     return plan.mention, plan.allowed, plan.notes
 
@@ -145,7 +146,7 @@ async def find_target(
         except (discord.NotFound, discord.Forbidden, discord.InvalidData):
             found = None  # gone, hidden from the bot, or another server's
     if found is None or found.guild.id != guild.id:
-        raise Refusal("I can't find that channel in this server.")
+        raise Refusal(t("I can't find that channel in this server."))
     return found
 
 
@@ -171,9 +172,10 @@ def check_length(message: str, prefix: int, title: str | None) -> None:
     if title is None:
         if len(message) + prefix > MAX_MESSAGE:
             raise InputError(
-                f"The message is {len(message) + prefix} characters (with the mention); "
-                f"Discord allows {MAX_MESSAGE}. Shorten it or split it into two announcements."
-            )
+                t("The message is {count} characters (with the mention); Discord allows "
+                  "{limit}. Shorten it or split it into two announcements.",
+                  count=len(message) + prefix, limit=MAX_MESSAGE)
+            )  # fmt: skip
         return
     if len(title) > MAX_EMBED_TITLE:
         raise InputError(
@@ -204,9 +206,9 @@ def _content(
     forum's title may still come with the form, when it is still to be shown)."""
     if options.publish and destination != Destination.ANNOUNCEMENT:
         raise Refusal(
-            f"{channel.mention} is not an announcement channel: only posts there can be "
-            "published to following servers. Leave `publish` out."
-        )
+            t("{channel} is not an announcement channel: only posts there can be published "
+              "to following servers. Leave `publish` out.", channel=channel.mention)
+        )  # fmt: skip
     tags: tuple[int, ...] = ()
     if isinstance(channel, discord.ForumChannel):
         if not form_pending:
@@ -221,9 +223,9 @@ def _content(
             tags = resolve_tags(channel, split_tags(options.tags))
     elif isinstance(options.tags, str) and split_tags(options.tags):
         raise Refusal(
-            f"{channel.mention} is not a forum channel: only forum posts have tags. Leave "
-            "`tags` out."
-        )
+            t("{channel} is not a forum channel: only forum posts have tags. Leave `tags` "
+              "out.", channel=channel.mention)
+        )  # fmt: skip
     publish = destination == Destination.ANNOUNCEMENT and options.publish is not False
     return Content(
         title=title,
@@ -307,8 +309,8 @@ def _until(
         return parse_until(until, zone, now, first, locale=locale)
     if until <= first:
         raise InputError(
-            f"`until` ({discord_timestamp(until, 'F')}) must be after the first time "
-            f"({discord_timestamp(first, 'F')}): it is when the repeats stop. Give a later "
-            "`until` too, or `until: none`."
-        )
+            t("`until` ({until}) must be after the first time ({first}): it is when the "
+              "repeats stop. Give a later `until` too, or `until: none`.",
+              until=discord_timestamp(until, "F"), first=discord_timestamp(first, "F"))
+        )  # fmt: skip
     return until

@@ -1,6 +1,7 @@
-"""The bot's answers in the member's language (issue 24): /schedule, /list, /info, /edit and a
-refusal through discord.py against the fake, with the interaction's ``locale`` set; plural
-forms through /schedule's preview; English for a member whose client is in English."""
+"""The bot's answers in the member's language (issue 24): /schedule, /list, /info, /edit,
+/settings and refusals through discord.py against the fake, with the interaction's
+``locale`` set; plural forms through /schedule's preview; English for a member whose client
+is in English or in a language without a catalog."""
 
 from __future__ import annotations
 
@@ -11,9 +12,13 @@ import pytest
 if TYPE_CHECKING:
     from bot.app import Crier
     from tests.bot.conftest import World
+    from tests.fakediscord import Member
 
 EXPECTED = {
     "fr": {
+        "manager": "Il vous faut la permission **Gérer le serveur** pour gérer les annonces.",
+        "settings": "⚙️ **Paramètres** :",
+        "log": "**Salon de logs des échecs :** aucun",
         "schedule": "✅ Annonce **#1** programmée dans {general}.",
         "first": "**Première :** <t:1898604000:F> (<t:1898604000:R>)",
         "pings": "**Mentions :** aucune mention de rôle ni @everyone",
@@ -31,6 +36,10 @@ EXPECTED = {
         ],
     },
     "de": {
+        "manager": "Du brauchst die Berechtigung **Server verwalten**, um Ankündigungen zu "
+        "verwalten.",
+        "settings": "⚙️ **Einstellungen**:",
+        "log": "**Log-Kanal für Fehler:** nicht gesetzt",
         "schedule": "✅ Ankündigung **#1** in {general} geplant.",
         "first": "**Erstes Mal:** <t:1898604000:F> (<t:1898604000:R>)",
         "pings": "**Erwähnungen:** keine Rollen- oder @everyone-Erwähnungen",
@@ -39,12 +48,15 @@ EXPECTED = {
         "info": "ℹ️ Ankündigung **#1** in {general} · 🕒 geplant · von {admin}",
         "history": "• <t:1898596800:f> erstellt von {admin}",
         "edit": "✏️ Ankündigung **#1** in {general} bearbeitet.",
-        "title": "**Embed-Titel:** keins → Réunion",
+        "title": "**Embed-Titel:** nicht gesetzt → Réunion",
         "refusal": "Ankündigung #9 nicht gefunden. Mit `/list` siehst du die Ankündigungen "
         "dieses Servers.",
         "chars": ["…und 1 weiteres Zeichen", "…und 2 weitere Zeichen", "…und 5 weitere Zeichen"],
     },
     "es-ES": {
+        "manager": "Necesitas el permiso **Gestionar servidor** para gestionar anuncios.",
+        "settings": "⚙️ **Ajustes**:",
+        "log": "**Canal de registro de fallos:** ninguno",
         "schedule": "✅ Anuncio **#1** programado en {general}.",
         "first": "**Primera vez:** <t:1898604000:F> (<t:1898604000:R>)",
         "pings": "**Menciones:** sin menciones de rol ni @everyone",
@@ -59,6 +71,9 @@ EXPECTED = {
         "chars": ["…y 1 carácter más", "…y 2 caracteres más", "…y 5 caracteres más"],
     },
     "pt-BR": {
+        "manager": "Você precisa da permissão **Gerenciar servidor** para gerenciar anúncios.",
+        "settings": "⚙️ **Configurações**:",
+        "log": "**Canal de log de falhas:** nenhum",
         "schedule": "✅ Anúncio **#1** agendado em {general}.",
         "first": "**Primeira vez:** <t:1898604000:F> (<t:1898604000:R>)",
         "pings": "**Menções:** sem menções de cargo ou @everyone",
@@ -72,6 +87,9 @@ EXPECTED = {
         "chars": ["…e mais 1 caractere", "…e mais 2 caracteres", "…e mais 5 caracteres"],
     },
     "en-US": {
+        "manager": "You need the **Manage Server** permission to manage announcements.",
+        "settings": "⚙️ **Settings**:",
+        "log": "**Log channel for failures:** none",
         "schedule": "✅ Scheduled announcement **#1** in {general}.",
         "first": "**First:** <t:1898604000:F> (<t:1898604000:R>)",
         "pings": "**Pings:** no role or @everyone pings",
@@ -96,9 +114,9 @@ async def test_the_answers_are_in_the_members_language(
         k: v if isinstance(v, list) else v.format(**names) for k, v in EXPECTED[locale].items()
     }
 
-    async def answer(name: str, **options: Any) -> list[str]:
+    async def answer(name: str, *, by: Member | None = None, **options: Any) -> list[str]:
         handle = await world.fake.invoke_command(
-            world.guild, world.general, world.admin, name, options, locale=locale
+            world.guild, world.general, by or world.admin, name, options, locale=locale
         )
         assert handle.payload["locale"] == locale
         callback = await handle.response(timeout=5)
@@ -116,6 +134,10 @@ async def test_the_answers_are_in_the_members_language(
     edited = await answer("edit", id=1, title="Réunion")
     assert edited[:2] == [expected["edit"], expected["title"]]
     assert await answer("cancel", id=9) == [expected["refusal"]]
+    assert await answer("pause", id=1, by=world.member) == [expected["manager"]]
+    settings = await answer("settings")
+    assert settings[0] == expected["settings"]
+    assert expected["log"] in settings
     # Plural forms: the preview of a message cut at 1000 characters says how many are left.
     for more, said in zip((1, 2, 5), expected["chars"], strict=True):
         lines = await answer("schedule", when="in 2 hours", message="x" * (1000 + more))
