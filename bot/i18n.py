@@ -41,6 +41,52 @@ SOURCE_LOCALE = "en-US"
 """The language the messages are written in (and what a locale without a catalog gets)."""
 
 
+LANGUAGES = {
+    "en-US": "English",
+    "fr": "Français",
+    "de": "Deutsch",
+    "es-ES": "Español",
+    "pt-BR": "Português (Brasil)",
+}
+"""The languages crier speaks (Discord locale keys: English and the shipped catalogs), each
+by its own name: what ``/settings language`` and the dashboard's picker offer."""
+
+
+def best_locale(tags: Iterable[str]) -> str | None:
+    """The first of ``tags`` (Discord locale keys or HTTP language tags, ``de-AT``, ``pt``,
+    ``en``, in order of preference) that crier speaks, as its locale key; None when none is
+    (English then)."""
+    for tag in tags:
+        wanted = tag.strip().lower()
+        if not wanted or wanted == "*":
+            continue
+        for key in LANGUAGES:
+            if wanted == key.lower():
+                return key
+        language = wanted.split("-")[0]
+        for key in LANGUAGES:
+            if key.lower().split("-")[0] == language:
+                return key
+    return None
+
+
+def accepted_languages(header: str) -> list[str]:
+    """The language tags of an ``Accept-Language`` header, most wanted first (by ``q``;
+    ``q=0`` is refused)."""
+    weighted: list[tuple[float, int, str]] = []
+    for index, part in enumerate(header.split(",")):
+        tag, _, params = part.strip().partition(";")
+        quality = 1.0
+        if params.strip().startswith("q="):
+            try:
+                quality = float(params.strip()[2:])
+            except ValueError:
+                quality = 0.0
+        if tag and quality > 0:
+            weighted.append((-quality, index, tag))
+    return [tag for _, _, tag in sorted(weighted)]
+
+
 ANSWER = "answer"
 """The catalog context of the bot's answers and posts (what :func:`t` and :func:`tn` mark)."""
 

@@ -19,6 +19,7 @@ import discord
 from discord import app_commands
 from discord.ext.commands import Bot
 
+from .. import i18n
 from ..announcements import Announcements, GuildSettings
 from ..i18n import t
 from ..limits import MAX_CHOICES, MAX_EMBED_TITLE, MAX_MESSAGE
@@ -52,15 +53,8 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-LANGUAGES = {
-    "en-US": "English",
-    "fr": "Français",
-    "de": "Deutsch",
-    "es-ES": "Español",
-    "pt-BR": "Português (Brasil)",
-}
-"""The languages ``/settings language`` offers (Discord locale keys: English and the shipped
-catalogs), each by its own name."""
+LANGUAGES = i18n.LANGUAGES
+"""The languages ``/settings language`` offers."""
 
 
 class AnnouncementCommands(AnswersErrors, name=COMMANDS_COG):

@@ -6,6 +6,7 @@ and a member whose client is in French runs the commands as everyone does."""
 from __future__ import annotations
 
 import ast
+import re
 import unicodedata
 from collections import Counter
 from pathlib import Path
@@ -47,7 +48,13 @@ def marked_messages(root: Path = BOT) -> set[tuple[str | None, i18n.Message]]:
             assert len(texts) == MARKERS[name], f"{where}: {name}() takes literal text"
             values = [a.value for a in texts if isinstance(a, ast.Constant)]
             found.add((i18n.ANSWER, values[0] if len(values) == 1 else (values[0], values[1])))
+    for path in sorted(root.rglob("*.html")):  # the dashboard's templates: {{ t("…") }}
+        found |= {(i18n.ANSWER, text) for text in TEMPLATE_MARK.findall(path.read_text("utf-8"))}
     return found
+
+
+TEMPLATE_MARK = re.compile(r'\bt\("([^"\\]*)"')
+"""A marked text in a dashboard template (no ``"`` or backslash in it)."""
 
 
 class Recording(CatalogTranslator):
@@ -97,6 +104,7 @@ async def test_every_command_string_is_translated_in_every_shipped_locale(crier:
         i18n.ANSWER,
         "⚠️ Announcement #{id} for {channel} could not be posted: {reason}.",
     ) in answers
+    assert (i18n.ANSWER, "Page {page} of {pages} · {total} announcements") in answers  # html
     assert len(answers) > 130
     for locale in SHIPPED:
         assert i18n.problems(i18n.catalogs()[locale], asked | answers) == [], locale
