@@ -30,7 +30,7 @@ from ..requests.destinations import tag_choices
 from ..requests.files import download
 from ..requests.request import AnnouncementOptions, AnnouncementRequest
 from ..requests.templates import started_from
-from ..requests.validation import EMPTY_MESSAGE, UNTIL_ONE_OFF, check_request
+from ..requests.validation import EMPTY_MESSAGE, UNTIL_ONE_OFF, check_request, empty_message
 from .autocomplete import announcement_ids
 from .door import manage_server_only, requester, speak_to
 from .once import take
@@ -163,7 +163,7 @@ class AnnouncementCommands(AnswersErrors, name=COMMANDS_COG):
         """Schedule what ``request`` asks for (its text typed), with ``image`` downloaded
         (or a template's ``stored`` file), and answer ``interaction`` with the confirmation."""
         if not request.message.strip():
-            raise InputError(EMPTY_MESSAGE)
+            raise InputError(empty_message())
         draft, notes, upcoming = await check_request(self.announcements, self.clock, request)
         if image is not None:
             file = await download(image, self.announcements.file_max_bytes)

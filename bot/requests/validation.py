@@ -47,6 +47,22 @@ if TYPE_CHECKING:
     from .request import AnnouncementOptions, AnnouncementRequest
 
 EMPTY_MESSAGE = "The message is empty. Type the text to announce, e.g. `Standup in 5 minutes!`"
+"""The refusal of an empty message (in English: :func:`empty_message` says it)."""
+
+
+def empty_message() -> str:
+    """:data:`EMPTY_MESSAGE` in the language in effect."""
+    return t("The message is empty. Type the text to announce, e.g. `Standup in 5 minutes!`")
+
+
+def until_one_off() -> str:
+    """:data:`UNTIL_ONE_OFF` in the language in effect."""
+    return t(
+        "`until` is for repeating announcements (it is when the repeats stop); this one posts "
+        "once. Add a `repeat` (e.g. `repeat: daily`), or leave `until` out."
+    )
+
+
 UNTIL_ONE_OFF = (
     "`until` is for repeating announcements (it is when the repeats stop); this one posts "
     "once. Add a `repeat` (e.g. `repeat: daily`), or leave `until` out."
@@ -95,7 +111,7 @@ async def check_request(
     mention, allowed, notes = _mentions(request, channel)
     prefix = 0 if mention is None else len(mention_markup(mention)) + 1
     if message and not message.strip():
-        raise InputError(EMPTY_MESSAGE)
+        raise InputError(empty_message())
     check_placeholders(message, "the message")
     check_placeholders(title, "the title")
     check_widest_length(message, prefix, title)
@@ -304,7 +320,7 @@ def _until(
     if rule is None:
         if isinstance(until, datetime):
             return None  # it no longer repeats: there is nothing to end
-        raise InputError(UNTIL_ONE_OFF)
+        raise InputError(until_one_off())
     if isinstance(until, str):
         return parse_until(until, zone, now, first, locale=locale)
     if until <= first:

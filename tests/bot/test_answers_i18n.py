@@ -16,6 +16,9 @@ if TYPE_CHECKING:
 
 EXPECTED = {
     "fr": {
+        "timezone": "🌐 Vous n'avez pas choisi de fuseau horaire ; les heures que vous tapez "
+        "sont lues en **UTC**. "
+        "Choisissez le vôtre avec `/timezone zone:…`.",
         "manager": "Il vous faut la permission **Gérer le serveur** pour gérer les annonces.",
         "settings": "⚙️ **Paramètres** :",
         "log": "**Salon de logs des échecs :** aucun",
@@ -36,6 +39,9 @@ EXPECTED = {
         ],
     },
     "de": {
+        "timezone": "🌐 Du hast keine Zeitzone festgelegt; eingegebene Zeiten werden in "
+        "**UTC** gelesen. "
+        "Lege deine mit `/timezone zone:…` fest.",
         "manager": "Du brauchst die Berechtigung **Server verwalten**, um Ankündigungen zu "
         "verwalten.",
         "settings": "⚙️ **Einstellungen**:",
@@ -54,6 +60,8 @@ EXPECTED = {
         "chars": ["…und 1 weiteres Zeichen", "…und 2 weitere Zeichen", "…und 5 weitere Zeichen"],
     },
     "es-ES": {
+        "timezone": "🌐 No has elegido zona horaria; las horas que escribes se leen en **UTC**. "
+        "Elige la tuya con `/timezone zone:…`.",
         "manager": "Necesitas el permiso **Gestionar servidor** para gestionar anuncios.",
         "settings": "⚙️ **Ajustes**:",
         "log": "**Canal de registro de fallos:** ninguno",
@@ -71,6 +79,9 @@ EXPECTED = {
         "chars": ["…y 1 carácter más", "…y 2 caracteres más", "…y 5 caracteres más"],
     },
     "pt-BR": {
+        "timezone": "🌐 Você não definiu um fuso horário; os horários que você digita são "
+        "lidos em **UTC**. "
+        "Defina o seu com `/timezone zone:…`.",
         "manager": "Você precisa da permissão **Gerenciar servidor** para gerenciar anúncios.",
         "settings": "⚙️ **Configurações**:",
         "log": "**Canal de log de falhas:** nenhum",
@@ -87,6 +98,8 @@ EXPECTED = {
         "chars": ["…e mais 1 caractere", "…e mais 2 caracteres", "…e mais 5 caracteres"],
     },
     "en-US": {
+        "timezone": "🌐 You haven't set a time zone; times you type are read in **UTC**. "
+        "Set yours with `/timezone zone:…`.",
         "manager": "You need the **Manage Server** permission to manage announcements.",
         "settings": "⚙️ **Settings**:",
         "log": "**Log channel for failures:** none",
@@ -135,6 +148,7 @@ async def test_the_answers_are_in_the_members_language(
     assert edited[:2] == [expected["edit"], expected["title"]]
     assert await answer("cancel", id=9) == [expected["refusal"]]
     assert await answer("pause", id=1, by=world.member) == [expected["manager"]]
+    assert await answer("timezone") == [expected["timezone"]]
     settings = await answer("settings")
     assert settings[0] == expected["settings"]
     assert expected["log"] in settings
