@@ -26,9 +26,11 @@ import string
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from babel.dates import format_datetime
 from babel.messages.pofile import PoFileError, read_po
 
 if TYPE_CHECKING:
@@ -235,6 +237,16 @@ def tn(singular: str, plural: str, n: int, /, **values: Any) -> str:
     if text is None:
         text = singular if english_plural(n) == 0 else plural
     return text.format(n=n, **values)
+
+
+def short_time(dt: datetime) -> str:
+    """``dt`` in UTC as an autocomplete label shows it (plain text: no Discord timestamp
+    there), in the language in effect: ``Mar 01 14:00 UTC``, ``1 mars 14:00 UTC``."""
+    utc = dt.astimezone(UTC)
+    locale = CURRENT.get()
+    if locale is None or locale not in catalogs():
+        return utc.strftime("%b %d %H:%M UTC")
+    return format_datetime(utc, "d MMM HH:mm", tzinfo=UTC, locale=locale.replace("-", "_")) + " UTC"
 
 
 def placeholders(text: str) -> list[str]:

@@ -28,7 +28,7 @@ from .announcements import (
 )
 from .announcements.diff import Field
 from .announcements.placeholders import as_posted_at
-from .i18n import t, tn
+from .i18n import short_time, t, tn
 from .limits import MAX_CHOICE_NAME, MAX_MESSAGE
 from .models import (
     AnnouncementState,
@@ -246,7 +246,7 @@ def _snippet(text: str, width: int = 80) -> str:
 def choice_label(a: Announcement, nxt: datetime | None, hidden: bool = False) -> str:
     """An autocomplete label (at most ``MAX_CHOICE_NAME`` characters); ``hidden``: without
     the text."""
-    when_text = nxt.astimezone(UTC).strftime("%b %d %H:%M UTC") if nxt else a.state
+    when_text = short_time(nxt) if nxt else state_word(a.state)
     flat = hidden_words() if hidden else " ".join(a.content.split())
     label = f"#{a.local_id} · {when_text} · {flat}"
     return label if len(label) <= MAX_CHOICE_NAME else label[: MAX_CHOICE_NAME - 1] + "…"

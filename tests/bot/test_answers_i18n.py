@@ -166,3 +166,30 @@ async def test_a_member_in_an_unshipped_language_is_answered_in_english(
     )
     callback = await handle.response(timeout=5)
     assert callback.content == EXPECTED["en-US"]["refusal"]
+
+
+async def test_the_id_autocomplete_says_its_times_in_the_members_language(
+    world: World, crier: Crier
+) -> None:
+    """An autocomplete label is plain text (no Discord timestamp there): its UTC time is
+    written with the month's name in the member's language."""
+    handle = await world.fake.invoke_command(
+        world.guild, world.general, world.admin, "schedule",
+        {"when": "in 2 hours", "message": "Bonjour"},
+    )  # fmt: skip
+    await handle.response(timeout=5)  # 2030-03-01 14:00 UTC
+    said = {}
+    for locale in ("en-US", "fr", "de", "es-ES", "pt-BR"):
+        handle = await world.fake.invoke_autocomplete(
+            world.guild, world.general, world.admin, "info", {"id": ""}, focused="id",
+            locale=locale,
+        )  # fmt: skip
+        [choice] = (await handle.response(timeout=5)).choices
+        said[locale] = choice["name"]
+    assert said == {
+        "en-US": "#1 · Mar 01 14:00 UTC · Bonjour",
+        "fr": "#1 · 1 mars 14:00 UTC · Bonjour",
+        "de": "#1 · 1 März 14:00 UTC · Bonjour",
+        "es-ES": "#1 · 1 mar 14:00 UTC · Bonjour",
+        "pt-BR": "#1 · 1 mar. 14:00 UTC · Bonjour",
+    }
