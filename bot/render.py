@@ -610,36 +610,41 @@ def canceled(before: Announcement) -> str:
 # --- templates ---------------------------------------------------------------------------------
 
 
-def template_saved(t: Template, source: int) -> str:
-    lines = [f"💾 Saved announcement **#{source}** as the template `{t.name}`."]
-    lines += _template_fields(t)
-    lines.append(f"Use it with `/schedule template:{t.name}` (any option you give overrides it).")
+def template_saved(template: Template, source: int) -> str:
+    name = template.name
+    lines = [t("💾 Saved announcement **#{id}** as the template `{name}`.", id=source, name=name)]
+    lines += _template_fields(template)
+    lines.append(
+        t("Use it with `/schedule template:{name}` (any option you give overrides it).",
+          name=name)
+    )  # fmt: skip
     return "\n".join(lines)
 
 
-def _template_fields(t: Template) -> list[str]:
+def _template_fields(template: Template) -> list[str]:
     parts = []
-    if t.channel_id is not None:
-        parts.append(f"in <#{t.channel_id}>")
-    if t.title is not None:
-        parts.append(f"titled **{_cut(t.title, 80)}**")
-    if t.mention is not None:
-        parts.append(f"pings {mention_markup(t.mention)}")
-    if t.silent:
-        parts.append("silent")
-    if t.image is not None:
-        parts.append(f"with `{t.image.filename}`")
-    return [("  " + " · ".join(parts)) if parts else "  (text only)", f"  {_snippet(t.content)}"]
+    if template.channel_id is not None:
+        parts.append(t("in {channel}", channel=f"<#{template.channel_id}>"))
+    if template.title is not None:
+        parts.append(t("titled **{title}**", title=_cut(template.title, 80)))
+    if template.mention is not None:
+        parts.append(t("pings {mention}", mention=mention_markup(template.mention)))
+    if template.silent:
+        parts.append(t("silent"))
+    if template.image is not None:
+        parts.append(t("with `{file}`", file=template.image.filename))
+    fields = ("  " + " · ".join(parts)) if parts else "  " + t("(text only)")
+    return [fields, f"  {_snippet(template.content)}"]
 
 
 def template_list(templates: Sequence[Template], limit: int) -> str:
     """/template list: every template of the server, with what it holds."""
     if not templates:
-        return (
+        return t(
             "No templates yet. Save one from an announcement with "
             "`/template save name:… from:<id>`."
         )
-    out = [f"**Templates** ({len(templates)} of at most {limit})"]
+    out = [t("**Templates** ({count} of at most {limit})", count=len(templates), limit=limit)]
     for template in templates:
         out.append(f"• `{template.name}`\n" + "\n".join(_template_fields(template)))
     text = "\n".join(out)
@@ -650,12 +655,14 @@ def template_list(templates: Sequence[Template], limit: int) -> str:
 
 
 def exported(announcements: int, templates: int, size: int) -> str:
-    return (
-        f"📦 This server's {announcements} live announcement{'s' if announcements != 1 else ''} "
-        f"and {templates} template{'s' if templates != 1 else ''} ({size / 1024:.0f} KiB). "
-        "Import it here or in another server with `/import file:`; channels and roles are "
-        "found there by name."
-    )
+    what = tn(
+        "📦 This server's {n} live announcement", "📦 This server's {n} live announcements",
+        announcements,
+    ) + tn(" and {n} template", " and {n} templates", templates)  # fmt: skip
+    return what + t(
+        " ({size} KiB). Import it here or in another server with `/import file:`; channels "
+        "and roles are found there by name.", size=f"{size / 1024:.0f}",
+    )  # fmt: skip
 
 
 def _outcome_line(r: RowOutcome) -> str:
@@ -740,7 +747,10 @@ def expected_answer(error: BaseException) -> str | None:
         )
     if refused_write(error):
         # The store has logged why, once; the member can only wait for the operator.
-        return REFUSED_WRITE
+        return t(
+            "I can't save anything right now: my database can't be written (its disk is full "
+            "or failing). Nothing was saved; try again later."
+        )
     return None
 
 

@@ -193,3 +193,26 @@ async def test_the_id_autocomplete_says_its_times_in_the_members_language(
         "es-ES": "#1 · 1 mar 14:00 UTC · Bonjour",
         "pt-BR": "#1 · 1 mar. 14:00 UTC · Bonjour",
     }
+
+
+def test_the_exports_counts_take_each_languages_plural() -> None:
+    from bot import i18n
+    from bot.render import exported
+
+    def head(locale: str, announcements: int, templates: int) -> str:
+        with i18n.speaking(locale):
+            return exported(announcements, templates, 2048).split(" (")[0]
+
+    assert [head("fr", a, b) for a, b in ((0, 1), (1, 2), (5, 0))] == [
+        "📦 0 annonce active de ce serveur et 1 modèle",
+        "📦 1 annonce active de ce serveur et 2 modèles",
+        "📦 5 annonces actives de ce serveur et 0 modèle",
+    ]
+    assert [head("de", a, b) for a, b in ((0, 1), (1, 2), (5, 0))] == [
+        "📦 0 aktive Ankündigungen dieses Servers und 1 Vorlage",
+        "📦 1 aktive Ankündigung dieses Servers und 2 Vorlagen",
+        "📦 5 aktive Ankündigungen dieses Servers und 0 Vorlagen",
+    ]
+    assert head("pt-BR", 0, 1) == "📦 0 anúncio ativo deste servidor e 1 modelo"
+    assert head("es-ES", 0, 1) == "📦 0 anuncios activos de este servidor y 1 plantilla"
+    assert head("en-US", 1, 0) == "📦 This server's 1 live announcement and 0 templates"
