@@ -63,12 +63,22 @@ async def test_the_dashboard_in_german_from_the_browser_then_french_from_the_pic
         DOCS.mkdir(exist_ok=True)
         await page.screenshot(path=DOCS / "dashboard-de.png", full_page=True)
 
+        # An announcement's page and the form, in German too.
+        await page.goto(f"{site.url}/g/{world.guild.id}/a/1")
+        assert await page.locator("h1").inner_text() == "Ankündigung #1 geplant"
+        assert await page.get_by_role("button", name="Pausieren").is_visible()
+        await page.goto(f"{site.url}/g/{world.guild.id}/new")
+        assert await page.locator("h1").inner_text() == "Neue Ankündigung"
+        assert await page.get_by_label("Nachricht", exact=True).is_visible()
+        assert await page.get_by_role("button", name="Planen").is_visible()
+
         # The picker: French, on the page it was picked on.
         here = page.url
         await page.get_by_label("Sprache").select_option("fr")
         await page.get_by_role("button", name="Sprache wechseln").click()
         await page.wait_for_url(here)
-        assert await page.get_by_role("link", name="Nouvelle annonce").is_visible()
+        assert await page.locator("h1").inner_text() == "Nouvelle annonce"
+        assert await page.get_by_role("button", name="Programmer").is_visible()
         assert await page.locator("html").get_attribute("lang") == "fr"
     finally:
         await context.close()
