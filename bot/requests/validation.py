@@ -177,9 +177,10 @@ def check_widest_length(message: str, prefix: int, title: str | None) -> None:
         if widest_message == message and widest_title == title:
             raise
         raise InputError(
-            f"{too_long} (Placeholders are counted at their longest: `{{date}}` as "
-            f"{WIDEST['date']} characters, `{{next}}` as {WIDEST['next']}…)"
-        ) from None
+            f"{too_long} "
+            + t("(Placeholders are counted at their longest: `{{date}}` as {date} characters, "
+                "`{{next}}` as {next}…)", date=WIDEST["date"], next=WIDEST["next"])
+        ) from None  # fmt: skip
 
 
 def check_length(message: str, prefix: int, title: str | None) -> None:
@@ -195,19 +196,22 @@ def check_length(message: str, prefix: int, title: str | None) -> None:
         return
     if len(title) > MAX_EMBED_TITLE:
         raise InputError(
-            f"The title is {len(title)} characters; an embed's title may have at most "
-            f"{MAX_EMBED_TITLE}. Shorten it, e.g. `title: Weekly update`."
-        )
+            t("The title is {count} characters; an embed's title may have at most {limit}. "
+              "Shorten it, e.g. `title: Weekly update`.", count=len(title),
+              limit=MAX_EMBED_TITLE)
+        )  # fmt: skip
     if len(message) > MAX_EMBED_DESCRIPTION:
         raise InputError(
-            f"The message is {len(message)} characters; under a title (an embed) Discord "
-            f"allows {MAX_EMBED_DESCRIPTION}. Shorten it or split it into two announcements."
-        )
+            t("The message is {count} characters; under a title (an embed) Discord allows "
+              "{limit}. Shorten it or split it into two announcements.", count=len(message),
+              limit=MAX_EMBED_DESCRIPTION)
+        )  # fmt: skip
     if len(title) + len(message) > MAX_EMBED_TOTAL:
         raise InputError(
-            f"The title and message are {len(title) + len(message)} characters together; an "
-            f"embed may have {MAX_EMBED_TOTAL} in all. Shorten them."
-        )
+            t("The title and message are {count} characters together; an embed may have "
+              "{limit} in all. Shorten them.", count=len(title) + len(message),
+              limit=MAX_EMBED_TOTAL)
+        )  # fmt: skip
 
 
 def _content(
