@@ -90,6 +90,8 @@ class GuildSettings:
     timezone: str | None = None
     manager_role_id: int | None = None
     log_channel_id: int | None = None
+    language: str | None = None
+    """The locale of what the bot posts for everyone (None: the server's own)."""
 
 
 @dataclass(frozen=True, slots=True)

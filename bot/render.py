@@ -28,6 +28,7 @@ from .announcements import (
 )
 from .announcements.diff import Field
 from .announcements.placeholders import as_posted_at
+from .i18n import short_time, t, tn
 from .limits import MAX_CHOICE_NAME, MAX_MESSAGE
 from .models import (
     AnnouncementState,
@@ -58,6 +59,24 @@ HIDDEN = "(in a channel you can't see)"
 """Shown instead of the text of an announcement for a channel the reader can't view."""
 
 
+def hidden_words() -> str:
+    """:data:`HIDDEN` in the reader's language."""
+    return t("(in a channel you can't see)")
+
+
+def state_word(state: str) -> str:
+    """An announcement's state, as /list and /info say it."""
+    words = {
+        AnnouncementState.SCHEDULED: t("scheduled"),
+        AnnouncementState.SENT: t("sent"),
+        AnnouncementState.FAILED: t("failed"),
+        AnnouncementState.PAUSED: t("paused"),
+        AnnouncementState.CANCELED: t("canceled"),
+        AnnouncementState.DONE: t("done"),
+    }
+    return str(words.get(state, state))  # type: ignore[call-overload]
+
+
 def when(dt: datetime | None) -> str:
     if dt is None:
         return "—"
@@ -69,7 +88,8 @@ def preview(text: str, limit: int = PREVIEW_LIMIT) -> str:
     shown = text if len(text) <= limit else text[:limit]
     quoted = "\n".join("> " + line if line else ">" for line in shown.split("\n"))
     if len(text) > limit:
-        quoted += f"\n*…and {len(text) - limit} more characters*"
+        more = tn("…and {n} more character", "…and {n} more characters", len(text) - limit)
+        quoted += f"\n*{more}*"
     return quoted
 
 
@@ -79,20 +99,23 @@ def confirmation(
     """What /schedule answers: the first time, the rule in words and, for a repeating
     announcement, its first posts (``upcoming``, the first included), the pings, notes; the
     preview is the first post (its placeholders rendered)."""
-    repeat = a.repeat_words or "no (posted once)"
+    repeat = a.repeat_words or t("no (posted once)")
     lines = [
-        f"✅ Scheduled announcement **#{a.local_id}** in <#{a.channel_id}>.",
-        f"**First:** {when(first)}",
-        f"**Repeats:** {repeat}",
-    ]
+        t("✅ Scheduled announcement **#{id}** in {channel}.", id=a.local_id,
+          channel=f"<#{a.channel_id}>"),
+        t("**First:** {when}", when=when(first)),
+        t("**Repeats:** {repeat}", repeat=repeat),
+    ]  # fmt: skip
     if a.until_ts is not None:
-        lines.append(f"**Until:** {when(datetime.fromtimestamp(a.until_ts, UTC))}, then it ends")
+        until = when(datetime.fromtimestamp(a.until_ts, UTC))
+        lines.append(t("**Until:** {when}, then it ends", when=until))
     if a.recurring and len(upcoming) > 1:
-        lines.append("**Next:** " + ", ".join(discord_timestamp(t, "F") for t in upcoming))
-    lines.append(f"**Pings:** {_pings(a)}")
+        times = ", ".join(discord_timestamp(u, "F") for u in upcoming)
+        lines.append(t("**Next:** {when}", when=times))
+    lines.append(t("**Pings:** {pings}", pings=_pings(a)))
     lines += content_lines(a)
     lines += [f"ℹ️ {n}" for n in notes]
-    lines += ["**Preview:**"]
+    lines += [t("**Preview:**")]
     shown = as_posted_at(a, first.timestamp())
     if shown.rich.title is not None:
         lines.append(f"> **{_cut(shown.rich.title, 256)}**")
@@ -100,29 +123,32 @@ def confirmation(
     return "\n".join(lines)
 
 
-_WHERE = {
-    Destination.ANNOUNCEMENT: "an announcement channel",
-    Destination.THREAD: "a thread (an archived one is reopened by the post)",
-    Destination.FORUM: "a forum: each time a new post",
-}
+def _where(destination: Destination) -> str | None:
+    return {
+        Destination.ANNOUNCEMENT: t("an announcement channel"),
+        Destination.THREAD: t("a thread (an archived one is reopened by the post)"),
+        Destination.FORUM: t("a forum: each time a new post"),
+    }.get(destination)
 
 
 def content_lines(a: Announcement, files: Sequence[str] = ()) -> list[str]:
     """What the post is besides its text: where it goes, embed, files, silence, publishing."""
     rich = a.rich
     lines = []
-    if rich.destination in _WHERE:
-        lines.append(f"**Posts in:** {_WHERE[rich.destination]}")
+    where = _where(rich.destination)
+    if where is not None:
+        lines.append(t("**Posts in:** {where}", where=where))
     if rich.title is not None:
-        lines.append(f"**Embed title:** {rich.title}")
+        lines.append(t("**Embed title:** {title}", title=rich.title))
     if files:
-        lines.append("**Files:** " + ", ".join(f"`{name}`" for name in files))
+        lines.append(t("**Files:** {files}", files=", ".join(f"`{name}`" for name in files)))
     if rich.tags:
-        lines.append("**Tags:** " + ", ".join(str(t) for t in rich.tags))
+        lines.append(t("**Tags:** {tags}", tags=", ".join(str(tag) for tag in rich.tags)))
     if rich.silent:
-        lines.append("**Silent:** yes (@silent: no push notification)")
+        lines.append(t("**Silent:** yes (@silent: no push notification)"))
     if rich.destination == Destination.ANNOUNCEMENT:
-        lines.append(f"**Published to followers:** {'yes' if rich.publish else 'no'}")
+        published = t("yes") if rich.publish else t("no")
+        lines.append(t("**Published to followers:** {yes_or_no}", yes_or_no=published))
     return lines
 
 
@@ -155,10 +181,10 @@ def _pings(a: Announcement) -> str:
     if a.mention is not None:
         parts.append(mention_markup(a.mention))
     if allowed.get("everyone") and a.mention not in ("everyone", "here"):
-        parts.append("@everyone/@here in the text")
+        parts.append(t("@everyone/@here in the text"))
     extra = [r for r in allowed.get("roles", []) if a.mention != f"role:{r}"]
     parts += [f"<@&{r}>" for r in extra]
-    return ", ".join(parts) if parts else "no role or @everyone pings"
+    return ", ".join(parts) if parts else t("no role or @everyone pings")
 
 
 STATE_ICON = {
@@ -177,32 +203,41 @@ def listing_page(listing: Listing, page: int, guild_id: int, hidden: Collection[
     """A /list page; the text of announcements for the channels in ``hidden`` isn't shown."""
     pages = max(1, -(-listing.total // PAGE_SIZE))
     if not listing.items:
-        return "No announcements yet. Create one with `/schedule`."
-    out = [f"**Announcements** — page {page + 1} of {pages} ({listing.total} in all)"]
+        return t("No announcements yet. Create one with `/schedule`.")
+    out = [
+        t("**Announcements** — page {page} of {pages} ({total} in all)", page=page + 1,
+          pages=pages, total=listing.total)
+    ]  # fmt: skip
     for a in listing.items:
         icon = STATE_ICON.get(a.state, "•")
-        head = f"{icon} **#{a.local_id}** in <#{a.channel_id}> · {a.state} · by <@{a.author_id}>"
+        head = t(
+            "{icon} **#{id}** in {channel} · {state} · by {author}", icon=icon, id=a.local_id,
+            channel=f"<#{a.channel_id}>", state=state_word(a.state), author=f"<@{a.author_id}>",
+        )  # fmt: skip
         lines = [head]
         nxt = listing.next_fires.get(a.id)
         if a.state == AnnouncementState.SCHEDULED:
-            lines.append(f"  next: {when(nxt)}")
+            lines.append("  " + t("next: {when}", when=when(nxt)))
         elif a.state == AnnouncementState.PAUSED:
-            lines.append(f"  paused: nothing posts until `/resume id:{a.local_id}`")
+            lines.append("  " + t("paused: nothing posts until `/resume id:{id}`", id=a.local_id))
         elif a.state == AnnouncementState.DONE:
-            lines.append("  ended: its `until` was reached; it posts nothing more")
-        lines.append(f"  repeats: {a.repeat_words or 'no'}")
+            lines.append("  " + t("ended: its `until` was reached; it posts nothing more"))
+        lines.append("  " + t("repeats: {repeat}", repeat=a.repeat_words or t("no")))
         if a.until_ts is not None and a.state in (
             AnnouncementState.SCHEDULED,
             AnnouncementState.PAUSED,
         ):
-            lines.append(f"  until: {when(datetime.fromtimestamp(a.until_ts, UTC))}")
+            until = when(datetime.fromtimestamp(a.until_ts, UTC))
+            lines.append("  " + t("until: {when}", when=until))
         if a.last_message_id is not None:
-            lines.append(f"  posted: {post_link(guild_id, a, a.last_message_id)}")
+            link = post_link(guild_id, a, a.last_message_id)
+            lines.append("  " + t("posted: {link}", link=link))
         if a.id in listing.published:
             lines.append(f"  {publish_words(*listing.published[a.id])}")
         if a.failure and a.state in _SHOWS_FAILURE:
             lines.append(f"  ⚠️ {a.failure}")
-        lines.append(f"  `{HIDDEN}`" if a.channel_id in hidden else f"  {_snippet(a.text)}")
+        shown = f"`{hidden_words()}`" if a.channel_id in hidden else _snippet(a.text)
+        lines.append(f"  {shown}")
         out.append("\n".join(lines))
     text = "\n".join(out)
     return text if len(text) <= MAX_MESSAGE else text[: MAX_MESSAGE - 10] + "…"
@@ -218,25 +253,25 @@ def post_link(guild_id: int, a: Announcement, message_id: int) -> str:
 def publish_words(state: PublishState, error: str | None) -> str:
     """How publishing a post ended, in /list's and /info's words."""
     if state == PublishState.FAILED:
-        return f"not published: {error}"
+        return t("not published: {error}", error=error)
     return {
-        PublishState.PENDING: "publishing (waiting for the channel's publish limit)",
-        PublishState.PUBLISHED: "published",
-        PublishState.PUBLISHED_LATE: "published late",
+        PublishState.PENDING: t("publishing (waiting for the channel's publish limit)"),
+        PublishState.PUBLISHED: t("published"),
+        PublishState.PUBLISHED_LATE: t("published late"),
     }[state]
 
 
 def _snippet(text: str, width: int = 80) -> str:
     flat = " ".join(text.split())
     flat = flat if len(flat) <= width else flat[: width - 1] + "…"
-    return f"`{flat.replace('`', 'ˋ')}`" if flat else "`(empty)`"
+    return f"`{flat.replace('`', 'ˋ')}`" if flat else "`" + t("(empty)") + "`"
 
 
 def choice_label(a: Announcement, nxt: datetime | None, hidden: bool = False) -> str:
     """An autocomplete label (at most ``MAX_CHOICE_NAME`` characters); ``hidden``: without
     the text."""
-    when_text = nxt.astimezone(UTC).strftime("%b %d %H:%M UTC") if nxt else a.state
-    flat = HIDDEN if hidden else " ".join(a.content.split())
+    when_text = short_time(nxt) if nxt else state_word(a.state)
+    flat = hidden_words() if hidden else " ".join(a.content.split())
     label = f"#{a.local_id} · {when_text} · {flat}"
     return label if len(label) <= MAX_CHOICE_NAME else label[: MAX_CHOICE_NAME - 1] + "…"
 
@@ -245,84 +280,134 @@ def not_possible(error: NotPossible) -> str:
     """Why a change can't be made, and what to do instead (nothing was changed)."""
     a = error.announcement
     n = "?" if a is None else a.local_id
-    name = f"Announcement #{n}"
     at = "—" if error.at is None else when(error.at)
-    texts = {
-        Why.SENT: f"{name} was already posted; there is nothing left to change.",
-        Why.CANCELED: f"{name} was canceled. Schedule a new one with `/schedule`.",
-        Why.FAILED: f"{name} failed ({(a and a.failure) or 'see `/list`'}). Schedule it "
-        "again with `/schedule`.",
-        Why.DONE: f"{name} has ended: its `until` was reached. Schedule a new one with "
-        "`/schedule`.",
-        Why.ALREADY_PAUSED: f"{name} is already paused. Use `/resume id:{n}` to post it again.",
-        Why.NOT_PAUSED: f"{name} isn't paused; there is nothing to resume.",
-        Why.TIME_PASSED: f"{name}'s time, {at}, passed while it was paused, so it can't just "
-        f"resume. Give it a new time with `/edit id:{n} when:…` (it stays paused until then).",
-        Why.ONE_OFF: f"{name} posts only once, so there is no next occurrence to skip. "
-        f"Use `/cancel id:{n}` to stop it, or `/pause id:{n}`.",
-        Why.PAUSED: f"{name} is paused: nothing posts until you `/resume id:{n}` it. Resume "
-        "it first, then skip.",
-        Why.NOTHING_LEFT: f"{name} has nothing left to post before its `until` ({at}). Give "
-        f"it a later one with `/edit id:{n} until:…`, or `/cancel` it.",
-        Why.UNTIL_ONE_OFF: f"{name} posts only once; `until` is for repeating announcements.",
-        Why.UNTIL_BEFORE_FIRST: f"Its first time would be {at}, after `until`: nothing would "
-        "ever be posted. Pick a later `until`.",
-    }
-    return texts[error.why] + " Nothing was changed."
+    failure = (a and a.failure) or t("see `/list`")
+    why = error.why
+    if why == Why.SENT:
+        text = t("Announcement #{id} was already posted; there is nothing left to change.", id=n)
+    elif why == Why.CANCELED:
+        text = t("Announcement #{id} was canceled. Schedule a new one with `/schedule`.", id=n)
+    elif why == Why.FAILED:
+        text = t(
+            "Announcement #{id} failed ({failure}). Schedule it again with `/schedule`.",
+            id=n, failure=failure,
+        )  # fmt: skip
+    elif why == Why.DONE:
+        text = t(
+            "Announcement #{id} has ended: its `until` was reached. Schedule a new one with "
+            "`/schedule`.", id=n,
+        )  # fmt: skip
+    elif why == Why.ALREADY_PAUSED:
+        text = t(
+            "Announcement #{id} is already paused. Use `/resume id:{id}` to post it again.", id=n
+        )
+    elif why == Why.NOT_PAUSED:
+        text = t("Announcement #{id} isn't paused; there is nothing to resume.", id=n)
+    elif why == Why.TIME_PASSED:
+        text = t(
+            "Announcement #{id}'s time, {when}, passed while it was paused, so it can't just "
+            "resume. Give it a new time with `/edit id:{id} when:…` (it stays paused until "
+            "then).", id=n, when=at,
+        )  # fmt: skip
+    elif why == Why.ONE_OFF:
+        text = t(
+            "Announcement #{id} posts only once, so there is no next occurrence to skip. "
+            "Use `/cancel id:{id}` to stop it, or `/pause id:{id}`.", id=n,
+        )  # fmt: skip
+    elif why == Why.PAUSED:
+        text = t(
+            "Announcement #{id} is paused: nothing posts until you `/resume id:{id}` it. "
+            "Resume it first, then skip.", id=n,
+        )  # fmt: skip
+    elif why == Why.NOTHING_LEFT:
+        text = t(
+            "Announcement #{id} has nothing left to post before its `until` ({when}). Give "
+            "it a later one with `/edit id:{id} until:…`, or `/cancel` it.", id=n, when=at,
+        )  # fmt: skip
+    elif why == Why.UNTIL_ONE_OFF:
+        text = t(
+            "Announcement #{id} posts only once; `until` is for repeating announcements.", id=n
+        )
+    else:
+        text = t(
+            "Its first time would be {when}, after `until`: nothing would ever be posted. "
+            "Pick a later `until`.", when=at,
+        )  # fmt: skip
+    return text + " " + t("Nothing was changed.")
 
 
 def paused(a: Announcement) -> str:
-    what = "Its schedule is stopped" if a.recurring else "It will not be posted"
-    return (
-        f"⏸️ Paused announcement **#{a.local_id}** for <#{a.channel_id}>. {what} until you "
-        f"`/resume id:{a.local_id}` it."
-    )
+    channel = f"<#{a.channel_id}>"
+    if a.recurring:
+        return t(
+            "⏸️ Paused announcement **#{id}** for {channel}. Its schedule is stopped until you "
+            "`/resume id:{id}` it.", id=a.local_id, channel=channel,
+        )  # fmt: skip
+    return t(
+        "⏸️ Paused announcement **#{id}** for {channel}. It will not be posted until you "
+        "`/resume id:{id}` it.", id=a.local_id, channel=channel,
+    )  # fmt: skip
 
 
 def resumed(a: Announcement, nxt: datetime | None) -> str:
-    lines = [f"▶️ Resumed announcement **#{a.local_id}** for <#{a.channel_id}>."]
-    lines.append(f"**Next:** {when(nxt)}")
+    lines = [
+        t("▶️ Resumed announcement **#{id}** for {channel}.", id=a.local_id,
+          channel=f"<#{a.channel_id}>")
+    ]  # fmt: skip
+    lines.append(t("**Next:** {when}", when=when(nxt)))
     if a.recurring:
-        lines.append("Times that passed while it was paused are not posted.")
+        lines.append(t("Times that passed while it was paused are not posted."))
     if a.failure:
-        lines.append(f"The failure that paused it is cleared ({a.failure}).")
+        lines.append(t("The failure that paused it is cleared ({failure}).", failure=a.failure))
     return "\n".join(lines)
 
 
 def skipped(s: Skipped) -> str:
     a = s.announcement
     lines = [
-        f"⏭️ Skipping announcement **#{a.local_id}** at {when(s.skipped)}: it won't be posted then.",
-        f"**Next after that:** {when(s.then)}"
+        t("⏭️ Skipping announcement **#{id}** at {when}: it won't be posted then.",
+          id=a.local_id, when=when(s.skipped)),
+        t("**Next after that:** {when}", when=when(s.then))
         if s.then is not None
-        else "That was the last one before its `until`: it then ends.",
-    ]
+        else t("That was the last one before its `until`: it then ends."),
+    ]  # fmt: skip
     return "\n".join(lines)
 
 
-_FIELD_NAMES = {
-    Field.MENTION: "Pings",
-    Field.CHANNEL: "Channel",
-    Field.WHEN: "When",
-    Field.REPEAT: "Repeats",
-    Field.TIMEZONE: "Time zone",
-    Field.UNTIL: "Until",
-    Field.TITLE: "Embed title",
-    Field.SILENT: "Silent",
-    Field.TAGS: "Tags",
-    Field.PUBLISH: "Published to followers",
-}
-_POSTED_NOTES = {
-    PostedUpdate.QUEUED: "✏️ The posted message {link} is being edited in place.",
-    PostedUpdate.LEFT: "The posted message {link} is left as it was (`update_posted: false`).",
-    PostedUpdate.AFTER_SEND: (
-        "It is being posted right now; the posted message will show the new text."
-    ),
-    PostedUpdate.UNAVAILABLE: (
-        "The posted message {link} can't be updated (deleted, or the announcement moved to "
-        "another channel); it is not posted again."
-    ),
-}
+def _field_name(field: Field) -> str:
+    return {
+        Field.MENTION: t("Pings"),
+        Field.CHANNEL: t("Channel"),
+        Field.WHEN: t("When"),
+        Field.REPEAT: t("Repeats"),
+        Field.TIMEZONE: t("Time zone"),
+        Field.UNTIL: t("Until"),
+        Field.TITLE: t("Embed title"),
+        Field.SILENT: t("Silent"),
+        Field.TAGS: t("Tags"),
+        Field.PUBLISH: t("Published to followers"),
+    }.get(field, str(field))
+
+
+def _posted_note(posted: PostedUpdate | None, link: str) -> str | None:
+    if posted == PostedUpdate.QUEUED:
+        return t("✏️ The posted message {link} is being edited in place.", link=link)
+    if posted == PostedUpdate.LEFT:
+        return t("The posted message {link} is left as it was (`update_posted: false`).", link=link)
+    if posted == PostedUpdate.AFTER_SEND:
+        return t("It is being posted right now; the posted message will show the new text.")
+    if posted == PostedUpdate.UNAVAILABLE:
+        return t(
+            "The posted message {link} can't be updated (deleted, or the announcement moved "
+            "to another channel); it is not posted again.", link=link,
+        )  # fmt: skip
+    return None
+
+
+def _diff_word(value: str) -> str:
+    """A value of an edit's change in the reader's language: the words the diff says for
+    no value and for a flag (it keeps them in English: the history stores them)."""
+    return {"none": t("none"), "yes": t("yes"), "no": t("no")}.get(value, value)
 
 
 def message_link(guild_id: int, channel_id: int, message_id: int | None) -> str:
@@ -335,26 +420,31 @@ def edit_reply(outcome: EditOutcome, notes: list[str]) -> str:
     """The /edit answer: what changed (before → after), the next time, the posted message."""
     a, before = outcome.after, outcome.before
     if not outcome.changes:
-        return f"Nothing to change: announcement **#{a.local_id}** is already like that."
-    lines = [f"✏️ Edited announcement **#{a.local_id}** in <#{a.channel_id}>."]
+        return t("Nothing to change: announcement **#{id}** is already like that.", id=a.local_id)
+    lines = [
+        t("✏️ Edited announcement **#{id}** in {channel}.", id=a.local_id,
+          channel=f"<#{a.channel_id}>")
+    ]  # fmt: skip
     for c in outcome.changes:
         if c.field == Field.MESSAGE:
-            lines.append("**Message:** changed (preview below)")
+            lines.append(t("**Message:** changed (preview below)"))
         elif c.field == Field.IMAGE:
-            lines.append(f"**File:** now {c.after}")
+            lines.append(t("**File:** now {file}", file=c.after))
         else:
-            lines.append(f"**{_FIELD_NAMES[c.field]}:** {c.before} → {c.after}")
+            field = _field_name(c.field)
+            lines.append(t("**{field}:** {before} → {after}", field=field,
+                           before=_diff_word(c.before), after=_diff_word(c.after)))  # fmt: skip
     if a.state == AnnouncementState.SCHEDULED:
-        lines.append(f"**Next:** {when(outcome.next_fire)}")
+        lines.append(t("**Next:** {when}", when=when(outcome.next_fire)))
     else:
-        lines.append(f"**State:** {a.state}")
-    note = _POSTED_NOTES.get(outcome.posted)
+        lines.append(t("**State:** {state}", state=state_word(a.state)))
+    link = message_link(a.guild_id, before.channel_id, outcome.message_id)
+    note = _posted_note(outcome.posted, link)
     if note is not None:
-        link = message_link(a.guild_id, before.channel_id, outcome.message_id)
-        lines.append(note.format(link=link).replace("  ", " "))
+        lines.append(note.replace("  ", " "))
     lines += [f"ℹ️ {n}" for n in notes]
     if any(c.field in (Field.MESSAGE, Field.MENTION) for c in outcome.changes):
-        lines += ["**Preview:**", preview(a.text)]
+        lines += [t("**Preview:**"), preview(a.text)]
     text = "\n".join(lines)
     return text if len(text) <= MAX_MESSAGE else text[: MAX_MESSAGE - 1] + "…"
 
@@ -365,19 +455,25 @@ REASON_LIMIT = 160
 """Characters of a failure reason or a history detail shown by /info."""
 MIN_TEXT_SHOWN = 300
 """Room /info keeps for the text, shortening the history (oldest first) if it must."""
-DELIVERY_ICON = {
-    DeliveryState.SENT: "✅ posted",
-    DeliveryState.SENDING: "⏳ being posted",
-    DeliveryState.FAILED: "❌ failed",
-    DeliveryState.MISSED: "❌ missed",
-}
-_NO_TIMES = {
-    AnnouncementState.PAUSED: "none while paused (see `/resume`)",
-    AnnouncementState.SENT: "none (it was posted)",
-    AnnouncementState.FAILED: "none (it failed)",
-    AnnouncementState.CANCELED: "none (it was canceled)",
-    AnnouncementState.DONE: "none (it ended)",
-}
+
+
+def _delivery_words(state: DeliveryState) -> str:
+    return {
+        DeliveryState.SENT: t("✅ posted"),
+        DeliveryState.SENDING: t("⏳ being posted"),
+        DeliveryState.FAILED: t("❌ failed"),
+        DeliveryState.MISSED: t("❌ missed"),
+    }.get(state, str(state))
+
+
+def _no_times(state: AnnouncementState) -> str:
+    return {
+        AnnouncementState.PAUSED: t("none while paused (see `/resume`)"),
+        AnnouncementState.SENT: t("none (it was posted)"),
+        AnnouncementState.FAILED: t("none (it failed)"),
+        AnnouncementState.CANCELED: t("none (it was canceled)"),
+        AnnouncementState.DONE: t("none (it ended)"),
+    }.get(state) or t("none to come")
 
 
 def info_page(details: Details, hidden: bool) -> str:
@@ -395,7 +491,7 @@ def info_page(details: Details, hidden: bool) -> str:
         history.pop(0)
         earlier = True
     a = details.shown or details.announcement  # as its next occurrence will post it
-    text = f"`{HIDDEN}`" if hidden else _fitted_preview(a.text, room)
+    text = f"`{hidden_words()}`" if hidden else _fitted_preview(a.text, room)
     page = head + "\n" + text
     return page if len(page) <= MAX_MESSAGE else page[: MAX_MESSAGE - 1] + "…"
 
@@ -404,69 +500,86 @@ def _info_head(details: Details, history: list[HistoryEntry], earlier: bool) -> 
     a = details.announcement
     icon = STATE_ICON.get(a.state, "•")
     lines = [
-        f"ℹ️ Announcement **#{a.local_id}** in <#{a.channel_id}> · {icon} {a.state} · "
-        f"by <@{a.author_id}>",
-        f"**Repeats:** {a.repeat_words or 'no (posted once)'}",
-    ]
+        t("ℹ️ Announcement **#{id}** in {channel} · {icon} {state} · by {author}",
+          id=a.local_id, channel=f"<#{a.channel_id}>", icon=icon, state=state_word(a.state),
+          author=f"<@{a.author_id}>"),
+        t("**Repeats:** {repeat}", repeat=a.repeat_words or t("no (posted once)")),
+    ]  # fmt: skip
     if a.until_ts is not None:
-        lines.append(f"**Until:** {when(datetime.fromtimestamp(a.until_ts, UTC))}")
-    lines.append(f"**Pings:** {_pings(a)}")
+        lines.append(t("**Until:** {when}", when=when(datetime.fromtimestamp(a.until_ts, UTC))))
+    lines.append(t("**Pings:** {pings}", pings=_pings(a)))
     lines += content_lines(a, details.files)
     lines += event_lines(details)
     if a.failure and a.state in _SHOWS_FAILURE:
         lines.append(f"⚠️ {_cut(a.failure)}")
-    lines.append("**Next times:**")
+    lines.append(t("**Next times:**"))
     if details.next_times:
-        lines += [f"• {when(t)}" for t in details.next_times]
+        lines += [f"• {when(at)}" for at in details.next_times]
     else:
-        lines.append("• " + _NO_TIMES.get(a.state, "none to come"))
+        lines.append("• " + _no_times(a.state))
     if details.skipped:
-        lines.append(
-            "**Skipped:** " + ", ".join(discord_timestamp(t, "f") for t in details.skipped)
-        )
-    lines.append("**Last deliveries:**")
+        skipped = ", ".join(discord_timestamp(at, "f") for at in details.skipped)
+        lines.append(t("**Skipped:** {when}", when=skipped))
+    lines.append(t("**Last deliveries:**"))
     if details.deliveries:
         lines += [_delivery_line(a, d) for d in details.deliveries]
     else:
-        lines.append("• none yet")
-    lines.append("**History:**")
+        lines.append("• " + t("none yet"))
+    lines.append(t("**History:**"))
     if earlier:
-        lines.append("• *(earlier changes not shown)*")
+        lines.append("• *" + t("(earlier changes not shown)") + "*")
     lines += [_history_line(h) for h in history]
-    lines.append("**Text as it will post:**")
+    lines.append(t("**Text as it will post:**"))
     return "\n".join(lines)
 
 
 def _delivery_line(a: Announcement, d: PastDelivery) -> str:
     fired = discord_timestamp(d.fire_ts, "f")
     if d.state == DeliveryState.SKIPPED:  # its reason says who skipped it
-        return f"• {fired} — ⏭️ {_cut(d.error or 'skipped')}"
-    line = f"• {fired} — {DELIVERY_ICON.get(d.state, d.state)}"
+        return f"• {fired} — ⏭️ {_cut(d.error or t('skipped'))}"
+    line = f"• {fired} — {_delivery_words(d.state)}"
     if d.state == DeliveryState.SENT and d.message_id is not None:
         line += " " + post_link(a.guild_id, a, d.message_id)
         if d.late_by is not None and d.late_by >= 1:
-            line += f" · sent late by {spoken_duration(timedelta(seconds=round(d.late_by)))}"
+            late = spoken_duration(timedelta(seconds=round(d.late_by)))
+            line += " · " + t("sent late by {duration}", duration=late)
         if d.publish_state is not None:
             line += f" · {publish_words(d.publish_state, d.publish_error)}"
     elif d.error:
         line += f": {_cut(d.error)}"
     if d.update_error:
-        line += f"\n  ⚠️ the posted message could not be updated: {_cut(d.update_error)}"
+        line += "\n  ⚠️ " + t(
+            "the posted message could not be updated: {error}", error=_cut(d.update_error)
+        )
     return line
 
 
-HISTORY_WORDS = {
-    HistoryAction.POST_UPDATED: "posted message updated",
-    HistoryAction.POST_UPDATE_FAILED: "posted message could not be updated",
-}
-"""How /info says the changes whose action name isn't already a verb."""
+def _history_words(action: HistoryAction) -> str:
+    """How /info says a change."""
+    return {
+        HistoryAction.POST_UPDATED: t("posted message updated"),
+        HistoryAction.POST_UPDATE_FAILED: t("posted message could not be updated"),
+    }.get(action) or _action_word(action)
+
+
+def _action_word(action: HistoryAction) -> str:
+    return {
+        HistoryAction.CREATED: t("created"),
+        HistoryAction.EDITED: t("edited"),
+        HistoryAction.PAUSED: t("paused"),
+        HistoryAction.RESUMED: t("resumed"),
+        HistoryAction.SKIPPED: t("skipped"),
+        HistoryAction.CANCELED: t("canceled"),
+        HistoryAction.ENDED: t("ended"),
+        HistoryAction.FAILED: t("failed"),
+    }.get(action, str(action))
 
 
 def _history_line(h: HistoryEntry) -> str:
-    who = "the bot" if h.actor_id is None else f"<@{h.actor_id}>"
+    who = t("the bot") if h.actor_id is None else f"<@{h.actor_id}>"
     at = discord_timestamp(h.at, "f")
-    what = HISTORY_WORDS.get(h.action, str(h.action))
-    line = f"• {at} {what} by {who}"
+    what = _history_words(h.action)
+    line = t("• {when} {what} by {who}", when=at, what=what, who=who)
     return line + f" — {_cut(h.detail)}" if h.detail else line
 
 
@@ -492,10 +605,11 @@ def _fitted_preview(text: str, room: int) -> str:
 
 
 def _cut_preview(text: str, limit: int) -> str:
-    return preview(text[:limit], limit) + (
-        f"\n*…cut to fit: {len(text) - limit} more of its {len(text)} characters "
-        "are not shown here (they will be posted)*"
-    )
+    cut = t(
+        "…cut to fit: {more} more of its {total} characters are not shown here (they will be "
+        "posted)", more=len(text) - limit, total=len(text),
+    )  # fmt: skip
+    return preview(text[:limit], limit) + f"\n*{cut}*"
 
 
 def canceled(before: Announcement) -> str:
@@ -503,50 +617,61 @@ def canceled(before: Announcement) -> str:
     changed) if it was no longer live."""
     n = before.local_id
     if before.state == AnnouncementState.SENT:
-        raise Refusal(f"Announcement #{n} was already posted; there is nothing to cancel.")
+        raise Refusal(t("Announcement #{id} was already posted; there is nothing to cancel.", id=n))
     if before.state == AnnouncementState.CANCELED:
-        raise Refusal(f"Announcement #{n} was already canceled.")
+        raise Refusal(t("Announcement #{id} was already canceled.", id=n))
     if before.state == AnnouncementState.FAILED:
-        raise Refusal(f"Announcement #{n} already failed ({before.failure}); nothing to cancel.")
-    what = "Its schedule is deleted." if before.recurring else "It will not be posted."
-    return f"🚫 Canceled announcement **#{n}** for <#{before.channel_id}>. {what}"
+        raise Refusal(
+            t("Announcement #{id} already failed ({failure}); nothing to cancel.", id=n,
+              failure=before.failure)
+        )  # fmt: skip
+    what = t("Its schedule is deleted.") if before.recurring else t("It will not be posted.")
+    return t(
+        "🚫 Canceled announcement **#{id}** for {channel}. {what}", id=n,
+        channel=f"<#{before.channel_id}>", what=what,
+    )  # fmt: skip
 
 
 # --- templates ---------------------------------------------------------------------------------
 
 
-def template_saved(t: Template, source: int) -> str:
-    lines = [f"💾 Saved announcement **#{source}** as the template `{t.name}`."]
-    lines += _template_fields(t)
-    lines.append(f"Use it with `/schedule template:{t.name}` (any option you give overrides it).")
+def template_saved(template: Template, source: int) -> str:
+    name = template.name
+    lines = [t("💾 Saved announcement **#{id}** as the template `{name}`.", id=source, name=name)]
+    lines += _template_fields(template)
+    lines.append(
+        t("Use it with `/schedule template:{name}` (any option you give overrides it).",
+          name=name)
+    )  # fmt: skip
     return "\n".join(lines)
 
 
-def _template_fields(t: Template) -> list[str]:
+def _template_fields(template: Template) -> list[str]:
     parts = []
-    if t.channel_id is not None:
-        parts.append(f"in <#{t.channel_id}>")
-    if t.title is not None:
-        parts.append(f"titled **{_cut(t.title, 80)}**")
-    if t.mention is not None:
-        parts.append(f"pings {mention_markup(t.mention)}")
-    if t.silent:
-        parts.append("silent")
-    if t.image is not None:
-        parts.append(f"with `{t.image.filename}`")
-    return [("  " + " · ".join(parts)) if parts else "  (text only)", f"  {_snippet(t.content)}"]
+    if template.channel_id is not None:
+        parts.append(t("in {channel}", channel=f"<#{template.channel_id}>"))
+    if template.title is not None:
+        parts.append(t("titled **{title}**", title=_cut(template.title, 80)))
+    if template.mention is not None:
+        parts.append(t("pings {mention}", mention=mention_markup(template.mention)))
+    if template.silent:
+        parts.append(t("silent"))
+    if template.image is not None:
+        parts.append(t("with `{file}`", file=template.image.filename))
+    fields = ("  " + " · ".join(parts)) if parts else "  " + t("(text only)")
+    return [fields, f"  {_snippet(template.content)}"]
 
 
 def template_list(templates: Sequence[Template], limit: int) -> str:
     """/template list: every template of the server, with what it holds."""
     if not templates:
-        return (
+        return t(
             "No templates yet. Save one from an announcement with "
             "`/template save name:… from:<id>`."
         )
-    out = [f"**Templates** ({len(templates)} of at most {limit})"]
-    for t in templates:
-        out.append(f"• `{t.name}`\n" + "\n".join(_template_fields(t)))
+    out = [t("**Templates** ({count} of at most {limit})", count=len(templates), limit=limit)]
+    for template in templates:
+        out.append(f"• `{template.name}`\n" + "\n".join(_template_fields(template)))
     text = "\n".join(out)
     return text if len(text) <= MAX_MESSAGE else text[: MAX_MESSAGE - 1] + "…"
 
@@ -555,12 +680,14 @@ def template_list(templates: Sequence[Template], limit: int) -> str:
 
 
 def exported(announcements: int, templates: int, size: int) -> str:
-    return (
-        f"📦 This server's {announcements} live announcement{'s' if announcements != 1 else ''} "
-        f"and {templates} template{'s' if templates != 1 else ''} ({size / 1024:.0f} KiB). "
-        "Import it here or in another server with `/import file:`; channels and roles are "
-        "found there by name."
-    )
+    what = tn(
+        "📦 This server's {n} live announcement", "📦 This server's {n} live announcements",
+        announcements,
+    ) + tn(" and {n} template", " and {n} templates", templates)  # fmt: skip
+    return what + t(
+        " ({size} KiB). Import it here or in another server with `/import file:`; channels "
+        "and roles are found there by name.", size=f"{size / 1024:.0f}",
+    )  # fmt: skip
 
 
 def _outcome_line(r: RowOutcome) -> str:
@@ -639,10 +766,16 @@ def expected_answer(error: BaseException) -> str | None:
     if isinstance(error, NotPossible):
         return not_possible(error)
     if isinstance(error, NotFound):
-        return f"{error}. Use `/list` to see this server's announcements."
+        return t(
+            "announcement #{id} not found. Use `/list` to see this server's announcements.",
+            id=error.local_id,
+        )
     if refused_write(error):
         # The store has logged why, once; the member can only wait for the operator.
-        return REFUSED_WRITE
+        return t(
+            "I can't save anything right now: my database can't be written (its disk is full "
+            "or failing). Nothing was saved; try again later."
+        )
     return None
 
 
@@ -653,4 +786,4 @@ def unexpected_answer(error: BaseException, where: str) -> str:
     a traceback)."""
     error_id = uuid.uuid4().hex[:8]
     log.error("%s failed (error id %s)", where, error_id, exc_info=error)
-    return f"Something went wrong on my side (error id `{error_id}`). Nothing was saved."
+    return t("Something went wrong on my side (error id `{id}`). Nothing was saved.", id=error_id)

@@ -37,6 +37,10 @@ __all__ = [
 class NotFound(LookupError):
     """No announcement of the guild has that number (another guild's ids are not found)."""
 
+    def __init__(self, local_id: int) -> None:
+        super().__init__(f"announcement #{local_id} not found")
+        self.local_id = local_id
+
 
 class Why(StrEnum):
     """Why a change can't be made as asked (the reply says what to do instead)."""
@@ -94,7 +98,7 @@ async def live_announcement(rows: BotDb, guild_id: int, local_id: int) -> Announ
     """The guild's announcement, if it is still live (scheduled or paused)."""
     a = await rows.announcement_by_local_id(guild_id, local_id)
     if a is None:
-        raise NotFound(f"announcement #{local_id} not found")
+        raise NotFound(local_id)
     if not a.live:
         raise NotPossible(_NOT_LIVE[a.state], a)
     return a

@@ -202,7 +202,7 @@ async def _unchanged(rows: BotDb, before: Announcement) -> Announcement:
     """The announcement as stored, refused unless it is still the one the edit started from."""
     a = await rows.announcement(before.id)
     if a is None or a.guild_id != before.guild_id:
-        raise NotFound(f"announcement #{before.local_id} not found")
+        raise NotFound(before.local_id)
     if (a.state, a.revision, a.updated_at) != (before.state, before.revision, before.updated_at):
         raise NotEditable(
             f"Announcement #{a.local_id} changed while you were editing it. Look at it "

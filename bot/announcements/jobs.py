@@ -84,10 +84,15 @@ class EventsArgs:
 
 @dataclass(frozen=True, slots=True)
 class ReportArgs:
-    """What a report job posts: ``text`` to the log channel of guild ``guild_id``."""
+    """What a report job posts: ``text`` to the log channel of guild ``guild_id``; with a
+    ``message`` (an answer's English text marked with :func:`bot.i18n.t`, its placeholders
+    from ``values``), that message said in the guild's language when it is posted
+    (``text`` is then its English, kept for jobs stored before)."""
 
     guild_id: int
     text: str
+    message: str = ""
+    values: dict[str, str] | None = None
 
 
 def register_job(
@@ -200,11 +205,20 @@ async def enqueue_publish(
     )
 
 
-async def enqueue_report(ctx: TransactionContext, guild_id: int, text: str) -> int:
-    """In ``ctx``'s transaction (the one that records the failure): report ``text`` to the
+async def enqueue_report(
+    ctx: TransactionContext,
+    guild_id: int,
+    text: str,
+    message: str = "",
+    values: dict[str, str] | None = None,
+) -> int:
+    """In ``ctx``'s transaction (the one that records the failure): report ``text`` (or
+    ``message`` with ``values``, in the guild's language: see :class:`ReportArgs`) to the
     guild's log channel. A report is its own job so that it is posted exactly once however
     the run that recorded the failure ends: a run paused or killed after the record leaves
     the report to the job, which the next run (this process's or another's) posts."""
     return await ctx.scheduler.enqueue(
-        REPORT_FN, ReportArgs(guild_id, text), name=f"report to the log channel of {guild_id}"
+        REPORT_FN,
+        ReportArgs(guild_id, text, message, values),
+        name=f"report to the log channel of {guild_id}",
     )

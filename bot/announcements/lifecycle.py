@@ -215,7 +215,7 @@ class Lifecycle(AnnouncementService):
             rows = BotDb(ctx.db)
             a = await rows.announcement_by_local_id(guild_id, local_id)
             if a is None:
-                raise NotFound(f"announcement #{local_id} not found")
+                raise NotFound(local_id)
             if not a.live:
                 return a
             if a.job_id is not None and await ctx.scheduler.cancel(a.job_id):

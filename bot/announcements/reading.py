@@ -98,7 +98,7 @@ class Reading(AnnouncementService):
         async with self.sched.reader() as db:
             found = await BotDb(db).announcement_by_local_id(guild_id, local_id)
         if found is None:
-            raise NotFound(f"announcement #{local_id} not found")
+            raise NotFound(local_id)
         return found
 
     async def by_id(self, announcement_id: int) -> Announcement | None:
@@ -221,7 +221,7 @@ class Reading(AnnouncementService):
             rows = BotDb(db)
             a = await rows.announcement_by_local_id(guild_id, local_id)
             if a is None:
-                raise NotFound(f"announcement #{local_id} not found")
+                raise NotFound(local_id)
             skipped_ts = await rows.skipped_fire_times(a.id, now.timestamp())
             # Skipped occurrences still to come are recorded too; they are not deliveries yet.
             recorded = await rows.recent_deliveries(a.id, INFO_DELIVERIES + len(skipped_ts))

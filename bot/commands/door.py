@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, TypeVar
 import discord
 from discord import app_commands
 
+from .. import i18n
 from ..requests.checks import Refusal
 from ..requests.request import Requester
 
@@ -17,7 +18,16 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-NOT_IN_A_SERVER = "Announcements are managed inside a server, not in DMs."
+
+def speak_to(interaction: discord.Interaction) -> None:
+    """Say this interaction's answers in the member's Discord locale (each interaction is
+    handled in a task of its own, so the locale holds for the rest of it)."""
+    i18n.CURRENT.set(answer_locale(interaction))
+
+
+def answer_locale(interaction: discord.Interaction) -> str | None:
+    """The locale of the answers to ``interaction``: the member's, else the server's."""
+    return _locale(interaction)
 
 
 def requester(interaction: discord.Interaction) -> Requester:
@@ -27,7 +37,7 @@ def requester(interaction: discord.Interaction) -> Requester:
     guild = interaction.guild
     member = interaction.user
     if guild is None or not isinstance(member, discord.Member):
-        raise Refusal(NOT_IN_A_SERVER)
+        raise Refusal(i18n.t("Announcements are managed inside a server, not in DMs."))
     return Requester(guild, member, _locale(interaction))
 
 
@@ -47,6 +57,6 @@ def manage_server_only() -> Callable[[T], T]:
         perms = requester(interaction).member.guild_permissions
         if perms.manage_guild or perms.administrator:
             return True
-        raise Refusal("Only members with **Manage Server** can change these settings.")
+        raise Refusal(i18n.t("Only members with **Manage Server** can change these settings."))
 
     return app_commands.check(has_manage_server)

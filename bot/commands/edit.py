@@ -16,12 +16,13 @@ from discord import app_commands
 
 from ..announcements import Announcement, check_editable
 from ..announcements.diff import Field
+from ..i18n import t
 from ..limits import MAX_CHOICE_NAME, MAX_CHOICES, MAX_EMBED_TITLE, MAX_MESSAGE
 from ..parsing import InputError
 from ..render import edit_reply
 from ..requests.editing import NO_MENTION, NO_TITLE, EditOptions, check_edit
 from ..requests.files import download
-from ..requests.validation import EMPTY_MESSAGE
+from ..requests.validation import empty_message
 from .autocomplete import announcement_ids
 from .door import requester
 from .replies import AnswersErrors, reply
@@ -108,7 +109,7 @@ class EditCommands(AnswersErrors, name="EditCommands"):
 
             modal = ScheduleModal(
                 submit,
-                title=f"Edit announcement #{current.local_id}",
+                title=t("Edit announcement #{id}", id=current.local_id),
                 text=current.content,
                 heading=current.rich.title,
             )
@@ -133,7 +134,7 @@ class EditCommands(AnswersErrors, name="EditCommands"):
         """Apply the edit ``options`` (and ``message``) ask for to ``current``, checked like
         /schedule, and answer ``interaction`` with what changed."""
         if not message.strip():
-            raise InputError(EMPTY_MESSAGE)
+            raise InputError(empty_message())
         who = requester(interaction)
         guild, member = who.guild, who.member
         (draft, notes, _), when_given = await check_edit(

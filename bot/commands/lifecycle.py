@@ -12,6 +12,7 @@ import logging
 import discord
 from discord import app_commands
 
+from ..i18n import t
 from ..render import paused, resumed, skipped
 from .autocomplete import announcement_ids
 from .door import requester
@@ -83,19 +84,19 @@ class LifecycleCommands(AnswersErrors, name=LIFECYCLE_COG):
             await self.announcements.set_member_timezone(who.member.id, zone.key)
             await reply(
                 interaction,
-                f"🌐 Your time zone is now **{zone.key}**: the times you type in `/schedule` "
-                "and `/edit` are read in it, unless you pick a `timezone` there.",
-            )
+                t("🌐 Your time zone is now **{zone}**: the times you type in `/schedule` and "
+                  "`/edit` are read in it, unless you pick a `timezone` there.", zone=zone.key),
+            )  # fmt: skip
             return
         own = await self.announcements.member_timezone(who.member.id)
         server = (await self.announcements.settings(who.guild.id)).timezone
         if own is not None:
-            text = f"🌐 Your time zone is **{own}**."
+            text = t("🌐 Your time zone is **{zone}**.", zone=own)
         elif server is not None:
-            text = (
+            text = t(
                 "🌐 You haven't set a time zone; times you type are read in the server's, "
-                f"**{server}**."
-            )
+                "**{zone}**.", zone=server,
+            )  # fmt: skip
         else:
-            text = "🌐 You haven't set a time zone; times you type are read in **UTC**."
-        await reply(interaction, text + " Set yours with `/timezone zone:…`.")
+            text = t("🌐 You haven't set a time zone; times you type are read in **UTC**.")
+        await reply(interaction, text + " " + t("Set yours with `/timezone zone:…`."))

@@ -15,9 +15,10 @@ from discord.ext.commands import Cog
 
 from scheduler.clock import Clock, SystemClock
 
+from .. import i18n
 from ..render import expected_answer, unexpected_answer
 from ..requests.checks import require_manager
-from .door import requester
+from .door import answer_locale, requester
 from .once import lost
 
 if TYPE_CHECKING:
@@ -49,8 +50,11 @@ def error_answer(interaction: discord.Interaction, error: BaseException) -> str:
     if isinstance(cause, app_commands.TransformerError):
         # The option names a channel or role this bot doesn't have in this server (just
         # created, just deleted, or another server's): the input's fault, not ours.
-        what = "role" if cause.type is discord.AppCommandOptionType.role else "channel"
-        return f"I can't find that {what} in this server. Pick one from this server's list."
+        if cause.type is discord.AppCommandOptionType.role:
+            return i18n.t(
+                "I can't find that role in this server. Pick one from this server's list."
+            )
+        return i18n.t("I can't find that channel in this server. Pick one from this server's list.")
     name = interaction.command.name if interaction.command else "?"
     return unexpected_answer(cause, f"command {name}")
 
@@ -60,7 +64,8 @@ async def answer_error(interaction: discord.Interaction, error: BaseException) -
     nothing when another session handled the interaction (see :mod:`bot.commands.once`)."""
     if lost(interaction, error):
         return
-    text = error_answer(interaction, error)
+    with i18n.speaking(answer_locale(interaction)):
+        text = error_answer(interaction, error)
     try:
         await reply(interaction, text)
     except discord.HTTPException:

@@ -19,7 +19,9 @@ import discord
 from discord import app_commands
 from discord.ext.commands import Bot
 
+from .. import i18n
 from ..announcements import Announcements, GuildSettings
+from ..i18n import t
 from ..limits import MAX_CHOICES, MAX_EMBED_TITLE, MAX_MESSAGE
 from ..parsing import InputError
 from ..render import PAGE_SIZE, canceled, confirmation, listing_page
@@ -28,9 +30,9 @@ from ..requests.destinations import tag_choices
 from ..requests.files import download
 from ..requests.request import AnnouncementOptions, AnnouncementRequest
 from ..requests.templates import started_from
-from ..requests.validation import EMPTY_MESSAGE, UNTIL_ONE_OFF, check_request
+from ..requests.validation import EMPTY_MESSAGE, UNTIL_ONE_OFF, check_request, empty_message
 from .autocomplete import announcement_ids
-from .door import manage_server_only, requester
+from .door import manage_server_only, requester, speak_to
 from .once import take
 from .replies import AnswersErrors, answer_error, reply
 from .templates import template_names
@@ -50,6 +52,9 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+LANGUAGES = i18n.LANGUAGES
+"""The languages ``/settings language`` offers."""
 
 
 class AnnouncementCommands(AnswersErrors, name=COMMANDS_COG):
@@ -170,7 +175,7 @@ class AnnouncementCommands(AnswersErrors, name=COMMANDS_COG):
         """Schedule what ``request`` asks for (its text typed), with ``image`` downloaded
         (or a template's ``stored`` file), and answer ``interaction`` with the confirmation."""
         if not request.message.strip():
-            raise InputError(EMPTY_MESSAGE)
+            raise InputError(empty_message())
         draft, notes, upcoming = await check_request(self.announcements, self.clock, request)
         if image is not None:
             file = await download(image, self.announcements.file_max_bytes)
@@ -232,13 +237,16 @@ class AnnouncementCommands(AnswersErrors, name=COMMANDS_COG):
         manager_role="A role that may schedule and cancel announcements",
         log_channel="Where to report announcements that could not be posted",
         clear="Remove one setting",
+        language="The language of what the bot posts for everyone (default: the server's)",
     )
     @app_commands.choices(
         clear=[
             app_commands.Choice(name="default time zone", value="timezone"),
             app_commands.Choice(name="manager role", value="manager_role"),
             app_commands.Choice(name="log channel", value="log_channel"),
-        ]
+            app_commands.Choice(name="language", value="language"),
+        ],
+        language=[app_commands.Choice(name=name, value=key) for key, name in LANGUAGES.items()],
     )
     async def settings(
         self,
@@ -247,23 +255,25 @@ class AnnouncementCommands(AnswersErrors, name=COMMANDS_COG):
         manager_role: discord.Role | None = None,
         log_channel: discord.TextChannel | None = None,
         clear: app_commands.Choice[str] | None = None,
+        language: app_commands.Choice[str] | None = None,
     ) -> None:
         guild = requester(interaction).guild
         current = await self.announcements.settings(guild.id)
         zone_name = current.timezone if timezone is None else timezone.key
         role_id = current.manager_role_id
         log_id = current.log_channel_id
+        chosen = current.language if language is None else language.value
         if manager_role is not None:
             if manager_role.is_default():
-                raise Refusal("The manager role can't be @everyone.")
+                raise Refusal(t("The manager role can't be @everyone."))
             role_id = manager_role.id
         if log_channel is not None:
             perms = log_channel.permissions_for(guild.me)
             if not (perms.view_channel and perms.send_messages):
                 raise Refusal(
-                    f"I can't post in {log_channel.mention}; give me View Channel and "
-                    "Send Messages there first."
-                )
+                    t("I can't post in {channel}; give me View Channel and Send Messages "
+                      "there first.", channel=log_channel.mention)
+                )  # fmt: skip
             log_id = log_channel.id
         cleared = None if clear is None else clear.value
         if cleared == "timezone":
@@ -272,7 +282,9 @@ class AnnouncementCommands(AnswersErrors, name=COMMANDS_COG):
             role_id = None
         elif cleared == "log_channel":
             log_id = None
-        new = GuildSettings(guild.id, zone_name, role_id, log_id)
+        elif cleared == "language":
+            chosen = None
+        new = GuildSettings(guild.id, zone_name, role_id, log_id, chosen)
         changed = new != current
         if changed:
             await self.announcements.save_settings(new)
@@ -297,15 +309,21 @@ def settings_summary(settings: GuildSettings, changed: bool) -> str:
     manager = (
         f"<@&{settings.manager_role_id}>"
         if settings.manager_role_id
-        else "none (Manage Server only)"
+        else t("none (Manage Server only)")
     )
-    log_channel = f"<#{settings.log_channel_id}>" if settings.log_channel_id else "none"
+    log_channel = f"<#{settings.log_channel_id}>" if settings.log_channel_id else t("none")
+    language = (
+        t("the server's own")
+        if settings.language is None
+        else LANGUAGES.get(settings.language, settings.language)
+    )
     return "\n".join(
         [
-            "⚙️ **Settings**" + (" updated." if changed else ":"),
-            f"**Default time zone:** {settings.timezone or 'UTC (not set)'}",
-            f"**Manager role:** {manager}",
-            f"**Log channel for failures:** {log_channel}",
+            t("⚙️ **Settings** updated.") if changed else t("⚙️ **Settings**:"),
+            t("**Default time zone:** {zone}", zone=settings.timezone or t("UTC (not set)")),
+            t("**Manager role:** {role}", role=manager),
+            t("**Log channel for failures:** {channel}", channel=log_channel),
+            t("**Language of posts for everyone:** {language}", language=language),
         ]
     )
 
@@ -323,6 +341,7 @@ class CommandTree(app_commands.CommandTree[Bot]):
         be written, it is answered privately here and not run."""
         if not take(interaction):
             return False
+        speak_to(interaction)
         if interaction.type is discord.InteractionType.autocomplete:
             return True
         announcements = getattr(interaction.client, "announcements", None)

@@ -10,7 +10,9 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 import discord
 from discord.ext.commands import Bot
 
+from .. import i18n
 from ..limits import MAX_EMBED_TITLE, MAX_MESSAGE
+from .door import speak_to
 from .once import take
 from .replies import answer_error
 
@@ -27,20 +29,8 @@ class ScheduleModal(discord.ui.Modal, title="New announcement"):
     /edit without options, prefilled with the current ``text`` and ``heading`` under its own
     ``title``); the submitted text and embed title go to ``submit`` with the interaction."""
 
-    body: discord.ui.TextInput[ScheduleModal] = discord.ui.TextInput(
-        label="Message",
-        style=discord.TextStyle.paragraph,
-        placeholder="The announcement, exactly as it should be posted",
-        max_length=MAX_MESSAGE,
-    )
-
-    heading: discord.ui.TextInput[ScheduleModal] = discord.ui.TextInput(
-        label="Title (optional: posts it as an embed)",
-        style=discord.TextStyle.short,
-        placeholder="Names a forum post; leave empty for a plain message",
-        required=False,
-        max_length=MAX_EMBED_TITLE,
-    )
+    body: discord.ui.TextInput[ScheduleModal]
+    heading: discord.ui.TextInput[ScheduleModal]
 
     def __init__(
         self,
@@ -50,10 +40,23 @@ class ScheduleModal(discord.ui.Modal, title="New announcement"):
         text: str | None = None,
         heading: str | None = None,
     ) -> None:
-        if title is None:
-            super().__init__(timeout=900)
-        else:
-            super().__init__(timeout=900, title=title)
+        super().__init__(timeout=900, title=i18n.t("New announcement") if title is None else title)
+        # Made here, in the member's language (the labels are theirs).
+        self.body = discord.ui.TextInput(
+            label=i18n.t("Message"),
+            style=discord.TextStyle.paragraph,
+            placeholder=i18n.t("The announcement, exactly as it should be posted"),
+            max_length=MAX_MESSAGE,
+        )
+        self.heading = discord.ui.TextInput(
+            label=i18n.t("Title (optional: posts it as an embed)"),
+            style=discord.TextStyle.short,
+            placeholder=i18n.t("Names a forum post; leave empty for a plain message"),
+            required=False,
+            max_length=MAX_EMBED_TITLE,
+        )
+        self.add_item(self.body)
+        self.add_item(self.heading)
         self.body.default = text
         self.heading.default = heading
         self.submit = submit
@@ -61,6 +64,7 @@ class ScheduleModal(discord.ui.Modal, title="New announcement"):
     async def on_submit(self, interaction: discord.Interaction) -> None:
         """``submit`` gets the text and the title typed (None when it was left empty)."""
         if take(interaction):  # interactive, and once however many sessions received it
+            speak_to(interaction)
             await self.submit(interaction, self.body.value, self.heading.value.strip() or None)
 
     # The same signature as discord.py's Modal.on_error (a modal's error has no item), which
@@ -105,6 +109,7 @@ class PageButton(
     async def callback(self, interaction: discord.Interaction) -> None:
         if not take(interaction):  # interactive, and once however many sessions received it
             return
+        speak_to(interaction)
         try:
             text, view = await _list_pages(interaction).list_page(interaction, self.page)
             await interaction.response.edit_message(
@@ -127,6 +132,6 @@ def page_buttons(page: int, pages: int) -> discord.ui.View | None:
     if pages == 1:
         return None
     view = discord.ui.View(timeout=None)
-    view.add_item(PageButton(max(0, page - 1), "◀ Newer", disabled=page == 0))
-    view.add_item(PageButton(page + 1, "Older ▶", disabled=page + 1 >= pages))
+    view.add_item(PageButton(max(0, page - 1), i18n.t("◀ Newer"), disabled=page == 0))
+    view.add_item(PageButton(page + 1, i18n.t("Older ▶"), disabled=page + 1 >= pages))
     return view

@@ -12,6 +12,12 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
 
+def language_key(guild_id: int) -> str:
+    """Where a guild's ``/settings language`` is kept (in ``bot_meta``, until a migration
+    gives ``bot_guild_settings`` a column for it: migration 0009 is another branch's)."""
+    return f"guild_language:{guild_id}"
+
+
 class SettingsTables(Table):
     """Guild settings, members' own settings and the bot's key-value bookkeeping."""
 
@@ -26,13 +32,15 @@ class SettingsTables(Table):
             "WHERE guild_id = ?",
             (guild_id,),
         )
+        language = await self.meta_value(language_key(guild_id))
         if row is None:
-            return None
+            return None if language is None else GuildSettings(guild_id, language=language)
         return GuildSettings(
             guild_id,
             row["timezone"],
             optional_int(row["manager_role_id"]),
             optional_int(row["log_channel_id"]),
+            language,
         )
 
     async def save_guild_settings(self, settings: GuildSettings, now: float) -> None:
@@ -52,6 +60,10 @@ class SettingsTables(Table):
                 now,
             ),
         )
+        if settings.language is None:
+            await self.delete_meta(language_key(settings.guild_id))
+        else:
+            await self.set_meta(language_key(settings.guild_id), settings.language)
 
     async def lock_guild(self, guild_id: int, now: float) -> None:
         """Write-lock the guild's settings row (creating it if need be) until the commit."""

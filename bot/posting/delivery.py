@@ -36,6 +36,7 @@ from scheduler import (
     TransactionContext,
 )
 
+from .. import i18n
 from ..announcements import SEND_FN, Announcement, Announcements, SendArgs
 from ..announcements.deliveries import (
     AWAY,
@@ -54,7 +55,7 @@ from ..metrics import BotStats
 from ..models import AnnouncementState, Destination, nonce_for
 from .failures import PERMANENT_CODES, REQUEST_ERRORS, RequestFailed
 from .forums import create_forum_post, find_forum_post
-from .payload import LATE_NOTE_AFTER, PostPayload, stored_payload
+from .payload import LATE_NOTE_AFTER, PostPayload, posting_locale, stored_payload
 
 if TYPE_CHECKING:
     from ..metrics import BotStats
@@ -148,7 +149,9 @@ class Delivery:
                 late_for = fire_ts if late else None
                 # Its placeholders rendered from the occurrence alone: a re-send is the same.
                 shown = await self.announcements.as_posted(ann, fire_ts)
-                payload = await stored_payload(self.announcements.sched, shown, late_for)
+                locale = await posting_locale(self.poster.client, self.announcements, ann.guild_id)
+                with i18n.speaking(locale):  # the late note, in the server's language
+                    payload = await stored_payload(self.announcements.sched, shown, late_for)
                 # Nothing may post for a run that could have lost its job meanwhile.
                 message_id = await self.poster.request(
                     ctx, lambda: self.post(shown, payload, attempt), before="send"
@@ -245,15 +248,21 @@ class Delivery:
     ) -> None:
         """Record the occurrence failed and report it (log, and the log channel by a job of
         its own enqueued with the record), unless another run delivered it meanwhile."""
-        text = (
-            f"⚠️ Announcement #{ann.local_id} for <#{ann.channel_id}> could not be posted: "
-            f"{reason}." + (" It is paused; schedule it again once this is fixed." if pause else "")
+        message = (
+            i18n.marked(
+                "⚠️ Announcement #{id} for {channel} could not be posted: {reason}. It is "
+                "paused; schedule it again once this is fixed."
+            )
+            if pause
+            else i18n.marked("⚠️ Announcement #{id} for {channel} could not be posted: {reason}.")
         )
+        values = {"id": str(ann.local_id), "channel": f"<#{ann.channel_id}>", "reason": reason}
+        text = message.format(**values)
 
         async def fail(tx: TransactionContext, _: object) -> bool:
             if not await record_failure(tx, ann.id, fire_ts, reason, pause=pause):
                 return False  # another run delivered it meanwhile: there is nothing to report
-            await enqueue_report(tx, ann.guild_id, text)
+            await enqueue_report(tx, ann.guild_id, text, message, values)
             return True
 
         if not await ctx.run_mutation(fail):

@@ -20,9 +20,11 @@ import discord
 
 from scheduler import ActionContext, NonRetryable, Registry, Retry, RetryLater
 
+from .. import i18n
 from ..announcements import REPORT_FN, Announcements, ReportArgs
 from ..announcements.jobs import register_job
 from .failures import RequestFailed, describe
+from .payload import posting_locale
 
 if TYPE_CHECKING:
     from .pacer import ChannelPacer
@@ -52,14 +54,26 @@ class LogChannel:
         self.announcements = announcements
         self.pacer = pacer
 
-    async def tell(self, guild_id: int, text: str, *, nonce: str) -> bool:
+    async def tell(
+        self,
+        guild_id: int,
+        text: str,
+        *,
+        nonce: str,
+        message: str = "",
+        values: dict[str, str] | None = None,
+    ) -> bool:
         """Post ``text`` to the guild's log channel, if it has one, with ``nonce`` (the
         same at every run of a report: discord.py's own is new at every call); whether it
-        was posted. A report Discord refuses is logged, not raised: it does not fail the
-        job that reports."""
+        was posted. With a ``message`` (and its ``values``), that message is posted instead,
+        in the guild's language (:func:`~bot.posting.payload.posting_locale`). A report
+        Discord refuses is logged, not raised: it does not fail the job that reports."""
         settings = await self.announcements.settings(guild_id)
         if settings.log_channel_id is None:
             return False
+        if message:
+            locale = await posting_locale(self.client, self.announcements, guild_id)
+            text = i18n.translate(message, locale, context=i18n.ANSWER, **(values or {}))
         try:
             async with self.pacer.slot(settings.log_channel_id) as turn:
                 turn.sent = True
@@ -90,7 +104,10 @@ class Reporter:
         try:
             async with self.poster.holding(ctx):
                 posted = await self.poster.request(
-                    ctx, lambda: self.log_channel.tell(args.guild_id, args.text, nonce=nonce),
+                    ctx, lambda: self.log_channel.tell(
+                        args.guild_id, args.text, nonce=nonce, message=args.message,
+                        values=args.values,
+                    ),
                     before="report",
                 )  # fmt: skip
         except RequestFailed as failed:

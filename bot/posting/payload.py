@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import discord
 
+from .. import i18n
 from ..db import BotDb
 from ..limits import MAX_EMBED_DESCRIPTION, MAX_MESSAGE
 from ..models import Announcement, Image, mention_markup
@@ -29,6 +30,8 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from scheduler import Scheduler
+
+    from ..announcements import Announcements
 
 EMBED_COLOUR = discord.Colour.blurple()
 LATE_NOTE_AFTER = 60.0
@@ -86,8 +89,23 @@ def allowed_mentions(spec: dict[str, Any]) -> discord.AllowedMentions:
     )
 
 
+async def posting_locale(
+    client: discord.Client, announcements: Announcements, guild_id: int
+) -> str | None:
+    """The language of what the bot posts for everyone in a guild: the one chosen with
+    ``/settings language``, else the server's own (its ``guild_locale``: Discord's
+    preferred locale of a community server), else None (English)."""
+    chosen = (await announcements.settings(guild_id)).language
+    if chosen is not None:
+        return chosen
+    guild = client.get_guild(guild_id)
+    return None if guild is None else str(guild.preferred_locale.value)
+
+
 def late_note(fire_ts: float) -> str:
-    return f"\n-# Sent late: this was scheduled for {discord_timestamp(fire_ts, 'F')}."
+    """The note under an occurrence posted late, in the language in effect."""
+    when = discord_timestamp(fire_ts, "F")
+    return "\n-# " + i18n.t("Sent late: this was scheduled for {when}.", when=when)
 
 
 def with_late_note(text: str, fire_ts: float, limit: int = MAX_MESSAGE) -> str:

@@ -33,6 +33,7 @@ from scheduler import (
     TransactionContext,
 )
 
+from .. import i18n
 from ..announcements import UPDATE_FN, Announcement, Announcements, UpdateArgs
 from ..announcements.deliveries import record_post_update_failed, record_post_updated
 from ..announcements.jobs import enqueue_report, register_job
@@ -40,7 +41,7 @@ from ..db import BotDb
 from ..models import DeliveryState, Destination
 from .failures import RequestFailed
 from .pacer import ChannelPacer
-from .payload import LATE_NOTE_AFTER, PostPayload, stored_payload
+from .payload import LATE_NOTE_AFTER, PostPayload, posting_locale, stored_payload
 
 if TYPE_CHECKING:
     from ..metrics import BotStats
@@ -85,7 +86,9 @@ class PostUpdates:
                 late_for = fire_ts if late_by >= LATE_NOTE_AFTER else None
                 # Its placeholders as this occurrence shows them.
                 shown = await self.announcements.as_posted(ann, fire_ts)
-                payload = await stored_payload(self.announcements.sched, shown, late_for)
+                locale = await posting_locale(self.poster.client, self.announcements, ann.guild_id)
+                with i18n.speaking(locale):  # the late note, in the server's language
+                    payload = await stored_payload(self.announcements.sched, shown, late_for)
                 # A forum post's first message is in its thread, whose id is the message's.
                 where = message_id if ann.rich.destination == Destination.FORUM else channel_id
 
@@ -142,12 +145,14 @@ class PostUpdates:
         async def failed(tx: TransactionContext, _: object) -> None:
             await record_post_update_failed(tx, ann_id, fire_ts, reason, job_id=ctx.job.id)
             if ann is not None:
-                text = (
-                    f"⚠️ The posted message of announcement #{ann.local_id} in "
-                    f"<#{ann.channel_id}> could not be updated with its edit: {reason}. "
-                    "It was not posted again."
+                message = i18n.marked(
+                    "⚠️ The posted message of announcement #{id} in {channel} could not be "
+                    "updated with its edit: {reason}. It was not posted again."
                 )
-                await enqueue_report(tx, ann.guild_id, text)
+                values = {"id": str(ann.local_id), "channel": f"<#{ann.channel_id}>"}
+                values["reason"] = reason
+                text = message.format(**values)
+                await enqueue_report(tx, ann.guild_id, text, message, values)
 
         await ctx.run_mutation(failed)
         self.stats.edits_failed += 1

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 import discord
 from discord import app_commands
 
+from ..i18n import t
+
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
@@ -40,8 +42,12 @@ def require_manager(member: discord.Member, settings: GuildSettings) -> None:
     """Refused (:class:`Refusal`, naming the manager role if the server has one) unless
     ``member`` is a manager (:func:`is_manager`)."""
     if not is_manager(member, settings):
-        role = f" or the <@&{settings.manager_role_id}> role" if settings.manager_role_id else ""
-        raise Refusal(f"You need the **Manage Server** permission{role} to manage announcements.")
+        if settings.manager_role_id:
+            raise Refusal(
+                t("You need the **Manage Server** permission or the {role} role to manage "
+                  "announcements.", role=f"<@&{settings.manager_role_id}>")
+            )  # fmt: skip
+        raise Refusal(t("You need the **Manage Server** permission to manage announcements."))
 
 
 def can_read(member: discord.Member, guild: discord.Guild, channel_id: int) -> bool:
@@ -92,26 +98,27 @@ def plan_mentions(
         if role.is_default():
             if not mine.mention_everyone:
                 raise Refusal(
-                    f"You don't have **Mention @everyone** in {channel.mention}, so you can't "
-                    "schedule an @everyone ping there."
-                )
+                    t("You don't have **Mention @everyone** in {channel}, so you can't "
+                      "schedule an @everyone ping there.", channel=channel.mention)
+                )  # fmt: skip
             if not bots.mention_everyone:
                 raise Refusal(
-                    f"I need **Mention @everyone** in {channel.mention} to ping @everyone there."
-                )
+                    t("I need **Mention @everyone** in {channel} to ping @everyone there.",
+                      channel=channel.mention)
+                )  # fmt: skip
             plan.mention = "everyone"
             plan.allowed["everyone"] = True
         else:
             if not (role.mentionable or mine.mention_everyone):
                 raise Refusal(
-                    f"{role.mention} can't be mentioned by you (it isn't mentionable and you "
-                    "don't have **Mention @everyone, @here and All Roles**)."
-                )
+                    t("{role} can't be mentioned by you (it isn't mentionable and you don't "
+                      "have **Mention @everyone, @here and All Roles**).", role=role.mention)
+                )  # fmt: skip
             if not (role.mentionable or bots.mention_everyone):
                 raise Refusal(
-                    f"I can't ping {role.mention}: make the role mentionable or give me "
-                    "**Mention @everyone, @here and All Roles**."
-                )
+                    t("I can't ping {role}: make the role mentionable or give me **Mention "
+                      "@everyone, @here and All Roles**.", role=role.mention)
+                )  # fmt: skip
             plan.mention = f"role:{role.id}"
             plan.allowed["roles"].append(str(role.id))
 
@@ -119,7 +126,7 @@ def plan_mentions(
         if can_everyone:
             plan.allowed["everyone"] = True
         else:
-            plan.notes.append("@everyone/@here in the text will show but not ping anyone.")
+            plan.notes.append(t("@everyone/@here in the text will show but not ping anyone."))
     guild = channel.guild
     for match in ROLE_MENTION.finditer(content):
         found = guild.get_role(int(match[1]))
@@ -131,5 +138,5 @@ def plan_mentions(
             if str(found.id) not in plan.allowed["roles"]:
                 plan.allowed["roles"].append(str(found.id))
         else:
-            plan.notes.append(f"{found.mention} in the text will show but not ping.")
+            plan.notes.append(t("{role} in the text will show but not ping.", role=found.mention))
     return plan

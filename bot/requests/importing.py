@@ -22,7 +22,7 @@ from ..parsing.placeholders import check_placeholders
 from .checks import Refusal, require_manager
 from .export_doc import DocAnnouncement, DocMention, DocTemplate, Document, Named, template_of
 from .request import AnnouncementOptions, AnnouncementRequest, Requester
-from .validation import EMPTY_MESSAGE, check_request
+from .validation import check_request, empty_message
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -156,7 +156,7 @@ async def _checked_row(
     """The announcement ``row`` would be, checked like ``/schedule``; and the answer's words."""
     guild = requester.guild
     if not row.text.strip() and not row.files:
-        raise InputError(EMPTY_MESSAGE)
+        raise InputError(empty_message())
     channel = named_channel(guild, row.destination)
     zone = resolve_timezone(row.timezone)
     if row.repeat is not None:

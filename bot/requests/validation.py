@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import discord
 
 from ..announcements import Announcements, Draft, GuildSettings, mention_markup
+from ..i18n import t
 from ..limits import MAX_EMBED_DESCRIPTION, MAX_EMBED_TITLE, MAX_EMBED_TOTAL, MAX_MESSAGE
 from ..models import Content, Destination
 from ..parsing import (
@@ -47,6 +48,22 @@ if TYPE_CHECKING:
     from .request import AnnouncementOptions, AnnouncementRequest
 
 EMPTY_MESSAGE = "The message is empty. Type the text to announce, e.g. `Standup in 5 minutes!`"
+"""The refusal of an empty message (in English: :func:`empty_message` says it)."""
+
+
+def empty_message() -> str:
+    """:data:`EMPTY_MESSAGE` in the language in effect."""
+    return t("The message is empty. Type the text to announce, e.g. `Standup in 5 minutes!`")
+
+
+def until_one_off() -> str:
+    """:data:`UNTIL_ONE_OFF` in the language in effect."""
+    return t(
+        "`until` is for repeating announcements (it is when the repeats stop); this one posts "
+        "once. Add a `repeat` (e.g. `repeat: daily`), or leave `until` out."
+    )
+
+
 UNTIL_ONE_OFF = (
     "`until` is for repeating announcements (it is when the repeats stop); this one posts "
     "once. Add a `repeat` (e.g. `repeat: daily`), or leave `until` out."
@@ -95,7 +112,7 @@ async def check_request(
     mention, allowed, notes = _mentions(request, channel)
     prefix = 0 if mention is None else len(mention_markup(mention)) + 1
     if message and not message.strip():
-        raise InputError(EMPTY_MESSAGE)
+        raise InputError(empty_message())
     check_placeholders(message, "the message")
     check_placeholders(title, "the title")
     check_widest_length(message, prefix, title)
@@ -128,7 +145,7 @@ def _mentions(
         return options.kept_mentions.mention, options.kept_mentions.allowed, []
     role = None if options.mention_id is None else guild.get_role(options.mention_id)
     if options.mention_id is not None and role is None:
-        raise Refusal("I can't find that role in this server.")
+        raise Refusal(t("I can't find that role in this server."))
     plan = plan_mentions(request.requester.member, guild.me, channel, role, request.message)
     return plan.mention, plan.allowed, plan.notes
 
@@ -148,7 +165,7 @@ async def find_target(
         except (discord.NotFound, discord.Forbidden, discord.InvalidData):
             found = None  # gone, hidden from the bot, or another server's
     if found is None or found.guild.id != guild.id:
-        raise Refusal("I can't find that channel in this server.")
+        raise Refusal(t("I can't find that channel in this server."))
     return found
 
 
@@ -163,9 +180,10 @@ def check_widest_length(message: str, prefix: int, title: str | None) -> None:
         if widest_message == message and widest_title == title:
             raise
         raise InputError(
-            f"{too_long} (Placeholders are counted at their longest: `{{date}}` as "
-            f"{WIDEST['date']} characters, `{{next}}` as {WIDEST['next']}…)"
-        ) from None
+            f"{too_long} "
+            + t("(Placeholders are counted at their longest: `{{date}}` as {date} characters, "
+                "`{{next}}` as {next}…)", date=WIDEST["date"], next=WIDEST["next"])
+        ) from None  # fmt: skip
 
 
 def check_length(message: str, prefix: int, title: str | None) -> None:
@@ -174,25 +192,29 @@ def check_length(message: str, prefix: int, title: str | None) -> None:
     if title is None:
         if len(message) + prefix > MAX_MESSAGE:
             raise InputError(
-                f"The message is {len(message) + prefix} characters (with the mention); "
-                f"Discord allows {MAX_MESSAGE}. Shorten it or split it into two announcements."
-            )
+                t("The message is {count} characters (with the mention); Discord allows "
+                  "{limit}. Shorten it or split it into two announcements.",
+                  count=len(message) + prefix, limit=MAX_MESSAGE)
+            )  # fmt: skip
         return
     if len(title) > MAX_EMBED_TITLE:
         raise InputError(
-            f"The title is {len(title)} characters; an embed's title may have at most "
-            f"{MAX_EMBED_TITLE}. Shorten it, e.g. `title: Weekly update`."
-        )
+            t("The title is {count} characters; an embed's title may have at most {limit}. "
+              "Shorten it, e.g. `title: Weekly update`.", count=len(title),
+              limit=MAX_EMBED_TITLE)
+        )  # fmt: skip
     if len(message) > MAX_EMBED_DESCRIPTION:
         raise InputError(
-            f"The message is {len(message)} characters; under a title (an embed) Discord "
-            f"allows {MAX_EMBED_DESCRIPTION}. Shorten it or split it into two announcements."
-        )
+            t("The message is {count} characters; under a title (an embed) Discord allows "
+              "{limit}. Shorten it or split it into two announcements.", count=len(message),
+              limit=MAX_EMBED_DESCRIPTION)
+        )  # fmt: skip
     if len(title) + len(message) > MAX_EMBED_TOTAL:
         raise InputError(
-            f"The title and message are {len(title) + len(message)} characters together; an "
-            f"embed may have {MAX_EMBED_TOTAL} in all. Shorten them."
-        )
+            t("The title and message are {count} characters together; an embed may have "
+              "{limit} in all. Shorten them.", count=len(title) + len(message),
+              limit=MAX_EMBED_TOTAL)
+        )  # fmt: skip
 
 
 def _content(
@@ -207,9 +229,9 @@ def _content(
     forum's title may still come with the form, when it is still to be shown)."""
     if options.publish and destination != Destination.ANNOUNCEMENT:
         raise Refusal(
-            f"{channel.mention} is not an announcement channel: only posts there can be "
-            "published to following servers. Leave `publish` out."
-        )
+            t("{channel} is not an announcement channel: only posts there can be published "
+              "to following servers. Leave `publish` out.", channel=channel.mention)
+        )  # fmt: skip
     tags: tuple[int, ...] = ()
     if isinstance(channel, discord.ForumChannel):
         if not form_pending:
@@ -224,9 +246,9 @@ def _content(
             tags = resolve_tags(channel, split_tags(options.tags))
     elif isinstance(options.tags, str) and split_tags(options.tags):
         raise Refusal(
-            f"{channel.mention} is not a forum channel: only forum posts have tags. Leave "
-            "`tags` out."
-        )
+            t("{channel} is not a forum channel: only forum posts have tags. Leave `tags` "
+              "out.", channel=channel.mention)
+        )  # fmt: skip
     publish = destination == Destination.ANNOUNCEMENT and options.publish is not False
     return Content(
         title=title,
@@ -305,13 +327,13 @@ def _until(
     if rule is None:
         if isinstance(until, datetime):
             return None  # it no longer repeats: there is nothing to end
-        raise InputError(UNTIL_ONE_OFF)
+        raise InputError(until_one_off())
     if isinstance(until, str):
         return parse_until(until, zone, now, first, locale=locale)
     if until <= first:
         raise InputError(
-            f"`until` ({discord_timestamp(until, 'F')}) must be after the first time "
-            f"({discord_timestamp(first, 'F')}): it is when the repeats stop. Give a later "
-            "`until` too, or `until: none`."
-        )
+            t("`until` ({until}) must be after the first time ({first}): it is when the "
+              "repeats stop. Give a later `until` too, or `until: none`.",
+              until=discord_timestamp(until, "F"), first=discord_timestamp(first, "F"))
+        )  # fmt: skip
     return until

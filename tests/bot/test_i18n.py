@@ -5,8 +5,11 @@ and a member whose client is in French runs the commands as everyone does."""
 
 from __future__ import annotations
 
+import ast
+import re
 import unicodedata
 from collections import Counter
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -17,11 +20,41 @@ from bot.commands.translator import CatalogTranslator, message_context
 from tests.bot.conftest import NOW, World, run_command
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from bot.app import Crier
 
 SHIPPED = ("de", "es-ES", "fr", "pt-BR")
+BOT = Path(__file__).resolve().parents[2] / "bot"
+MARKERS = {"t": 1, "marked": 1, "tn": 2}
+"""The functions that mark an answer's text, and how many of their first arguments are it."""
+
+
+def marked_messages(root: Path = BOT) -> set[tuple[str | None, i18n.Message]]:
+    """Every answer's text marked in the code under ``root`` (``t("…")``, ``marked("…")``,
+    ``tn("…", "…", n)``, called by name or as ``i18n.t``), found with ``ast``; a marker
+    called with anything but literal strings fails the test: its text could not be found."""
+    found: set[tuple[str | None, i18n.Message]] = set()
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+            if name not in MARKERS or path.name == "i18n.py":
+                continue
+            texts = node.args[: MARKERS[name]]
+            literal = all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in texts)
+            where = f"{path.relative_to(root.parent)}:{node.lineno}"
+            assert literal, f"{where}: {name}() takes literal text"
+            assert len(texts) == MARKERS[name], f"{where}: {name}() takes literal text"
+            values = [a.value for a in texts if isinstance(a, ast.Constant)]
+            found.add((i18n.ANSWER, values[0] if len(values) == 1 else (values[0], values[1])))
+    for path in sorted(root.rglob("*.html")):  # the dashboard's templates: {{ t("…") }}
+        found |= {(i18n.ANSWER, text) for text in TEMPLATE_MARK.findall(path.read_text("utf-8"))}
+    return found
+
+
+TEMPLATE_MARK = re.compile(r'\bt\("([^"\\]*)"')
+"""A marked text in a dashboard template (no ``"`` or backslash in it)."""
 
 
 class Recording(CatalogTranslator):
@@ -62,9 +95,32 @@ async def test_every_command_string_is_translated_in_every_shipped_locale(crier:
     assert ("option", "when") in asked
     assert ("choice", "log channel") in asked
     assert ("option", "The announcement's number (see /list)") in asked
-    assert len(asked) == 104
+    assert len(asked) == 112
+    answers = marked_messages()
+    # The answers are found too: one of each kind of marker, and the log channel's report.
+    assert (i18n.ANSWER, "✅ Scheduled announcement **#{id}** in {channel}.") in answers
+    assert (i18n.ANSWER, ("…and {n} more character", "…and {n} more characters")) in answers
+    assert (
+        i18n.ANSWER,
+        "⚠️ Announcement #{id} for {channel} could not be posted: {reason}.",
+    ) in answers
+    assert (i18n.ANSWER, "Page {page} of {pages} · {total} announcements") in answers  # html
+    assert len(answers) > 130
     for locale in SHIPPED:
-        assert i18n.problems(i18n.catalogs()[locale], asked) == [], locale
+        assert i18n.problems(i18n.catalogs()[locale], asked | answers) == [], locale
+
+
+def test_the_marker_finder_refuses_text_it_cannot_read(tmp_path: Path) -> None:
+    (tmp_path / "ok.py").write_text(
+        'from bot.i18n import t, tn\nt("Hello {who}", who=x)\ntn("a day", "{n} days", 3)\n'
+    )
+    assert marked_messages(tmp_path) == {
+        ("answer", "Hello {who}"),
+        ("answer", ("a day", "{n} days")),
+    }
+    (tmp_path / "bad.py").write_text('from bot.i18n import t\nt(f"Hello {who}")\n')
+    with pytest.raises(AssertionError, match=r"bad\.py:2: t\(\) takes literal text"):
+        marked_messages(tmp_path)
 
 
 def write_po(path: Path, entries: list[tuple[str, str, str]], fuzzy: set[str] = set()) -> Path:  # noqa: B006
@@ -123,8 +179,19 @@ def test_a_broken_catalog_is_refused_with_its_name(tmp_path: Path) -> None:
         path.write_bytes(broken)  # a stray line, a msgid without msgstr, not UTF-8
         with pytest.raises(i18n.CatalogError, match=r"cannot read the catalog .*de\.po"):
             i18n.read_catalog(path)
-    path.write_bytes(b'msgid "a day"\nmsgid_plural "{n} days"\nmsgstr[0] "un"\nmsgstr[1] "{n}"\n')
-    with pytest.raises(i18n.CatalogError, match=r"'a day'.* has plural forms"):
+    header = b'msgid ""\nmsgstr ""\n"Plural-Forms: nplurals=2; plural=(n > 1);\\n"\n\n'
+    plural = b'msgid "a day"\nmsgid_plural "{n} days"\nmsgstr[0] "un jour"\n'
+    path.write_bytes(header + plural + b'msgstr[1] "{n} jours"\nmsgstr[2] "x"\n')  # too many
+    with pytest.raises(i18n.CatalogError, match=r"cannot read the catalog .*de\.po"):
+        i18n.read_catalog(path)
+    path.write_bytes(header + plural)  # a form missing: not a translation
+    assert i18n.read_catalog(path).plurals == {}
+    path.write_bytes(header + plural + b'msgstr[1] "{n} jours"\n')
+    assert i18n.read_catalog(path).plurals == {
+        (None, ("a day", "{n} days")): ("un jour", "{n} jours")
+    }
+    path.write_bytes(b'msgid ""\nmsgstr ""\n"Plural-Forms: nplurals=2; plural=(n >>> 1);\\n"\n')
+    with pytest.raises(i18n.CatalogError, match=r"Plural-Forms rule can't be read"):
         i18n.read_catalog(path)
 
 
@@ -284,7 +351,7 @@ async def test_a_member_in_french_runs_the_commands_with_the_base_option_names(
     cb = await handle.response(timeout=5)
     assert cb.ephemeral
     assert cb.content
-    assert "Scheduled" in cb.content
+    assert cb.content.startswith("✅ Annonce **#1** programmée dans")  # answered in French
     (a,) = (await crier.bot.announcements.listing_page(world.guild.id, 0, 10)).listing.items
     assert a.content == "Bonjour à tous"
     assert a.first_ts == NOW.timestamp() + 7200
@@ -297,3 +364,53 @@ async def test_a_member_in_french_runs_the_commands_with_the_base_option_names(
     assert (await crier.bot.announcements.settings(world.guild.id)).timezone == "Europe/Paris"
     listed = await run_command(world, "list")
     assert "Bonjour à tous" in (listed.content or "")
+
+
+# --- plural forms -----------------------------------------------------------------------------
+
+
+def test_each_catalogs_plural_rule_is_the_languages() -> None:
+    """The ``Plural-Forms`` rule of each catalog picks the form CLDR (Babel's data) gives
+    the language for every count: French and Brazilian Portuguese say 0 and 1 in the
+    singular, German and Spanish 1 only."""
+    from babel import Locale as BabelLocale
+
+    for locale, catalog in i18n.catalogs().items():
+        cldr = BabelLocale.parse(locale, sep="-")
+        assert catalog.nplurals == 2, locale
+        for n in range(0, 2001):
+            expected = 0 if cldr.plural_form(n) == "one" else 1
+            assert catalog.plural(n) == expected, (locale, n)
+
+
+def test_plural_forms_are_chosen_by_the_languages_rule() -> None:
+    def said(locale: str | None, n: int) -> str:
+        with i18n.speaking(locale):
+            return i18n.tn("…and {n} more character", "…and {n} more characters", n)
+
+    expected = {
+        None: ["…and 0 more characters", "…and 1 more character", "…and 2 more characters",
+               "…and 5 more characters"],
+        "en-US": ["…and 0 more characters", "…and 1 more character", "…and 2 more characters",
+                  "…and 5 more characters"],
+        "fr": ["…et 0 caractère de plus", "…et 1 caractère de plus", "…et 2 caractères de plus",
+               "…et 5 caractères de plus"],
+        "de": ["…und 0 weitere Zeichen", "…und 1 weiteres Zeichen", "…und 2 weitere Zeichen",
+               "…und 5 weitere Zeichen"],
+        "es-ES": ["…y 0 caracteres más", "…y 1 carácter más", "…y 2 caracteres más",
+                  "…y 5 caracteres más"],
+        "pt-BR": ["…e mais 0 caractere", "…e mais 1 caractere", "…e mais 2 caracteres",
+                  "…e mais 5 caracteres"],
+    }  # fmt: skip
+    for locale, texts in expected.items():
+        assert [said(locale, n) for n in (0, 1, 2, 5)] == texts, locale
+
+
+def test_speaking_holds_only_within_its_block() -> None:
+    assert i18n.current_locale() is None
+    with i18n.speaking("de"):
+        assert i18n.t("Nothing was changed.") == "Es wurde nichts geändert."
+        with i18n.speaking("es-ES"):
+            assert i18n.t("Nothing was changed.") == "No se ha cambiado nada."
+        assert i18n.current_locale() == "de"
+    assert i18n.t("Nothing was changed.") == "Nothing was changed."

@@ -113,7 +113,8 @@ async def test_settings_shows_and_validates(world: World, crier: Crier) -> None:
     assert cb.ephemeral
     assert cb.content == (
         "⚙️ **Settings**:\n**Default time zone:** UTC (not set)\n"
-        "**Manager role:** none (Manage Server only)\n**Log channel for failures:** none"
+        "**Manager role:** none (Manage Server only)\n**Log channel for failures:** none\n"
+        "**Language of posts for everyone:** the server's own"
     )
     await refused(
         world, crier, "settings", "The manager role can't be @everyone.",

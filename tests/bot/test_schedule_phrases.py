@@ -86,15 +86,15 @@ async def test_the_2nd_and_4th_thursday_post_on_those_days_only(
 
 
 @pytest.mark.parametrize(
-    ("locale", "first", "note"),
+    ("locale", "label", "first", "note"),
     [
-        ("en-GB", utc(2030, 4, 3, 16), "I read `03/04` as 3 April (day/month"),
-        ("fr", utc(2030, 4, 3, 16), "I read `03/04` as 3 April (day/month"),
-        ("en-US", utc(2030, 3, 4, 17), "I read `03/04` as 4 March (month/day"),
+        ("en-GB", "**First:**", utc(2030, 4, 3, 16), "I read `03/04` as 3 April (day/month"),
+        ("fr", "**Première :**", utc(2030, 4, 3, 16), "I read `03/04` as 3 April (day/month"),
+        ("en-US", "**First:**", utc(2030, 3, 4, 17), "I read `03/04` as 4 March (month/day"),
     ],
 )
 async def test_dates_are_read_by_the_members_locale(
-    world: World, crier: Crier, locale: str, first: datetime, note: str
+    world: World, crier: Crier, locale: str, label: str, first: datetime, note: str
 ) -> None:
     h = await world.fake.invoke_command(
         world.guild,
@@ -105,7 +105,7 @@ async def test_dates_are_read_by_the_members_locale(
         locale=locale,
     )
     content = (await h.response(timeout=5)).content or ""
-    assert f"**First:** {stamp(first)}" in content, content
+    assert f"{label} {stamp(first)}" in content, content
     assert f"ℹ️ {note}" in content
 
 

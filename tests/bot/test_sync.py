@@ -220,13 +220,17 @@ async def test_the_synced_definitions_have_what_the_commands_promise(
     assert options("timezone")["zone"]["autocomplete"] is True
     assert not options("timezone")["zone"]["required"]
     settings = options("settings")
-    assert list(settings) == ["timezone", "manager_role", "log_channel", "clear"]
+    assert list(settings) == ["timezone", "manager_role", "log_channel", "clear", "language"]
     assert settings["timezone"]["autocomplete"] is True
     assert [c["value"] for c in settings["clear"]["choices"]] == [
         "timezone",
         "manager_role",
         "log_channel",
+        "language",
     ]
+    assert [c["value"] for c in settings["language"]["choices"]] == [
+        "en-US", "fr", "de", "es-ES", "pt-BR",
+    ]  # fmt: skip
     assert synced["list"].options == []
     edit = options("edit")
     assert list(edit) == [

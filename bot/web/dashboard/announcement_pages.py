@@ -13,6 +13,7 @@ from urllib.parse import urlencode
 from aiohttp import web
 
 from ...announcements import LIVE_STATES, AnnouncementState, ListFilter
+from ...i18n import t
 from ...render import canceled, info_page, paused, resumed, skipped
 from ...requests.checks import can_read, hidden_channels
 from .pages import ANNOUNCEMENT, GUILD, GuildPages, get, post
@@ -34,6 +35,18 @@ FILTERS: dict[str, tuple[str, ListFilter]] = {
     "posted": ("Posted", ListFilter(posted=True)),
 }
 """The list's filters: the name in the address, its label, the announcements it keeps."""
+
+
+def filter_labels() -> dict[str, str]:
+    """The filters' labels in the viewer's language."""
+    return {
+        "all": t("All"),
+        "upcoming": t("Upcoming"),
+        "recurring": t("Recurring"),
+        "paused": t("Paused"),
+        "failed": t("Failed"),
+        "posted": t("Posted"),
+    }
 
 
 def page_number(raw: str) -> int:
@@ -68,7 +81,7 @@ class AnnouncementPages(GuildPages):
             "guild.html", viewer, guild=who.guild, items=items,
             next_fires=found.listing.next_fires, total=found.listing.total,
             hidden=hidden_channels(who.member, who.guild, (a.channel_id for a in items)),
-            show=show, query=query, filters={k: label for k, (label, _) in FILTERS.items()},
+            show=show, query=query, filters=filter_labels(),
             page=found.page + 1, pages=found.pages, newer=newer, older=older,
             flash=await self.d.flash(viewer),
         )  # fmt: skip

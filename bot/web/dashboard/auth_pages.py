@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import logging
 import secrets
+from urllib.parse import urlparse
 
 from aiohttp import web
 
+from ... import i18n
 from ...parsing import resolve_timezone, zone_names
-from .core import Viewer, form_of, secured
+from .core import DISCORD_LOCALE_COOKIE, LANGUAGE_COOKIE, Viewer, form_of, secured
 from .oauth import OAuthError
 from .pages import Pages, get, post
 from .sessions import SESSION_COOKIE, SESSION_SECONDS, STATE_COOKIE, Identity
@@ -18,6 +20,10 @@ log = logging.getLogger(__name__)
 
 STATE_SECONDS = 600
 TOO_MANY_LOGINS = "Too many logins from your address just now. Wait a minute and try again."
+
+
+LANGUAGE_SECONDS = 365 * 24 * 3600
+"""How long the language picked is remembered."""
 
 
 class HomePages(Pages):
@@ -75,7 +81,23 @@ class HomePages(Pages):
         log.info("dashboard login by user %d", who.user_id)
         redirect = web.HTTPSeeOther("/")
         self.set_cookie(redirect, SESSION_COOKIE, session_id, SESSION_SECONDS)
+        if who.locale:
+            self.set_cookie(redirect, DISCORD_LOCALE_COOKIE, who.locale, SESSION_SECONDS)
         redirect.del_cookie(STATE_COOKIE, path="/")
+        raise redirect
+
+    @get("/language", "public")
+    async def language(self, request: web.Request) -> web.StreamResponse:
+        """The language picker: ``lang`` (a locale key crier speaks; ``auto``: the viewer's
+        Discord or browser language again), then back to the page it was picked on."""
+        back = urlparse(request.headers.get("Referer", ""))
+        here = back.path if back.netloc == request.host and back.path.startswith("/") else "/"
+        redirect = web.HTTPSeeOther(here or "/")
+        picked = request.query.get("lang", "")
+        if picked in i18n.LANGUAGES:
+            self.set_cookie(redirect, LANGUAGE_COOKIE, picked, LANGUAGE_SECONDS)
+        else:
+            redirect.del_cookie(LANGUAGE_COOKIE, path="/")
         raise redirect
 
     @post("/logout")

@@ -16,10 +16,11 @@ from zoneinfo import ZoneInfo
 import jinja2
 from aiohttp import BodyPartReader, web
 
+from ... import i18n
 from ...announcements import Announcements, NotFound
 from ...models import DashboardSession, Image
 from ...parsing import resolve_timezone
-from ...render import expected_answer, unexpected_answer
+from ...render import expected_answer, state_word, unexpected_answer
 from ...requests.checks import Refusal
 from ...requests.files import too_large
 from .access import Access
@@ -50,6 +51,23 @@ CSRF_REFUSED = (
     "This form could not be checked (its security token is missing or out of date), so "
     "nothing was changed. Reload the page and try again."
 )
+LANGUAGE_COOKIE = "crier_lang"
+"""The language picked with the dashboard's picker (a locale key crier speaks)."""
+DISCORD_LOCALE_COOKIE = "crier_discord_locale"
+"""The viewer's Discord language, as ``identify`` gave it at login."""
+
+
+def locale_of(request: web.Request) -> str | None:
+    """The language of the dashboard for ``request``: the one picked, else the viewer's
+    Discord language (from the login), else the browser's ``Accept-Language``; None:
+    English."""
+    picked = request.cookies.get(LANGUAGE_COOKIE, "")
+    if picked in i18n.LANGUAGES:
+        return picked
+    browser = i18n.accepted_languages(request.headers.get("Accept-Language", ""))
+    return i18n.best_locale([request.cookies.get(DISCORD_LOCALE_COOKIE, ""), *browser])
+
+
 LOGIN_LIMIT = (10, 60.0)
 """Logins started from one address: at most this many per this many seconds."""
 
@@ -172,6 +190,11 @@ class Dashboard:
             viewer=viewer,
             guild=guild,
             csrf=viewer.session.csrf_token if viewer else "",
+            t=i18n.t,
+            state_word=state_word,
+            html_lang=(i18n.current_locale() or "en").split("-")[0],
+            language=i18n.current_locale() or "en-US",
+            languages=i18n.LANGUAGES,
             when=lambda dt: time_html(dt, zone),
             text=lambda t: discord_html(t, guild, zone, now, names),
             **values,
@@ -205,6 +228,7 @@ class Dashboard:
         with an id."""
 
         async def wrapped(request: web.Request) -> web.StreamResponse:
+            i18n.CURRENT.set(locale_of(request))  # this request's task speaks it
             viewer = await self.viewer_of(request)
             if viewer is None:
                 if request.method in ("GET", "HEAD"):
@@ -289,6 +313,7 @@ class Dashboard:
         """A route anyone may reach (the login pages), with the security headers."""
 
         async def wrapped(request: web.Request) -> web.StreamResponse:
+            i18n.CURRENT.set(locale_of(request))  # this request's task speaks it
             try:
                 return secured(await handler(request))
             except web.HTTPException as exc:

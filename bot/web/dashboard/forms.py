@@ -15,7 +15,7 @@ from ...parsing import InputError, resolve_timezone
 from ...parsing.placeholders import occurrence, render
 from ...requests.editing import NO_TITLE, EditOptions, mention_option
 from ...requests.request import AnnouncementOptions, AnnouncementRequest, Requester
-from ...requests.validation import EMPTY_MESSAGE
+from ...requests.validation import empty_message
 
 if TYPE_CHECKING:
     from zoneinfo import ZoneInfo
@@ -38,7 +38,7 @@ def typed_message(values: dict[str, str]) -> str:
     """The message typed; refused like the commands when it is empty."""
     message = values["message"]
     if not message.strip():
-        raise InputError(EMPTY_MESSAGE)
+        raise InputError(empty_message())
     return message
 
 

@@ -67,6 +67,7 @@ class DiscordOAuth:
             user_id=int(user["id"]),
             username=str(user.get("global_name") or user.get("username") or user["id"]),
             guild_ids=frozenset(int(g["id"]) for g in guilds),
+            locale=str(user["locale"]) if user.get("locale") else None,
         )
 
 

@@ -31,6 +31,8 @@ class Identity:
     user_id: int
     username: str
     guild_ids: frozenset[int]
+    locale: str | None = None
+    """Their Discord language (``identify`` gives it), the dashboard's unless they pick one."""
 
 
 class Sessions:

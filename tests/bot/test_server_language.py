@@ -1,0 +1,83 @@
+"""What the bot posts for everyone is said in the server's language (issue 24): the log
+channel's failure reports and the note under a post sent late follow the server's
+``guild_locale`` (here German), unless ``/settings language`` chose another one; the member
+who set things up reads their own answers in their own language (English here)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+import pytest
+
+from tests.bot.conftest import NOW, add_world
+from tests.bot.test_delivery import (
+    advance,
+    break_channel,
+    idle,
+    posts,
+    schedule,
+    set_log_channel,
+)
+
+if TYPE_CHECKING:
+    from bot.app import Crier
+    from scheduler.testing import FakeClock
+    from tests.bot.conftest import CrierFactory, World
+    from tests.fakediscord import FakeDiscord
+
+
+@pytest.fixture
+def world(fake: FakeDiscord) -> World:
+    """The usual world, in a server whose language (``guild_locale``) is German."""
+    made = add_world(fake, "Crier Test", admin="alice", member="bob")
+    made.guild.preferred_locale = "de"
+    return made
+
+
+async def test_the_log_channels_report_is_in_the_servers_language(
+    world: World, crier: Crier, clock: FakeClock
+) -> None:
+    await set_log_channel(world, world.general)  # answered in alice's English
+    local = await schedule(world, world.news, "in 1m", "Never seen")
+    break_channel(world, 50013)
+    await advance(crier, clock, timedelta(minutes=1))
+
+    [report] = posts(world, world.general)
+    # The reason is Discord's, in English (the failure descriptions are not translated).
+    assert report.content == (
+        f"⚠️ Ankündigung #{local} für <#{world.news.id}> konnte nicht gepostet werden: "
+        "Missing Permissions: the bot may not post in the channel (50013)."
+    )
+
+
+async def test_settings_language_overrides_the_servers_for_the_late_note(
+    world: World, crier_factory: CrierFactory, clock: FakeClock
+) -> None:
+    crier = await crier_factory()
+    handle = await world.fake.invoke_command(
+        world.guild, world.general, world.admin, "settings", {"language": "pt-BR"}
+    )
+    answer = (await handle.response(timeout=5)).content or ""
+    assert "**Language of posts for everyone:** Português (Brasil)" in answer.split("\n")
+    assert (await crier.bot.announcements.settings(world.guild.id)).language == "pt-BR"
+    await schedule(world, world.news, "in 10m", "Portas abertas")
+    due = int((NOW + timedelta(minutes=10)).timestamp())
+    await crier.close()  # the bot is down when it comes due
+
+    clock.advance(timedelta(minutes=40))
+    crier = await crier_factory()
+    await idle(crier)
+
+    [msg] = posts(world, world.news)
+    assert msg.content == (
+        f"Portas abertas\n-# Publicado com atraso: isto estava agendado para <t:{due}:F>."
+    )
+
+    # Cleared: the server's own language again (German).
+    handle = await world.fake.invoke_command(
+        world.guild, world.general, world.admin, "settings", {"clear": "language"}
+    )
+    answer = (await handle.response(timeout=5)).content or ""
+    assert "**Language of posts for everyone:** the server's own" in answer.split("\n")
+    assert (await crier.bot.announcements.settings(world.guild.id)).language is None
