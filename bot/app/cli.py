@@ -100,6 +100,18 @@ SUBCOMMANDS: tuple[Subcommand, ...] = (
 """Every subcommand, in the order the usage lists them. Add one here."""
 
 
+def guild_id_argument(raw: str) -> int:
+    """An argparse ``type`` for a server's id (``--guild ID``): a Discord snowflake, or the
+    reason it is not one."""
+    from ..config import ConfigError, Snowflake
+
+    try:
+        value: int = Snowflake()("--guild", raw)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return value
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(
         prog="python -m bot",

@@ -10,12 +10,12 @@ all). ``--out -`` writes the document to standard output.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import discord
 
@@ -23,30 +23,26 @@ from scheduler import StoreError
 
 from ..announcements import SEND_FN, AnnouncementState, ExportRows
 from ..announcements.transfer import MAX_EXPORTED
-from ..config import ConfigError, Settings, Snowflake, load_settings
+from ..config import ConfigError, Settings, load_settings
 from ..db import BotDb
 from ..requests.export_doc import document_bytes, export_document
+from .cli import guild_id_argument
 from .crier import bot_migrations, make_store
 from .endpoints import use_discord_endpoints
+
+if TYPE_CHECKING:
+    import argparse
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--guild", required=True, metavar="ID", type=_guild_id, help="the server's id"
+        "--guild", required=True, metavar="ID", type=guild_id_argument, help="the server's id"
     )
     parser.add_argument(
         "--out",
         metavar="FILE",
         help="where to write it (default: crier-ID-DATE.json here; '-': standard output)",
     )
-
-
-def _guild_id(raw: str) -> int:
-    try:
-        value: int = Snowflake()("--guild", raw)
-    except ConfigError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    return value
 
 
 def run(args: argparse.Namespace) -> int:

@@ -9,7 +9,6 @@ A bad value is refused with the reason and nothing is written.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import sys
 import time
@@ -19,17 +18,19 @@ from typing import TYPE_CHECKING
 from scheduler import SqliteStore, Store, StoreError
 
 from ..announcements import DEFAULT, LIMIT_OPTIONS, BadLimit, changed_limits, limit_lines
-from ..config import ConfigError, Snowflake, load_setting
+from ..config import ConfigError, load_setting
 from ..db import BotDb
 from ..models import LIMIT_SETTINGS, GuildLimits, Limits
+from .cli import guild_id_argument
 
 if TYPE_CHECKING:
+    import argparse
     from collections.abc import Mapping
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--guild", required=True, metavar="ID", type=_guild_id, help="the server's id"
+        "--guild", required=True, metavar="ID", type=guild_id_argument, help="the server's id"
     )
     for option in LIMIT_OPTIONS:
         unit = f" in {option.unit}" if option.unit else ""
@@ -39,14 +40,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             dest=option.field,
             help=f"instead of {LIMIT_SETTINGS[option.field]}{unit}; {DEFAULT!r}: the setting",
         )
-
-
-def _guild_id(raw: str) -> int:
-    try:
-        value: int = Snowflake()("--guild", raw)
-    except ConfigError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    return value
 
 
 def run(args: argparse.Namespace) -> int:

@@ -36,6 +36,26 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 Kind = Literal["when", "repeat"]
 Replacement: TypeAlias = "str | Callable[[re.Match[str]], str]"
+
+EN_DAYS: Final = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+"""The English weekday names the rewrites produce (each language's ``_DAYS`` in this order)."""
+EN_MONTHS: Final = (
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+)
+"""The English month names the rewrites produce (each language's ``_MONTHS`` in this order)."""
+EN_DAY: Final = "|".join(EN_DAYS)
+"""A pattern matching one English weekday, for rules that apply after the days are rewritten."""
 """What a rewrite puts instead of its match: a :func:`re.sub` template, or a function of
 the match (``halb 9`` → ``8:30``)."""
 

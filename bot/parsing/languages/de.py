@@ -11,10 +11,9 @@ from __future__ import annotations
 
 from typing import Final
 
-from . import Language, Replacement
+from . import EN_DAY, EN_DAYS, EN_MONTHS, Language, Replacement
 
 _DAYS: Final = ("montag", "dienstag", "mittwoch", "donnerstag", "freitag", "samstag", "sonntag")
-_EN_DAYS: Final = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _MONTHS: Final = (
     r"januar|jan|janner",
     r"februar|feb",
@@ -29,21 +28,6 @@ _MONTHS: Final = (
     r"november|nov",
     r"dezember|dez",
 )
-_EN_MONTHS: Final = (
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
-)
-_EN_DAY: Final = "|".join(_EN_DAYS)
 _DE_DAY: Final = "|".join(_DAYS)
 _ORDINALS: Final = (
     (r"ersten|erster|erste|1\.", "first"),
@@ -122,16 +106,16 @@ REWRITES: Final[tuple[tuple[str, Replacement], ...]] = (
     (r"([0-9]{1,2})\.([0-9]{1,2})\.(?![0-9])", r"\1.\2"),
     *(
         (rf"([0-9]{{1,2}})\.? (?:{de})\.?", rf"\1 {en}")
-        for de, en in zip(_MONTHS, _EN_MONTHS, strict=True)
+        for de, en in zip(_MONTHS, EN_MONTHS, strict=True)
     ),
     # weekdays (freitags: on Fridays) and what is around them
-    *((rf"{de}s", f"every {en}") for de, en in zip(_DAYS, _EN_DAYS, strict=True)),
-    *((de, en) for de, en in zip(_DAYS, _EN_DAYS, strict=True)),
-    (rf"und every ({_EN_DAY})", r"und \1"),
-    (rf"(?:nachsten|nachster|nachste|kommenden|kommender) ({_EN_DAY})", r"next \1"),
+    *((rf"{de}s", f"every {en}") for de, en in zip(_DAYS, EN_DAYS, strict=True)),
+    *((de, en) for de, en in zip(_DAYS, EN_DAYS, strict=True)),
+    (rf"und every ({EN_DAY})", r"und \1"),
+    (rf"(?:nachsten|nachster|nachste|kommenden|kommender) ({EN_DAY})", r"next \1"),
     (r"jeden|jede|jedes|alle", "every"),
     (r"am(?= [0-9])", "on"),
-    (rf"am ({_EN_DAY})", r"on \1"),
+    (rf"am ({EN_DAY})", r"on \1"),
     (r"am (first|second|third|fourth|fifth|last)", r"on the \1"),
     (r"und", "and"),
 )

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 from typing import Final
 
-from . import Language, Replacement
+from . import EN_DAY, EN_DAYS, EN_MONTHS, Language, Replacement
 
 _DAYS: Final = ("lunes", "martes", "miercoles", "jueves", "viernes", "sabados?", "domingos?")
-_EN_DAYS: Final = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _MONTHS: Final = (
     r"enero|ene",
     r"febrero|feb",
@@ -29,21 +28,6 @@ _MONTHS: Final = (
     r"noviembre|nov",
     r"diciembre|dic",
 )
-_EN_MONTHS: Final = (
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
-)
-_EN_DAY: Final = "|".join(_EN_DAYS)
 _ES_DAY: Final = "|".join(_DAYS)
 _ORDINALS: Final = (
     (r"primer|primero|primera|1er|1o|1\.o|1a", "first"),
@@ -113,15 +97,15 @@ REWRITES: Final[tuple[tuple[str, Replacement], ...]] = (
     # dates: 24 de diciembre (de 2027)
     *(
         (rf"([0-9]{{1,2}}) de (?:{es})(?: de ([0-9]{{4}}))?", rf"\1 {en} \2")
-        for es, en in zip(_MONTHS, _EN_MONTHS, strict=True)
+        for es, en in zip(_MONTHS, EN_MONTHS, strict=True)
     ),
     # weekdays and what is around them
-    *((es, en) for es, en in zip(_DAYS, _EN_DAYS, strict=True)),
-    (rf"(?:el )?proximo ({_EN_DAY})|(?:el )?({_EN_DAY}) (?:que viene|proximo)", r"next \1\2"),
+    *((es, en) for es, en in zip(_DAYS, EN_DAYS, strict=True)),
+    (rf"(?:el )?proximo ({EN_DAY})|(?:el )?({EN_DAY}) (?:que viene|proximo)", r"next \1\2"),
     (r"todos los|todas las|cada", "every"),
-    (rf"los ({_EN_DAY})", r"every \1"),
+    (rf"los ({EN_DAY})", r"every \1"),
     (r"el(?= [0-9])", "on"),
-    (rf"el ({_EN_DAY})", r"on \1"),
+    (rf"el ({EN_DAY})", r"on \1"),
     (r"el (first|second|third|fourth|fifth|last)", r"the \1"),
     (r"y", "and"),
 )

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from typing import Final
 
-from . import Language, Replacement
+from . import EN_DAY, EN_DAYS, EN_MONTHS, Language, Replacement
 
 _DAYS: Final = ("lundi", "mardi", "mercredi", "jeudi", "vendredi", "samedi", "dimanche")
-_EN_DAYS: Final = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _MONTHS: Final = (
     "janvier",
     "fevrier",
@@ -28,24 +27,9 @@ _MONTHS: Final = (
     "novembre",
     "decembre",
 )
-_EN_MONTHS: Final = (
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
-)
 _MONTH_SHORT: Final = {"janv": 1, "fevr": 2, "fev": 2, "avr": 4, "juil": 7, "sept": 9, "oct": 10}
 _MONTH_SHORT.update({"nov": 11, "dec": 12})
 _N: Final = r"[0-9]{1,3}|deux|trois|quatre|cinq|six"
-_EN_DAY: Final = "|".join(_EN_DAYS)
 _UNIT: Final = r"secondes?|minutes?|mins?|mn|heures?|h|jours?|semaines?|mois"
 
 REWRITES: Final[tuple[tuple[str, Replacement], ...]] = (
@@ -102,15 +86,15 @@ REWRITES: Final[tuple[tuple[str, Replacement], ...]] = (
     (r"midi", "noon"),
     (r"minuit", "midnight"),
     # weekdays (plural in repeats: tous les vendredis) and months
-    *((rf"{fr}s?", en) for fr, en in zip(_DAYS, _EN_DAYS, strict=True)),
-    (rf"({_EN_DAY}) prochain|prochain ({_EN_DAY})", r"next \1\2"),
-    (rf"({_EN_DAY}) et ({_EN_DAY})", r"\1 and \2"),
+    *((rf"{fr}s?", en) for fr, en in zip(_DAYS, EN_DAYS, strict=True)),
+    (rf"({EN_DAY}) prochain|prochain ({EN_DAY})", r"next \1\2"),
+    (rf"({EN_DAY}) et ({EN_DAY})", r"\1 and \2"),
     (r"tous les|toutes les|chaque", "every"),
-    (rf"les ({_EN_DAY})", r"every \1"),
-    (rf"1er(?= (?:{_EN_DAY}))", "first"),
+    (rf"les ({EN_DAY})", r"every \1"),
+    (rf"1er(?= (?:{EN_DAY}))", "first"),
     (r"([0-9]{1,2})er", r"\1"),
-    *((fr, en) for fr, en in zip(_MONTHS, _EN_MONTHS, strict=True)),
-    *((rf"{short}\.?", _EN_MONTHS[n - 1]) for short, n in _MONTH_SHORT.items()),
+    *((fr, en) for fr, en in zip(_MONTHS, EN_MONTHS, strict=True)),
+    *((rf"{short}\.?", EN_MONTHS[n - 1]) for short, n in _MONTH_SHORT.items()),
     # ordinals (the nth weekday of the month)
     (r"premier|premiere|1ere", "first"),
     (r"deuxieme|2e|2eme|second|seconde", "second"),
@@ -121,7 +105,7 @@ REWRITES: Final[tuple[tuple[str, Replacement], ...]] = (
     (r"jour", "day"),
     (r"(?:le|la) (first|second|third|fourth|fifth|last)", r"the \1"),
     (r"le(?= [0-9])", "on"),
-    (rf"le ({_EN_DAY})", r"on \1"),
+    (rf"le ({EN_DAY})", r"on \1"),
     (r"et", "and"),
 )
 
