@@ -14,9 +14,9 @@ Every test also asserts: no traceback and no 40060 in any process's log (a sessi
 loses an interaction's race stays silent, at DEBUG), and every IDENTIFY accepted by the fake
 (none over its bucket's rate, across every instance).
 
-Sizes: by default, two instances both connected on one pinned shard, the 8-shard kill and
-take-over with 16 guilds, one rolling swap and the restart loop; with ``CRIER_FULL=1``, also
-three instances on 4 leased shards, 40 guilds for the 8-shard test, and a rolling deploy of
+Sizes: two and three instances, unsharded (all connected on one pinned shard) and on 4
+leased shards, the 8-shard kill and take-over with 16 guilds, one rolling swap and the
+restart loop; with ``CRIER_FULL=1``, 40 guilds for the 8-shard test and a rolling deploy of
 both instances.
 """
 
@@ -32,7 +32,7 @@ import pytest
 from tests.bot.test_shards import sharded_world
 from tests.fakediscord import FakeDiscord
 from tests.fakediscord.interactions import CB_MODAL, iter_components
-from tests.proof.conftest import FULL, size
+from tests.proof.conftest import size
 from tests.support.instances import Instances, Layout, takeover_bound
 from tests.support.processes import Process, procs, until
 
@@ -151,16 +151,13 @@ def clean(cluster: Instances) -> None:
 # --- every interaction once ---------------------------------------------------------------
 
 LAYOUTS = [
-    # Both sessions receive every interaction: what makes each take effect once is the once
-    # key in the database, and the loser's silence.
+    # Unsharded: every session receives every interaction; what makes each take effect once
+    # is the once key in the database, and the losers' silence.
     pytest.param(2, Layout(count=1, pinned=True), id="two-instances-one-shard-both-connected"),
-    # One session per shard (two during a hand-over), shards shared out through leases.
-    pytest.param(
-        3,
-        Layout(count=4),
-        id="three-instances-4-leased-shards",
-        marks=pytest.mark.skipif(not FULL, reason="CRIER_FULL=1"),
-    ),
+    pytest.param(3, Layout(count=1, pinned=True), id="three-instances-one-shard-all-connected"),
+    # Sharded: one session per shard (two during a hand-over), shards shared out by leases.
+    pytest.param(2, Layout(count=4), id="two-instances-4-leased-shards"),
+    pytest.param(3, Layout(count=4), id="three-instances-4-leased-shards"),
 ]
 
 
