@@ -11,14 +11,14 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from scheduler import ScheduleNotFound, TransactionContext
+from scheduler import ScheduleNotFound, Scheduler, TransactionContext
 
 from ..db import BotDb
 from ..models import Announcement, AnnouncementState, HistoryAction
 from .diff import stamp
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Collection, Iterator
 
 __all__ = [
     "NotFound",
@@ -26,6 +26,7 @@ __all__ = [
     "Skipped",
     "Why",
     "change_until",
+    "coming_fires",
     "end_announcement",
     "end_if_past_until",
     "live_announcement",
@@ -92,6 +93,38 @@ class Skipped:
 
 def at(ts: float) -> datetime:
     return datetime.fromtimestamp(ts, UTC)
+
+
+async def coming_fires(
+    sched: Scheduler, a: Announcement, now: datetime, skipped: Collection[float]
+) -> Iterator[datetime]:
+    """The occurrences of ``a`` still to come, earliest first, one at a time as the caller
+    reads them: a one-off's time if it is after ``now``; a recurring one's from its
+    schedule's next fire on, by its trigger, up to its ``until``, the ``skipped`` fire times
+    left out. None for a paused or ended schedule. The caller stops reading when it has
+    enough (a recurring one without ``until`` never ends)."""
+    if a.schedule_name is None:
+        first = at(a.first_ts)
+        return iter([first] if first > now else [])
+    try:
+        schedule = await sched.schedules.get(a.schedule_name)
+    except ScheduleNotFound:
+        return iter([])
+    if schedule.paused or schedule.next_fire is None:
+        return iter([])
+    return _walk(schedule.next_fire, schedule.trigger.next_after, a.until_ts, skipped)
+
+
+def _walk(
+    fire: datetime,
+    after: Callable[[datetime], datetime],
+    until_ts: float | None,
+    skipped: Collection[float],
+) -> Iterator[datetime]:
+    while until_ts is None or fire.timestamp() <= until_ts:
+        if fire.timestamp() not in skipped:
+            yield fire
+        fire = after(fire)
 
 
 async def live_announcement(rows: BotDb, guild_id: int, local_id: int) -> Announcement:

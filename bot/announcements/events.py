@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
-
-from scheduler import ScheduleNotFound
 
 from ..db import BotDb, EventRow
 from ..models import Announcement, AnnouncementState, EventSpec
+from .course import coming_fires
 from .jobs import EVENTS_FN, EventsArgs
 from .placeholders import as_posted_at, occurrence_number
 from .reading import Reading
@@ -154,23 +153,11 @@ class EventPlans(Reading):
     ) -> list[datetime]:
         """The occurrences from now on within ``lead`` (the first always, and one more past
         the lead time, which says when the next event is due), skipped ones left out."""
-        if a.schedule_name is None:
-            return [datetime.fromtimestamp(a.first_ts, UTC)] if a.first_ts > now.timestamp() else []
-        try:
-            schedule = await self.sched.schedules.get(a.schedule_name)
-        except ScheduleNotFound:
-            return []
-        if schedule.paused or schedule.next_fire is None:
-            return []
         out: list[datetime] = []
-        fire = schedule.next_fire
         horizon = now + timedelta(seconds=lead)
-        for _ in range(MAX_EVENTS_PLANNED + len(skipped) + 1):
-            if a.until_ts is not None and fire.timestamp() > a.until_ts:
-                break
-            if fire.timestamp() not in skipped and fire > now:
+        for fire in await coming_fires(self.sched, a, now, skipped):
+            if fire > now:
                 out.append(fire)
                 if fire > horizon or len(out) > MAX_EVENTS_PLANNED:
                     break
-            fire = schedule.trigger.next_after(fire)
         return out

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from itertools import islice
 
 from scheduler import ScheduleNotFound
 
@@ -18,7 +19,7 @@ from ..models import (
     PastDelivery,
     PublishState,
 )
-from .course import NotFound
+from .course import NotFound, coming_fires
 from .placeholders import (
     as_posted_at,
     counts_occurrences,
@@ -266,28 +267,8 @@ class Reading(AnnouncementService):
     async def _next_times(
         self, a: Announcement, now: datetime, skipped: set[float]
     ) -> list[datetime]:
-        """The next ``INFO_TIMES`` delivery times: none unless scheduled; a one-off's one
-        time if still to come; a recurring one's from its schedule's next fire on, by its
-        trigger, leaving out skipped ones and stopping at ``until``."""
+        """The next ``INFO_TIMES`` delivery times (none unless scheduled), skipped ones left
+        out, stopping at ``until``."""
         if a.state != AnnouncementState.SCHEDULED:
             return []
-        if a.schedule_name is None:
-            return [datetime.fromtimestamp(a.first_ts, UTC)] if a.first_ts > now.timestamp() else []
-        try:
-            schedule = await self.sched.schedules.get(a.schedule_name)
-        except ScheduleNotFound:
-            return []
-        if schedule.paused or schedule.next_fire is None:
-            return []
-        out: list[datetime] = []
-        fire = schedule.next_fire
-        # Bounded: every skipped occurrence is one more step, and there are few of them.
-        for _ in range(INFO_TIMES + len(skipped)):
-            if a.until_ts is not None and fire.timestamp() > a.until_ts:
-                break
-            if fire.timestamp() not in skipped:
-                out.append(fire)
-                if len(out) == INFO_TIMES:
-                    break
-            fire = schedule.trigger.next_after(fire)
-        return out
+        return list(islice(await coming_fires(self.sched, a, now, skipped), INFO_TIMES))
