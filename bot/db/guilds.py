@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..models import AnnouncementState, GuildLimits, LeftGuild
-from .settings import language_key
 from .table import Table, optional_int
 
 ENDED_STATES = (AnnouncementState.CANCELED, AnnouncementState.FAILED)
@@ -140,8 +139,6 @@ class GuildTables(Table):
                 f"DELETE FROM {table} WHERE guild_id = ? RETURNING guild_id", (guild_id,)
             )
         gone["bot_dashboard_sessions"] = await self._drop_guild_from_sessions(guild_id)
-        # Its /settings language (kept in bot_meta: see bot.db.settings.language_key).
-        await self.db.execute("DELETE FROM bot_meta WHERE key = ?", (language_key(guild_id),))
         return gone
 
     async def _count_deleted(self, sql: str, params: tuple[Any, ...]) -> int:

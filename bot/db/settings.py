@@ -12,12 +12,6 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
 
-def language_key(guild_id: int) -> str:
-    """Where a guild's ``/settings language`` is kept (in ``bot_meta``, until a migration
-    gives ``bot_guild_settings`` a column for it: migration 0009 is another branch's)."""
-    return f"guild_language:{guild_id}"
-
-
 class SettingsTables(Table):
     """Guild settings, members' own settings and the bot's key-value bookkeeping."""
 
@@ -28,42 +22,39 @@ class SettingsTables(Table):
     async def guild_settings(self, guild_id: int) -> GuildSettings | None:
         """The guild's settings row, or None if it has none yet."""
         row = await self._one(
-            "SELECT timezone, manager_role_id, log_channel_id FROM bot_guild_settings "
+            "SELECT timezone, manager_role_id, log_channel_id, language FROM bot_guild_settings "
             "WHERE guild_id = ?",
             (guild_id,),
         )
-        language = await self.meta_value(language_key(guild_id))
         if row is None:
-            return None if language is None else GuildSettings(guild_id, language=language)
+            return None
         return GuildSettings(
             guild_id,
             row["timezone"],
             optional_int(row["manager_role_id"]),
             optional_int(row["log_channel_id"]),
-            language,
+            row["language"],
         )
 
     async def save_guild_settings(self, settings: GuildSettings, now: float) -> None:
         """Write the guild's settings, creating or replacing its row."""
         await self.db.execute(
             "INSERT INTO bot_guild_settings "
-            "(guild_id, timezone, manager_role_id, log_channel_id, updated_at) "
-            "VALUES (?, ?, ?, ?, ?) "
+            "(guild_id, timezone, manager_role_id, log_channel_id, language, updated_at) "
+            "VALUES (?, ?, ?, ?, ?, ?) "
             "ON CONFLICT (guild_id) DO UPDATE SET timezone = excluded.timezone, "
             "manager_role_id = excluded.manager_role_id, "
-            "log_channel_id = excluded.log_channel_id, updated_at = excluded.updated_at",
+            "log_channel_id = excluded.log_channel_id, language = excluded.language, "
+            "updated_at = excluded.updated_at",
             (
                 settings.guild_id,
                 settings.timezone,
                 settings.manager_role_id,
                 settings.log_channel_id,
+                settings.language,
                 now,
             ),
         )
-        if settings.language is None:
-            await self.delete_meta(language_key(settings.guild_id))
-        else:
-            await self.set_meta(language_key(settings.guild_id), settings.language)
 
     async def lock_guild(self, guild_id: int, now: float) -> None:
         """Write-lock the guild's settings row (creating it if need be) until the commit."""

@@ -41,6 +41,9 @@ RELEASES: list[tuple[int, int, str]] = [
     (6, 8, "ce6ba52"),
     (6, 9, "6171967"),  # once keys
     (6, 10, "cea4725"),  # named leases
+    (7, 10, "bd3ee90"),  # templates, imports
+    (8, 10, "94967f0"),  # limits, servers left
+    (9, 10, "dd5f855"),  # Discord events
 ]
 """(bot migrations, scheduler migrations, the commit that made it) of every earlier schema;
 today's code has :func:`today`."""

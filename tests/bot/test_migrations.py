@@ -9,6 +9,7 @@ current migrations.
 from __future__ import annotations
 
 import shutil
+import sqlite3
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -178,3 +179,61 @@ async def test_a_repeat_rule_reads_back_exactly_as_it_was_written(tmp_path: Path
                 ann = await BotDb(db).announcement(ann_id)
                 assert ann is not None
                 assert ann.rule == rule
+
+
+LANGUAGE_ROWS = [
+    "INSERT INTO bot_guild_settings (guild_id, timezone, updated_at) "
+    "VALUES (11, 'Europe/Paris', 900.0)",
+    "INSERT INTO bot_meta (key, value) VALUES ('guild_language:11', 'fr')",
+    "INSERT INTO bot_meta (key, value) VALUES ('guild_language:22', 'de')",
+    "INSERT INTO bot_meta (key, value) VALUES ('commands_hash', 'abc')",
+]
+
+
+@pytest.mark.parametrize(
+    "dialect", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+)
+async def test_a_server_language_kept_by_release_9_moves_into_its_settings_row(
+    tmp_path: Path, dialect: str
+) -> None:
+    """Release 9 kept ``/settings language`` in ``bot_meta``; migration 0010 moves it into
+    the server's settings row (made for a server that had none), keeping the row's other
+    settings, and leaves no ``guild_language:`` key behind (and the bot's other keys)."""
+    from tests.bot.schemas import build_postgres, build_sqlite
+
+    if dialect == "sqlite":
+        path = tmp_path / "release-9.db"
+        build_sqlite(path, 9, 10)
+        conn = sqlite3.connect(path, isolation_level=None)
+        for sql in LANGUAGE_ROWS:
+            conn.execute(sql)
+        conn.close()
+        await check_language_moved(lambda: SqliteStore(path))
+        return
+    import asyncpg
+
+    from scheduler.stores.postgres import PostgresStore
+    from tests.scheduler.pg import fresh_database
+
+    async with fresh_database(require_postgres()) as dsn:
+        pg = await asyncpg.connect(dsn)
+        try:
+            await build_postgres(pg, 9, 10)
+            for sql in LANGUAGE_ROWS:
+                await pg.execute(sql)
+        finally:
+            await pg.close()
+        await check_language_moved(lambda: PostgresStore(dsn))
+
+
+async def check_language_moved(make: Callable[[], Store]) -> None:
+    async with opened(make, bot_migrations()) as store, store.snapshot() as db:
+        rows = BotDb(db)
+        paris = await rows.guild_settings(11)
+        assert paris is not None
+        assert (paris.timezone, paris.language) == ("Europe/Paris", "fr")
+        berlin = await rows.guild_settings(22)
+        assert berlin is not None
+        assert (berlin.timezone, berlin.language) == (None, "de")
+        assert await rows.meta_keys("guild_language:") == []
+        assert await rows.meta_value("commands_hash") == "abc"
