@@ -15,6 +15,7 @@ import pytest
 
 from bot.announcements import EVENTS_FN
 from bot.app import cli, guild_import
+from scheduler import Scheduler
 from tests.bot.conftest import CrierFactory, World, db_snapshot, run_command
 from tests.bot.test_delivery import idle
 from tests.fakediscord import Permissions as P
@@ -163,6 +164,7 @@ async def test_the_import_runs_no_job_in_its_own_process(
     db_url: str,
     tmp_path: Path,
     operator: Any,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The command line writes the imported jobs and leaves them to the bot: with the bot
     stopped, the job that makes the Discord event (due at once) is still pending after the
@@ -177,9 +179,19 @@ async def test_the_import_runs_no_job_in_its_own_process(
     assert await operator(db_url, "export", "--guild", str(world.guild.id), "--out", str(out)) == 0
     await crier.close()  # nothing of the bot's runs now
 
-    status = await operator(db_url, "import", str(out), "--guild", str(other.guild.id),
-                            "--confirm")  # fmt: skip
+    drivers: list[Scheduler] = []
+    real_start = Scheduler.start
+
+    async def start(sched: Scheduler) -> None:
+        drivers.append(sched)
+        await real_start(sched)
+
+    with monkeypatch.context() as patched:  # what the command line starts, if anything
+        patched.setattr(Scheduler, "start", start)
+        status = await operator(db_url, "import", str(out), "--guild", str(other.guild.id),
+                                "--confirm")  # fmt: skip
     assert status == 0
+    assert drivers == []  # its scheduler was only opened: no driver, in any timing
     [events_job] = await _jobs(db_url, EVENTS_FN)
     assert events_job == ("pending", clock.time())  # due now, and left to the bot
     assert world.fake.scheduled_events.of(other.guild) == []
@@ -277,4 +289,20 @@ async def test_a_file_that_is_no_export_is_refused_in_one_line_touching_nothing(
         [line] = said.err.splitlines()
         assert line.startswith("crier: "), line
         assert why in line, (why, line)
+    assert not await asyncio.to_thread(db.exists)
+
+
+async def test_an_unknown_server_is_refused_in_words_touching_nothing(
+    world: World, tmp_path: Path, operator: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Asked of Discord before the database is opened: the database file is never created."""
+    doc = tmp_path / "empty.json"
+    await asyncio.to_thread(doc.write_text, json.dumps({"version": 2, "announcements": []}))
+    db = tmp_path / "never.db"
+    status = await operator(f"sqlite:///{db}", "import", str(doc), "--guild", "123456789012345678")
+    said = capsys.readouterr()
+    assert status == 1, said
+    assert said.err == (
+        "crier: Discord knows no server 123456789012345678 (or the bot is not in it)\n"
+    )
     assert not await asyncio.to_thread(db.exists)
