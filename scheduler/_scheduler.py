@@ -81,6 +81,8 @@ class Scheduler:
         self.crons = crons
         self.migrations = tuple(migrations)
         self._driver: Driver | None = None
+        self._driven = False
+        """Whether :attr:`_driver` runs the work now (from start until stop)."""
         self._stopping = False
 
     # --- what it was built with (read-only) ------------------------------------------------
@@ -121,30 +123,56 @@ class Scheduler:
     ) -> None:
         await self.stop()
 
-    async def start(self) -> None:
-        """Open the store, reconcile crons, start the driver (its first pass and sweep run now)."""
+    async def open(self) -> None:
+        """Open the store (applying the migrations) **without the driver**: transactions,
+        enqueues, schedules, the reader and the job queries work, but nothing is claimed,
+        run, ticked or swept by this process, and the crons are not reconciled.
+
+        For a process that writes work for another one to run (an operator's command line
+        beside the running application). :meth:`wake`, :meth:`sweep` and :meth:`wait_idle`
+        raise :class:`RuntimeError` here; :meth:`close` (or :meth:`stop`) closes the store;
+        :meth:`start` afterwards starts the driver on the open store."""
         if self.running:
             return
         await self._engine.open_store(self.migrations)
+        self._engine.running = True
+
+    async def close(self) -> None:
+        """Close what :meth:`open` opened; on a started scheduler, :meth:`stop`."""
+        await self.stop()
+
+    async def start(self) -> None:
+        """Open the store, reconcile crons, start the driver (its first pass and sweep run now).
+        On a scheduler already opened without its driver (:meth:`open`), the store stays
+        open and the rest is done."""
+        if self._driven:
+            return
+        opened = self.running
+        if not opened:
+            await self._engine.open_store(self.migrations)
         try:
             await self._reconcile_crons()
         except BaseException:
-            await self.store.close()
+            if not opened:
+                await self.store.close()
             raise
         self._driver = Driver(self._engine)
         self.store.add_commit_listener(self._driver.wake)
         self._engine.running = True
         self._driver.start()
+        self._driven = True
 
     async def stop(self, grace: timedelta | float | None = None) -> None:
         """Stop claiming; wait up to ``grace`` (default ``shutdown_grace``) for in-flight work;
         cancel what is left (rolled back or recorded, never half-written); close the store."""
         if not self.running or self._stopping:
             return
-        self._stopping = True  # in-flight work may still use transactions and heartbeats
         driver = self._driver
-        if driver is None:
-            raise RuntimeError("a running scheduler has a driver")
+        if not self._driven or driver is None:  # opened without its driver: only the store
+            self._engine.running = False
+            await self.store.close()
+            return
+        self._stopping = True  # in-flight work may still use transactions and heartbeats
         seconds = (
             self.settings.shutdown_grace if grace is None else _codec.to_seconds(grace, "grace")
         )
@@ -153,17 +181,28 @@ class Scheduler:
         finally:
             self._engine.running = False
             self._stopping = False
+            self._driven = False
             self.store.remove_commit_listener(driver.wake)
             await self.store.close()
 
     @property
     def running(self) -> bool:
+        """Whether the store is open for transactions (from :meth:`start` or :meth:`open`
+        until :meth:`stop`); :attr:`driven` says whether work also runs here."""
         return self._engine.running
 
-    def _check_open(self) -> Driver:
+    @property
+    def driven(self) -> bool:
+        """Whether this process's driver runs the work (started, not merely :meth:`open`)."""
+        return self._driven
+
+    def _check_driven(self, what: str) -> Driver:
         self._engine.ensure_running()
-        if self._driver is None:
-            raise RuntimeError("a started scheduler has a driver")
+        if not self._driven or self._driver is None:
+            raise RuntimeError(
+                f"{what} needs the driver, and this scheduler was opened without its driver "
+                "(open(), not start()): nothing is claimed or run in this process"
+            )
         return self._driver
 
     async def _reconcile_crons(self) -> None:
@@ -199,7 +238,7 @@ class Scheduler:
         """Read-only SQL that never waits for the writer (each statement sees the latest
         commit). ``interactive`` as for :meth:`transaction`: on a store with one reader
         connection, an interactive read's statements go before queued background reads."""
-        self._check_open()
+        self._engine.ensure_running()
         with _lane(interactive):
             async with self.store.snapshot() as db:
                 yield db
@@ -300,18 +339,18 @@ class Scheduler:
 
     def wake(self) -> None:
         """Ask the driver for a pass now (e.g. after another process enqueued work)."""
-        self._check_open().wake()
+        self._check_driven("wake()").wake()
 
     async def sweep(self) -> None:
         """Run the lease sweep and pruning now, as the periodic sweep would."""
-        await self._check_open().sweep_once()
+        await self._check_driven("sweep()").sweep_once()
 
     async def wait_idle(self) -> None:
         """Return once no job and no schedule tick is due now and nothing is in progress here.
 
         With a :class:`~scheduler.testing.FakeClock`, move the clock and then await this.
         """
-        driver = self._check_open()
+        driver = self._check_driven("wait_idle()")
         while True:
             changed = driver.change_event  # taken first, so no change can slip past
             if not driver.busy():

@@ -89,6 +89,18 @@ SUBCOMMANDS: tuple[Subcommand, ...] = (
         "bot.app.guild_export",
     ),
     Subcommand(
+        "import",
+        "import an /export file into one server (a dry run unless --confirm)",
+        "Import FILE (an /export document, versions 1 and 2) into one server, as /import "
+        "does and as its owner: channels and roles found by name there, each row checked as "
+        "/schedule checks it. Without --confirm a dry run: every row (created, refused and "
+        "why, already here) printed, nothing written; exit status 1 if a row is refused. "
+        "With --confirm all of it in one transaction, or nothing if any row is refused. "
+        "Asks Discord (REST, the bot's token) for the server; writes the database "
+        "(DATABASE_URL) while the bot runs or not, running no job here (the bot runs them).",
+        "bot.app.guild_import",
+    ),
+    Subcommand(
         "limits",
         "show or change one server's limits",
         "Show one server's limits, or raise or lower them (each option a number, or "
