@@ -19,7 +19,6 @@ from .sessions import SESSION_COOKIE, SESSION_SECONDS, STATE_COOKIE, Identity
 log = logging.getLogger(__name__)
 
 STATE_SECONDS = 600
-TOO_MANY_LOGINS = "Too many logins from your address just now. Wait a minute and try again."
 
 
 LANGUAGE_SECONDS = 365 * 24 * 3600
@@ -46,10 +45,12 @@ class HomePages(Pages):
         """Off to Discord's authorize page, with a ``state`` kept in a cookie."""
         d = self.d
         if not d.limiter.allow(request.remote or "?"):
-            return d.answer(None, TOO_MANY_LOGINS, 429)
+            return d.answer(None, i18n.t(
+                "Too many logins from your address just now. Wait a minute and try again."
+            ), 429)  # fmt: skip
         client_id = d.client.application_id
         if client_id is None:
-            return d.answer(None, "The bot is still connecting to Discord; try again.", 503)
+            return d.answer(None, i18n.t("The bot is still connecting to Discord; try again."), 503)
         state = secrets.token_urlsafe(24)
         redirect = web.HTTPSeeOther(
             d.oauth.authorize_url(client_id, d.redirect_uri(request), state)
@@ -64,19 +65,23 @@ class HomePages(Pages):
         state = request.query.get("state", "")
         expected = request.cookies.get(STATE_COOKIE, "")
         if not expected or not secrets.compare_digest(state.encode(), expected.encode()):
-            return d.answer(None, "This login link is not the one I started (its state does "
-                            "not match). Log in again.", 400)  # fmt: skip
+            return d.answer(None, i18n.t("This login link is not the one I started (its state "
+                                         "does not match). Log in again."), 400)  # fmt: skip
         if "error" in request.query:
-            return d.answer(None, "You did not authorize the login on Discord.", 403)
+            return d.answer(None, i18n.t("You did not authorize the login on Discord."), 403)
         code = request.query.get("code", "")
         client_id = d.client.application_id
         if not code or client_id is None:
-            return d.answer(None, "The login answer from Discord had no code. Log in again.", 400)
+            return d.answer(
+                None, i18n.t("The login answer from Discord had no code. Log in again."), 400
+            )
         try:
             who: Identity = await d.oauth.identify(client_id, code, d.redirect_uri(request))
         except OAuthError as exc:
             log.warning("dashboard login failed: %s", exc)
-            return d.answer(None, f"The login failed: {exc}. Log in again.", 502)
+            return d.answer(
+                None, i18n.t("The login failed: {error}. Log in again.", error=exc), 502
+            )
         session_id = await d.sessions.open(who)
         log.info("dashboard login by user %d", who.user_id)
         redirect = web.HTTPSeeOther("/")
@@ -115,8 +120,11 @@ class HomePages(Pages):
         await self.d.announcements.set_member_timezone(viewer.session.user_id, zone.key)
         await self.d.sessions.set_flash(
             viewer.session,
-            f"🌐 Your time zone is now **{zone.key}**: the times you type here and in "
-            "`/schedule` and `/edit` are read in it, unless you pick another on the form.",
+            i18n.t(
+                "🌐 Your time zone is now **{zone}**: the times you type here and in "
+                "`/schedule` and `/edit` are read in it, unless you pick another on the form.",
+                zone=zone.key,
+            ),
         )
         raise web.HTTPSeeOther("/")
 
