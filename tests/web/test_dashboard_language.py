@@ -343,6 +343,13 @@ async def test_the_error_pages_in_german(browser: Any, site: Site) -> None:
         assert await page.locator("html").get_attribute("lang") == "de"
         assert leftovers(await body_text(page), ERROR_ENGLISH) == []
 
+        response = await page.goto(f"{site.url}/no/such/page")  # no route at all
+        assert response is not None
+        assert response.status == 404
+        assert await page.locator(".answer").inner_text() == "Nicht gefunden."
+        assert await page.get_by_role("button", name="Abmelden").is_visible()
+        assert leftovers(await body_text(page), ERROR_ENGLISH) == []
+
         refused = await page.request.post(f"{site.url}/timezone", form={"csrf": "stale"})
         assert refused.status == 403
         html = await refused.text()

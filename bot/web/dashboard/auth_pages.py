@@ -1,5 +1,6 @@
-"""Logging in with Discord (OAuth2 authorization code, ``state`` checked), out, and the home
-page: the servers the viewer may manage."""
+"""Logging in with Discord (OAuth2 authorization code, ``state`` checked), out, the home
+page (the servers the viewer may manage), the language picker, and the not-found page of any
+other address."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from ... import i18n
 from ...parsing import resolve_timezone, zone_names
 from .core import DISCORD_LOCALE_COOKIE, LANGUAGE_COOKIE, Viewer, form_of, secured
 from .oauth import OAuthError
-from .pages import Pages, get, post
+from .pages import Pages, get, post, route
 from .sessions import SESSION_COOKIE, SESSION_SECONDS, STATE_COOKIE, Identity
 
 log = logging.getLogger(__name__)
@@ -142,3 +143,13 @@ class HomePages(Pages):
             name, value, max_age=age, path="/", httponly=True, samesite="Lax",
             secure=self.d.secure_cookies,
         )  # fmt: skip
+
+
+class NotFoundPages(Pages):
+    """Any other address: the dashboard's "not found" page, in the viewer's language (its
+    family is registered last, after every other route of the application)."""
+
+    @route("*", "/{anything:.*}", "public")
+    async def not_found(self, request: web.Request) -> web.StreamResponse:
+        viewer = await self.d.viewer_of(request)
+        return self.d.answer(viewer, i18n.t("Not found."), 404)
