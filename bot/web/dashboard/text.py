@@ -95,7 +95,8 @@ def discord_html(
     def user(m: re.Match[str]) -> str:
         found = guild.get_member(int(m[1])) if guild else None
         known = (names or {}).get(int(m[1]))
-        name = found.display_name if found is not None else known or f"user {m[1]}"
+        unknown = i18n.translate(i18n.marked("user {id}"), locale, context=i18n.ANSWER, id=m[1])
+        name = found.display_name if found is not None else known or unknown
         return str(Markup('<span class="mention">@{}</span>').format(name))
 
     def stamp(m: re.Match[str]) -> str:
