@@ -315,8 +315,20 @@ async def test_the_operators_pages_in_german(browser: Any, site: Site) -> None:
         await page.get_by_label("Server-ID").fill(str(world.guild.id))
         await page.get_by_role("button", name="Anzeigen").click()
         assert await page.get_by_text("Leer: die Einstellung der Instanz.").is_visible()
+        lines = await page.locator("ul.limits li").all_inner_texts()
+        assert "announcements: 1.000 (MAX_ANNOUNCEMENTS_PER_GUILD)" in lines, lines
+        assert "min-repeat-minutes: 1 Minute (MIN_REPEAT_MINUTES)" in lines, lines
+        assert await page.get_by_label("min-repeat-minutes (Minuten)").is_visible()
+        await page.get_by_label("announcements").fill("5000")
+        await page.get_by_role("button", name="Speichern").click()
+        flash = await page.locator(".flash").inner_text()
+        assert flash.startswith(f"Limits von Server {world.guild.id} gesetzt: announcements: "
+                                "5.000 "), flash  # fmt: skip
+        lines = await page.locator("ul.limits li").all_inner_texts()
+        assert "announcements: 5.000 (für diesen Server gesetzt)" in lines, lines
         english = [e for e in OPERATOR_ENGLISH if e != "Servers"]  # "Die Limits eines Servers"
-        assert leftovers(await body_text(page), [*english, "Server id", "Show"]) == []
+        english += ["Server id", "Show", "(minutes)", "set for this server"]
+        assert leftovers(await body_text(page), english) == []
     finally:
         await context.close()
 

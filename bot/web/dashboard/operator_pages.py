@@ -10,13 +10,17 @@ import logging
 from datetime import UTC, datetime
 
 from aiohttp import web
+from babel.numbers import format_decimal
+from babel.units import format_unit
 
 from scheduler import Job, JobState, RunOutcome, ScheduleNotFound
 
 from ...announcements import LIMIT_OPTIONS, BadLimit, limit_lines
-from ...i18n import t
+from ...i18n import current_locale, t
+from ...models import LIMIT_SETTINGS, GuildLimits, Limits
 from .core import Viewer, form_of
 from .pages import Pages, get, post
+from .text import babel_locale
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +56,32 @@ def run_outcome_words() -> dict[str, str]:
         "lease_lost": t("lease lost"),
     }
     return {outcome.value: words.get(outcome.value, outcome.value) for outcome in RunOutcome}
+
+
+def limit_units() -> dict[str, str]:
+    """The limits' units in the viewer's language."""
+    return {"MiB": "MiB", "minutes": t("minutes")}
+
+
+def limit_words(limits: Limits, override: GuildLimits | None) -> list[str]:
+    """Each limit of a server as :func:`~bot.announcements.limit_lines` says it (in English,
+    word for word), in the viewer's language: its number as the language writes it, its
+    unit, and whether it is the server's own or the instance's setting."""
+    spoken = babel_locale(current_locale())
+    if spoken is None:
+        return limit_lines(limits, override)
+    units = limit_units()
+    lines = []
+    for option in LIMIT_OPTIONS:
+        value = round(getattr(limits, option.field) / option.scale, 2)
+        if option.unit == "minutes":  # the language's own form for the count (1 Minute)
+            shown = format_unit(value, "duration-minute", length="long", locale=spoken)
+        else:
+            shown = f"{format_decimal(value, locale=spoken)} {units.get(option.unit, option.unit)}"
+        own = override is not None and getattr(override, option.field) is not None
+        where = t("set for this server") if own else LIMIT_SETTINGS[option.field]
+        lines.append(f"{option.name}: {shown.rstrip()} ({where})")
+    return lines
 
 
 def operator(viewer: Viewer) -> None:
@@ -216,13 +246,14 @@ class OperatorPages(Pages):
         values: dict[str, str] = {}
         if guild_id is not None:
             override, limits = await self.d.announcements.guild_limits(guild_id)
-            lines = limit_lines(limits, override)
+            lines = limit_words(limits, override)
             for option in LIMIT_OPTIONS:
                 own = None if override is None else getattr(override, option.field)
                 values[option.name] = "" if own is None else f"{own / option.scale:g}"
         return self.d.render(
             "ops_limits.html", viewer, asked=raw, guild_id=guild_id, lines=lines,
-            options=LIMIT_OPTIONS, values=values, flash=await self.d.flash(viewer),
+            options=LIMIT_OPTIONS, units=limit_units(), values=values,
+            flash=await self.d.flash(viewer),
         )  # fmt: skip
 
     @post("/ops/limits")
@@ -246,7 +277,7 @@ class OperatorPages(Pages):
         else:
             answer = t(
                 "Limits of server {id} set: {limits}",
-                id=raw, limits="; ".join(limit_lines(limits, None)),
+                id=raw, limits="; ".join(limit_words(limits, None)),
             )  # fmt: skip
             log.info(
                 "limits of server %s set by operator %d on the dashboard: %s",
