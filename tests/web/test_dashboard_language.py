@@ -394,3 +394,22 @@ async def test_no_german_page_is_wider_than_a_phone(browser: Any, site: Site) ->
                 await document_screenshot(page, "dashboard-de-narrow.png")
     finally:
         await context.close()
+
+
+async def test_the_picker_goes_back_to_this_dashboards_page_only(browser: Any, site: Site) -> None:
+    context, page = await context_page(browser, "en-US")
+    try:
+        for came_from, back in [
+            (f"{site.url}/ops/limits?guild=5", "/ops/limits?guild=5"),
+            (f"{site.url}//elsewhere.example/x", "/"),  # a path the not-found page answers
+            (f"{site.url}/\\elsewhere.example", "/"),
+            ("http://elsewhere.example/g/1", "/"),
+            ("", "/"),
+        ]:
+            response = await page.request.get(
+                f"{site.url}/language?lang=fr", headers={"Referer": came_from}, max_redirects=0
+            )
+            assert response.status == 303, came_from
+            assert response.headers["location"] == back, came_from
+    finally:
+        await context.close()

@@ -96,9 +96,7 @@ class HomePages(Pages):
     async def language(self, request: web.Request) -> web.StreamResponse:
         """The language picker: ``lang`` (a locale key crier speaks; ``auto``: the viewer's
         Discord or browser language again), then back to the page it was picked on."""
-        back = urlparse(request.headers.get("Referer", ""))
-        here = back.path if back.netloc == request.host and back.path.startswith("/") else "/"
-        redirect = web.HTTPSeeOther(here or "/")
+        redirect = web.HTTPSeeOther(picked_on(request))
         picked = request.query.get("lang", "")
         if picked in i18n.LANGUAGES:
             self.set_cookie(redirect, LANGUAGE_COOKIE, picked, LANGUAGE_SECONDS)
@@ -143,6 +141,19 @@ class HomePages(Pages):
             name, value, max_age=age, path="/", httponly=True, samesite="Lax",
             secure=self.d.secure_cookies,
         )  # fmt: skip
+
+
+def picked_on(request: web.Request) -> str:
+    """The page the picker was used on (its path and query, from the ``Referer``), when it is
+    one of this dashboard's; else the home page. Never another site: not ``//host/…`` (the
+    not-found page, with its picker, answers any path), nor a path with a backslash."""
+    back = urlparse(request.headers.get("Referer", ""))
+    path = back.path
+    if back.netloc != request.host or not path.startswith("/") or path.startswith("//"):
+        return "/"
+    if "\\" in path or any(ord(c) < 32 for c in path):
+        return "/"
+    return path + (f"?{back.query}" if back.query else "")
 
 
 class NotFoundPages(Pages):
