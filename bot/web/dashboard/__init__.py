@@ -22,7 +22,7 @@ from scheduler import Clock, Scheduler
 from ...announcements import Announcements
 from ...config import Settings
 from .announcement_pages import AnnouncementPages
-from .auth_pages import HomePages
+from .auth_pages import HomePages, NotFoundPages
 from .core import Dashboard
 from .form_pages import FormPages
 from .operator_pages import OperatorPages
@@ -47,8 +47,9 @@ PAGE_FAMILIES: tuple[type[Pages], ...] = (
     FormPages,
     OperatorPages,
     TransferPages,
+    NotFoundPages,
 )
-"""Every page family the dashboard serves."""
+"""Every page family the dashboard serves (the not-found page last: it takes any address)."""
 
 
 def add_dashboard(

@@ -1,5 +1,6 @@
-"""Logging in with Discord (OAuth2 authorization code, ``state`` checked), out, and the home
-page: the servers the viewer may manage."""
+"""Logging in with Discord (OAuth2 authorization code, ``state`` checked), out, the home
+page (the servers the viewer may manage), the language picker, and the not-found page of any
+other address."""
 
 from __future__ import annotations
 
@@ -13,13 +14,12 @@ from ... import i18n
 from ...parsing import resolve_timezone, zone_names
 from .core import DISCORD_LOCALE_COOKIE, LANGUAGE_COOKIE, Viewer, form_of, secured
 from .oauth import OAuthError
-from .pages import Pages, get, post
+from .pages import Pages, get, post, route
 from .sessions import SESSION_COOKIE, SESSION_SECONDS, STATE_COOKIE, Identity
 
 log = logging.getLogger(__name__)
 
 STATE_SECONDS = 600
-TOO_MANY_LOGINS = "Too many logins from your address just now. Wait a minute and try again."
 
 
 LANGUAGE_SECONDS = 365 * 24 * 3600
@@ -46,10 +46,12 @@ class HomePages(Pages):
         """Off to Discord's authorize page, with a ``state`` kept in a cookie."""
         d = self.d
         if not d.limiter.allow(request.remote or "?"):
-            return d.answer(None, TOO_MANY_LOGINS, 429)
+            return d.answer(None, i18n.t(
+                "Too many logins from your address just now. Wait a minute and try again."
+            ), 429)  # fmt: skip
         client_id = d.client.application_id
         if client_id is None:
-            return d.answer(None, "The bot is still connecting to Discord; try again.", 503)
+            return d.answer(None, i18n.t("The bot is still connecting to Discord; try again."), 503)
         state = secrets.token_urlsafe(24)
         redirect = web.HTTPSeeOther(
             d.oauth.authorize_url(client_id, d.redirect_uri(request), state)
@@ -64,19 +66,23 @@ class HomePages(Pages):
         state = request.query.get("state", "")
         expected = request.cookies.get(STATE_COOKIE, "")
         if not expected or not secrets.compare_digest(state.encode(), expected.encode()):
-            return d.answer(None, "This login link is not the one I started (its state does "
-                            "not match). Log in again.", 400)  # fmt: skip
+            return d.answer(None, i18n.t("This login link is not the one I started (its state "
+                                         "does not match). Log in again."), 400)  # fmt: skip
         if "error" in request.query:
-            return d.answer(None, "You did not authorize the login on Discord.", 403)
+            return d.answer(None, i18n.t("You did not authorize the login on Discord."), 403)
         code = request.query.get("code", "")
         client_id = d.client.application_id
         if not code or client_id is None:
-            return d.answer(None, "The login answer from Discord had no code. Log in again.", 400)
+            return d.answer(
+                None, i18n.t("The login answer from Discord had no code. Log in again."), 400
+            )
         try:
             who: Identity = await d.oauth.identify(client_id, code, d.redirect_uri(request))
         except OAuthError as exc:
             log.warning("dashboard login failed: %s", exc)
-            return d.answer(None, f"The login failed: {exc}. Log in again.", 502)
+            return d.answer(
+                None, i18n.t("The login failed: {error}. Log in again.", error=exc), 502
+            )
         session_id = await d.sessions.open(who)
         log.info("dashboard login by user %d", who.user_id)
         redirect = web.HTTPSeeOther("/")
@@ -90,9 +96,7 @@ class HomePages(Pages):
     async def language(self, request: web.Request) -> web.StreamResponse:
         """The language picker: ``lang`` (a locale key crier speaks; ``auto``: the viewer's
         Discord or browser language again), then back to the page it was picked on."""
-        back = urlparse(request.headers.get("Referer", ""))
-        here = back.path if back.netloc == request.host and back.path.startswith("/") else "/"
-        redirect = web.HTTPSeeOther(here or "/")
+        redirect = web.HTTPSeeOther(picked_on(request))
         picked = request.query.get("lang", "")
         if picked in i18n.LANGUAGES:
             self.set_cookie(redirect, LANGUAGE_COOKIE, picked, LANGUAGE_SECONDS)
@@ -115,8 +119,11 @@ class HomePages(Pages):
         await self.d.announcements.set_member_timezone(viewer.session.user_id, zone.key)
         await self.d.sessions.set_flash(
             viewer.session,
-            f"🌐 Your time zone is now **{zone.key}**: the times you type here and in "
-            "`/schedule` and `/edit` are read in it, unless you pick another on the form.",
+            i18n.t(
+                "🌐 Your time zone is now **{zone}**: the times you type here and in "
+                "`/schedule` and `/edit` are read in it, unless you pick another on the form.",
+                zone=zone.key,
+            ),
         )
         raise web.HTTPSeeOther("/")
 
@@ -134,3 +141,26 @@ class HomePages(Pages):
             name, value, max_age=age, path="/", httponly=True, samesite="Lax",
             secure=self.d.secure_cookies,
         )  # fmt: skip
+
+
+def picked_on(request: web.Request) -> str:
+    """The page the picker was used on (its path and query, from the ``Referer``), when it is
+    one of this dashboard's; else the home page. Never another site: not ``//host/…`` (the
+    not-found page, with its picker, answers any path), nor a path with a backslash."""
+    back = urlparse(request.headers.get("Referer", ""))
+    path = back.path
+    if back.netloc != request.host or not path.startswith("/") or path.startswith("//"):
+        return "/"
+    if "\\" in path or any(ord(c) < 32 for c in path):
+        return "/"
+    return path + (f"?{back.query}" if back.query else "")
+
+
+class NotFoundPages(Pages):
+    """Any other address: the dashboard's "not found" page, in the viewer's language (its
+    family is registered last, after every other route of the application)."""
+
+    @route("*", "/{anything:.*}", "public")
+    async def not_found(self, request: web.Request) -> web.StreamResponse:
+        viewer = await self.d.viewer_of(request)
+        return self.d.answer(viewer, i18n.t("Not found."), 404)

@@ -26,7 +26,7 @@ from ...requests.files import too_large
 from .access import Access
 from .oauth import DiscordOAuth
 from .sessions import SESSION_COOKIE, Sessions
-from .text import discord_html, time_html
+from .text import discord_html, quantity, time_html
 
 if TYPE_CHECKING:
     import discord
@@ -47,10 +47,16 @@ SECURITY_HEADERS = {
     "Referrer-Policy": "same-origin",
     "Cache-Control": "no-store",
 }
-CSRF_REFUSED = (
-    "This form could not be checked (its security token is missing or out of date), so "
-    "nothing was changed. Reload the page and try again."
-)
+
+
+def csrf_refused() -> str:
+    """The answer to a change whose form carries no valid CSRF token."""
+    return i18n.t(
+        "This form could not be checked (its security token is missing or out of date), so "
+        "nothing was changed. Reload the page and try again."
+    )
+
+
 LANGUAGE_COOKIE = "crier_lang"
 """The language picked with the dashboard's picker (a locale key crier speaks)."""
 DISCORD_LOCALE_COOKIE = "crier_discord_locale"
@@ -184,6 +190,7 @@ class Dashboard:
     ) -> web.Response:
         zone = viewer.zone if viewer else ZoneInfo("UTC")
         now = self.clock.now()
+        locale = i18n.current_locale()
         values.setdefault("flash", None)
         names = self.access.names(guild.id) if guild else {}
         html = self.templates.get_template(name).render(
@@ -192,11 +199,13 @@ class Dashboard:
             csrf=viewer.session.csrf_token if viewer else "",
             t=i18n.t,
             state_word=state_word,
-            html_lang=(i18n.current_locale() or "en").split("-")[0],
-            language=i18n.current_locale() or "en-US",
+            html_lang=html_lang(locale),
+            language=locale or i18n.SOURCE_LOCALE,
             languages=i18n.LANGUAGES,
-            when=lambda dt: time_html(dt, zone),
-            text=lambda t: discord_html(t, guild, zone, now, names),
+            when=lambda dt: time_html(dt, zone, locale),
+            text=lambda t: discord_html(t, guild, zone, now, names, locale),
+            seconds=lambda value, digits: quantity(value, digits, "s", locale),
+            milliseconds=lambda value: quantity(value, 0, "ms", locale),
             **values,
         )
         return web.Response(text=html, status=status, content_type="text/html")
@@ -233,7 +242,7 @@ class Dashboard:
             if viewer is None:
                 if request.method in ("GET", "HEAD"):
                     raise web.HTTPSeeOther("/", headers=SECURITY_HEADERS)
-                return secured(self.answer(None, "You are not logged in.", 403))
+                return secured(self.answer(None, i18n.t("You are not logged in."), 403))
             session = viewer.session
             if request.method not in ("GET", "HEAD"):
                 try:
@@ -244,7 +253,7 @@ class Dashboard:
                 if not isinstance(token, str) or not secrets.compare_digest(
                     token.encode(), session.csrf_token.encode()
                 ):
-                    return secured(self.answer(viewer, CSRF_REFUSED, 403))
+                    return secured(self.answer(viewer, csrf_refused(), 403))
             return secured(await self.guarded(handler, request, viewer))
 
         return wrapped
@@ -297,11 +306,13 @@ class Dashboard:
             return await handler(request, viewer)
         except web.HTTPException as exc:
             if exc.status == 404:
-                return self.answer(viewer, "Not found.", 404)
+                return self.answer(viewer, i18n.t("Not found."), 404)
             exc.headers.update(SECURITY_HEADERS)
             raise
         except NotFound as exc:
-            return self.answer(viewer, f"{exc}.", 404)
+            return self.answer(
+                viewer, i18n.t("Announcement #{id} not found.", id=exc.local_id), 404
+            )
         except Exception as exc:
             known = expected_answer(exc)
             if known is not None:
@@ -321,6 +332,12 @@ class Dashboard:
                 raise
 
         return wrapped
+
+
+def html_lang(locale: str | None) -> str:
+    """The ``<html lang>`` of a page in ``locale`` (a Discord locale key): its BCP 47 tag
+    (``de``, ``pt-BR``, ``es-ES``); ``en`` for English."""
+    return "en" if locale is None or locale == i18n.SOURCE_LOCALE else locale
 
 
 def secured(response: web.StreamResponse) -> web.StreamResponse:

@@ -10,12 +10,17 @@ import logging
 from datetime import UTC, datetime
 
 from aiohttp import web
+from babel.numbers import format_decimal
+from babel.units import format_unit
 
-from scheduler import Job, JobState, ScheduleNotFound
+from scheduler import Job, JobState, RunOutcome, ScheduleNotFound
 
 from ...announcements import LIMIT_OPTIONS, BadLimit, limit_lines
+from ...i18n import current_locale, t
+from ...models import LIMIT_SETTINGS, GuildLimits, Limits
 from .core import Viewer, form_of
 from .pages import Pages, get, post
+from .text import babel_locale
 
 log = logging.getLogger(__name__)
 
@@ -25,6 +30,58 @@ PAGE = 50
 
 def at(ts: float | None) -> datetime | None:
     return None if ts is None else datetime.fromtimestamp(ts, UTC)
+
+
+def job_state_words() -> dict[str, str]:
+    """A job's states in the viewer's language, by their names (what the filter sends)."""
+    words = {
+        "pending": t("pending"),
+        "held": t("held"),
+        "in_progress": t("in progress"),
+        "success": t("success"),
+        "failed": t("failed"),
+        "canceled": t("canceled"),
+    }
+    return {state: words.get(state, state) for state in JOB_STATES}
+
+
+def run_outcome_words() -> dict[str, str]:
+    """A run's outcomes in the viewer's language, by their names."""
+    words = {
+        "success": t("success"),
+        "retry": t("retry"),
+        "failed": t("failed"),
+        "released": t("released"),
+        "discarded": t("discarded"),
+        "lease_lost": t("lease lost"),
+    }
+    return {outcome.value: words.get(outcome.value, outcome.value) for outcome in RunOutcome}
+
+
+def limit_units() -> dict[str, str]:
+    """The limits' units in the viewer's language."""
+    return {"MiB": "MiB", "minutes": t("minutes")}
+
+
+def limit_words(limits: Limits, override: GuildLimits | None) -> list[str]:
+    """Each limit of a server as :func:`~bot.announcements.limit_lines` says it (in English,
+    word for word), in the viewer's language: its number as the language writes it, its
+    unit, and whether it is the server's own or the instance's setting."""
+    spoken = babel_locale(current_locale())
+    if spoken is None:
+        return limit_lines(limits, override)
+    units = limit_units()
+    lines = []
+    for option in LIMIT_OPTIONS:
+        value = round(getattr(limits, option.field) / option.scale, 2)
+        if option.unit == "minutes":  # the language's own form for the count (1 Minute)
+            shown = format_unit(value, "duration-minute", length="long", locale=spoken)
+        else:
+            shown = f"{format_decimal(value, locale=spoken)} {units.get(option.unit, option.unit)}"
+        own = override is not None and getattr(override, option.field) is not None
+        where = t("set for this server") if own else LIMIT_SETTINGS[option.field]
+        lines.append(f"{option.name}: {shown.rstrip()} ({where})")
+    return lines
 
 
 def operator(viewer: Viewer) -> None:
@@ -51,7 +108,7 @@ class OperatorPages(Pages):
             limit=PAGE,
         )
         return self.d.render(
-            "ops_jobs.html", viewer, jobs=found, state=state, fn=fn, states=JOB_STATES,
+            "ops_jobs.html", viewer, jobs=found, state=state, fn=fn, states=job_state_words(),
             more=len(found) == PAGE, flash=await self.d.flash(viewer),
         )  # fmt: skip
 
@@ -64,6 +121,7 @@ class OperatorPages(Pages):
         history = await self.d.sched.runs(job_id=found.id, limit=PAGE)
         return self.d.render(
             "ops_job.html", viewer, job=found, fields=fields, runs=history, at=at,
+            states=job_state_words(), outcomes=run_outcome_words(),
             flash=await self.d.flash(viewer),
         )  # fmt: skip
 
@@ -89,7 +147,10 @@ class OperatorPages(Pages):
         found = await self.d.sched.runs(
             job_id=int(job_raw) if job_raw.isdigit() else None, fn=fn or None, limit=PAGE
         )
-        return self.d.render("ops_runs.html", viewer, runs=found, fn=fn, job=job_raw, at=at)
+        return self.d.render(
+            "ops_runs.html", viewer, runs=found, fn=fn, job=job_raw, at=at,
+            outcomes=run_outcome_words(),
+        )  # fmt: skip
 
     @post("/ops/jobs/{job_id}/{action:cancel|retry}")
     async def job_action(self, request: web.Request, viewer: Viewer) -> web.StreamResponse:
@@ -101,18 +162,24 @@ class OperatorPages(Pages):
             done = await self.d.sched.cancel(found.id)
             was = found.state.value
             answer = (
-                f"Job {found.id} canceled."
+                t("Job {id} canceled.", id=found.id)
                 if done
-                else f"Job {found.id} was {was}; its pending descendants are canceled."
-            )
+                else t(
+                    "Job {id} was {state}; its pending descendants are canceled.",
+                    id=found.id, state=job_state_words().get(was, was),
+                )
+            )  # fmt: skip
         else:
             done = await self.d.sched.retry(found.id)
+            state = found.state.value
             answer = (
-                f"Job {found.id} is pending again."
+                t("Job {id} is pending again.", id=found.id)
                 if done
-                else f"Job {found.id} is {found.state.value}; only failed or canceled jobs "
-                "can be retried."
-            )
+                else t(
+                    "Job {id} is {state}; only failed or canceled jobs can be retried.",
+                    id=found.id, state=job_state_words().get(state, state),
+                )
+            )  # fmt: skip
         log.info(
             "job %d: %s by operator %d on the dashboard", found.id, action, viewer.session.user_id
         )
@@ -145,13 +212,21 @@ class OperatorPages(Pages):
         try:
             if action == "pause":
                 done = await schedules.pause(name)
-                answer = f"Schedule {name!r} " + ("paused." if done else "was already paused.")
+                answer = (
+                    t("Schedule {name} paused.", name=repr(name))
+                    if done
+                    else t("Schedule {name} was already paused.", name=repr(name))
+                )
             elif action == "resume":
                 done = await schedules.resume(name)
-                answer = f"Schedule {name!r} " + ("resumed." if done else "was not paused.")
+                answer = (
+                    t("Schedule {name} resumed.", name=repr(name))
+                    if done
+                    else t("Schedule {name} was not paused.", name=repr(name))
+                )
             else:
                 job_id = await schedules.trigger(name)
-                answer = f"Schedule {name!r} triggered: job {job_id}."
+                answer = t("Schedule {name} triggered: job {id}.", name=repr(name), id=job_id)
         except ScheduleNotFound:
             raise web.HTTPNotFound() from None
         log.info(
@@ -171,13 +246,14 @@ class OperatorPages(Pages):
         values: dict[str, str] = {}
         if guild_id is not None:
             override, limits = await self.d.announcements.guild_limits(guild_id)
-            lines = limit_lines(limits, override)
+            lines = limit_words(limits, override)
             for option in LIMIT_OPTIONS:
                 own = None if override is None else getattr(override, option.field)
                 values[option.name] = "" if own is None else f"{own / option.scale:g}"
         return self.d.render(
             "ops_limits.html", viewer, asked=raw, guild_id=guild_id, lines=lines,
-            options=LIMIT_OPTIONS, values=values, flash=await self.d.flash(viewer),
+            options=LIMIT_OPTIONS, units=limit_units(), values=values,
+            flash=await self.d.flash(viewer),
         )  # fmt: skip
 
     @post("/ops/limits")
@@ -197,9 +273,12 @@ class OperatorPages(Pages):
         try:
             _, limits = await self.d.announcements.change_guild_limits(int(raw), given)
         except BadLimit as exc:
-            answer = f"Nothing was changed: {exc}."
+            answer = t("Nothing was changed: {reason}.", reason=exc)
         else:
-            answer = "Limits of server " + raw + " set: " + "; ".join(limit_lines(limits, None))
+            answer = t(
+                "Limits of server {id} set: {limits}",
+                id=raw, limits="; ".join(limit_words(limits, None)),
+            )  # fmt: skip
             log.info(
                 "limits of server %s set by operator %d on the dashboard: %s",
                 raw, viewer.session.user_id, given,

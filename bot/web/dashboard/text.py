@@ -1,6 +1,6 @@
 """What the pages show: the bot's own answers (Discord markdown) as HTML, and times in the
-viewer's zone with UTC on hover. Everything is escaped first; only the markup made here is
-HTML."""
+viewer's zone with UTC on hover, their weekday and the relative words (``in 2 hours``) in the
+viewer's language. Everything is escaped first; only the markup made here is HTML."""
 
 from __future__ import annotations
 
@@ -8,8 +8,11 @@ import re
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
+from babel.dates import format_datetime, format_timedelta
+from babel.numbers import format_decimal
 from markupsafe import Markup, escape
 
+from ... import i18n
 from ...parsing import spoken_duration
 
 if TYPE_CHECKING:
@@ -28,16 +31,41 @@ _ITALIC = re.compile(r"(?<![\w*])\*(?!\s)(.+?)(?<!\s)\*(?![\w*])")
 _LINK = re.compile(r"(https://discord\.com/channels/[\d/]+)")
 
 
-def time_html(dt: datetime | None, zone: ZoneInfo) -> Markup:
-    """``dt`` in ``zone`` (``2030-03-01 13:00 CET``), UTC on hover."""
+def babel_locale(locale: str | None) -> str | None:
+    """``locale`` (a Discord locale key) as Babel names it (``pt_BR``), when crier speaks
+    it; None for English and any other."""
+    if locale is None or locale not in i18n.catalogs():
+        return None
+    return locale.replace("-", "_")
+
+
+def quantity(value: float, digits: int, unit: str, locale: str | None = None) -> str:
+    """``value`` with ``digits`` decimals and its ``unit`` (``1.5 s``), the decimal sign
+    ``locale``'s (``1,5 s``)."""
+    spoken = babel_locale(locale)
+    if spoken is None:
+        return f"{value:.{digits}f} {unit}"
+    pattern = "0." + "0" * digits if digits else "0"
+    return f"{format_decimal(value, format=pattern, locale=spoken)} {unit}"
+
+
+def time_html(dt: datetime | None, zone: ZoneInfo, locale: str | None = None) -> Markup:
+    """``dt`` in ``zone`` (``Fri 2030-03-01 13:00 CET``; the weekday in ``locale``'s words:
+    ``Fr. 2030-03-01 13:00 CET``), UTC on hover."""
     if dt is None:
         return Markup("—")
     local = dt.astimezone(zone)
     utc = dt.astimezone(UTC)
+    spoken = babel_locale(locale)
+    shown = (
+        local.strftime("%a %Y-%m-%d %H:%M")
+        if spoken is None
+        else format_datetime(local, "EEE yyyy-MM-dd HH:mm", tzinfo=zone, locale=spoken)
+    )
     return Markup('<time datetime="{}" title="{} UTC">{}</time>').format(
         utc.isoformat(),
         utc.strftime("%Y-%m-%d %H:%M:%S"),
-        local.strftime("%a %Y-%m-%d %H:%M ") + (local.tzname() or zone.key),
+        f"{shown} {local.tzname() or zone.key}",
     )
 
 
@@ -47,10 +75,11 @@ def discord_html(
     zone: ZoneInfo,
     now: datetime,
     names: Mapping[int, str] | None = None,
+    locale: str | None = None,
 ) -> Markup:
     """The bot's answer or an announcement's text as Discord would show it, roughly:
     channel, role and user mentions by name, ``<t:…>`` times in the viewer's zone, bold,
-    italics, code and line breaks."""
+    italics, code and line breaks; weekdays and relative times in ``locale``'s words."""
     html = str(escape(text))
 
     def channel(m: re.Match[str]) -> str:
@@ -66,14 +95,15 @@ def discord_html(
     def user(m: re.Match[str]) -> str:
         found = guild.get_member(int(m[1])) if guild else None
         known = (names or {}).get(int(m[1]))
-        name = found.display_name if found is not None else known or f"user {m[1]}"
+        unknown = i18n.translate(i18n.marked("user {id}"), locale, context=i18n.ANSWER, id=m[1])
+        name = found.display_name if found is not None else known or unknown
         return str(Markup('<span class="mention">@{}</span>').format(name))
 
     def stamp(m: re.Match[str]) -> str:
         dt = datetime.fromtimestamp(int(m[1]), UTC)
         if m[2] == "R":
-            return str(Markup('<span class="relative">{}</span>').format(relative(dt, now)))
-        return str(time_html(dt, zone))
+            return str(Markup('<span class="relative">{}</span>').format(relative(dt, now, locale)))
+        return str(time_html(dt, zone, locale))
 
     html = _CHANNEL.sub(channel, html)
     html = _ROLE.sub(role, html)
@@ -86,10 +116,16 @@ def discord_html(
     return Markup(html.replace("\n", "<br>\n"))  # noqa: S704 (escaped first, see above)
 
 
-def relative(dt: datetime, now: datetime) -> str:
-    """``in 2 hours``, ``5 minutes ago`` (to the minute)."""
+def relative(dt: datetime, now: datetime, locale: str | None = None) -> str:
+    """``in 2 hours``, ``5 minutes ago`` (to the minute); in ``locale``'s words when crier
+    speaks it (``in 2 Stunden``, ``il y a 5 minutes``: in one unit, as the language says it)."""
     seconds = round((dt - now).total_seconds() / 60) * 60
     if seconds == 0:
-        return "now"
+        return i18n.translate(i18n.marked("now"), locale, context=i18n.ANSWER)
+    spoken = babel_locale(locale)
+    if spoken is not None:
+        return format_timedelta(
+            timedelta(seconds=seconds), threshold=2, add_direction=True, locale=spoken
+        )
     words = spoken_duration(timedelta(seconds=abs(seconds)))
     return f"in {words}" if seconds > 0 else f"{words} ago"

@@ -13,6 +13,7 @@ from dataclasses import replace
 
 from aiohttp import web
 
+from ...i18n import t
 from ...render import import_report, template_saved
 from ...requests.checks import Refusal, can_read
 from ...requests.export_doc import document_bytes, export_document, read_document
@@ -25,11 +26,6 @@ log = logging.getLogger(__name__)
 
 PENDING_FOR = 15 * 60.0
 """Seconds an upload's dry run waits for its confirmation (as /import's button)."""
-NO_FILE = "Choose the `.json` file an export made, then upload it."
-EXPIRED = (
-    "This import was already applied, or its dry run expired (they wait 15 minutes). Upload "
-    "the file again to see what it would do now."
-)
 
 
 def pending_key(guild_id: int, token: str) -> str:
@@ -56,7 +52,7 @@ class TransferPages(GuildPages):
         form = form_of(request)
         raw = form.get("from").strip().lstrip("#")
         if not raw.isdigit():
-            raise Refusal("Give the number of the announcement to save, e.g. `12`.")
+            raise Refusal(t("Give the number of the announcement to save, e.g. `12`."))
         made = await template_from(self.d.announcements, who, int(raw), form.get("name"))
         kept = await self.d.announcements.save_template(made)
         await self.d.sessions.set_flash(viewer.session, template_saved(kept, int(raw)))
@@ -68,7 +64,7 @@ class TransferPages(GuildPages):
         name = form_of(request).get("name")
         await self.d.announcements.delete_template(who.guild.id, name)
         await self.d.sessions.set_flash(
-            viewer.session, f"🗑️ Deleted the template `{' '.join(name.split())}`."
+            viewer.session, t("🗑️ Deleted the template `{name}`.", name=" ".join(name.split()))
         )
         raise web.HTTPSeeOther(f"/g/{who.guild.id}/templates")
 
@@ -105,7 +101,7 @@ class TransferPages(GuildPages):
         who = await self.requester(request, viewer)
         file = form_of(request).files.get("file")
         if file is None:
-            raise Refusal(NO_FILE)
+            raise Refusal(t("Choose the `.json` file an export made, then upload it."))
         doc = await asyncio.to_thread(read_document, file.data)  # off the event loop
         plan = await plan_import(self.d.announcements, self.d.clock, who, doc)
         _, report = import_report(plan)
@@ -134,9 +130,14 @@ class TransferPages(GuildPages):
         value = await self.d.announcements.pending(key) if token.isalnum() else None
         stored = {} if value is None else json.loads(value)
         if not stored or self.d.clock.now().timestamp() - float(stored["at"]) > PENDING_FOR:
-            raise Refusal(EXPIRED)
+            raise Refusal(
+                t(
+                    "This import was already applied, or its dry run expired (they wait 15 "
+                    "minutes). Upload the file again to see what it would do now."
+                )
+            )
         if int(stored["user"]) != who.member.id:
-            raise Refusal("Only the member who uploaded this file can confirm its import.")
+            raise Refusal(t("Only the member who uploaded this file can confirm its import."))
         doc = await asyncio.to_thread(read_document, str(stored["doc"]).encode())
         plan = await plan_import(self.d.announcements, self.d.clock, who, doc)
         if plan.refused or not plan.anything:
