@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 import pytest_asyncio
 
-from tests.bot.conftest import add_world, db_snapshot
+from tests.bot.conftest import NOW, add_world, db_snapshot
 from tests.fakediscord import Permissions as P
 
+from .conftest import news_draft
 from .test_dashboard_browser import advance, log_in
 
 if TYPE_CHECKING:
@@ -156,6 +157,20 @@ async def test_without_create_events_the_form_shows_the_refusal_and_saves_nothin
     assert await page.get_by_label("Event location").input_value() == "Town hall"  # kept
     assert await db_snapshot(site.crier) == before
     assert events(site) == []
+    assert event_requests(site, "POST") == []
+
+    # The edit form too: an announcement given an event without the permission.
+    a, _ = await site.crier.bot.announcements.create(
+        news_draft(site, "No event yet", NOW + timedelta(hours=3))
+    )
+    before = await db_snapshot(site.crier)
+    await page.goto(f"{site.url}/g/{world.guild.id}/a/{a.local_id}/edit")
+    await page.get_by_label("Create a Discord event for each occurrence").check()
+    await page.get_by_label("Event location").fill("Town hall")
+    await page.get_by_role("button", name="Save changes").click()
+    answer = await page.locator(".answer").inner_text()
+    assert "I need the Create Events permission in this server" in answer, answer
+    assert await db_snapshot(site.crier) == before
     assert event_requests(site, "POST") == []
 
     # Options that make no sense are refused the same way: two places.
