@@ -142,6 +142,18 @@ async def test_an_event_in_a_voice_channel_picked_on_the_form(page: Any, site: S
     [event] = events(site)
     assert (event.entity_type, event.channel_id, event.location) == (2, lounge.id, None)
 
+    # Edited: a location typed, the channel picker left as it was: the new place wins (as
+    # `/edit event_location:` does), the same event moves there.
+    await page.get_by_role("link", name="Edit").click()
+    picker = page.get_by_label("Event in voice or stage")
+    assert await picker.input_value() == str(lounge.id)
+    await page.get_by_label("Event location").fill("Rooftop")
+    await page.get_by_role("button", name="Save changes").click()
+    await page.wait_for_selector(".flash")
+    await advance(site, timedelta(seconds=1))
+    [moved] = events(site)
+    assert (moved.id, moved.entity_type, moved.location) == (event.id, 3, "Rooftop")
+
 
 async def test_without_create_events_the_form_shows_the_refusal_and_saves_nothing(
     page: Any, site: Site
