@@ -95,6 +95,9 @@ async def test_an_event_made_from_the_form_then_moved_then_unticked(page: Any, s
     assert "Town hall, 90 min, for each occurrence" in await info.inner_text()
     url = f"https://discord.com/events/{world.guild.id}/{event.id}"
     assert await info.locator(f'a[href="{url}"]').count() == 1
+    # The preview of its next post shows the post's button to the event.
+    button = page.locator(".preview").get_by_role("link", name="Discord event")
+    assert await button.get_attribute("href") == url
 
     # Edited: the same event moves (modified, not made again).
     await page.get_by_role("link", name="Edit").click()
