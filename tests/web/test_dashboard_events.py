@@ -139,6 +139,9 @@ async def test_an_event_in_a_voice_channel_picked_on_the_form(page: Any, site: S
     lounge = world.guild.add_channel("Lounge", type=2)
     await log_in(page, site, world.admin)
     await fill_new(page, site, "Voice hangout", channel=str(lounge.id))
+    await page.get_by_role("button", name="Preview").click()
+    note = await page.locator(".preview").inner_text()
+    assert "A Discord event for each occurrence: 🔊 Lounge, 60 min" in note, note
     await page.get_by_role("button", name="Schedule").click()
     await page.wait_for_selector(".flash")
     await advance(site, timedelta(seconds=1))

@@ -202,6 +202,8 @@ class Preview:
     upcoming: tuple[datetime, ...]
     event: EventSpec | None = None
     """The Discord event each occurrence gets."""
+    event_place: str = ""
+    """Where it takes place: its location, or its voice or stage channel's name."""
 
 
 def preview_of(
@@ -231,4 +233,11 @@ def preview_of(
         )
         for f in draft.images or ()
     ]
-    return Preview(name, text, title, draft.rich.silent, images, notes, upcoming, draft.event)
+    spec = draft.event
+    place = ""
+    if spec is not None:
+        room = None if spec.channel_id is None else guild.get_channel(spec.channel_id)
+        place = spec.location or (f"🔊 {room.name}" if room is not None else str(spec.channel_id))
+    return Preview(
+        name, text, title, draft.rich.silent, images, notes, upcoming, spec, place
+    )  # fmt: skip
