@@ -116,7 +116,17 @@ async def test_an_event_made_from_the_form_then_moved_then_unticked(page: Any, s
     assert spec is not None
     assert (spec.location, spec.minutes) == ("Library", 90)
 
+    # Both places emptied, still ticked: refused like an event without a place, nothing saved.
+    await page.get_by_role("link", name="Edit").click()
+    before = await db_snapshot(site.crier)
+    await page.get_by_label("Event location").fill("")
+    await page.get_by_role("button", name="Save changes").click()
+    answer = await page.locator(".answer").inner_text()
+    assert "A Discord event needs a place" in answer, answer
+    assert await db_snapshot(site.crier) == before
+
     # Unticked: the coming event is canceled, and no more are made.
+    await page.goto(f"{site.url}/g/{world.guild.id}/a/1")
     await page.get_by_role("link", name="Edit").click()
     await page.get_by_label("Create a Discord event for each occurrence").uncheck()
     await page.get_by_role("button", name="Save changes").click()

@@ -14,7 +14,9 @@ from ...i18n import t
 from ...models import EventSpec, mention_markup
 from ...parsing import InputError, resolve_timezone
 from ...parsing.placeholders import occurrence, render
+from ...requests.checks import Refusal
 from ...requests.editing import NO_TITLE, EditOptions, mention_option
+from ...requests.events import NEEDS_A_PLACE
 from ...requests.request import AnnouncementOptions, AnnouncementRequest, Requester
 from ...requests.validation import empty_message
 
@@ -113,6 +115,9 @@ def edit_event_options(kept: EventSpec | None, values: dict[str, str]) -> dict[s
     location = _text(values, "event_location")
     minutes = _event_minutes(values)
     channel_id = _event_channel(values)
+    if location is None and channel_id is None:
+        # Both fields emptied: no place (on /edit, options left out keep the current one).
+        raise Refusal(NEEDS_A_PLACE)
     if kept is None:
         return {
             "event": True,
