@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from tests.bot.conftest import run_command
 from tests.bot.test_delivery import advance, messages_regex, posts, send_requests
 from tests.bot.test_events import BASE, events, schedule
 from tests.fakediscord import Permissions as P
@@ -147,3 +148,21 @@ async def test_the_button_is_labelled_in_the_servers_language(
     await advance(crier, clock, timedelta(hours=2))
     [post] = posts(world, world.news)
     assert shown(post.components) == link_to(world, event.id, "Événement Discord")
+
+
+async def test_an_edit_of_the_posted_message_keeps_its_button(
+    world: World, crier: Crier, clock: FakeClock
+) -> None:
+    """/edit brings the posted message up to date (text, embed, files) and leaves its
+    button as it is."""
+    local = await schedule(world, when="in 2h", message="Meetup", event=True,
+                           event_location="Hall")  # fmt: skip
+    await advance(crier, clock, 1)
+    [event] = events(world)
+    await advance(crier, clock, timedelta(hours=2))
+    cb = await run_command(world, "edit", id=local, message="Meetup (bring snacks)")
+    assert "dit" in (cb.content or ""), cb.content
+    await advance(crier, clock, 1)
+    [post] = posts(world, world.news)
+    assert post.content == "Meetup (bring snacks)"
+    assert shown(post.components) == link_to(world, event.id)
