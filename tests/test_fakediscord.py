@@ -1826,3 +1826,35 @@ async def test_ten_thousand_guilds_over_four_shards_each_arrive_once_on_their_sh
             assert sorted(fake.gateway.guild_counts().values()) == [2500] * 4  # the limit: ok
             shard_of = {g.id: g.shard_id for g in client.guilds}
             assert shard_of == {g.id: i % 4 for i, g in enumerate(guilds)}
+
+
+async def test_buttons_that_break_discords_rules_are_refused(world: World, bot) -> None:
+    """A link button (style 5) needs a url and no custom_id, another button a custom_id and
+    no url; a label is at most 80 characters. A good link button is kept on the message."""
+    fake = world.fake
+    headers = {"Authorization": f"Bot {fake.token}"}
+    url = f"{fake.api_base}/channels/{world.channel.id}/messages"
+    link = {"type": 2, "style": 5, "url": "https://discord.com/events/1/2", "label": "Event"}
+
+    def row(button: dict[str, object]) -> dict[str, object]:
+        return {"content": "x", "components": [{"type": 1, "components": [button]}]}
+
+    bad = [
+        (link | {"custom_id": "c"}, "custom_id"),
+        ({k: v for k, v in link.items() if k != "url"}, "url"),
+        (link | {"label": "l" * 81}, "label"),
+        ({"type": 2, "style": 1, "label": "Go", "url": "https://x.test"}, "custom_id"),
+    ]
+    with fake.spec.allow_violations():  # the fake's own rules are what is tested here
+        async with aiohttp.ClientSession() as session:
+            for button, field in bad:
+                async with session.post(url, json=row(button), headers=headers) as resp:
+                    assert resp.status == 400, button
+                    body = await resp.json()
+                    assert body["code"] == 50035
+                    assert field in body["errors"]["components"]["0"]["components"]["0"]
+            assert fake.bot_messages(world.channel) == []
+            async with session.post(url, json=row(link), headers=headers) as resp:
+                assert resp.status == 200
+    [kept] = fake.bot_messages(world.channel)
+    assert kept.components == [{"type": 1, "components": [link]}]

@@ -150,8 +150,10 @@ class Delivery:
                 # Its placeholders rendered from the occurrence alone: a re-send is the same.
                 shown = await self.announcements.as_posted(ann, fire_ts)
                 locale = await posting_locale(self.poster.client, self.announcements, ann.guild_id)
-                with i18n.speaking(locale):  # the late note, in the server's language
-                    payload = await stored_payload(self.announcements.sched, shown, late_for)
+                with i18n.speaking(locale):  # the late note and the event button, likewise
+                    payload = await stored_payload(
+                        self.announcements.sched, shown, late_for, event_at=fire_ts
+                    )
                 # Nothing may post for a run that could have lost its job meanwhile.
                 message_id = await self.poster.request(
                     ctx, lambda: self.post(shown, payload, attempt), before="send"

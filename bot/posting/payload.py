@@ -9,7 +9,11 @@ made here (:func:`stored_payload` only reads the announcement's files from the d
   chosen mention stays in the content, where a ping works (an embed never pings);
 - ``silent``: the post carries ``SUPPRESS_NOTIFICATIONS`` (``@silent``);
 - the files are uploaded with every post (``discord.File`` objects are built anew each time:
-  one is read as it is sent).
+  one is read as it is sent);
+- an occurrence that has a Discord event (created ahead of it, :mod:`bot.posting.events`)
+  carries a link button to it, labelled in the server's language. The link is read from the
+  occurrence's recorded event row, so every attempt at one occurrence sends the same button
+  (a nonce re-send is the same request).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import discord
 
 from .. import i18n
+from ..announcements.placeholders import event_link
 from ..db import BotDb
 from ..limits import MAX_EMBED_DESCRIPTION, MAX_MESSAGE
 from ..models import Announcement, Image, mention_markup
@@ -36,17 +41,46 @@ if TYPE_CHECKING:
 EMBED_COLOUR = discord.Colour.blurple()
 LATE_NOTE_AFTER = 60.0
 """An occurrence posted this many seconds after its time says it was sent late."""
+MAX_BUTTON_LABEL = 80
+"""Discord's longest button label."""
+
+
+@dataclass(frozen=True, slots=True)
+class EventButton:
+    """The link button of a post whose occurrence has a Discord event."""
+
+    url: str
+    label: str
+
+    def view(self) -> discord.ui.View:
+        """A view holding only the link button (nothing to listen to: a link button sends
+        no interaction)."""
+        view = discord.ui.View(timeout=None)
+        view.add_item(
+            discord.ui.Button(
+                style=discord.ButtonStyle.link, url=self.url, label=self.label[:MAX_BUTTON_LABEL]
+            )
+        )
+        return view
+
+
+def event_button(url: str) -> EventButton | None:
+    """The button to the event at ``url`` (None: no event, no button), labelled in the
+    language in effect."""
+    return EventButton(url, i18n.t("Discord event")) if url else None
 
 
 @dataclass(frozen=True, slots=True)
 class PostPayload:
-    """One post: its content (None with an embed and no mention), embed, files, silence."""
+    """One post: its content (None with an embed and no mention), embed, files, silence,
+    and the link button to its occurrence's Discord event."""
 
     content: str | None
     embed: discord.Embed | None
     images: tuple[Image, ...]
     silent: bool
     allowed_mentions: discord.AllowedMentions
+    event: EventButton | None = None
 
     def files(self) -> list[discord.File]:
         """The files to upload, fresh (a ``discord.File`` is spent once sent)."""
@@ -65,6 +99,8 @@ class PostPayload:
             options["embed"] = self.embed
         if self.silent:
             options["silent"] = True
+        if self.event is not None:
+            options["view"] = self.event.view()
         return options
 
     def edit_options(self) -> dict[str, Any]:
@@ -115,15 +151,18 @@ def with_late_note(text: str, fire_ts: float, limit: int = MAX_MESSAGE) -> str:
 
 
 def post_payload(
-    ann: Announcement, images: Sequence[Image], late_for: float | None = None
+    ann: Announcement,
+    images: Sequence[Image],
+    late_for: float | None = None,
+    event: EventButton | None = None,
 ) -> PostPayload:
     """The post of ``ann`` with ``images``; ``late_for``: the due time of an occurrence
-    posted late (the post then says so)."""
+    posted late (the post then says so); ``event``: the link button to its event."""
     mentions = allowed_mentions(ann.allowed_mentions)
     title = ann.rich.title
     if title is None:
         text = ann.text if late_for is None else with_late_note(ann.text, late_for)
-        return PostPayload(text, None, tuple(images), ann.rich.silent, mentions)
+        return PostPayload(text, None, tuple(images), ann.rich.silent, mentions, event)
     description = ann.content
     if late_for is not None:
         description = with_late_note(description, late_for, MAX_EMBED_DESCRIPTION)
@@ -132,13 +171,17 @@ def post_payload(
     if pictures:  # shown inside the embed rather than above it
         embed.set_image(url=f"attachment://{pictures[0].filename}")
     content = None if ann.mention is None else mention_markup(ann.mention)
-    return PostPayload(content, embed, tuple(images), ann.rich.silent, mentions)
+    return PostPayload(content, embed, tuple(images), ann.rich.silent, mentions, event)
 
 
 async def stored_payload(
-    sched: Scheduler, ann: Announcement, late_for: float | None
+    sched: Scheduler, ann: Announcement, late_for: float | None, event_at: float | None = None
 ) -> PostPayload:
-    """The post of ``ann`` as it is now, with its stored files (see :func:`post_payload`)."""
+    """The post of ``ann`` as it is now, with its stored files (see :func:`post_payload`);
+    ``event_at``: the occurrence whose recorded Discord event, if it was created, the post
+    links to with a button (in the language in effect)."""
     async with sched.reader() as db:
-        images = await BotDb(db).images(ann.id)
-    return post_payload(ann, images, late_for)
+        rows = BotDb(db)
+        images = await rows.images(ann.id)
+        link = "" if event_at is None else await event_link(rows, ann, event_at)
+    return post_payload(ann, images, late_for, event_button(link))

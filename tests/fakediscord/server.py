@@ -91,6 +91,8 @@ log = logging.getLogger("fakediscord")
 
 FLAG_IS_COMPONENTS_V2 = 1 << 15
 _SETTABLE_MESSAGE_FLAGS = FLAG_SUPPRESS_EMBEDS | FLAG_SUPPRESS_NOTIFICATIONS | FLAG_IS_COMPONENTS_V2
+BUTTON, LINK_STYLE = 2, 5
+MAX_BUTTON_LABEL, MAX_BUTTON_URL = 80, 512
 
 
 @dataclass
@@ -1398,6 +1400,7 @@ class FakeDiscord:
             fields["embeds"] = embeds
         if "components" in data:
             fields["components"] = data["components"] or []
+            self._validate_buttons(fields["components"])
         if "allowed_mentions" in data and data["allowed_mentions"] is not None:
             fields["allowed_mentions"] = self._validate_allowed_mentions(data["allowed_mentions"])
         if data.get("message_reference"):
@@ -1417,6 +1420,38 @@ class FakeDiscord:
         if creating and not has_payload and not allow_empty:
             raise ApiError(400, 50006)
         return fields
+
+    @staticmethod
+    def _validate_buttons(components: list[dict[str, Any]]) -> None:
+        """Discord's rules for buttons (type 2) in action rows: a link button (style 5) has a
+        ``url`` and no ``custom_id``; the others a ``custom_id`` and no ``url``; a label is at
+        most 80 characters, a url at most 512."""
+        for r, row in enumerate(components):
+            for c, comp in enumerate(row.get("components") or []):
+                if comp.get("type") != BUTTON:
+                    continue
+                where = f"components.{r}.components.{c}"
+                label = comp.get("label") or ""
+                if len(label) > MAX_BUTTON_LABEL:
+                    raise form_error(
+                        f"{where}.label", "BASE_TYPE_MAX_LENGTH", "Must be 80 or fewer in length."
+                    )
+                url, custom_id = comp.get("url"), comp.get("custom_id")
+                if comp.get("style") == LINK_STYLE:
+                    if not isinstance(url, str) or not url or len(url) > MAX_BUTTON_URL:
+                        raise form_error(
+                            f"{where}.url", "BASE_TYPE_REQUIRED", "A link button needs a url."
+                        )
+                    if custom_id is not None:
+                        raise form_error(
+                            f"{where}.custom_id", "COMPONENT_LINK_CUSTOM_ID",
+                            "A link button cannot have a custom id.",
+                        )  # fmt: skip
+                elif url is not None or not custom_id:
+                    raise form_error(
+                        f"{where}.custom_id", "BASE_TYPE_REQUIRED",
+                        "A button that is not a link needs a custom id and no url.",
+                    )  # fmt: skip
 
     @staticmethod
     def _validate_embeds(embeds: list[dict[str, Any]]) -> None:

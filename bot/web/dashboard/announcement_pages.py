@@ -14,11 +14,13 @@ from aiohttp import web
 
 from ...announcements import LIVE_STATES, AnnouncementState, ListFilter
 from ...i18n import t
+from ...parsing.placeholders import EVENT_LINK
 from ...render import canceled, info_page, paused, resumed, skipped
 from ...requests.checks import can_read, hidden_channels
 from .pages import ANNOUNCEMENT, GUILD, GuildPages, get, post
 
 if TYPE_CHECKING:
+    from ...announcements import Details
     from .core import Viewer
 
 log = logging.getLogger(__name__)
@@ -60,6 +62,19 @@ def list_url(show: str, query: str, page: int) -> str:
     return "?" + urlencode({k: v for k, v in kept.items() if v})
 
 
+def next_event_url(details: Details) -> str | None:
+    """The link to the Discord event of the announcement's next occurrence, when it has been
+    made (its post will carry a button to it)."""
+    if not details.next_times:
+        return None
+    at = details.next_times[0].timestamp()
+    for e in details.events:
+        if e.fire_ts == at and e.state == "created" and e.event_id is not None:
+            guild_id = details.announcement.guild_id
+            return EVENT_LINK.format(guild_id=guild_id, event_id=e.event_id)
+    return None
+
+
 class AnnouncementPages(GuildPages):
     """The list, one announcement, and its pause, resume, skip and cancel."""
 
@@ -96,6 +111,7 @@ class AnnouncementPages(GuildPages):
         return self.d.render(
             "announcement.html", viewer, guild=who.guild, a=a, info=info_page(details, hidden),
             shown=details.shown or a, hidden=hidden, flash=await self.d.flash(viewer),
+            event_url=next_event_url(details),
         )  # fmt: skip
 
     @post(ANNOUNCEMENT + "/{action:pause|resume|skip|cancel}")

@@ -16,7 +16,15 @@ from ...render import confirmation, edit_reply, expected_answer
 from ...requests.editing import check_edit
 from ...requests.validation import check_request
 from .core import Form, Viewer, form_of
-from .forms import Preview, form_values, new_request, preview_of, typed_edit, typed_message
+from .forms import (
+    Preview,
+    event_values,
+    form_values,
+    new_request,
+    preview_of,
+    typed_edit,
+    typed_message,
+)
 from .pages import ANNOUNCEMENT, GUILD, GuildPages, get, post
 
 if TYPE_CHECKING:
@@ -83,6 +91,7 @@ class FormPages(GuildPages):
             "channel": str(a.channel_id),
             "silent": "on" if a.rich.silent else "",
             "update_posted": "on",
+            **event_values(await self.d.announcements.event_spec(a.id)),
         }
         return self.form_page(viewer, who, values, editing=a)
 
@@ -108,8 +117,10 @@ class FormPages(GuildPages):
         """Preview or save the edit the form asks for."""
         d = self.d
         message = typed_message(values)
+        kept_event = await d.announcements.event_spec(current.id)
+        options = typed_edit(current, values, kept_event)
         (draft, notes, upcoming), when_given = await check_edit(
-            d.announcements, d.clock, who, current, typed_edit(current, values), message
+            d.announcements, d.clock, who, current, options, message
         )  # the files are kept: the form has no file field
         if form.get("action") == "preview":
             preview = preview_of(who.guild, draft, notes, upcoming)
@@ -153,7 +164,8 @@ class FormPages(GuildPages):
         preview: Preview | None = None,
     ) -> web.Response:
         """The form, filled with ``values``: the channels the member can see (and the one
-        being edited, a thread say), the server's roles, every zone."""
+        being edited, a thread say), the server's roles, every zone, and the voice and stage
+        channels an event can take place in."""
         guild = who.guild
         postable: list[discord.TextChannel | discord.ForumChannel] = [
             *guild.text_channels,
@@ -165,8 +177,12 @@ class FormPages(GuildPages):
             if current is not None:
                 channels.insert(0, current)
         roles = [r for r in reversed(guild.roles) if not r.is_default()]
+        places: list[discord.VoiceChannel | discord.StageChannel] = [
+            *guild.voice_channels,
+            *guild.stage_channels,
+        ]
         return self.d.render(
             "form.html", viewer, status=400 if error else 200, guild=guild, values=values,
             editing=editing, error=error, preview=preview, channels=channels, roles=roles,
-            zones=zone_names(),
+            zones=zone_names(), event_channels=places,
         )  # fmt: skip

@@ -8,12 +8,15 @@ from __future__ import annotations
 import base64
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from ...models import mention_markup
+from ...i18n import t
+from ...models import EventSpec, mention_markup
 from ...parsing import InputError, resolve_timezone
 from ...parsing.placeholders import occurrence, render
+from ...requests.checks import Refusal
 from ...requests.editing import NO_TITLE, EditOptions, mention_option
+from ...requests.events import NEEDS_A_PLACE
 from ...requests.request import AnnouncementOptions, AnnouncementRequest, Requester
 from ...requests.validation import empty_message
 
@@ -25,8 +28,11 @@ if TYPE_CHECKING:
     from ...announcements import Announcement, Draft
     from .core import Form
 
-FORM_FIELDS = ("message", "title", "channel", "when", "repeat", "timezone", "mention", "until")
-CHECKBOXES = ("silent", "update_posted")
+FORM_FIELDS = (
+    "message", "title", "channel", "when", "repeat", "timezone", "mention", "until",
+    "event_location", "event_minutes", "event_channel",
+)  # fmt: skip
+CHECKBOXES = ("silent", "update_posted", "event")
 
 
 def form_values(form: Form) -> dict[str, str]:
@@ -56,6 +62,76 @@ def _channel(text: str) -> int:
     return int(text)
 
 
+def _event_minutes(values: dict[str, str]) -> int | None:
+    """The event's length typed (None: left empty); the bounds are checked with the
+    commands' own words (:func:`bot.requests.events.check_event`)."""
+    typed = values["event_minutes"].strip()
+    if not typed:
+        return None
+    if not typed.isdigit() or len(typed) > 6:
+        raise InputError(t("The event's length is a number of minutes, like 90."))
+    return int(typed)
+
+
+def _event_channel(values: dict[str, str]) -> int | None:
+    """The voice or stage channel picked for the event (None: none, the location then)."""
+    typed = values["event_channel"].strip()
+    return int(typed) if typed.isdigit() else None
+
+
+def event_values(spec: EventSpec | None) -> dict[str, str]:
+    """The event fields of a form prefilled with ``spec`` (the announcement's event)."""
+    if spec is None:
+        return {"event": "", "event_location": "", "event_minutes": "", "event_channel": ""}
+    return {
+        "event": "on",
+        "event_location": spec.location or "",
+        "event_minutes": str(spec.minutes),
+        "event_channel": "" if spec.channel_id is None else str(spec.channel_id),
+    }
+
+
+def new_event_options(values: dict[str, str]) -> dict[str, Any]:
+    """/schedule's event options from the form: none unless "Discord event" is ticked (the
+    other event fields are then left out, as a member who did not tick it means)."""
+    if values["event"] != "on":
+        return {}
+    return {
+        "event": True,
+        "event_location": _text(values, "event_location"),
+        "event_minutes": _event_minutes(values),
+        "event_channel_id": _event_channel(values),
+    }
+
+
+def edit_event_options(kept: EventSpec | None, values: dict[str, str]) -> dict[str, Any]:
+    """/edit's event options from the form, prefilled with ``kept``: unticked, the events
+    stop (``event: false``); ticked anew, ``event: true`` with the fields; still ticked, a
+    field left as it was is an option left out (so a new place given in one field replaces
+    the other, as /edit does)."""
+    on = values["event"] == "on"
+    if not on:
+        return {} if kept is None else {"event": False}
+    location = _text(values, "event_location")
+    minutes = _event_minutes(values)
+    channel_id = _event_channel(values)
+    if location is None and channel_id is None:
+        # Both fields emptied: no place (on /edit, options left out keep the current one).
+        raise Refusal(NEEDS_A_PLACE)
+    if kept is None:
+        return {
+            "event": True,
+            "event_location": location,
+            "event_minutes": minutes,
+            "event_channel_id": channel_id,
+        }
+    return {
+        "event_location": None if location == kept.location else location,
+        "event_minutes": None if minutes == kept.minutes else minutes,
+        "event_channel_id": None if channel_id == kept.channel_id else channel_id,
+    }
+
+
 def new_request(
     requester: Requester, values: dict[str, str], has_files: bool
 ) -> AnnouncementRequest:
@@ -72,13 +148,16 @@ def new_request(
         title=_text(values, "title"),
         silent=values["silent"] == "on",
         has_files=has_files,
+        **new_event_options(values),
     )
     return AnnouncementRequest(requester, options, message)
 
 
-def typed_edit(current: Announcement, values: dict[str, str]) -> EditOptions:
-    """What the edit form (prefilled with ``current``) changes, as /edit's options: a field
-    left as it was is an option left out."""
+def typed_edit(
+    current: Announcement, values: dict[str, str], kept_event: EventSpec | None = None
+) -> EditOptions:
+    """What the edit form (prefilled with ``current`` and its event ``kept_event``)
+    changes, as /edit's options: a field left as it was is an option left out."""
     channel_id = _channel(values["channel"])
     silent = values["silent"] == "on"
     return EditOptions(
@@ -90,6 +169,7 @@ def typed_edit(current: Announcement, values: dict[str, str]) -> EditOptions:
         until=_text(values, "until"),
         title=title_change(current.rich.title, values["title"]),
         silent=None if silent == current.rich.silent else silent,
+        **edit_event_options(kept_event, values),
     )
 
 
@@ -125,6 +205,10 @@ class Preview:
     files: list[PreviewFile]
     notes: list[str]
     upcoming: tuple[datetime, ...]
+    event: EventSpec | None = None
+    """The Discord event each occurrence gets."""
+    event_place: str = ""
+    """Where it takes place: its location, or its voice or stage channel's name."""
 
 
 def preview_of(
@@ -154,4 +238,11 @@ def preview_of(
         )
         for f in draft.images or ()
     ]
-    return Preview(name, text, title, draft.rich.silent, images, notes, upcoming)
+    spec = draft.event
+    place = ""
+    if spec is not None:
+        room = None if spec.channel_id is None else guild.get_channel(spec.channel_id)
+        place = spec.location or (f"🔊 {room.name}" if room is not None else str(spec.channel_id))
+    return Preview(
+        name, text, title, draft.rich.silent, images, notes, upcoming, spec, place
+    )  # fmt: skip

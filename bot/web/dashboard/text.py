@@ -28,7 +28,7 @@ _TIMESTAMP = re.compile(r"&lt;t:(-?\d+)(?::([tTdDfFR]))?&gt;")
 _BOLD = re.compile(r"\*\*(.+?)\*\*")
 _CODE = re.compile(r"`([^`]+)`")
 _ITALIC = re.compile(r"(?<![\w*])\*(?!\s)(.+?)(?<!\s)\*(?![\w*])")
-_LINK = re.compile(r"(https://discord\.com/channels/[\d/]+)")
+_LINK = re.compile(r"(https://discord\.com/(?:channels|events)/[\d/]+)")
 
 
 def babel_locale(locale: str | None) -> str | None:
