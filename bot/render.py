@@ -28,7 +28,7 @@ from .announcements import (
 )
 from .announcements.diff import Field
 from .announcements.placeholders import as_posted_at
-from .i18n import short_time, t, tn
+from .i18n import catalogs, current_locale, short_time, t, tn
 from .limits import MAX_CHOICE_NAME, MAX_MESSAGE
 from .models import (
     AnnouncementState,
@@ -41,8 +41,9 @@ from .models import (
     Template,
     mention_markup,
 )
-from .parsing import InputError, discord_timestamp, spoken_duration
+from .parsing import InputError, discord_timestamp
 from .parsing.placeholders import EVENT_LINK
+from .parsing.spoken import duration, spoken_rule
 from .requests.checks import Refusal
 from .requests.export_doc import DocumentRefused
 
@@ -77,6 +78,17 @@ def state_word(state: str) -> str:
     return str(words.get(state, state))  # type: ignore[call-overload]
 
 
+def repeat_text(a: Announcement, none: str | None = None) -> str:
+    """How ``a`` repeats, in the reader's language (said from its rule: the stored words are
+    English), or ``none`` (else "no (posted once)") for a one-off."""
+    rule = a.rule
+    if rule is None:
+        return none if none is not None else t("no (posted once)")
+    if current_locale() not in catalogs():
+        return a.repeat_words or spoken_rule(rule, a.timezone)
+    return spoken_rule(rule, a.timezone)
+
+
 def when(dt: datetime | None) -> str:
     if dt is None:
         return "—"
@@ -99,7 +111,7 @@ def confirmation(
     """What /schedule answers: the first time, the rule in words and, for a repeating
     announcement, its first posts (``upcoming``, the first included), the pings, notes; the
     preview is the first post (its placeholders rendered)."""
-    repeat = a.repeat_words or t("no (posted once)")
+    repeat = repeat_text(a)
     lines = [
         t("✅ Scheduled announcement **#{id}** in {channel}.", id=a.local_id,
           channel=f"<#{a.channel_id}>"),
@@ -222,7 +234,7 @@ def listing_page(listing: Listing, page: int, guild_id: int, hidden: Collection[
             lines.append("  " + t("paused: nothing posts until `/resume id:{id}`", id=a.local_id))
         elif a.state == AnnouncementState.DONE:
             lines.append("  " + t("ended: its `until` was reached; it posts nothing more"))
-        lines.append("  " + t("repeats: {repeat}", repeat=a.repeat_words or t("no")))
+        lines.append("  " + t("repeats: {repeat}", repeat=repeat_text(a, t("no"))))
         if a.until_ts is not None and a.state in (
             AnnouncementState.SCHEDULED,
             AnnouncementState.PAUSED,
@@ -430,6 +442,9 @@ def edit_reply(outcome: EditOutcome, notes: list[str]) -> str:
             lines.append(t("**Message:** changed (preview below)"))
         elif c.field == Field.IMAGE:
             lines.append(t("**File:** now {file}", file=c.after))
+        elif c.field == Field.REPEAT:
+            lines.append(t("**{field}:** {before} → {after}", field=_field_name(c.field),
+                           before=repeat_text(before), after=repeat_text(a)))  # fmt: skip
         else:
             field = _field_name(c.field)
             lines.append(t("**{field}:** {before} → {after}", field=field,
@@ -503,7 +518,7 @@ def _info_head(details: Details, history: list[HistoryEntry], earlier: bool) -> 
         t("ℹ️ Announcement **#{id}** in {channel} · {icon} {state} · by {author}",
           id=a.local_id, channel=f"<#{a.channel_id}>", icon=icon, state=state_word(a.state),
           author=f"<@{a.author_id}>"),
-        t("**Repeats:** {repeat}", repeat=a.repeat_words or t("no (posted once)")),
+        t("**Repeats:** {repeat}", repeat=repeat_text(a)),
     ]  # fmt: skip
     if a.until_ts is not None:
         lines.append(t("**Until:** {when}", when=when(datetime.fromtimestamp(a.until_ts, UTC))))
@@ -541,7 +556,7 @@ def _delivery_line(a: Announcement, d: PastDelivery) -> str:
     if d.state == DeliveryState.SENT and d.message_id is not None:
         line += " " + post_link(a.guild_id, a, d.message_id)
         if d.late_by is not None and d.late_by >= 1:
-            late = spoken_duration(timedelta(seconds=round(d.late_by)))
+            late = duration(timedelta(seconds=round(d.late_by)))
             line += " · " + t("sent late by {duration}", duration=late)
         if d.publish_state is not None:
             line += f" · {publish_words(d.publish_state, d.publish_error)}"
