@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from babel.dates import format_date, format_time, get_day_names, get_month_names
 from babel.lists import format_list
+from babel.numbers import format_decimal
 
 from scheduler.triggers import CRON_MACROS
 
@@ -284,3 +285,17 @@ def _step_words(fields: list[str], step: DateStep) -> str | None:
     return tn("every {n} month on day {day}, at {times}",
               "every {n} months on day {day}, at {times}", n, day=day,
               times=times) + _skipping(day)  # fmt: skip
+
+
+def number(n: int) -> str:
+    """A whole number as the reader's language writes it (``1,500``, ``1 500``, ``1.500``)."""
+    locale = _babel_locale()
+    return f"{n:,}" if locale is None else str(format_decimal(n, locale=locale))
+
+
+def decimal(x: float, places: int = 1) -> str:
+    """A number with ``places`` decimals as the reader's language writes it (``2.5``, ``2,5``)."""
+    locale = _babel_locale()
+    if locale is None:
+        return f"{x:.{places}f}"
+    return str(format_decimal(x, format="#,##0." + "0" * places, locale=locale))

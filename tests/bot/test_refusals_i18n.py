@@ -1,0 +1,51 @@
+"""The refusals and reports that were still English (issue 24): the limits, the placeholders
+and templates, forum and thread destinations, the import's report, the notes of what a
+phrase was read as, and the log channel's failure reports, each through discord.py against
+the fake with the interaction's ``locale`` (or the server's ``guild_locale``) set."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from tests.bot.test_leaving import make_crier  # noqa: F401 (a fixture)
+
+if TYPE_CHECKING:
+    from tests.bot.conftest import World
+    from tests.bot.test_leaving import MakeCrier
+    from tests.fakediscord import Channel
+
+# ruff: noqa: F811 (make_crier: the fixture, as each test's argument)
+
+
+async def ask(
+    world: World, name: str, locale: str, *, where: Channel | None = None, **options: Any
+) -> str:
+    """The answer to ``/name options`` by the admin, whose client is in ``locale``."""
+    handle = await world.fake.invoke_command(
+        world.guild, where or world.general, world.admin, name, options, locale=locale
+    )
+    callback = await handle.response(timeout=5)
+    return callback.content or ""
+
+
+async def test_the_limits_refuse_in_the_members_language(
+    world: World, make_crier: MakeCrier
+) -> None:
+    await make_crier(max_announcements=1, min_repeat=600.0)
+    said = await ask(world, "schedule", "es-ES", when="in 10m", message="hola",
+                     repeat="every 5 minutes")  # fmt: skip
+    assert said == (
+        "Eso se repite demasiado a menudo para este servidor: las publicaciones estarían a "
+        "5 minutos de distancia, y la repetición más corta aquí es de 10 minutos "
+        "(MIN_REPEAT_MINUTES). Elige una repetición más larga, p. ej. `every 10 minutes`."
+    )
+    assert "Anuncio **#1** programado" in await ask(
+        world, "schedule", "es-ES", when="in 10m", message="hola"
+    )
+    said = await ask(world, "schedule", "es-ES", when="in 10m", message="hola")
+    assert said.startswith(
+        "Este servidor ya tiene 1 anuncio activo (programado o en pausa): una más superaría su "
+        "límite de 1 (MAX_ANNOUNCEMENTS_PER_GUILD)."
+    ), said
+    said = await ask(world, "schedule", "de", when="in 10m", message="hallo")
+    assert said.startswith("Dieser Server hat schon 1 aktive (geplante oder pausierte) "), said
