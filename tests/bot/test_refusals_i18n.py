@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from tests.bot.test_leaving import make_crier  # noqa: F401 (a fixture)
 
 if TYPE_CHECKING:
+    from bot.app import Crier
     from tests.bot.conftest import World
     from tests.bot.test_leaving import MakeCrier
     from tests.fakediscord import Channel
@@ -18,11 +19,11 @@ if TYPE_CHECKING:
 
 
 async def ask(
-    world: World, name: str, locale: str, *, where: Channel | None = None, **options: Any
+    world: World, command: str, locale: str, *, where: Channel | None = None, **options: Any
 ) -> str:
-    """The answer to ``/name options`` by the admin, whose client is in ``locale``."""
+    """The answer to ``/command options`` by the admin, whose client is in ``locale``."""
     handle = await world.fake.invoke_command(
-        world.guild, where or world.general, world.admin, name, options, locale=locale
+        world.guild, where or world.general, world.admin, command, options, locale=locale
     )
     callback = await handle.response(timeout=5)
     return callback.content or ""
@@ -49,3 +50,33 @@ async def test_the_limits_refuse_in_the_members_language(
     ), said
     said = await ask(world, "schedule", "de", when="in 10m", message="hallo")
     assert said.startswith("Dieser Server hat schon 1 aktive (geplante oder pausierte) "), said
+
+
+KNOWN = "`{occurrence}`, `{date}`, `{time}`, `{weekday}`, `{next}`, `{until}`, `{event}`"
+
+
+async def test_placeholder_and_template_refusals_in_the_members_language(
+    world: World, crier: Crier
+) -> None:
+    said = await ask(world, "schedule", "de", when="in 10m", message="Hallo {name}")
+    assert said == (
+        "Die Nachricht verwendet `{name}`, das ist kein Platzhalter. Die bekannten sind "
+        f"{KNOWN}; schreibe `{{{{` und `}}}}` für Klammern."
+    )
+    said = await ask(world, "schedule", "de", when="in 10m", message="Hallo", title="a } b")
+    assert said.startswith("Der Titel enthält eine einzelne `}`. Schreibe `{{` oder `}}`"), said
+    said = await ask(world, "template delete", "fr", name="hebdo")
+    assert said == (
+        "Ce serveur n'a pas de modèle nommé `hebdo` ; rien n'a été supprimé. Voir `/template list`."
+    )
+    await ask(world, "schedule", "fr", when="in 10m", message="Bonjour")
+    said = await ask(world, "template save", "pt-BR", name="semanal", **{"from": 1})
+    assert said.startswith("💾 "), said
+    said = await ask(world, "template save", "pt-BR", name="semanal", **{"from": 1})
+    assert said == (
+        "Este servidor já tem um modelo chamado `semanal`. Escolha outro nome ou use antes "
+        "`/template delete name:semanal`."
+    )
+    assert await ask(world, "template delete", "es-ES", name="semanal") == (
+        "🗑️ Plantilla `semanal` borrada."
+    )
