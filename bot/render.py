@@ -44,6 +44,7 @@ from .models import (
 from .parsing import InputError, discord_timestamp
 from .parsing.placeholders import EVENT_LINK
 from .parsing.spoken import duration, spoken_rule
+from .posting.reasons import said_reason
 from .requests.checks import Refusal
 from .requests.export_doc import DocumentRefused
 
@@ -247,7 +248,7 @@ def listing_page(listing: Listing, page: int, guild_id: int, hidden: Collection[
         if a.id in listing.published:
             lines.append(f"  {publish_words(*listing.published[a.id])}")
         if a.failure and a.state in _SHOWS_FAILURE:
-            lines.append(f"  ⚠️ {a.failure}")
+            lines.append(f"  ⚠️ {said_reason(a.failure)}")
         shown = f"`{hidden_words()}`" if a.channel_id in hidden else _snippet(a.text)
         lines.append(f"  {shown}")
         out.append("\n".join(lines))
@@ -293,7 +294,7 @@ def not_possible(error: NotPossible) -> str:
     a = error.announcement
     n = "?" if a is None else a.local_id
     at = "—" if error.at is None else when(error.at)
-    failure = (a and a.failure) or t("see `/list`")
+    failure = said_reason(a.failure) if a and a.failure else t("see `/list`")
     why = error.why
     if why == Why.SENT:
         text = t("Announcement #{id} was already posted; there is nothing left to change.", id=n)
@@ -370,7 +371,9 @@ def resumed(a: Announcement, nxt: datetime | None) -> str:
     if a.recurring:
         lines.append(t("Times that passed while it was paused are not posted."))
     if a.failure:
-        lines.append(t("The failure that paused it is cleared ({failure}).", failure=a.failure))
+        lines.append(
+            t("The failure that paused it is cleared ({failure}).", failure=said_reason(a.failure))
+        )
     return "\n".join(lines)
 
 
@@ -526,7 +529,7 @@ def _info_head(details: Details, history: list[HistoryEntry], earlier: bool) -> 
     lines += content_lines(a, details.files)
     lines += event_lines(details)
     if a.failure and a.state in _SHOWS_FAILURE:
-        lines.append(f"⚠️ {_cut(a.failure)}")
+        lines.append(f"⚠️ {_cut(said_reason(a.failure))}")
     lines.append(t("**Next times:**"))
     if details.next_times:
         lines += [f"• {when(at)}" for at in details.next_times]
@@ -551,7 +554,7 @@ def _info_head(details: Details, history: list[HistoryEntry], earlier: bool) -> 
 def _delivery_line(a: Announcement, d: PastDelivery) -> str:
     fired = discord_timestamp(d.fire_ts, "f")
     if d.state == DeliveryState.SKIPPED:  # its reason says who skipped it
-        return f"• {fired} — ⏭️ {_cut(d.error or t('skipped'))}"
+        return f"• {fired} — ⏭️ {_cut(said_reason(d.error) if d.error else t('skipped'))}"
     line = f"• {fired} — {_delivery_words(d.state)}"
     if d.state == DeliveryState.SENT and d.message_id is not None:
         line += " " + post_link(a.guild_id, a, d.message_id)
@@ -561,7 +564,7 @@ def _delivery_line(a: Announcement, d: PastDelivery) -> str:
         if d.publish_state is not None:
             line += f" · {publish_words(d.publish_state, d.publish_error)}"
     elif d.error:
-        line += f": {_cut(d.error)}"
+        line += f": {_cut(said_reason(d.error))}"
     if d.update_error:
         line += "\n  ⚠️ " + t(
             "the posted message could not be updated: {error}", error=_cut(d.update_error)
@@ -638,7 +641,7 @@ def canceled(before: Announcement) -> str:
     if before.state == AnnouncementState.FAILED:
         raise Refusal(
             t("Announcement #{id} already failed ({failure}); nothing to cancel.", id=n,
-              failure=before.failure)
+              failure=said_reason(before.failure or ""))
         )  # fmt: skip
     what = t("Its schedule is deleted.") if before.recurring else t("It will not be posted.")
     return t(
