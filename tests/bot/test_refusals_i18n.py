@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from tests.bot.test_leaving import make_crier  # noqa: F401 (a fixture)
+from tests.fakediscord import Permissions as P
 
 if TYPE_CHECKING:
     from bot.app import Crier
@@ -79,4 +80,33 @@ async def test_placeholder_and_template_refusals_in_the_members_language(
     )
     assert await ask(world, "template delete", "es-ES", name="semanal") == (
         "🗑️ Plantilla `semanal` borrada."
+    )
+
+
+async def test_forum_and_thread_refusals_in_the_members_language(
+    world: World, crier: Crier
+) -> None:
+    world.guild.set_bot_permissions(P.VIEW_CHANNEL | P.SEND_MESSAGES | P.CREATE_PUBLIC_THREADS)
+    forum = world.guild.add_forum("releases", tags=["news", "beta"], require_tag=True)
+    said = await ask(world, "schedule", "fr", when="in 1h", message="m", channel=forum)
+    assert said == (
+        f"<#{forum.id}> est un forum : chaque publication a besoin d'un `title` (il nomme la "
+        "publication), par ex. `title: Point hebdo`."
+    )
+    said = await ask(world, "schedule", "de", when="in 1h", message="m", title="T",
+                     channel=forum, tags="gamma")  # fmt: skip
+    assert said == f"<#{forum.id}> hat keinen Tag `gamma`. Seine Tags: `news`, `beta`."
+    said = await ask(world, "schedule", "es-ES", when="in 1h", message="m", title="T",
+                     channel=forum)  # fmt: skip
+    assert said == (
+        f"<#{forum.id}> exige una etiqueta en cada publicación: añade `tags` (una de `news`, "
+        "`beta`)."
+    )
+    # A thread the bot can't post in: the permission by the name Discord's client shows.
+    thread = world.guild.add_thread(world.news, "t")
+    world.news.set_overwrite(world.guild.bot_role, deny=P.SEND_MESSAGES_IN_THREADS)
+    said = await ask(world, "schedule", "fr", when="in 1h", message="m", channel=thread)
+    assert said == (
+        f"Il me faut **Envoyer des messages dans les fils** dans <#{thread.id}> pour y publier. "
+        "Demandez à un admin de me l'accorder, puis réessayez."
     )
