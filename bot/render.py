@@ -710,10 +710,10 @@ def exported(announcements: int, templates: int, size: int) -> str:
 
 def _outcome_line(r: RowOutcome) -> str:
     if r.refused is not None:
-        return f"❌ {r.label}: {r.refused}"
+        return "❌ " + t("{label}: {outcome}", label=r.label, outcome=r.refused)
     if r.skipped is not None:
-        return f"⏭️ {r.label}: {r.skipped}"
-    return f"✅ {r.label}: {r.created}"
+        return "⏭️ " + t("{label}: {outcome}", label=r.label, outcome=r.skipped)
+    return "✅ " + t("{label}: {outcome}", label=r.label, outcome=r.created)
 
 
 def import_report(plan: ImportPlan, *, done: ImportDone | None = None) -> tuple[str, str]:
@@ -724,30 +724,40 @@ def import_report(plan: ImportPlan, *, done: ImportDone | None = None) -> tuple[
     created = len(plan.rows) + len(plan.new_templates)
     skipped = sum(r.skipped is not None for r in rows)
     if done is not None:
-        head = (
-            f"📥 Imported {len(done.created)} announcement{'s' if len(done.created) != 1 else ''}"
-            f" and {len(done.templates)} template{'s' if len(done.templates) != 1 else ''}"
-            + (f"; {skipped} already here" if skipped else "")
-            + "."
+        head = tn(
+            "📥 Imported {n} announcement", "📥 Imported {n} announcements", len(done.created)
         )
+        head += tn(" and {n} template", " and {n} templates", len(done.templates))
+        if skipped:
+            head += tn("; {n} already here", "; {n} already here", skipped)
+        head += "."
     elif refused:
-        head = (
-            f"🚫 Nothing can be imported: {len(refused)} of the {len(rows)} rows would be "
-            "refused (below). An import applies all of it or nothing; fix those rows (or "
-            "this server) and import the file again."
-        )
+        head = tn(
+            "🚫 Nothing can be imported: {count} of the {n} row would be refused (below). An "
+            "import applies all of it or nothing; fix those rows (or this server) and import "
+            "the file again.",
+            "🚫 Nothing can be imported: {count} of the {n} rows would be refused (below). An "
+            "import applies all of it or nothing; fix those rows (or this server) and import "
+            "the file again.",
+            len(rows), count=len(refused),
+        )  # fmt: skip
     elif not plan.anything:
         head = (
-            f"Nothing to import: all {len(rows)} rows are already here." if rows else
-            "Nothing to import: the file has no announcements or templates."
+            tn("Nothing to import: all {n} rows are already here.",
+               "Nothing to import: all {n} rows are already here.", len(rows))
+            if rows
+            else t("Nothing to import: the file has no announcements or templates.")
         )  # fmt: skip
     else:
-        head = (
-            f"🔎 Dry run: {created} to create"
-            + (f", {skipped} already here" if skipped else "")
-            + ". Nothing is written until you confirm (the button below, or `/import` again "
-            "with `confirm: true`)."
+        confirm = t(
+            "Nothing is written until you confirm (the button below, or `/import` again with "
+            "`confirm: true`)."
         )
+        if skipped:
+            head = t("🔎 Dry run: {count} to create, {skipped} already here. {confirm}",
+                     count=created, skipped=skipped, confirm=confirm)  # fmt: skip
+        else:
+            head = t("🔎 Dry run: {count} to create. {confirm}", count=created, confirm=confirm)
     ordered = sorted(rows, key=lambda r: r.refused is None)  # refused rows first
     lines = [_outcome_line(r) for r in ordered]
     whole = "\n".join([head, *lines])
@@ -755,7 +765,9 @@ def import_report(plan: ImportPlan, *, done: ImportDone | None = None) -> tuple[
     for i, line in enumerate(lines):
         rest = len(lines) - i
         if sum(len(x) + 1 for x in shown) + len(line) + 60 > MAX_MESSAGE:
-            shown.append(f"*…and {rest} more rows (all of them in the attached report)*")
+            more = tn("…and {n} more row (all of them in the attached report)",
+                      "…and {n} more rows (all of them in the attached report)", rest)  # fmt: skip
+            shown.append(f"*{more}*")
             break
         shown.append(line)
     return "\n".join(shown), whole

@@ -26,8 +26,10 @@ import discord
 
 from scheduler.triggers import DateStep
 
+from ..i18n import t
 from ..models import Announcement, Destination, EventSpec, Image, Template
 from ..parsing import RepeatRule
+from ..parsing.spoken import listed
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -271,38 +273,47 @@ def read_document(raw: bytes) -> Document:
     is no export at all."""
     if len(raw) > MAX_IMPORT_BYTES:
         raise DocumentRefused(
-            f"That file is {len(raw) / (1024 * 1024):.1f} MiB; an import may be at most "
-            f"{MAX_IMPORT_BYTES // (1024 * 1024)} MiB. Export fewer announcements per file."
-        )
+            t("That file is {size} MiB; an import may be at most {limit} MiB. Export fewer "
+              "announcements per file.", size=f"{len(raw) / (1024 * 1024):.1f}",
+              limit=MAX_IMPORT_BYTES // (1024 * 1024))
+        )  # fmt: skip
     try:
         doc = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
         raise DocumentRefused(
-            "That file is not text (UTF-8): attach the `.json` file `/export` made."
+            t("That file is not text (UTF-8): attach the `.json` file `/export` made.")
         ) from None
     except RecursionError:
-        raise DocumentRefused("That file is nested too deeply to be an export of crier.") from None
+        raise DocumentRefused(
+            t("That file is nested too deeply to be an export of crier.")
+        ) from None
     except ValueError as exc:
         raise DocumentRefused(
-            f"That file is not valid JSON ({exc}). Attach the `.json` file `/export` made."
-        ) from None
+            t("That file is not valid JSON ({error}). Attach the `.json` file `/export` made.",
+              error=exc)
+        ) from None  # fmt: skip
     if not isinstance(doc, dict):
-        raise DocumentRefused("That file is not an export of crier: its top level isn't an object.")
+        raise DocumentRefused(
+            t("That file is not an export of crier: its top level isn't an object.")
+        )
     version = doc.get("version")
     if version not in READ_VERSIONS or isinstance(version, bool):
         raise DocumentRefused(
-            f"That file's `version` is {json.dumps(version)[:20]}; I read versions "
-            f"{' and '.join(str(v) for v in READ_VERSIONS)} (`/export` writes {VERSION})."
-        )
+            t("That file's `version` is {version}; I read versions {versions} (`/export` "
+              "writes {current}).", version=json.dumps(version)[:20],
+              versions=listed([str(v) for v in READ_VERSIONS]), current=VERSION)
+        )  # fmt: skip
     announcements = doc.get("announcements", [])
     templates = doc.get("templates", [])
     if not isinstance(announcements, list) or not isinstance(templates, list):
-        raise DocumentRefused("That file's `announcements` and `templates` must be lists.")
+        raise DocumentRefused(t("That file's `announcements` and `templates` must be lists."))
     if len(announcements) > MAX_ROWS or len(templates) > MAX_TEMPLATES:
         raise DocumentRefused(
-            f"That file has {len(announcements)} announcements and {len(templates)} "
-            f"templates; one import takes at most {MAX_ROWS} and {MAX_TEMPLATES}."
-        )
+            t("That file has {announcements} announcements and {templates} templates; one "
+              "import takes at most {max_announcements} and {max_templates}.",
+              announcements=len(announcements), templates=len(templates),
+              max_announcements=MAX_ROWS, max_templates=MAX_TEMPLATES)
+        )  # fmt: skip
     guild = doc.get("guild")
     guild_id = guild_name = None
     if isinstance(guild, dict):
@@ -312,13 +323,15 @@ def read_document(raw: bytes) -> Document:
     return Document(
         guild_id,
         guild_name,
-        [_row("row", i, value, _announcement) for i, value in enumerate(announcements, 1)],
-        [_row("template", i, value, _template) for i, value in enumerate(templates, 1)],
+        [
+            _row(t("row {n}", n=i), i, value, _announcement)
+            for i, value in enumerate(announcements, 1)
+        ],
+        [_row(t("template {n}", n=i), i, value, _template) for i, value in enumerate(templates, 1)],
     )
 
 
-def _row(what: str, i: int, value: Any, read: Any) -> tuple[int, Any, str]:
-    label = f"{what} {i}"
+def _row(label: str, i: int, value: Any, read: Any) -> tuple[int, Any, str]:
     if isinstance(value, dict):
         if isinstance(value.get("number"), int) and not isinstance(value["number"], bool):
             label += f" (#{value['number']})"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from tests.bot.conftest import run_command
 from tests.bot.test_leaving import make_crier  # noqa: F401 (a fixture)
 from tests.fakediscord import Permissions as P
 
@@ -110,3 +111,51 @@ async def test_forum_and_thread_refusals_in_the_members_language(
         f"Il me faut **Envoyer des messages dans les fils** dans <#{thread.id}> pour y publier. "
         "Demandez à un admin de me l'accorder, puis réessayez."
     )
+
+
+async def test_an_import_dry_run_and_its_result_in_the_members_language(
+    world: World, other: World, crier: Crier
+) -> None:
+    """/import in pt-BR: the dry run's head, its rows (a rule said in Portuguese), a refused
+    row's reason and the button; the applied import's answer; /export's in German."""
+    await run_command(world, "schedule", channel=world.news, when="in 1h", message="a",
+                      repeat="every friday at 20:00")  # fmt: skip
+    h = await world.fake.invoke_command(world.guild, world.general, world.admin, "export",
+                                        locale="de")  # fmt: skip
+    exported = await h.final_message(timeout=20)
+    assert exported.content.startswith("📦 1 aktive Ankündigung dieses Servers und 0 Vorlagen")
+    data = exported.attachments[0].data
+
+    upload = {"file": ("export.json", data)}
+    h = await other.fake.invoke_command(
+        other.guild, other.general, other.admin, "import", upload, locale="pt-BR"
+    )
+    dry = await h.final_message(timeout=30)
+    lines = dry.content.split("\n")
+    assert lines[0] == (
+        "🔎 Simulação: 1 a criar. Nada é gravado até você confirmar (o botão abaixo ou "
+        "`/import` de novo com `confirm: true`)."
+    )
+    assert lines[1].startswith(
+        f"✅ linha 1 (#1): em <#{other.news.id}>, a cada sexta-feira às 20:00 (UTC), primeiro "
+        "em <t:"
+    ), lines[1]
+    [button] = [c for row in dry.components for c in row["components"]]
+    assert button["label"] == "Importar tudo"
+    clicked = await other.fake.invoke_component(dry, button["custom_id"], other.admin,
+                                                locale="pt-BR")  # fmt: skip
+    done = await clicked.final_message(timeout=30)
+    assert done.content.startswith("📥 1 anúncio importado e 0 modelo.\n✅ linha 1 (#1): ")
+
+    # A row this server can't take: refused with its reason in the member's language.
+    events = world.guild.add_channel("events")
+    await run_command(world, "schedule", channel=events, when="in 1h", message="b")
+    h = await world.fake.invoke_command(world.guild, world.general, world.admin, "export")
+    data = (await h.final_message(timeout=20)).attachments[0].data
+    upload = {"file": ("export.json", data)}
+    h = await other.fake.invoke_command(
+        other.guild, other.general, other.admin, "import", upload, locale="fr"
+    )
+    lines = (await h.final_message(timeout=30)).content.split("\n")
+    assert lines[0].startswith("🚫 Rien ne peut être importé : 1 des 2 lignes seraient refusées")
+    assert "❌ ligne 2 (#2) : ce serveur n'a pas de salon nommé `#events`" in lines
