@@ -171,16 +171,20 @@ def event_lines(details: Details) -> list[str]:
     if spec is None:
         return []
     where = spec.location if spec.channel_id is None else f"<#{spec.channel_id}>"
-    lines = [f"**Discord event:** {where}, {spec.minutes} min, for each occurrence"]
+    lines = [
+        t("**Discord event:** {where}, {minutes} min, for each occurrence", where=where,
+          minutes=spec.minutes)
+    ]  # fmt: skip
     for e in details.events[:INFO_EVENTS]:
         at = discord_timestamp(e.fire_ts, "f")
         if e.state == "created" and e.event_id is not None:
             link = EVENT_LINK.format(guild_id=details.announcement.guild_id, event_id=e.event_id)
             lines.append(f"• {at} — {link}")
         elif e.state == "failed":
-            lines.append(f"• {at} — ⚠️ not created: {_cut(e.error or 'refused')}")
+            why = said_reason(e.error) if e.error else t("refused")
+            lines.append(f"• {at} — ⚠️ " + t("not created: {error}", error=_cut(why)))
         else:
-            lines.append(f"• {at} — being created")
+            lines.append(f"• {at} — " + t("being created"))
     return lines
 
 
