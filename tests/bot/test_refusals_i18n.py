@@ -159,3 +159,10 @@ async def test_an_import_dry_run_and_its_result_in_the_members_language(
     lines = (await h.final_message(timeout=30)).content.split("\n")
     assert lines[0].startswith("🚫 Rien ne peut être importé : 1 des 2 lignes seraient refusées")
     assert "❌ ligne 2 (#2) : ce serveur n'a pas de salon nommé `#events`" in lines
+
+
+async def test_an_unknown_time_zone_is_refused_in_the_members_language(
+    world: World, crier: Crier
+) -> None:
+    said = await ask(world, "timezone", "pt-BR", zone="Europe/Pariss")
+    assert said.startswith("Não conheço o fuso horário `Europe/Pariss`. Você quis dizer "), said
