@@ -8,6 +8,7 @@ from datetime import UTC, date, datetime, timedelta, tzinfo
 from typing import Final
 from zoneinfo import ZoneInfo
 
+from ..i18n import t
 from .errors import MAX_AHEAD
 
 EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
@@ -35,10 +36,10 @@ def epoch_seconds(dt: datetime) -> int:
 
 
 def examples(now: datetime) -> str:
-    return (
-        f"`in 90m`, `18:00`, `tomorrow 09:00`, `{example_date(now.date())}` "
-        "or a Discord timestamp like `<t:1735000000>`"
-    )
+    return t(
+        "`in 90m`, `18:00`, `tomorrow 09:00`, `{date}` or a Discord timestamp like "
+        "`<t:1735000000>`", date=example_date(now.date()),
+    )  # fmt: skip
 
 
 def example_date(today: date) -> str:

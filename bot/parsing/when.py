@@ -48,6 +48,7 @@ from datetime import UTC, date, datetime, time, timedelta, timezone, tzinfo
 from fractions import Fraction
 from typing import TYPE_CHECKING, Final
 
+from ..i18n import t
 from .clock import CLOCK_TEXT, parse_clock
 from .dates import NUMERIC_DATE, read_numeric_date
 from .display import (
@@ -148,10 +149,10 @@ def parse_until(
     until = parse_when(text, tz, now, locale=locale)
     if until <= first:
         raise InputError(
-            f"`until` ({discord_timestamp(until, 'F')}) must be after the first time "
-            f"({discord_timestamp(first, 'F')}): it is when the repeats stop. "
-            "Try a later date, like `until: 2030-12-31 18:00`."
-        )
+            t("`until` ({until}) must be after the first time ({first}): it is when the "
+              "repeats stop. Try a later date, like `until: 2030-12-31 18:00`.",
+              until=discord_timestamp(until, "F"), first=discord_timestamp(first, "F"))
+        )  # fmt: skip
     return until
 
 

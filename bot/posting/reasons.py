@@ -13,7 +13,7 @@ import re
 from typing import Final
 
 from ..announcements.deliveries import AWAY
-from ..i18n import t, tn
+from ..i18n import catalogs, current_locale, t, tn
 from .failures import KNOWN_CODES
 
 _CODED: Final = re.compile(r"(?P<known>.+) \((?P<code>[0-9]+)\)")
@@ -45,7 +45,10 @@ def _known(code: int) -> str | None:
 
 
 def said_reason(reason: str) -> str:
-    """``reason`` (as recorded, in English) in the reader's language."""
+    """``reason`` (as recorded, in English) in the reader's language; as recorded for an
+    English reader."""
+    if current_locale() not in catalogs():
+        return reason
     if (m := _CODED.fullmatch(reason)) is not None:
         code = int(m["code"])
         said = _known(code) if KNOWN_CODES.get(code) == m["known"] else None

@@ -438,7 +438,6 @@ STILL_ENGLISH = {
     "bot/parsing/clock.py",
     "bot/parsing/phrases.py",
     "bot/parsing/repeat.py",
-    "bot/parsing/schedule.py",
     "bot/parsing/when.py",
     # The import file's field-by-field refusals (its JSON fields' names, in English).
     "bot/requests/export_doc.py",
