@@ -454,13 +454,15 @@ def _has_words(node: ast.AST) -> bool:
         return any(_has_words(part) for part in node.values if isinstance(part, ast.Constant))
     if isinstance(node, ast.BinOp):
         return _has_words(node.left) or _has_words(node.right)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):  # "…".format()
+        return node.func.attr == "format" and _has_words(node.func.value)
     return False
 
 
 def unmarked_answers(root: Path = BOT) -> list[str]:
     """Where the code under ``root`` (the dashboard's pages aside: they have their own
     templates) gives an answer text that isn't marked (``t``, ``tn``, ``marked``)."""
-    found = []
+    found: list[tuple[str, int, str]] = []
     for path in sorted(root.rglob("*.py")):
         where = path.relative_to(root.parent).as_posix()
         if "web" in path.parts or where in STILL_ENGLISH:
@@ -474,8 +476,8 @@ def unmarked_answers(root: Path = BOT) -> list[str]:
             if name == "reply" and len(node.args) > 1:
                 said = node.args[1]
             if said is not None and _has_words(said):
-                found.append(f"{where}:{node.lineno}: {name}() is given unmarked text")
-    return found
+                found.append((where, node.lineno, f"{name}() is given unmarked text"))
+    return [f"{where}:{line}: {what}" for where, line, what in sorted(found)]
 
 
 def test_every_answer_text_is_marked() -> None:
@@ -490,8 +492,11 @@ def test_the_answer_scan_finds_unmarked_text(tmp_path: Path) -> None:
         "await reply(interaction, text + ' ' + t('Marked'))\n"
         "await reply(interaction, 'Not marked either')\n"
         "raise InputError(f'{error} ' + t('Marked'))\n"
+        "raise NotEditable('Not marked #{id}'.format(id=1))\n"
+        "raise NotEditable(t('Marked #{id}').format(id=1))\n"
     )
     assert unmarked_answers(tmp_path / "bot") == [
         "bot/a.py:2: Refusal() is given unmarked text",
         "bot/a.py:4: reply() is given unmarked text",
+        "bot/a.py:6: NotEditable() is given unmarked text",
     ]
