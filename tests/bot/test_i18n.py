@@ -439,8 +439,6 @@ STILL_ENGLISH = {
     "bot/parsing/phrases.py",
     "bot/parsing/repeat.py",
     "bot/parsing/when.py",
-    # The import file's field-by-field refusals (its JSON fields' names, in English).
-    "bot/requests/export_doc.py",
 }
 """Modules allowed to give an answer English text; every other answer must be marked."""
 

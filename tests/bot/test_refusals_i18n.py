@@ -5,6 +5,7 @@ the fake with the interaction's ``locale`` (or the server's ``guild_locale``) se
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 from tests.bot.conftest import run_command
@@ -166,3 +167,17 @@ async def test_an_unknown_time_zone_is_refused_in_the_members_language(
 ) -> None:
     said = await ask(world, "timezone", "pt-BR", zone="Europe/Pariss")
     assert said.startswith("Não conheço o fuso horário `Europe/Pariss`. Você quis dizer "), said
+
+
+async def test_an_import_files_row_refusals_in_the_members_language(
+    world: World, crier: Crier
+) -> None:
+    doc = {"version": 2, "announcements": [{}, {"key": "a"}]}
+    upload = {"file": ("export.json", json.dumps(doc).encode())}
+    h = await world.fake.invoke_command(
+        world.guild, world.general, world.admin, "import", upload, locale="es-ES"
+    )
+    lines = (await h.final_message(timeout=30)).content.split("\n")
+    assert lines[0].startswith("🚫 No se puede importar nada: 2 de las 2 filas se rechazarían")
+    assert "❌ fila 1: falta `key`" in lines
+    assert "❌ fila 2: falta `first`" in lines
