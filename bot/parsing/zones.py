@@ -9,7 +9,7 @@ import zoneinfo
 from typing import Final
 from zoneinfo import ZoneInfo
 
-from ..i18n import t
+from ..i18n import t, tn
 from .errors import InputError
 
 COMMON_ZONES: Final = (
@@ -191,10 +191,13 @@ def abbreviation_refusal(word: str, before: str) -> str:
     """Why ``before`` + the abbreviation ``word`` is refused, naming the zones it may mean."""
     zones = ZONE_ABBREVIATIONS[word]
     listed = ", ".join(f"`{zone}`" for zone in zones)
-    which = "the zone" if len(zones) == 1 else "one of the zones"
     example = f"{before} {zones[0]}".strip()
-    return (
-        f"`{word.upper()}` is an abbreviation, and abbreviations are ambiguous (they can mean "
-        f"several zones, or ignore daylight saving). Name {which} it may mean: {listed}, "
-        f"like `{example}`, or set the `timezone` option."
-    )
+    return tn(
+        "`{word}` is an abbreviation, and abbreviations are ambiguous (they can mean several "
+        "zones, or ignore daylight saving). Name the zone it may mean: {zones}, like "
+        "`{example}`, or set the `timezone` option.",
+        "`{word}` is an abbreviation, and abbreviations are ambiguous (they can mean several "
+        "zones, or ignore daylight saving). Name one of the zones it may mean: {zones}, like "
+        "`{example}`, or set the `timezone` option.",
+        len(zones), word=word.upper(), zones=listed, example=example,
+    )  # fmt: skip

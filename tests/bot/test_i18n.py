@@ -431,17 +431,6 @@ ANSWER_ERRORS = {
 """The errors whose message is an answer (:func:`bot.render.expected_answer` shows it as it
 is), and ``reply``: what they are given is said to a member."""
 
-STILL_ENGLISH = {
-    # The English parser's refusals: a member whose Discord language has a phrase table
-    # (French, German, Spanish) is refused in that language by the table
-    # (bot.parsing.languages.refusal); one in English or Portuguese reads them in English.
-    "bot/parsing/clock.py",
-    "bot/parsing/phrases.py",
-    "bot/parsing/repeat.py",
-    "bot/parsing/when.py",
-}
-"""Modules allowed to give an answer English text; every other answer must be marked."""
-
 
 def _has_words(node: ast.AST) -> bool:
     """Whether ``node`` is text written in the code (a literal or f-string with a letter in
@@ -463,7 +452,7 @@ def unmarked_answers(root: Path = BOT) -> list[str]:
     found: list[tuple[str, int, str]] = []
     for path in sorted(root.rglob("*.py")):
         where = path.relative_to(root.parent).as_posix()
-        if "web" in path.parts or where in STILL_ENGLISH:
+        if "web" in path.parts:
             continue
         for node in ast.walk(ast.parse(path.read_text("utf-8"))):
             if not isinstance(node, ast.Call):

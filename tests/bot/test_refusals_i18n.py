@@ -181,3 +181,13 @@ async def test_an_import_files_row_refusals_in_the_members_language(
     assert lines[0].startswith("🚫 No se puede importar nada: 2 de las 2 filas se rechazarían")
     assert "❌ fila 1: falta `key`" in lines
     assert "❌ fila 2: falta `first`" in lines
+
+
+async def test_the_parsers_refusals_in_portuguese(world: World, crier: Crier) -> None:
+    """Portuguese has no phrase table: a member is refused by the English parser, in
+    Portuguese, with the examples it reads."""
+    said = await ask(world, "schedule", "pt-BR", when="25:00", message="Oi")
+    assert said == ("`25:00` não é um horário válido: as horas vão de `00` a `23` (`00:00`)."), said
+    said = await ask(world, "schedule", "pt-BR", when="in 2h", message="Oi", repeat="sometimes")
+    assert said.startswith("Não consegui ler isso como uma regra de repetição. Tente `daily`, ")
+    assert said.endswith("ou uma expressão cron como `0 9 * * 1-5` (09:00 em dias úteis).")
