@@ -28,7 +28,7 @@ from .announcements import (
 )
 from .announcements.diff import Field
 from .announcements.placeholders import as_posted_at
-from .i18n import short_time, t, tn
+from .i18n import catalogs, current_locale, short_time, t, tn
 from .limits import MAX_CHOICE_NAME, MAX_MESSAGE
 from .models import (
     AnnouncementState,
@@ -41,8 +41,10 @@ from .models import (
     Template,
     mention_markup,
 )
-from .parsing import InputError, discord_timestamp, spoken_duration
+from .parsing import InputError, discord_timestamp
 from .parsing.placeholders import EVENT_LINK
+from .parsing.spoken import duration, spoken_rule
+from .posting.reasons import said_reason
 from .requests.checks import Refusal
 from .requests.export_doc import DocumentRefused
 
@@ -77,6 +79,17 @@ def state_word(state: str) -> str:
     return str(words.get(state, state))  # type: ignore[call-overload]
 
 
+def repeat_text(a: Announcement, none: str | None = None) -> str:
+    """How ``a`` repeats, in the reader's language (said from its rule: the stored words are
+    English), or ``none`` (else "no (posted once)") for a one-off."""
+    rule = a.rule
+    if rule is None:
+        return none if none is not None else t("no (posted once)")
+    if current_locale() not in catalogs():
+        return a.repeat_words or spoken_rule(rule, a.timezone)
+    return spoken_rule(rule, a.timezone)
+
+
 def when(dt: datetime | None) -> str:
     if dt is None:
         return "—"
@@ -99,7 +112,7 @@ def confirmation(
     """What /schedule answers: the first time, the rule in words and, for a repeating
     announcement, its first posts (``upcoming``, the first included), the pings, notes; the
     preview is the first post (its placeholders rendered)."""
-    repeat = a.repeat_words or t("no (posted once)")
+    repeat = repeat_text(a)
     lines = [
         t("✅ Scheduled announcement **#{id}** in {channel}.", id=a.local_id,
           channel=f"<#{a.channel_id}>"),
@@ -158,16 +171,20 @@ def event_lines(details: Details) -> list[str]:
     if spec is None:
         return []
     where = spec.location if spec.channel_id is None else f"<#{spec.channel_id}>"
-    lines = [f"**Discord event:** {where}, {spec.minutes} min, for each occurrence"]
+    lines = [
+        t("**Discord event:** {where}, {minutes} min, for each occurrence", where=where,
+          minutes=spec.minutes)
+    ]  # fmt: skip
     for e in details.events[:INFO_EVENTS]:
         at = discord_timestamp(e.fire_ts, "f")
         if e.state == "created" and e.event_id is not None:
             link = EVENT_LINK.format(guild_id=details.announcement.guild_id, event_id=e.event_id)
             lines.append(f"• {at} — {link}")
         elif e.state == "failed":
-            lines.append(f"• {at} — ⚠️ not created: {_cut(e.error or 'refused')}")
+            why = said_reason(e.error) if e.error else t("refused")
+            lines.append(f"• {at} — ⚠️ " + t("not created: {error}", error=_cut(why)))
         else:
-            lines.append(f"• {at} — being created")
+            lines.append(f"• {at} — " + t("being created"))
     return lines
 
 
@@ -222,7 +239,7 @@ def listing_page(listing: Listing, page: int, guild_id: int, hidden: Collection[
             lines.append("  " + t("paused: nothing posts until `/resume id:{id}`", id=a.local_id))
         elif a.state == AnnouncementState.DONE:
             lines.append("  " + t("ended: its `until` was reached; it posts nothing more"))
-        lines.append("  " + t("repeats: {repeat}", repeat=a.repeat_words or t("no")))
+        lines.append("  " + t("repeats: {repeat}", repeat=repeat_text(a, t("no"))))
         if a.until_ts is not None and a.state in (
             AnnouncementState.SCHEDULED,
             AnnouncementState.PAUSED,
@@ -235,7 +252,7 @@ def listing_page(listing: Listing, page: int, guild_id: int, hidden: Collection[
         if a.id in listing.published:
             lines.append(f"  {publish_words(*listing.published[a.id])}")
         if a.failure and a.state in _SHOWS_FAILURE:
-            lines.append(f"  ⚠️ {a.failure}")
+            lines.append(f"  ⚠️ {said_reason(a.failure)}")
         shown = f"`{hidden_words()}`" if a.channel_id in hidden else _snippet(a.text)
         lines.append(f"  {shown}")
         out.append("\n".join(lines))
@@ -281,7 +298,7 @@ def not_possible(error: NotPossible) -> str:
     a = error.announcement
     n = "?" if a is None else a.local_id
     at = "—" if error.at is None else when(error.at)
-    failure = (a and a.failure) or t("see `/list`")
+    failure = said_reason(a.failure) if a and a.failure else t("see `/list`")
     why = error.why
     if why == Why.SENT:
         text = t("Announcement #{id} was already posted; there is nothing left to change.", id=n)
@@ -358,7 +375,9 @@ def resumed(a: Announcement, nxt: datetime | None) -> str:
     if a.recurring:
         lines.append(t("Times that passed while it was paused are not posted."))
     if a.failure:
-        lines.append(t("The failure that paused it is cleared ({failure}).", failure=a.failure))
+        lines.append(
+            t("The failure that paused it is cleared ({failure}).", failure=said_reason(a.failure))
+        )
     return "\n".join(lines)
 
 
@@ -430,6 +449,9 @@ def edit_reply(outcome: EditOutcome, notes: list[str]) -> str:
             lines.append(t("**Message:** changed (preview below)"))
         elif c.field == Field.IMAGE:
             lines.append(t("**File:** now {file}", file=c.after))
+        elif c.field == Field.REPEAT:
+            lines.append(t("**{field}:** {before} → {after}", field=_field_name(c.field),
+                           before=repeat_text(before), after=repeat_text(a)))  # fmt: skip
         else:
             field = _field_name(c.field)
             lines.append(t("**{field}:** {before} → {after}", field=field,
@@ -503,7 +525,7 @@ def _info_head(details: Details, history: list[HistoryEntry], earlier: bool) -> 
         t("ℹ️ Announcement **#{id}** in {channel} · {icon} {state} · by {author}",
           id=a.local_id, channel=f"<#{a.channel_id}>", icon=icon, state=state_word(a.state),
           author=f"<@{a.author_id}>"),
-        t("**Repeats:** {repeat}", repeat=a.repeat_words or t("no (posted once)")),
+        t("**Repeats:** {repeat}", repeat=repeat_text(a)),
     ]  # fmt: skip
     if a.until_ts is not None:
         lines.append(t("**Until:** {when}", when=when(datetime.fromtimestamp(a.until_ts, UTC))))
@@ -511,7 +533,7 @@ def _info_head(details: Details, history: list[HistoryEntry], earlier: bool) -> 
     lines += content_lines(a, details.files)
     lines += event_lines(details)
     if a.failure and a.state in _SHOWS_FAILURE:
-        lines.append(f"⚠️ {_cut(a.failure)}")
+        lines.append(f"⚠️ {_cut(said_reason(a.failure))}")
     lines.append(t("**Next times:**"))
     if details.next_times:
         lines += [f"• {when(at)}" for at in details.next_times]
@@ -536,17 +558,17 @@ def _info_head(details: Details, history: list[HistoryEntry], earlier: bool) -> 
 def _delivery_line(a: Announcement, d: PastDelivery) -> str:
     fired = discord_timestamp(d.fire_ts, "f")
     if d.state == DeliveryState.SKIPPED:  # its reason says who skipped it
-        return f"• {fired} — ⏭️ {_cut(d.error or t('skipped'))}"
+        return f"• {fired} — ⏭️ {_cut(said_reason(d.error) if d.error else t('skipped'))}"
     line = f"• {fired} — {_delivery_words(d.state)}"
     if d.state == DeliveryState.SENT and d.message_id is not None:
         line += " " + post_link(a.guild_id, a, d.message_id)
         if d.late_by is not None and d.late_by >= 1:
-            late = spoken_duration(timedelta(seconds=round(d.late_by)))
+            late = duration(timedelta(seconds=round(d.late_by)))
             line += " · " + t("sent late by {duration}", duration=late)
         if d.publish_state is not None:
             line += f" · {publish_words(d.publish_state, d.publish_error)}"
     elif d.error:
-        line += f": {_cut(d.error)}"
+        line += f": {_cut(said_reason(d.error))}"
     if d.update_error:
         line += "\n  ⚠️ " + t(
             "the posted message could not be updated: {error}", error=_cut(d.update_error)
@@ -623,7 +645,7 @@ def canceled(before: Announcement) -> str:
     if before.state == AnnouncementState.FAILED:
         raise Refusal(
             t("Announcement #{id} already failed ({failure}); nothing to cancel.", id=n,
-              failure=before.failure)
+              failure=said_reason(before.failure or ""))
         )  # fmt: skip
     what = t("Its schedule is deleted.") if before.recurring else t("It will not be posted.")
     return t(
@@ -692,10 +714,10 @@ def exported(announcements: int, templates: int, size: int) -> str:
 
 def _outcome_line(r: RowOutcome) -> str:
     if r.refused is not None:
-        return f"❌ {r.label}: {r.refused}"
+        return "❌ " + t("{label}: {outcome}", label=r.label, outcome=r.refused)
     if r.skipped is not None:
-        return f"⏭️ {r.label}: {r.skipped}"
-    return f"✅ {r.label}: {r.created}"
+        return "⏭️ " + t("{label}: {outcome}", label=r.label, outcome=r.skipped)
+    return "✅ " + t("{label}: {outcome}", label=r.label, outcome=r.created)
 
 
 def import_report(plan: ImportPlan, *, done: ImportDone | None = None) -> tuple[str, str]:
@@ -706,30 +728,40 @@ def import_report(plan: ImportPlan, *, done: ImportDone | None = None) -> tuple[
     created = len(plan.rows) + len(plan.new_templates)
     skipped = sum(r.skipped is not None for r in rows)
     if done is not None:
-        head = (
-            f"📥 Imported {len(done.created)} announcement{'s' if len(done.created) != 1 else ''}"
-            f" and {len(done.templates)} template{'s' if len(done.templates) != 1 else ''}"
-            + (f"; {skipped} already here" if skipped else "")
-            + "."
+        head = tn(
+            "📥 Imported {n} announcement", "📥 Imported {n} announcements", len(done.created)
         )
+        head += tn(" and {n} template", " and {n} templates", len(done.templates))
+        if skipped:
+            head += tn("; {n} already here", "; {n} already here", skipped)
+        head += "."
     elif refused:
-        head = (
-            f"🚫 Nothing can be imported: {len(refused)} of the {len(rows)} rows would be "
-            "refused (below). An import applies all of it or nothing; fix those rows (or "
-            "this server) and import the file again."
-        )
+        head = tn(
+            "🚫 Nothing can be imported: {count} of the {n} row would be refused (below). An "
+            "import applies all of it or nothing; fix those rows (or this server) and import "
+            "the file again.",
+            "🚫 Nothing can be imported: {count} of the {n} rows would be refused (below). An "
+            "import applies all of it or nothing; fix those rows (or this server) and import "
+            "the file again.",
+            len(rows), count=len(refused),
+        )  # fmt: skip
     elif not plan.anything:
         head = (
-            f"Nothing to import: all {len(rows)} rows are already here." if rows else
-            "Nothing to import: the file has no announcements or templates."
+            tn("Nothing to import: all {n} rows are already here.",
+               "Nothing to import: all {n} rows are already here.", len(rows))
+            if rows
+            else t("Nothing to import: the file has no announcements or templates.")
         )  # fmt: skip
     else:
-        head = (
-            f"🔎 Dry run: {created} to create"
-            + (f", {skipped} already here" if skipped else "")
-            + ". Nothing is written until you confirm (the button below, or `/import` again "
-            "with `confirm: true`)."
+        confirm = t(
+            "Nothing is written until you confirm (the button below, or `/import` again with "
+            "`confirm: true`)."
         )
+        if skipped:
+            head = t("🔎 Dry run: {count} to create, {skipped} already here. {confirm}",
+                     count=created, skipped=skipped, confirm=confirm)  # fmt: skip
+        else:
+            head = t("🔎 Dry run: {count} to create. {confirm}", count=created, confirm=confirm)
     ordered = sorted(rows, key=lambda r: r.refused is None)  # refused rows first
     lines = [_outcome_line(r) for r in ordered]
     whole = "\n".join([head, *lines])
@@ -737,7 +769,9 @@ def import_report(plan: ImportPlan, *, done: ImportDone | None = None) -> tuple[
     for i, line in enumerate(lines):
         rest = len(lines) - i
         if sum(len(x) + 1 for x in shown) + len(line) + 60 > MAX_MESSAGE:
-            shown.append(f"*…and {rest} more rows (all of them in the attached report)*")
+            more = tn("…and {n} more row (all of them in the attached report)",
+                      "…and {n} more rows (all of them in the attached report)", rest)  # fmt: skip
+            shown.append(f"*{more}*")
             break
         shown.append(line)
     return "\n".join(shown), whole

@@ -27,11 +27,11 @@ from ..models import (
 )
 from .course import NotFound, NotPossible, Skipped, Why
 from .editing import (
-    BEING_POSTED,
     MOVED,
     EditOutcome,
     NotEditable,
     PostedUpdate,
+    being_posted,
     check_editable,
 )
 from .events import EventPlan, EventPlans, EventShape, claim_events, sync_events_later
@@ -89,7 +89,6 @@ from .transfer import ExportRows, ImportConflict, ImportDone, ImportRow, Transfe
 
 __all__ = [
     "AWAY",
-    "BEING_POSTED",
     "CHOICES_SCANNED",
     "DEFAULT",
     "EVENTS_FN",
@@ -146,6 +145,7 @@ __all__ = [
     "UpdateArgs",
     "Why",
     "as_posted_at",
+    "being_posted",
     "changed_limits",
     "channel_pace",
     "check_editable",

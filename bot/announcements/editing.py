@@ -13,6 +13,7 @@ from zoneinfo import ZoneInfo
 from scheduler import ScheduleNotFound, TransactionContext
 
 from ..db import BotDb
+from ..i18n import t
 from ..models import (
     Announcement,
     AnnouncementState,
@@ -64,10 +65,14 @@ class EditOutcome:
 
 
 MOVED = "the announcement moved to <#{}>: this post is no longer updated"
-BEING_POSTED = (
-    "Announcement #{} is being posted right now, so its time can't change. Try again in a "
-    "moment (its message can still be edited)."
-)
+
+
+def being_posted(n: int) -> str:
+    """The refusal of a new time for a one-off that is being posted right now."""
+    return t(
+        "Announcement #{id} is being posted right now, so its time can't change. Try again in "
+        "a moment (its message can still be edited).", id=n,
+    )  # fmt: skip
 
 
 class Editing(Lifecycle, Reading):
@@ -160,7 +165,7 @@ class Editing(Lifecycle, Reading):
             if not canceled and moving:
                 return  # being posted (it posts where the announcement is when it starts)
             if not canceled and a.state == AnnouncementState.SCHEDULED:
-                raise NotEditable(BEING_POSTED.format(a.local_id))
+                raise NotEditable(being_posted(a.local_id))
         if a.schedule_name is not None:
             with contextlib.suppress(ScheduleNotFound):
                 await ctx.scheduler.schedules.delete(a.schedule_name)
@@ -184,18 +189,21 @@ def check_editable(
     """Refuse an edit the announcement's state doesn't allow."""
     n = a.local_id
     if a.state == AnnouncementState.CANCELED:
-        raise NotEditable(f"Announcement #{n} was canceled. Schedule a new one with `/schedule`.")
+        raise NotEditable(
+            t("Announcement #{id} was canceled. Schedule a new one with `/schedule`.", id=n)
+        )
     if a.state == AnnouncementState.FAILED:
         raise NotEditable(
-            f"Announcement #{n} failed ({a.failure}). Schedule it again with `/schedule`."
-        )
+            t("Announcement #{id} failed ({failure}). Schedule it again with `/schedule`.",
+              id=n, failure=a.failure)
+        )  # fmt: skip
     if a.state in (AnnouncementState.SENT, AnnouncementState.DONE) and set(fields) - SHOWN:
         raise NotEditable(
-            f"Announcement #{n} has posted its last time; only its `message` and `mention` "
-            "can still change (in the posted message). For a new time, use `/schedule`."
-        )
+            t("Announcement #{id} has posted its last time; only its `message` and `mention` "
+              "can still change (in the posted message). For a new time, use `/schedule`.", id=n)
+        )  # fmt: skip
     if TIMING.intersection(fields) and not a.recurring and last_sending:
-        raise NotEditable(BEING_POSTED.format(n))
+        raise NotEditable(being_posted(n))
 
 
 async def _unchanged(rows: BotDb, before: Announcement) -> Announcement:
@@ -205,9 +213,9 @@ async def _unchanged(rows: BotDb, before: Announcement) -> Announcement:
         raise NotFound(before.local_id)
     if (a.state, a.revision, a.updated_at) != (before.state, before.revision, before.updated_at):
         raise NotEditable(
-            f"Announcement #{a.local_id} changed while you were editing it. Look at it "
-            "again (`/list`) and repeat your edit."
-        )
+            t("Announcement #{id} changed while you were editing it. Look at it again "
+              "(`/list`) and repeat your edit.", id=a.local_id)
+        )  # fmt: skip
     return a
 
 

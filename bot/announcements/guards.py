@@ -14,8 +14,10 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ..config import MIB, ConfigError, Number, WholeNumber
+from ..i18n import t, tn
 from ..models import LIMIT_SETTINGS, GuildLimits, Limits
 from ..parsing import RepeatRule, next_times
+from ..parsing.spoken import decimal, number
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -48,22 +50,26 @@ class TooManyCommands(OverLimit):
         self.wait = wait
 
 
-def _raise_hint() -> str:
-    return "the bot's operator can raise it for this server"
-
-
 def check_room(limits: Limits, live: int, adding: int) -> None:
     """Refuse ``adding`` announcements to a server that has ``live`` ones if that passes its
     limit of live announcements."""
     if live + adding <= limits.max_announcements:
         return
     setting = LIMIT_SETTINGS["max_announcements"]
-    more = "one more" if adding == 1 else f"{adding:,} more"
+    more = t("one more") if adding == 1 else tn("{count} more", "{count} more", adding,
+                                                 count=number(adding))  # fmt: skip
     raise OverLimit(
-        f"This server already has {live:,} live (scheduled or paused) announcements: "
-        f"{more} would pass its limit of {limits.max_announcements:,} ({setting}). Cancel "
-        f"announcements it no longer needs (`/list`), or ask for more: {_raise_hint()}."
-    )
+        tn(
+            "This server already has {count} live (scheduled or paused) announcement: {more} "
+            "would pass its limit of {limit} ({setting}). Cancel announcements it no longer "
+            "needs (`/list`), or ask for more: the bot's operator can raise it for this server.",
+            "This server already has {count} live (scheduled or paused) announcements: {more} "
+            "would pass its limit of {limit} ({setting}). Cancel announcements it no longer "
+            "needs (`/list`), or ask for more: the bot's operator can raise it for this server.",
+            live, count=number(live), more=more, limit=number(limits.max_announcements),
+            setting=setting,
+        )
+    )  # fmt: skip
 
 
 def check_templates(limits: Limits, saved: int, adding: int = 1) -> None:
@@ -73,10 +79,16 @@ def check_templates(limits: Limits, saved: int, adding: int = 1) -> None:
         return
     setting = LIMIT_SETTINGS["max_templates"]
     raise OverLimit(
-        f"This server already has {saved:,} templates, its limit is {limits.max_templates:,} "
-        f"({setting}). Delete templates it no longer needs (`/template list`), or ask for "
-        f"more: {_raise_hint()}."
-    )
+        tn(
+            "This server already has {count} templates, its limit is {limit} ({setting}). "
+            "Delete templates it no longer needs (`/template list`), or ask for more: the "
+            "bot's operator can raise it for this server.",
+            "This server already has {count} templates, its limit is {limit} ({setting}). "
+            "Delete templates it no longer needs (`/template list`), or ask for more: the "
+            "bot's operator can raise it for this server.",
+            saved, count=number(saved), limit=number(limits.max_templates), setting=setting,
+        )
+    )  # fmt: skip
 
 
 def check_files(limits: Limits, kept: int, adding: int) -> None:
@@ -86,11 +98,14 @@ def check_files(limits: Limits, kept: int, adding: int) -> None:
         return
     setting = LIMIT_SETTINGS["files_max_bytes"]
     raise TooMuchStored(
-        f"This server's announcements already keep {kept / MIB:.1f} MiB of files; with this "
-        f"one ({adding / MIB:.1f} MiB) they would pass the server's limit of "
-        f"{limits.files_max_bytes / MIB:.1f} MiB ({setting}). Cancel announcements with "
-        "files you no longer need, or attach a smaller one."
-    )
+        t(
+            "This server's announcements already keep {kept} MiB of files; with this one "
+            "({adding} MiB) they would pass the server's limit of {limit} MiB ({setting}). "
+            "Cancel announcements with files you no longer need, or attach a smaller one.",
+            kept=decimal(kept / MIB), adding=decimal(adding / MIB),
+            limit=decimal(limits.files_max_bytes / MIB), setting=setting,
+        )
+    )  # fmt: skip
 
 
 def shortest_gap(rule: RepeatRule, tz: ZoneInfo, start: datetime) -> float:
@@ -113,13 +128,27 @@ def check_repeat(limits: Limits, rule: RepeatRule, tz: ZoneInfo, start: datetime
     setting = LIMIT_SETTINGS["min_repeat_seconds"]
     shortest = _minutes(limits.min_repeat_seconds)
     raise OverLimit(
-        f"That repeats too often for this server: posts would be {_minutes(gap)} apart, and "
-        f"the shortest repeat here is {shortest} ({setting}). Choose a longer repeat, e.g. "
-        f"`every {shortest}`."
-    )
+        t(
+            "That repeats too often for this server: posts would be {gap} apart, and the "
+            "shortest repeat here is {shortest} ({setting}). Choose a longer repeat, e.g. "
+            "`every {example}`.",
+            gap=_minutes(gap), shortest=shortest, setting=setting, example=_example(
+                limits.min_repeat_seconds),
+        )
+    )  # fmt: skip
 
 
 def _minutes(seconds: float) -> str:
+    minutes = seconds / 60
+    text = f"{minutes:g}" if minutes < 10 else f"{minutes:.0f}"
+    count = float(text)
+    if count != int(count):
+        return t("{count} minutes", count=decimal(count, 2))
+    return tn("{count} minute", "{count} minutes", int(count), count=number(int(count)))
+
+
+def _example(seconds: float) -> str:
+    """A repeat as typed (in English: ``every 5 minutes``), at least ``seconds`` apart."""
     minutes = seconds / 60
     text = f"{minutes:g}" if minutes < 10 else f"{minutes:.0f}"
     return f"{text} minute" + ("" if text == "1" else "s")

@@ -21,6 +21,7 @@ from typing import Any
 from scheduler import Registry, ScheduleNotFound, TransactionContext
 
 from ..db import BotDb
+from ..i18n import tn
 from ..models import AnnouncementState, LeftGuild, nonce_for
 from .deliveries import AWAY
 from .guards import TooManyCommands
@@ -127,10 +128,15 @@ class Standing(AnnouncementService):
             return
         wait = max(1, 60 - int(now % 60))
         raise TooManyCommands(
-            f"Slow down: you have used more than {limit} commands in this server this minute "
-            f"(its limit, COMMANDS_PER_MINUTE). Wait {wait} seconds, then try again.",
+            tn(
+                "Slow down: you have used more than {limit} commands in this server this "
+                "minute (its limit, COMMANDS_PER_MINUTE). Wait {n} second, then try again.",
+                "Slow down: you have used more than {limit} commands in this server this "
+                "minute (its limit, COMMANDS_PER_MINUTE). Wait {n} seconds, then try again.",
+                wait, limit=limit,
+            ),
             wait,
-        )
+        )  # fmt: skip
 
 
 async def _carry_on(

@@ -7,6 +7,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ..db import BotDb
+from ..i18n import t
 from .guards import check_templates
 from .service import AnnouncementService
 
@@ -25,12 +26,12 @@ def check_template_name(name: str) -> str:
     """The name as kept (trimmed), or refused if it is empty or too long."""
     kept = " ".join(name.split())
     if not kept:
-        raise TemplateRefused("A template needs a name, e.g. `name: weekly`.")
+        raise TemplateRefused(t("A template needs a name, e.g. `name: weekly`."))
     if len(kept) > MAX_TEMPLATE_NAME:
         raise TemplateRefused(
-            f"The template's name is {len(kept)} characters; at most {MAX_TEMPLATE_NAME}, "
-            "e.g. `name: weekly`."
-        )
+            t("The template's name is {count} characters; at most {limit}, e.g. `name: weekly`.",
+              count=len(kept), limit=MAX_TEMPLATE_NAME)
+        )  # fmt: skip
     return kept
 
 
@@ -47,9 +48,9 @@ class Templates(AnnouncementService):
             await rows.lock_guild(template.guild_id, now)  # one count-then-insert at a time
             if await rows.template(template.guild_id, name) is not None:
                 raise TemplateRefused(
-                    f"This server already has a template named `{name}`. Pick another name, "
-                    f"or `/template delete name:{name}` first."
-                )
+                    t("This server already has a template named `{name}`. Pick another name, "
+                      "or `/template delete name:{name}` first.", name=name)
+                )  # fmt: skip
             limits = await self.limits_in(rows, template.guild_id)
             check_templates(limits, await rows.template_count(template.guild_id))
             kept = replace(template, name=name, created_at=now)
@@ -66,9 +67,9 @@ class Templates(AnnouncementService):
             found = await BotDb(db).template(guild_id, name)
         if found is None:
             raise TemplateRefused(
-                f"This server has no template named `{' '.join(name.split())}`. See "
-                "`/template list`."
-            )
+                t("This server has no template named `{name}`. See `/template list`.",
+                  name=" ".join(name.split()))
+            )  # fmt: skip
         return found
 
     async def delete_template(self, guild_id: int, name: str) -> None:
@@ -76,6 +77,6 @@ class Templates(AnnouncementService):
             deleted = await BotDb(ctx.db).delete_template(guild_id, name)
         if not deleted:
             raise TemplateRefused(
-                f"This server has no template named `{' '.join(name.split())}`; nothing was "
-                "deleted. See `/template list`."
-            )
+                t("This server has no template named `{name}`; nothing was deleted. See "
+                  "`/template list`.", name=" ".join(name.split()))
+            )  # fmt: skip

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from scheduler import ScheduleNotFound
 
 from ..db import BotDb
+from ..i18n import t, tn
 from ..models import (
     Announcement,
     AnnouncementState,
@@ -108,15 +109,18 @@ class Transfer(Editing, Templates):
             taken = await rows.imported(guild_id, [r.key for r in rows_in])
             if taken:
                 raise ImportConflict(
-                    f"{len(taken)} of these announcements were imported meanwhile (the same "
-                    "file confirmed twice?). Nothing more was imported."
-                )
-            for t in templates:
-                if await rows.template(guild_id, t.name) is not None:
+                    tn("{n} of these announcements was imported meanwhile (the same file "
+                       "confirmed twice?). Nothing more was imported.",
+                       "{n} of these announcements were imported meanwhile (the same file "
+                       "confirmed twice?). Nothing more was imported.", len(taken))
+                )  # fmt: skip
+            for template in templates:
+                if await rows.template(guild_id, template.name) is not None:
                     raise ImportConflict(
-                        f"A template named `{t.name}` was saved meanwhile. Nothing was "
-                        "imported; run the import again to see what it would do now."
-                    )
+                        t("A template named `{name}` was saved meanwhile. Nothing was "
+                          "imported; run the import again to see what it would do now.",
+                          name=template.name)
+                    )  # fmt: skip
             limits = await self.limits_in(rows, guild_id)
             check_templates(limits, await rows.template_count(guild_id), len(templates))
             made = await self.create_many_in(ctx, [r.draft for r in rows_in])
@@ -130,15 +134,15 @@ class Transfer(Editing, Templates):
             await rows.record_imports(
                 guild_id, [(r.key, a.id) for r, (a, _) in zip(rows_in, made, strict=True)], now
             )
-            for t in templates:
+            for template in templates:
                 await rows.insert_template(
-                    replace(t, guild_id=guild_id, author_id=actor_id, created_at=now)
+                    replace(template, guild_id=guild_id, author_id=actor_id, created_at=now)
                 )
             if pending is not None:
                 await rows.delete_meta(pending)
         return ImportDone(
             [(r.key, a) for r, (a, _) in zip(rows_in, made, strict=True)],
-            [t.name for t in templates],
+            [template.name for template in templates],
         )
 
     # --- a dry run waiting for its confirmation ------------------------------------------------

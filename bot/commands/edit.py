@@ -163,7 +163,7 @@ class EditCommands(AnswersErrors, name="EditCommands"):
         if guild is None:
             return []
         typed = current.strip().lstrip("@").lower()
-        named = [("none (no ping)", NO_MENTION), ("@everyone", "everyone")]
+        named = [(t("none (no ping)"), NO_MENTION), ("@everyone", "everyone")]
         named += [
             (f"@{r.name}"[:MAX_CHOICE_NAME], str(r.id))
             for r in reversed(guild.roles)

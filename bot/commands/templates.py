@@ -10,6 +10,7 @@ from __future__ import annotations
 import discord
 from discord import app_commands
 
+from .. import i18n
 from ..announcements import MAX_TEMPLATE_NAME
 from ..limits import MAX_CHOICES
 from ..render import template_list, template_saved
@@ -75,4 +76,6 @@ class TemplateCommands(AnswersErrors, name="TemplateCommands"):
     ) -> None:
         who = await self.manager(interaction)
         await self.announcements.delete_template(who.guild.id, name)
-        await reply(interaction, f"🗑️ Deleted the template `{' '.join(name.split())}`.")
+        await reply(
+            interaction, i18n.t("🗑️ Deleted the template `{name}`.", name=" ".join(name.split()))
+        )

@@ -22,6 +22,7 @@ from typing import Any
 import discord
 from discord import app_commands
 
+from .. import i18n
 from ..render import exported, import_report
 from ..requests.checks import Refusal, can_read, require_manager
 from ..requests.export_doc import (
@@ -34,7 +35,7 @@ from ..requests.export_doc import (
 from ..requests.files import download
 from ..requests.importing import ImportPlan, plan_import
 from ..requests.request import Requester
-from .door import requester
+from .door import requester, speak_to
 from .once import take
 from .replies import AnswersErrors, answer_error, reply
 
@@ -44,10 +45,15 @@ PENDING_FOR = 15 * 60.0
 """Seconds a dry run waits for its confirmation (Discord's interaction token lasts 15 min)."""
 FORGOTTEN_AFTER = 3600.0
 """Seconds after which an unconfirmed dry run is deleted (at the server's next import)."""
-EXPIRED = (
+EXPIRED = i18n.marked(
     "This import was already applied, or its dry run expired (they wait 15 minutes). Run "
     "`/import` again to see what it would do now."
 )
+
+
+def expired() -> str:
+    """:data:`EXPIRED` in the member's language."""
+    return i18n.translate(EXPIRED, i18n.current_locale(), context=i18n.ANSWER)
 
 
 def pending_key(guild_id: int, token: str) -> str:
@@ -77,15 +83,16 @@ class TransferCommands(AnswersErrors, name="TransferCommands"):
         day = self.clock.now().strftime("%Y-%m-%d")
         text = exported(len(found.announcements), len(found.templates), len(data))
         if hidden:
-            text += (
-                f"\nLeft out: {len(hidden)} announcement"
-                + (" for a channel" if len(hidden) == 1 else "s for channels")
-                + " you can't see."
+            text += "\n" + i18n.tn(
+                "Left out: {n} announcement for a channel you can't see.",
+                "Left out: {n} announcements for channels you can't see.",
+                len(hidden),
             )
         if len(data) > MAX_IMPORT_BYTES:
-            text += (
-                f"\n⚠️ This file is larger than `/import` takes ({MAX_IMPORT_BYTES // 2**20} MiB): "
-                "its files make it large; import it in parts (edit the file) or without them."
+            text += "\n" + i18n.t(
+                "⚠️ This file is larger than `/import` takes ({limit} MiB): its files make it "
+                "large; import it in parts (edit the file) or without them.",
+                limit=MAX_IMPORT_BYTES // 2**20,
             )
         file = discord.File(io.BytesIO(data), filename=f"crier-{who.guild.id}-{day}.json")
         await reply(interaction, text, file=file)
@@ -104,9 +111,10 @@ class TransferCommands(AnswersErrors, name="TransferCommands"):
         who = await self.manager(interaction)
         if file.size > MAX_IMPORT_BYTES:
             raise DocumentRefused(
-                f"That file is {file.size / (1024 * 1024):.1f} MiB; an import may be at most "
-                f"{MAX_IMPORT_BYTES // (1024 * 1024)} MiB."
-            )
+                i18n.t("That file is {size} MiB; an import may be at most {limit} MiB.",
+                       size=f"{file.size / (1024 * 1024):.1f}",
+                       limit=MAX_IMPORT_BYTES // (1024 * 1024))
+            )  # fmt: skip
         await interaction.response.defer(ephemeral=True, thinking=True)
         raw = (await download(file, MAX_IMPORT_BYTES)).data
         doc = await asyncio.to_thread(read_document, raw)  # off the event loop
@@ -157,15 +165,15 @@ class TransferCommands(AnswersErrors, name="TransferCommands"):
         """The dry run's button: re-check every row, then import all of it or nothing."""
         who = requester(interaction)
         if who.guild.id != guild_id:
-            raise Refusal(EXPIRED)
+            raise Refusal(expired())
         require_manager(who.member, await self.announcements.settings(who.guild.id))
         key = pending_key(guild_id, token)
         value = await self.announcements.pending(key)
         stored: dict[str, Any] = {} if value is None else json.loads(value)
         if not stored or self.clock.now().timestamp() - float(stored["at"]) > PENDING_FOR:
-            raise Refusal(EXPIRED)
+            raise Refusal(expired())
         if int(stored["user"]) != who.member.id:
-            raise Refusal("Only the member who ran this import can confirm it.")
+            raise Refusal(i18n.t("Only the member who ran this import can confirm it."))
         await interaction.response.defer(ephemeral=True, thinking=True)
         doc = await asyncio.to_thread(read_document, str(stored["doc"]).encode())
         plan = await plan_import(self.announcements, self.clock, who, doc)
@@ -201,7 +209,7 @@ class ConfirmImport(
     def __init__(self, guild_id: int, token: str) -> None:
         super().__init__(
             discord.ui.Button(
-                label="Import all",
+                label=i18n.t("Import all"),
                 style=discord.ButtonStyle.primary,
                 custom_id=f"crier:import:{guild_id}:{token}",
             )
@@ -218,6 +226,7 @@ class ConfirmImport(
     async def callback(self, interaction: discord.Interaction) -> None:
         if not take(interaction):  # interactive, and once however many sessions received it
             return
+        speak_to(interaction)
         client: Any = interaction.client
         cog = client.get_cog("TransferCommands") if hasattr(client, "get_cog") else None
         try:

@@ -7,6 +7,7 @@ import re
 from datetime import time
 from typing import Final
 
+from ..i18n import t
 from .errors import InputError
 from .words import join_words
 
@@ -46,13 +47,17 @@ def parse_clock(s: str, *, bare_hour: bool = False) -> time | None:
         return None
     hour, minute, second = int(match["h"]), int(match["m"] or 0), int(match["s"] or 0)
     if minute > 59 or second > 59:
-        raise InputError(f"`{s}` isn't a valid time: minutes and seconds go up to 59.")
+        raise InputError(t("`{text}` isn't a valid time: minutes and seconds go up to 59.", text=s))
     if ampm:
         if not 1 <= hour <= 12:
-            raise InputError(f"`{s}` isn't a valid time: use `1`–`12` with am/pm, or `18:00`.")
+            raise InputError(
+                t("`{text}` isn't a valid time: use `1`–`12` with am/pm, or `18:00`.", text=s)
+            )
         hour = hour % 12 + (12 if ampm.startswith("p") else 0)
     elif hour > 23:
-        raise InputError(f"`{s}` isn't a valid time: hours go from `00` to `23` (`00:00`).")
+        raise InputError(
+            t("`{text}` isn't a valid time: hours go from `00` to `23` (`00:00`).", text=s)
+        )
     return time(hour, minute, second)
 
 

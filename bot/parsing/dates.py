@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Final
 
+from ..i18n import t
 from .display import example_date
 from .errors import InputError
-from .words import MONTH_NAMES
+from .spoken import month_name
 
 NUMERIC_DATE: Final = re.compile(
     r"([0-9]{1,2})([/.])([0-9]{1,2})(?:\2([0-9]{4}|[0-9]{2}))?", re.ASCII
@@ -59,23 +60,28 @@ def read_numeric_date(s: str, today: date, locale: str | None) -> NumericDate | 
     as_month_day = _real(year, first, second)
     if locale is None:
         raise InputError(
-            f"I can't tell whether `{s}` is day/month or month/day. "
-            f"Please write the date as year-month-day, like `{example_date(today)}`."
-        )
+            t("I can't tell whether `{text}` is day/month or month/day. Please write the date "
+              "as year-month-day, like `{example}`.", text=s, example=example_date(today))
+        )  # fmt: skip
     if not (as_day_month or as_month_day):
-        raise InputError(f"`{s}` isn't a real date, day/month or month/day.")
+        raise InputError(t("`{text}` isn't a real date, day/month or month/day.", text=s))
     wanted_month_first = locale is not None and month_first(locale)
     if as_day_month and as_month_day:
         use_month_first = wanted_month_first
-        order = "month/day" if use_month_first else "day/month"
-        why = f"{order}, as dates are written in your Discord language `{locale}`"
+        order = t("month/day") if use_month_first else t("day/month")
+        why = t("{order}, as dates are written in your Discord language `{language}`",
+                order=order, language=locale)  # fmt: skip
     else:
         use_month_first = as_month_day
         impossible = second if use_month_first else first
-        why = f"{impossible} can't be a month"
+        why = t("{number} can't be a month", number=impossible)
     month, day = (first, second) if use_month_first else (second, first)
-    shown = f"{day} {MONTH_NAMES[month - 1]}" + ("" if year is None else f" {year}")
-    return NumericDate(year, month, day, f"I read `{s}` as {shown} ({why}).")
+    if year is None:
+        shown = t("{day} {month}", day=day, month=month_name(month))
+    else:
+        shown = t("{day} {month} {year}", day=day, month=month_name(month), year=year)
+    return NumericDate(year, month, day, t("I read `{text}` as {date} ({why}).", text=s,
+                                           date=shown, why=why))  # fmt: skip
 
 
 def _real(year: int | None, month: int, day: int) -> bool:

@@ -8,6 +8,7 @@ from datetime import UTC, date, datetime, timedelta, tzinfo
 from typing import Final
 from zoneinfo import ZoneInfo
 
+from ..i18n import t
 from .errors import MAX_AHEAD
 
 EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
@@ -35,10 +36,10 @@ def epoch_seconds(dt: datetime) -> int:
 
 
 def examples(now: datetime) -> str:
-    return (
-        f"`in 90m`, `18:00`, `tomorrow 09:00`, `{example_date(now.date())}` "
-        "or a Discord timestamp like `<t:1735000000>`"
-    )
+    return t(
+        "`in 90m`, `18:00`, `tomorrow 09:00`, `{date}` or a Discord timestamp like "
+        "`<t:1735000000>`", date=example_date(now.date()),
+    )  # fmt: skip
 
 
 def example_date(today: date) -> str:
@@ -48,16 +49,21 @@ def example_date(today: date) -> str:
 
 
 def past_message(understood: str) -> str:
-    return (
-        f"That time has already passed: I read it as {understood}. "
-        "Please give a time in the future, like `in 2h` or `tomorrow 09:00`."
-    )
+    return t(
+        "That time has already passed: I read it as {understood}. Please give a time in the "
+        "future, like `in 2h` or `tomorrow 09:00`.", understood=understood,
+    )  # fmt: skip
 
 
 def too_far_message(understood: str | None, now: datetime) -> str:
-    read = f" I read it as {understood}." if understood else ""
     limit = discord_timestamp(now + MAX_AHEAD, "D")
-    return f"That's too far ahead.{read} I can schedule up to 5 years ahead (until {limit})."
+    if understood:
+        return t(
+            "That's too far ahead. I read it as {understood}. I can schedule up to 5 years "
+            "ahead (until {limit}).", understood=understood, limit=limit,
+        )  # fmt: skip
+    return t("That's too far ahead. I can schedule up to 5 years ahead (until {limit}).",
+             limit=limit)  # fmt: skip
 
 
 def understood_as(dt: datetime, zone: tzinfo) -> str:

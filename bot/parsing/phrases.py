@@ -26,10 +26,12 @@ from typing import TYPE_CHECKING, Final, Literal
 from scheduler.errors import InvalidSchedule
 from scheduler.triggers import Cron, DateStep
 
+from ..i18n import t
 from .clock import CLOCK_TEXT, clock_words, parse_clock
 from .cron_words import describe_cron
 from .errors import InputError
 from .rule import RepeatRule
+from .spoken import month_name
 from .words import MONTH_NAMES, MONTH_WORDS, WEEKDAY_NAMES, WEEKDAY_WORDS, cron_day, join_words
 
 if TYPE_CHECKING:
@@ -153,8 +155,11 @@ def read_phrase(
     times, rest = _take_times(s)
     if times and _INTERVAL_WORDS.fullmatch(rest):
         raise InputError(
-            f"`{s}` mixes an interval with a time of day. Use one of them: `every 2 hours` "
-            "(from the first time) or `at 9:00 and 17:00 every day`."
+            t(
+                "`{text}` mixes an interval with a time of day. Use one of them: `every 2 hours` "
+                "(from the first time) or `at 9:00 and 17:00 every day`.",
+                text=s,
+            )
         )
     local = first.astimezone(tz)
     rule = _calendar(rest, local, bool(times))
@@ -163,7 +168,11 @@ def read_phrase(
     if not times:
         if need_time:
             raise InputError(
-                f"`{s}` doesn't say at what time. Add one, like `{s} at 9:00`, or give `when`.",
+                t(
+                    "`{text}` doesn't say at what time. Add one, like `{text} at 9:00`, or give "
+                    "`when`.",
+                    text=s,
+                ),
                 reason="repeat_needs_time",
             )
         times = [time(local.hour, local.minute)]
@@ -218,7 +227,10 @@ def _week_rule(rest: str, weekday: int) -> _Rule | None:
         count = _count(match["n"])
         if count > 366:
             raise InputError(
-                "That interval is too long: the longest is 366 days. For once a year use `yearly`."
+                t(
+                    "That interval is too long: the longest is 366 days. For once a year use "
+                    "`yearly`."
+                )
             )
         return _Rule() if count == 1 else _Rule(step=(count, "day"))
     return None
@@ -281,7 +293,7 @@ def _ordinals(text: str) -> tuple[int, ...] | None:
 def _weeks(count: int, days: list[int]) -> _Rule:
     if count > 52:
         raise InputError(
-            "That interval is too long: the longest is 366 days. For once a year use `yearly`."
+            t("That interval is too long: the longest is 366 days. For once a year use `yearly`.")
         )
     dow = ",".join(map(str, days))
     return _Rule(dow=dow) if count == 1 else _Rule(dow=dow, step=(count, "week"))
@@ -297,15 +309,20 @@ def _month_step(match: re.Match[str]) -> tuple[int, _StepUnit] | None:
     count = _count(n)
     if count > 12:
         raise InputError(
-            f"I can repeat every 1 to 12 months, not every {count}. Try `every 6 months` "
-            "or `yearly`."
+            t(
+                "I can repeat every 1 to 12 months, not every {count}. Try `every 6 months` "
+                "or `yearly`.",
+                count=count,
+            )
         )
     return None if count == 1 else (count, "month")
 
 
 def _month_day(day: int, step: tuple[int, _StepUnit] | None) -> _Rule:
     if not 1 <= day <= 31:
-        raise InputError(f"A month has days 1 to 31, not {day}. Try `monthly on the 15th`.")
+        raise InputError(
+            t("A month has days 1 to 31, not {day}. Try `monthly on the 15th`.", day=day)
+        )
     return _Rule(dom="L" if day == 31 else str(day), step=step, words=_month_day_words(day, step))
 
 
@@ -331,7 +348,7 @@ def _yearly(match: re.Match[str]) -> _Rule:
     try:
         date(2000, month, day)  # a leap year: only days no year has are refused
     except ValueError:
-        raise InputError(f"{MONTH_NAMES[month - 1]} has no day {day}.") from None
+        raise InputError(t("{month} has no day {day}.", month=month_name(month), day=day)) from None
     return _Rule(dom=str(day), month=str(month))
 
 
@@ -340,8 +357,12 @@ def _finish(rule: _Rule, times: list[time], first: datetime, tz: ZoneInfo) -> Re
     if len(minutes) > 1 or any(t.second for t in times):
         shown = clock_words(times)
         raise InputError(
-            f"Times in one rule must share their minutes ({shown} don't): like "
-            "`at 9:00 and 17:00 every day`. For other times, schedule a second announcement."
+            t(
+                "Times in one rule must share their minutes ({times} don't): like "
+                "`at 9:00 and 17:00 every day`. For other times, schedule a second "
+                "announcement.",
+                times=shown,
+            )
         )
     hours = ",".join(str(t.hour) for t in times)
     expr = f"{times[0].minute} {hours} {rule.dom} {rule.month} {rule.dow}"
@@ -356,7 +377,7 @@ def _finish(rule: _Rule, times: list[time], first: datetime, tz: ZoneInfo) -> Re
             step = DateStep(count, unit, anchor)
             Cron(expr, tz, nth=nth or None, step=step)
     except InvalidSchedule as exc:
-        raise InputError(f"That rule can't be used: {exc}.") from None
+        raise InputError(t("That rule can't be used: {error}.", error=exc)) from None
     words = _words(rule, times, step, expr, zone)
     return RepeatRule("cron", expr, None, words, nth, step)
 

@@ -29,6 +29,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Final
 from zoneinfo import ZoneInfo
 
+from ..i18n import t
 from .display import discord_timestamp
 from .errors import InputError
 from .words import MONTH_NAMES, WEEKDAY_NAMES
@@ -107,15 +108,27 @@ def check_placeholders(text: str | None, where: str) -> None:
         name = match[1]
         if name is None:
             raise InputError(
-                f"{where.capitalize()} has a lone `{token}`. Write `{{{{` or `}}}}` for a "
-                f"brace; placeholders are {_known_list()}."
-            )
+                t("{what} has a lone `{token}`. Write `{{{{` or `}}}}` for a brace; "
+                  "placeholders are {known}.", what=_subject(where), token=token,
+                  known=_known_list())
+            )  # fmt: skip
         if name.strip().lower() not in KNOWN_PLACEHOLDERS:
             shown = name if len(name) <= 30 else name[:29] + "…"
             raise InputError(
-                f"{where.capitalize()} uses `{{{shown}}}`, which is not a placeholder. The "
-                f"known ones are {_known_list()}; write `{{{{` and `}}}}` for braces."
-            )
+                t("{what} uses `{{{name}}}`, which is not a placeholder. The known ones are "
+                  "{known}; write `{{{{` and `}}}}` for braces.", what=_subject(where),
+                  name=shown, known=_known_list())
+            )  # fmt: skip
+
+
+def _subject(where: str) -> str:
+    """What a refusal names (``the message``, ``the title``, ``the text``), in the reader's
+    language, at the start of a sentence."""
+    return {
+        "the message": t("The message"),
+        "the title": t("The title"),
+        "the text": t("The text"),
+    }.get(where) or where.capitalize()
 
 
 def has_placeholders(text: str | None) -> bool:

@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Final
 from scheduler.errors import InvalidSchedule
 from scheduler.triggers import CRON_MACROS, Cron
 
+from ..i18n import t
 from .cron_words import describe_cron
 from .durations import duration_parts, parse_duration, spoken_duration
 from .errors import InputError
@@ -68,11 +69,17 @@ MAX_INTERVAL: Final = timedelta(days=366)
 _NO_REPEAT: Final = frozenset(
     {"", "once", "none", "no", "never", "off", "no repeat", "don't repeat", "one-off"}
 )
-_EXAMPLES: Final = (
-    "`daily`, `weekly`, `every weekday`, `every 2 hours`, `every friday at 20:00`, "
-    "`first monday of the month`, `monthly on the 15th` "
-    "or a cron expression like `0 9 * * 1-5` (09:00 on weekdays)"
-)
+
+
+def _examples() -> str:
+    """The repeat rules a refusal suggests (typed in English, read in every language)."""
+    return t(
+        "`daily`, `weekly`, `every weekday`, `every 2 hours`, `every friday at 20:00`, "
+        "`first monday of the month`, `monthly on the 15th` or a cron expression like "
+        "`0 9 * * 1-5` (09:00 on weekdays)"
+    )
+
+
 _DAY_WORDS: Final = {
     **{word: cron_day(day) for word, day in WEEKDAY_WORDS.items()},
     **{name.lower() + "s": cron_day(day) for day, name in enumerate(WEEKDAY_NAMES)},
@@ -158,19 +165,28 @@ def _parse_repeat_english(
     if s in _NO_REPEAT:
         return None
     if len(s) > 100:
-        raise InputError(f"That's too long for a repeat rule. Try {_EXAMPLES}.")
+        raise InputError(
+            t("That's too long for a repeat rule. Try {examples}.", examples=_examples())
+        )
     local = first.astimezone(tz)
     if need_time:
         rule = read_phrase(s, first, tz, need_time=True) or _cron(s, tz)
         preset = None if rule is not None else _preset_or_none(s, local, tz) or _interval(s)
         if preset is not None and preset.kind == "interval":
             raise InputError(
-                f"`{s}` counts from a first time: please give `when` too, like `in 10m` or `18:00`."
+                t(
+                    "`{text}` counts from a first time: please give `when` too, like `in 10m` or "
+                    "`18:00`.",
+                    text=s,
+                )
             )
         if preset is not None:
             raise InputError(
-                f"`{s}` doesn't say at what time: give `when` too, or name a time of day "
-                f"in the rule, like `{s} at 9:00`.",
+                t(
+                    "`{text}` doesn't say at what time: give `when` too, or name a time of day "
+                    "in the rule, like `{text} at 9:00`.",
+                    text=s,
+                ),
                 reason="repeat_needs_time",
             )
     else:
@@ -183,9 +199,9 @@ def _parse_repeat_english(
 def _refusal(s: str) -> str:
     """Why ``s`` is refused, naming the accepted forms closest to it."""
     if re.search(r"\b(?:twice|two times)\b", s, _A):
-        return "Please say the times: like `at 9:00 and 17:00 every day` (or `every 12 hours`)."
+        return t("Please say the times: like `at 9:00 and 17:00 every day` (or `every 12 hours`).")
     if re.search(r"\b(?:three|3) times\b", s, _A):
-        return "Please say the times: like `at 8:00, 12:00 and 18:00 every day`."
+        return t("Please say the times: like `at 8:00, 12:00 and 18:00 every day`.")
     part = re.search(r"\b(morning|afternoon|evening|night|tonight)s?\b", s, _A)
     if part is not None:
         clock = _PART_CLOCKS[part[1]]
@@ -195,8 +211,12 @@ def _refusal(s: str) -> str:
                 [*before[:-1], "every day"] if before and before[-1] != "the" else ["every day"]
             )
         example = " ".join([*before, f"at {clock}"])
-        return f"Please give a time instead of `{part[1]}`: like `{example}`."
-    return f"I couldn't read that as a repeat rule. Try {_EXAMPLES}."
+        return t(
+            "Please give a time instead of `{word}`: like `{example}`.",
+            word=part[1],
+            example=example,
+        )
+    return t("I couldn't read that as a repeat rule. Try {examples}.", examples=_examples())
 
 
 _PART_CLOCKS: Final = {
@@ -229,8 +249,13 @@ def _cron_rule(expr: str, tz: ZoneInfo) -> RepeatRule:
     except InvalidSchedule as e:
         reason = str(e).removeprefix(f"invalid cron expression {expr!r}: ")
         raise InputError(
-            f"`{expr}` isn't a valid cron expression: {reason}. A cron expression has 5 "
-            "fields (minute hour day month weekday), like `0 9 * * 1-5` for 09:00 on weekdays."
+            t(
+                "`{expr}` isn't a valid cron expression: {reason}. A cron expression has 5 "
+                "fields (minute hour day month weekday), like `0 9 * * 1-5` for 09:00 on "
+                "weekdays.",
+                expr=expr,
+                reason=reason,
+            )
         ) from None
     return RepeatRule("cron", expr, None, describe_cron(expr, _zone_name(tz)))
 
@@ -246,7 +271,7 @@ def _preset(s: str, local: datetime, tz: ZoneInfo) -> RepeatRule | None:
     if (match := _N_MONTHS.fullmatch(s)) is not None and int(match[1]) in _MONTH_LISTS:
         return _cron_rule(_months_cron(int(match[1]), local), tz)
     if (match := _N_YEARS.fullmatch(s)) is not None:
-        raise InputError("I can only repeat every year, not every few years. Try `yearly`.")
+        raise InputError(t("I can only repeat every year, not every few years. Try `yearly`."))
     days = _weekday_set(s)
     if days is not None:
         dow = "1-5" if days == [1, 2, 3, 4, 5] else ",".join(map(str, days))
@@ -306,12 +331,14 @@ def _interval(s: str) -> RepeatRule | None:
 def _interval_rule(seconds: Fraction) -> RepeatRule:
     if seconds < MIN_INTERVAL.total_seconds():
         raise InputError(
-            "That repeats too often: the shortest interval is 1 minute. "
-            "Try `every 5 minutes` or `every hour`."
+            t(
+                "That repeats too often: the shortest interval is 1 minute. "
+                "Try `every 5 minutes` or `every hour`."
+            )
         )
     if seconds > MAX_INTERVAL.total_seconds():
         raise InputError(
-            "That interval is too long: the longest is 366 days. For once a year use `yearly`."
+            t("That interval is too long: the longest is 366 days. For once a year use `yearly`.")
         )
     every = timedelta(microseconds=round(seconds * 1_000_000))
     return RepeatRule("interval", None, every, _describe_interval(every))
@@ -331,7 +358,9 @@ def _describe_interval(every: timedelta) -> str:
 def _cron(s: str, tz: ZoneInfo) -> RepeatRule | None:
     if s.startswith("@"):
         if s not in CRON_MACROS:
-            raise InputError(f"`{s}` isn't a cron macro I know. Try `@daily` or `@weekly`.")
+            raise InputError(
+                t("`{text}` isn't a cron macro I know. Try `@daily` or `@weekly`.", text=s)
+            )
         return _cron_rule(CRON_MACROS[s], tz)
     tokens = s.split(" ")
     if len(tokens) < 3 or not all(_CRON_TOKEN.fullmatch(t) for t in tokens):

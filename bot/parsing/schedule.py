@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from ..i18n import t
 from .display import examples
 from .errors import InputError
 from .repeat import parse_repeat
@@ -49,11 +50,15 @@ def read_schedule(
     repeat_text = (repeat or "").strip()
     if not when_text:
         if not repeat_text:
-            raise InputError(f"Please say when to post it, like {examples(now)}.")
+            raise InputError(
+                t("Please say when to post it, like {examples}.", examples=examples(now))
+            )
         said: list[str] = []
         rule = parse_repeat(repeat_text, now, tz, need_time=True, locale=locale, notes=said)
         if rule is None:
-            raise InputError(f"Please say when to post it, like {examples(now)}.")
+            raise InputError(
+                t("Please say when to post it, like {examples}.", examples=examples(now))
+            )
         upcoming = next_times(rule, now, tz, count)
         return ScheduleReading(upcoming[0], rule, tuple(upcoming), tuple(said))
     start = parse_when(when_text, tz, now, locale=locale)

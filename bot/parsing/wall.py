@@ -6,8 +6,10 @@ from __future__ import annotations
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from typing import TYPE_CHECKING
 
+from ..i18n import t
 from .display import discord_timestamp, past_message, plain_time, too_far_message, zone_label
 from .errors import InputError
+from .spoken import long_date
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -89,13 +91,13 @@ def skipped_span(naive: datetime, zone: tzinfo) -> tuple[datetime, datetime] | N
 
 def gap_message(naive: datetime, zone: tzinfo, start: datetime, end: datetime) -> str:
     where = zone_label(zone, naive)
-    day = f"{naive:%A} {naive.day} {naive:%B %Y}"
+    day = long_date(naive.date())
     same_day = start.date() == end.date()
     jump_from, jump_to = (
         (f"{start:%H:%M}", f"{end:%H:%M}") if same_day else (plain_time(start), plain_time(end))
     )
-    return (
-        f"{naive:%H:%M} doesn't exist on {day} in {where}: the clocks jump from "
-        f"{jump_from} straight to {jump_to}. "
-        f"The next valid time is {jump_to}, so try `{plain_time(end)}`."
-    )
+    return t(
+        "{time} doesn't exist on {day} in {zone}: the clocks jump from {start} straight to "
+        "{end}. The next valid time is {end}, so try `{suggestion}`.", time=f"{naive:%H:%M}",
+        day=day, zone=where, start=jump_from, end=jump_to, suggestion=plain_time(end),
+    )  # fmt: skip

@@ -48,6 +48,7 @@ from datetime import UTC, date, datetime, time, timedelta, timezone, tzinfo
 from fractions import Fraction
 from typing import TYPE_CHECKING, Final
 
+from ..i18n import t
 from .clock import CLOCK_TEXT, parse_clock
 from .dates import NUMERIC_DATE, read_numeric_date
 from .display import (
@@ -130,9 +131,9 @@ def parse_when(text: str, tz: ZoneInfo, now: datetime, *, locale: str | None = N
 def _parse_when_english(text: str, tz: ZoneInfo, now: datetime, locale: str | None) -> datetime:
     s = _normalize(text)
     if len(s) > MAX_INPUT_LENGTH:
-        raise InputError(f"That's too long for a time. Try {examples(now)}.")
+        raise InputError(t("That's too long for a time. Try {examples}.", examples=examples(now)))
     if not s:
-        raise InputError(f"Please say when to post it, like {examples(now)}.")
+        raise InputError(t("Please say when to post it, like {examples}.", examples=examples(now)))
     for parse in (_parse_discord_timestamp, _parse_epoch, _parse_relative):
         result = parse(s, now)
         if result is not None:
@@ -148,10 +149,10 @@ def parse_until(
     until = parse_when(text, tz, now, locale=locale)
     if until <= first:
         raise InputError(
-            f"`until` ({discord_timestamp(until, 'F')}) must be after the first time "
-            f"({discord_timestamp(first, 'F')}): it is when the repeats stop. "
-            "Try a later date, like `until: 2030-12-31 18:00`."
-        )
+            t("`until` ({until}) must be after the first time ({first}): it is when the "
+              "repeats stop. Try a later date, like `until: 2030-12-31 18:00`.",
+              until=discord_timestamp(until, "F"), first=discord_timestamp(first, "F"))
+        )  # fmt: skip
     return until
 
 
@@ -168,7 +169,7 @@ def _from_epoch(seconds: Fraction, now: datetime) -> datetime:
     if seconds > now_s + MAX_AHEAD.total_seconds() + 86400:
         raise InputError(too_far_message(None, now))
     if seconds < now_s - 100 * 366 * 86400:
-        raise InputError(f"That timestamp is long past. Try {examples(now)}.")
+        raise InputError(t("That timestamp is long past. Try {examples}.", examples=examples(now)))
     return EPOCH + timedelta(microseconds=round(seconds * 1_000_000))
 
 
@@ -185,15 +186,20 @@ def _parse_epoch(s: str, now: datetime) -> datetime | None:
     if len(s) == 13:
         return _from_epoch(Fraction(s) / 1000, now)
     raise InputError(
-        f"A number on its own needs a unit: `in {s[:6]}m` means in {s[:6]} minutes. "
-        "For a clock time write `18:00`; a Unix timestamp has 10 digits (`1735000000`)."
+        t(
+            "A number on its own needs a unit: `in {number}m` means in {number} minutes. "
+            "For a clock time write `18:00`; a Unix timestamp has 10 digits (`1735000000`).",
+            number=s[:6],
+        )
     )
 
 
 def _parse_relative(s: str, now: datetime) -> datetime | None:
     rest = s.removeprefix("in ")
     if rest.isascii() and rest.isdigit() and rest != s:
-        raise InputError(f"Please add a unit, like `in {rest}m` or `in {rest}h`.")
+        raise InputError(
+            t("Please add a unit, like `in {number}m` or `in {number}h`.", number=rest)
+        )
     seconds = parse_duration(rest)
     if seconds is None:
         return None
@@ -255,8 +261,8 @@ def _parse_absolute(s: str, tz: ZoneInfo, now: datetime, locale: str | None) -> 
         return _at(spec, clock, zone, today, now)
     _refuse_day_without_time(s, today, locale)
     if s == "now":
-        raise InputError("Please give a time in the future; for right away use `in 1m`.")
-    raise InputError(f"I couldn't read that as a time. Try {examples(now)}.")
+        raise InputError(t("Please give a time in the future; for right away use `in 1m`."))
+    raise InputError(t("I couldn't read that as a time. Try {examples}.", examples=examples(now)))
 
 
 def _following(today: date, start: int, count: int) -> list[date]:
@@ -267,16 +273,21 @@ def _refuse_day_without_time(s: str, today: date, locale: str | None) -> None:
     words = s.split(" ")
     if "midnight" in words and len(words) > 1:
         raise InputError(
-            "`midnight` with a day could be the start or the end of that day: write the date "
-            f"and `00:00`, like `{example_date(today)[:-5]}00:00`, or `23:59`."
+            t(
+                "`midnight` with a day could be the start or the end of that day: write the date "
+                "and `00:00`, like `{day}00:00`, or `23:59`.",
+                day=example_date(today)[:-5],
+            )
         )
     if s in _PARTS_OF_DAY:
         raise InputError(
-            f"`{s}` needs a time too, like `{s} at 9` or `{s} 21:30`.", reason="needs_time"
+            t("`{text}` needs a time too, like `{text} at 9` or `{text} 21:30`.", text=s),
+            reason="needs_time",
         )
     if _parse_day(s, today, locale) is not None:
         raise InputError(
-            f"`{s}` needs a time of day too, like `{s} 09:00` or `{s} 6pm`.", reason="needs_time"
+            t("`{text}` needs a time of day too, like `{text} 09:00` or `{text} 6pm`.", text=s),
+            reason="needs_time",
         )
 
 
@@ -298,7 +309,7 @@ def _split_zone(s: str, tz: ZoneInfo) -> tuple[str, tzinfo]:
 def _offset(sign: str, hours: str, minutes: str | None) -> timedelta:
     offset = timedelta(hours=int(hours), minutes=int(minutes or 0))
     if offset > timedelta(hours=14) or int(minutes or 0) > 59:
-        raise InputError("UTC offsets go from `-12:00` to `+14:00`, like `18:00 +05:30`.")
+        raise InputError(t("UTC offsets go from `-12:00` to `+14:00`, like `18:00 +05:30`."))
     return -offset if sign == "-" else offset
 
 
@@ -386,7 +397,9 @@ def _make_date(year: int, month: int, day: int, s: str) -> date:
     try:
         return date(year, month, day)
     except ValueError:
-        raise InputError(f"`{s}` isn't a real date. Check the month and day.") from None
+        raise InputError(
+            t("`{text}` isn't a real date. Check the month and day.", text=s)
+        ) from None
 
 
 def _at(spec: _DaySpec, clock: time, zone: tzinfo, today: date, now: datetime) -> datetime:

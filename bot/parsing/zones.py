@@ -9,6 +9,7 @@ import zoneinfo
 from typing import Final
 from zoneinfo import ZoneInfo
 
+from ..i18n import t, tn
 from .errors import InputError
 
 COMMON_ZONES: Final = (
@@ -59,15 +60,18 @@ def resolve_timezone(name: str) -> ZoneInfo:
         return ZoneInfo(names[key])
     shown = _sanitize(name)
     if not shown:
-        raise InputError("Please give a time zone, like `Europe/London` or `America/New_York`.")
+        raise InputError(t("Please give a time zone, like `Europe/London` or `America/New_York`."))
     close = _suggest_zones(key)
     if close:
         listed = ", ".join(f"`{z}`" for z in close)
-        raise InputError(f"I don't know the time zone `{shown}`. Did you mean {listed}?")
+        raise InputError(
+            t("I don't know the time zone `{zone}`. Did you mean {zones}?", zone=shown,
+              zones=listed)
+        )  # fmt: skip
     raise InputError(
-        f"I don't know the time zone `{shown}`. Use a name like `Europe/London`, "
-        "`America/New_York` or `UTC` (start typing to see the list)."
-    )
+        t("I don't know the time zone `{zone}`. Use a name like `Europe/London`, "
+          "`America/New_York` or `UTC` (start typing to see the list).", zone=shown)
+    )  # fmt: skip
 
 
 def timezone_choices(prefix: str, limit: int = 25) -> list[str]:
@@ -187,10 +191,13 @@ def abbreviation_refusal(word: str, before: str) -> str:
     """Why ``before`` + the abbreviation ``word`` is refused, naming the zones it may mean."""
     zones = ZONE_ABBREVIATIONS[word]
     listed = ", ".join(f"`{zone}`" for zone in zones)
-    which = "the zone" if len(zones) == 1 else "one of the zones"
     example = f"{before} {zones[0]}".strip()
-    return (
-        f"`{word.upper()}` is an abbreviation, and abbreviations are ambiguous (they can mean "
-        f"several zones, or ignore daylight saving). Name {which} it may mean: {listed}, "
-        f"like `{example}`, or set the `timezone` option."
-    )
+    return tn(
+        "`{word}` is an abbreviation, and abbreviations are ambiguous (they can mean several "
+        "zones, or ignore daylight saving). Name the zone it may mean: {zones}, like "
+        "`{example}`, or set the `timezone` option.",
+        "`{word}` is an abbreviation, and abbreviations are ambiguous (they can mean several "
+        "zones, or ignore daylight saving). Name one of the zones it may mean: {zones}, like "
+        "`{example}`, or set the `timezone` option.",
+        len(zones), word=word.upper(), zones=listed, example=example,
+    )  # fmt: skip

@@ -25,6 +25,7 @@ from ..announcements import REPORT_FN, Announcements, ReportArgs
 from ..announcements.jobs import register_job
 from .failures import RequestFailed, describe
 from .payload import posting_locale
+from .reasons import said_reason
 
 if TYPE_CHECKING:
     from .pacer import ChannelPacer
@@ -73,7 +74,11 @@ class LogChannel:
             return False
         if message:
             locale = await posting_locale(self.client, self.announcements, guild_id)
-            text = i18n.translate(message, locale, context=i18n.ANSWER, **(values or {}))
+            said = dict(values or {})
+            if "reason" in said:  # recorded in English: said in the server's language
+                with i18n.speaking(locale):
+                    said["reason"] = said_reason(said["reason"])
+            text = i18n.translate(message, locale, context=i18n.ANSWER, **said)
         try:
             async with self.pacer.slot(settings.log_channel_id) as turn:
                 turn.sent = True

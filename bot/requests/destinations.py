@@ -13,8 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 import discord
 
+from ..i18n import ANSWER, current_locale, marked, t, translate
 from ..limits import MAX_FORUM_TAGS, MAX_THREAD_NAME
 from ..models import Destination
+from ..parsing.spoken import listed
 from .checks import Refusal
 
 if TYPE_CHECKING:
@@ -24,13 +26,20 @@ Target = discord.TextChannel | discord.Thread | discord.ForumChannel
 """A channel an announcement may post in."""
 
 PERMISSION_NAMES = {
-    "view_channel": "View Channel",
-    "send_messages": "Send Messages",
-    "send_messages_in_threads": "Send Messages in Threads",
-    "create_public_threads": "Create Public Threads",
-    "embed_links": "Embed Links",
-    "attach_files": "Attach Files",
+    "view_channel": marked("View Channel"),
+    "send_messages": marked("Send Messages"),
+    "send_messages_in_threads": marked("Send Messages in Threads"),
+    "create_public_threads": marked("Create Public Threads"),
+    "embed_links": marked("Embed Links"),
+    "attach_files": marked("Attach Files"),
 }
+"""Discord's names of the permissions the bot may need (in English; said in the reader's
+language, as Discord's client names them there, by :func:`permission_name`)."""
+
+
+def permission_name(label: str) -> str:
+    """One of :data:`PERMISSION_NAMES` in the reader's language."""
+    return translate(label, current_locale(), context=ANSWER)
 
 
 def destination_of(channel: Any) -> Destination:
@@ -42,9 +51,9 @@ def destination_of(channel: Any) -> Destination:
     if isinstance(channel, discord.TextChannel):
         return Destination.ANNOUNCEMENT if channel.is_news() else Destination.TEXT
     raise Refusal(
-        "Announcements can go to text channels, announcement channels, threads or forum "
-        "channels only."
-    )
+        t("Announcements can go to text channels, announcement channels, threads or forum "
+          "channels only.")
+    )  # fmt: skip
 
 
 def bot_permissions(
@@ -93,26 +102,28 @@ def check_destination(
     )
     if not (mine.view_channel and sends):
         raise Refusal(
-            f"You can't post in {target.mention} yourself, so you can't schedule "
-            "announcements there."
-        )
+            t("You can't post in {channel} yourself, so you can't schedule announcements "
+              "there.", channel=target.mention)
+        )  # fmt: skip
     if isinstance(target, discord.Thread) and target.locked:
         raise Refusal(
-            f"{target.mention} is locked: nothing new can be posted in it. Unlock it, or pick "
-            "another channel or thread."
-        )
+            t("{channel} is locked: nothing new can be posted in it. Unlock it, or pick "
+              "another channel or thread.", channel=target.mention)
+        )  # fmt: skip
     if isinstance(target, discord.ForumChannel) and target.is_media() and not files:
         raise Refusal(
-            f"{target.mention} is a media channel: each post needs a file. Attach one with `image`."
-        )
+            t("{channel} is a media channel: each post needs a file. Attach one with `image`.",
+              channel=target.mention)
+        )  # fmt: skip
     lacking = missing(
         target.permissions_for(me), bot_permissions(destination, embed=embed, files=files)
     )
     if lacking:
+        names = listed([f"**{permission_name(m)}**" for m in lacking])
         raise Refusal(
-            f"I need {' and '.join(f'**{m}**' for m in lacking)} in {target.mention} "
-            "to post there. Ask an admin to grant it, then try again."
-        )
+            t("I need {permissions} in {channel} to post there. Ask an admin to grant it, "
+              "then try again.", permissions=names, channel=target.mention)
+        )  # fmt: skip
     return target, destination
 
 
@@ -120,42 +131,48 @@ def forum_title(title: str | None, forum: discord.ForumChannel) -> str:
     """A forum post's name: the announcement's ``title``, which a forum requires."""
     if title is None or not title.strip():
         raise Refusal(
-            f"{forum.mention} is a forum: each post needs a `title` (it names the post), "
-            "e.g. `title: Weekly update`."
-        )
+            t("{forum} is a forum: each post needs a `title` (it names the post), e.g. "
+              "`title: Weekly update`.", forum=forum.mention)
+        )  # fmt: skip
     if len(title) > MAX_THREAD_NAME:
         raise Refusal(
-            f"The title is {len(title)} characters; a forum post's name may have at most "
-            f"{MAX_THREAD_NAME}. Shorten it."
-        )
+            t("The title is {count} characters; a forum post's name may have at most "
+              "{limit}. Shorten it.", count=len(title), limit=MAX_THREAD_NAME)
+        )  # fmt: skip
     return title
 
 
 def split_tags(typed: str | None) -> list[str]:
     """Tag names as typed: separated by commas."""
-    return [t.strip() for t in (typed or "").split(",") if t.strip()]
+    return [name.strip() for name in (typed or "").split(",") if name.strip()]
 
 
 def resolve_tags(forum: discord.ForumChannel, names: Sequence[str]) -> tuple[int, ...]:
     """The forum's tags with these names (case-insensitive), as ids; refused if one is not
     the forum's, if there are too many, or if the forum requires one and none is given."""
-    by_name = {t.name.lower(): t for t in forum.available_tags}
+    by_name = {tag.name.lower(): tag for tag in forum.available_tags}
     ids: list[int] = []
     for name in names:
         tag = by_name.get(name.lower())
         if tag is None:
-            known = ", ".join(f"`{t.name}`" for t in forum.available_tags) or "none"
-            raise Refusal(f"{forum.mention} has no tag `{name}`. Its tags: {known}.")
+            known = ", ".join(f"`{tag.name}`" for tag in forum.available_tags) or t("none")
+            raise Refusal(
+                t("{forum} has no tag `{name}`. Its tags: {known}.", forum=forum.mention,
+                  name=name, known=known)
+            )  # fmt: skip
         if tag.id not in ids:
             ids.append(tag.id)
     if len(ids) > MAX_FORUM_TAGS:
-        raise Refusal(f"A forum post may have at most {MAX_FORUM_TAGS} tags; you gave {len(ids)}.")
+        raise Refusal(
+            t("A forum post may have at most {limit} tags; you gave {count}.",
+              limit=MAX_FORUM_TAGS, count=len(ids))
+        )  # fmt: skip
     if not ids and forum.flags.require_tag:
         raise Refusal(
-            f"{forum.mention} requires a tag on every post: add `tags` (one of "
-            + ", ".join(f"`{t.name}`" for t in forum.available_tags)
-            + ")."
-        )
+            t("{forum} requires a tag on every post: add `tags` (one of {known}).",
+              forum=forum.mention,
+              known=", ".join(f"`{tag.name}`" for tag in forum.available_tags))
+        )  # fmt: skip
     return tuple(ids)
 
 
@@ -165,7 +182,7 @@ def tag_choices(forum: Any, typed: str) -> list[tuple[str, str]]:
     if not isinstance(forum, discord.ForumChannel):
         return []
     *done, current = (typed or "").split(",")
-    kept = [t.strip() for t in done if t.strip()]
+    kept = [name.strip() for name in done if name.strip()]
     out = []
     for tag in forum.available_tags:
         if tag.name in kept or current.strip().lower() not in tag.name.lower():

@@ -12,6 +12,7 @@ from zoneinfo import ZoneInfo
 
 import discord
 
+from ..i18n import t
 from ..parsing import resolve_timezone
 from .checks import Refusal
 from .request import AnnouncementOptions, AnnouncementRequest, KeptMentions, Requester
@@ -91,7 +92,7 @@ def mention_option(guild: discord.Guild, typed: str) -> int | None:
     else:
         role = discord.utils.find(lambda r: r.name.lower() == lowered, guild.roles)
     if role is None:
-        raise Refusal("I can't find that role in this server.")
+        raise Refusal(t("I can't find that role in this server."))
     return role.id
 
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import discord
 
+from ..i18n import ANSWER, current_locale, marked, t, translate
 from ..models import EventSpec
 from .checks import Refusal
 
@@ -19,15 +20,31 @@ MAX_EVENT_MINUTES = 7 * 24 * 60
 MAX_LOCATION = 100
 EVENT_LIMIT = 100
 """Discord keeps at most this many scheduled or active events per server (error 30038)."""
-NEEDS_A_PLACE = (
+NEEDS_A_PLACE = marked(
     "A Discord event needs a place: give `event_location` (e.g. `event_location: Town hall`) "
     "or `event_channel` (a voice or stage channel)."
 )
-ONE_PLACE = "Give `event_location` or `event_channel`, not both: an event takes place in one."
-EVENT_OPTIONS_ALONE = (
+ONE_PLACE = marked(
+    "Give `event_location` or `event_channel`, not both: an event takes place in one."
+)
+EVENT_OPTIONS_ALONE = marked(
     "`event_location`, `event_channel` and `event_minutes` describe the Discord event: add "
     "`event: true`, or leave them out."
 )
+EVENT_PERMISSIONS = {
+    "view_channel": marked("View Channel"),
+    "connect": marked("Connect"),
+    "create_events": marked("Create Events"),
+    "manage_channels": marked("Manage Channels"),
+    "mute_members": marked("Mute Members"),
+    "move_members": marked("Move Members"),
+}
+"""Discord's names of the permissions an event's channel asks of the bot."""
+
+
+def said(message: str) -> str:
+    """One of this module's messages (English) in the reader's language."""
+    return translate(message, current_locale(), context=ANSWER)
 
 
 def event_asked(options: AnnouncementOptions) -> bool:
@@ -48,25 +65,27 @@ async def check_event(guild: discord.Guild, options: AnnouncementOptions) -> Eve
         return None
     if options.event is None and kept is None:
         if event_asked(options):
-            raise Refusal(EVENT_OPTIONS_ALONE)
+            raise Refusal(said(EVENT_OPTIONS_ALONE))
         return None
     location = options.event_location
     channel_id = options.event_channel_id
     if location is not None and channel_id is not None:
-        raise Refusal(ONE_PLACE)
+        raise Refusal(said(ONE_PLACE))
     if location is None and channel_id is None and kept is not None:
         location, channel_id = kept.location, kept.channel_id
     minutes = options.event_minutes
     if minutes is None:
         minutes = kept.minutes if kept is not None else DEFAULT_EVENT_MINUTES
     if not 1 <= minutes <= MAX_EVENT_MINUTES:
-        raise Refusal(f"`event_minutes` is between 1 and {MAX_EVENT_MINUTES} (a week).")
+        raise Refusal(
+            t("`event_minutes` is between 1 and {limit} (a week).", limit=MAX_EVENT_MINUTES)
+        )
     if location is not None:
         location = location.strip()
         if not location or len(location) > MAX_LOCATION:
-            raise Refusal(f"`event_location` is 1 to {MAX_LOCATION} characters.")
+            raise Refusal(t("`event_location` is 1 to {limit} characters.", limit=MAX_LOCATION))
     if location is None and channel_id is None:
-        raise Refusal(NEEDS_A_PLACE)
+        raise Refusal(said(NEEDS_A_PLACE))
     spec = EventSpec(minutes=minutes, location=location, channel_id=channel_id)
     _check_permissions(guild, spec)
     if kept is None:
@@ -80,21 +99,24 @@ def _check_permissions(guild: discord.Guild, spec: EventSpec) -> None:
     if spec.channel_id is None:
         if not me.guild_permissions.create_events:
             raise Refusal(
-                "I need the **Create Events** permission in this server to create its Discord "
-                "events (or leave `event` out)."
-            )
+                t("I need the **Create Events** permission in this server to create its "
+                  "Discord events (or leave `event` out).")
+            )  # fmt: skip
         return
     channel = guild.get_channel(spec.channel_id)
     if not isinstance(channel, (discord.VoiceChannel, discord.StageChannel)):
-        raise Refusal("`event_channel` must be a voice or stage channel of this server.")
+        raise Refusal(t("`event_channel` must be a voice or stage channel of this server."))
     perms = channel.permissions_for(me)
     needed = ["view_channel", "connect", "create_events"]
     if isinstance(channel, discord.StageChannel):
         needed += ["manage_channels", "mute_members", "move_members"]
     missing = [name for name in needed if not getattr(perms, name)]
     if missing:
-        names = ", ".join(f"**{n.replace('_', ' ').title()}**" for n in missing)
-        raise Refusal(f"I need {names} in {channel.mention} to create its Discord events there.")
+        names = ", ".join(f"**{said(EVENT_PERMISSIONS[n])}**" for n in missing)
+        raise Refusal(
+            t("I need {permissions} in {channel} to create its Discord events there.",
+              permissions=names, channel=channel.mention)
+        )  # fmt: skip
 
 
 async def _check_room(guild: discord.Guild) -> None:
@@ -105,7 +127,7 @@ async def _check_room(guild: discord.Guild) -> None:
     ]
     if len(live) >= EVENT_LIMIT:
         raise Refusal(
-            f"This server already has {len(live)} scheduled Discord events, the most Discord "
-            f"allows ({EVENT_LIMIT}). Cancel or end some events first, or schedule this "
-            "without `event`."
-        )
+            t("This server already has {count} scheduled Discord events, the most Discord "
+              "allows ({limit}). Cancel or end some events first, or schedule this without "
+              "`event`.", count=len(live), limit=EVENT_LIMIT)
+        )  # fmt: skip

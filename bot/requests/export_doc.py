@@ -26,8 +26,10 @@ import discord
 
 from scheduler.triggers import DateStep
 
+from ..i18n import t
 from ..models import Announcement, Destination, EventSpec, Image, Template
 from ..parsing import RepeatRule
+from ..parsing.spoken import listed
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -271,38 +273,47 @@ def read_document(raw: bytes) -> Document:
     is no export at all."""
     if len(raw) > MAX_IMPORT_BYTES:
         raise DocumentRefused(
-            f"That file is {len(raw) / (1024 * 1024):.1f} MiB; an import may be at most "
-            f"{MAX_IMPORT_BYTES // (1024 * 1024)} MiB. Export fewer announcements per file."
-        )
+            t("That file is {size} MiB; an import may be at most {limit} MiB. Export fewer "
+              "announcements per file.", size=f"{len(raw) / (1024 * 1024):.1f}",
+              limit=MAX_IMPORT_BYTES // (1024 * 1024))
+        )  # fmt: skip
     try:
         doc = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
         raise DocumentRefused(
-            "That file is not text (UTF-8): attach the `.json` file `/export` made."
+            t("That file is not text (UTF-8): attach the `.json` file `/export` made.")
         ) from None
     except RecursionError:
-        raise DocumentRefused("That file is nested too deeply to be an export of crier.") from None
+        raise DocumentRefused(
+            t("That file is nested too deeply to be an export of crier.")
+        ) from None
     except ValueError as exc:
         raise DocumentRefused(
-            f"That file is not valid JSON ({exc}). Attach the `.json` file `/export` made."
-        ) from None
+            t("That file is not valid JSON ({error}). Attach the `.json` file `/export` made.",
+              error=exc)
+        ) from None  # fmt: skip
     if not isinstance(doc, dict):
-        raise DocumentRefused("That file is not an export of crier: its top level isn't an object.")
+        raise DocumentRefused(
+            t("That file is not an export of crier: its top level isn't an object.")
+        )
     version = doc.get("version")
     if version not in READ_VERSIONS or isinstance(version, bool):
         raise DocumentRefused(
-            f"That file's `version` is {json.dumps(version)[:20]}; I read versions "
-            f"{' and '.join(str(v) for v in READ_VERSIONS)} (`/export` writes {VERSION})."
-        )
+            t("That file's `version` is {version}; I read versions {versions} (`/export` "
+              "writes {current}).", version=json.dumps(version)[:20],
+              versions=listed([str(v) for v in READ_VERSIONS]), current=VERSION)
+        )  # fmt: skip
     announcements = doc.get("announcements", [])
     templates = doc.get("templates", [])
     if not isinstance(announcements, list) or not isinstance(templates, list):
-        raise DocumentRefused("That file's `announcements` and `templates` must be lists.")
+        raise DocumentRefused(t("That file's `announcements` and `templates` must be lists."))
     if len(announcements) > MAX_ROWS or len(templates) > MAX_TEMPLATES:
         raise DocumentRefused(
-            f"That file has {len(announcements)} announcements and {len(templates)} "
-            f"templates; one import takes at most {MAX_ROWS} and {MAX_TEMPLATES}."
-        )
+            t("That file has {announcements} announcements and {templates} templates; one "
+              "import takes at most {max_announcements} and {max_templates}.",
+              announcements=len(announcements), templates=len(templates),
+              max_announcements=MAX_ROWS, max_templates=MAX_TEMPLATES)
+        )  # fmt: skip
     guild = doc.get("guild")
     guild_id = guild_name = None
     if isinstance(guild, dict):
@@ -312,13 +323,15 @@ def read_document(raw: bytes) -> Document:
     return Document(
         guild_id,
         guild_name,
-        [_row("row", i, value, _announcement) for i, value in enumerate(announcements, 1)],
-        [_row("template", i, value, _template) for i, value in enumerate(templates, 1)],
+        [
+            _row(t("row {n}", n=i), i, value, _announcement)
+            for i, value in enumerate(announcements, 1)
+        ],
+        [_row(t("template {n}", n=i), i, value, _template) for i, value in enumerate(templates, 1)],
     )
 
 
-def _row(what: str, i: int, value: Any, read: Any) -> tuple[int, Any, str]:
-    label = f"{what} {i}"
+def _row(label: str, i: int, value: Any, read: Any) -> tuple[int, Any, str]:
     if isinstance(value, dict):
         if isinstance(value.get("number"), int) and not isinstance(value["number"], bool):
             label += f" (#{value['number']})"
@@ -329,7 +342,7 @@ def _row(what: str, i: int, value: Any, read: Any) -> tuple[int, Any, str]:
     except RowRefused as refused:
         return i, refused, label
     except RecursionError:
-        return i, RowRefused("it is nested too deeply"), label
+        return i, RowRefused(t("it is nested too deeply")), label
 
 
 def _get(
@@ -338,23 +351,28 @@ def _get(
     if key not in row:
         if null:
             return None
-        raise RowRefused(f"`{key}` is missing")
+        raise RowRefused(t("`{key}` is missing", key=key))
     value = row[key]
     if value is None and null:
         return None
     kinds = kind if isinstance(kind, tuple) else (kind,)
     if isinstance(value, bool) and bool not in kinds:
-        raise RowRefused(f"`{key}` must be {_kind_words(kind)}, not true or false")
+        raise RowRefused(
+            t("`{key}` must be {kind}, not true or false", key=key, kind=_kind_words(kind))
+        )
     if not isinstance(value, kind):
-        raise RowRefused(f"`{key}` must be {_kind_words(kind)}, not {_json_type(value)}")
+        raise RowRefused(
+            t("`{key}` must be {kind}, not {got}", key=key, kind=_kind_words(kind),
+              got=_json_type(value))
+        )  # fmt: skip
     return value
 
 
 def _kind_words(kind: type | tuple[type, ...]) -> str:
     kinds = kind if isinstance(kind, tuple) else (kind,)
-    words = {str: "text", bool: "true or false", int: "a whole number", float: "a number",
-             dict: "an object", list: "a list"}  # fmt: skip
-    return " or ".join(words.get(k, k.__name__) for k in kinds)
+    words = {str: t("text"), bool: t("true or false"), int: t("a whole number"),
+             float: t("a number"), dict: t("an object"), list: t("a list")}  # fmt: skip
+    return t(" or ").join(words.get(k, k.__name__) for k in kinds)
 
 
 def _json_type(value: Any) -> str:
@@ -366,7 +384,10 @@ def _json_type(value: Any) -> str:
 def _text(row: Mapping[str, Any], key: str, limit: int, *, null: bool = False) -> str | None:
     value = _get(row, key, str, null=null)
     if value is not None and len(value) > limit:
-        raise RowRefused(f"`{key}` is {len(value)} characters; at most {limit}")
+        raise RowRefused(
+            t("`{key}` is {count} characters; at most {limit}", key=key, count=len(value),
+              limit=limit)
+        )  # fmt: skip
     return value  # type: ignore[no-any-return]
 
 
@@ -378,16 +399,18 @@ def _optional_id(value: Any) -> int | None:
 
 def _named(value: Any, key: str) -> Named:
     if not isinstance(value, dict):
-        raise RowRefused(f"`{key}` must be an object with a `name`")
+        raise RowRefused(t("`{key}` must be an object with a `name`", key=key))
     name = value.get("name")
     if not isinstance(name, str) or not name.strip() or len(name) > MAX_NAME:
         raise RowRefused(
-            f"`{key}` has no `name` (channels and roles are found by name in this server; "
-            "an id alone is another server's)"
-        )
+            t("`{key}` has no `name` (channels and roles are found by name in this server; an "
+              "id alone is another server's)", key=key)
+        )  # fmt: skip
     raw_id = value.get("id")
     if raw_id is not None and _optional_id(raw_id) is None:
-        raise RowRefused(f'`{key}.id` must be a snowflake as text, like "123456789012345678"')
+        raise RowRefused(
+            t('`{key}.id` must be a snowflake as text, like "123456789012345678"', key=key)
+        )
     return Named(_optional_id(raw_id), name)
 
 
@@ -400,7 +423,7 @@ def _doc_mention(row: Mapping[str, Any]) -> DocMention | None:
         return DocMention(kind)
     if kind == "role":
         return DocMention("role", _named(value, "mention"))
-    raise RowRefused("`mention.kind` must be `everyone`, `here` or `role`")
+    raise RowRefused(t("`mention.kind` must be `everyone`, `here` or `role`"))
 
 
 def _time(row: Mapping[str, Any], key: str, *, null: bool = False) -> datetime | None:
@@ -410,28 +433,32 @@ def _time(row: Mapping[str, Any], key: str, *, null: bool = False) -> datetime |
     try:
         when = datetime.fromisoformat(value)
     except ValueError:
-        raise RowRefused(f'`{key}` must be a time like "2030-03-01T12:00:00+00:00"') from None
+        raise RowRefused(
+            t('`{key}` must be a time like "2030-03-01T12:00:00+00:00"', key=key)
+        ) from None
     if when.tzinfo is None or when.utcoffset() is None:
-        raise RowRefused(f'`{key}` must say its offset, like "2030-03-01T12:00:00+00:00"')
+        raise RowRefused(
+            t('`{key}` must say its offset, like "2030-03-01T12:00:00+00:00"', key=key)
+        )
     return when.astimezone(UTC)
 
 
 def _image(value: Any, key: str) -> Image:
     if not isinstance(value, dict):
-        raise RowRefused(f"`{key}` must be an object with a `filename` and `data`")
+        raise RowRefused(t("`{key}` must be an object with a `filename` and `data`", key=key))
     name = value.get("filename")
     data = value.get("data")
     ctype = value.get("content_type")
     if not isinstance(name, str) or not name or len(name) > 200:
-        raise RowRefused(f"`{key}.filename` must be a file name")
+        raise RowRefused(t("`{key}.filename` must be a file name", key=key))
     if ctype is not None and not isinstance(ctype, str):
-        raise RowRefused(f"`{key}.content_type` must be text or null")
+        raise RowRefused(t("`{key}.content_type` must be text or null", key=key))
     if not isinstance(data, str):
-        raise RowRefused(f"`{key}.data` must be the file in base64")
+        raise RowRefused(t("`{key}.data` must be the file in base64", key=key))
     try:
         raw = base64.b64decode(data, validate=True)
     except (binascii.Error, ValueError):
-        raise RowRefused(f"`{key}.data` is not valid base64") from None
+        raise RowRefused(t("`{key}.data` is not valid base64", key=key)) from None
     return Image(name, ctype, raw)
 
 
@@ -439,26 +466,26 @@ def _rule(value: Any) -> RepeatRule | None:
     if value is None:
         return None
     if not isinstance(value, dict):
-        raise RowRefused("`repeat` must be an object or null")
+        raise RowRefused(t("`repeat` must be an object or null"))
     words = _text(value, "words", 300) or ""
     try:
         if value.get("kind") == "interval":
             seconds = _get(value, "every_seconds", (int, float))
             if not 60 <= seconds <= 366 * 86400:
-                raise RowRefused("`repeat.every_seconds` must be from 60 to 31622400")
+                raise RowRefused(t("`repeat.every_seconds` must be from 60 to 31622400"))
             return RepeatRule("interval", None, timedelta(seconds=seconds), words)
         if value.get("kind") == "cron":
             cron = _text(value, "cron", 200)
             nth = _get(value, "nth", list, null=True) or []
             if len(nth) > 5 or not all(isinstance(n, int) and not isinstance(n, bool) for n in nth):
-                raise RowRefused("`repeat.nth` must be a short list of whole numbers")
+                raise RowRefused(t("`repeat.nth` must be a short list of whole numbers"))
             step = _step(_get(value, "step", dict, null=True))
             return RepeatRule("cron", cron, None, words, nth=tuple(nth), step=step)
     except (ValueError, TypeError) as exc:
         if isinstance(exc, RowRefused):
             raise
-        raise RowRefused(f"`repeat` is not a rule I can use ({exc})") from None
-    raise RowRefused("`repeat.kind` must be `cron` or `interval`")
+        raise RowRefused(t("`repeat` is not a rule I can use ({error})", error=exc)) from None
+    raise RowRefused(t("`repeat.kind` must be `cron` or `interval`"))
 
 
 def _step(value: Any) -> DateStep | None:
@@ -471,26 +498,30 @@ def _step(value: Any) -> DateStep | None:
     except RowRefused:
         raise
     except Exception as exc:  # InvalidSchedule, a bad date: said in words
-        raise RowRefused(f"`repeat.step` is not a date step I can use ({exc})") from None
+        raise RowRefused(
+            t("`repeat.step` is not a date step I can use ({error})", error=exc)
+        ) from None
 
 
 def _announcement(value: Any) -> DocAnnouncement:
     if not isinstance(value, dict):
-        raise RowRefused(f"an announcement must be an object, not {_json_type(value)}")
+        raise RowRefused(t("an announcement must be an object, not {got}", got=_json_type(value)))
     key = _get(value, "key", str)
     if not _KEY.fullmatch(key):
-        raise RowRefused("`key` must be 1 to 100 letters, digits or `:_.-`")
+        raise RowRefused(t("`key` must be 1 to 100 letters, digits or `:_.-`"))
     number = _get(value, "number", int, null=True)
     destination = value.get("destination")
     kind = destination.get("kind", "text") if isinstance(destination, dict) else "text"
     if kind not in _KINDS:
-        raise RowRefused(f"`destination.kind` must be one of {', '.join(sorted(_KINDS))}")
+        raise RowRefused(
+            t("`destination.kind` must be one of {kinds}", kinds=", ".join(sorted(_KINDS)))
+        )
     tags = _get(value, "tags", list, null=True) or []
     if len(tags) > 5 or not all(isinstance(t, str) and len(t) <= MAX_NAME for t in tags):
-        raise RowRefused("`tags` must be at most 5 tag names")
+        raise RowRefused(t("`tags` must be at most 5 tag names"))
     files = _get(value, "files", list, null=True) or []
     if len(files) > 10:
-        raise RowRefused("`files` may hold at most 10 files")
+        raise RowRefused(t("`files` may hold at most 10 files"))
     first = _time(value, "first")
     if first is None:
         raise RuntimeError("expected first is not None")
@@ -522,20 +553,20 @@ def _doc_event(row: Mapping[str, Any]) -> DocEvent | None:
         return None
     minutes = _get(value, "minutes", int)
     if not 1 <= minutes <= MAX_EVENT_MINUTES:
-        raise RowRefused(f"`event.minutes` must be 1 to {MAX_EVENT_MINUTES}")
+        raise RowRefused(t("`event.minutes` must be 1 to {limit}", limit=MAX_EVENT_MINUTES))
     location = _get(value, "location", str, null=True)
     if location is not None and not 1 <= len(location.strip()) <= MAX_NAME:
-        raise RowRefused(f"`event.location` must be 1 to {MAX_NAME} characters")
+        raise RowRefused(t("`event.location` must be 1 to {limit} characters", limit=MAX_NAME))
     raw_channel = value.get("channel")
     channel = None if raw_channel is None else _named(raw_channel, "event.channel")
     if (location is None) == (channel is None):
-        raise RowRefused("`event` needs a `location` or a `channel` (one of them)")
+        raise RowRefused(t("`event` needs a `location` or a `channel` (one of them)"))
     return DocEvent(minutes, location, channel)
 
 
 def _template(value: Any) -> DocTemplate:
     if not isinstance(value, dict):
-        raise RowRefused(f"a template must be an object, not {_json_type(value)}")
+        raise RowRefused(t("a template must be an object, not {got}", got=_json_type(value)))
     channel = value.get("channel")
     file = value.get("file")
     return DocTemplate(

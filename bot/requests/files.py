@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING
 
 import aiohttp
 
+from ..i18n import t
 from ..models import Image
+from ..parsing.spoken import decimal
 from .checks import Refusal
 
 if TYPE_CHECKING:
@@ -30,9 +32,10 @@ def megabytes(size: float) -> str:
 
 def too_large(size: float, limit: float) -> Refusal:
     return Refusal(
-        f"That file is {megabytes(size)}; an announcement's file may be at most "
-        f"{megabytes(limit)}. Attach a smaller one."
-    )
+        t("That file is {size} MiB; an announcement's file may be at most {limit} MiB. Attach "
+          "a smaller one.", size=decimal(size / (1024 * 1024)),
+          limit=decimal(limit / (1024 * 1024)))
+    )  # fmt: skip
 
 
 async def download(attachment: discord.Attachment, limit: float) -> Image:
@@ -48,15 +51,16 @@ async def download(attachment: discord.Attachment, limit: float) -> Image:
         ):
             if response.status != 200:
                 raise Refusal(
-                    f"I couldn't download `{attachment.filename}` (HTTP {response.status}). "
-                    "Attach it again."
-                )
+                    t("I couldn't download `{file}` (HTTP {status}). Attach it again.",
+                      file=attachment.filename, status=response.status)
+                )  # fmt: skip
             async for chunk in response.content.iter_chunked(CHUNK):
                 data += chunk
                 if len(data) > limit:
                     raise too_large(len(data), limit)
     except (aiohttp.ClientError, TimeoutError) as exc:
         raise Refusal(
-            f"I couldn't download `{attachment.filename}` ({type(exc).__name__}). Attach it again."
-        ) from exc
+            t("I couldn't download `{file}` ({error}). Attach it again.",
+              file=attachment.filename, error=type(exc).__name__)
+        ) from exc  # fmt: skip
     return Image(attachment.filename, attachment.content_type, bytes(data))

@@ -16,9 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 from ..announcements import Announcements, ImportRow, NotPossible, TemplateRefused
 from ..announcements import check_template_name as checked_name
+from ..config import MIB
+from ..i18n import catalogs, current_locale, t
 from ..models import Template
 from ..parsing import InputError, discord_timestamp, resolve_timezone
 from ..parsing.placeholders import check_placeholders
+from ..parsing.spoken import decimal, spoken_rule
 from .checks import Refusal, require_manager
 from .export_doc import DocAnnouncement, DocMention, DocTemplate, Document, Named, template_of
 from .request import AnnouncementOptions, AnnouncementRequest, Requester
@@ -69,21 +72,24 @@ def named_channel(guild: discord.Guild, named: Named) -> Any:
         return by_id
     found = [c for c in [*guild.channels, *guild.threads] if c.name == named.name]
     if not found:
-        raise Refusal(f"this server has no channel named `#{named.name}`")
+        raise Refusal(t("this server has no channel named `#{name}`", name=named.name))
     if len(found) > 1:
         raise Refusal(
-            f"this server has {len(found)} channels named `#{named.name}`; rename all but one "
-            "(I never guess which)"
-        )
+            t("this server has {count} channels named `#{name}`; rename all but one (I never "
+              "guess which)", count=len(found), name=named.name)
+        )  # fmt: skip
     return found[0]
 
 
 def named_role(guild: discord.Guild, named: Named) -> discord.Role:
     found = [r for r in guild.roles if r.name == named.name and not r.is_default()]
     if not found:
-        raise Refusal(f"this server has no role named `@{named.name}`")
+        raise Refusal(t("this server has no role named `@{name}`", name=named.name))
     if len(found) > 1:
-        raise Refusal(f"this server has {len(found)} roles named `@{named.name}`; I never guess")
+        raise Refusal(
+            t("this server has {count} roles named `@{name}`; I never guess", count=len(found),
+              name=named.name)
+        )  # fmt: skip
     return found[0]
 
 
@@ -123,12 +129,12 @@ async def plan_import(
             continue
         if row.key in already:
             plan.announcements.append(
-                RowOutcome(label, skipped=f"already imported (as #{already[row.key]})")
+                RowOutcome(label, skipped=t("already imported (as #{id})", id=already[row.key]))
             )
             continue
         if row.key in seen:
             plan.announcements.append(
-                RowOutcome(label, refused=f"it has the same `key` as {seen[row.key]}")
+                RowOutcome(label, refused=t("it has the same `key` as {row}", row=seen[row.key]))
             )
             continue
         seen[row.key] = label
@@ -146,8 +152,13 @@ async def plan_import(
 def _reason(error: Exception) -> str:
     text = str(error)
     if isinstance(error, NotPossible) and error.at is not None:
-        text = f"its `until` is before its next time ({discord_timestamp(error.at, 'F')})"
-    return text[:1].lower() + text[1:] if text else type(error).__name__
+        text = t("its `until` is before its next time ({when})",
+                 when=discord_timestamp(error.at, "F"))  # fmt: skip
+    if not text:
+        return type(error).__name__
+    # A refusal said as a sentence reads as the reason of a row (``row 2: this server…``);
+    # only English is lower-cased so (German nouns keep their capital).
+    return text[:1].lower() + text[1:] if current_locale() not in catalogs() else text
 
 
 async def _checked_row(
@@ -163,16 +174,16 @@ async def _checked_row(
         try:
             row.repeat.trigger(zone, row.first)  # a rule the scheduler takes
         except ValueError as exc:  # InvalidSchedule (a bad cron field…): said in words
-            raise Refusal(f"its `repeat` is not a rule I can use ({exc})") from None
+            raise Refusal(t("its `repeat` is not a rule I can use ({error})", error=exc)) from None
     now = clock.now()
     start = _start(row, now)
     for file in row.files:
         if len(file.data) > announcements.file_max_bytes:
             raise Refusal(
-                f"its file `{file.filename}` is {len(file.data) / (1024 * 1024):.1f} MiB; an "
-                f"announcement's file may be at most "
-                f"{announcements.file_max_bytes / (1024 * 1024):.1f} MiB here"
-            )
+                t("its file `{file}` is {size} MiB; an announcement's file may be at most "
+                  "{limit} MiB here", file=file.filename, size=decimal(len(file.data) / MIB),
+                  limit=decimal(announcements.file_max_bytes / MIB))
+            )  # fmt: skip
     options = AnnouncementOptions(
         when=start,
         channel_id=channel.id,
@@ -192,10 +203,16 @@ async def _checked_row(
     )
     first = checked.upcoming[0] if checked.upcoming else checked.draft.first
     draft = replace(checked.draft, images=row.files)
-    words = f"in <#{channel.id}>, {row.repeat.words if row.repeat else 'once'}"
-    words += f", first {discord_timestamp(first, 'F')}"
+    if row.repeat is None:
+        repeat = t("once")
+    elif current_locale() in catalogs():
+        repeat = spoken_rule(row.repeat, zone.key)
+    else:
+        repeat = row.repeat.words
+    words = t("in {channel}, {repeat}, first {when}", channel=f"<#{channel.id}>", repeat=repeat,
+              when=discord_timestamp(first, "F"))  # fmt: skip
     if row.paused:
-        words += ", paused"
+        words += t(", paused")
     return ImportRow(row.key, draft, paused=row.paused), words
 
 
@@ -220,10 +237,10 @@ def _start(row: DocAnnouncement, now: datetime) -> datetime:
     if nxt > now:
         return nxt
     if row.repeat is None:
-        raise Refusal(f"its time ({discord_timestamp(nxt, 'F')}) has passed")
+        raise Refusal(t("its time ({when}) has passed", when=discord_timestamp(nxt, "F")))
     start = row.repeat.trigger(resolve_timezone(row.timezone), row.first).next_after(now)
     if row.until is not None and start > row.until:
-        raise Refusal(f"its `until` ({discord_timestamp(row.until, 'F')}) has passed")
+        raise Refusal(t("its `until` ({when}) has passed", when=discord_timestamp(row.until, "F")))
     return start
 
 
@@ -258,25 +275,31 @@ async def _plan_templates(
                 made.silent,
             )
             if same:
-                plan.templates.append(RowOutcome(label, skipped="already here, the same"))
+                plan.templates.append(RowOutcome(label, skipped=t("already here, the same")))
             else:
                 plan.templates.append(
-                    RowOutcome(label, refused=f"this server has a different template `{here.name}`")
+                    RowOutcome(
+                        label,
+                        refused=t("this server has a different template `{name}`", name=here.name),
+                    )
                 )
             continue
         if name.casefold() in names:
-            plan.templates.append(RowOutcome(label, refused="its name is in the file twice"))
+            plan.templates.append(RowOutcome(label, refused=t("its name is in the file twice")))
             continue
         names.add(name.casefold())
         if room <= 0:
             plan.templates.append(
                 RowOutcome(
                     label,
-                    refused=f"this server would pass its limit of "
-                    f"{limits.max_templates} templates (MAX_TEMPLATES_PER_GUILD)",
+                    refused=t(
+                        "this server would pass its limit of {limit} templates "
+                        "(MAX_TEMPLATES_PER_GUILD)",
+                        limit=limits.max_templates,
+                    ),
                 )
             )
             continue
         room -= 1
         plan.new_templates.append(made)
-        plan.templates.append(RowOutcome(label, created="a new template"))
+        plan.templates.append(RowOutcome(label, created=t("a new template")))

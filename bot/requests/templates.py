@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..announcements import Announcements, check_template_name
+from ..i18n import t
 from ..models import Image, Template
 from .checks import Refusal, can_read, require_manager
 
@@ -28,9 +29,9 @@ async def template_from(
     a = await announcements.get(guild.id, local_id)
     if not can_read(member, guild, a.channel_id):
         raise Refusal(
-            f"Announcement #{local_id} is for a channel you can't see, so you can't save it "
-            "as a template."
-        )
+            t("Announcement #{id} is for a channel you can't see, so you can't save it as a "
+              "template.", id=local_id)
+        )  # fmt: skip
     files = await announcements.images(a.id)
     return Template(
         guild_id=guild.id,

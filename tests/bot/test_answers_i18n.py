@@ -216,3 +216,34 @@ def test_the_exports_counts_take_each_languages_plural() -> None:
     assert head("pt-BR", 0, 1) == "📦 0 anúncio ativo deste servidor e 1 modelo"
     assert head("es-ES", 0, 1) == "📦 0 anuncios activos de este servidor y 1 plantilla"
     assert head("en-US", 1, 0) == "📦 This server's 1 live announcement and 0 templates"
+
+
+async def ask(world: World, name: str, locale: str, **options: Any) -> list[str]:
+    """The lines of the answer to ``/name options`` by the admin, whose client is in
+    ``locale``."""
+    handle = await world.fake.invoke_command(
+        world.guild, world.general, world.admin, name, options, locale=locale
+    )
+    callback = await handle.response(timeout=5)
+    return (callback.content or "").split("\n")
+
+
+async def test_the_repeat_rule_is_said_in_the_readers_language(world: World, crier: Crier) -> None:
+    """The rule is stored in English; a French member reads it in French in the
+    confirmation, /list and /info, and a German one /edit's before → after in German."""
+    friday = "every friday at 20:00"
+    scheduled = await ask(world, "schedule", "fr", when="in 2 hours", message="Hi", repeat=friday)
+    assert "**Répétition :** chaque vendredi à 20:00 (UTC)" in scheduled
+    assert "  répétition : chaque vendredi à 20:00 (UTC)" in await ask(world, "list", "fr")
+    assert "**Répétition :** chaque vendredi à 20:00 (UTC)" in await ask(world, "info", "fr", id=1)
+    # Someone whose client is in English reads the words as they were stored.
+    assert "**Repeats:** every Friday at 20:00 (UTC)" in await ask(world, "info", "en-US", id=1)
+    edited = await ask(world, "edit", "de", id=1, repeat="every 2 hours")
+    assert "**Wiederholung:** jeden Freitag um 20:00 (UTC) → alle 2 Stunden" in edited
+    await ask(world, "schedule", "es-ES", when="in 2 hours", message="Hola",
+              repeat="first and third monday of the month")  # fmt: skip
+    info = await ask(world, "info", "es-ES", id=2)
+    assert "**Se repite:** el primer y tercer lunes de cada mes, a las 14:00 (UTC)" in info
+    await ask(world, "schedule", "pt-BR", when="in 2 hours", message="Oi", repeat="weekdays")
+    info = await ask(world, "info", "pt-BR", id=3)
+    assert "**Repete:** às 14:00, de segunda-feira a sexta-feira (UTC)" in info

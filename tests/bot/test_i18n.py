@@ -414,3 +414,76 @@ def test_speaking_holds_only_within_its_block() -> None:
             assert i18n.t("Nothing was changed.") == "No se ha cambiado nada."
         assert i18n.current_locale() == "de"
     assert i18n.t("Nothing was changed.") == "Nothing was changed."
+
+
+ANSWER_ERRORS = {
+    "Refusal",
+    "InputError",
+    "OverLimit",
+    "TooMuchStored",
+    "TooManyCommands",
+    "NotEditable",
+    "TemplateRefused",
+    "ImportConflict",
+    "DocumentRefused",
+    "RowRefused",
+}
+"""The errors whose message is an answer (:func:`bot.render.expected_answer` shows it as it
+is), and ``reply``: what they are given is said to a member."""
+
+
+def _has_words(node: ast.AST) -> bool:
+    """Whether ``node`` is text written in the code (a literal or f-string with a letter in
+    its literal parts, or a sum with one), not a marked message or a value."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str) and any(c.isalpha() for c in node.value)
+    if isinstance(node, ast.JoinedStr):
+        return any(_has_words(part) for part in node.values if isinstance(part, ast.Constant))
+    if isinstance(node, ast.BinOp):
+        return _has_words(node.left) or _has_words(node.right)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):  # "…".format()
+        return node.func.attr == "format" and _has_words(node.func.value)
+    return False
+
+
+def unmarked_answers(root: Path = BOT) -> list[str]:
+    """Where the code under ``root`` (the dashboard's pages aside: they have their own
+    templates) gives an answer text that isn't marked (``t``, ``tn``, ``marked``)."""
+    found: list[tuple[str, int, str]] = []
+    for path in sorted(root.rglob("*.py")):
+        where = path.relative_to(root.parent).as_posix()
+        if "web" in path.parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+            said = node.args[0] if name in ANSWER_ERRORS and node.args else None
+            if name == "reply" and len(node.args) > 1:
+                said = node.args[1]
+            if said is not None and _has_words(said):
+                found.append((where, node.lineno, f"{name}() is given unmarked text"))
+    return [f"{where}:{line}: {what}" for where, line, what in sorted(found)]
+
+
+def test_every_answer_text_is_marked() -> None:
+    assert unmarked_answers() == []
+
+
+def test_the_answer_scan_finds_unmarked_text(tmp_path: Path) -> None:
+    (tmp_path / "bot").mkdir()
+    (tmp_path / "bot" / "a.py").write_text(
+        "raise Refusal(t('Marked {x}', x=1))\n"
+        "raise Refusal(f'Not marked {x}')\n"
+        "await reply(interaction, text + ' ' + t('Marked'))\n"
+        "await reply(interaction, 'Not marked either')\n"
+        "raise InputError(f'{error} ' + t('Marked'))\n"
+        "raise NotEditable('Not marked #{id}'.format(id=1))\n"
+        "raise NotEditable(t('Marked #{id}').format(id=1))\n"
+    )
+    assert unmarked_answers(tmp_path / "bot") == [
+        "bot/a.py:2: Refusal() is given unmarked text",
+        "bot/a.py:4: reply() is given unmarked text",
+        "bot/a.py:6: NotEditable() is given unmarked text",
+    ]

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from bot import i18n
+from bot.parsing.spoken import spoken_rule
 from scheduler.testing import FakeClock
 from tests.bot.test_commands import stamp
 from tests.bot.test_phrase_languages import DEFAULT_NOW, LANGUAGES, corpus
@@ -86,10 +88,19 @@ async def test_the_corpus_through_schedule(
     if len(posts) > 1:
         assert nxt + ", ".join(full(t) for t in posts[:3]) + "\n" in content, content
     if "words" in case:
+        # The words are stored in English; the answer says the rule in the member's language.
+        a = await crier.bot.announcements.get(world.guild.id, 1)
+        assert case["words"] in (a.repeat_words or ""), a.repeat_words
+        rule = a.rule
+        assert rule is not None
+        with i18n.speaking(locale):
+            said = spoken_rule(rule, a.timezone)
         [line] = [line for line in content.splitlines() if line.startswith(repeats)]
-        assert case["words"] in line, content
+        assert line == repeats + said, content
     if "note" in case:
-        assert case["note"] in content, content
+        # A note naming the order of a date says it in the member's language.
+        note = i18n.translate(case["note"], locale, context=i18n.ANSWER)
+        assert note in content, content
     if len(posts) > 1:
         [info] = await crier.sched.schedules.list()
         assert info.next_fire == posts[0]
@@ -114,8 +125,8 @@ async def test_edit_reads_the_members_language_too(world: World, crier: Crier) -
     )
     assert f"**Erstes Mal:** {stamp(_utc('2026-12-02 08:00'))}" in content, content
     content = await command("edit", {"id": 1, "when": "Freitag 20 Uhr", "repeat": "jeden Freitag"})
-    assert "→ every Friday at 20:00 (Europe/Berlin)" in content, content
-    assert "I read `jeden Freitag` as `every friday`." in content, content
+    assert "→ jeden Freitag um 20:00 (Europe/Berlin)" in content, content
+    assert "Ich habe `jeden Freitag` als `every friday` gelesen." in content, content
     [info] = await crier.sched.schedules.list()
     assert info.next_fire == _utc("2026-12-04 19:00")
     content = await command("edit", {"id": 1, "repeat": "alle zwei Tage um"})

@@ -89,7 +89,12 @@ async def test_the_2nd_and_4th_thursday_post_on_those_days_only(
     ("locale", "label", "first", "note"),
     [
         ("en-GB", "**First:**", utc(2030, 4, 3, 16), "I read `03/04` as 3 April (day/month"),
-        ("fr", "**Première :**", utc(2030, 4, 3, 16), "I read `03/04` as 3 April (day/month"),
+        (
+            "fr",
+            "**Première :**",
+            utc(2030, 4, 3, 16),
+            "J'ai lu `03/04` comme le 3 avril (jour/mois",
+        ),
         ("en-US", "**First:**", utc(2030, 3, 4, 17), "I read `03/04` as 4 March (month/day"),
     ],
 )

@@ -44,10 +44,19 @@ async def test_the_log_channels_report_is_in_the_servers_language(
     await advance(crier, clock, timedelta(minutes=1))
 
     [report] = posts(world, world.general)
-    # The reason is Discord's, in English (the failure descriptions are not translated).
+    # Discord's refusal too is said in German (it is recorded in English).
     assert report.content == (
         f"⚠️ Ankündigung #{local} für <#{world.news.id}> konnte nicht gepostet werden: "
-        "Missing Permissions: the bot may not post in the channel (50013)."
+        "Fehlende Berechtigungen: Der Bot darf in dem Kanal nicht posten (50013)."
+    )
+    # /info says it in the reader's language: a French member reads it in French.
+    handle = await world.fake.invoke_command(
+        world.guild, world.general, world.admin, "info", {"id": local}, locale="fr"
+    )
+    info = ((await handle.response(timeout=5)).content or "").split("\n")
+    assert (
+        "⚠️ Permissions manquantes : le bot n'a pas le droit de publier dans le salon "
+        "(50013)" in info
     )
 
 

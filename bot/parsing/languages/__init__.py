@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Literal, TypeAlias, TypeVar, cast
 
+from ...i18n import t
 from ..display import zone_label
 from ..errors import InputError
 
@@ -190,7 +191,7 @@ def read_localized(
             first = error
         else:
             if notes is not None:
-                notes.append(f"I read `{' '.join(text.split())}` as `{translated}`.")
+                notes.append(_read_as(text, translated))
             return result
     try:
         return read(text)
@@ -206,7 +207,13 @@ def read_as_note(text: str, locale: str | None) -> str | None:
     translated = translate(text, locale)
     if translated is None:
         return None
-    return f"I read `{' '.join(text.split())}` as `{translated}`."
+    return _read_as(text, translated)
+
+
+def _read_as(text: str, translated: str) -> str:
+    """The note that ``text`` was read as the English ``translated``, in the reader's
+    language."""
+    return t("I read `{typed}` as `{read}`.", typed=" ".join(text.split()), read=translated)
 
 
 def refusal(language: Language, error: InputError, text: str, kind: Kind) -> str:

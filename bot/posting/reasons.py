@@ -1,0 +1,83 @@
+"""Why a post failed, said in the reader's language.
+
+The reasons are recorded in English (the database, the logs and the history keep one text);
+what a member reads in ``/info`` and ``/list``, and what the log channel's report says to
+everyone, is the reason said again in the language in effect (:func:`bot.i18n.speaking`):
+Discord's refusals by their code, a rate limit, a delivery given up, missed or skipped. A
+reason of another shape (Discord's own text for an unknown code) is shown as recorded.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+from ..announcements.deliveries import AWAY
+from ..i18n import catalogs, current_locale, t, tn
+from .failures import KNOWN_CODES
+
+_CODED: Final = re.compile(r"(?P<known>.+) \((?P<code>[0-9]+)\)")
+_RATE: Final = re.compile(r"rate limited for (?P<n>[0-9]+)s")
+_GAVE_UP: Final = re.compile(
+    r"may not have been delivered: (?P<inner>.+) \(gave up after (?P<n>[0-9]+) attempts\)"
+)
+_INTERRUPTED: Final = re.compile(
+    r"may not have been delivered: an attempt was interrupted (?P<n>[0-9]+)s ago, longer "
+    r"than Discord remembers a nonce, so it was not sent again"
+)
+_MISSED: Final = re.compile(
+    r"missed: it was due (?P<n>[0-9]+) minutes earlier, while the bot was offline"
+)
+PAUSED_REASON: Final = "due while the announcement was paused"
+"""Why a time that came due while its announcement was paused was skipped (as recorded)."""
+
+
+def _known(code: int) -> str | None:
+    """Discord's refusal with this code, in words, in the reader's language."""
+    return {
+        10003: t("Unknown Channel: the channel was deleted"),
+        50083: t("Thread archived or locked: nothing can be posted in it"),
+        160005: t("Thread locked: nothing can be posted in it"),
+        50001: t("Missing Access: the bot cannot see the channel"),
+        50013: t("Missing Permissions: the bot may not post in the channel"),
+        10008: t("Unknown Message: the posted message was deleted"),
+    }.get(code)
+
+
+def said_reason(reason: str) -> str:
+    """``reason`` (as recorded, in English) in the reader's language; as recorded for an
+    English reader."""
+    if current_locale() not in catalogs():
+        return reason
+    if (m := _CODED.fullmatch(reason)) is not None:
+        code = int(m["code"])
+        said = _known(code) if KNOWN_CODES.get(code) == m["known"] else None
+        if said is not None:
+            return f"{said} ({code})"
+    if (m := _RATE.fullmatch(reason)) is not None:
+        return tn("rate limited for {n} second", "rate limited for {n} seconds", int(m["n"]))
+    if (m := _GAVE_UP.fullmatch(reason)) is not None:
+        return tn(
+            "may not have been delivered: {reason} (gave up after {n} attempt)",
+            "may not have been delivered: {reason} (gave up after {n} attempts)",
+            int(m["n"]), reason=said_reason(m["inner"]),
+        )  # fmt: skip
+    if (m := _INTERRUPTED.fullmatch(reason)) is not None:
+        return tn(
+            "may not have been delivered: an attempt was interrupted {n} second ago, longer "
+            "than Discord remembers a nonce, so it was not sent again",
+            "may not have been delivered: an attempt was interrupted {n} seconds ago, longer "
+            "than Discord remembers a nonce, so it was not sent again",
+            int(m["n"]),
+        )  # fmt: skip
+    if (m := _MISSED.fullmatch(reason)) is not None:
+        return tn(
+            "missed: it was due {n} minute earlier, while the bot was offline",
+            "missed: it was due {n} minutes earlier, while the bot was offline",
+            int(m["n"]),
+        )  # fmt: skip
+    if reason == PAUSED_REASON:
+        return t("due while the announcement was paused")
+    if reason == AWAY:
+        return t("not posted: the bot was not in this server at the time")
+    return reason
