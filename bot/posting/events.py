@@ -38,6 +38,7 @@ import discord
 
 from scheduler import ActionContext, Registry, Retry, RetryLater, TransactionContext
 
+from .. import i18n
 from ..announcements import EVENTS_FN, Announcements, EventsArgs, EventShape, claim_events
 from ..announcements.events import CLAIM_SECONDS
 from ..announcements.jobs import enqueue_report, register_job
@@ -315,15 +316,18 @@ class EventSync:
         reason = failed.reason
         if failed.code == MAX_EVENTS:
             reason = f"the server has {EVENT_LIMIT} scheduled events, the most Discord allows"
-        text = (
-            f"⚠️ The Discord event of announcement #{ann.local_id} for "
-            f"<t:{round(row.fire_ts)}:F> could not be created: {reason}."
+        # Said to everyone in the server's language when the report is posted (its reason
+        # too: see bot.posting.reasons); recorded in English.
+        message = i18n.marked(
+            "⚠️ The Discord event of announcement #{id} for {when} could not be created: {reason}."
         )
+        values = {"id": str(ann.local_id), "when": f"<t:{round(row.fire_ts)}:F>", "reason": reason}
+        text = message.format(**values)
 
         async def fail(tx: TransactionContext, _: object) -> None:
             now = tx.now.timestamp()
             await BotDb(tx.db).set_event_state(ann.id, row.fire_ts, "failed", now, error=reason)
-            await enqueue_report(tx, ann.guild_id, text)
+            await enqueue_report(tx, ann.guild_id, text, message, values)
 
         await ctx.run_mutation(fail)
         log.error("announcement %d: event not created: %s", ann.id, reason)

@@ -28,6 +28,9 @@ _INTERRUPTED: Final = re.compile(
 _MISSED: Final = re.compile(
     r"missed: it was due (?P<n>[0-9]+) minutes earlier, while the bot was offline"
 )
+_EVENTS_FULL: Final = re.compile(
+    r"the server has (?P<n>[0-9]+) scheduled events, the most Discord allows"
+)
 PAUSED_REASON: Final = "due while the announcement was paused"
 """Why a time that came due while its announcement was paused was skipped (as recorded)."""
 
@@ -76,6 +79,8 @@ def said_reason(reason: str) -> str:
             "missed: it was due {n} minutes earlier, while the bot was offline",
             int(m["n"]),
         )  # fmt: skip
+    if (m := _EVENTS_FULL.fullmatch(reason)) is not None:
+        return t("the server has {n} scheduled events, the most Discord allows", n=m["n"])
     if reason == PAUSED_REASON:
         return t("due while the announcement was paused")
     if reason == AWAY:

@@ -90,3 +90,33 @@ async def test_settings_language_overrides_the_servers_for_the_late_note(
     answer = (await handle.response(timeout=5)).content or ""
     assert "**Language of posts for everyone:** the server's own" in answer.split("\n")
     assert (await crier.bot.announcements.settings(world.guild.id)).language is None
+
+
+async def test_a_discord_event_refused_is_reported_in_the_servers_language(
+    world: World, crier_factory: CrierFactory, clock: FakeClock
+) -> None:
+    """The next occurrence's Discord event refused (the server reached Discord's 100 events
+    since it was scheduled): the log channel's report, and Discord's reason in it, in German."""
+    from tests.bot.test_events import AT_2H, BASE, event_rows
+    from tests.bot.test_events import schedule as schedule_event
+    from tests.fakediscord import Permissions as P
+
+    world.guild.set_bot_permissions(BASE | P.CREATE_EVENTS)
+    crier = await crier_factory(event_lead=86400.0)
+    await set_log_channel(world, world.general)
+    local = await schedule_event(
+        world, repeat="daily at 09:00", timezone="UTC", message="Standup", event=True,
+        event_location="Raum 4",
+    )  # fmt: skip
+    await advance(crier, clock, 1)
+    for i in range(99):
+        world.fake.scheduled_events.add(world.guild, f"Other {i}", AT_2H + i)
+    await advance(crier, clock, timedelta(hours=21))
+
+    [report] = posts(world, world.general)
+    failed = [r for r in await event_rows(crier) if r["state"] == "failed"]
+    second = round(failed[0]["fire_ts"])
+    assert report.content == (
+        f"⚠️ Das Discord-Event von Ankündigung #{local} für <t:{second}:F> konnte nicht "
+        "erstellt werden: der Server hat 100 geplante Events, mehr erlaubt Discord nicht."
+    )
