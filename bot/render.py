@@ -34,6 +34,7 @@ from .models import (
     AnnouncementState,
     DeliveryState,
     Destination,
+    EventSpec,
     HistoryAction,
     HistoryEntry,
     PastDelivery,
@@ -165,15 +166,25 @@ def content_lines(a: Announcement, files: Sequence[str] = ()) -> list[str]:
     return lines
 
 
+def event_said(spec: EventSpec | None) -> str:
+    """The Discord event each occurrence gets, in words: ``Town hall, 90 min``, or none."""
+    if spec is None:
+        return t("none")
+    return t("{where}, {minutes} min", where=_event_place(spec), minutes=spec.minutes)
+
+
+def _event_place(spec: EventSpec) -> str:
+    return f"<#{spec.channel_id}>" if spec.channel_id is not None else spec.location or ""
+
+
 def event_lines(details: Details) -> list[str]:
     """The Discord event each occurrence gets, and the coming ones made (with their links)."""
     spec = details.event
     if spec is None:
         return []
-    where = spec.location if spec.channel_id is None else f"<#{spec.channel_id}>"
     lines = [
-        t("**Discord event:** {where}, {minutes} min, for each occurrence", where=where,
-          minutes=spec.minutes)
+        t("**Discord event:** {where}, {minutes} min, for each occurrence",
+          where=_event_place(spec), minutes=spec.minutes)
     ]  # fmt: skip
     for e in details.events[:INFO_EVENTS]:
         at = discord_timestamp(e.fire_ts, "f")
@@ -405,6 +416,7 @@ def _field_name(field: Field) -> str:
         Field.SILENT: t("Silent"),
         Field.TAGS: t("Tags"),
         Field.PUBLISH: t("Published to followers"),
+        Field.EVENT: t("Discord event"),
     }.get(field, str(field))
 
 
@@ -449,6 +461,10 @@ def edit_reply(outcome: EditOutcome, notes: list[str]) -> str:
             lines.append(t("**Message:** changed (preview below)"))
         elif c.field == Field.IMAGE:
             lines.append(t("**File:** now {file}", file=c.after))
+        elif c.field == Field.EVENT:
+            lines.append(t("**{field}:** {before} → {after}", field=_field_name(c.field),
+                           before=event_said(outcome.event_before),
+                           after=event_said(outcome.event_after)))  # fmt: skip
         elif c.field == Field.REPEAT:
             lines.append(t("**{field}:** {before} → {after}", field=_field_name(c.field),
                            before=repeat_text(before), after=repeat_text(a)))  # fmt: skip

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from ..models import Announcement, Draft, mention_markup
+from ..models import Announcement, Draft, EventSpec, mention_markup
 from ..parsing import discord_timestamp
 
 if TYPE_CHECKING:
@@ -34,6 +34,7 @@ class Field(StrEnum):
     SILENT = "silent"
     TAGS = "tags"
     PUBLISH = "publish"
+    EVENT = "event"
 
 
 TIMING = frozenset({Field.WHEN, Field.REPEAT, Field.TIMEZONE})
@@ -120,6 +121,21 @@ def _rich_changes(a: Announcement, d: Draft) -> list[Change]:
     if new.publish != old.publish:
         out.append(Change(Field.PUBLISH, _yes(old.publish), _yes(new.publish)))
     return out
+
+
+def event_change(before: EventSpec | None, after: EventSpec | None) -> Change | None:
+    """The change of the Discord event each occurrence gets (None: the same one)."""
+    if before == after:
+        return None
+    return Change(Field.EVENT, event_words(before), event_words(after))
+
+
+def event_words(spec: EventSpec | None) -> str:
+    """``Town hall, 90 min`` (a voice or stage channel as ``<#id>``), or ``none``."""
+    if spec is None:
+        return "none"
+    where = spec.location if spec.channel_id is None else f"<#{spec.channel_id}>"
+    return f"{where}, {spec.minutes} min"
 
 
 def _yes(flag: bool) -> str:

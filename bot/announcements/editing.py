@@ -19,11 +19,12 @@ from ..models import (
     AnnouncementState,
     DeliveryState,
     Draft,
+    EventSpec,
     HistoryAction,
     PastDelivery,
 )
 from .course import NotFound, change_until, end_if_past_until
-from .diff import SHOWN, TIMING, Change, Field, changes, history_detail
+from .diff import SHOWN, TIMING, Change, Field, changes, event_change, history_detail
 from .events import sync_events_later
 from .guards import check_repeat
 from .jobs import SEND_FN, enqueue_delivery, enqueue_post_update, schedule_name
@@ -62,6 +63,9 @@ class EditOutcome:
     posted: PostedUpdate
     message_id: int | None = None
     """The posted message concerned by ``posted``."""
+    event_before: EventSpec | None = None
+    event_after: EventSpec | None = None
+    """The Discord event each occurrence got before the edit, and gets after it."""
 
 
 MOVED = "the announcement moved to <#{}>: this post is no longer updated"
@@ -109,8 +113,10 @@ class Editing(Lifecycle, Reading):
             a = await _unchanged(rows, before)
             found = changes(a, draft, when_given=when_given, next_before=next_before)
             event_before = await rows.event_spec(a.id)
-            event_changed = draft.event != event_before
-            if not found and not event_changed:
+            event = event_change(event_before, draft.event)
+            if event is not None:
+                found.append(event)
+            if not found:
                 return EditOutcome(a, a, [], next_before, PostedUpdate.NONE)
             fields = {c.field for c in found}
             last = await rows.last_attempted_delivery(a.id)
@@ -131,20 +137,20 @@ class Editing(Lifecycle, Reading):
             elif Field.CHANNEL in fields and a.live and self.send_spacing > 0:
                 # The jobs carry their channel's pace: made again with the new channel's.
                 await self._replan(ctx, a, draft, now, moving=True)
-            if event_changed:
+            if event is not None:
                 await rows.set_event_spec(a.id, a.guild_id, draft.event)
             await sync_events_later(ctx, a.id, edited=True)  # moved, changed or canceled
             detail = history_detail(found)
-            if event_changed:
-                event_words = "event: " + ("on" if draft.event is not None else "off")
-                detail = f"{detail}; {event_words}" if detail else event_words
             await rows.add_history(a.id, HistoryAction.EDITED, actor_id, now, detail)
             # Nothing left before a new until: done.
             await end_if_past_until(ctx, await _written(rows, a.id))
             message_id = None if last is None else last.message_id
             posted = await _posted_update(ctx, a, draft, fields, last, update_posted, revision)
             after = await _written(rows, a.id)
-        return EditOutcome(a, after, found, await self.next_fire(after), posted, message_id)
+        return EditOutcome(
+            a, after, found, await self.next_fire(after), posted, message_id,
+            event_before, draft.event,
+        )  # fmt: skip
 
     async def _replan(
         self,

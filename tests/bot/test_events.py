@@ -492,3 +492,53 @@ async def test_paused_by_a_failed_post_its_coming_events_are_canceled(
     await advance(crier, clock, 60)  # its job waited its turn behind the one the post started
     # The event of the occurrence that failed (its time has come) stays; the coming ones go.
     assert starts(world) == [(NOW + timedelta(hours=1)).timestamp()]
+
+
+async def test_an_edit_of_the_event_alone_says_what_it_changed_and_keeps_the_history(
+    world: World, crier: Crier, clock: FakeClock
+) -> None:
+    """/edit with event options only: each answer names the event's change (before →
+    after), not "Nothing to change"; the history records it; Discord's event follows."""
+    n = await schedule(world, when="in 2h", message="Meetup")
+    await advance(crier, clock, 1)
+    assert events(world) == []
+
+    cb = await run_command(world, "edit", id=n, event=True, event_location="Hall")
+    assert "**Discord event:** none → Hall, 60 min" in (cb.content or "").split("\n"), cb.content
+    await advance(crier, clock, 1)
+    [made] = events(world)
+    assert made.location == "Hall"
+
+    cb = await run_command(world, "edit", id=n, event_location="Garden", event_minutes=30)
+    assert "**Discord event:** Hall, 60 min → Garden, 30 min" in (cb.content or "").split("\n")
+    await advance(crier, clock, 1)
+    [moved] = events(world)
+    assert (moved.id, moved.location) == (made.id, "Garden")
+
+    cb = await run_command(world, "edit", id=n, event=False)
+    assert "**Discord event:** Garden, 30 min → none" in (cb.content or "").split("\n")
+    await advance(crier, clock, 1)
+    assert events(world) == []
+
+    cb = await run_command(world, "edit", id=n, event=False)
+    assert "Nothing to change" in (cb.content or ""), cb.content
+    async with crier.sched.reader() as db:
+        cur = await db.execute("SELECT detail FROM bot_history WHERE action = 'edited' ORDER BY id")
+        details = [r["detail"] for r in await cur.fetchall()]
+    assert details == [
+        "event: none → Hall, 60 min",
+        "event: Hall, 60 min → Garden, 30 min",
+        "event: Garden, 30 min → none",
+    ]
+
+
+async def test_an_event_edit_in_german_is_said_in_german(
+    world: World, crier: Crier, clock: FakeClock
+) -> None:
+    n = await schedule(world, when="in 2h", message="Treffen", event=True, event_location="Saal")
+    handle = await world.fake.invoke_command(
+        world.guild, world.general, world.admin, "edit",
+        {"id": n, "event_minutes": 90}, locale="de",
+    )  # fmt: skip
+    answer = ((await handle.response(timeout=5)).content or "").split("\n")
+    assert "**Discord-Event:** Saal, 60 Min. → Saal, 90 Min." in answer, answer
