@@ -346,6 +346,9 @@ async def test_three_instances_post_every_occurrence_once_across_a_sigkill(  # n
 
     # --- exactly once, at the fake ----------------------------------------------------------
     assert len(anns) == ONE_OFFS + 1 + RECURRING
+    # First, any delivery not sent, with why (a count mismatch below says less).
+    not_sent = [d for d in deliveries if d["state"] != "sent"]
+    assert not not_sent, f"deliveries not sent: {not_sent[:5]}\n{logs()}"
     per_nonce = collections.Counter(m.nonce for m in messages)
     duplicates = {n: c for n, c in per_nonce.items() if c != 1}
     assert not duplicates, f"occurrences posted more than once: {duplicates}"
@@ -355,11 +358,11 @@ async def test_three_instances_post_every_occurrence_once_across_a_sigkill(  # n
     delivered_nonces = {d["nonce"] for d in deliveries}
     orphans = [m for m in messages if m.nonce not in delivered_nonces]
     assert not orphans, f"messages without a delivery row: {orphans[:5]}"
+    missing = [d for d in deliveries if d["nonce"] not in by_nonce]
+    assert not missing, f"sent deliveries whose message the fake lacks: {missing[:5]}\n{logs()}"
     assert len(messages) == len(deliveries)
 
     # --- every delivery recorded, with the message it made ----------------------------------
-    not_sent = [d for d in deliveries if d["state"] != "sent"]
-    assert not not_sent, f"deliveries not sent: {not_sent[:5]}\n{logs()}"
     for d in deliveries:
         ann = anns[d["announcement_id"]]
         assert d["nonce"] == nonce_for(d["announcement_id"], d["fire_ts"])
