@@ -1,14 +1,21 @@
-"""Languages benchmark: what the gettext catalogs cost at start-up.
+"""Languages benchmark: what the gettext catalogs cost at start-up, before → after.
 
-    python bench/i18n_bench.py [--runs N] [--root PATH]
+    python bench/i18n_bench.py [--runs N] [--root PATH] [--before PATH]
 
-Each run is a fresh interpreter (``sys.executable``) on the checkout at ``--root`` (default:
-this one; give another checkout, e.g. the branch before, to compare) that imports
-``bot.i18n`` and reads every shipped catalog (``i18n.catalogs()``, what the bot does once
-at start-up, before it connects). Reports the medians over ``--runs`` (default 7) of the
-import time, the catalog load time, and the memory the loaded catalogs hold
-(``tracemalloc``: the blocks allocated by the load and still alive after it), plus the
-number of messages per language. Nothing else of the bot is imported.
+Each run is a fresh interpreter (``sys.executable``) on a checkout that does what the bot
+does before it connects: imports the bot (``bot.app``, every module a running bot loads)
+and, where the checkout has them, reads every shipped catalog (``bot.i18n.catalogs()``).
+Two kinds of child, so that measuring memory does not slow what is timed:
+
+- timed: the import and the catalog load (``time.perf_counter``), and the process's peak
+  resident memory at the end (``ru_maxrss``);
+- traced: the memory the loaded catalogs hold (``tracemalloc``: the blocks allocated by
+  the load and still alive after it).
+
+``--root`` is the checkout measured (default: this one); ``--before`` another one to compare
+with, e.g. a worktree of the commit before the languages work (``git worktree add
+/tmp/before c99ce3e~1``), measured in the same run, interleaved, and reported beside it with
+the ratio. Reports the medians over ``--runs`` (default 7).
 """
 
 from __future__ import annotations
@@ -21,47 +28,87 @@ import sys
 from pathlib import Path
 
 CHILD = r"""
-import json, sys, time, tracemalloc
+import json, resource, sys, time
 sys.path.insert(0, sys.argv[1])
+traced = sys.argv[2] == "traced"
+if traced:
+    import tracemalloc
 t0 = time.perf_counter()
-from bot import i18n
+import bot.app
 t1 = time.perf_counter()
-tracemalloc.start()
-before = tracemalloc.take_snapshot()
+try:
+    from bot import i18n
+except ImportError:
+    i18n = None
+held = 0
+messages = {}
+if i18n is not None:
+    if traced:
+        tracemalloc.start()
+        before = tracemalloc.take_snapshot()
+    catalogs = i18n.catalogs()
+    if traced:
+        after = tracemalloc.take_snapshot()
+        held = sum(s.size_diff for s in after.compare_to(before, "filename"))
+    messages = {
+        locale: len(c.entries) + len(getattr(c, "plurals", {}))
+        for locale, c in catalogs.items()
+    }
 t2 = time.perf_counter()
-catalogs = i18n.catalogs()
-t3 = time.perf_counter()
-after = tracemalloc.take_snapshot()
-held = sum(s.size_diff for s in after.compare_to(before, "filename"))
-messages = {
-    locale: len(c.entries) + len(getattr(c, "plurals", {})) for locale, c in catalogs.items()
-}
-print(json.dumps({"import": t1 - t0, "load": t3 - t2, "bytes": held, "messages": messages}))
+rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+print(json.dumps({"import": t1 - t0, "load": t2 - t1, "rss": rss, "held": held,
+                  "messages": messages}))
 """
 
 
-def run(root: Path) -> dict[str, object]:
+def child(root: Path, kind: str) -> dict[str, object]:
     out = subprocess.run(
-        [sys.executable, "-c", CHILD, str(root)], check=True, capture_output=True, text=True
+        [sys.executable, "-c", CHILD, str(root), kind], check=True, capture_output=True, text=True
     ).stdout
     return dict(json.loads(out))
+
+
+def measure(root: Path) -> dict[str, object]:
+    timed = child(root, "timed")
+    timed["held"] = child(root, "traced")["held"]
+    return timed
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--root", type=Path, default=Path(__file__).resolve().parent.parent)
+    parser.add_argument("--before", type=Path, default=None)
     args = parser.parse_args()
-    results = [run(args.root.resolve()) for _ in range(args.runs)]
+    roots = {"after": args.root.resolve()}
+    if args.before is not None:
+        roots = {"before": args.before.resolve(), **roots}
+    results: dict[str, list[dict[str, object]]] = {name: [] for name in roots}
+    for _ in range(args.runs):  # interleaved: a slow moment of the machine hits both
+        for name, root in roots.items():
+            results[name].append(measure(root))
 
-    def median(key: str) -> float:
-        return statistics.median(float(str(r[key])) for r in results)
+    def median(name: str, key: str) -> float:
+        return statistics.median(float(str(r[key])) for r in results[name])
 
-    print(f"checkout: {args.root.resolve()} ({args.runs} runs, medians)")
-    print(f"import bot.i18n:   {median('import') * 1000:7.1f} ms")
-    print(f"load the catalogs: {median('load') * 1000:7.1f} ms")
-    print(f"catalogs held:     {median('bytes') / 1024:7.0f} KiB")
-    print(f"messages:          {results[0]['messages']}")
+    print(f"{args.runs} runs each, medians")
+    rows = [
+        ("start-up: import the bot", "import", 1000, "ms"),
+        ("start-up: load the catalogs", "load", 1000, "ms"),
+        ("peak resident memory", "rss", 1 / 2**20, "MiB"),
+        ("memory the catalogs hold", "held", 1 / 1024, "KiB"),
+    ]
+    names = list(roots)
+    print(f"{'':30}" + "".join(f"{n:>12}" for n in names) + ("   ratio" if len(names) > 1 else ""))
+    for label, key, scale, unit in rows:
+        values = [median(n, key) * scale for n in names]
+        cells = "".join(f"{v:.1f} {unit}".rjust(12) for v in values)
+        ratio = ""
+        if len(values) > 1:
+            ratio = f"   {values[1] / values[0]:.2f}x" if values[0] >= 0.1 else "   (new)"
+        print(f"{label:30}{cells}{ratio}")
+    for name in names:
+        print(f"{name}: {roots[name]}; messages per language: {results[name][0]['messages']}")
 
 
 if __name__ == "__main__":
