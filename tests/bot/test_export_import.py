@@ -19,20 +19,17 @@ from tests.bot.conftest import CrierFactory, World, db_snapshot, run_command
 from tests.bot.test_delivery import advance
 from tests.fakediscord import Member
 from tests.fakediscord import Permissions as P
-from tests.web.test_dashboard_http import database_url
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
-
     from bot.app import Crier
     from scheduler.testing import FakeClock
     from tests.fakediscord.state import Message
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-async def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
-    async with database_url(request.param, tmp_path) as url:
-        yield url
+@pytest.fixture
+def crier(crier_on_each_db: Crier) -> Crier:
+    """On SQLite and PostgreSQL (every test here that takes it)."""
+    return crier_on_each_db
 
 
 async def schedule(world: World, **options: Any) -> int:

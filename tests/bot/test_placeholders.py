@@ -29,12 +29,8 @@ from tests.bot.test_delivery import (
     send_requests,
 )
 from tests.fakediscord import Permissions as P
-from tests.web.test_dashboard_http import database_url
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
-    from pathlib import Path
-
     from bot.app import Crier
     from scheduler.testing import FakeClock
 
@@ -132,10 +128,10 @@ def test_text_from_before_placeholders_is_posted_as_typed() -> None:
 # --- end to end -------------------------------------------------------------------------------
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-async def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
-    async with database_url(request.param, tmp_path) as url:
-        yield url
+@pytest.fixture
+def crier(crier_on_each_db: Crier) -> Crier:
+    """On SQLite and PostgreSQL (every test here that takes it)."""
+    return crier_on_each_db
 
 
 async def test_a_recurring_announcement_renders_each_occurrence_across_the_dst_night(

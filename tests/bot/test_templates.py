@@ -9,6 +9,8 @@ import re
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
+import pytest
+
 from tests.bot.conftest import CrierFactory, World, db_snapshot, run_command
 from tests.bot.test_delivery import advance, posts
 from tests.fakediscord import Member
@@ -20,6 +22,12 @@ if TYPE_CHECKING:
     from scheduler.testing import FakeClock
 
 SUPPRESS_NOTIFICATIONS = 1 << 12
+
+
+@pytest.fixture
+def crier(crier_on_each_db: Crier) -> Crier:
+    """On SQLite and PostgreSQL (every test here that takes it)."""
+    return crier_on_each_db
 
 
 async def schedule(world: World, **options: object) -> int:
@@ -99,9 +107,9 @@ async def test_a_template_keeps_the_file_and_an_attachment_replaces_it(
 
 
 async def test_template_refusals_say_why_and_write_nothing(
-    world: World, crier_factory: CrierFactory
+    world: World, crier_factory: CrierFactory, db_url: str
 ) -> None:
-    crier = await crier_factory(max_templates=1)
+    crier = await crier_factory(database_url=db_url, max_templates=1)
     source = await schedule(world, channel=world.news, when="in 1d", message="hello")
     await save(world, "one", source)
     before = await db_snapshot(crier)
