@@ -51,6 +51,25 @@ async def test_the_log_channels_report_is_in_the_servers_language(
     )
 
 
+async def test_the_late_note_is_in_the_servers_language_by_default(
+    world: World, crier_factory: CrierFactory, clock: FakeClock
+) -> None:
+    """No ``/settings language``: the note under a late post follows the server's
+    ``guild_locale`` (German), not the English of the admin who scheduled it."""
+    crier = await crier_factory()
+    assert (await crier.bot.announcements.settings(world.guild.id)).language is None
+    await schedule(world, world.news, "in 10m", "Türen offen")
+    due = int((NOW + timedelta(minutes=10)).timestamp())
+    await crier.close()  # the bot is down when it comes due
+
+    clock.advance(timedelta(minutes=40))
+    crier = await crier_factory()
+    await idle(crier)
+
+    [msg] = posts(world, world.news)
+    assert msg.content == f"Türen offen\n-# Verspätet gepostet: Das war für <t:{due}:F> geplant."
+
+
 async def test_settings_language_overrides_the_servers_for_the_late_note(
     world: World, crier_factory: CrierFactory, clock: FakeClock
 ) -> None:
@@ -81,3 +100,12 @@ async def test_settings_language_overrides_the_servers_for_the_late_note(
     answer = (await handle.response(timeout=5)).content or ""
     assert "**Language of posts for everyone:** the server's own" in answer.split("\n")
     assert (await crier.bot.announcements.settings(world.guild.id)).language is None
+    await schedule(world, world.news, "in 10m", "Wieder Deutsch")
+    due = int((clock.now() + timedelta(minutes=10)).timestamp())
+    await crier.close()  # down again: late again, in German now
+    clock.advance(timedelta(minutes=40))
+    crier = await crier_factory()
+    await idle(crier)
+    assert posts(world, world.news)[-1].content == (
+        f"Wieder Deutsch\n-# Verspätet gepostet: Das war für <t:{due}:F> geplant."
+    )
