@@ -70,6 +70,28 @@ async def test_the_late_note_is_in_the_servers_language_by_default(
     assert msg.content == f"Türen offen\n-# Verspätet gepostet: Das war für <t:{due}:F> geplant."
 
 
+async def test_a_report_at_start_is_in_the_servers_language(
+    world: World, crier_factory: CrierFactory, clock: FakeClock
+) -> None:
+    """An occurrence caught up at start that Discord refuses: its report to the log channel
+    is in the server's language too, even before the gateway has told the bot about it."""
+    crier = await crier_factory()
+    await set_log_channel(world, world.general)
+    local = await schedule(world, world.news, "in 10m", "Nie gesehen")
+    await crier.close()
+    break_channel(world, 50013)
+
+    clock.advance(timedelta(minutes=40))
+    crier = await crier_factory()
+    await idle(crier)
+
+    [report] = posts(world, world.general)
+    assert report.content == (
+        f"⚠️ Ankündigung #{local} für <#{world.news.id}> konnte nicht gepostet werden: "
+        "Missing Permissions: the bot may not post in the channel (50013)."
+    )
+
+
 async def test_settings_language_overrides_the_servers_for_the_late_note(
     world: World, crier_factory: CrierFactory, clock: FakeClock
 ) -> None:
