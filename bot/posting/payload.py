@@ -30,6 +30,7 @@ from ..db import BotDb
 from ..limits import MAX_EMBED_DESCRIPTION, MAX_MESSAGE
 from ..models import Announcement, Image, mention_markup
 from ..parsing import discord_timestamp
+from .failures import REQUEST_ERRORS
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -134,8 +135,15 @@ async def posting_locale(
     chosen = (await announcements.settings(guild_id)).language
     if chosen is not None:
         return chosen
-    guild = client.get_guild(guild_id)
-    return None if guild is None else str(guild.preferred_locale.value)
+    guild: discord.Guild | None = client.get_guild(guild_id)
+    if guild is None:
+        # Not in the gateway's cache yet: an occurrence caught up at start (the very one a
+        # late note is for) or its report may come before READY. Asked of Discord then.
+        try:
+            guild = await client.fetch_guild(guild_id, with_counts=False)
+        except REQUEST_ERRORS:
+            return None
+    return str(guild.preferred_locale.value)
 
 
 def late_note(fire_ts: float) -> str:

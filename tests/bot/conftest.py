@@ -203,3 +203,25 @@ async def crier_factory(
         for app in reversed(started):
             await app.close()
         restore_discord_endpoints()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+async def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
+    """A fresh database for the test, once on SQLite and once on PostgreSQL: a test that
+    takes it (or :func:`crier_on_each_db`) runs on both."""
+    from tests.web.test_dashboard_http import database_url
+
+    async with database_url(request.param, tmp_path) as url:
+        yield url
+
+
+@pytest.fixture
+async def crier_on_each_db(crier_factory: CrierFactory, db_url: str) -> Crier:
+    """The bot on :func:`db_url`'s database (SQLite, then PostgreSQL). A test module runs
+    every test that takes ``crier`` on both by overriding it::
+
+        @pytest.fixture
+        def crier(crier_on_each_db: Crier) -> Crier:
+            return crier_on_each_db
+    """
+    return await crier_factory(database_url=db_url)

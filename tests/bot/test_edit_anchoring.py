@@ -8,30 +8,18 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-import pytest
-
 from bot.announcements import SEND_FN
 from bot.db.occurrences import _NEXT_OCCURRENCE
 from bot.models import Draft
 from scheduler import JobState
 from tests.bot.conftest import NOW, CrierFactory, World
 from tests.bot.test_edit import advance, get, rows, schedule
-from tests.web.test_dashboard_http import database_url
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
-    from pathlib import Path
-
     from scheduler.testing import FakeClock
 
 OTHERS = 1000
 """Pending sends of other announcements, all newer than the one waiting."""
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-async def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
-    async with database_url(request.param, tmp_path) as url:
-        yield url
 
 
 async def test_the_anchor_is_the_due_occurrence_waiting_behind_a_thousand_newer_sends(

@@ -22,7 +22,6 @@ from tests.bot.test_crash_bot import DEADLINE, HOLD, Harness
 from tests.bot.test_delivery import advance, advance_to_retry, posts
 from tests.fakediscord import Permissions as P
 from tests.support.processes import Process, procs, until
-from tests.web.test_dashboard_http import database_url
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -32,12 +31,6 @@ if TYPE_CHECKING:
     from tests.fakediscord.events import ScheduledEvent
 
 BASE = P.VIEW_CHANNEL | P.SEND_MESSAGES | P.MENTION_EVERYONE | P.EMBED_LINKS
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-async def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
-    async with database_url(request.param, tmp_path) as url:
-        yield url
 
 
 @pytest.fixture

@@ -9,23 +9,15 @@ import json
 import re
 from typing import TYPE_CHECKING, Any
 
-import pytest
-
 from bot.app import cli
 from tests.bot.conftest import CrierFactory, World, db_snapshot, run_command
 from tests.bot.test_delivery import idle
 from tests.fakediscord import Permissions as P
-from tests.web.test_dashboard_http import database_url
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
     from pathlib import Path
 
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-async def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
-    async with database_url(request.param, tmp_path) as url:
-        yield url
+    import pytest
 
 
 async def schedule(world: World, **options: Any) -> None:

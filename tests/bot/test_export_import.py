@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,23 +16,20 @@ import pytest
 
 from bot.requests.export_doc import MAX_IMPORT_BYTES
 from tests.bot.conftest import CrierFactory, World, db_snapshot, run_command
-from tests.bot.test_delivery import advance
+from tests.bot.test_delivery import advance, advance_to
 from tests.fakediscord import Member
 from tests.fakediscord import Permissions as P
-from tests.web.test_dashboard_http import database_url
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
-
     from bot.app import Crier
     from scheduler.testing import FakeClock
     from tests.fakediscord.state import Message
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-async def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
-    async with database_url(request.param, tmp_path) as url:
-        yield url
+@pytest.fixture
+def crier(crier_on_each_db: Crier) -> Crier:
+    """On SQLite and PostgreSQL (every test here that takes it)."""
+    return crier_on_each_db
 
 
 async def schedule(world: World, **options: Any) -> int:
@@ -84,6 +81,11 @@ async def listing(crier: Crier, guild_id: int) -> list[tuple[Any, ...]]:
              a.until_ts, None if nxt is None else nxt.timestamp(), a.mention is not None)
         )  # fmt: skip
     return out
+
+
+def ts(text: str) -> float:
+    """Epoch seconds of a UTC ``YYYY-MM-DD HH:MM``."""
+    return datetime.strptime(text, "%Y-%m-%d %H:%M").replace(tzinfo=UTC).timestamp()
 
 
 def crew(world: World) -> Any:
@@ -159,6 +161,72 @@ async def test_an_export_imported_into_another_server_reproduces_it_and_twice_cr
     # The imported ones post in the other server, with their placeholders.
     await advance(crier, clock, timedelta(hours=2))
     assert [m.content for m in other.fake.bot_messages(other.news)] == ["one-off 14:00"]
+
+
+async def test_a_file_a_forum_tag_and_step_and_nth_weekday_rules_survive_the_round_trip(
+    world: World, other: World, crier: Crier, clock: FakeClock
+) -> None:
+    """An announcement with a file, a forum post with a tag, ``every 2 weeks`` and ``first
+    monday of the month``: imported into another server (whose forum has its tags in
+    another order, under other ids), each has the same next times there, occurrence after
+    occurrence, and its file and tag are carried over."""
+    for w in (world, other):
+        w.guild.set_bot_permissions(
+            P.VIEW_CHANNEL | P.SEND_MESSAGES | P.EMBED_LINKS | P.ATTACH_FILES
+            | P.CREATE_PUBLIC_THREADS
+        )  # fmt: skip
+    board = world.guild.add_forum("board", tags=["news", "beta"])
+    other_board = other.guild.add_forum("board", tags=["beta", "news"])
+    await schedule(world, when="in 2h", message="see the file", image=("notes.txt", b"hello"))
+    await schedule(world, channel=board, when="in 3h", title="Release", message="notes",
+                   tags="beta")  # fmt: skip
+    await schedule(world, when="2030-03-04 09:00", repeat="every 2 weeks", timezone="Europe/Paris",
+                   message="Fortnightly #{occurrence}")  # fmt: skip
+    await schedule(world, when="in 1h", repeat="first monday of the month at 10:00",
+                   timezone="Europe/Paris", message="Monthly {date}")  # fmt: skip
+
+    _, data = await export(world)
+    doc = json.loads(data)
+    [with_file, forum_post, fortnightly, monthly] = doc["announcements"]
+    assert [f["filename"] for f in with_file["files"]] == ["notes.txt"]
+    assert forum_post["tags"] == ["beta"]
+    assert fortnightly["repeat"]["step"] == {"count": 2, "unit": "week", "since": "2030-03-04"}
+    assert monthly["repeat"]["nth"] != []
+    done, _ = await import_file(other, data, confirm=True)
+    assert done.content.startswith("📥 Imported 4 announcements"), done.content
+
+    mine = await listing(crier, world.guild.id)
+    assert await listing(crier, other.guild.id) == mine
+    assert [n for *_, n, _ in mine] == [
+        ts("2030-03-01 14:00"),
+        ts("2030-03-01 15:00"),
+        ts("2030-03-04 08:00"),  # 09:00 in Paris
+        ts("2030-03-04 09:00"),  # the first Monday of March, 10:00 in Paris
+    ]
+    # Occurrence after occurrence (across Paris's clock change, 31 March): the same times.
+    seen = []
+    for _ in range(5):
+        nexts = [n for *_, n, _ in await listing(crier, world.guild.id) if n is not None]
+        await advance_to(crier, clock, datetime.fromtimestamp(min(nexts), UTC))
+        assert await listing(crier, other.guild.id) == await listing(crier, world.guild.id)
+        seen.append(min(nexts))
+    assert seen[2:] == [
+        ts("2030-03-04 08:00"),
+        ts("2030-03-04 09:00"),
+        ts("2030-03-18 08:00"),
+    ]
+    # The one-offs are done; the rules go on at 09:00 and 10:00 in Paris, now CEST.
+    assert [(text, n) for text, *_, n, _ in await listing(crier, other.guild.id)] == [
+        ("Fortnightly #{occurrence}", ts("2030-04-01 07:00")),
+        ("Monthly {date}", ts("2030-04-01 08:00")),
+    ]
+
+    [posted] = [m for m in other.fake.bot_messages(other.news) if m.attachments]
+    assert [(a.filename, a.data) for a in posted.attachments] == [("notes.txt", b"hello")]
+    [thread] = other.fake.forum_posts(other_board)
+    assert (thread.name, thread.applied_tags) == ("Release", [other_board.tag_named("beta").id])
+    [mine_thread] = world.fake.forum_posts(board)
+    assert mine_thread.applied_tags == [board.tag_named("beta").id]
 
 
 async def test_one_bad_row_applies_nothing_and_is_named(

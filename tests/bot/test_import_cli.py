@@ -19,20 +19,12 @@ from scheduler import Scheduler
 from tests.bot.conftest import CrierFactory, World, db_snapshot, run_command
 from tests.bot.test_delivery import idle
 from tests.fakediscord import Permissions as P
-from tests.web.test_dashboard_http import database_url
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
     from pathlib import Path
 
     from bot.app import Crier
     from scheduler.testing import FakeClock
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-async def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
-    async with database_url(request.param, tmp_path) as url:
-        yield url
 
 
 @pytest.fixture

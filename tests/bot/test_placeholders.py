@@ -29,12 +29,8 @@ from tests.bot.test_delivery import (
     send_requests,
 )
 from tests.fakediscord import Permissions as P
-from tests.web.test_dashboard_http import database_url
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
-    from pathlib import Path
-
     from bot.app import Crier
     from scheduler.testing import FakeClock
 
@@ -132,10 +128,10 @@ def test_text_from_before_placeholders_is_posted_as_typed() -> None:
 # --- end to end -------------------------------------------------------------------------------
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-async def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
-    async with database_url(request.param, tmp_path) as url:
-        yield url
+@pytest.fixture
+def crier(crier_on_each_db: Crier) -> Crier:
+    """On SQLite and PostgreSQL (every test here that takes it)."""
+    return crier_on_each_db
 
 
 async def test_a_recurring_announcement_renders_each_occurrence_across_the_dst_night(
@@ -160,6 +156,40 @@ async def test_a_recurring_announcement_renders_each_occurrence_across_the_dst_n
         f"Day 2: Sunday 31 March 2030 at 09:00. Next: <t:{t(fires[2])}:F>. Ends {until}.",
         f"Day 3: Monday 1 April 2030 at 09:00. Next: none. Ends {until}.",
     ]
+
+
+EVERY = "#{occurrence} {weekday} {date} {time} | next {next} | until {until}"
+
+
+async def test_a_one_off_renders_every_placeholder_across_each_dst_night(
+    world: World, crier: Crier, clock: FakeClock
+) -> None:
+    """On SQLite and PostgreSQL: one-offs scheduled the day before each of Paris's clock
+    changes, for the hour they change: 03:00 on the spring night (the first time after the
+    skipped hour, 01:00 UTC) and 02:30 on the autumn night (an hour that happens twice: the
+    first, 00:30 UTC). Each posts at that instant, every placeholder rendered in Paris's
+    time of it."""
+    await advance_to(crier, clock, EVE)
+    cb = await run_command(world, "schedule", channel=world.news, when="2030-03-31 03:00",
+                           timezone=PARIS, message=EVERY)  # fmt: skip
+    spring = "#1 Sunday 31 March 2030 03:00 | next none | until never"
+    assert f"> {spring}" in (cb.content or ""), cb.content
+    assert f"<t:{t('2030-03-31 01:00')}:F>" in (cb.content or "")
+    await advance_to(crier, clock, datetime(2030, 3, 31, 0, 59, tzinfo=UTC))
+    assert posts(world, world.news) == []
+    await advance_to(crier, clock, datetime(2030, 3, 31, 1, 0, tzinfo=UTC))
+    assert [m.content for m in posts(world, world.news)] == [spring]
+
+    await advance_to(crier, clock, datetime(2030, 10, 26, 12, 0, tzinfo=UTC))
+    cb = await run_command(world, "schedule", channel=world.news, when="2030-10-27 02:30",
+                           timezone=PARIS, title="{weekday} {time}", message=EVERY)  # fmt: skip
+    autumn = "#1 Sunday 27 October 2030 02:30 | next none | until never"
+    assert f"<t:{t('2030-10-27 00:30')}:F>" in (cb.content or ""), cb.content
+    await advance_to(crier, clock, datetime(2030, 10, 27, 0, 29, tzinfo=UTC))
+    assert len(posts(world, world.news)) == 1
+    await advance_to(crier, clock, datetime(2030, 10, 27, 0, 30, tzinfo=UTC))
+    [_, post] = posts(world, world.news)
+    assert [(e["title"], e["description"]) for e in post.embeds] == [("Sunday 02:30", autumn)]
 
 
 async def test_a_skipped_occurrence_still_counts(

@@ -60,6 +60,47 @@ async def test_the_log_channels_report_is_in_the_servers_language(
     )
 
 
+async def test_the_late_note_is_in_the_servers_language_by_default(
+    world: World, crier_factory: CrierFactory, clock: FakeClock
+) -> None:
+    """No ``/settings language``: the note under a late post follows the server's
+    ``guild_locale`` (German), not the English of the admin who scheduled it."""
+    crier = await crier_factory()
+    assert (await crier.bot.announcements.settings(world.guild.id)).language is None
+    await schedule(world, world.news, "in 10m", "Türen offen")
+    due = int((NOW + timedelta(minutes=10)).timestamp())
+    await crier.close()  # the bot is down when it comes due
+
+    clock.advance(timedelta(minutes=40))
+    crier = await crier_factory()
+    await idle(crier)
+
+    [msg] = posts(world, world.news)
+    assert msg.content == f"Türen offen\n-# Verspätet gepostet: Das war für <t:{due}:F> geplant."
+
+
+async def test_a_report_at_start_is_in_the_servers_language(
+    world: World, crier_factory: CrierFactory, clock: FakeClock
+) -> None:
+    """An occurrence caught up at start that Discord refuses: its report to the log channel
+    is in the server's language too, even before the gateway has told the bot about it."""
+    crier = await crier_factory()
+    await set_log_channel(world, world.general)
+    local = await schedule(world, world.news, "in 10m", "Nie gesehen")
+    await crier.close()
+    break_channel(world, 50013)
+
+    clock.advance(timedelta(minutes=40))
+    crier = await crier_factory()
+    await idle(crier)
+
+    [report] = posts(world, world.general)
+    assert report.content == (
+        f"⚠️ Ankündigung #{local} für <#{world.news.id}> konnte nicht gepostet werden: "
+        "Missing Permissions: the bot may not post in the channel (50013)."
+    )
+
+
 async def test_settings_language_overrides_the_servers_for_the_late_note(
     world: World, crier_factory: CrierFactory, clock: FakeClock
 ) -> None:
@@ -90,6 +131,15 @@ async def test_settings_language_overrides_the_servers_for_the_late_note(
     answer = (await handle.response(timeout=5)).content or ""
     assert "**Language of posts for everyone:** the server's own" in answer.split("\n")
     assert (await crier.bot.announcements.settings(world.guild.id)).language is None
+    await schedule(world, world.news, "in 10m", "Wieder Deutsch")
+    due = int((clock.now() + timedelta(minutes=10)).timestamp())
+    await crier.close()  # down again: late again, in German now
+    clock.advance(timedelta(minutes=40))
+    crier = await crier_factory()
+    await idle(crier)
+    assert posts(world, world.news)[-1].content == (
+        f"Wieder Deutsch\n-# Verspätet gepostet: Das war für <t:{due}:F> geplant."
+    )
 
 
 async def test_a_discord_event_refused_is_reported_in_the_servers_language(

@@ -5,9 +5,12 @@ nothing."""
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import timedelta
 from typing import TYPE_CHECKING
+
+import pytest
 
 from tests.bot.conftest import CrierFactory, World, db_snapshot, run_command
 from tests.bot.test_delivery import advance, posts
@@ -20,6 +23,12 @@ if TYPE_CHECKING:
     from scheduler.testing import FakeClock
 
 SUPPRESS_NOTIFICATIONS = 1 << 12
+
+
+@pytest.fixture
+def crier(crier_on_each_db: Crier) -> Crier:
+    """On SQLite and PostgreSQL (every test here that takes it)."""
+    return crier_on_each_db
 
 
 async def schedule(world: World, **options: object) -> int:
@@ -99,9 +108,9 @@ async def test_a_template_keeps_the_file_and_an_attachment_replaces_it(
 
 
 async def test_template_refusals_say_why_and_write_nothing(
-    world: World, crier_factory: CrierFactory
+    world: World, crier_factory: CrierFactory, db_url: str
 ) -> None:
-    crier = await crier_factory(max_templates=1)
+    crier = await crier_factory(database_url=db_url, max_templates=1)
     source = await schedule(world, channel=world.news, when="in 1d", message="hello")
     await save(world, "one", source)
     before = await db_snapshot(crier)
@@ -153,3 +162,57 @@ async def test_a_templates_mention_is_checked_against_who_uses_it(
         "**Mention @everyone, @here and All Roles**)."
     )
     assert await db_snapshot(crier) == before
+
+
+async def test_a_templates_title_and_mention_are_each_overridden(
+    world: World, crier: Crier, clock: FakeClock
+) -> None:
+    """The template has a title and a mention; /schedule's ``title`` replaces only the
+    title (the mention still comes from the template), ``mention`` only the mention."""
+    embeds_ok(world)
+    crew = world.guild.add_role("crew", mentionable=True)
+    ops = world.guild.add_role("ops", mentionable=True)
+    source = await schedule(world, channel=world.news, when="in 1d", title="Weekly {date}",
+                            message="Standup notes", mention=crew)  # fmt: skip
+    assert "Saved" in await save(world, "Weekly", source)
+    await schedule(world, template="Weekly", when="in 1h", title="Retro {weekday}")
+    await schedule(world, template="Weekly", when="in 2h", mention=ops)
+    for _ in range(2):
+        await advance(crier, clock, timedelta(hours=1))
+    retitled, repinged = posts(world, world.news)
+    assert retitled.content == f"<@&{crew.id}>"
+    assert [(e["title"], e["description"]) for e in retitled.embeds] == [
+        ("Retro Friday", "Standup notes")
+    ]
+    assert repinged.content == f"<@&{ops.id}>"
+    assert [(e["title"], e["description"]) for e in repinged.embeds] == [
+        ("Weekly 1 March 2030", "Standup notes")
+    ]
+
+
+async def test_a_template_name_too_long_or_blank_is_refused_in_words_writing_nothing(
+    world: World, crier: Crier
+) -> None:
+    """/template save's name is at most 40 characters (Discord keeps a longer one out: the
+    option says so); a blank one, and a longer one in an /import file (where nothing
+    bounds it but the bot), are refused in words, writing nothing."""
+    source = await schedule(world, channel=world.news, when="in 1d", message="hello")
+    before = await db_snapshot(crier)
+    with pytest.raises(ValueError, match="longer than max_length=40"):
+        await save(world, "x" * 41, source)
+    assert await save(world, "   ", source) == "A template needs a name, e.g. `name: weekly`."
+    doc = {"version": 1, "announcements": [], "templates": [{"name": "n" * 41, "text": "hi"}]}
+    h = await world.fake.invoke_command(
+        world.guild, world.general, world.admin, "import",
+        {"file": ("export.json", json.dumps(doc).encode()), "confirm": True},
+    )  # fmt: skip
+    answer = (await h.final_message(timeout=30)).content
+    assert (
+        f"❌ template 1 (`{'n' * 41}`): the template's name is 41 characters; at most 40, "
+        "e.g. `name: weekly`." in answer
+    ), answer
+    assert "Imported" not in answer
+    assert await db_snapshot(crier) == before
+    # At the limit, and with its spaces collapsed: kept.
+    assert "as the template `" + "x" * 40 + "`" in await save(world, "x" * 40, source)
+    assert "as the template `a b`" in await save(world, "  a   b ", source)
