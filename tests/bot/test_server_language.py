@@ -97,7 +97,7 @@ async def test_a_report_at_start_is_in_the_servers_language(
     [report] = posts(world, world.general)
     assert report.content == (
         f"⚠️ Ankündigung #{local} für <#{world.news.id}> konnte nicht gepostet werden: "
-        "Missing Permissions: the bot may not post in the channel (50013)."
+        "Fehlende Berechtigungen: Der Bot darf in dem Kanal nicht posten (50013)."
     )
 
 
