@@ -118,6 +118,10 @@ SNAPSHOT_KEEPS = {
     # Every command counts towards its member's commands per minute, whatever it decides
     # (the count is the limit's, not something the command wrote).
     "bot_command_counts": "1 = 0",
+    # The running instance renews its shard leases and its membership on its own clock
+    # (a renewal may fall between two snapshots): its liveness, not a command's write.
+    "scheduler_leases": "1 = 0",
+    "scheduler_lease_members": "1 = 0",
 }
 """The rows :func:`db_snapshot` compares, for the tables where some rows change without the
 request having written anything (every row of every other table is compared). SQLite's own
