@@ -1,7 +1,8 @@
 """The announcement form with templates and placeholders, in a real browser (Chromium),
 against the real bot and the fake Discord: a template saved on the templates page fills the
 new-announcement form (as ``/schedule template:name`` fills its options, its file included),
-what the member changes wins; an unknown template is answered and the form still works; and
+what the member changes wins; an unknown template is answered and the form still works (in
+German too, with a template whose channel the member can't post in said so); and
 an edit's preview shows the next occurrence as it will post (its real ``{occurrence}``
 number and ``{event}`` link, as /info shows them)."""
 
@@ -13,12 +14,13 @@ from typing import TYPE_CHECKING, Any
 import pytest
 import pytest_asyncio
 
-from bot.models import Content, Image
+from bot.models import Content, Image, Template
 from tests.bot.conftest import NOW
 from tests.fakediscord import Permissions as P
 
 from .conftest import news_draft
 from .test_dashboard_browser import advance, log_in
+from .test_dashboard_language import german_viewer
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -65,6 +67,8 @@ async def test_a_template_fills_the_new_form_and_what_is_changed_wins(
     await page.get_by_label("Announcement number").fill("1")
     await page.get_by_role("button", name="Save template").click()
     assert "as the template raid" in await page.locator(".flash").inner_text()
+    use = page.get_by_role("link", name="New announcement from raid")
+    assert await use.get_attribute("href") == f"/g/{world.guild.id}/new?template=raid"
 
     await page.goto(f"{site.url}/g/{world.guild.id}/new")
     await page.get_by_label("Start from a template").select_option("raid")
@@ -119,6 +123,30 @@ async def test_an_unknown_template_is_answered_and_the_form_still_works(
     assert "Scheduled announcement #1 in #news" in flash, flash
     made = await site.crier.bot.announcements.get(world.guild.id, 1)
     assert (made.content, made.rich.title, made.mention) == ("Still works", None, None)
+
+
+async def test_in_german_the_template_choice_and_its_answers(browser: Any, site: Site) -> None:
+    world = site.world
+    await site.crier.bot.announcements.save_template(
+        Template(world.guild.id, "elsewhere", "Hallo zusammen", channel_id=1)
+    )  # a channel the member can't post in (none, here)
+    context, page = await german_viewer(browser, site, world.admin.user)
+    try:
+        await page.goto(f"{site.url}/g/{world.guild.id}/new")
+        await page.get_by_label("Mit einer Vorlage beginnen").select_option("elsewhere")
+        await page.get_by_role("button", name="Formular damit ausfüllen").click()
+        await page.wait_for_url("**/new?template=elsewhere")
+        assert await page.locator("textarea[name=message]").input_value() == "Hallo zusammen"
+        note = await page.locator("p.note").first.inner_text()
+        assert "Mit der Vorlage elsewhere ausgefüllt" in note, note
+        assert "Sein Kanal ist keiner, in dem du hier posten kannst" in note, note
+
+        await page.goto(f"{site.url}/g/{world.guild.id}/new?template=nope")
+        answer = await page.locator(".answer").inner_text()
+        assert "Dieser Server hat keine Vorlage namens nope" in answer, answer
+        assert await page.locator("textarea[name=message]").is_editable()
+    finally:
+        await context.close()
 
 
 async def test_the_edit_preview_shows_the_next_occurrence_as_it_will_post(

@@ -224,11 +224,17 @@ class FormPages(GuildPages):
         templates = [] if editing else await self.d.announcements.templates(guild.id)
         picked = values.get("template", "").strip().casefold()
         started_with = next((x for x in templates if x.name.casefold() == picked), None)
+        # A template's channel the member can't post in is not offered (nor named): said so.
+        lost_channel = (
+            started_with is not None
+            and started_with.channel_id is not None
+            and all(c.id != started_with.channel_id for c in channels)
+        )
         return self.d.render(
             "form.html", viewer, status=400 if error else 200, guild=guild, values=values,
             editing=editing, error=error, preview=preview, channels=channels, roles=roles,
             zones=zone_names(), event_channels=places, templates=templates,
-            started_with=started_with,
+            started_with=started_with, lost_channel=lost_channel,
         )  # fmt: skip
 
 
