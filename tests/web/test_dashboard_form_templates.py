@@ -2,7 +2,9 @@
 against the real bot and the fake Discord: a template saved on the templates page fills the
 new-announcement form (as ``/schedule template:name`` fills its options, its file included),
 what the member changes wins; an unknown template is answered and the form still works (in
-German too, with a template whose channel the member can't post in said so); and
+German too, with a template whose channel the member can't post in, or whose role is gone,
+said so); a template deleted after it filled the form is answered, and the form then saves
+without it; and
 an edit's preview shows the next occurrence as it will post (its real ``{occurrence}``
 number and ``{event}`` link, as /info shows them)."""
 
@@ -82,6 +84,7 @@ async def test_a_template_fills_the_new_form_and_what_is_changed_wins(
     assert await page.get_by_label("Post silently").is_checked()
     note = await page.locator("p.note").first.inner_text()
     assert "Started from the template raid" in note, note
+    assert "no longer exists" not in note, note
     assert "poster.png is uploaded with every post" in note, note
 
     # Changed by the member: the message and the silence; the rest is the template's.
@@ -124,12 +127,27 @@ async def test_an_unknown_template_is_answered_and_the_form_still_works(
     made = await site.crier.bot.announcements.get(world.guild.id, 1)
     assert (made.content, made.rich.title, made.mention) == ("Still works", None, None)
 
+    # Deleted after it filled the form: the save is answered, then works without it.
+    announcements = site.crier.bot.announcements
+    await announcements.save_template(Template(world.guild.id, "brief", "Short one"))
+    await page.goto(f"{site.url}/g/{world.guild.id}/new?template=brief")
+    await announcements.delete_template(world.guild.id, "brief")
+    await page.get_by_label("When").fill("in 2h")
+    await page.get_by_role("button", name="Schedule").click()
+    answer = await page.locator(".answer").inner_text()
+    assert "This server has no template named brief" in answer, answer
+    assert await page.locator("textarea[name=message]").input_value() == "Short one"
+    await page.get_by_role("button", name="Schedule").click()
+    flash = await page.locator(".flash").inner_text()
+    assert "Scheduled announcement #2" in flash, flash
+    assert (await announcements.get(world.guild.id, 2)).content == "Short one"
+
 
 async def test_in_german_the_template_choice_and_its_answers(browser: Any, site: Site) -> None:
     world = site.world
     await site.crier.bot.announcements.save_template(
-        Template(world.guild.id, "elsewhere", "Hallo zusammen", channel_id=1)
-    )  # a channel the member can't post in (none, here)
+        Template(world.guild.id, "elsewhere", "Hallo zusammen", channel_id=1, mention="role:2")
+    )  # a channel the member can't post in and a role that is gone (none, here)
     context, page = await german_viewer(browser, site, world.admin.user)
     try:
         await page.goto(f"{site.url}/g/{world.guild.id}/new")
@@ -139,7 +157,8 @@ async def test_in_german_the_template_choice_and_its_answers(browser: Any, site:
         assert await page.locator("textarea[name=message]").input_value() == "Hallo zusammen"
         note = await page.locator("p.note").first.inner_text()
         assert "Mit der Vorlage elsewhere ausgefüllt" in note, note
-        assert "Sein Kanal ist keiner, in dem du hier posten kannst" in note, note
+        assert "Ihr Kanal ist keiner, in dem du hier posten kannst" in note, note
+        assert "Die Rolle, die sie erwähnt, gibt es nicht mehr" in note, note
 
         await page.goto(f"{site.url}/g/{world.guild.id}/new?template=nope")
         answer = await page.locator(".answer").inner_text()

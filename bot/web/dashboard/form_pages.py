@@ -230,11 +230,17 @@ class FormPages(GuildPages):
             and started_with.channel_id is not None
             and all(c.id != started_with.channel_id for c in channels)
         )
+        mentioned = None if started_with is None else started_with.mention or ""
+        lost_role = (
+            mentioned is not None
+            and mentioned.startswith("role:")
+            and guild.get_role(int(mentioned.removeprefix("role:"))) is None
+        )
         return self.d.render(
             "form.html", viewer, status=400 if error else 200, guild=guild, values=values,
             editing=editing, error=error, preview=preview, channels=channels, roles=roles,
             zones=zone_names(), event_channels=places, templates=templates,
-            started_with=started_with, lost_channel=lost_channel,
+            started_with=started_with, lost_channel=lost_channel, lost_role=lost_role,
         )  # fmt: skip
 
 
