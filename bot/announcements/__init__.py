@@ -82,6 +82,7 @@ from .reading import (
     IdChoices,
     Listing,
     ListingPage,
+    as_edited,
 )
 from .standing import AWAY, FORGET_FN, ForgetArgs, Standing
 from .templates import MAX_TEMPLATE_NAME, TemplateRefused, Templates, check_template_name
@@ -144,6 +145,7 @@ __all__ = [
     "Transfer",
     "UpdateArgs",
     "Why",
+    "as_edited",
     "as_posted_at",
     "being_posted",
     "changed_limits",

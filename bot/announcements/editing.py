@@ -29,7 +29,7 @@ from .events import sync_events_later
 from .guards import check_repeat
 from .jobs import SEND_FN, enqueue_delivery, enqueue_post_update, schedule_name
 from .lifecycle import Lifecycle
-from .reading import Reading
+from .reading import Reading, as_edited
 
 if TYPE_CHECKING:
     from collections.abc import Collection
@@ -151,6 +151,30 @@ class Editing(Lifecycle, Reading):
             a, after, found, await self.next_fire(after), posted, message_id,
             event_before, draft.event,
         )  # fmt: skip
+
+    async def as_edited_posted(
+        self,
+        a: Announcement,
+        draft: Draft,
+        *,
+        when_given: bool,
+        upcoming: tuple[datetime, ...],
+    ) -> Announcement:
+        """``a`` edited into ``draft`` as its next occurrence will post it (an edit's
+        preview), rendered by :meth:`Reading.as_posted` as /info renders it: its real
+        ``{occurrence}`` number and ``{event}`` link. The next occurrence is the one /info
+        names when the edit leaves the timing as it is, else the first of ``upcoming`` (the
+        edited draft's first times)."""
+        now = self.sched.clock.now()
+        next_before = await self.next_fire(a)
+        found = changes(a, draft, when_given=when_given, next_before=next_before)
+        times: list[datetime] = []
+        if not TIMING.intersection(c.field for c in found):
+            async with self.sched.reader() as db:
+                skipped = await BotDb(db).skipped_fire_times(a.id, now.timestamp())
+            times = await self._next_times(a, now, set(skipped))
+        at = times[0] if times else upcoming[0] if upcoming else draft.first
+        return await self.as_posted(as_edited(a, draft), at.timestamp())
 
     async def _replan(
         self,

@@ -3,7 +3,7 @@ and next delivery times."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from itertools import islice
 
@@ -14,6 +14,7 @@ from ..db.listing import EVERY, ListFilter
 from ..models import (
     Announcement,
     AnnouncementState,
+    Draft,
     EventSpec,
     HistoryEntry,
     PastDelivery,
@@ -75,6 +76,30 @@ class Details:
     events: tuple[EventRow, ...] = ()
     """Its Discord events of occurrences still to come, made or being made, soonest first
     (and any Discord refused)."""
+
+
+def as_edited(a: Announcement, draft: Draft) -> Announcement:
+    """``a`` as the edit ``draft`` would leave it: what it posts, where, when and how it
+    repeats (its id, number, state and history stay ``a``'s). An edit's preview renders it
+    with :meth:`Reading.as_posted`, as the occurrence will post it."""
+    rule = draft.repeat
+    return replace(
+        a,
+        channel_id=draft.channel_id,
+        content=draft.content,
+        mention=draft.mention,
+        allowed_mentions=draft.allowed_mentions,
+        first_ts=draft.first.timestamp(),
+        timezone=draft.timezone,
+        repeat_kind=None if rule is None else rule.kind,
+        repeat_cron=None if rule is None else rule.cron,
+        repeat_every=None if rule is None or rule.every is None else rule.every.total_seconds(),
+        repeat_words=None if rule is None else rule.words,
+        repeat_nth=() if rule is None else rule.nth,
+        repeat_step=None if rule is None else rule.step,
+        until_ts=None if draft.until is None else draft.until.timestamp(),
+        rich=draft.rich,
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,14 @@
 """The announcement form: a new announcement and an edit, previewed or saved, through the same
 checks as /schedule and /edit (:func:`bot.requests.validation.check_request` on the request
 the form is read into) and answered with the same words; a refusal shows the form again as
-it was posted, with the answer, and writes nothing."""
+it was posted, with the answer, and writes nothing.
+
+A new announcement may start from one of the server's templates (``/new?template=name``):
+the form comes filled with what ``/schedule template:name`` takes from it
+(:func:`bot.requests.templates.started_from`), each field then the member's to change, and
+the template's file is uploaded unless another is picked. An edit's preview shows the next
+occurrence as it will post, rendered as /info renders it
+(:meth:`bot.announcements.reading.Reading.as_posted`: its real number and event link)."""
 
 from __future__ import annotations
 
@@ -11,9 +18,11 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from ...announcements import TemplateRefused
 from ...parsing import zone_names
 from ...render import confirmation, edit_reply, expected_answer
 from ...requests.editing import check_edit
+from ...requests.templates import Started, started_from
 from ...requests.validation import check_request
 from .core import Form, Viewer, form_of
 from .forms import (
@@ -33,6 +42,7 @@ if TYPE_CHECKING:
     import discord
 
     from ...announcements import Announcement
+    from ...models import Image, Template
     from ...requests.request import Requester
 
 log = logging.getLogger(__name__)
@@ -43,9 +53,19 @@ class FormPages(GuildPages):
 
     @get(GUILD + "/new")
     async def new_form(self, request: web.Request, viewer: Viewer) -> web.StreamResponse:
+        """The empty form, or (``?template=name``) one filled from that template; an unknown
+        name is answered as /schedule answers it, over the empty form."""
         who = await self.requester(request, viewer)
         first = who.guild.text_channels[0].id if who.guild.text_channels else ""
-        return self.form_page(viewer, who, {"channel": str(first)})
+        values = {"channel": str(first)}
+        name = request.query.get("template", "").strip()
+        if not name:
+            return await self.form_page(viewer, who, values)
+        try:
+            template = await self.d.announcements.template(who.guild.id, name)
+        except TemplateRefused as refused:
+            return await self.form_page(viewer, who, values, error=str(refused))
+        return await self.form_page(viewer, who, values | template_values(who, template))
 
     @post(GUILD + "/new")
     async def create(self, request: web.Request, viewer: Viewer) -> web.StreamResponse:
@@ -55,7 +75,7 @@ class FormPages(GuildPages):
         try:
             return await self._create(viewer, who, form, values)
         except Exception as exc:
-            return self.refused(exc, viewer, who, values)
+            return await self.refused(exc, viewer, who, values)
 
     async def _create(
         self, viewer: Viewer, who: Requester, form: Form, values: dict[str, str]
@@ -63,14 +83,21 @@ class FormPages(GuildPages):
         """Preview or schedule what the form asks for."""
         d = self.d
         image = form.files.get("image")
+        stored = await self.template_file(who, values["template"], has_image=image is not None)
         draft, notes, upcoming = await check_request(
-            d.announcements, d.clock, new_request(who, values, has_files=image is not None)
+            d.announcements,
+            d.clock,
+            new_request(who, values, has_files=image is not None or stored is not None),
         )
         if image is not None:
             draft = replace(draft, images=(image,))
+        elif stored is not None:
+            draft = replace(draft, images=(stored,))
         if form.get("action") == "preview":
-            preview = preview_of(who.guild, draft, notes, upcoming)
-            return self.form_page(viewer, who, values, preview=preview)
+            preview = preview_of(
+                who.guild, draft, notes, upcoming, kept_files=image is None and stored is not None
+            )
+            return await self.form_page(viewer, who, values, preview=preview)
         announcement, first = await d.announcements.create(draft)
         log.info(
             "announcement %d (#%d) scheduled on the dashboard in guild %d channel %d by %d",
@@ -80,6 +107,14 @@ class FormPages(GuildPages):
             viewer.session, confirmation(announcement, first, notes, upcoming)
         )
         raise web.HTTPSeeOther(f"/g/{who.guild.id}/a/{announcement.local_id}")
+
+    async def template_file(self, who: Requester, name: str, *, has_image: bool) -> Image | None:
+        """The file of the template the form started from (``name``; none: empty), uploaded
+        as /schedule uploads it: unless another was picked (``has_image``)."""
+        if not name.strip():
+            return None
+        template = await self.d.announcements.template(who.guild.id, name)
+        return started(who, template, has_image=has_image).image
 
     @get(ANNOUNCEMENT + "/edit")
     async def edit_form(self, request: web.Request, viewer: Viewer) -> web.StreamResponse:
@@ -93,7 +128,7 @@ class FormPages(GuildPages):
             "update_posted": "on",
             **event_values(await self.d.announcements.event_spec(a.id)),
         }
-        return self.form_page(viewer, who, values, editing=a)
+        return await self.form_page(viewer, who, values, editing=a)
 
     @post(ANNOUNCEMENT + "/edit")
     async def edit(self, request: web.Request, viewer: Viewer) -> web.StreamResponse:
@@ -104,7 +139,7 @@ class FormPages(GuildPages):
         try:
             return await self._edit(viewer, who, current, form, values)
         except Exception as exc:
-            return self.refused(exc, viewer, who, values, editing=current)
+            return await self.refused(exc, viewer, who, values, editing=current)
 
     async def _edit(
         self,
@@ -123,8 +158,12 @@ class FormPages(GuildPages):
             d.announcements, d.clock, who, current, options, message
         )  # the files are kept: the form has no file field
         if form.get("action") == "preview":
-            preview = preview_of(who.guild, draft, notes, upcoming)
-            return self.form_page(viewer, who, values, editing=current, preview=preview)
+            # Its next occurrence as it will post, rendered as /info renders it.
+            shown = await d.announcements.as_edited_posted(
+                current, draft, when_given=when_given, upcoming=upcoming
+            )
+            preview = preview_of(who.guild, draft, notes, upcoming, shown=shown)
+            return await self.form_page(viewer, who, values, editing=current, preview=preview)
         outcome = await d.announcements.edit(
             current, draft, when_given=when_given,
             update_posted=values["update_posted"] == "on", actor_id=who.member.id,
@@ -138,7 +177,7 @@ class FormPages(GuildPages):
         await d.sessions.set_flash(viewer.session, edit_reply(outcome, notes))
         raise web.HTTPSeeOther(f"/g/{who.guild.id}/a/{current.local_id}")
 
-    def refused(
+    async def refused(
         self,
         error: Exception,
         viewer: Viewer,
@@ -151,9 +190,9 @@ class FormPages(GuildPages):
         known = expected_answer(error)
         if known is None:
             raise error
-        return self.form_page(viewer, who, values, editing=editing, error=known)
+        return await self.form_page(viewer, who, values, editing=editing, error=known)
 
-    def form_page(
+    async def form_page(
         self,
         viewer: Viewer,
         who: Requester,
@@ -165,7 +204,8 @@ class FormPages(GuildPages):
     ) -> web.Response:
         """The form, filled with ``values``: the channels the member can see (and the one
         being edited, a thread say), the server's roles, every zone, and the voice and stage
-        channels an event can take place in."""
+        channels an event can take place in; a new one's, the server's templates to start
+        from (and the one it started from, if still kept)."""
         guild = who.guild
         postable: list[discord.TextChannel | discord.ForumChannel] = [
             *guild.text_channels,
@@ -181,8 +221,53 @@ class FormPages(GuildPages):
             *guild.voice_channels,
             *guild.stage_channels,
         ]
+        templates = [] if editing else await self.d.announcements.templates(guild.id)
+        picked = values.get("template", "").strip().casefold()
+        started_with = next((x for x in templates if x.name.casefold() == picked), None)
+        # A template's channel the member can't post in is not offered (nor named): said so.
+        lost_channel = (
+            started_with is not None
+            and started_with.channel_id is not None
+            and all(c.id != started_with.channel_id for c in channels)
+        )
+        mentioned = None if started_with is None else started_with.mention or ""
+        lost_role = (
+            mentioned is not None
+            and mentioned.startswith("role:")
+            and guild.get_role(int(mentioned.removeprefix("role:"))) is None
+        )
         return self.d.render(
             "form.html", viewer, status=400 if error else 200, guild=guild, values=values,
             editing=editing, error=error, preview=preview, channels=channels, roles=roles,
-            zones=zone_names(), event_channels=places,
+            zones=zone_names(), event_channels=places, templates=templates,
+            started_with=started_with, lost_channel=lost_channel, lost_role=lost_role,
         )  # fmt: skip
+
+
+def started(who: Requester, template: Template, *, has_image: bool = False) -> Started:
+    """/schedule's options taken from ``template`` when only ``template`` is given (and
+    ``has_image``: a file picked), by /schedule's own rules."""
+    return started_from(
+        who.guild, template, message=None, title=None, silent=None, channel_id=None,
+        mention_id=None, has_image=has_image,
+    )  # fmt: skip
+
+
+def template_values(who: Requester, template: Template) -> dict[str, str]:
+    """The new-announcement form's fields filled from ``template``, as ``/schedule
+    template:name`` fills its options (text, title, silence, channel and mention), each
+    left for the member to change; the template's name rides along (for its file)."""
+    s = started(who, template)
+    mention = ""
+    if s.mention_id is not None:
+        mention = "everyone" if s.mention_id == who.guild.default_role.id else str(s.mention_id)
+    values = {
+        "message": s.message or "",
+        "title": s.title or "",
+        "silent": "on" if s.silent else "",
+        "mention": mention,
+        "template": template.name,
+    }
+    if s.channel_id is not None:
+        values["channel"] = str(s.channel_id)
+    return values

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 FORM_FIELDS = (
     "message", "title", "channel", "when", "repeat", "timezone", "mention", "until",
-    "event_location", "event_minutes", "event_channel",
+    "event_location", "event_minutes", "event_channel", "template",
 )  # fmt: skip
 CHECKBOXES = ("silent", "update_posted", "event")
 
@@ -187,6 +187,8 @@ class PreviewFile:
     filename: str
     inline: str | None
     """A ``data:`` URL showing the image itself (small images only)."""
+    kept: bool = False
+    """Uploaded with every post without being picked again (a template's file)."""
 
 
 INLINE_IMAGE = 2 * 1024 * 1024
@@ -212,20 +214,32 @@ class Preview:
 
 
 def preview_of(
-    guild: discord.Guild, draft: Draft, notes: list[str], upcoming: tuple[datetime, ...]
+    guild: discord.Guild,
+    draft: Draft,
+    notes: list[str],
+    upcoming: tuple[datetime, ...],
+    *,
+    shown: Announcement | None = None,
+    kept_files: bool = False,
 ) -> Preview:
-    """How ``draft`` will post in ``guild``, with the notes and first times of its check."""
+    """How ``draft`` will post in ``guild``, with the notes and first times of its check.
+    ``shown``: its text and title as its next occurrence posts them (an edit's, rendered by
+    :meth:`~bot.announcements.reading.Reading.as_posted` like /info's, its real number and
+    event link); without it, as a new announcement's first occurrence posts them.
+    ``kept_files``: its files are kept without being picked again (a template's)."""
     channel = guild.get_channel_or_thread(draft.channel_id)
-    # As its first occurrence will post it (placeholders rendered).
-    occ = occurrence(
-        draft.repeat,
-        draft.first.timestamp(),
-        draft.timezone,
-        (upcoming[0] if upcoming else draft.first).timestamp(),
-        None if draft.until is None else draft.until.timestamp(),
-    )
-    text = render(draft.content, occ)
-    title = None if draft.rich.title is None else render(draft.rich.title, occ)
+    if shown is not None:
+        text, title = shown.content, shown.rich.title
+    else:  # As its first occurrence will post it (placeholders rendered).
+        occ = occurrence(
+            draft.repeat,
+            draft.first.timestamp(),
+            draft.timezone,
+            (upcoming[0] if upcoming else draft.first).timestamp(),
+            None if draft.until is None else draft.until.timestamp(),
+        )
+        text = render(draft.content, occ)
+        title = None if draft.rich.title is None else render(draft.rich.title, occ)
     if draft.mention is not None:
         text = f"{mention_markup(draft.mention)} {text}"
     name = channel.name if channel else str(draft.channel_id)
@@ -235,6 +249,7 @@ def preview_of(
             f"data:{f.content_type};base64,{base64.b64encode(f.data).decode()}"
             if (f.content_type or "").startswith("image/") and len(f.data) <= INLINE_IMAGE
             else None,
+            kept_files,
         )
         for f in draft.images or ()
     ]
