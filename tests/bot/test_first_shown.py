@@ -213,3 +213,33 @@ def test_the_reserved_lengths_cover_the_longest_names_of_every_shipped_language(
 
 def _ts(day: date) -> float:
     return datetime.combine(day, time(12), UTC).timestamp()
+
+
+# --- a forum post made again ----------------------------------------------------------------------
+
+
+async def test_a_forum_post_made_again_shows_the_first_attempts_language(
+    world: World, crier: Crier, clock: FakeClock
+) -> None:
+    """A forum post has no nonce: an interrupted attempt is looked for, and made again only
+    when it was not made. Refused the first time (a 503 before anything was made), then the
+    server's language changes: the post made on the retry is the first attempt's request."""
+    world.guild.set_bot_permissions(BASE | P.CREATE_PUBLIC_THREADS | P.READ_MESSAGE_HISTORY)
+    forum = world.guild.add_forum("board", tags=["news"])
+    await set_language(world, "de")
+    await schedule(world, channel=forum, title="Treffen {date}", tags="news", when="in 1m",
+                   message="{weekday}")  # fmt: skip
+    path = f"/channels/{forum.id}/threads"
+    world.fake.faults.add(method="POST", path_regex=path, status=503, times=1)
+    await advance(crier, clock, timedelta(minutes=1))
+    assert world.fake.forum_posts(forum) == []
+    await set_language(world, "fr")
+    await advance(crier, clock, timedelta(seconds=61))
+    first, again = [r for r in world.fake.requests if r.method == "POST" and r.path == path]
+    assert (first.status, again.status) == (503, 200)
+    assert first.body == again.body
+    [post] = world.fake.forum_posts(forum)
+    assert post.name == "Treffen 1. März 2030"
+    starter = world.fake.get_message(post.id)
+    assert starter is not None
+    assert [e["description"] for e in starter.embeds] == ["Freitag"]
