@@ -296,6 +296,20 @@ class DeliveryRecord:
     nonce: str
     thread_id: int | None = None
     """A forum post's thread, once it is known to exist."""
+    shown: Shown | None = None
+    """What its first attempt showed (None: recorded before that was kept)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Shown:
+    """What the first attempt at an occurrence showed that is read rather than computed
+    from the occurrence: every later attempt shows the same (its nonce re-send is the same
+    request)."""
+
+    locale: str | None
+    """The language it was said in (None: English)."""
+    event_id: int | None
+    """The occurrence's Discord event it linked to (None: none)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,7 @@ from ..models import (
     Destination,
     HistoryAction,
     PublishState,
+    Shown,
     nonce_for,
 )
 from .course import end_announcement, end_if_past_until
@@ -77,6 +78,10 @@ class Attempt:
     """An earlier attempt at it was interrupted: it may have posted (see bot.posting.forums)."""
     first_attempt_at: float | None = None
     """When the first attempt was made (set when ``again``): a re-send says what it said."""
+    shown: Shown | None = None
+    """What the first attempt showed, recorded with it (its language, its event): every
+    attempt shows it. None only for a re-send of an attempt recorded before it was kept
+    (those read both again, as they did)."""
 
 
 async def begin_attempt(
@@ -90,6 +95,7 @@ async def begin_attempt(
     catch_up_window: float,
     nonce_window: float,
     guild_id: int | None = None,
+    locale: str | None = None,
 ) -> Attempt:
     """Decide what a delivery job found at ``found_at`` does with the occurrence at
     ``fire_ts`` and record it: a first attempt is recorded ``sending`` with its nonce; an
@@ -97,7 +103,11 @@ async def begin_attempt(
     (``nonce_window``), else reported; one found later than ``catch_up_window`` is missed;
     a time that came due while the announcement was paused is skipped; one that came due
     while the bot was out of the server (``guild_id``, recorded left) is missed, and a
-    one-off then fails, with nothing sent nor reported."""
+    one-off then fails, with nothing sent nor reported.
+
+    A first attempt records what it shows besides the occurrence itself: ``locale`` (the
+    server's language as the caller read it just before) and the occurrence's Discord
+    event, read here, in the same transaction; a re-send gets the recorded ones back."""
     rows = BotDb(ctx.db)
     record = await rows.delivery(ann_id, fire_ts)
     if record is None and guild_id is not None and await rows.left_guild(guild_id):
@@ -126,7 +136,11 @@ async def begin_attempt(
             )
         await rows.retry_delivery(ann_id, fire_ts, job_id)
         return Attempt(
-            Decision.SEND, nonce=record.nonce, again=True, first_attempt_at=record.first_attempt_at
+            Decision.SEND,
+            nonce=record.nonce,
+            again=True,
+            first_attempt_at=record.first_attempt_at,
+            shown=record.shown,
         )
     late = found_at - fire_ts
     nonce = nonce_for(ann_id, fire_ts)
@@ -134,8 +148,11 @@ async def begin_attempt(
         reason = f"missed: it was due {late / 60:.0f} minutes earlier, while the bot was offline"
         await rows.record_missed(ann_id, fire_ts, job_id, nonce, now, reason)
         return Attempt(Decision.MISSED, reason=reason)
-    await rows.begin_delivery(ann_id, fire_ts, job_id, nonce, now)
-    return Attempt(Decision.SEND, nonce=nonce)
+    event = await rows.event_at(ann_id, fire_ts)
+    event_id = None if event is None or event.state != "created" else event.event_id
+    shown = Shown(locale, event_id)
+    await rows.begin_delivery(ann_id, fire_ts, job_id, nonce, now, shown)
+    return Attempt(Decision.SEND, nonce=nonce, shown=shown)
 
 
 async def record_away(ctx: TransactionContext, ann_id: int, fire_ts: float, reason: str) -> None:

@@ -14,17 +14,23 @@ if TYPE_CHECKING:
 
 
 def as_posted_at(
-    ann: Announcement, fire_ts: float, number: int = 1, event: str = ""
+    ann: Announcement,
+    fire_ts: float,
+    number: int = 1,
+    event: str = "",
+    locale: str | None = None,
 ) -> Announcement:
     """``ann`` with its text and embed (or forum post) title as its occurrence at
     ``fire_ts``, the ``number``-th time it comes due, with ``event`` (the link to its Discord
-    event, or empty) shows them (``ann`` itself when it has no placeholders)."""
+    event, or empty) shows them in ``locale`` (None: English), ``ann`` itself when it has no
+    placeholders."""
     title = ann.rich.title
     if not has_placeholders(ann.content) and not has_placeholders(title):
         return ann
     occ = occurrence(ann.rule, ann.first_ts, ann.timezone, fire_ts, ann.until_ts, number, event)
-    shown_title = None if title is None else render(title, occ)
-    return replace(ann, content=render(ann.content, occ), rich=replace(ann.rich, title=shown_title))
+    shown_title = None if title is None else render(title, occ, locale)
+    content = render(ann.content, occ, locale)
+    return replace(ann, content=content, rich=replace(ann.rich, title=shown_title))
 
 
 def counts_occurrences(ann: Announcement) -> bool:
@@ -50,6 +56,11 @@ async def event_link(rows: BotDb, ann: Announcement, fire_ts: float) -> str:
     """The link to the Discord event of ``ann``'s occurrence at ``fire_ts``, empty when it
     has none. Created ahead of the occurrence, so every attempt at it finds the same one."""
     row = await rows.event_at(ann.id, fire_ts)
-    if row is None or row.event_id is None or row.state != "created":
+    if row is None or row.state != "created":
         return ""
-    return EVENT_LINK.format(guild_id=ann.guild_id, event_id=row.event_id)
+    return event_url(ann.guild_id, row.event_id)
+
+
+def event_url(guild_id: int, event_id: int | None) -> str:
+    """The link to the server's Discord event ``event_id`` (empty for None)."""
+    return "" if event_id is None else EVENT_LINK.format(guild_id=guild_id, event_id=event_id)

@@ -278,16 +278,24 @@ class Reading(AnnouncementService):
             events=events,
         )
 
-    async def as_posted(self, a: Announcement, fire_ts: float) -> Announcement:
-        """``a`` as its occurrence at ``fire_ts`` posts it: its placeholders rendered (the
-        same for every attempt at that occurrence)."""
-        number, link = 1, ""
-        if counts_occurrences(a) or shows_event(a):
+    async def as_posted(
+        self,
+        a: Announcement,
+        fire_ts: float,
+        *,
+        locale: str | None = None,
+        event: str | None = None,
+    ) -> Announcement:
+        """``a`` as its occurrence at ``fire_ts`` posts it: its placeholders rendered in
+        ``locale`` (None: English), ``{event}`` as ``event`` (the link its first attempt
+        recorded; None: read now), the same for every attempt at that occurrence."""
+        number, link = 1, event or ""
+        if counts_occurrences(a) or (event is None and shows_event(a)):
             async with self.sched.reader() as db:
                 number = await occurrence_number(BotDb(db), a, fire_ts)
-                if shows_event(a):
+                if event is None and shows_event(a):
                     link = await event_link(BotDb(db), a, fire_ts)
-        return as_posted_at(a, fire_ts, number, link)
+        return as_posted_at(a, fire_ts, number, link, locale)
 
     async def _next_times(
         self, a: Announcement, now: datetime, skipped: set[float]

@@ -12,6 +12,7 @@ from ..models import (
     HistoryEntry,
     PastDelivery,
     PublishState,
+    Shown,
 )
 from .table import Table, optional_int
 
@@ -57,29 +58,43 @@ class DeliveryTable(Table):
     async def delivery(self, announcement_id: int, fire_ts: float) -> DeliveryRecord | None:
         """What is recorded of the occurrence's delivery, or None before its first attempt."""
         row = await self._one(
-            "SELECT state, message_id, first_attempt_at, nonce, thread_id FROM bot_deliveries "
-            "WHERE announcement_id = ? AND fire_ts = ?",
+            "SELECT state, message_id, first_attempt_at, nonce, thread_id, shown_locale, "
+            "shown_event_id FROM bot_deliveries WHERE announcement_id = ? AND fire_ts = ?",
             (announcement_id, fire_ts),
         )
         if row is None:
             return None
+        shown = None
+        if row["shown_locale"] is not None:  # ('' is English; NULL: not recorded)
+            shown = Shown(row["shown_locale"] or None, optional_int(row["shown_event_id"]))
         return DeliveryRecord(
             state=DeliveryState(row["state"]),
             message_id=optional_int(row["message_id"]),
             first_attempt_at=float(row["first_attempt_at"]),
             nonce=row["nonce"],
             thread_id=optional_int(row["thread_id"]),
+            shown=shown,
         )
 
     async def begin_delivery(
-        self, announcement_id: int, fire_ts: float, job_id: int, nonce: str, now: float
+        self,
+        announcement_id: int,
+        fire_ts: float,
+        job_id: int,
+        nonce: str,
+        now: float,
+        shown: Shown | None = None,
     ) -> None:
-        """Record the occurrence's first attempt (state ``sending``) before it is sent."""
+        """Record the occurrence's first attempt (state ``sending``) before it is sent, with
+        what it shows (``shown``) that a re-send must show the same."""
+        locale = None if shown is None else shown.locale or ""
+        event_id = None if shown is None else shown.event_id
         await self.db.execute(
             "INSERT INTO bot_deliveries (announcement_id, fire_ts, job_id, nonce, state, "
-            "first_attempt_at) VALUES (?, ?, ?, ?, ?, ?)",
-            (announcement_id, fire_ts, job_id, nonce, DeliveryState.SENDING.value, now),
-        )
+            "first_attempt_at, shown_locale, shown_event_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (announcement_id, fire_ts, job_id, nonce, DeliveryState.SENDING.value, now,
+             locale, event_id),
+        )  # fmt: skip
 
     async def retry_delivery(self, announcement_id: int, fire_ts: float, job_id: int) -> None:
         """Count one more attempt at the occurrence, by ``job_id``."""

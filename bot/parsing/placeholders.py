@@ -12,7 +12,9 @@ attempt renders the same bytes as the first try (its nonce re-send is byte-ident
 - ``{occurrence}``: 1, 2, 3…: the how-manieth time the announcement comes due (one plus its
   occurrences recorded before this one: posted, failed, missed or skipped; a one-off is 1);
 - ``{date}``, ``{time}``, ``{weekday}``: the occurrence's local date (``24 December 2026``),
-  time (``18:00``) and day (``Thursday``) in the announcement's zone;
+  time (``18:00``) and day (``Thursday``) in the announcement's zone, the date and day in the
+  server's language (``24. Dezember 2026``, ``Donnerstag``: Babel's long date and wide day
+  name for a shipped locale; English otherwise);
 - ``{next}``: the occurrence after this one as a Discord timestamp (``<t:N:F>``), ``none``
   after the last one (and for a one-off);
 - ``{until}``: the announcement's ``until`` as a Discord timestamp, ``never`` without one;
@@ -25,16 +27,20 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Final
 from zoneinfo import ZoneInfo
 
-from ..i18n import t
+from babel.dates import format_date, get_day_names
+
+from ..i18n import locales, t
 from .display import discord_timestamp
 from .errors import InputError
 from .words import MONTH_NAMES, WEEKDAY_NAMES
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from .rule import RepeatRule
 
 __all__ = [
@@ -63,11 +69,41 @@ KNOWN_PLACEHOLDERS: Final = (
 EVENT_LINK: Final = "https://discord.com/events/{guild_id}/{event_id}"
 """Where a Discord scheduled event is shown."""
 
+
+def _babel(locale: str | None) -> str | None:
+    """``locale`` as Babel names it when crier ships it, else None (English)."""
+    return locale.replace("-", "_") if locale in locales() else None
+
+
+def _date(at: date, locale: str | None) -> str:
+    """``at`` in words, in ``locale`` (English: ``24 December 2026``)."""
+    babel = _babel(locale)
+    if babel is None:
+        return f"{at.day} {MONTH_NAMES[at.month - 1]} {at.year}"
+    return str(format_date(at, "long", locale=babel))
+
+
+def _weekday(at: date, locale: str | None) -> str:
+    """``at``'s day of the week, in ``locale`` (English: ``Thursday``)."""
+    babel = _babel(locale)
+    if babel is None:
+        return WEEKDAY_NAMES[at.weekday()]
+    return str(get_day_names("wide", "format", babel)[at.weekday()])
+
+
+def _widest_words(shows: Callable[[date, str | None], str]) -> int:
+    """The most characters ``shows`` renders a day to, in any language crier speaks: every
+    month and day of the week, on a two-digit day of a four-digit year."""
+    days = [date(2030, month, 28) for month in range(1, 13)]
+    days += [date(2030, 9, day) for day in range(22, 29)]  # each day of the week
+    return max(len(shows(d, loc)) for loc in (None, *locales()) for d in days)
+
+
 WIDEST: Final = {
     "occurrence": 7,
-    "date": len("30 September 2030"),
+    "date": _widest_words(_date),
     "time": len("23:59"),
-    "weekday": len("Wednesday"),
+    "weekday": _widest_words(_weekday),
     "next": len("<t:99999999999:F>"),
     "until": len("<t:99999999999:F>"),
     "event": len(EVENT_LINK.format(guild_id=2**64, event_id=2**64)),
@@ -144,12 +180,13 @@ def _valid(text: str) -> bool:
     return True
 
 
-def render(text: str, occ: Occurrence) -> str:
-    """``text`` with its placeholders filled in for ``occ``. A text that doesn't check
-    (scheduled before placeholders existed, with braces of its own) is returned as typed."""
+def render(text: str, occ: Occurrence, locale: str | None = None) -> str:
+    """``text`` with its placeholders filled in for ``occ``, its date and day in ``locale``
+    (None: English). A text that doesn't check (scheduled before placeholders existed, with
+    braces of its own) is returned as typed."""
     if not has_placeholders(text) or not _valid(text):
         return text
-    values = _values(occ)
+    values = _values(occ, locale)
 
     def one(match: re.Match[str]) -> str:
         brace = match[0]
@@ -176,13 +213,13 @@ def widest(text: str | None) -> str | None:
     return _TOKEN.sub(one, text)
 
 
-def _values(occ: Occurrence) -> dict[str, str]:
+def _values(occ: Occurrence, locale: str | None) -> dict[str, str]:
     at = occ.at
     return {
         "occurrence": str(occ.number),
-        "date": f"{at.day} {MONTH_NAMES[at.month - 1]} {at.year}",
+        "date": _date(at.date(), locale),
         "time": f"{at.hour:02d}:{at.minute:02d}",
-        "weekday": WEEKDAY_NAMES[at.weekday()],
+        "weekday": _weekday(at.date(), locale),
         "next": _NONE_NEXT if occ.next is None else discord_timestamp(occ.next, "F"),
         "until": _NO_UNTIL if occ.until is None else discord_timestamp(occ.until, "F"),
         "event": occ.event,

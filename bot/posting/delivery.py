@@ -51,6 +51,7 @@ from ..announcements.deliveries import (
     record_sent,
 )
 from ..announcements.jobs import enqueue_report, register_job
+from ..announcements.placeholders import event_url
 from ..metrics import BotStats
 from ..models import AnnouncementState, Destination, nonce_for
 from .failures import PERMANENT_CODES, REQUEST_ERRORS, RequestFailed
@@ -118,6 +119,8 @@ class Delivery:
         found_at = ctx.now.timestamp()
         # Late means found late (after downtime), not queued behind this channel's others.
         late = found_at - fire_ts >= LATE_NOTE_AFTER
+        # The language now: what a first attempt records and shows (a re-send shows its own).
+        locale_now = await posting_locale(self.poster.client, self.announcements, ann.guild_id)
         try:
             async with self.poster.holding(ctx):
                 now = ctx.now.timestamp()
@@ -132,6 +135,7 @@ class Delivery:
                         catch_up_window=self.catch_up_window,
                         nonce_window=self.nonce_window,
                         guild_id=ann.guild_id,
+                        locale=locale_now,
                     )
                 )
                 if attempt.action == Decision.DONE:
@@ -147,12 +151,19 @@ class Delivery:
                     # same request): late only if that one was.
                     late = attempt.first_attempt_at - fire_ts >= LATE_NOTE_AFTER
                 late_for = fire_ts if late else None
-                # Its placeholders rendered from the occurrence alone: a re-send is the same.
-                shown = await self.announcements.as_posted(ann, fire_ts)
-                locale = await posting_locale(self.poster.client, self.announcements, ann.guild_id)
+                # Its placeholders rendered from the occurrence alone, in the language and
+                # with the event its first attempt recorded: a re-send is the same request
+                # even if the server's language or the occurrence's event changed since.
+                first = attempt.shown
+                if first is None:  # an attempt recorded before this was kept: as it did
+                    locale, words, link = locale_now, None, None
+                else:
+                    locale, words = first.locale, first.locale
+                    link = event_url(ann.guild_id, first.event_id)
+                shown = await self.announcements.as_posted(ann, fire_ts, locale=words, event=link)
                 with i18n.speaking(locale):  # the late note and the event button, likewise
                     payload = await stored_payload(
-                        self.announcements.sched, shown, late_for, event_at=fire_ts
+                        self.announcements.sched, shown, late_for, event_at=fire_ts, event=link
                     )
                 # Nothing may post for a run that could have lost its job meanwhile.
                 message_id = await self.poster.request(

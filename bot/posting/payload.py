@@ -183,13 +183,20 @@ def post_payload(
 
 
 async def stored_payload(
-    sched: Scheduler, ann: Announcement, late_for: float | None, event_at: float | None = None
+    sched: Scheduler,
+    ann: Announcement,
+    late_for: float | None,
+    event_at: float | None = None,
+    event: str | None = None,
 ) -> PostPayload:
     """The post of ``ann`` as it is now, with its stored files (see :func:`post_payload`);
-    ``event_at``: the occurrence whose recorded Discord event, if it was created, the post
-    links to with a button (in the language in effect)."""
+    ``event_at``: the occurrence whose Discord event, if it was created, the post links to
+    with a button (in the language in effect): ``event``, the link its first attempt
+    recorded (empty: none), else the event recorded now."""
     async with sched.reader() as db:
         rows = BotDb(db)
         images = await rows.images(ann.id)
-        link = "" if event_at is None else await event_link(rows, ann, event_at)
+        link = event or ""
+        if event is None and event_at is not None:
+            link = await event_link(rows, ann, event_at)
     return post_payload(ann, images, late_for, event_button(link))

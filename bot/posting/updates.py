@@ -84,9 +84,9 @@ class PostUpdates:
                     return {"nothing": target}
                 ann, message_id, late_by = target
                 late_for = fire_ts if late_by >= LATE_NOTE_AFTER else None
-                # Its placeholders as this occurrence shows them.
-                shown = await self.announcements.as_posted(ann, fire_ts)
+                # Its placeholders as this occurrence shows them, in the server's language.
                 locale = await posting_locale(self.poster.client, self.announcements, ann.guild_id)
+                shown = await self.announcements.as_posted(ann, fire_ts, locale=locale)
                 with i18n.speaking(locale):  # the late note, in the server's language
                     payload = await stored_payload(self.announcements.sched, shown, late_for)
                 # A forum post's first message is in its thread, whose id is the message's.

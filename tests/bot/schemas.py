@@ -44,6 +44,7 @@ RELEASES: list[tuple[int, int, str]] = [
     (7, 10, "bd3ee90"),  # templates, imports
     (8, 10, "94967f0"),  # limits, servers left
     (9, 10, "dd5f855"),  # Discord events
+    (10, 10, "9f75449"),  # server languages
 ]
 """(bot migrations, scheduler migrations, the commit that made it) of every earlier schema;
 today's code has :func:`today`."""

@@ -115,7 +115,7 @@ def test_braces_written_twice_and_known_names_pass() -> None:
 
 
 def test_lengths_are_checked_at_the_longest_rendering() -> None:
-    assert widest("{date}!") == "x" * len("30 September 2030") + "!"
+    assert widest("{date}!") == "x" * len("28 de septiembre de 2030") + "!"  # es-ES: the longest
     assert widest("{{a}}") == "{a}"
 
 
@@ -294,7 +294,7 @@ async def test_an_unknown_placeholder_is_refused_at_schedule_and_edit_writing_no
 
 async def test_the_length_counts_placeholders_at_their_longest(world: World, crier: Crier) -> None:
     before = await db_snapshot(crier)
-    text = "x" * (2000 - 17) + "{date}"  # 1989 typed; up to 2000 posted
+    text = "x" * (2000 - 24) + "{date}"  # 1982 typed; up to 2000 posted (es-ES)
     cb = await run_command(world, "schedule", channel=world.news, when="in 1h", message=text)
     assert "Scheduled announcement" in (cb.content or ""), cb.content
     before = await db_snapshot(crier)
