@@ -174,7 +174,8 @@ class Editing(Lifecycle, Reading):
                 skipped = await BotDb(db).skipped_fire_times(a.id, now.timestamp())
             times = await self._next_times(a, now, set(skipped))
         at = times[0] if times else upcoming[0] if upcoming else draft.first
-        return await self.as_posted(as_edited(a, draft), at.timestamp())
+        locale = await self.posts_language(a.guild_id)
+        return await self.as_posted(as_edited(a, draft), at.timestamp(), locale=locale)
 
     async def _replan(
         self,

@@ -264,7 +264,8 @@ class Reading(AnnouncementService):
         next_times = await self._next_times(a, now, set(skipped_ts))
         shown = None
         if next_times:
-            shown = await self.as_posted(a, next_times[0].timestamp())
+            locale = await self.posts_language(a.guild_id)
+            shown = await self.as_posted(a, next_times[0].timestamp(), locale=locale)
         return Details(
             announcement=a,
             shown=shown,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from typing import TYPE_CHECKING
 
 from scheduler import Pace, Scheduler
@@ -13,7 +14,7 @@ from .guards import changed_limits
 from .jobs import channel_pace
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
 
     from scheduler import Pace, Scheduler
 
@@ -45,6 +46,27 @@ class AnnouncementService:
         """The most one server's live announcements may keep in files together."""
         self.forget_after = forget_after
         """Seconds after the bot leaves a server that everything of it is deleted."""
+        self._server_locales: list[weakref.WeakMethod[Callable[[int], str | None]]] = []
+
+    def read_server_locales(self, lookup: Callable[[int], str | None]) -> None:
+        """Let :meth:`posts_language` ask ``lookup`` (a bound method, e.g. a Discord
+        client's, held weakly: a closed shard's client is not kept alive by it) for a
+        server's own language, None when it does not know the server."""
+        self._server_locales.append(weakref.WeakMethod(lookup))
+
+    async def posts_language(self, guild_id: int) -> str | None:
+        """The language the server's posts are said in: the one chosen with ``/settings
+        language``, else the server's own as a connected client knows it, else None
+        (English). What /info and the dashboard's preview render a post's dates in."""
+        chosen = (await self.settings(guild_id)).language
+        if chosen is not None:
+            return chosen
+        self._server_locales = [ref for ref in self._server_locales if ref() is not None]
+        for ref in self._server_locales:
+            lookup = ref()
+            if lookup is not None and (found := lookup(guild_id)) is not None:
+                return found
+        return None
 
     def pace(self, channel_id: int) -> Pace | None:
         """The pace of the delivery jobs (and schedules) that post to ``channel_id``."""

@@ -315,6 +315,12 @@ class CrierBot(commands.Bot):
                 return found
         return None
 
+    def server_locale(self, guild_id: int) -> str | None:
+        """The server's own language (Discord's preferred locale of a community server),
+        None while no shard of this process has the server."""
+        guild = self.get_guild(guild_id)
+        return None if guild is None else str(guild.preferred_locale.value)
+
     def get_guild(self, id: int, /) -> discord.Guild | None:
         if self._shard_clients is None:
             return super().get_guild(id)
@@ -467,6 +473,7 @@ class Crier:
             shards_ready=self.shards.wait_started,
         )
         """The REST-only client: deliveries, command sync, the dashboard's look-ups."""
+        self.bot.announcements.read_server_locales(self.bot.server_locale)
         self.crossposter = Crossposter(
             settings.api_base,
             settings.token,

@@ -170,3 +170,17 @@ async def test_a_discord_event_refused_is_reported_in_the_servers_language(
         f"⚠️ Das Discord-Event von Ankündigung #{local} für <t:{second}:F> konnte nicht "
         "erstellt werden: der Server hat 100 geplante Events, mehr erlaubt Discord nicht."
     )
+
+
+async def test_info_shows_the_next_post_with_its_dates_in_the_servers_language(
+    world: World, crier: Crier
+) -> None:
+    """/info's preview of the next post renders {weekday} and {date} as the post will: in
+    the server's language (German), whatever the reader's (English here)."""
+    local = await schedule(world, world.news, "in 1h", "Am {weekday}, {date}")
+    handle = await world.fake.invoke_command(
+        world.guild, world.general, world.admin, "info", {"id": local}
+    )
+    info = (await handle.response(timeout=5)).content or ""
+    assert "Am Freitag, 1. März 2030" in info, info
+    assert "Friday" not in info, info
