@@ -19,7 +19,9 @@ from babel.numbers import format_decimal
 from scheduler.triggers import CRON_MACROS
 
 from ..i18n import catalogs, current_locale, t, tn
-from .cron_words import _cron_days, _cron_months, _number
+from .cron_fields import cron_days as _cron_days
+from .cron_fields import cron_months as _cron_months
+from .cron_fields import number as _number
 from .durations import duration_parts
 from .words import MONTH_NAMES, WEEKDAY_NAMES, join_words
 
@@ -131,7 +133,7 @@ def spoken_rule(rule: RepeatRule, zone: str) -> str:
         elif rule.step is not None:
             words = _step_words(fields, rule.step)
         else:
-            words = _cron_words(fields)
+            words = cron_words(fields)
     if words is None:
         words = t("cron `{expr}`", expr=expr)
     return f"{words} ({zone})"
@@ -144,7 +146,9 @@ def _times(minute: int, hour_field: str) -> str | None:
     return listed([clock(time(h, minute)) for h in sorted({h for h in hours if h is not None})])
 
 
-def _cron_words(fields: list[str]) -> str | None:
+def cron_words(fields: list[str]) -> str | None:
+    """A 5-field cron expression's common shapes in words, in the language in effect (None:
+    a shape without words)."""
     minute, hour, dom, month, dow = fields
     if hour == "*" and dom == month == dow == "*":
         return _sub_hourly(minute)
