@@ -17,6 +17,11 @@ import importlib
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..config import Settings
 
 Run = Callable[[argparse.Namespace], int]
 AddArguments = Callable[[argparse.ArgumentParser], None]
@@ -110,6 +115,19 @@ SUBCOMMANDS: tuple[Subcommand, ...] = (
     ),
 )
 """Every subcommand, in the order the usage lists them. Add one here."""
+
+
+def missing_database(settings: Settings) -> str | None:
+    """Why an operator's command that reads or writes a server's announcements can't run on
+    ``settings``'s database: a SQLite file that does not exist (a typo in DATABASE_URL, or
+    a bot never started) is refused rather than made empty. None when it may run."""
+    kind, where = settings.database
+    if kind == "sqlite" and not Path(where).exists():
+        return (
+            f"no database at {where} (DATABASE_URL): start the bot once to create it, or "
+            "point DATABASE_URL at the bot's database"
+        )
+    return None
 
 
 def guild_id_argument(raw: str) -> int:

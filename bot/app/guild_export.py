@@ -26,7 +26,7 @@ from ..announcements.transfer import MAX_EXPORTED
 from ..config import ConfigError, Settings, load_settings
 from ..db import BotDb
 from ..requests.export_doc import document_bytes, export_document
-from .cli import guild_id_argument
+from .cli import guild_id_argument, missing_database
 from .crier import bot_migrations, make_store
 from .endpoints import use_discord_endpoints
 
@@ -50,6 +50,8 @@ def run(args: argparse.Namespace) -> int:
         settings = load_settings()
     except ConfigError as exc:
         return _fail(str(exc), 2)
+    if (missing := missing_database(settings)) is not None:
+        return _fail(missing, 1)
     try:
         data, count = asyncio.run(export_guild(settings, args.guild))
     except discord.NotFound:

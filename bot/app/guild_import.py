@@ -39,7 +39,7 @@ from ..render import expected_answer
 from ..requests.export_doc import MAX_IMPORT_BYTES, DocumentRefused, read_document
 from ..requests.importing import ImportPlan, RowOutcome, plan_import
 from ..requests.request import Requester
-from .cli import guild_id_argument
+from .cli import guild_id_argument, missing_database
 from .crier import Crier
 from .endpoints import use_discord_endpoints
 
@@ -78,6 +78,8 @@ def run(args: argparse.Namespace) -> int:
         doc = read_document(raw)
     except DocumentRefused as exc:
         return _fail(f"{args.file}: {_plain_text(str(exc))}", 2)
+    if (missing := missing_database(settings)) is not None:
+        return _fail(missing, 1)
     try:
         done = asyncio.run(import_guild(settings, args.guild, doc, confirm=args.confirm))
     except discord.NotFound:

@@ -73,9 +73,17 @@ async def test_an_unknown_server_is_refused_in_words(
 ) -> None:
     await crier_factory()
     monkeypatch.chdir(tmp_path)
-    db = f"sqlite:///{tmp_path / 'crier.db'}"
-    for name, value in {**world.fake.env(), "DATABASE_URL": db}.items():
+    for name, value in world.fake.env().items():
         monkeypatch.setenv(name, value)
+    # No database there (a typo): refused, and none is made.
+    typo = tmp_path / "typo.db"
+    monkeypatch.setenv("DATABASE_URL", f"sqlite:///{typo}")
+    status = await asyncio.to_thread(cli.main, ["export", "--guild", "123456789012345678"])
+    assert status == 1
+    assert f"no database at {typo}" in capsys.readouterr().err
+    assert not await asyncio.to_thread(typo.exists)
+    # The bot's database, but a server Discord does not know.
+    monkeypatch.setenv("DATABASE_URL", f"sqlite:///{tmp_path / 'crier.db'}")
     status = await asyncio.to_thread(cli.main, ["export", "--guild", "123456789012345678"])
     assert status == 1
     assert "knows no server 123456789012345678" in capsys.readouterr().err

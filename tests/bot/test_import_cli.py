@@ -287,14 +287,34 @@ async def test_a_file_that_is_no_export_is_refused_in_one_line_touching_nothing(
 async def test_an_unknown_server_is_refused_in_words_touching_nothing(
     world: World, tmp_path: Path, operator: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Asked of Discord before the database is opened: the database file is never created."""
+    """Asked of Discord before the database is opened: the database file is left as it
+    was (here empty: not even migrated)."""
     doc = tmp_path / "empty.json"
     await asyncio.to_thread(doc.write_text, json.dumps({"version": 2, "announcements": []}))
-    db = tmp_path / "never.db"
+    db = tmp_path / "untouched.db"
+    await asyncio.to_thread(db.write_bytes, b"")
     status = await operator(f"sqlite:///{db}", "import", str(doc), "--guild", "123456789012345678")
     said = capsys.readouterr()
     assert status == 1, said
     assert said.err == (
         "crier: Discord knows no server 123456789012345678 (or the bot is not in it)\n"
     )
+    assert await asyncio.to_thread(db.read_bytes) == b""
+
+
+async def test_a_database_that_is_not_there_is_refused_not_made(
+    world: World, tmp_path: Path, operator: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A DATABASE_URL naming no file (a typo, a bot never started): refused in one line,
+    for the dry run and the import alike, and no empty database is made there."""
+    doc = tmp_path / "empty.json"
+    await asyncio.to_thread(doc.write_text, json.dumps({"version": 2, "announcements": []}))
+    db = tmp_path / "typo.db"
+    for confirm in ((), ("--confirm",)):
+        status = await operator(
+            f"sqlite:///{db}", "import", str(doc), "--guild", str(world.guild.id), *confirm
+        )
+        said = capsys.readouterr()
+        assert status == 1, said
+        assert said.err.startswith(f"crier: no database at {db} (DATABASE_URL)"), said.err
     assert not await asyncio.to_thread(db.exists)
