@@ -75,6 +75,7 @@ async def test_the_new_form_saves_a_template_and_schedules_nothing(page: Any, si
     await page.get_by_label("Channel").select_option(str(world.news.id))
     await page.get_by_label("Mention").select_option(str(raiders.id))
     await page.get_by_label("Post silently").check()
+    await page.get_by_label("When").fill("in 1h")  # ready to schedule: it still isn't
     await save_as(page, "weekly")
 
     saved = page.locator(".flash")
@@ -85,6 +86,7 @@ async def test_the_new_form_saves_a_template_and_schedules_nothing(page: Any, si
     await expect(page.get_by_label("Title")).to_have_value("Weekly")
     await expect(page.get_by_label("Mention")).to_have_value(str(raiders.id))
     await expect(page.get_by_label("Post silently")).to_be_checked()
+    await expect(page.get_by_label("When")).to_have_value("in 1h")
     assert await announcement_rows(site) == 0
 
     kept = await announcements.template(world.guild.id, "weekly")
