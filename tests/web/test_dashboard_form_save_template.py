@@ -6,7 +6,7 @@ with what was saved; the template then fills the form again; a text too long is 
 announcement as edited on the form (its file too) and edits nothing; a name already taken
 and a server at its limit of templates are answered with /template save's words, writing
 nothing, as is a post without the page's CSRF token; a member without the rights can't save
-one."""
+one; in German, the button and the answers are German."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from tests.fakediscord import Permissions as P
 
 from .conftest import news_draft
 from .test_dashboard_browser import csrf_token, log_in
+from .test_dashboard_language import german_viewer
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -209,3 +210,24 @@ async def test_a_member_without_rights_cannot_save_a_template(page: Any, site: S
     assert "Manage Server" in await forged.text()
     assert await db_snapshot(site.crier) == before
     assert await site.crier.bot.announcements.templates(world.guild.id) == []
+
+
+async def test_in_german_the_button_and_the_answers_are_german(browser: Any, site: Site) -> None:
+    world = site.world
+    context, page = await german_viewer(browser, site, world.admin.user)
+    try:
+        await page.goto(f"{site.url}/g/{world.guild.id}/new")
+        await page.locator("textarea[name=message]").fill("Hallo zusammen")
+        await page.get_by_label("Name der Vorlage").fill("hallo")
+        await page.get_by_role("button", name="Als Vorlage speichern").click()
+        await expect(page.locator(".flash")).to_contain_text(
+            "Vorlage hallo aus dem Formular gespeichert; nichts wurde geplant."
+        )
+        await page.get_by_role("button", name="Als Vorlage speichern").click()  # taken now
+        await expect(page.locator(".answer")).to_contain_text("hallo")
+        await expect(page.locator(".answer")).not_to_contain_text("already has")
+    finally:
+        await context.close()
+    assert (await site.crier.bot.announcements.template(world.guild.id, "hallo")).content == (
+        "Hallo zusammen"
+    )
