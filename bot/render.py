@@ -684,6 +684,18 @@ def template_saved(template: Template, source: int) -> str:
     return "\n".join(lines)
 
 
+def form_template_saved(template: Template) -> str:
+    """The dashboard form's "Save as template": what the template holds; nothing scheduled."""
+    name = template.name
+    lines = [t("💾 Template `{name}` saved from the form; nothing was scheduled.", name=name)]
+    lines += _template_fields(template)
+    lines.append(
+        t("Use it with `/schedule template:{name}` (any option you give overrides it).",
+          name=name)
+    )  # fmt: skip
+    return "\n".join(lines)
+
+
 def _template_fields(template: Template) -> list[str]:
     parts = []
     if template.channel_id is not None:

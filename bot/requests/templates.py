@@ -8,8 +8,11 @@ from typing import TYPE_CHECKING
 
 from ..announcements import Announcements, check_template_name
 from ..i18n import t
-from ..models import Image, Template
+from ..models import Image, Template, mention_markup
+from ..parsing import InputError
+from ..parsing.placeholders import check_placeholders
 from .checks import Refusal, can_read, require_manager
+from .validation import check_widest_length, empty_message
 
 if TYPE_CHECKING:
     import discord
@@ -42,6 +45,47 @@ async def template_from(
         mention=a.mention,
         channel_id=a.channel_id,
         image=files[0] if files else None,
+        author_id=member.id,
+    )
+
+
+async def template_of_form(
+    announcements: Announcements,
+    requester: Requester,
+    name: str,
+    *,
+    content: str,
+    title: str | None,
+    silent: bool,
+    mention: str | None,
+    channel_id: int | None,
+    image: Image | None,
+) -> Template:
+    """A template named ``name`` holding what the announcement form holds (its text, title,
+    silence, mention, channel and file), nothing scheduled; refused as /template save
+    refuses (the member's rights, the name) and as /schedule refuses the text (empty, a
+    placeholder it does not know, too long for Discord). A channel the member can't see is
+    left out (the form offers none)."""
+    guild, member = requester.guild, requester.member
+    require_manager(member, await announcements.settings(guild.id))
+    kept_name = check_template_name(name)
+    if not content.strip():
+        raise InputError(empty_message())
+    check_placeholders(content, "the message")
+    check_placeholders(title, "the title")
+    prefix = 0 if mention is None else len(mention_markup(mention)) + 1
+    check_widest_length(content, prefix, title)
+    if channel_id is not None and not can_read(member, guild, channel_id):
+        channel_id = None
+    return Template(
+        guild_id=guild.id,
+        name=kept_name,
+        content=content,
+        title=title,
+        silent=silent,
+        mention=mention,
+        channel_id=channel_id,
+        image=image,
         author_id=member.id,
     )
 

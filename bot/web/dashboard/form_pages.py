@@ -20,9 +20,9 @@ from aiohttp import web
 
 from ...announcements import TemplateRefused
 from ...parsing import zone_names
-from ...render import confirmation, edit_reply, expected_answer
+from ...render import confirmation, edit_reply, expected_answer, form_template_saved
 from ...requests.editing import check_edit
-from ...requests.templates import Started, started_from
+from ...requests.templates import Started, started_from, template_of_form
 from ...requests.validation import check_request
 from .core import Form, Viewer, form_of
 from .forms import (
@@ -31,6 +31,8 @@ from .forms import (
     form_values,
     new_request,
     preview_of,
+    template_channel,
+    template_mention,
     typed_edit,
     typed_message,
 )
@@ -46,6 +48,9 @@ if TYPE_CHECKING:
     from ...requests.request import Requester
 
 log = logging.getLogger(__name__)
+
+SAVE_TEMPLATE = "save_template"
+"""The ``action`` of the form's "Save as template" button."""
 
 
 class FormPages(GuildPages):
@@ -80,10 +85,13 @@ class FormPages(GuildPages):
     async def _create(
         self, viewer: Viewer, who: Requester, form: Form, values: dict[str, str]
     ) -> web.StreamResponse:
-        """Preview or schedule what the form asks for."""
+        """Preview or schedule what the form asks for, or save it as a template."""
         d = self.d
         image = form.files.get("image")
         stored = await self.template_file(who, values["template"], has_image=image is not None)
+        if form.get("action") == SAVE_TEMPLATE:
+            mention = template_mention(who.guild, values["mention"])
+            return await self.save_as_template(viewer, who, values, mention, image or stored)
         draft, notes, upcoming = await check_request(
             d.announcements,
             d.clock,
@@ -149,8 +157,14 @@ class FormPages(GuildPages):
         form: Form,
         values: dict[str, str],
     ) -> web.StreamResponse:
-        """Preview or save the edit the form asks for."""
+        """Preview or save the edit the form asks for, or save it as a template."""
         d = self.d
+        if form.get("action") == SAVE_TEMPLATE:
+            mention = template_mention(who.guild, values["mention"], current.mention)
+            files = await d.announcements.images(current.id)
+            return await self.save_as_template(
+                viewer, who, values, mention, files[0] if files else None, editing=current
+            )
         message = typed_message(values)
         kept_event = await d.announcements.event_spec(current.id)
         options = typed_edit(current, values, kept_event)
@@ -177,6 +191,34 @@ class FormPages(GuildPages):
         await d.sessions.set_flash(viewer.session, edit_reply(outcome, notes))
         raise web.HTTPSeeOther(f"/g/{who.guild.id}/a/{current.local_id}")
 
+    async def save_as_template(
+        self,
+        viewer: Viewer,
+        who: Requester,
+        values: dict[str, str],
+        mention: str | None,
+        image: Image | None,
+        *,
+        editing: Announcement | None = None,
+    ) -> web.Response:
+        """The "Save as template" button: what the form holds kept as a template of the
+        server, through /template save's own checks (rights, name, the server's limit),
+        nothing scheduled nor edited; the form again as it was, with what was saved."""
+        title = values["title"].strip() or None
+        made = await template_of_form(
+            self.d.announcements, who, values["template_name"], content=values["message"],
+            title=title, silent=values["silent"] == "on", mention=mention,
+            channel_id=template_channel(values), image=image,
+        )  # fmt: skip
+        kept = await self.d.announcements.save_template(made)
+        log.info(
+            "template %r saved from the dashboard's form in guild %d by %d",
+            kept.name, who.guild.id, who.member.id,
+        )  # fmt: skip
+        return await self.form_page(
+            viewer, who, values, editing=editing, saved=form_template_saved(kept)
+        )
+
     async def refused(
         self,
         error: Exception,
@@ -201,6 +243,7 @@ class FormPages(GuildPages):
         editing: Announcement | None = None,
         error: str | None = None,
         preview: Preview | None = None,
+        saved: str | None = None,
     ) -> web.Response:
         """The form, filled with ``values``: the channels the member can see (and the one
         being edited, a thread say), the server's roles, every zone, and the voice and stage
@@ -238,7 +281,8 @@ class FormPages(GuildPages):
         )
         return self.d.render(
             "form.html", viewer, status=400 if error else 200, guild=guild, values=values,
-            editing=editing, error=error, preview=preview, channels=channels, roles=roles,
+            editing=editing, error=error, saved=saved, preview=preview, channels=channels,
+            roles=roles,
             zones=zone_names(), event_channels=places, templates=templates,
             started_with=started_with, lost_channel=lost_channel, lost_role=lost_role,
         )  # fmt: skip

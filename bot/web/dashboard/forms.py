@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 FORM_FIELDS = (
     "message", "title", "channel", "when", "repeat", "timezone", "mention", "until",
-    "event_location", "event_minutes", "event_channel", "template",
+    "event_location", "event_minutes", "event_channel", "template", "template_name",
 )  # fmt: skip
 CHECKBOXES = ("silent", "update_posted", "event")
 
@@ -151,6 +151,24 @@ def new_request(
         **new_event_options(values),
     )
     return AnnouncementRequest(requester, options, message)
+
+
+def template_mention(guild: discord.Guild, typed: str, kept: str | None = None) -> str | None:
+    """The mention a template saved from the form keeps (``everyone`` or ``role:<id>``, as
+    :class:`~bot.models.Template` holds it): the role picked, none for "nobody", ``kept``
+    (the announcement's, on an edit) when the field is left as it is."""
+    typed = typed.strip()
+    if not typed:
+        return kept
+    role_id = mention_option(guild, typed)
+    if role_id is None:
+        return None
+    return "everyone" if role_id == guild.default_role.id else f"role:{role_id}"
+
+
+def template_channel(values: dict[str, str]) -> int | None:
+    typed = values["channel"].strip()
+    return int(typed) if typed.isdigit() else None
 
 
 def typed_edit(
