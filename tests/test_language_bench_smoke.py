@@ -42,4 +42,4 @@ def test_the_i18n_bench_loads_every_shipped_catalog() -> None:
     line = next(row for row in out.splitlines() if row.startswith("after:"))
     for locale in shipped:
         assert f"'{locale}': " in line, out
-    assert re.search(r"memory the catalogs hold\s+[1-9][\d.]* KiB", out), out
+    assert re.search(r"memory bot\.i18n \+ catalogs hold\s+[1-9][\d.]* KiB", out), out
