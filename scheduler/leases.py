@@ -194,9 +194,16 @@ class LeaseShare:
         that it may stop."""
         self._poked.set()
 
-    async def _sleep_or_poke(self, seconds: float) -> bool:
-        """Sleep ``seconds`` on the clock, or less if poked; whether it was poked."""
-        sleeper = asyncio.ensure_future(self._engine.clock.sleep(seconds))
+    async def _sleep_until(self, at: float) -> None:
+        # The delay is measured when this coroutine starts, not when it was made: the clock
+        # may move in between (a FakeClock stepped by a test, or a busy loop), and a delay
+        # measured earlier would then sleep past ``at``.
+        await self._engine.clock.sleep(max(0.0, at - self._monotonic()))
+
+    async def _sleep_or_poke(self, at: float) -> bool:
+        """Sleep on the clock until its monotonic time ``at``, or less if poked; whether it
+        was poked."""
+        sleeper = asyncio.ensure_future(self._sleep_until(at))
         poked = asyncio.ensure_future(self._poked.wait())
         try:
             await asyncio.wait({sleeper, poked}, return_when=asyncio.FIRST_COMPLETED)
@@ -212,7 +219,7 @@ class LeaseShare:
             wait = self._next - self._monotonic()
             poked = self._poked.is_set()
             if wait > 0 and not poked:
-                poked = await self._sleep_or_poke(wait)
+                poked = await self._sleep_or_poke(self._next)
             self._poked.clear()
             if not poked:  # (a poked round comes in between: the rounds keep their times)
                 self._next += self.ttl / 3

@@ -347,3 +347,24 @@ async def test_a_member_cut_off_from_the_store_stops_what_it_may_have_lost(
     assert work.running["a"] == set()
     assert a._task is not None
     a._task.cancel()
+
+
+async def test_a_round_due_while_its_sleep_was_starting_is_not_slept_past(
+    procs: Procs, clock: FakeClock
+) -> None:
+    """The loop makes its sleep until the next round, and the clock moves before that sleep
+    has started (a stepped FakeClock, a busy event loop): the sleep still ends when the
+    round is due, not a full delay after the moved time."""
+    work = Work()
+    a = work.share(procs("a"))
+    await a.join()
+    due = a._monotonic() + TTL / 3
+    sleeping = asyncio.ensure_future(a._sleep_or_poke(due))
+    # One turn of the event loop (its ready queue is first in, first out): the task above
+    # runs up to its wait, having made its sleep, which starts on the next turn; this test
+    # runs before it, and steps the clock in between.
+    await asyncio.sleep(0)
+    clock.advance(TTL / 3)  # due now
+    await asyncio.wait_for(sleeping, 5)  # a sleep measured before the step never ends
+    assert not sleeping.result()  # it slept; it was not poked
+    await a.leave(within=0)
