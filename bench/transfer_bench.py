@@ -134,6 +134,9 @@ async def bench(n: int, runs: int) -> dict[str, Any]:
                 api_base=fake.api_base,
                 gateway_url=fake.gateway_url,
                 send_spacing=0.0,
+                # A server of ``n`` announcements, and the one it is imported into: past the
+                # default limit per server, as an operator would raise it for such a server.
+                max_announcements=max(n, 1000),
             )
             crier = Crier(settings, guild_ready_timeout=0.05)
             await crier.start()
