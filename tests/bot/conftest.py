@@ -3,6 +3,7 @@ connected to it, on a real database."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -171,6 +172,16 @@ async def run_command(
         world.guild, where or world.general, by or world.admin, name, options
     )
     return await h.response(timeout=5)
+
+
+async def schedule_id(world: World, **options: Any) -> int:
+    """``/schedule`` with ``options`` (in #news unless a channel is given) by the admin;
+    the number of the announcement it made (asserting it made one)."""
+    options.setdefault("channel", world.news)
+    cb = await run_command(world, "schedule", **options)
+    found = re.search(r"Scheduled announcement \*\*#(\d+)\*\*", cb.content or "")
+    assert found is not None, cb.content
+    return int(found[1])
 
 
 @pytest.fixture

@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 from bot.announcements import SEND_FN, UPDATE_FN, Announcement
 from scheduler import JobState
 from tests.bot.conftest import NOW, CrierFactory, World, run_command
+from tests.bot.conftest import schedule_id as schedule
 from tests.bot.test_commands import any_db_crier  # noqa: F401  (a fixture used here)
 from tests.bot.test_crash_bot import DEADLINE, HOLD, Harness
 from tests.fakediscord import InteractionCallback
@@ -73,14 +74,6 @@ async def snapshot(app: Crier) -> dict[str, list[tuple[Any, ...]]]:
             cur = await db.execute(f"SELECT * FROM {table}")
             out[table] = sorted(tuple(r) for r in await cur.fetchall())
     return out
-
-
-async def schedule(world: World, **options: Any) -> int:
-    options.setdefault("channel", world.news)
-    cb = await run_command(world, "schedule", **options)
-    found = re.search(r"Scheduled announcement \*\*#(\d+)\*\*", cb.content or "")
-    assert found is not None, cb.content
-    return int(found[1])
 
 
 async def edit(world: World, by: Member | None = None, **options: Any) -> str:

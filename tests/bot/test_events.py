@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from tests.bot.conftest import NOW, CrierFactory, World, db_snapshot, run_command
+from tests.bot.conftest import schedule_id as schedule
 from tests.bot.test_crash_bot import DEADLINE, HOLD, Harness
 from tests.bot.test_delivery import advance, advance_to_retry, posts
 from tests.fakediscord import Permissions as P
@@ -37,14 +38,6 @@ BASE = P.VIEW_CHANNEL | P.SEND_MESSAGES | P.MENTION_EVERYONE | P.EMBED_LINKS
 async def crier(world: World, crier_factory: CrierFactory, db_url: str) -> Crier:
     world.guild.set_bot_permissions(BASE | P.CREATE_EVENTS)
     return await crier_factory(database_url=db_url, event_lead=86400.0)
-
-
-async def schedule(world: World, **options: Any) -> int:
-    options.setdefault("channel", world.news)
-    cb = await run_command(world, "schedule", **options)
-    found = re.search(r"Scheduled announcement \*\*#(\d+)\*\*", cb.content or "")
-    assert found is not None, cb.content
-    return int(found[1])
 
 
 def events(world: World) -> list[ScheduledEvent]:

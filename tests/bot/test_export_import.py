@@ -7,7 +7,6 @@ the dry run's button applies once, for the member who ran it."""
 from __future__ import annotations
 
 import json
-import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,6 +15,7 @@ import pytest
 
 from bot.requests.export_doc import MAX_IMPORT_BYTES
 from tests.bot.conftest import CrierFactory, World, db_snapshot, run_command
+from tests.bot.conftest import schedule_id as schedule
 from tests.bot.test_delivery import advance, advance_to
 from tests.fakediscord import Member
 from tests.fakediscord import Permissions as P
@@ -30,14 +30,6 @@ if TYPE_CHECKING:
 def crier(crier_on_each_db: Crier) -> Crier:
     """On SQLite and PostgreSQL (every test here that takes it)."""
     return crier_on_each_db
-
-
-async def schedule(world: World, **options: Any) -> int:
-    options.setdefault("channel", world.news)
-    cb = await run_command(world, "schedule", **options)
-    found = re.search(r"Scheduled announcement \*\*#(\d+)\*\*", cb.content or "")
-    assert found is not None, cb.content
-    return int(found[1])
 
 
 async def export(world: World, by: Member | None = None) -> tuple[Message, bytes]:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -17,6 +16,7 @@ from bot.announcements import EVENTS_FN
 from bot.app import cli, guild_import
 from scheduler import Scheduler
 from tests.bot.conftest import CrierFactory, World, db_snapshot, run_command
+from tests.bot.conftest import schedule_id as schedule
 from tests.bot.test_delivery import idle
 from tests.fakediscord import Permissions as P
 
@@ -44,14 +44,6 @@ def operator(
         return await asyncio.to_thread(cli.main, list(args))
 
     return run
-
-
-async def schedule(world: World, **options: Any) -> int:
-    options.setdefault("channel", world.news)
-    cb = await run_command(world, "schedule", **options)
-    found = re.search(r"Scheduled announcement \*\*#(\d+)\*\*", cb.content or "")
-    assert found is not None, cb.content
-    return int(found[1])
 
 
 async def next_times(crier: Crier, guild_id: int) -> list[tuple[str, str, float | None]]:

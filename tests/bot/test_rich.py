@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from bot.parsing import InputError
 from bot.requests.validation import check_length
 from tests.bot.conftest import World, db_snapshot, run_command
+from tests.bot.conftest import schedule_id as schedule
 from tests.bot.test_delivery import advance
 from tests.fakediscord import Permissions as P
 from tests.fakediscord.interactions import CB_CHANNEL_MESSAGE, CB_MODAL, iter_components
@@ -31,14 +32,6 @@ if TYPE_CHECKING:
     from tests.fakediscord.state import Message
 
 SUPPRESS_NOTIFICATIONS = 1 << 12
-
-
-async def schedule(world: World, **options: Any) -> int:
-    options.setdefault("channel", world.news)
-    cb = await run_command(world, "schedule", **options)
-    found = re.search(r"Scheduled announcement \*\*#(\d+)\*\*", cb.content or "")
-    assert found is not None, cb.content
-    return int(found[1])
 
 
 def posts(world: World) -> list[Message]:

@@ -108,6 +108,18 @@ async def site(tmp_path: Path) -> AsyncIterator[Site]:
 REQUIRE_BROWSER = "CRIER_REQUIRE_BROWSER"
 
 
+@contextlib.asynccontextmanager
+async def browser_page(browser: Any, timeout_ms: float = 10_000) -> AsyncIterator[Any]:
+    """A page of a new browser context (its own cookies), 1100 x 800, waiting at most
+    ``timeout_ms`` for what it is asked; closed afterwards."""
+    context = await browser.new_context(viewport={"width": 1100, "height": 800})
+    context.set_default_timeout(timeout_ms)
+    try:
+        yield await context.new_page()
+    finally:
+        await context.close()
+
+
 def without_browser(why: str) -> NoReturn:
     """Skip the browser test, saying ``why``; fail it instead when :data:`REQUIRE_BROWSER`
     is set (in CI)."""

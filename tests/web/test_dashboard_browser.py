@@ -14,7 +14,7 @@ import pytest_asyncio
 from bot.models import AnnouncementState
 from tests.bot.conftest import World, add_world, db_snapshot
 
-from .conftest import Site, news_draft
+from .conftest import Site, browser_page, news_draft
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -27,13 +27,8 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 @pytest_asyncio.fixture(loop_scope="module")
 async def page(browser: Any, site: Site) -> AsyncIterator[Any]:
-    context = await browser.new_context(viewport={"width": 1100, "height": 800})
-    context.set_default_timeout(5000)
-    found = await context.new_page()
-    try:
+    async with browser_page(browser, 5000) as found:
         yield found
-    finally:
-        await context.close()
 
 
 async def log_in(page: Any, site: Site, who: Member | User) -> None:

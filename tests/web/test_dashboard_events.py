@@ -17,7 +17,7 @@ import pytest_asyncio
 from tests.bot.conftest import NOW, add_world, db_snapshot
 from tests.fakediscord import Permissions as P
 
-from .conftest import news_draft
+from .conftest import browser_page, news_draft
 from .test_dashboard_browser import advance, log_in
 
 if TYPE_CHECKING:
@@ -37,13 +37,8 @@ BASE = P.VIEW_CHANNEL | P.SEND_MESSAGES | P.MENTION_EVERYONE | P.EMBED_LINKS
 @pytest_asyncio.fixture(loop_scope="module")
 async def page(browser: Any, site: Site) -> AsyncIterator[Any]:
     site.world.guild.set_bot_permissions(BASE | P.CREATE_EVENTS)
-    context = await browser.new_context(viewport={"width": 1100, "height": 800})
-    context.set_default_timeout(10_000)
-    found = await context.new_page()
-    try:
+    async with browser_page(browser) as found:
         yield found
-    finally:
-        await context.close()
 
 
 def events(site: Site, guild: Guild | None = None) -> list[ScheduledEvent]:

@@ -17,12 +17,13 @@ import pytest
 import pytest_asyncio
 from playwright.async_api import expect
 
-from bot.models import GuildLimits, Image
+from bot.models import GuildLimits
 from tests.bot.conftest import db_snapshot
 from tests.fakediscord import Permissions as P
 
-from .conftest import news_draft
+from .conftest import browser_page, news_draft
 from .test_dashboard_browser import csrf_token, log_in
+from .test_dashboard_form_templates import PNG
 from .test_dashboard_language import german_viewer
 
 if TYPE_CHECKING:
@@ -33,19 +34,13 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 BASE = P.VIEW_CHANNEL | P.SEND_MESSAGES | P.MENTION_EVERYONE | P.EMBED_LINKS
-PNG = Image("poster.png", "image/png", b"\x89PNG\r\n\x1a\n" + b"\x00" * 32)
 
 
 @pytest_asyncio.fixture(loop_scope="module")
 async def page(browser: Any, site: Site) -> AsyncIterator[Any]:
     site.world.guild.set_bot_permissions(BASE)
-    context = await browser.new_context(viewport={"width": 1100, "height": 800})
-    context.set_default_timeout(10_000)
-    found = await context.new_page()
-    try:
+    async with browser_page(browser) as found:
         yield found
-    finally:
-        await context.close()
 
 
 async def announcement_rows(site: Site) -> int:

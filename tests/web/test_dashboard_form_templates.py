@@ -20,7 +20,7 @@ from bot.models import Content, Image, Template
 from tests.bot.conftest import NOW
 from tests.fakediscord import Permissions as P
 
-from .conftest import news_draft
+from .conftest import browser_page, news_draft
 from .test_dashboard_browser import advance, log_in
 from .test_dashboard_language import german_viewer
 
@@ -38,13 +38,8 @@ PNG = Image("poster.png", "image/png", b"\x89PNG\r\n\x1a\n" + b"\x00" * 32)
 @pytest_asyncio.fixture(loop_scope="module")
 async def page(browser: Any, site: Site) -> AsyncIterator[Any]:
     site.world.guild.set_bot_permissions(BASE | P.CREATE_EVENTS)
-    context = await browser.new_context(viewport={"width": 1100, "height": 800})
-    context.set_default_timeout(10_000)
-    found = await context.new_page()
-    try:
+    async with browser_page(browser) as found:
         yield found
-    finally:
-        await context.close()
 
 
 async def test_a_template_fills_the_new_form_and_what_is_changed_wins(

@@ -14,7 +14,7 @@ import pytest_asyncio
 
 from tests.bot.conftest import NOW, db_snapshot
 
-from .conftest import Site, news_draft
+from .conftest import Site, browser_page, news_draft
 from .test_dashboard_browser import log_in
 
 if TYPE_CHECKING:
@@ -26,13 +26,8 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 @pytest_asyncio.fixture(loop_scope="module")
 async def page(browser: Any, site: Site) -> AsyncIterator[Any]:
-    context = await browser.new_context(viewport={"width": 1100, "height": 800})
-    context.set_default_timeout(10_000)
-    found = await context.new_page()
-    try:
+    async with browser_page(browser) as found:
         yield found
-    finally:
-        await context.close()
 
 
 async def test_a_template_is_saved_from_an_announcement_and_deleted(page: Any, site: Site) -> None:
