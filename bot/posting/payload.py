@@ -129,20 +129,19 @@ def allowed_mentions(spec: dict[str, Any]) -> discord.AllowedMentions:
 async def posting_locale(
     client: discord.Client, announcements: Announcements, guild_id: int
 ) -> str | None:
-    """The language of what the bot posts for everyone in a guild: the one chosen with
-    ``/settings language``, else the server's own (its ``guild_locale``: Discord's
-    preferred locale of a community server), else None (English)."""
-    chosen = (await announcements.settings(guild_id)).language
-    if chosen is not None:
-        return chosen
-    guild: discord.Guild | None = client.get_guild(guild_id)
-    if guild is None:
-        # Not in the gateway's cache yet: an occurrence caught up at start (the very one a
-        # late note is for) or its report may come before READY. Asked of Discord then.
-        try:
-            guild = await client.fetch_guild(guild_id, with_counts=False)
-        except REQUEST_ERRORS:
-            return None
+    """The language of what the bot posts for everyone in a guild
+    (:meth:`~bot.announcements.Announcements.posts_language`: the one chosen with
+    ``/settings language``, else the server's own, its ``guild_locale``), else None
+    (English)."""
+    known = await announcements.posts_language(guild_id)
+    if known is not None:
+        return known
+    # Not in the gateway's cache yet: an occurrence caught up at start (the very one a late
+    # note is for) or its report may come before READY. Asked of Discord then.
+    try:
+        guild = await client.fetch_guild(guild_id, with_counts=False)
+    except REQUEST_ERRORS:
+        return None
     return str(guild.preferred_locale.value)
 
 
