@@ -7,7 +7,9 @@ the dashboard. The server is meant to sit on loopback or behind a reverse proxy.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import weakref
 from typing import TYPE_CHECKING
 
 from aiohttp import web
@@ -15,18 +17,71 @@ from aiohttp import web
 from ..config import ConfigError
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Awaitable, Callable, Iterable
 
 log = logging.getLogger(__name__)
+
+SHUTDOWN_TIMEOUT = 5.0
+"""How long :meth:`WebServer.stop` lets a request in flight finish before it is dropped (a
+client that stopped reading must not hold a shutdown for aiohttp's default minute)."""
+
+
+async def stop_runner(
+    runner: web.BaseRunner, before_cleanup: Callable[[], Awaitable[None]] | None = None
+) -> None:
+    """Stop ``runner`` with no connection left open: stop accepting, let every connection
+    already accepted reach the server, close the listening sockets, run ``before_cleanup``,
+    finish (or drop) the requests in flight as :meth:`~aiohttp.web.BaseRunner.cleanup` does,
+    then abort whatever that left open.
+
+    ``cleanup`` alone can leave a socket open for good, in two ways:
+
+    - It closes a connection gently, which waits for the unsent data to go out: forever, for
+      a client that stopped reading.
+    - It closes the listening socket at once. On Python 3.11 a connection accepted in the
+      event loop's round before then has its transport made a round later, and making it
+      fails on the closed server (``Server._attach`` asserts it is open): the accepted
+      socket belongs to nobody, open until the garbage collector finds it.
+
+    Either is a file descriptor held past the server and its event loop, and an "unclosed
+    transport" ``ResourceWarning`` whenever it is collected."""
+    loop = asyncio.get_running_loop()
+    server = runner.server
+    sites = list(runner.sites)
+    for site in sites:
+        # aiohttp keeps the asyncio server of a site as _server (no public name for it).
+        listening = getattr(site, "_server", None)
+        for sock in getattr(listening, "sockets", None) or ():
+            loop.remove_reader(sock.fileno())
+    # Callbacks run in the order they were scheduled, one round after another. An accept
+    # already due in this round runs after this task yields; the transports of what it
+    # accepted are made in the next round, and join the server (connection_made) in the one
+    # after. Three rounds yielded here come after all of that.
+    for _ in range(3):
+        await asyncio.sleep(0)
+    for site in sites:
+        await site.stop()
+    opened: weakref.WeakSet[asyncio.Transport] = weakref.WeakSet()
+    if server is not None:
+        opened.update(h.transport for h in server.connections if h.transport is not None)
+    if before_cleanup is not None:
+        await before_cleanup()
+    await runner.cleanup()
+    for transport in list(opened):
+        transport.abort()  # nothing for one closed already
+    # abort() closes the socket in a callback scheduled now: yield once so it runs before
+    # the caller goes on (and perhaps closes the loop).
+    await asyncio.sleep(0)
 
 
 class WebServer:
     """An aiohttp application served at ``host:port`` (port 0: any free port; see
     :attr:`port` once started)."""
 
-    def __init__(self, host: str, port: int) -> None:
+    def __init__(self, host: str, port: int, shutdown_timeout: float = SHUTDOWN_TIMEOUT) -> None:
         self.host = host
         self.port = port
+        self.shutdown_timeout = shutdown_timeout
         self.app = web.Application()
         self._runner: web.AppRunner | None = None
 
@@ -41,7 +96,12 @@ class WebServer:
 
     async def start(self) -> None:
         """Listen; an address that cannot be bound is a :class:`ConfigError` naming it."""
-        runner = web.AppRunner(self.app, access_log=None, handle_signals=False)
+        runner = web.AppRunner(
+            self.app,
+            access_log=None,
+            handle_signals=False,
+            shutdown_timeout=self.shutdown_timeout,
+        )
         await runner.setup()
         site = web.TCPSite(runner, self.host, self.port)
         try:
@@ -56,7 +116,8 @@ class WebServer:
         log.info("serving /healthz and /metrics on %s", self.url)
 
     async def stop(self) -> None:
-        """Stop listening and finish (or drop) the requests in flight. Idempotent."""
+        """Stop listening, finish the requests in flight within :attr:`shutdown_timeout` and
+        drop the rest: no connection is left open. Idempotent."""
         runner, self._runner = self._runner, None
         if runner is not None:
-            await runner.cleanup()
+            await stop_runner(runner)

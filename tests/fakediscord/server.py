@@ -26,6 +26,8 @@ from typing import Any
 
 from aiohttp import web
 
+from bot.web.server import stop_runner
+
 from .apispec import SpecCheck, SpecViolation
 from .attachments import (
     DEFAULT_UPLOAD_LIMIT,
@@ -321,9 +323,10 @@ class FakeDiscord:
         self.holds.release_all()
         if self._runner is None:
             return
-        await self.gateway.close_all()
-        await self._runner.cleanup()
-        self._runner = None
+        runner, self._runner = self._runner, None
+        # Not listening first: a bot that reconnects when its gateway is closed below finds
+        # the door shut, not a connection that outlives this fake.
+        await stop_runner(runner, before_cleanup=self.gateway.close_all)
 
     async def __aenter__(self) -> FakeDiscord:
         return await self.start()
