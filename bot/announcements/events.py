@@ -27,6 +27,8 @@ from .placeholders import as_posted_at, occurrence_number
 from .reading import Reading
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
     from scheduler import TransactionContext
 
 
@@ -73,10 +75,13 @@ class EventPlan:
     """When the next occurrence without an event comes within the lead time (None: none)."""
 
 
-def event_shape(ann: Announcement, spec: EventSpec, fire_ts: float, number: int) -> EventShape:
+def event_shape(
+    ann: Announcement, spec: EventSpec, fire_ts: float, number: int, locale: str | None = None
+) -> EventShape:
     """The event of ``ann``'s occurrence at ``fire_ts``: named by its title, else the first
-    line of its text (placeholders rendered, ``{event}`` empty), described by its text."""
-    shown = as_posted_at(ann, fire_ts, number)
+    line of its text (placeholders rendered in ``locale``, as its post says them; ``{event}``
+    empty), described by its text."""
+    shown = as_posted_at(ann, fire_ts, number, locale=locale)
     first_line = next((line.strip() for line in shown.content.splitlines() if line.strip()), "")
     name = (shown.rich.title or first_line or f"Announcement #{ann.local_id}").strip()
     if len(name) > MAX_EVENT_NAME:
@@ -123,7 +128,15 @@ class EventPlans(Reading):
         async with self.sched.reader() as db:
             return await BotDb(db).events_of(announcement_id)
 
-    async def event_plan(self, announcement_id: int, lead: float) -> EventPlan:
+    async def event_plan(
+        self,
+        announcement_id: int,
+        lead: float,
+        language: Callable[[int], Awaitable[str | None]] | None = None,
+    ) -> EventPlan:
+        """What the announcement's events should be now, named and described as its posts
+        say them: in ``language(guild_id)`` (the posts' language as the poster finds it;
+        None: :meth:`posts_language`)."""
         now = self.sched.clock.now()
         async with self.sched.reader() as db:
             rows = BotDb(db)
@@ -134,6 +147,8 @@ class EventPlans(Reading):
         if a is None or spec is None or a.state != AnnouncementState.SCHEDULED:
             return EventPlan(a, spec, {}, recorded, None)
         times = await self._event_times(a, now, skipped, lead)
+        speaks = language if language is not None else self.posts_language
+        locale = await speaks(a.guild_id)
         horizon = now.timestamp() + lead
         wanted: dict[float, EventShape] = {}
         later = None
@@ -145,7 +160,7 @@ class EventPlans(Reading):
             async with self.sched.reader() as db:
                 number = await occurrence_number(BotDb(db), a, ts)
             # Its number: the ones before it are not recorded yet (still to come).
-            wanted[ts] = event_shape(a, spec, ts, number + i)
+            wanted[ts] = event_shape(a, spec, ts, number + i, locale)
         return EventPlan(a, spec, wanted, recorded, later)
 
     async def _event_times(

@@ -44,6 +44,7 @@ from ..announcements.events import CLAIM_SECONDS
 from ..announcements.jobs import enqueue_report, register_job
 from ..db import BotDb, EventRow
 from .failures import REQUEST_ERRORS, RequestFailed, classify
+from .payload import posting_locale
 
 if TYPE_CHECKING:
     from ..models import Announcement
@@ -107,7 +108,12 @@ class EventSync:
         return done
 
     async def _sync(self, ctx: ActionContext, args: EventsArgs) -> dict[str, object]:
-        plan = await self.announcements.event_plan(args.announcement_id, self.lead)
+        client, announcements = self.poster.client, self.announcements
+
+        async def language(guild_id: int) -> str | None:
+            return await posting_locale(client, announcements, guild_id)
+
+        plan = await announcements.event_plan(args.announcement_id, self.lead, language)
         ann = plan.announcement
         if ann is None:
             return {"nothing": "no announcement"}

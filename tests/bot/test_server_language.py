@@ -184,3 +184,28 @@ async def test_info_shows_the_next_post_with_its_dates_in_the_servers_language(
     info = (await handle.response(timeout=5)).content or ""
     assert "Am Freitag, 1. März 2030" in info, info
     assert "Friday" not in info, info
+
+
+async def test_a_discord_events_name_says_its_dates_as_the_post_does(
+    world: World, crier_factory: CrierFactory, clock: FakeClock
+) -> None:
+    """The event of an occurrence is named from its text with the placeholders rendered as
+    its post renders them: in the server's language (German), the post and the event say
+    the same words."""
+    from tests.bot.test_events import BASE, events
+    from tests.bot.test_events import schedule as schedule_event
+    from tests.fakediscord import Permissions as P
+
+    world.guild.set_bot_permissions(BASE | P.CREATE_EVENTS)
+    crier = await crier_factory(event_lead=86400.0)
+    await schedule_event(
+        world, when="in 2h", timezone="UTC", message="Treffen am {weekday}, {date}",
+        event=True, event_location="Saal",
+    )  # fmt: skip
+    await advance(crier, clock, 1)
+    [event] = events(world)
+    assert event.name == "Treffen am Freitag, 1. März 2030"
+
+    await advance(crier, clock, timedelta(hours=2))
+    [post] = posts(world, world.news)
+    assert post.content.startswith(event.name)
