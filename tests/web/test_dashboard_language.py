@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from bot.models import Template
 from tests.bot.conftest import NOW
 
 from .conftest import Site, news_draft
@@ -224,6 +225,39 @@ async def test_the_templates_page_in_german_then_french_from_the_picker(
         assert await page.locator("h1").inner_text() == "Modèles"
         assert await page.locator(".empty").inner_text() == "Aucun modèle pour l'instant."
         assert await page.get_by_role("button", name="Enregistrer le modèle").is_visible()
+    finally:
+        await context.close()
+
+
+FORM_ENGLISH = [
+    *CHROME, "New announcement", "Start from a template", "Fill the form from it", "When",
+    "Repeat", "Time zone", "Until", "Message", "Title", "Image or file", "Mention",
+    "Discord event", "Create a Discord event for each occurrence", "Event location",
+    "Event length", "Event in voice or stage", "Save as template", "Template name",
+    "Schedule", "Preview", "nobody", "once",
+]  # fmt: skip
+"""The new-announcement form's English, the event and template controls included."""
+
+
+async def test_the_new_announcement_form_in_german_with_its_event_and_template_controls(
+    browser: Any, site: Site
+) -> None:
+    world = site.world
+    await site.crier.bot.announcements.save_template(
+        Template(world.guild.id, "woche", "Wochentreffen {date}")
+    )
+    context, page = await german_viewer(browser, site, world.admin.user)
+    try:
+        await page.goto(f"{site.url}/g/{world.guild.id}/new")
+        assert await page.locator("h1").inner_text() == "Neue Ankündigung"
+        await page.get_by_label("Mit einer Vorlage beginnen").select_option("woche")
+        await page.get_by_role("button", name="Formular damit ausfüllen").click()
+        message = page.get_by_role("textbox", name="Nachricht")
+        assert await message.input_value() == "Wochentreffen {date}"
+        await page.get_by_label("Für jedes Vorkommen ein Discord-Event erstellen").check()
+        assert await page.get_by_label("Ort des Events").is_visible()
+        assert leftovers(await body_text(page), FORM_ENGLISH) == []
+        await document_screenshot(page, "dashboard-de-form.png")
     finally:
         await context.close()
 
