@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from bot.models import Template
+from bot.parsing.display import example_date
 from tests.bot.conftest import NOW
 
 from .conftest import Site, news_draft
@@ -256,6 +257,11 @@ async def test_the_new_announcement_form_in_german_with_its_event_and_template_c
         assert await message.input_value() == "Wochentreffen {date}"
         await page.get_by_label("Für jedes Vorkommen ein Discord-Event erstellen").check()
         assert await page.get_by_label("Ort des Events").is_visible()
+        # The hints are examples a German reader can type, the date one still ahead.
+        hint = await page.get_by_label("Wann").get_attribute("placeholder")
+        assert hint == f"in 90 Minuten, morgen 9 Uhr, {example_date(NOW.date())}"
+        hint = await page.get_by_label("Wiederholung").get_attribute("placeholder")
+        assert hint == "jeden Freitag um 20 Uhr, täglich, cron (optional)"
         assert leftovers(await body_text(page), FORM_ENGLISH) == []
         await document_screenshot(page, "dashboard-de-form.png")
     finally:

@@ -20,6 +20,7 @@ from aiohttp import web
 
 from ...announcements import TemplateRefused
 from ...parsing import zone_names
+from ...parsing.display import example_date
 from ...render import confirmation, edit_reply, expected_answer, form_template_saved
 from ...requests.editing import check_edit
 from ...requests.templates import Started, started_from, template_of_form
@@ -285,6 +286,7 @@ class FormPages(GuildPages):
             roles=roles,
             zones=zone_names(), event_channels=places, templates=templates,
             started_with=started_with, lost_channel=lost_channel, lost_role=lost_role,
+            example_date=example_date(self.d.clock.now().astimezone(viewer.zone).date()),
         )  # fmt: skip
 
 
