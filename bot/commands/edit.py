@@ -42,7 +42,7 @@ class EditCommands(AnswersErrors, name="EditCommands"):
     @app_commands.describe(
         id="The announcement's number (see /list)",
         message="The new text (leave every option out to edit the text in a form)",
-        when="A new time: in 90m, 18:00, tomorrow 09:00, 2026-12-24 18:00, or <t:1735000000>",
+        when="A new time: in 90m, 18:00, tomorrow 09:00, 24/12 18:00, or <t:1735000000>",
         repeat="A new rule (daily, weekly, every 2h, 0 9 * * 1-5…), or none to post once",
         channel="Where to post from now on",
         timezone="The zone for `when`, `until` and the rule",

@@ -5,10 +5,11 @@ member's language, and the dashboard form's hints. A French member told to type
 
 The examples are read out of the texts as shipped (each catalog's translation): after a
 leading ``Label:``, up to a trailing ``(…)``, split at commas; ``cron`` names a form, it is
-not an example."""
+not an example, nor is a Discord timestamp (a form: any fixed one is past one day)."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, date, datetime
 from zoneinfo import ZoneInfo
 
@@ -28,12 +29,16 @@ NOW = datetime(2026, 12, 28, 10, 0, tzinfo=UTC)
 ZONE = ZoneInfo("Europe/Paris")
 
 WHEN_OPTION = "When: in 90m, tonight 9pm, tomorrow 9am, 24/12 18:00 (optional if repeat has a time)"
+EDIT_WHEN_OPTION = "A new time: in 90m, 18:00, tomorrow 09:00, 24/12 18:00, or <t:1735000000>"
 REPEAT_OPTION = "every friday at 8pm, daily at 9, biweekly, last day of the month, every 2h, cron"
+EDIT_REPEAT_OPTION = "A new rule (daily, weekly, every 2h, 0 9 * * 1-5…), or none to post once"
 WHEN_HINT = "in 90m, tomorrow 9am, {date}"
 REPEAT_HINT = "every friday at 8pm, daily, cron (optional)"
 
 
 def examples(text: str) -> list[str]:
+    # A Discord timestamp (after the language's "or") shows a form, like cron.
+    text = re.sub(r",?\s+\w+\s+<t:\d+>$", "", text)
     head, sep, rest = text.partition(": ")
     if sep and "," not in head:
         text = rest
@@ -41,6 +46,12 @@ def examples(text: str) -> list[str]:
         text = text[: text.rindex(" (")]
     found = [part.strip() for part in text.split(",")]
     return [x for x in found if x and x != "cron"]
+
+
+def listed(text: str) -> list[str]:
+    """The examples inside the parentheses of ``text``, a cron expression left out."""
+    inside = text[text.index("(") + 1 : text.index(")")]
+    return [x.strip() for x in inside.split(",") if "*" not in x]
 
 
 def shown(message: str, locale: str, context: str, **values: str) -> str:
@@ -51,6 +62,10 @@ def shown(message: str, locale: str, context: str, **values: str) -> str:
 
 def test_examples_are_read_out_of_the_texts() -> None:
     assert examples(WHEN_OPTION) == ["in 90m", "tonight 9pm", "tomorrow 9am", "24/12 18:00"]
+    assert examples("Neue Zeit: in 90 Minuten, 18:00 oder <t:1735000000>") == [
+        "in 90 Minuten",
+        "18:00",
+    ]
     assert examples("Em inglês: every friday at 8pm, daily, cron (opcional)") == [
         "every friday at 8pm",
         "daily",
@@ -63,6 +78,7 @@ def test_the_when_examples_are_read_in_their_language(locale: str) -> None:
     assert date_example.startswith("2027-12-24")
     texts = [
         shown(WHEN_OPTION, locale, "option"),
+        shown(EDIT_WHEN_OPTION, locale, "option"),
         shown(WHEN_HINT, locale, "answer", date=date_example),
     ]
     for text in texts:
@@ -72,11 +88,13 @@ def test_the_when_examples_are_read_in_their_language(locale: str) -> None:
 
 @pytest.mark.parametrize("locale", LOCALES)
 def test_the_repeat_examples_are_read_in_their_language(locale: str) -> None:
-    texts = [shown(REPEAT_OPTION, locale, "option"), shown(REPEAT_HINT, locale, "answer")]
-    for text in texts:
-        for example in examples(text):
-            rule = parse_repeat(example, NOW, ZONE, locale=locale)
-            assert rule is not None, (text, example)
+    edit = shown(EDIT_REPEAT_OPTION, locale, "option")
+    pairs = [(edit, example) for example in listed(edit)]
+    for text in (shown(REPEAT_OPTION, locale, "option"), shown(REPEAT_HINT, locale, "answer")):
+        pairs += [(text, example) for example in examples(text)]
+    assert len(pairs) >= 8
+    for text, example in pairs:
+        assert parse_repeat(example, NOW, ZONE, locale=locale) is not None, (text, example)
 
 
 def test_the_date_example_is_always_ahead() -> None:
