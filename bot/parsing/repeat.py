@@ -72,7 +72,8 @@ _NO_REPEAT: Final = frozenset(
 
 
 def _examples() -> str:
-    """The repeat rules a refusal suggests (typed in English, read in every language)."""
+    """The repeat rules a refusal suggests, in the reader's language (each catalog's are
+    read back by its parser in ``tests/bot/test_examples.py``)."""
     return t(
         "`daily`, `weekly`, `every weekday`, `every 2 hours`, `every friday at 20:00`, "
         "`first monday of the month`, `monthly on the 15th` or a cron expression like "

@@ -97,6 +97,34 @@ def test_the_repeat_examples_are_read_in_their_language(locale: str) -> None:
         assert parse_repeat(example, NOW, ZONE, locale=locale) is not None, (text, example)
 
 
+REFUSAL_WHEN = (
+    "`in 90m`, `18:00`, `tomorrow 09:00`, `{date}` or a Discord timestamp like `<t:1735000000>`"
+)
+REFUSAL_REPEAT = (
+    "`daily`, `weekly`, `every weekday`, `every 2 hours`, `every friday at 20:00`, "
+    "`first monday of the month`, `monthly on the 15th` or a cron expression like "
+    "`0 9 * * 1-5` (09:00 on weekdays)"
+)
+
+
+def quoted(text: str) -> list[str]:
+    """The examples in backticks in a refusal, a cron expression and a timestamp left out."""
+    return [x for x in re.findall(r"`([^`]+)`", text) if "*" not in x and "<t:" not in x]
+
+
+@pytest.mark.parametrize("locale", LOCALES)
+def test_the_examples_a_refusal_suggests_are_read_in_its_language(locale: str) -> None:
+    date_example = example_date(NOW.astimezone(ZONE).date())
+    when = quoted(shown(REFUSAL_WHEN, locale, "answer", date=date_example))
+    assert len(when) == 4
+    for example in when:
+        assert parse_when(example, ZONE, NOW, locale=locale) > NOW, example
+    repeat = quoted(shown(REFUSAL_REPEAT, locale, "answer"))
+    assert len(repeat) == 7
+    for example in repeat:
+        assert parse_repeat(example, NOW, ZONE, locale=locale) is not None, example
+
+
 def test_the_date_example_is_always_ahead() -> None:
     assert example_date(date(2026, 12, 3)) == "2026-12-24 18:00"
     assert example_date(date(2026, 12, 24)) == "2027-12-24 18:00"
