@@ -255,7 +255,14 @@ async def test_the_new_announcement_form_in_german_with_its_event_and_template_c
         await page.get_by_role("button", name="Formular damit ausfüllen").click()
         message = page.get_by_role("textbox", name="Nachricht")
         assert await message.input_value() == "Wochentreffen {date}"
-        await page.get_by_label("Für jedes Vorkommen ein Discord-Event erstellen").check()
+        tick = page.get_by_label("Für jeden Termin ein Discord-Event erstellen")
+        await tick.check()
+        # Each tick box sits on the line of its words (one line of text high, not two).
+        for label in await page.locator("form.announcement label.check").all():
+            lines = await label.evaluate(
+                "e => e.getBoundingClientRect().height / parseFloat(getComputedStyle(e).lineHeight)"
+            )
+            assert lines < 1.5, (await label.inner_text(), lines)
         assert await page.get_by_label("Ort des Events").is_visible()
         # The hints are examples a German reader can type, the date one still ahead.
         hint = await page.get_by_label("Wann").get_attribute("placeholder")
