@@ -674,24 +674,26 @@ def canceled(before: Announcement) -> str:
 
 
 def template_saved(template: Template, source: int) -> str:
-    name = template.name
-    lines = [t("💾 Saved announcement **#{id}** as the template `{name}`.", id=source, name=name)]
-    lines += _template_fields(template)
-    lines.append(
-        t("Use it with `/schedule template:{name}` (any option you give overrides it).",
-          name=name)
-    )  # fmt: skip
-    return "\n".join(lines)
+    heading = t(
+        "💾 Saved announcement **#{id}** as the template `{name}`.", id=source, name=template.name
+    )
+    return _template_answer(heading, template)
 
 
 def form_template_saved(template: Template) -> str:
     """The dashboard form's "Save as template": what the template holds; nothing scheduled."""
-    name = template.name
-    lines = [t("💾 Template `{name}` saved from the form; nothing was scheduled.", name=name)]
-    lines += _template_fields(template)
+    heading = t(
+        "💾 Template `{name}` saved from the form; nothing was scheduled.", name=template.name
+    )
+    return _template_answer(heading, template)
+
+
+def _template_answer(heading: str, template: Template) -> str:
+    """A template just saved: ``heading``, what it holds, and how to use it."""
+    lines = [heading, *_template_fields(template)]
     lines.append(
         t("Use it with `/schedule template:{name}` (any option you give overrides it).",
-          name=name)
+          name=template.name)
     )  # fmt: skip
     return "\n".join(lines)
 

@@ -12,7 +12,7 @@ import pytest
 
 from tests.bot.conftest import run_command
 from tests.bot.test_delivery import advance, messages_regex, posts, send_requests
-from tests.bot.test_events import BASE, events, schedule
+from tests.bot.test_events import BASE, events, refuse_next_event, schedule
 from tests.fakediscord import Permissions as P
 
 if TYPE_CHECKING:
@@ -76,13 +76,7 @@ async def test_an_occurrence_whose_event_was_not_created_has_no_button(
     world: World, crier: Crier, clock: FakeClock
 ) -> None:
     """Discord refused the event: the post still goes out, without a button."""
-    world.fake.faults.add(
-        method="POST",
-        path_regex=f"/guilds/{world.guild.id}/scheduled-events",
-        status=400,
-        code=50035,
-        times=1,
-    )
+    refuse_next_event(world)
     await schedule(world, when="in 2h", message="Meetup", event=True, event_location="Hall")
     await advance(crier, clock, 1)
     assert events(world) == []

@@ -65,6 +65,17 @@ def starts(world: World) -> list[float]:
 AT_2H = (NOW + timedelta(hours=2)).timestamp()
 
 
+def refuse_next_event(world: World) -> None:
+    """Discord refuses the next event the bot creates in the world's server (400, 50035)."""
+    world.fake.faults.add(
+        method="POST",
+        path_regex=f"/guilds/{world.guild.id}/scheduled-events",
+        status=400,
+        code=50035,
+        times=1,
+    )
+
+
 async def test_a_one_off_gets_its_event_within_seconds_and_the_post_links_to_it(
     world: World, crier: Crier, clock: FakeClock
 ) -> None:

@@ -22,7 +22,7 @@ from bot.limits import MAX_MESSAGE
 from bot.parsing.placeholders import WIDEST, occurrence, render
 from tests.bot.conftest import run_command
 from tests.bot.test_delivery import advance, messages_regex, posts, send_requests
-from tests.bot.test_events import BASE, event_rows, events, schedule
+from tests.bot.test_events import BASE, event_rows, events, refuse_next_event, schedule
 from tests.fakediscord import Permissions as P
 from tests.web.test_dashboard_http import database_url
 
@@ -111,13 +111,7 @@ async def test_an_event_created_between_the_attempts_leaves_the_resend_identical
 ) -> None:
     """Discord refused the event ahead of the occurrence; it is recorded created (as the
     event job would, had it tried again) between the first attempt and its retry."""
-    world.fake.faults.add(
-        method="POST",
-        path_regex=f"/guilds/{world.guild.id}/scheduled-events",
-        status=400,
-        code=50035,
-        times=1,
-    )
+    refuse_next_event(world)
     await schedule(world, when="in 2h", message="Meetup: {event}", event=True,
                    event_location="Hall")  # fmt: skip
     await advance(crier, clock, 1)

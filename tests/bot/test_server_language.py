@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.bot.conftest import NOW, add_world
+from tests.bot.conftest import add_world
 from tests.bot.test_delivery import (
     advance,
     break_channel,
@@ -33,6 +33,20 @@ def world(fake: FakeDiscord) -> World:
     made = add_world(fake, "Crier Test", admin="alice", member="bob")
     made.guild.preferred_locale = "de"
     return made
+
+
+async def down_when_due(
+    world: World, crier: Crier, crier_factory: CrierFactory, clock: FakeClock, text: str
+) -> tuple[Crier, int]:
+    """``text`` scheduled in #news 10 minutes ahead and due while the bot is down (closed,
+    the clock moved 40 minutes): the bot started again and idle, and when it was due."""
+    await schedule(world, world.news, "in 10m", text)
+    due = int((clock.now() + timedelta(minutes=10)).timestamp())
+    await crier.close()
+    clock.advance(timedelta(minutes=40))
+    crier = await crier_factory()
+    await idle(crier)
+    return crier, due
 
 
 async def test_the_log_channels_report_is_in_the_servers_language(
@@ -67,14 +81,7 @@ async def test_the_late_note_is_in_the_servers_language_by_default(
     ``guild_locale`` (German), not the English of the admin who scheduled it."""
     crier = await crier_factory()
     assert (await crier.bot.announcements.settings(world.guild.id)).language is None
-    await schedule(world, world.news, "in 10m", "Türen offen")
-    due = int((NOW + timedelta(minutes=10)).timestamp())
-    await crier.close()  # the bot is down when it comes due
-
-    clock.advance(timedelta(minutes=40))
-    crier = await crier_factory()
-    await idle(crier)
-
+    crier, due = await down_when_due(world, crier, crier_factory, clock, "Türen offen")
     [msg] = posts(world, world.news)
     assert msg.content == f"Türen offen\n-# Verspätet gepostet: Das war für <t:{due}:F> geplant."
 
@@ -111,14 +118,7 @@ async def test_settings_language_overrides_the_servers_for_the_late_note(
     answer = (await handle.response(timeout=5)).content or ""
     assert "**Language of posts for everyone:** Português (Brasil)" in answer.split("\n")
     assert (await crier.bot.announcements.settings(world.guild.id)).language == "pt-BR"
-    await schedule(world, world.news, "in 10m", "Portas abertas")
-    due = int((NOW + timedelta(minutes=10)).timestamp())
-    await crier.close()  # the bot is down when it comes due
-
-    clock.advance(timedelta(minutes=40))
-    crier = await crier_factory()
-    await idle(crier)
-
+    crier, due = await down_when_due(world, crier, crier_factory, clock, "Portas abertas")
     [msg] = posts(world, world.news)
     assert msg.content == (
         f"Portas abertas\n-# Publicado com atraso: isto estava agendado para <t:{due}:F>."
@@ -131,12 +131,8 @@ async def test_settings_language_overrides_the_servers_for_the_late_note(
     answer = (await handle.response(timeout=5)).content or ""
     assert "**Language of posts for everyone:** the server's own" in answer.split("\n")
     assert (await crier.bot.announcements.settings(world.guild.id)).language is None
-    await schedule(world, world.news, "in 10m", "Wieder Deutsch")
-    due = int((clock.now() + timedelta(minutes=10)).timestamp())
-    await crier.close()  # down again: late again, in German now
-    clock.advance(timedelta(minutes=40))
-    crier = await crier_factory()
-    await idle(crier)
+    # Down again: late again, in German now.
+    crier, due = await down_when_due(world, crier, crier_factory, clock, "Wieder Deutsch")
     assert posts(world, world.news)[-1].content == (
         f"Wieder Deutsch\n-# Verspätet gepostet: Das war für <t:{due}:F> geplant."
     )

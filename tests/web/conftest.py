@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator
     from datetime import datetime
 
+    from tests.fakediscord.state import Role
+
 CHROMIUM = os.environ.get("CRIER_CHROMIUM", "/usr/bin/chromium")
 HAVE_CHROMIUM = Path(CHROMIUM).exists()
 
@@ -67,6 +69,15 @@ def news_draft(
         "until": None,
     }
     return Draft(**(values | changes))
+
+
+async def role_the_bot_sees(site: Site, name: str) -> Role:
+    """A mentionable role added to the site's server, once the bot's client has seen it."""
+    role = site.world.guild.add_role(name, mentionable=True)
+    seen = site.crier.bot.get_guild(site.world.guild.id)
+    assert seen is not None
+    await site.fake.wait_until(lambda: seen.get_role(role.id), what="the bot to see the role")
+    return role
 
 
 @contextlib.asynccontextmanager

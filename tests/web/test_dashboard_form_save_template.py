@@ -21,7 +21,7 @@ from bot.models import GuildLimits
 from tests.bot.conftest import db_snapshot
 from tests.fakediscord import Permissions as P
 
-from .conftest import browser_page, news_draft
+from .conftest import browser_page, news_draft, role_the_bot_sees
 from .test_dashboard_browser import csrf_token, log_in
 from .test_dashboard_form_templates import PNG
 from .test_dashboard_language import german_viewer
@@ -59,10 +59,7 @@ async def save_as(page: Any, name: str) -> None:
 async def test_the_new_form_saves_a_template_and_schedules_nothing(page: Any, site: Site) -> None:
     world = site.world
     announcements = site.crier.bot.announcements
-    raiders = world.guild.add_role("raiders", mentionable=True)
-    seen = site.crier.bot.get_guild(world.guild.id)
-    assert seen is not None
-    await site.fake.wait_until(lambda: seen.get_role(raiders.id), what="the bot to see the role")
+    raiders = await role_the_bot_sees(site, "raiders")
     await log_in(page, site, world.admin)
     await page.goto(f"{site.url}/g/{world.guild.id}/new")
     form = page.locator("form.announcement")

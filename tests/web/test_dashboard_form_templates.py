@@ -20,7 +20,7 @@ from bot.models import Content, Image, Template
 from tests.bot.conftest import NOW
 from tests.fakediscord import Permissions as P
 
-from .conftest import browser_page, news_draft
+from .conftest import browser_page, news_draft, role_the_bot_sees
 from .test_dashboard_browser import advance, log_in
 from .test_dashboard_language import german_viewer
 
@@ -47,10 +47,7 @@ async def test_a_template_fills_the_new_form_and_what_is_changed_wins(
 ) -> None:
     world = site.world
     announcements = site.crier.bot.announcements
-    raiders = world.guild.add_role("raiders", mentionable=True)
-    seen = site.crier.bot.get_guild(world.guild.id)
-    assert seen is not None
-    await site.fake.wait_until(lambda: seen.get_role(raiders.id), what="the bot to see the role")
+    raiders = await role_the_bot_sees(site, "raiders")
     await announcements.create(
         news_draft(
             site, "Raid night {date}", NOW + timedelta(hours=1), mention=f"role:{raiders.id}",
