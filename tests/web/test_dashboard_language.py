@@ -431,7 +431,7 @@ async def test_no_german_page_is_wider_than_a_phone(browser: Any, site: Site) ->
         await page.get_by_label("Nummer der Ankündigung").fill("1")
         await page.get_by_role("button", name="Vorlage speichern").click()
         await page.wait_for_selector(".flash")
-        for where in ("", "/templates", "/import"):
+        for where in ("", "/templates", "/import", "/new?template=besprechung", "/a/1/edit"):
             await page.goto(f"{site.url}/g/{world.guild.id}{where}")
             widths = await page.evaluate(
                 "[document.documentElement.scrollWidth, window.innerWidth]"
