@@ -55,11 +55,34 @@ def event_asked(options: AnnouncementOptions) -> bool:
     )
 
 
-async def check_event(guild: discord.Guild, options: AnnouncementOptions) -> EventSpec | None:
+class EventRoom:
+    """How many scheduled or active Discord events each server has, asked of Discord at
+    most once per server: a request checks its one event against it, an import checks every
+    row against the one answer (an import of 300 rows with events asks once, not 300
+    times)."""
+
+    __slots__ = ("_live",)
+
+    def __init__(self) -> None:
+        self._live: dict[int, int] = {}
+
+    async def live(self, guild: discord.Guild) -> int:
+        """The server's scheduled or active events (asked of Discord the first time)."""
+        if guild.id not in self._live:
+            events = await guild.fetch_scheduled_events(with_counts=False)
+            live = (discord.EventStatus.scheduled, discord.EventStatus.active)
+            self._live[guild.id] = sum(e.status in live for e in events)
+        return self._live[guild.id]
+
+
+async def check_event(
+    guild: discord.Guild, options: AnnouncementOptions, room: EventRoom | None = None
+) -> EventSpec | None:
     """The event each occurrence gets (None: none), refused in words: no place, two places,
     a channel that is not a voice or stage channel of the server, permissions the bot lacks
     (asked for only here, when an event is wanted), or a server at Discord's limit of
-    events (when events are newly turned on)."""
+    events (when events are newly turned on; counted by ``room``, which many checks may
+    share so that Discord is asked once)."""
     kept = options.kept_event
     if options.event is False:
         return None
@@ -89,7 +112,7 @@ async def check_event(guild: discord.Guild, options: AnnouncementOptions) -> Eve
     spec = EventSpec(minutes=minutes, location=location, channel_id=channel_id)
     _check_permissions(guild, spec)
     if kept is None:
-        await _check_room(guild)
+        await _check_room(guild, room or EventRoom())
     return spec
 
 
@@ -119,15 +142,13 @@ def _check_permissions(guild: discord.Guild, spec: EventSpec) -> None:
         )  # fmt: skip
 
 
-async def _check_room(guild: discord.Guild) -> None:
-    """Refused when the server already has Discord's most events (asked of Discord)."""
-    events = await guild.fetch_scheduled_events(with_counts=False)
-    live = [
-        e for e in events if e.status in (discord.EventStatus.scheduled, discord.EventStatus.active)
-    ]
-    if len(live) >= EVENT_LIMIT:
+async def _check_room(guild: discord.Guild, room: EventRoom) -> None:
+    """Refused when the server already has Discord's most events (asked of Discord once
+    per ``room``)."""
+    live = await room.live(guild)
+    if live >= EVENT_LIMIT:
         raise Refusal(
             t("This server already has {count} scheduled Discord events, the most Discord "
               "allows ({limit}). Cancel or end some events first, or schedule this without "
-              "`event`.", count=len(live), limit=EVENT_LIMIT)
+              "`event`.", count=live, limit=EVENT_LIMIT)
         )  # fmt: skip

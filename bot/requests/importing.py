@@ -23,6 +23,7 @@ from ..parsing import InputError, discord_timestamp, resolve_timezone
 from ..parsing.placeholders import check_placeholders
 from ..parsing.spoken import decimal, spoken_rule
 from .checks import Refusal, require_manager
+from .events import EventRoom
 from .export_doc import DocAnnouncement, DocMention, DocTemplate, Document, Named, template_of
 from .request import AnnouncementOptions, AnnouncementRequest, Requester
 from .validation import check_request, empty_message
@@ -116,10 +117,12 @@ def _mention_text(guild: discord.Guild, mention: DocMention | None) -> str | Non
 async def plan_import(
     announcements: Announcements, clock: Clock, requester: Requester, doc: Document
 ) -> ImportPlan:
-    """The dry run of importing ``doc`` into the requester's server, row by row."""
+    """The dry run of importing ``doc`` into the requester's server, row by row (the
+    server's Discord events are asked of Discord once, for every row that wants one)."""
     guild = requester.guild
     require_manager(requester.member, await announcements.settings(guild.id))
     plan = ImportPlan()
+    room = EventRoom()
     keys = [row.key for _, row, _ in doc.announcements if isinstance(row, DocAnnouncement)]
     already = await announcements.imported_keys(guild.id, keys)
     seen: dict[str, str] = {}
@@ -139,7 +142,7 @@ async def plan_import(
             continue
         seen[row.key] = label
         try:
-            made, words = await _checked_row(announcements, clock, requester, row)
+            made, words = await _checked_row(announcements, clock, requester, row, room)
         except (Refusal, InputError, NotPossible) as refused:
             plan.announcements.append(RowOutcome(label, refused=_reason(refused)))
             continue
@@ -162,7 +165,11 @@ def _reason(error: Exception) -> str:
 
 
 async def _checked_row(
-    announcements: Announcements, clock: Clock, requester: Requester, row: DocAnnouncement
+    announcements: Announcements,
+    clock: Clock,
+    requester: Requester,
+    row: DocAnnouncement,
+    room: EventRoom,
 ) -> tuple[ImportRow, str]:
     """The announcement ``row`` would be, checked like ``/schedule``; and the answer's words."""
     guild = requester.guild
@@ -199,7 +206,7 @@ async def _checked_row(
         **_event_options(guild, row),
     )
     checked = await check_request(
-        announcements, clock, AnnouncementRequest(requester, options, row.text)
+        announcements, clock, AnnouncementRequest(requester, options, row.text), room=room
     )
     first = checked.upcoming[0] if checked.upcoming else checked.draft.first
     draft = replace(checked.draft, images=row.files)

@@ -38,7 +38,7 @@ from ..parsing import (
 from ..parsing.placeholders import WIDEST, check_placeholders, widest
 from .checks import Refusal, plan_mentions, require_manager
 from .destinations import Target, check_destination, forum_title, resolve_tags, split_tags
-from .events import check_event
+from .events import EventRoom, check_event
 
 if TYPE_CHECKING:
     from zoneinfo import ZoneInfo
@@ -84,12 +84,17 @@ class Checked(NamedTuple):
 
 
 async def check_request(
-    announcements: Announcements, clock: Clock, request: AnnouncementRequest
+    announcements: Announcements,
+    clock: Clock,
+    request: AnnouncementRequest,
+    *,
+    room: EventRoom | None = None,
 ) -> Checked:
     """The announcement ``request`` asks for, checked in full (permissions, channel, time,
     repeat rule, until, mentions, length); refused with what was wrong. An empty message
     (the form is still to be shown) checks everything else. Dates like ``24/12`` are read by
-    the requester's locale."""
+    the requester's locale. ``room``: the servers' Discord events as already asked (an
+    import shares one between its rows)."""
     guild, member = request.requester.guild, request.requester.member
     options, message = request.options, request.message
     settings = await announcements.settings(guild.id)
@@ -116,7 +121,7 @@ async def check_request(
     check_placeholders(message, "the message")
     check_placeholders(title, "the title")
     check_widest_length(message, prefix, title)
-    event = await check_event(guild, options)
+    event = await check_event(guild, options, room)
     draft = Draft(
         guild_id=guild.id,
         channel_id=channel.id,
