@@ -25,7 +25,6 @@ import re
 import sqlite3
 import sys
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -35,6 +34,7 @@ from scheduler import Clock, StoreError, SystemClock
 
 from ..announcements import ImportDone
 from ..config import ConfigError, Settings, load_settings
+from ..parsing.display import stamp_time
 from ..render import expected_answer
 from ..requests.export_doc import MAX_IMPORT_BYTES, DocumentRefused, read_document
 from ..requests.importing import ImportPlan, RowOutcome, plan_import
@@ -208,7 +208,8 @@ def _plain_text(text: str, guild: discord.Guild | None = None) -> str:
     def plain(match: re.Match[str]) -> str:
         kind, ident, ts = match.groups()
         if ts is not None:
-            return datetime.fromtimestamp(int(ts), UTC).strftime("%Y-%m-%d %H:%M UTC")
+            when = stamp_time(ts)
+            return match.group(0) if when is None else when.strftime("%Y-%m-%d %H:%M UTC")
         if guild is None:
             return match.group(0)
         if kind == "#":

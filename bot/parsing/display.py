@@ -35,6 +35,28 @@ def epoch_seconds(dt: datetime) -> int:
     return (dt - EPOCH) // timedelta(seconds=1)
 
 
+_SHOWABLE: Final = (
+    datetime.min.replace(tzinfo=UTC) + timedelta(days=2),
+    datetime.max.replace(tzinfo=UTC) - timedelta(days=2),
+)
+"""The times a Discord timestamp may name to be shown: those Python holds (years 1 to 9999)
+in every time zone (their offsets are under a day)."""
+
+
+def stamp_time(digits: str) -> datetime | None:
+    """The time a Discord timestamp's ``<t:digits>`` names (``digits``: an optional minus
+    and digits), in UTC; None when it is outside :data:`_SHOWABLE` (or too long to be a
+    number of seconds at all): such markup, typed in a message or a file, is then shown as
+    it was typed, never an error."""
+    low, high = _SHOWABLE
+    if len(digits) > 15:  # 12 digits reach past the year 9999; never a long int() here
+        return None
+    seconds = int(digits)
+    if not epoch_seconds(low) <= seconds <= epoch_seconds(high):
+        return None
+    return EPOCH + timedelta(seconds=seconds)
+
+
 def examples(now: datetime) -> str:
     return t(
         "`in 90m`, `18:00`, `tomorrow 09:00`, `{date}` or a Discord timestamp like "

@@ -440,7 +440,13 @@ def _time(row: Mapping[str, Any], key: str, *, null: bool = False) -> datetime |
         raise RowRefused(
             t('`{key}` must say its offset, like "2030-03-01T12:00:00+00:00"', key=key)
         )
-    return when.astimezone(UTC)
+    try:
+        return when.astimezone(UTC)
+    except OverflowError:  # 9999-12-31T23:59:59-23:59: past the last time Python holds
+        raise RowRefused(
+            t('`{key}` is out of range: a time falls in the years 1 to 9999 in UTC, like '
+              '"2030-03-01T12:00:00+00:00"', key=key)
+        ) from None  # fmt: skip
 
 
 def _image(value: Any, key: str) -> Image:

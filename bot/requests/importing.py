@@ -20,6 +20,7 @@ from ..config import MIB
 from ..i18n import catalogs, current_locale, t
 from ..models import Template
 from ..parsing import InputError, discord_timestamp, resolve_timezone
+from ..parsing.errors import MAX_AHEAD
 from ..parsing.placeholders import check_placeholders
 from ..parsing.spoken import decimal, spoken_rule
 from .checks import Refusal, require_manager
@@ -30,6 +31,7 @@ from .validation import check_request, empty_message
 
 if TYPE_CHECKING:
     from datetime import datetime
+    from zoneinfo import ZoneInfo
 
     import discord
 
@@ -177,13 +179,8 @@ async def _checked_row(
         raise InputError(empty_message())
     channel = named_channel(guild, row.destination)
     zone = resolve_timezone(row.timezone)
-    if row.repeat is not None:
-        try:
-            row.repeat.trigger(zone, row.first)  # a rule the scheduler takes
-        except ValueError as exc:  # InvalidSchedule (a bad cron field…): said in words
-            raise Refusal(t("its `repeat` is not a rule I can use ({error})", error=exc)) from None
     now = clock.now()
-    start = _start(row, now)
+    start = import_start(row, zone, now)
     for file in row.files:
         if len(file.data) > announcements.file_max_bytes:
             raise Refusal(
@@ -236,18 +233,34 @@ def _event_options(guild: discord.Guild, row: DocAnnouncement) -> dict[str, Any]
     }
 
 
-def _start(row: DocAnnouncement, now: datetime) -> datetime:
+def import_start(row: DocAnnouncement, zone: ZoneInfo, now: datetime) -> datetime:
     """Where the imported announcement starts: its next time as exported if still ahead,
-    else (a recurring one) its rule's next time from now; a one-off whose time passed is
-    refused."""
+    else (a recurring one) its rule's next time from now; refused (:class:`Refusal`, in
+    words) when that is past (a one-off whose time passed), more than ``MAX_AHEAD`` (about 5
+    years) ahead as ``/schedule`` refuses it, or its ``until`` is, or its rule can't be used
+    (a bad cron field, no time ahead within the years Python holds)."""
     nxt = row.next or row.first
-    if nxt > now:
-        return nxt
-    if row.repeat is None:
-        raise Refusal(t("its time ({when}) has passed", when=discord_timestamp(nxt, "F")))
-    start = row.repeat.trigger(resolve_timezone(row.timezone), row.first).next_after(now)
-    if row.until is not None and start > row.until:
+    try:
+        if row.repeat is not None:
+            row.repeat.trigger(zone, row.first)  # a rule the scheduler takes
+        if nxt > now:
+            start = nxt
+        elif row.repeat is None:
+            raise Refusal(t("its time ({when}) has passed", when=discord_timestamp(nxt, "F")))
+        else:
+            start = row.repeat.trigger(zone, row.first).next_after(now)
+    except (ValueError, OverflowError) as exc:  # InvalidSchedule, no time left: in words
+        raise Refusal(t("its `repeat` is not a rule I can use ({error})", error=exc)) from None
+    if nxt <= now and row.until is not None and start > row.until:
         raise Refusal(t("its `until` ({when}) has passed", when=discord_timestamp(row.until, "F")))
+    reach = now + MAX_AHEAD
+    for key, when in (("next", start), ("until", row.until)):
+        if when is not None and when > reach:
+            raise Refusal(
+                t("its `{key}` ({when}) is more than 5 years ahead; I schedule up to {limit}",
+                  key=key, when=discord_timestamp(when, "F"),
+                  limit=discord_timestamp(reach, "D"))
+            )  # fmt: skip
     return start
 
 

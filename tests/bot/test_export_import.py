@@ -252,6 +252,8 @@ def hostile_documents(world: World) -> list[tuple[bytes, str]]:
         "timezone": "UTC", "destination": {"id": str(world.general.id), "name": "general"},
     }  # fmt: skip
 
+    daily = {"kind": "cron", "cron": "0 9 * * *", "words": "every day at 09:00"}
+
     def doc(*rows: Any, **top: Any) -> bytes:
         return json.dumps({"version": 1, "announcements": list(rows), **top}).encode()
 
@@ -272,6 +274,22 @@ def hostile_documents(world: World) -> list[tuple[bytes, str]]:
         (doc(row, row), "❌ row 2 (#1): it has the same `key` as row 1 (#1)"),
         (doc({**row, "text": "{nope}"}), "uses `{nope}`, which is not a placeholder"),
         (doc({**row, "first": "2030-03-01T11:00:00+00:00"}), "has passed"),
+        # Times out of range: refused in words, never an error (issue 32).
+        (doc({**row, "first": "9999-12-31T23:59:59-23:59"}), "`first` is out of range"),
+        (doc({**row, "first": "0001-01-01T00:00:00+23:59"}), "`first` is out of range"),
+        (
+            doc({**row, "first": "2035-03-03T12:00:00+00:00"}),
+            "`next` (<t:2056536000:F>) is more than 5 years ahead",
+        ),
+        (doc({**row, "first": "9999-12-31T00:00:00+00:00", "repeat": daily}), "is more than 5"),
+        (
+            doc({**row, "repeat": daily, "until": "9999-12-31T23:59:59+00:00"}),
+            "`until` (<t:253402300799:F>) is more than 5 years ahead",
+        ),
+        (
+            doc({**row, "repeat": {**daily, "cron": "0 9 29 2 1"}, "next": "9999-12-27T00:00:00Z"}),
+            "is more than 5 years ahead",
+        ),
         (doc(row, templates=[{"name": 3}]), "❌ template 1: `name` must be text, not a whole"),
     ]
 

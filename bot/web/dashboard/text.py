@@ -14,6 +14,7 @@ from markupsafe import Markup, escape
 
 from ... import i18n
 from ...parsing import spoken_duration
+from ...parsing.display import stamp_time
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -100,7 +101,9 @@ def discord_html(
         return str(Markup('<span class="mention">@{}</span>').format(name))
 
     def stamp(m: re.Match[str]) -> str:
-        dt = datetime.fromtimestamp(int(m[1]), UTC)
+        dt = stamp_time(m[1])
+        if dt is None:  # far outside any time: shown as typed
+            return m[0]
         if m[2] == "R":
             return str(Markup('<span class="relative">{}</span>').format(relative(dt, now, locale)))
         return str(time_html(dt, zone, locale))
