@@ -456,10 +456,14 @@ class Settings:
     @property
     def database(self) -> tuple[str, str]:
         """``("sqlite", path)`` or ``("postgres", dsn)``."""
-        url = self.database_url
-        if url.startswith(("postgresql://", "postgres://")):
-            return "postgres", url
-        return "sqlite", url[len("sqlite:///") :]
+        return database_kind(self.database_url)
+
+
+def database_kind(url: str) -> tuple[str, str]:
+    """A ``DATABASE_URL`` (already checked) as ``("sqlite", path)`` or ``("postgres", dsn)``."""
+    if url.startswith(("postgresql://", "postgres://")):
+        return "postgres", url
+    return "sqlite", url[len("sqlite:///") :]
 
 
 _FIELDS: dict[str, Setting] = {f.name: f.metadata[_SETTING] for f in fields(Settings)}

@@ -1,4 +1,4 @@
-"""``python -m bot [SUBCOMMAND] …``: the command line.
+"""``crier [SUBCOMMAND] …`` (or ``python -m bot [SUBCOMMAND] …``): the command line.
 
 No subcommand, or ``run``, runs the bot as it always did. The others work on the database
 alone and never connect to Discord. An unknown subcommand or option is refused with the
@@ -117,11 +117,15 @@ SUBCOMMANDS: tuple[Subcommand, ...] = (
 """Every subcommand, in the order the usage lists them. Add one here."""
 
 
-def missing_database(settings: Settings) -> str | None:
-    """Why an operator's command that reads or writes a server's announcements can't run on
-    ``settings``'s database: a SQLite file that does not exist (a typo in DATABASE_URL, or
-    a bot never started) is refused rather than made empty. None when it may run."""
-    kind, where = settings.database
+def missing_database(database: Settings | str) -> str | None:
+    """Why an operator's command that reads or writes a server's announcements (or limits)
+    can't run on ``database`` (the settings, or ``DATABASE_URL`` alone): a SQLite file that
+    does not exist (a typo in DATABASE_URL, or a bot never started) is refused rather than
+    made empty. None when it may run."""
+    from ..config import database_kind
+
+    url = database if isinstance(database, str) else database.database_url
+    kind, where = database_kind(url)
     if kind == "sqlite" and not Path(where).exists():
         return (
             f"no database at {where} (DATABASE_URL): start the bot once to create it, or "
@@ -142,9 +146,13 @@ def guild_id_argument(raw: str) -> int:
     return value
 
 
-def parser() -> argparse.ArgumentParser:
+PROG = "crier"
+"""The command's name in its usage and help: the wheel's console script."""
+
+
+def parser(prog: str = PROG) -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(
-        prog="python -m bot",
+        prog=prog,
         description="crier: durable scheduled announcements for Discord. With no subcommand, "
         "runs the bot.",
     )
@@ -156,11 +164,12 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Parse ``argv`` (default: the process's arguments) and run its subcommand."""
+def main(argv: Sequence[str] | None = None, *, prog: str = PROG) -> int:
+    """Parse ``argv`` (default: the process's arguments) and run its subcommand; ``prog``
+    is the command's name as the usage shows it (``python -m bot`` when run that way)."""
     args_list = list(sys.argv[1:] if argv is None else argv)
     try:
-        args = parser().parse_args(args_list)
+        args = parser(prog).parse_args(args_list)
     except SystemExit as exc:  # --help (0), or refused with the usage (2)
         return exc.code if isinstance(exc.code, int) else 2
     sub: Subcommand = getattr(args, "subcommand", None) or SUBCOMMANDS[0]

@@ -21,7 +21,7 @@ from ..announcements import DEFAULT, LIMIT_OPTIONS, BadLimit, changed_limits, li
 from ..config import ConfigError, load_setting
 from ..db import BotDb
 from ..models import LIMIT_SETTINGS, GuildLimits, Limits
-from .cli import guild_id_argument
+from .cli import guild_id_argument, missing_database
 
 if TYPE_CHECKING:
     import argparse
@@ -50,6 +50,8 @@ def run(args: argparse.Namespace) -> int:
         url, limits = instance_limits()
     except ConfigError as exc:
         return _fail(str(exc), 2)
+    if (missing := missing_database(url)) is not None:
+        return _fail(missing, 1)
     try:
         lines = asyncio.run(apply(_store(url), args.guild, given, limits))
     except BadLimit as exc:

@@ -130,3 +130,25 @@ async def test_run_is_what_the_command_line_runs_without_a_subcommand(
     assert cli.main([]) == 0
     assert cli.main(["run"]) == 0
     assert ran == ["bot", "bot"]
+
+
+async def test_importing_the_main_module_runs_nothing(tmp_path: Path) -> None:
+    """The ``crier`` console script imports ``bot.__main__`` and calls its ``main``: the
+    import alone must not run the command line (it would run with whatever arguments the
+    importer has, and exit)."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", "import bot.__main__; print('imported')", cwd=tmp_path,
+        env=clean_env(), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await asyncio.wait_for(proc.communicate(), 30)
+    assert (proc.returncode, out.decode(), err.decode()) == (0, "imported\n", "")
+
+
+def test_the_console_script_names_itself_crier(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import bot.__main__
+
+    monkeypatch.setattr(sys, "argv", ["/somewhere/bin/crier", "--help"])
+    assert bot.__main__.main() == 0
+    assert capsys.readouterr().out.startswith("usage: crier [-h] SUBCOMMAND ...")

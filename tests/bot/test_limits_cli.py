@@ -78,3 +78,17 @@ def test_a_bad_guild_id_is_refused_with_the_usage(capsys: pytest.CaptureFixture[
         parse("--guild", "general")
     assert exit_.value.code == 2
     assert "--guild must be a whole number" in capsys.readouterr().err
+
+
+def test_a_missing_sqlite_file_is_refused_not_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A typo in DATABASE_URL (or a bot never started) is refused as export and import refuse
+    it, instead of a new empty database holding the limits the bot never reads."""
+    monkeypatch.chdir(tmp_path)  # no .env
+    db = tmp_path / "typo.db"
+    monkeypatch.setenv("DATABASE_URL", f"sqlite:///{db}")
+    assert guild_limits.run(parse("--guild", "123456789012345678", "--announcements", "5")) == 1
+    err = capsys.readouterr().err
+    assert f"crier: no database at {db} (DATABASE_URL)" in err, err
+    assert list(tmp_path.iterdir()) == []

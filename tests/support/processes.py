@@ -52,11 +52,13 @@ class Process:
         cwd: Path | None = None,
         stdin: bool = False,
         stdout_to_log: bool = False,
+        program: str | Path | None = None,
     ) -> Self:
-        """``python ARGS``; ``env`` and ``cwd`` default to the test process's own."""
+        """``python ARGS`` (or ``program ARGS``: another command, the ``crier`` script of an
+        installed wheel, say); ``env`` and ``cwd`` default to the test process's own."""
         with log_path.open("wb") as log:
             proc = await asyncio.create_subprocess_exec(
-                sys.executable,
+                sys.executable if program is None else program,
                 *args,
                 cwd=cwd,
                 env=env,
