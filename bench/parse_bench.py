@@ -28,7 +28,7 @@ from zoneinfo import ZoneInfo
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bot.parsing import InputError, read_schedule
-from bot.parsing.languages import _translate
+from bot.parsing.languages import _TRANSLATED
 
 CORPORA = Path(__file__).resolve().parent.parent / "tests" / "bot"
 LANGUAGES = ("en", "fr", "de", "es")
@@ -59,7 +59,7 @@ def _inputs(language: str) -> list[tuple[str | None, str | None, ZoneInfo, datet
 
 def _read(item: tuple[str | None, str | None, ZoneInfo, datetime, str | None]) -> None:
     when, repeat, zone, now, locale = item
-    _translate.cache_clear()  # each read pays its translation, as a new phrase does
+    _TRANSLATED.cache_clear()  # each read pays its translation, as a new phrase does
     with contextlib.suppress(InputError):
         read_schedule(when, repeat, zone, now, locale=locale, count=5)
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from ..db import BotDb
 from ..i18n import t
+from ..limits import clip
 from .guards import check_templates
 from .service import AnnouncementService
 
@@ -68,7 +69,7 @@ class Templates(AnnouncementService):
         if found is None:
             raise TemplateRefused(
                 t("This server has no template named `{name}`. See `/template list`.",
-                  name=" ".join(name.split()))
+                  name=clip(name))
             )  # fmt: skip
         return found
 
@@ -78,5 +79,5 @@ class Templates(AnnouncementService):
         if not deleted:
             raise TemplateRefused(
                 t("This server has no template named `{name}`; nothing was deleted. See "
-                  "`/template list`.", name=" ".join(name.split()))
+                  "`/template list`.", name=clip(name))
             )  # fmt: skip

@@ -17,7 +17,7 @@ from discord import app_commands
 from ..announcements import Announcement, check_editable
 from ..announcements.diff import Field
 from ..i18n import t
-from ..limits import MAX_CHOICE_NAME, MAX_CHOICES, MAX_EMBED_TITLE, MAX_MESSAGE
+from ..limits import MAX_CHOICE_NAME, MAX_CHOICES, MAX_EMBED_TITLE, MAX_MESSAGE, MAX_TEXT_OPTION
 from ..parsing import InputError
 from ..render import edit_reply
 from ..requests.editing import NO_MENTION, NO_TITLE, EditOptions, check_edit
@@ -63,18 +63,18 @@ class EditCommands(AnswersErrors, name="EditCommands"):
         interaction: discord.Interaction,
         id: AnnouncementId,
         message: app_commands.Range[str, 1, MAX_MESSAGE] | None = None,
-        when: app_commands.Range[str, 1, 100] | None = None,
-        repeat: app_commands.Range[str, 1, 100] | None = None,
+        when: app_commands.Range[str, 1, MAX_TEXT_OPTION] | None = None,
+        repeat: app_commands.Range[str, 1, MAX_TEXT_OPTION] | None = None,
         channel: DestinationChannel | None = None,
         timezone: Timezone | None = None,
-        mention: app_commands.Range[str, 1, 100] | None = None,
-        until: app_commands.Range[str, 1, 100] | None = None,
+        mention: app_commands.Range[str, 1, MAX_TEXT_OPTION] | None = None,
+        until: app_commands.Range[str, 1, MAX_TEXT_OPTION] | None = None,
         title: app_commands.Range[str, 1, MAX_EMBED_TITLE] | None = None,
         image: discord.Attachment | None = None,
         silent: bool | None = None,
         update_posted: bool = True,
         event: bool | None = None,
-        event_location: app_commands.Range[str, 1, 100] | None = None,
+        event_location: app_commands.Range[str, 1, MAX_TEXT_OPTION] | None = None,
         event_minutes: app_commands.Range[int, 1, 10080] | None = None,
         event_channel: discord.VoiceChannel | discord.StageChannel | None = None,
     ) -> None:

@@ -22,7 +22,7 @@ from discord.ext.commands import Bot
 from .. import i18n
 from ..announcements import Announcements, GuildSettings
 from ..i18n import t
-from ..limits import MAX_CHOICES, MAX_EMBED_TITLE, MAX_MESSAGE
+from ..limits import MAX_CHOICES, MAX_EMBED_TITLE, MAX_MESSAGE, MAX_TAGS_TEXT, MAX_TEXT_OPTION
 from ..parsing import InputError
 from ..render import PAGE_SIZE, canceled, confirmation, listing_page
 from ..requests.checks import Refusal, can_read, hidden_channels
@@ -89,21 +89,21 @@ class AnnouncementCommands(AnswersErrors, name=COMMANDS_COG):
     async def schedule(
         self,
         interaction: discord.Interaction,
-        when: app_commands.Range[str, 1, 100] | None = None,
+        when: app_commands.Range[str, 1, MAX_TEXT_OPTION] | None = None,
         message: app_commands.Range[str, 1, MAX_MESSAGE] | None = None,
         channel: DestinationChannel | None = None,
-        repeat: app_commands.Range[str, 1, 100] | None = None,
+        repeat: app_commands.Range[str, 1, MAX_TEXT_OPTION] | None = None,
         timezone: Timezone | None = None,
         mention: discord.Role | None = None,
-        until: app_commands.Range[str, 1, 100] | None = None,
+        until: app_commands.Range[str, 1, MAX_TEXT_OPTION] | None = None,
         title: app_commands.Range[str, 1, MAX_EMBED_TITLE] | None = None,
         image: discord.Attachment | None = None,
         silent: bool | None = None,
         publish: bool | None = None,
-        tags: app_commands.Range[str, 1, 200] | None = None,
-        template: app_commands.Range[str, 1, 100] | None = None,
+        tags: app_commands.Range[str, 1, MAX_TAGS_TEXT] | None = None,
+        template: app_commands.Range[str, 1, MAX_TEXT_OPTION] | None = None,
         event: bool | None = None,
-        event_location: app_commands.Range[str, 1, 100] | None = None,
+        event_location: app_commands.Range[str, 1, MAX_TEXT_OPTION] | None = None,
         event_minutes: app_commands.Range[int, 1, 10080] | None = None,
         event_channel: discord.VoiceChannel | discord.StageChannel | None = None,
     ) -> None:

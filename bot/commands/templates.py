@@ -12,7 +12,7 @@ from discord import app_commands
 
 from .. import i18n
 from ..announcements import MAX_TEMPLATE_NAME
-from ..limits import MAX_CHOICES
+from ..limits import MAX_CHOICES, MAX_TEXT_OPTION
 from ..render import template_list, template_saved
 from ..requests.templates import template_from
 from .autocomplete import ServesAnnouncements
@@ -72,7 +72,7 @@ class TemplateCommands(AnswersErrors, name="TemplateCommands"):
     @app_commands.describe(name="The template to delete")
     @app_commands.autocomplete(name=template_names)
     async def delete(
-        self, interaction: discord.Interaction, name: app_commands.Range[str, 1, 100]
+        self, interaction: discord.Interaction, name: app_commands.Range[str, 1, MAX_TEXT_OPTION]
     ) -> None:
         who = await self.manager(interaction)
         await self.announcements.delete_template(who.guild.id, name)

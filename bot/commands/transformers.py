@@ -14,7 +14,7 @@ from zoneinfo import ZoneInfo
 import discord
 from discord import app_commands
 
-from ..limits import MAX_ANNOUNCEMENT_ID, MAX_CHOICES
+from ..limits import MAX_ANNOUNCEMENT_ID, MAX_CHOICES, MAX_ZONE_NAME
 from ..parsing import resolve_timezone, timezone_choices
 
 AnnouncementId = app_commands.Range[int, 1, MAX_ANNOUNCEMENT_ID]
@@ -36,7 +36,7 @@ class TimezoneTransformer(app_commands.Transformer):
 
     @property
     def max_value(self) -> int:
-        return 64
+        return MAX_ZONE_NAME
 
     async def transform(self, interaction: discord.Interaction, value: str, /) -> ZoneInfo:
         return resolve_timezone(value)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Final
 
+from ..limits import MAX_TEXT_OPTION
+
 
 class InputError(ValueError):
     """The user's text could not be used; ``str(error)`` is a friendly message for them.
@@ -20,8 +22,9 @@ class InputError(ValueError):
         self.details = details
 
 
-MAX_INPUT_LENGTH: Final = 100
-"""The longest ``when`` or duration text that is read at all."""
+MAX_INPUT_LENGTH: Final = MAX_TEXT_OPTION
+"""The longest ``when``, ``repeat`` or duration text that is read at all (what a command's
+text option holds)."""
 
 MAX_AHEAD: Final = timedelta(days=5 * 365 + 1)
 """How far ahead a time may be (about 5 years)."""

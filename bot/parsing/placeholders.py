@@ -34,6 +34,7 @@ from zoneinfo import ZoneInfo
 from babel.dates import format_date, get_day_names
 
 from ..i18n import locales, t
+from ..limits import clip
 from .display import discord_timestamp
 from .errors import InputError
 from .words import MONTH_NAMES, WEEKDAY_NAMES
@@ -149,7 +150,7 @@ def check_placeholders(text: str | None, where: str) -> None:
                   known=_known_list())
             )  # fmt: skip
         if name.strip().lower() not in KNOWN_PLACEHOLDERS:
-            shown = name if len(name) <= 30 else name[:29] + "…"
+            shown = clip(name, 30)
             raise InputError(
                 t("{what} uses `{{{name}}}`, which is not a placeholder. The known ones are "
                   "{known}; write `{{{{` and `}}}}` for braces.", what=_subject(where),

@@ -51,7 +51,7 @@ from scheduler.triggers import CRON_MACROS, Cron
 from ..i18n import t
 from .cron_words import describe_cron
 from .durations import duration_parts, parse_duration, spoken_duration
-from .errors import InputError
+from .errors import MAX_INPUT_LENGTH, InputError
 from .languages import read_localized
 from .phrases import read_phrase
 from .rule import RepeatRule
@@ -165,7 +165,7 @@ def _parse_repeat_english(
     s = " ".join(text.lower().split()).rstrip(".!").replace("every other ", "every 2 ")
     if s in _NO_REPEAT:
         return None
-    if len(s) > 100:
+    if len(s) > MAX_INPUT_LENGTH:
         raise InputError(
             t("That's too long for a repeat rule. Try {examples}.", examples=_examples())
         )

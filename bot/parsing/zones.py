@@ -10,6 +10,7 @@ from typing import Final
 from zoneinfo import ZoneInfo
 
 from ..i18n import t, tn
+from ..limits import MAX_ZONE_NAME, clip
 from .errors import InputError
 
 COMMON_ZONES: Final = (
@@ -61,7 +62,7 @@ def resolve_timezone(name: str) -> ZoneInfo:
     shown = _sanitize(name)
     if not shown:
         raise InputError(t("Please give a time zone, like `Europe/London` or `America/New_York`."))
-    close = _suggest_zones(key)
+    close = _suggest_zones(key) if len(key) <= MAX_ZONE_NAME else []  # no name is longer
     if close:
         listed = ", ".join(f"`{z}`" for z in close)
         raise InputError(
@@ -146,8 +147,7 @@ def _suggest_zones(key: str) -> list[str]:
 
 
 def _sanitize(text: str) -> str:
-    cleaned = "".join(ch for ch in text.strip() if ch.isprintable() and ch != "`")
-    return cleaned[:40] + ("…" if len(cleaned) > 40 else "")
+    return clip(text.replace("`", ""), 40)
 
 
 ZONE_ABBREVIATIONS: Final = {

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import discord
 
 from ..i18n import ANSWER, current_locale, marked, t, translate
-from ..limits import MAX_FORUM_TAGS, MAX_THREAD_NAME
+from ..limits import MAX_FORUM_TAGS, MAX_THREAD_NAME, clip
 from ..models import Destination
 from ..parsing.spoken import listed
 from .checks import Refusal
@@ -158,7 +158,7 @@ def resolve_tags(forum: discord.ForumChannel, names: Sequence[str]) -> tuple[int
             known = ", ".join(f"`{tag.name}`" for tag in forum.available_tags) or t("none")
             raise Refusal(
                 t("{forum} has no tag `{name}`. Its tags: {known}.", forum=forum.mention,
-                  name=name, known=known)
+                  name=clip(name), known=known)
             )  # fmt: skip
         if tag.id not in ids:
             ids.append(tag.id)

@@ -18,6 +18,7 @@ from ..announcements import Announcements, ImportRow, NotPossible, TemplateRefus
 from ..announcements import check_template_name as checked_name
 from ..config import MIB
 from ..i18n import catalogs, current_locale, t
+from ..limits import clip
 from ..models import Template
 from ..parsing import InputError, discord_timestamp, resolve_timezone
 from ..parsing.errors import MAX_AHEAD
@@ -75,11 +76,11 @@ def named_channel(guild: discord.Guild, named: Named) -> Any:
         return by_id
     found = [c for c in [*guild.channels, *guild.threads] if c.name == named.name]
     if not found:
-        raise Refusal(t("this server has no channel named `#{name}`", name=named.name))
+        raise Refusal(t("this server has no channel named `#{name}`", name=clip(named.name)))
     if len(found) > 1:
         raise Refusal(
             t("this server has {count} channels named `#{name}`; rename all but one (I never "
-              "guess which)", count=len(found), name=named.name)
+              "guess which)", count=len(found), name=clip(named.name))
         )  # fmt: skip
     return found[0]
 
@@ -87,11 +88,11 @@ def named_channel(guild: discord.Guild, named: Named) -> Any:
 def named_role(guild: discord.Guild, named: Named) -> discord.Role:
     found = [r for r in guild.roles if r.name == named.name and not r.is_default()]
     if not found:
-        raise Refusal(t("this server has no role named `@{name}`", name=named.name))
+        raise Refusal(t("this server has no role named `@{name}`", name=clip(named.name)))
     if len(found) > 1:
         raise Refusal(
             t("this server has {count} roles named `@{name}`; I never guess", count=len(found),
-              name=named.name)
+              name=clip(named.name))
         )  # fmt: skip
     return found[0]
 

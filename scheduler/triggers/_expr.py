@@ -212,12 +212,28 @@ def walker(expr: str, start: datetime) -> croniter:
     return it
 
 
-@lru_cache(maxsize=4096)
+_CACHED_LONGEST: Final = 256
+"""The longest expression whose compiled form is kept: a longer one (its canonical form is
+no longer than a shorter one's) is compiled each time, so the cache holds at most
+4096 × this many characters whatever it is given."""
+
+
 def compile_cron(expr: str) -> str:
     """Validate a cron expression and return its canonical croniter form.
 
     Raises :class:`InvalidSchedule` naming the offending field and the reason.
     """
+    if len(expr) > _CACHED_LONGEST:
+        return _compile_cron(expr)
+    return _compile_cron_kept(expr)
+
+
+@lru_cache(maxsize=4096)
+def _compile_cron_kept(expr: str) -> str:
+    return _compile_cron(expr)
+
+
+def _compile_cron(expr: str) -> str:
     stripped = expr.strip()
     if not stripped:
         raise InvalidSchedule(f"invalid cron expression {expr!r}: expression is empty")

@@ -19,16 +19,17 @@ and month names, its refusals) and its locales in :data:`_LANGUAGES`; then a cor
 
 from __future__ import annotations
 
-import functools
 import re
 import unicodedata
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Literal, TypeAlias, TypeVar, cast
 
 from ...i18n import t
+from ...limits import clip
 from ..display import zone_label
-from ..errors import InputError
+from ..errors import MAX_INPUT_LENGTH, InputError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -152,20 +153,76 @@ def _compiled(locale: str | None) -> _Compiled | None:
 
 def translate(text: str, locale: str | None) -> str | None:
     """``text`` rewritten into the English the parsers read, or ``None`` when ``locale``
-    has no language here or the rewriting changed nothing but case and accents."""
+    has no language here, the rewriting changed nothing but case and accents, or the text is
+    longer than any phrase read (:data:`~bot.parsing.errors.MAX_INPUT_LENGTH`, spaces
+    collapsed): the English parser refuses that as too long without it."""
     if locale is None:
         return None
-    return _translate(text, _key(locale))
+    return _translate(" ".join(text.split()), _key(locale))
 
 
-@functools.lru_cache(maxsize=1024)
+class BoundedCache:
+    """The last ``entries`` results of a function of one text, kept while their texts and
+    results together hold at most ``chars`` characters; a text longer than ``longest`` is
+    never kept. What a member types can't make it grow past that, whatever they type."""
+
+    def __init__(self, entries: int, chars: int, longest: int) -> None:
+        self.entries, self.chars, self.longest = entries, chars, longest
+        self._kept: OrderedDict[tuple[str, str], str | None] = OrderedDict()
+        self._size = 0
+
+    @staticmethod
+    def _weight(key: tuple[str, str], value: str | None) -> int:
+        return len(key[0]) + len(key[1]) + len(value or "")
+
+    def get(self, key: tuple[str, str]) -> tuple[bool, str | None]:
+        """Whether ``key`` is kept, and its value (moved to the newest end)."""
+        if key not in self._kept:
+            return False, None
+        self._kept.move_to_end(key)
+        return True, self._kept[key]
+
+    def put(self, key: tuple[str, str], value: str | None) -> None:
+        if len(key[0]) > self.longest or key in self._kept:
+            return
+        self._kept[key] = value
+        self._size += self._weight(key, value)
+        while len(self._kept) > self.entries or self._size > self.chars:
+            old, gone = self._kept.popitem(last=False)
+            self._size -= self._weight(old, gone)
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+    @property
+    def size(self) -> int:
+        """The characters kept, texts and results together."""
+        return self._size
+
+    def cache_clear(self) -> None:
+        self._kept.clear()
+        self._size = 0
+
+
+_TRANSLATED: Final = BoundedCache(entries=1024, chars=256 * 1024, longest=MAX_INPUT_LENGTH)
+"""The rewritings kept (a phrase is read, then its ``when`` said back in the notes)."""
+
+
 def _translate(text: str, key: str) -> str | None:
-    """The rewriting, kept: a phrase is read, then its ``when`` said back in the notes."""
+    """The rewriting of ``text`` (its spaces collapsed) for the table ``key``, kept in
+    :data:`_TRANSLATED`; none for a text longer than any phrase read."""
+    if len(text) > MAX_INPUT_LENGTH:
+        return None
+    found, value = _TRANSLATED.get((text, key))
+    if found:
+        return value
     compiled = _LANGUAGES.get(key)
     if compiled is None:
         return None
     translated = compiled.translate(text)
-    return None if translated == " ".join(text.lower().split()) else translated
+    value = None if translated == text.lower() else translated
+    _TRANSLATED.put((text, key), value)
+    return value
 
 
 def read_localized(
@@ -180,8 +237,8 @@ def read_localized(
     reads, the refusal is said in the member's language. When the translation is what was
     read, :func:`read_as_note` is appended to ``notes``."""
     compiled = _compiled(locale)
-    if compiled is None:
-        return read(text)
+    if compiled is None or len(" ".join(text.split())) > MAX_INPUT_LENGTH:
+        return read(text)  # a text too long to read is refused by the parser, as it says
     translated = translate(text, locale)
     first: InputError | None = None
     if translated is not None:
@@ -219,7 +276,7 @@ def _read_as(text: str, translated: str) -> str:
 def refusal(language: Language, error: InputError, text: str, kind: Kind) -> str:
     """``error``'s refusal of ``text`` said in ``language``, from its ``REFUSALS``."""
     templates = language.refusals
-    shown = " ".join(text.split())
+    shown = clip(text)
     details = error.details
     if error.reason == "gap":
         naive, end = cast("datetime", details["naive"]), cast("datetime", details["end"])
