@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from ..db import BotDb
 from ..i18n import t
 from ..limits import clip
+from ..parsing import ConcernsField
 from .guards import check_templates
 from .service import AnnouncementService
 
@@ -19,19 +20,24 @@ MAX_TEMPLATE_NAME = 40
 """Characters in a template's name."""
 
 
-class TemplateRefused(ValueError):
-    """A template can't be saved, found or deleted; ``str(e)`` says why (shown as it is)."""
+class TemplateRefused(ConcernsField, ValueError):
+    """A template can't be saved, found or deleted; ``str(e)`` says why (shown as it is).
+    ``field``: ``name`` when the name is what is refused (empty, too long, taken)."""
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 def check_template_name(name: str) -> str:
     """The name as kept (trimmed), or refused if it is empty or too long."""
     kept = " ".join(name.split())
     if not kept:
-        raise TemplateRefused(t("A template needs a name, e.g. `name: weekly`."))
+        raise TemplateRefused(t("A template needs a name, e.g. `name: weekly`."), field="name")
     if len(kept) > MAX_TEMPLATE_NAME:
         raise TemplateRefused(
             t("The template's name is {count} characters; at most {limit}, e.g. `name: weekly`.",
-              count=len(kept), limit=MAX_TEMPLATE_NAME)
+              count=len(kept), limit=MAX_TEMPLATE_NAME), field="name"
         )  # fmt: skip
     return kept
 
@@ -50,7 +56,7 @@ class Templates(AnnouncementService):
             if await rows.template(template.guild_id, name) is not None:
                 raise TemplateRefused(
                     t("This server already has a template named `{name}`. Pick another name, "
-                      "or `/template delete name:{name}` first.", name=name)
+                      "or `/template delete name:{name}` first.", name=name), field="name"
                 )  # fmt: skip
             limits = await self.limits_in(rows, template.guild_id)
             check_templates(limits, await rows.template_count(template.guild_id))
@@ -69,7 +75,7 @@ class Templates(AnnouncementService):
         if found is None:
             raise TemplateRefused(
                 t("This server has no template named `{name}`. See `/template list`.",
-                  name=clip(name))
+                  name=clip(name)), field="template"
             )  # fmt: skip
         return found
 
@@ -79,5 +85,5 @@ class Templates(AnnouncementService):
         if not deleted:
             raise TemplateRefused(
                 t("This server has no template named `{name}`; nothing was deleted. See "
-                  "`/template list`.", name=clip(name))
+                  "`/template list`.", name=clip(name)), field="name"
             )  # fmt: skip

@@ -23,7 +23,7 @@ from __future__ import annotations
 from .cron_words import describe_cron
 from .display import discord_timestamp
 from .durations import parse_duration, spoken_duration
-from .errors import MAX_AHEAD, MAX_INPUT_LENGTH, InputError
+from .errors import MAX_AHEAD, MAX_INPUT_LENGTH, ConcernsField, InputError, concerning
 from .repeat import MAX_INTERVAL, MIN_INTERVAL, parse_repeat
 from .rule import RepeatRule, next_times, repeat_kind
 from .schedule import ScheduleReading, read_schedule
@@ -36,9 +36,11 @@ __all__ = [
     "MAX_INPUT_LENGTH",
     "MAX_INTERVAL",
     "MIN_INTERVAL",
+    "ConcernsField",
     "InputError",
     "RepeatRule",
     "ScheduleReading",
+    "concerning",
     "date_notes",
     "describe_cron",
     "discord_timestamp",

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from ..i18n import t
 from .display import examples
-from .errors import InputError
+from .errors import InputError, concerning
 from .repeat import parse_repeat
 from .rule import RepeatRule, next_times
 from .when import date_notes, parse_when
@@ -51,20 +51,27 @@ def read_schedule(
     if not when_text:
         if not repeat_text:
             raise InputError(
-                t("Please say when to post it, like {examples}.", examples=examples(now))
+                t("Please say when to post it, like {examples}.", examples=examples(now)),
+                field="when",
             )
         said: list[str] = []
-        rule = parse_repeat(repeat_text, now, tz, need_time=True, locale=locale, notes=said)
+        with concerning("repeat"):
+            rule = parse_repeat(repeat_text, now, tz, need_time=True, locale=locale, notes=said)
         if rule is None:
             raise InputError(
-                t("Please say when to post it, like {examples}.", examples=examples(now))
+                t("Please say when to post it, like {examples}.", examples=examples(now)),
+                field="when",
             )
         upcoming = next_times(rule, now, tz, count)
         return ScheduleReading(upcoming[0], rule, tuple(upcoming), tuple(said))
-    start = parse_when(when_text, tz, now, locale=locale)
+    with concerning("when"):
+        start = parse_when(when_text, tz, now, locale=locale)
     notes = tuple(date_notes(when_text, tz, now, locale))
     said = []
-    rule = parse_repeat(repeat_text, start, tz, locale=locale, notes=said) if repeat_text else None
+    rule = None
+    if repeat_text:
+        with concerning("repeat"):
+            rule = parse_repeat(repeat_text, start, tz, locale=locale, notes=said)
     if rule is None:
         return ScheduleReading(start, None, (start,), notes)
     upcoming = next_times(rule, start, tz, count)

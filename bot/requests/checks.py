@@ -12,6 +12,7 @@ import discord
 from discord import app_commands
 
 from ..i18n import t
+from ..parsing import ConcernsField
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -22,10 +23,15 @@ ROLE_MENTION = re.compile(r"<@&(\d{15,22})>")
 EVERYONE_TEXT = re.compile(r"@(everyone|here)\b")
 
 
-class Refusal(app_commands.AppCommandError):
+class Refusal(ConcernsField, app_commands.AppCommandError):
     """The request is refused; ``str(e)`` says why (shown to the member, ephemerally).
+    ``field``: the option it is about, when one is (:class:`~bot.parsing.ConcernsField`).
 
     An app-command error, so that a command check may raise it too."""
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 def is_manager(member: discord.Member, settings: GuildSettings) -> bool:

@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo
 import discord
 
 from ..i18n import t
-from ..parsing import resolve_timezone
+from ..parsing import concerning, resolve_timezone
 from .checks import Refusal
 from .request import AnnouncementOptions, AnnouncementRequest, KeptMentions, Requester
 from .validation import Checked, check_request
@@ -123,7 +123,8 @@ async def edit_options(
     if options.mention is None:
         kept = KeptMentions(a.mention, a.allowed_mentions)
     else:
-        mention_id = mention_option(guild, options.mention)
+        with concerning("mention"):
+            mention_id = mention_option(guild, options.mention)
     until: str | datetime | None = options.until
     if until is None and a.until_ts is not None:
         until = datetime.fromtimestamp(a.until_ts, UTC)

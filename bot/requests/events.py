@@ -93,7 +93,7 @@ async def check_event(
     location = options.event_location
     channel_id = options.event_channel_id
     if location is not None and channel_id is not None:
-        raise Refusal(said(ONE_PLACE))
+        raise Refusal(said(ONE_PLACE), field="event_location")
     if location is None and channel_id is None and kept is not None:
         location, channel_id = kept.location, kept.channel_id
     minutes = options.event_minutes
@@ -101,14 +101,18 @@ async def check_event(
         minutes = kept.minutes if kept is not None else DEFAULT_EVENT_MINUTES
     if not 1 <= minutes <= MAX_EVENT_MINUTES:
         raise Refusal(
-            t("`event_minutes` is between 1 and {limit} (a week).", limit=MAX_EVENT_MINUTES)
+            t("`event_minutes` is between 1 and {limit} (a week).", limit=MAX_EVENT_MINUTES),
+            field="event_minutes",
         )
     if location is not None:
         location = location.strip()
         if not location or len(location) > MAX_LOCATION:
-            raise Refusal(t("`event_location` is 1 to {limit} characters.", limit=MAX_LOCATION))
+            raise Refusal(
+                t("`event_location` is 1 to {limit} characters.", limit=MAX_LOCATION),
+                field="event_location",
+            )
     if location is None and channel_id is None:
-        raise Refusal(said(NEEDS_A_PLACE))
+        raise Refusal(said(NEEDS_A_PLACE), field="event_location")
     spec = EventSpec(minutes=minutes, location=location, channel_id=channel_id)
     _check_permissions(guild, spec)
     if kept is None:
@@ -128,7 +132,10 @@ def _check_permissions(guild: discord.Guild, spec: EventSpec) -> None:
         return
     channel = guild.get_channel(spec.channel_id)
     if not isinstance(channel, (discord.VoiceChannel, discord.StageChannel)):
-        raise Refusal(t("`event_channel` must be a voice or stage channel of this server."))
+        raise Refusal(
+            t("`event_channel` must be a voice or stage channel of this server."),
+            field="event_channel",
+        )
     perms = channel.permissions_for(me)
     needed = ["view_channel", "connect", "create_events"]
     if isinstance(channel, discord.StageChannel):
@@ -138,7 +145,7 @@ def _check_permissions(guild: discord.Guild, spec: EventSpec) -> None:
         names = ", ".join(f"**{said(EVENT_PERMISSIONS[n])}**" for n in missing)
         raise Refusal(
             t("I need {permissions} in {channel} to create its Discord events there.",
-              permissions=names, channel=channel.mention)
+              permissions=names, channel=channel.mention), field="event_channel"
         )  # fmt: skip
 
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from ..announcements import Announcements, check_template_name
 from ..i18n import t
 from ..models import Image, Template, mention_markup
-from ..parsing import InputError
+from ..parsing import InputError, concerning
 from ..parsing.placeholders import check_placeholders
 from .checks import Refusal, can_read, require_manager
 from .validation import check_widest_length, empty_message
@@ -70,9 +70,11 @@ async def template_of_form(
     require_manager(member, await announcements.settings(guild.id))
     kept_name = check_template_name(name)
     if not content.strip():
-        raise InputError(empty_message())
-    check_placeholders(content, "the message")
-    check_placeholders(title, "the title")
+        raise InputError(empty_message(), field="message")
+    with concerning("message"):
+        check_placeholders(content, "the message")
+    with concerning("title"):
+        check_placeholders(title, "the title")
     prefix = 0 if mention is None else len(mention_markup(mention)) + 1
     check_widest_length(content, prefix, title)
     if channel_id is not None and not can_read(member, guild, channel_id):

@@ -26,6 +26,7 @@ from ..parsing import (
     InputError,
     RepeatRule,
     ScheduleReading,
+    concerning,
     date_notes,
     discord_timestamp,
     next_times,
@@ -100,28 +101,34 @@ async def check_request(
     settings = await announcements.settings(guild.id)
     require_manager(member, settings)
     title = options.title.strip() if options.title and options.title.strip() else None
-    found = await find_target(guild, options.channel_id)
-    channel, destination = check_destination(
-        member, guild.me, found, embed=title is not None, files=options.has_files
-    )
-    rich = _content(options, channel, destination, title, form_pending=not message)
+    with concerning("channel"):
+        found = await find_target(guild, options.channel_id)
+        channel, destination = check_destination(
+            member, guild.me, found, embed=title is not None, files=options.has_files
+        )
+        rich = _content(options, channel, destination, title, form_pending=not message)
     zone = options.timezone or await typing_zone(announcements, member, settings)
     now = clock.now()
     locale = request.requester.locale
     reading = _reading(options.when, options.repeat, zone, now, locale)
     first, rule = reading.first, reading.rule
-    until = _until(options.until, rule, first, zone, now, locale)
+    with concerning("until"):
+        until = _until(options.until, rule, first, zone, now, locale)
     upcoming = reading.upcoming
     if until is not None:
         upcoming = tuple(t for t in upcoming if t <= until)
-    mention, allowed, notes = _mentions(request, channel)
+    with concerning("mention"):
+        mention, allowed, notes = _mentions(request, channel)
     prefix = 0 if mention is None else len(mention_markup(mention)) + 1
     if message and not message.strip():
-        raise InputError(empty_message())
-    check_placeholders(message, "the message")
-    check_placeholders(title, "the title")
+        raise InputError(empty_message(), field="message")
+    with concerning("message"):
+        check_placeholders(message, "the message")
+    with concerning("title"):
+        check_placeholders(title, "the title")
     check_widest_length(message, prefix, title)
-    event = await check_event(guild, options, room)
+    with concerning("event"):
+        event = await check_event(guild, options, room)
     draft = Draft(
         guild_id=guild.id,
         channel_id=channel.id,
@@ -187,7 +194,8 @@ def check_widest_length(message: str, prefix: int, title: str | None) -> None:
         raise InputError(
             f"{too_long} "
             + t("(Placeholders are counted at their longest: `{{date}}` as {date} characters, "
-                "`{{next}}` as {next}…)", date=WIDEST["date"], next=WIDEST["next"])
+                "`{{next}}` as {next}…)", date=WIDEST["date"], next=WIDEST["next"]),
+            field=too_long.field,
         ) from None  # fmt: skip
 
 
@@ -199,26 +207,26 @@ def check_length(message: str, prefix: int, title: str | None) -> None:
             raise InputError(
                 t("The message is {count} characters (with the mention); Discord allows "
                   "{limit}. Shorten it or split it into two announcements.",
-                  count=len(message) + prefix, limit=MAX_MESSAGE)
+                  count=len(message) + prefix, limit=MAX_MESSAGE), field="message"
             )  # fmt: skip
         return
     if len(title) > MAX_EMBED_TITLE:
         raise InputError(
             t("The title is {count} characters; an embed's title may have at most {limit}. "
               "Shorten it, e.g. `title: Weekly update`.", count=len(title),
-              limit=MAX_EMBED_TITLE)
+              limit=MAX_EMBED_TITLE), field="title"
         )  # fmt: skip
     if len(message) > MAX_EMBED_DESCRIPTION:
         raise InputError(
             t("The message is {count} characters; under a title (an embed) Discord allows "
               "{limit}. Shorten it or split it into two announcements.", count=len(message),
-              limit=MAX_EMBED_DESCRIPTION)
+              limit=MAX_EMBED_DESCRIPTION), field="message"
         )  # fmt: skip
     if len(title) + len(message) > MAX_EMBED_TOTAL:
         raise InputError(
             t("The title and message are {count} characters together; an embed may have "
               "{limit} in all. Shorten them.", count=len(title) + len(message),
-              limit=MAX_EMBED_TOTAL)
+              limit=MAX_EMBED_TOTAL), field="message"
         )  # fmt: skip
 
 
@@ -240,8 +248,9 @@ def _content(
     tags: tuple[int, ...] = ()
     if isinstance(channel, discord.ForumChannel):
         if not form_pending:
-            check_placeholders(title, "the title")
-            forum_title(widest(title), channel)
+            with concerning("title"):
+                check_placeholders(title, "the title")
+                forum_title(widest(title), channel)
         if isinstance(options.tags, tuple):
             known = {t.id for t in channel.available_tags}
             tags = tuple(t for t in options.tags if t in known)
@@ -290,13 +299,15 @@ def _reading(
         start = when
     else:
         text = when or ""
-        start = parse_when(text, zone, now, locale=locale)
+        with concerning("when"):
+            start = parse_when(text, zone, now, locale=locale)
         notes = tuple(date_notes(text, zone, now, locale))
     if isinstance(repeat, RepeatRule):
         rule: RepeatRule | None = _in_zone(repeat, zone)
     elif repeat and repeat.strip():
         said: list[str] = []
-        rule = parse_repeat(repeat, start, zone, locale=locale, notes=said)
+        with concerning("repeat"):
+            rule = parse_repeat(repeat, start, zone, locale=locale, notes=said)
         notes += tuple(said)
     else:
         rule = None

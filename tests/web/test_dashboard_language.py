@@ -390,7 +390,7 @@ async def test_the_error_pages_in_german(browser: Any, site: Site) -> None:
         response = await page.goto(f"{site.url}/g/{world.guild.id}/a/99")
         assert response is not None
         assert response.status == 404
-        assert await page.title() == "Antwort · crier"
+        assert await page.title() == "Fehler: Antwort · crier"
         assert await page.locator(".answer").inner_text() == "Ankündigung #99 nicht gefunden."
         assert await page.get_by_role("link", name="Zurück zu deinen Servern").is_visible()
         assert leftovers(await body_text(page), ERROR_ENGLISH) == []

@@ -19,7 +19,7 @@ from aiohttp import BodyPartReader, web
 from ... import i18n
 from ...announcements import Announcements, NotFound
 from ...models import DashboardSession, Image
-from ...parsing import resolve_timezone
+from ...parsing import ConcernsField, resolve_timezone
 from ...render import expected_answer, state_word, unexpected_answer
 from ...requests.checks import Refusal
 from ...requests.files import too_large
@@ -29,6 +29,8 @@ from .sessions import SESSION_COOKIE, Sessions
 from .text import discord_html, quantity, time_html
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     import discord
 
     from scheduler import Clock, Scheduler
@@ -103,6 +105,34 @@ class Form:
 
 
 FORM_KEY = web.RequestKey("crier_form", Form)
+
+
+@dataclass(frozen=True, slots=True)
+class FieldError:
+    """A refused form's answer, shown with the form again: the commands' words, and the
+    field they are about as the form names it (None: the form as a whole). Rendered by the
+    macros of ``_fields.html``: the field marked ``aria-invalid`` and described by the
+    words, focused when the page loads, named in the summary above the form; the page's
+    title starts with "Error:"."""
+
+    text: str
+    field: str | None = None
+
+
+def field_error(
+    error: BaseException, renamed: Mapping[str, str] | None = None
+) -> FieldError | None:
+    """The answer to ``error`` for a form (None: no answer is written for it, it goes on up):
+    the commands' words (:func:`~bot.render.expected_answer`) and the field it is about
+    (:class:`~bot.parsing.ConcernsField`: the option's name, or the form's own name for it
+    in ``renamed``, e.g. ``{"name": "template_name"}``)."""
+    known = expected_answer(error)
+    if known is None:
+        return None
+    field = error.field if isinstance(error, ConcernsField) else None
+    if field is not None and renamed:
+        field = renamed.get(field, field)
+    return FieldError(known, field)
 
 
 class FormTooLarge(Exception):
@@ -192,6 +222,7 @@ class Dashboard:
         now = self.clock.now()
         locale = i18n.current_locale()
         values.setdefault("flash", None)
+        values.setdefault("error", None)
         names = self.access.names(guild.id) if guild else {}
         html = self.templates.get_template(name).render(
             viewer=viewer,
@@ -204,6 +235,7 @@ class Dashboard:
             languages=i18n.LANGUAGES,
             when=lambda dt: time_html(dt, zone, locale),
             text=lambda t: discord_html(t, guild, zone, now, names, locale),
+            plain=lambda t: discord_html(t, guild, zone, now, names, locale).striptags(),
             seconds=lambda value, digits: quantity(value, digits, "s", locale),
             milliseconds=lambda value: quantity(value, 0, "ms", locale),
             **values,
@@ -213,7 +245,11 @@ class Dashboard:
     def answer(
         self, viewer: Viewer | None, text: str, status: int, guild: discord.Guild | None = None
     ) -> web.Response:
-        return self.render("answer.html", viewer, status=status, guild=guild, message=text)
+        """A page that only says ``text``: a refusal or an error (its title says so)."""
+        return self.render(
+            "answer.html", viewer, status=status, guild=guild, message=text,
+            error=FieldError(text) if status >= 400 else None,
+        )  # fmt: skip
 
     async def viewer_zone(self, session: DashboardSession, guild_id: int | None) -> ZoneInfo:
         """The viewer's own zone (``/timezone``), else the server's, else UTC."""

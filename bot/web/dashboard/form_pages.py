@@ -21,14 +21,15 @@ from aiohttp import web
 from ...announcements import TemplateRefused
 from ...parsing import zone_names
 from ...parsing.display import example_date
-from ...render import confirmation, edit_reply, expected_answer, form_template_saved
+from ...render import confirmation, edit_reply, form_template_saved
 from ...requests.editing import check_edit
 from ...requests.templates import Started, started_from, template_of_form
 from ...requests.validation import check_request
-from .core import Form, Viewer, form_of
+from .core import FieldError, Form, Viewer, field_error, form_of
 from .forms import (
     Preview,
     event_values,
+    field_labels,
     form_values,
     new_request,
     preview_of,
@@ -52,6 +53,9 @@ log = logging.getLogger(__name__)
 
 SAVE_TEMPLATE = "save_template"
 """The ``action`` of the form's "Save as template" button."""
+RENAMED = {"name": "template_name"}
+"""The options the form's fields name otherwise: /template save's ``name`` is the form's
+"Template name" (``template``, the template started from, is the picker's own name)."""
 
 
 class FormPages(GuildPages):
@@ -70,7 +74,7 @@ class FormPages(GuildPages):
         try:
             template = await self.d.announcements.template(who.guild.id, name)
         except TemplateRefused as refused:
-            return await self.form_page(viewer, who, values, error=str(refused))
+            return await self.form_page(viewer, who, values, error=field_error(refused))
         return await self.form_page(viewer, who, values | template_values(who, template))
 
     @post(GUILD + "/new")
@@ -228,9 +232,10 @@ class FormPages(GuildPages):
         values: Mapping[str, str],
         editing: Announcement | None = None,
     ) -> web.Response:
-        """The form again as it was posted, with the commands' answer to ``error``; an error
-        they have no answer for (or a redirect) goes on up to the page wrapper."""
-        known = expected_answer(error)
+        """The form again as it was posted, with the commands' answer to ``error`` at the
+        field it is about; an error they have no answer for (or a redirect) goes on up to
+        the page wrapper."""
+        known = field_error(error, RENAMED)
         if known is None:
             raise error
         return await self.form_page(viewer, who, values, editing=editing, error=known)
@@ -242,7 +247,7 @@ class FormPages(GuildPages):
         values: Mapping[str, str],
         *,
         editing: Announcement | None = None,
-        error: str | None = None,
+        error: FieldError | None = None,
         preview: Preview | None = None,
         saved: str | None = None,
     ) -> web.Response:
@@ -287,6 +292,7 @@ class FormPages(GuildPages):
             zones=zone_names(), event_channels=places, templates=templates,
             started_with=started_with, lost_channel=lost_channel, lost_role=lost_role,
             example_date=example_date(self.d.clock.now().astimezone(viewer.zone).date()),
+            labels=field_labels(),
         )  # fmt: skip
 
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...i18n import t
 from ...models import EventSpec, mention_markup
-from ...parsing import InputError, resolve_timezone
+from ...parsing import InputError, concerning, resolve_timezone
 from ...parsing.placeholders import occurrence, render
 from ...requests.checks import Refusal
 from ...requests.editing import NO_TITLE, EditOptions, mention_option
@@ -35,6 +35,28 @@ FORM_FIELDS = (
 CHECKBOXES = ("silent", "update_posted", "event")
 
 
+def field_labels() -> dict[str, str]:
+    """The form's fields by name, as their labels say them in the viewer's language (a
+    refusal names the field it is about with these words)."""
+    return {
+        "message": t("Message"),
+        "title": t("Title"),
+        "channel": t("Channel"),
+        "when": t("When"),
+        "repeat": t("Repeat"),
+        "timezone": t("Time zone"),
+        "mention": t("Mention"),
+        "until": t("Until"),
+        "image": t("Image or file"),
+        "event": t("Create a Discord event for each occurrence"),
+        "event_location": t("Event location"),
+        "event_channel": t("Event in voice or stage (instead of a location)"),
+        "event_minutes": t("Event length (minutes)"),
+        "template": t("Start from a template"),
+        "template_name": t("Template name"),
+    }
+
+
 def form_values(form: Form) -> dict[str, str]:
     """The announcement form's fields as posted (to show the form again as it was)."""
     return {k: form.get(k) for k in (*FORM_FIELDS, *CHECKBOXES)}
@@ -44,7 +66,7 @@ def typed_message(values: dict[str, str]) -> str:
     """The message typed; refused like the commands when it is empty."""
     message = values["message"]
     if not message.strip():
-        raise InputError(empty_message())
+        raise InputError(empty_message(), field="message")
     return message
 
 
@@ -53,12 +75,13 @@ def _text(values: dict[str, str], name: str) -> str | None:
 
 
 def _zone(text: str) -> ZoneInfo | None:
-    return resolve_timezone(text.strip()) if text.strip() else None
+    with concerning("timezone"):
+        return resolve_timezone(text.strip()) if text.strip() else None
 
 
 def _channel(text: str) -> int:
     if not text.strip().isdigit():
-        raise InputError("Pick the channel to post in.")
+        raise InputError(t("Pick the channel to post in."), field="channel")
     return int(text)
 
 
@@ -69,7 +92,9 @@ def _event_minutes(values: dict[str, str]) -> int | None:
     if not typed:
         return None
     if not typed.isdigit() or len(typed) > 6:
-        raise InputError(t("The event's length is a number of minutes, like 90."))
+        raise InputError(
+            t("The event's length is a number of minutes, like 90."), field="event_minutes"
+        )
     return int(typed)
 
 
@@ -117,7 +142,7 @@ def edit_event_options(kept: EventSpec | None, values: dict[str, str]) -> dict[s
     channel_id = _event_channel(values)
     if location is None and channel_id is None:
         # Both fields emptied: no place (on /edit, options left out keep the current one).
-        raise Refusal(NEEDS_A_PLACE)
+        raise Refusal(NEEDS_A_PLACE, field="event_location")
     if kept is None:
         return {
             "event": True,
@@ -138,12 +163,14 @@ def new_request(
     """What the new-announcement form asks for, as /schedule would ask it."""
     message = typed_message(values)
     mention = values["mention"].strip()
+    with concerning("mention"):
+        mention_id = mention_option(requester.guild, mention) if mention else None
     options = AnnouncementOptions(
         when=_text(values, "when"),
         channel_id=_channel(values["channel"]),
         repeat=_text(values, "repeat"),
         timezone=_zone(values["timezone"]),
-        mention_id=mention_option(requester.guild, mention) if mention else None,
+        mention_id=mention_id,
         until=_text(values, "until"),
         title=_text(values, "title"),
         silent=values["silent"] == "on",

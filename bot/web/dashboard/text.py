@@ -28,6 +28,7 @@ _USER = re.compile(r"&lt;@!?(\d+)&gt;")
 _TIMESTAMP = re.compile(r"&lt;t:(-?\d+)(?::([tTdDfFR]))?&gt;")
 _CODE = re.compile(r"`([^`]+)`")
 _LINK = re.compile(r"(https://discord\.com/(?:channels|events)/[\d/]+)")
+_SET_ASIDE = re.compile("\x00(\\d+)\x00")
 
 
 def babel_locale(locale: str | None) -> str | None:
@@ -78,8 +79,17 @@ def discord_html(
 ) -> Markup:
     """The bot's answer or an announcement's text as Discord would show it, roughly:
     channel, role and user mentions by name, ``<t:…>`` times in the viewer's zone, bold,
-    italics, code and line breaks; weekdays and relative times in ``locale``'s words."""
+    italics, code and line breaks; weekdays and relative times in ``locale``'s words. Code
+    is shown as typed, as Discord shows it: an example like `` `<t:1735000000>` `` stays the
+    syntax it teaches, not a date."""
     html = str(escape(text))
+    codes: list[str] = []
+
+    def set_aside(m: re.Match[str]) -> str:
+        codes.append(m[1])
+        return f"\x00{len(codes) - 1}\x00"
+
+    html = _CODE.sub(set_aside, html.replace("\x00", ""))
 
     def channel(m: re.Match[str]) -> str:
         found = guild.get_channel_or_thread(int(m[1])) if guild else None
@@ -110,9 +120,9 @@ def discord_html(
     html = _ROLE.sub(role, html)
     html = _USER.sub(user, html)
     html = _TIMESTAMP.sub(stamp, html)
-    html = _CODE.sub(r"<code>\1</code>", html)
     html = emphasis(html)
     html = _LINK.sub(r'<a href="\1" rel="noreferrer">\1</a>', html)
+    html = _SET_ASIDE.sub(lambda m: f"<code>{codes[int(m[1])]}</code>", html)
     return Markup(html.replace("\n", "<br>\n"))  # noqa: S704 (escaped first, see above)
 
 
