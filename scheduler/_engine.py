@@ -17,7 +17,7 @@ from ._resolver import Resolver
 from .abc import OperationsAt, Store, Tx
 from .clock import Clock, SystemClock, system_time_of
 from .errors import InvalidArgument, SchedulerClosed
-from .models import Pace, Retry
+from .models import Pace, Retry, check_priority
 from .registry import Registry
 from .settings import Settings, Tunables
 from .stats import SchedulerStats
@@ -43,6 +43,7 @@ class JobOptions(TypedDict, total=False):
     name: str | None
     parent_id: int | None
     pace: Pace | None
+    priority: int
 
 
 class EnqueueOptions(JobOptions, total=False):
@@ -140,6 +141,7 @@ class Engine:
         name: str | None = None,
         parent_id: int | None = None,
         pace: Pace | None = None,
+        priority: int = 0,
     ) -> NewJob:
         """Validate everything about a job before anything is written: ``fn`` (and
         ``on_complete``) against the registry, the options, and that ``args`` (checked
@@ -160,6 +162,7 @@ class Engine:
             raise InvalidArgument(f"parent_id must be a job id (int), got {parent_id!r}")
         next_ts = now if run_at is None else _codec.to_timestamp(run_at)
         pace_key, pace_spacing = self.pace_of(fn, pace)
+        priority = check_priority(priority)
         context_type, context_blob = _codec.encode_context(context)
         return NewJob(
             fn=reg.name,
@@ -178,6 +181,7 @@ class Engine:
             parent_id=parent_id,
             pace_key=pace_key,
             pace_spacing=pace_spacing,
+            priority=priority,
         )
 
     def args_json(self, fn: str, args: Any, what: str) -> str:

@@ -33,6 +33,7 @@ def job_info(job: ClaimedJob) -> JobInfo:
         schedule_name=job.schedule_name,
         fire_ts=job.fire_ts,
         max_failures=job.max_failures,
+        priority=job.priority,
     )
 
 

@@ -84,7 +84,9 @@ class TransactionScheduling(InTransaction):
         ``{"job_id", "context", "result"}`` when the job reaches a terminal state, in the
         same commit), ``context``, ``retry``, ``name``, ``parent_id``, ``pace`` (a
         :class:`~scheduler.Pace`: jobs with one key start at least its spacing apart, in
-        every process; default: the registration's).
+        every process; default: the registration's), ``priority`` (an int, default 0: among
+        due jobs a higher priority starts first, so a flood of lower-priority due work
+        delays it by one batch at most; within one pace key jobs keep their due order).
         """
         job = self._engine.new_job(fn, args, self._tx.state.now, **options)
         return await (await self._writing()).enqueue(job)

@@ -98,6 +98,22 @@ class Pace:
         return to_seconds(self.spacing, "Pace.spacing")
 
 
+PRIORITY_LIMIT = 2**31 - 1
+"""The highest priority (and, negated, about the lowest): what a 32-bit column holds."""
+
+
+def check_priority(value: object) -> int:
+    """``value`` as a job's priority: an int within ``PRIORITY_LIMIT`` either way, else
+    :class:`InvalidArgument`."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidArgument(f"priority must be an int, got {value!r}")
+    if not -PRIORITY_LIMIT <= value <= PRIORITY_LIMIT:
+        raise InvalidArgument(
+            f"priority must be between {-PRIORITY_LIMIT} and {PRIORITY_LIMIT}, got {value}"
+        )
+    return value
+
+
 DEFAULT_MUTATION_RETRY = Retry(max_failures=4)
 DEFAULT_ACTION_RETRY = Retry(max_failures=1)
 
@@ -132,6 +148,8 @@ class Job:
     pace_key: str | None = None
     """Jobs with one pace key start at least ``pace_spacing`` seconds apart (None: unpaced)."""
     pace_spacing: float | None = None
+    priority: int = 0
+    """Among due jobs, a higher priority starts first (0 unless the enqueue said)."""
 
     @property
     def next_at(self) -> datetime:
@@ -161,6 +179,8 @@ class JobInfo:
     schedule_name: str | None
     fire_ts: float | None
     max_failures: int
+    priority: int = 0
+    """The job's priority (see ``enqueue``)."""
 
     @property
     def fire_time(self) -> datetime | None:

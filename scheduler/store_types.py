@@ -117,6 +117,8 @@ class NewJob:
     pace_key: str | None = None
     """Jobs with one pace key start at least ``pace_spacing`` seconds apart (None: unpaced)."""
     pace_spacing: float | None = None
+    priority: int = 0
+    """Among due jobs, a higher priority starts first."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +140,7 @@ class ClaimedJob:
     schedule_name: str | None
     fire_ts: float | None
     args: Any
+    priority: int = 0
 
 
 @dataclass(frozen=True, slots=True)

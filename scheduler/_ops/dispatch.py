@@ -42,44 +42,99 @@ def claim_due(
     """Move up to the given numbers of due pending jobs to ``in_progress`` under a lease
     held by ``process`` (kept on the job, so a lost lease's history names it).
 
-    Each claim is conditional on the job still being exactly ``pending``; a paced job is
-    claimed only in its key's open slot, which the claim takes (see ``_pacing``). Due times
-    are compared on ``now``'s clock; the lease (``lease_until``, on that clock too) is stamped
-    on the lease clock (see :attr:`OpState.lease_offset`).
+    Due jobs start by priority (highest first), then in due order. Each claim is conditional
+    on the job still being exactly ``pending``; a paced job is claimed only in its key's
+    open slot, which the claim takes (see ``_pacing``). Due times are compared on ``now``'s
+    clock; the lease (``lease_until``, on that clock too) is stamped on the lease clock (see
+    :attr:`OpState.lease_offset`).
+
+    Without jobs of another priority than 0 (the plan says so) this is the claim of before
+    priorities: due unpaced jobs in due order, then paced ones with the room left.
     """
-    rows: list[Any] = []
-    room = {JobKind.MUTATION: mutation_limit, JobKind.ACTION: action_limit}
-    for kind, limit in room.items():
-        if limit > 0:
-            params = {
-                "kind": kind.value,
-                "now": st.now,
-                "limit": limit,
-                "lease_until": st.on_lease_clock(lease_until),
-                "process": process,
-            }
-            got = yield Q("claim_due", params, "all")
-            rows.extend(got)
-            room[kind] = limit - len(got)
     include_actions = action_limit > 0
-    # The next paced start and schedule fire, in one query: no paced job may start now (none
-    # pending, or every key waiting) costs the claim nothing more.
-    paced_start, next_tick = yield from pacing.next_start(st, include_actions)
-    if paced_start is not None and paced_start <= st.now:
+    # The next paced start, the next schedule fire and the priorities in use, in one query.
+    plan = yield from pacing.plan(st, include_actions)
+    room = {JobKind.MUTATION: mutation_limit, JobKind.ACTION: action_limit}
+    heads: list[Any] = []
+    paced_now = plan.start is not None and plan.start <= st.now
+    if paced_now:
         mutations, actions = room[JobKind.MUTATION], room[JobKind.ACTION]
-        paced = pacing.claim_paced(st, lease_until, mutations, actions, process)
-        rows.extend((yield from paced))
-        paced_start, next_tick = yield from pacing.next_start(st, include_actions)
+        heads = yield from pacing.heads(st, mutations, actions, plan.ranked_paced)
+    lease = st.on_lease_clock(lease_until)
+    rows: list[Any] = []
+    chosen: list[Any] = []
+    levels: dict[JobKind, list[tuple[int, float]]] = {}
+    for kind, limit in room.items():
+        if limit <= 0:
+            continue
+        if kind in plan.ranked:
+            got = yield Q("ranked_levels", {"kind": kind.value}, "all")
+            levels[kind] = [(int(r["priority"]), float(r["first_ts"])) for r in got]
+        walk = _Walk(st, kind, limit, lease, process)
+        kind_heads = [h for h in heads if h["kind"] == kind.value]
+        claimed, picked = yield from walk.run(levels.get(kind, []), kind_heads)
+        rows.extend(claimed)
+        chosen.extend(picked)
+        if walk.ranked_claimed:
+            levels.pop(kind)  # claimed from: read again below
+    if paced_now:
+        rows.extend((yield from pacing.claim_heads(st, chosen, lease_until, process)))
+        plan = yield from pacing.plan(st, include_actions)
     jobs: list[ClaimedJob] = []
     if rows:
         ids = [int(r["id"]) for r in rows]
         got = yield Q("claimed_args", {"job_ids": ids}, "all")
         payloads = {int(p["job_id"]): p for p in got}
-        for r in sorted(rows, key=lambda r: (r["next_ts"], r["id"])):
+        # The batch starts in the order it was claimed in: by priority, then due order.
+        for r in sorted(rows, key=lambda r: (-int(r["priority"]), r["next_ts"], r["id"])):
             jobs.append(_claimed(r, payloads.get(int(r["id"]))))
-    unpaced = yield from _next_unpaced(include_actions)
-    next_due = min((t for t in (paced_start, unpaced) if t is not None), default=None)
-    return Claim(jobs, next_due, next_tick)
+    unpaced = yield from _next_unpaced(include_actions, plan.ranked, levels)
+    next_due = min((t for t in (plan.start, unpaced) if t is not None), default=None)
+    return Claim(jobs, next_due, plan.next_tick)
+
+
+class _Walk:
+    """One kind's claim of unpaced jobs, priority by priority, highest first: the due
+    priorities other than 0 (``levels``), 0 (the jobs of the default priority, in an index of
+    their own), and the priorities of the paced jobs that may start now (``heads``): at each
+    priority its due unpaced jobs are claimed in due order, then its paced heads are picked,
+    while the kind has room. The picked heads are claimed together afterwards, when their
+    keys' slots are taken."""
+
+    def __init__(
+        self, st: OpState, kind: JobKind, room: int, lease: float, process: str | None
+    ) -> None:
+        self.now = st.now
+        self.params = {"kind": kind.value, "now": st.now, "lease_until": lease, "process": process}
+        self.room = room
+        self.ranked_claimed = False
+        """Whether jobs of a priority other than 0 were claimed (their levels changed)."""
+
+    def run(
+        self, levels: list[tuple[int, float]], heads: list[Any]
+    ) -> Op[tuple[list[Any], list[Any]]]:
+        due = {p for p, first in levels if first <= self.now}
+        walk = sorted(due | {0} | {int(h["priority"]) for h in heads}, reverse=True)
+        rows: list[Any] = []
+        picked: list[Any] = []
+        for priority in walk:
+            if self.room <= 0:
+                break
+            if priority == 0:
+                got = yield Q("claim_due", {**self.params, "limit": self.room}, "all")
+            elif priority in due:
+                params = {**self.params, "priority": priority, "limit": self.room}
+                got = yield Q("claim_ranked", params, "all")
+                self.ranked_claimed = True
+            else:
+                got = []
+            rows.extend(got)
+            self.room -= len(got)
+            for head in heads:
+                if self.room > 0 and int(head["priority"]) == priority:
+                    picked.append(head)
+                    self.room -= 1
+        return rows, picked
 
 
 def _claimed(r: Row, payload: Row | None) -> ClaimedJob:
@@ -101,28 +156,39 @@ def _claimed(r: Row, payload: Row | None) -> ClaimedJob:
         schedule_name=r["schedule_name"],
         fire_ts=optional_float(r["fire_ts"]),
         args=args,
+        priority=int(r["priority"]),
     )
 
 
 def next_due_time(st: OpState, include_actions: bool = True) -> Op[float | None]:
     """When the next pending job may start: the earliest due unpaced job, or the earliest
     time a paced one's key's slot lets it start (None if nothing is pending)."""
-    paced, _ = yield from pacing.next_start(st, include_actions)
-    unpaced = yield from _next_unpaced(include_actions)
-    return min((t for t in (paced, unpaced) if t is not None), default=None)
+    plan = yield from pacing.plan(st, include_actions)
+    unpaced = yield from _next_unpaced(include_actions, plan.ranked, {})
+    return min((t for t in (plan.start, unpaced) if t is not None), default=None)
 
 
-def _next_unpaced(include_actions: bool) -> Op[float | None]:
-    best: float | None = None
+def _next_unpaced(
+    include_actions: bool,
+    ranked: frozenset[JobKind],
+    levels: dict[JobKind, list[tuple[int, float]]],
+) -> Op[float | None]:
+    """The earliest due time of an unpaced pending job: of the default priority's, and of
+    the other priorities' (the kinds in ``ranked``), whose levels are read unless ``levels``
+    has them already."""
+    times: list[float] = []
     kinds = (JobKind.MUTATION, JobKind.ACTION) if include_actions else (JobKind.MUTATION,)
     for kind in kinds:
         row = yield Q("next_due", {"kind": kind.value}, "one")
-        if row is None:
-            continue
-        due = float(row["next_ts"])
-        if best is None or due < best:
-            best = due
-    return best
+        if row is not None:
+            times.append(float(row["next_ts"]))
+        if kind in ranked:
+            known = levels.get(kind)
+            if known is None:
+                got = yield Q("ranked_levels", {"kind": kind.value}, "all")
+                known = [(int(r["priority"]), float(r["first_ts"])) for r in got]
+            times.extend(first for _, first in known)
+    return min(times, default=None)
 
 
 def complete(

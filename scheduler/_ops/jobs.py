@@ -79,6 +79,7 @@ def _insert(st: OpState, job: NewJob, state: JobState) -> Op[int | None]:
             "jitter": job.jitter,
             "pace_key": job.pace_key,
             "pace_spacing": job.pace_spacing,
+            "priority": job.priority,
             "now": st.now,
             "finished_at": finished,
         },

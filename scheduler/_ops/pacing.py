@@ -6,6 +6,7 @@ transaction: a paced job is claimable only while it is its key's first pending j
 order), is due, and its key's slot is open; claiming it pushes the slot on by the job's
 spacing. A job waiting for its slot is therefore plain ``pending``: it holds no lease and no
 worker slot, and the driver's next wake-up is the time the slot opens (:func:`next_start`).
+Among the keys whose first job may start, a higher priority goes first (:func:`heads`).
 
 Each start takes a slot: a retry, or a re-run after a lost lease, takes a new one when it
 runs again; a job canceled before it ran takes none; a run handed back unstarted (at
@@ -15,23 +16,66 @@ so two claimers of one key never both start within the spacing.
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from .._codec import optional_float
 from ..models import JobKind
 from ..store_types import Op, OpState, Q
 
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
-def claim_paced(
-    st: OpState,
-    lease_until: float,
-    mutation_limit: int,
-    action_limit: int,
-    process: str | None = None,
-) -> Op[list[Any]]:
-    """Claim up to the given numbers of paced jobs whose key's slot is open (at most one per
-    key), taking each key's slot, under leases held by ``process``; returns the claimed
-    rows, as ``claim_due`` does."""
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What a claim reads first, in one query: when the next paced job may start, the next
+    schedule fire, and which of the job classes hold pending jobs of a priority other than 0
+    (those are claimed by priority; without them a claim takes due order alone)."""
+
+    start: float | None
+    """When the next paced job may start (see :func:`next_start`)."""
+    next_tick: float | None
+    """The next fire time of an active schedule (None if there is none)."""
+    ranked: frozenset[JobKind]
+    """The kinds that have unpaced pending jobs of a priority other than 0."""
+    ranked_paced: bool
+    """Whether a pending paced job has a priority other than 0."""
+
+
+def plan(st: OpState, include_actions: bool = True) -> Op[Plan]:
+    """The :class:`Plan` at ``st.now``. Its cost follows the keys whose slot is still ahead
+    and the jobs queued behind them, not the number of keys or of pending jobs."""
+    params = {
+        "actions": int(include_actions),
+        "now": st.now,
+        "lease_now": st.lease_now,
+        "lease_offset": st.lease_offset,
+    }
+    row = yield Q("next_paced", params, "one")
+    if row is None:
+        return Plan(None, None, frozenset(), ranked_paced=False)
+    ranked = frozenset(
+        kind
+        for kind, column in (
+            (JobKind.MUTATION, "ranked_mutations"),
+            (JobKind.ACTION, "ranked_actions"),
+        )
+        if row[column]
+    )
+    return Plan(
+        optional_float(row["start_ts"]),
+        optional_float(row["next_fire_ts"]),
+        ranked,
+        ranked_paced=bool(row["ranked_paced"]),
+    )
+
+
+def heads(st: OpState, mutation_limit: int, action_limit: int, ranked: bool) -> Op[list[Any]]:
+    """Up to the given numbers of paced jobs that may start now: each key's first pending
+    job, due, its key's slot open (at most one per key), with its priority; by priority then
+    due order when ``ranked`` (some paced job has a priority other than 0), else in due
+    order. Nothing is taken: see :func:`claim_heads`."""
     if mutation_limit <= 0 and action_limit <= 0:
         return []
     params = {
@@ -41,14 +85,16 @@ def claim_paced(
         "actions": int(action_limit > 0),
         "limit": mutation_limit + action_limit,
     }
-    heads = yield Q("paced_due", params, "all")
-    room = {JobKind.MUTATION: mutation_limit, JobKind.ACTION: action_limit}
-    chosen = []
-    for head in heads:
-        kind = JobKind(head["kind"])
-        if room[kind] > 0:
-            room[kind] -= 1
-            chosen.append(head)
+    rows: list[Any] = yield Q("paced_due_ranked" if ranked else "paced_due", params, "all")
+    return rows
+
+
+def claim_heads(
+    st: OpState, chosen: Sequence[Any], lease_until: float, process: str | None = None
+) -> Op[list[Any]]:
+    """Claim the paced jobs ``chosen`` among :func:`heads`, taking each one's key's slot,
+    under leases held by ``process``; returns the claimed rows, as ``claim_due`` does. A
+    key whose slot another process took since the heads were read is left alone."""
     if not chosen:
         return []
     slots = {
@@ -57,7 +103,6 @@ def claim_paced(
         "now": st.lease_now,
     }
     taken = {r["pace_key"] for r in (yield Q("take_pace_slots", slots, "all"))}
-    # A key not taken was taken by another process since the heads were read.
     ids = [int(h["id"]) for h in chosen if h["pace_key"] in taken]
     if not ids:
         return []
@@ -71,18 +116,9 @@ def next_start(st: OpState, include_actions: bool = True) -> Op[tuple[float | No
     """When the next paced job may start: the earliest, over the keys, of the later of its
     first pending job's due time and its slot (None if no paced job is pending; when one may
     start now, a time not after now); and the next fire time of an active schedule (None if
-    there is none), read in the same query. Its cost follows the keys whose slot is still
-    ahead and the jobs queued behind them, not the number of keys or of pending jobs."""
-    params = {
-        "actions": int(include_actions),
-        "now": st.now,
-        "lease_now": st.lease_now,
-        "lease_offset": st.lease_offset,
-    }
-    row = yield Q("next_paced", params, "one")
-    if row is None:
-        return None, None
-    return optional_float(row["start_ts"]), optional_float(row["next_fire_ts"])
+    there is none), read in the same query (see :func:`plan`)."""
+    got = yield from plan(st, include_actions)
+    return got.start, got.next_tick
 
 
 def reserve(st: OpState, key: str, spacing: float) -> Op[float]:

@@ -58,9 +58,18 @@ def gauges(st: OpState, cap: int) -> Op[StoreGauges]:
         row = yield Q("count_due_capped", {"kind": kind.value, "now": st.now, "cap": cap}, "one")
         due += int(row["n"])
         first = yield Q("next_due", {"kind": kind.value}, "one")
-        if first is not None and float(first["next_ts"]) <= st.now:
-            ts = float(first["next_ts"])
-            oldest = ts if oldest is None else min(oldest, ts)
+        firsts = [] if first is None else [float(first["next_ts"])]
+        # The jobs of other priorities than 0, a priority at a time (each an index range).
+        for level in (yield Q("ranked_levels", {"kind": kind.value}, "all")):
+            if float(level["first_ts"]) > st.now or due >= cap:
+                continue
+            params = {"kind": kind.value, "priority": level["priority"], "now": st.now, "cap": cap}
+            row = yield Q("count_ranked_due_capped", params, "one")
+            due += int(row["n"])
+            firsts.append(float(level["first_ts"]))
+        for ts in firsts:
+            if ts <= st.now:
+                oldest = ts if oldest is None else min(oldest, ts)
     clocks = {"now": st.now, "lease_now": st.lease_now, "lease_offset": st.lease_offset}
     paced = yield Q("paced_gauges", {**clocks, "cap": cap}, "one")
     startable = int(paced["startable"])
@@ -113,6 +122,7 @@ def job_from_row(r: Row, lease_offset: float = 0.0) -> Job:
         error=r["error"],
         pace_key=r["pace_key"],
         pace_spacing=optional_float(r["pace_spacing"]),
+        priority=int(r["priority"]),
     )
 
 

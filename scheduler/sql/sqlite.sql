@@ -8,10 +8,10 @@
 INSERT INTO scheduler_jobs (
     fn, kind, state, next_ts, max_failures, initial_backoff, backoff_base, idempotent,
     parent_id, idempotency_key, on_complete, name, schedule_name, fire_ts, jitter,
-    pace_key, pace_spacing, created_at, updated_at, finished_at)
+    pace_key, pace_spacing, priority, created_at, updated_at, finished_at)
 VALUES (:fn, :kind, :state, :next_ts, :max_failures, :initial_backoff, :backoff_base,
         :idempotent, :parent_id, :idempotency_key, :on_complete, :name, :schedule_name,
-        :fire_ts, :jitter, :pace_key, :pace_spacing, :now, :now, :finished_at)
+        :fire_ts, :jitter, :pace_key, :pace_spacing, :priority, :now, :now, :finished_at)
 ON CONFLICT DO NOTHING
 RETURNING id;
 
@@ -35,18 +35,55 @@ SELECT id FROM scheduler_jobs WHERE idempotency_key = :idempotency_key;
 SELECT state, on_complete FROM scheduler_jobs WHERE id = :job_id;
 
 -- name: claim_due
--- Take up to :limit due unpaced pending jobs of one kind, in due order, leased until :lease_until by :process.
+-- Take up to :limit due unpaced pending jobs of one kind and the default priority (0), in due order, leased until :lease_until by :process.
 UPDATE scheduler_jobs
 SET state = 'in_progress', run_count = run_count + 1, lease_expires_at = :lease_until,
     updated_at = :now, lease_holder = :process
 WHERE id IN (
     SELECT id FROM scheduler_jobs
-    WHERE state = 'pending' AND pace_key IS NULL AND kind = :kind AND next_ts <= :now
+    WHERE state = 'pending' AND pace_key IS NULL AND priority = 0 AND kind = :kind
+      AND next_ts <= :now
     ORDER BY next_ts
     LIMIT :limit)
   AND state = 'pending'
 RETURNING id, fn, kind, attempts, max_failures, initial_backoff, backoff_base, run_count,
-          next_ts, on_complete, name, idempotent, schedule_name, fire_ts;
+          next_ts, on_complete, name, idempotent, schedule_name, fire_ts, priority;
+
+-- name: claim_ranked
+-- Take up to :limit due unpaced pending jobs of one kind and of priority :priority (not 0), in due order, leased until :lease_until by :process.
+UPDATE scheduler_jobs
+SET state = 'in_progress', run_count = run_count + 1, lease_expires_at = :lease_until,
+    updated_at = :now, lease_holder = :process
+WHERE id IN (
+    SELECT id FROM scheduler_jobs
+    WHERE state = 'pending' AND pace_key IS NULL AND priority <> 0 AND kind = :kind
+      AND priority = :priority AND next_ts <= :now
+    ORDER BY next_ts
+    LIMIT :limit)
+  AND state = 'pending'
+RETURNING id, fn, kind, attempts, max_failures, initial_backoff, backoff_base, run_count,
+          next_ts, on_complete, name, idempotent, schedule_name, fire_ts, priority;
+
+-- name: ranked_levels
+-- The priorities (not 0) of the unpaced pending jobs of one kind, highest first, each with its earliest next_ts.
+-- A skip scan of scheduler_jobs_ranked: one probe per distinct priority, whatever the backlog.
+WITH RECURSIVE levels(p) AS (
+    SELECT (SELECT priority FROM scheduler_jobs
+            WHERE state = 'pending' AND pace_key IS NULL AND priority <> 0 AND kind = :kind
+            ORDER BY priority DESC LIMIT 1)
+    UNION ALL
+    SELECT (SELECT priority FROM scheduler_jobs
+            WHERE state = 'pending' AND pace_key IS NULL AND priority <> 0 AND kind = :kind
+              AND priority < levels.p
+            ORDER BY priority DESC LIMIT 1)
+    FROM levels WHERE levels.p IS NOT NULL)
+SELECT p AS priority,
+       (SELECT next_ts FROM scheduler_jobs
+        WHERE state = 'pending' AND pace_key IS NULL AND priority <> 0 AND kind = :kind
+          AND priority = levels.p
+        ORDER BY next_ts LIMIT 1) AS first_ts
+FROM levels WHERE p IS NOT NULL
+ORDER BY p DESC;
 
 -- name: claimed_args
 -- The payloads of claimed jobs; a callback's also carry the context it reports on.
@@ -57,9 +94,9 @@ FROM scheduler_job_args
 WHERE job_id IN (SELECT value FROM json_each(:job_ids));
 
 -- name: next_due
--- The earliest next_ts of an unpaced pending job of one kind.
+-- The earliest next_ts of an unpaced pending job of one kind and the default priority (0).
 SELECT next_ts FROM scheduler_jobs
-WHERE state = 'pending' AND pace_key IS NULL AND kind = :kind
+WHERE state = 'pending' AND pace_key IS NULL AND priority = 0 AND kind = :kind
 ORDER BY next_ts
 LIMIT 1;
 
@@ -152,7 +189,7 @@ DELETE FROM scheduler_jobs WHERE id IN (SELECT value FROM json_each(:job_ids));
 SELECT j.id, j.fn, j.kind, j.state, j.next_ts, j.attempts, j.max_failures, j.run_count,
        j.lease_expires_at, j.parent_id, j.idempotency_key, j.on_complete, j.name,
        j.schedule_name, j.fire_ts, j.jitter, j.created_at, j.updated_at, j.finished_at,
-       j.pace_key, j.pace_spacing,
+       j.pace_key, j.pace_spacing, j.priority,
        a.args, a.context_type, a.context, a.result, a.error, a.callback_of
 FROM scheduler_jobs j LEFT JOIN scheduler_job_args a ON a.job_id = j.id
 WHERE j.id = :job_id;
@@ -162,7 +199,7 @@ WHERE j.id = :job_id;
 SELECT j.id, j.fn, j.kind, j.state, j.next_ts, j.attempts, j.max_failures, j.run_count,
        j.lease_expires_at, j.parent_id, j.idempotency_key, j.on_complete, j.name,
        j.schedule_name, j.fire_ts, j.jitter, j.created_at, j.updated_at, j.finished_at,
-       j.pace_key, j.pace_spacing,
+       j.pace_key, j.pace_spacing, j.priority,
        NULL AS args, NULL AS context_type, NULL AS context, NULL AS result, a.error,
        NULL AS callback_of
 FROM scheduler_jobs j LEFT JOIN scheduler_job_args a ON a.job_id = j.id
@@ -303,11 +340,11 @@ WHERE schedule_name = :schedule_name AND state IN ('pending', 'held');
 -- Batched plain enqueues: ids are allocated by the transaction that holds the write lock.
 INSERT INTO scheduler_jobs (
     id, fn, kind, state, next_ts, max_failures, initial_backoff, backoff_base, idempotent,
-    on_complete, name, schedule_name, fire_ts, jitter, pace_key, pace_spacing, created_at,
-    updated_at)
+    on_complete, name, schedule_name, fire_ts, jitter, pace_key, pace_spacing, priority,
+    created_at, updated_at)
 VALUES (:id, :fn, :kind, 'pending', :next_ts, :max_failures, :initial_backoff, :backoff_base,
         :idempotent, :on_complete, :name, :schedule_name, :fire_ts, :jitter, :pace_key,
-        :pace_spacing, :now, :now);
+        :pace_spacing, :priority, :now, :now);
 
 -- name: insert_schedules
 -- Boot reconciliation's new static entries, in one executemany.
@@ -373,10 +410,19 @@ FROM (SELECT 1 FROM scheduler_jobs
       WHERE state = 'in_progress' AND lease_expires_at IS NOT NULL LIMIT :cap) AS running;
 
 -- name: count_due_capped
--- How many unpaced pending jobs of one kind are due at :now, counted up to :cap.
+-- How many unpaced pending jobs of one kind and the default priority (0) are due at :now, counted up to :cap.
 SELECT count(*) AS n
 FROM (SELECT 1 FROM scheduler_jobs
-      WHERE state = 'pending' AND pace_key IS NULL AND kind = :kind AND next_ts <= :now
+      WHERE state = 'pending' AND pace_key IS NULL AND priority = 0 AND kind = :kind
+        AND next_ts <= :now
+      LIMIT :cap) AS due;
+
+-- name: count_ranked_due_capped
+-- How many unpaced pending jobs of one kind and of priority :priority (not 0) are due at :now, counted up to :cap.
+SELECT count(*) AS n
+FROM (SELECT 1 FROM scheduler_jobs
+      WHERE state = 'pending' AND pace_key IS NULL AND priority <> 0 AND kind = :kind
+        AND priority = :priority AND next_ts <= :now
       LIMIT :cap) AS due;
 
 -- name: paced_gauges
@@ -421,7 +467,7 @@ FROM scheduler_schedules;
 -- which kinds may be claimed.
 -- Slots are on the lease clock (open unless ahead of :lease_now), due times on :now's.
 SELECT * FROM (
-    SELECT j.id, j.pace_key, j.pace_spacing, j.kind, j.next_ts FROM scheduler_jobs j
+    SELECT j.id, j.pace_key, j.pace_spacing, j.kind, j.next_ts, j.priority FROM scheduler_jobs j
     WHERE j.state = 'pending' AND j.pace_key IS NOT NULL AND j.kind = 'mutation' AND :mutations = 1
       AND j.next_ts <= :now
       AND j.id = (SELECT h.id FROM scheduler_jobs h
@@ -433,7 +479,7 @@ SELECT * FROM (
     LIMIT :limit) AS mutations
 UNION ALL
 SELECT * FROM (
-    SELECT j.id, j.pace_key, j.pace_spacing, j.kind, j.next_ts FROM scheduler_jobs j
+    SELECT j.id, j.pace_key, j.pace_spacing, j.kind, j.next_ts, j.priority FROM scheduler_jobs j
     WHERE j.state = 'pending' AND j.pace_key IS NOT NULL AND j.kind = 'action' AND :actions = 1
       AND j.next_ts <= :now
       AND j.id = (SELECT h.id FROM scheduler_jobs h
@@ -446,8 +492,39 @@ SELECT * FROM (
 ORDER BY next_ts, id
 LIMIT :limit;
 
+-- name: paced_due_ranked
+-- Up to :limit claimable paced jobs, as paced_due, chosen by priority (highest first), then due time.
+-- Only asked while some pending paced job has a priority other than 0 (see next_paced): the
+-- walk over the due paced jobs then goes to the end of them instead of stopping at :limit.
+-- Within one key, jobs still start in due order.
+SELECT * FROM (
+    SELECT j.id, j.pace_key, j.pace_spacing, j.kind, j.next_ts, j.priority FROM scheduler_jobs j
+    WHERE j.state = 'pending' AND j.pace_key IS NOT NULL AND j.kind = 'mutation' AND :mutations = 1
+      AND j.next_ts <= :now
+      AND j.id = (SELECT h.id FROM scheduler_jobs h
+                   WHERE h.state = 'pending' AND h.pace_key = j.pace_key
+                   ORDER BY h.next_ts, h.id LIMIT 1)
+      AND NOT EXISTS (SELECT 1 FROM scheduler_pace p
+                      WHERE p.pace_key = j.pace_key AND p.next_start_ts > :lease_now)
+    ORDER BY j.priority DESC, j.next_ts, j.id
+    LIMIT :limit) AS mutations
+UNION ALL
+SELECT * FROM (
+    SELECT j.id, j.pace_key, j.pace_spacing, j.kind, j.next_ts, j.priority FROM scheduler_jobs j
+    WHERE j.state = 'pending' AND j.pace_key IS NOT NULL AND j.kind = 'action' AND :actions = 1
+      AND j.next_ts <= :now
+      AND j.id = (SELECT h.id FROM scheduler_jobs h
+                   WHERE h.state = 'pending' AND h.pace_key = j.pace_key
+                   ORDER BY h.next_ts, h.id LIMIT 1)
+      AND NOT EXISTS (SELECT 1 FROM scheduler_pace p
+                      WHERE p.pace_key = j.pace_key AND p.next_start_ts > :lease_now)
+    ORDER BY j.priority DESC, j.next_ts, j.id
+    LIMIT :limit) AS actions
+ORDER BY priority DESC, next_ts, id
+LIMIT :limit;
+
 -- name: next_paced
--- When the next paced job may start (the earliest over the keys of the later of its first pending job's due time and its slot, exact when it is after :now; actions counted when :actions is 1), and the next schedule fire.
+-- When the next paced job may start (the earliest over the keys of the later of its first pending job's due time and its slot, exact when it is after :now; actions counted when :actions is 1), the next schedule fire, and whether pending jobs of another priority than 0 exist (unpaced mutations, unpaced actions, paced jobs).
 -- A key's slot ahead of :now is one of few (scheduler_pace_ahead); every other key's time is
 -- its first job's, found by walking the pending paced jobs in due order to the first that is
 -- its key's first. Asked once per dispatch pass, so the wake-up for the schedules costs no
@@ -484,7 +561,19 @@ SELECT (SELECT min(t) FROM (
        (SELECT next_fire_ts FROM scheduler_schedules
         WHERE paused = 0 AND next_fire_ts IS NOT NULL
         ORDER BY next_fire_ts
-        LIMIT 1) AS next_fire_ts;
+        LIMIT 1) AS next_fire_ts,
+       EXISTS (SELECT 1 FROM scheduler_jobs
+               WHERE state = 'pending' AND pace_key IS NULL AND priority <> 0
+                 AND kind = 'mutation') AS ranked_mutations,
+       EXISTS (SELECT 1 FROM scheduler_jobs
+               WHERE state = 'pending' AND pace_key IS NULL AND priority <> 0
+                 AND kind = 'action') AS ranked_actions,
+       (EXISTS (SELECT 1 FROM scheduler_jobs
+                WHERE state = 'pending' AND pace_key IS NOT NULL AND priority <> 0
+                  AND kind = 'mutation')
+        OR EXISTS (SELECT 1 FROM scheduler_jobs
+                   WHERE state = 'pending' AND pace_key IS NOT NULL AND priority <> 0
+                     AND kind = 'action')) AS ranked_paced;
 
 -- name: take_pace_slots
 -- Take each key of :pace_keys whose slot is open at :now, pushing it on to its :next_starts.
@@ -507,7 +596,7 @@ SET state = 'in_progress', run_count = run_count + 1, lease_expires_at = :lease_
     updated_at = :now, lease_holder = :process
 WHERE id IN (SELECT value FROM json_each(:job_ids)) AND state = 'pending'
 RETURNING id, fn, kind, attempts, max_failures, initial_backoff, backoff_base, run_count,
-          next_ts, on_complete, name, idempotent, schedule_name, fire_ts;
+          next_ts, on_complete, name, idempotent, schedule_name, fire_ts, priority;
 
 -- name: prune_pace
 -- Forget the slots that opened before :before (no row means open: nothing changes).

@@ -246,6 +246,7 @@ def _insert_buffered(
             "jitter": j.jitter,
             "pace_key": j.pace_key,
             "pace_spacing": j.pace_spacing,
+            "priority": j.priority,
             "now": now,
         }
         for job_id, j in jobs

@@ -250,11 +250,15 @@ async def test_a_fresh_database_gets_every_migration_recorded_with_its_checksum(
         r["indexname"]: r["indexdef"]
         for r in await conn.fetch("SELECT indexname, indexdef FROM pg_indexes")
     }
-    # Since 0005 the due index holds unpaced work only (paced jobs have their own).
+    # Since 0006 the due index holds unpaced work only (paced jobs have their own); since
+    # 0011 only of the default priority (the others are by priority, in scheduler_jobs_ranked).
     assert (
-        "WHERE ((state = 'pending'::text) AND (pace_key IS NULL))" in indexes["scheduler_jobs_due"]
+        "WHERE ((state = 'pending'::text) AND (pace_key IS NULL) AND (priority = 0))"
+        in indexes["scheduler_jobs_due"]
     )
     assert "(kind, next_ts)" in indexes["scheduler_jobs_due"]
+    assert "(kind, priority, next_ts)" in indexes["scheduler_jobs_ranked"]
+    assert "(priority <> 0)" in indexes["scheduler_jobs_ranked"]
     assert "(pace_key, next_ts, id)" in indexes["scheduler_jobs_paced"]
     assert (
         "WHERE ((state = 'in_progress'::text) AND (lease_expires_at IS NOT NULL))"
