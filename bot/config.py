@@ -162,7 +162,12 @@ def without_password(url: str) -> str:
 def _database_url(name: str, raw: str) -> str:
     raw = raw.strip()
     if raw.startswith(("postgresql://", "postgres://")):
-        if not urlparse(raw).netloc:
+        try:
+            parsed = urlparse(raw)
+            parsed.port  # noqa: B018 (read for its check: a port that is no number raises)
+        except ValueError as exc:
+            raise ConfigError(f"{name} is not a valid URL ({exc})") from None
+        if not parsed.netloc:
             raise ConfigError(f"{name} has no host: {without_password(raw)!r}")
         return raw
     if raw.startswith("sqlite:///") and len(raw) > len("sqlite:///"):

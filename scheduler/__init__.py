@@ -32,6 +32,8 @@ from .errors import (
     SchedulerError,
     SchemaTooNew,
     StoreError,
+    StoreMisconfigured,
+    StoreUnavailable,
     UnknownFunction,
 )
 from .leases import Leases, LeaseShare
@@ -91,6 +93,8 @@ __all__ = [
     "SqliteStore",
     "Store",
     "StoreError",
+    "StoreMisconfigured",
+    "StoreUnavailable",
     "SystemClock",
     "TransactionContext",
     "UnknownFunction",

@@ -164,7 +164,10 @@ class Store(ABC):
         """Connect, check the database, and apply the scheduler's and ``migrations``.
 
         A file that is not a database, or a database written by a newer schema, raises a
-        :class:`~scheduler.errors.StoreError` and is left untouched.
+        :class:`~scheduler.errors.StoreError` and is left untouched. A database server that
+        can't be reached for now raises :class:`~scheduler.errors.StoreUnavailable` (opening
+        again later may work: nothing stays open), one that refuses the connection settings
+        :class:`~scheduler.errors.StoreMisconfigured`.
         """
 
     @abstractmethod

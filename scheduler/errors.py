@@ -54,6 +54,20 @@ class StoreError(SchedulerError):
     """The database cannot be used as a scheduler store."""
 
 
+class StoreUnavailable(StoreError):
+    """The database could not be reached to open the store, for now: the server refused or
+    dropped the connection, its host name did not resolve, it is starting up or full, or
+    the database does not exist yet. The store stayed closed; opening it again later may
+    work (an application may wait for its database this way)."""
+
+
+class StoreMisconfigured(StoreError):
+    """The database refused the store's connection settings: a wrong password, an unknown
+    role, a client its access rules turn away, a certificate it could not verify, or an
+    address or option it cannot use. The store stayed closed; trying again won't help
+    until the settings are corrected."""
+
+
 class NotADatabase(StoreError):
     """The file is not a database of the expected kind; it was left untouched."""
 

@@ -26,6 +26,7 @@ from scheduler import (
     Scheduler,
     Store,
     StoreError,
+    StoreMisconfigured,
     SystemClock,
 )
 from scheduler.migrations import packaged
@@ -59,6 +60,7 @@ from ..requests.destinations import every_destination_permissions
 from ..web.server import WebServer
 from .endpoints import use_discord_endpoints
 from .shards import GatewayInfo, Shards
+from .waiting import DatabaseWait
 
 if TYPE_CHECKING:
     import argparse
@@ -447,6 +449,8 @@ class Crier:
             migrations=[bot_migrations()],
             process_id=settings.instance_name,
         )
+        self.database = DatabaseWait(self.sched, database_name(settings))
+        """Starts the scheduler, waiting for a database that can't be reached yet."""
         self.stats = BotStats()
         """What this process's deliveries, edits and requests did (``/metrics``)."""
         self.guild_ready_timeout = guild_ready_timeout
@@ -572,7 +576,11 @@ class Crier:
                 "install the bot with its metrics extra (pip install 'crier[metrics]')"
             ) from None
         server = WebServer(*self.settings.http_address)
-        server.add_routes(observability_routes(self.shards, self.bot, self.sched, self.stats))
+        waiting = self.database_wait
+        server.add_routes(
+            observability_routes(self.shards, self.bot, self.sched, self.stats, waiting=waiting)
+        )
+        server.hold_while(waiting)
         if self.settings.client_secret is not None:
             from ..web.dashboard import add_dashboard
 
@@ -587,22 +595,30 @@ class Crier:
             )
         return server
 
-    async def start(self) -> None:
-        """Open the database, log in, and connect in the background (returns once ready)."""
+    def database_wait(self) -> str | None:
+        """While the start waits for the database: what for and why (``/healthz``)."""
+        return self.database.reason
+
+    async def start(self, *, stop: asyncio.Event | None = None) -> bool:
+        """Serve ``/healthz``, open the database (waiting while it can't be reached: see
+        :mod:`bot.app.waiting`), log in, and connect in the background (returns once ready).
+        False, with everything closed, if ``stop`` is set while waiting for the database."""
         # Where discord.py connects (see bot.app.endpoints for why this is process-wide).
         use_discord_endpoints(self.settings.api_base, self.settings.gateway_url)
         try:
-            await self.sched.start()
-        except (OSError, sqlite3.DatabaseError) as exc:  # not Discord's: the database's
-            raise StoreError(
-                f"cannot open the database {database_name(self.settings)}: {exc}"
-            ) from exc
-        try:
-            if self.web is not None:  # up before the gateway: /healthz says it is connecting
+            if self.web is not None:  # up first: /healthz says what the start waits for
                 await self.web.start()
                 if self.dashboard is not None:
                     where = self.settings.dashboard_url or self.web.url
                     log.info("the dashboard is at %s/", where)
+            try:
+                if not await self.database.open(stop):
+                    await self.close()
+                    return False
+            except (OSError, sqlite3.DatabaseError) as exc:  # not Discord's: the database's
+                raise StoreError(
+                    f"cannot open the database {database_name(self.settings)}: {exc}"
+                ) from exc
             await self.bot.login(self.settings.token)
             self.bot.log_invites()
             await self.shards.start()
@@ -610,6 +626,7 @@ class Crier:
         except BaseException:
             await self.close()
             raise
+        return True
 
     async def wait(self) -> None:
         """Until a shard fails for good (raises its failure)."""
@@ -640,12 +657,15 @@ async def run(settings: Settings) -> int:
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, stop.set)
     try:
-        await crier.start()
+        if not await crier.start(stop=stop):  # stopped while waiting for the database
+            return 0
     except discord.LoginFailure:
         return fatal(
             "Discord rejected DISCORD_TOKEN (401 Unauthorized). Copy the bot token again from "
             "the developer portal (Bot -> Reset Token) into .env."
         )
+    except StoreMisconfigured as exc:  # the settings are wrong: as a bad setting is
+        return fatal(f"{exc} (correct DATABASE_URL)", CONFIG_ERROR)
     except StoreError as exc:
         return fatal(str(exc))
     except ConfigError as exc:
@@ -680,9 +700,14 @@ def database_name(settings: Settings) -> str:
     return where if kind == "sqlite" else without_password(where)
 
 
-def fatal(message: str) -> int:
+CONFIG_ERROR = 2
+"""The exit status of a start refused for its settings (an unreadable one, or a database
+that refuses its connection settings)."""
+
+
+def fatal(message: str, status: int = 1) -> int:
     print(f"crier: {message}", file=sys.stderr)
-    return 1
+    return status
 
 
 def run_from_args(args: argparse.Namespace) -> int:
@@ -696,8 +721,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         settings = load_settings()
     except ConfigError as exc:
-        print(f"crier: {exc}", file=sys.stderr)
-        return 2
+        return fatal(str(exc), CONFIG_ERROR)
     setup_logging(settings)
     try:
         return asyncio.run(run(settings))

@@ -31,7 +31,7 @@ from scheduler.metrics import SchedulerCollector
 from ..db import BotDb
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
 
     import discord
 
@@ -104,27 +104,38 @@ async def problems(gateway: GatewayStatus, sched: Scheduler, database: DatabaseP
 
 
 def observability_routes(
-    gateway: GatewayStatus, client: discord.Client, sched: Scheduler, stats: BotStats
+    gateway: GatewayStatus,
+    client: discord.Client,
+    sched: Scheduler,
+    stats: BotStats,
+    *,
+    waiting: Callable[[], str | None] = lambda: None,
 ) -> list[web.RouteDef]:
     """The ``/healthz`` and ``/metrics`` routes for this process (``client``: the one whose
-    guild look-ups see every shard's)."""
+    guild look-ups see every shard's). While ``waiting`` gives a reason (the start waits for
+    the database), ``/healthz`` answers 503 with it alone, and ``/metrics`` serves the
+    counters without asking the store for its gauges."""
     registry = CollectorRegistry()
     scheduler_metrics = SchedulerCollector(sched, registry=registry)
     registry.register(_BotCollector(gateway, client, stats))
     database = DatabaseProbe(sched)
 
     async def healthz(request: web.Request) -> web.Response:
-        found = await problems(gateway, sched, database)
+        reason = waiting()
+        found = [reason] if reason is not None else await problems(gateway, sched, database)
         if found:
             return web.Response(status=503, text="\n".join(found) + "\n")
         return web.Response(text="ok\n")
 
     async def metrics(request: web.Request) -> web.Response:
-        try:
-            await scheduler_metrics.refresh()
-        except Exception as exc:  # the counters are still worth serving
-            log.warning("/metrics: could not read the store's gauges: %s", exc)
+        if waiting() is not None:  # no store to ask yet: the counters alone
             scheduler_metrics.gauges = None
+        else:
+            try:
+                await scheduler_metrics.refresh()
+            except Exception as exc:  # the counters are still worth serving
+                log.warning("/metrics: could not read the store's gauges: %s", exc)
+                scheduler_metrics.gauges = None
         body = generate_latest(registry)
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
 

@@ -10,14 +10,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import weakref
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable, Iterable
 
 from aiohttp import web
 
 from ..config import ConfigError
-
-if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, Iterable
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +71,14 @@ async def stop_runner(
     await asyncio.sleep(0)
 
 
+OPEN_PATHS = ("/healthz", "/metrics")
+"""What :meth:`WebServer.hold_while` lets through: they answer for a process that starts."""
+HOLD_RETRY_AFTER = 5
+"""Seconds a held request is told to wait before it asks again."""
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
 class WebServer:
     """An aiohttp application served at ``host:port`` (port 0: any free port; see
     :attr:`port` once started)."""
@@ -88,6 +93,28 @@ class WebServer:
     def add_routes(self, routes: Iterable[web.AbstractRouteDef]) -> None:
         """Serve ``routes`` too (only before :meth:`start`)."""
         self.app.add_routes(routes)
+
+    def hold_while(
+        self, reason: Callable[[], str | None], *, open_paths: Iterable[str] = OPEN_PATHS
+    ) -> None:
+        """While ``reason()`` gives one (the process is starting: its database isn't open
+        yet), every request but those of ``open_paths`` is answered 503 with it, and a
+        ``Retry-After``, instead of reaching a handler that needs what isn't there yet
+        (only before :meth:`start`)."""
+        always = frozenset(open_paths)
+
+        @web.middleware
+        async def hold(request: web.Request, handler: Handler) -> web.StreamResponse:
+            why = reason()
+            if why is None or request.path in always:
+                return await handler(request)
+            return web.Response(
+                status=503,
+                text=f"crier is starting: {why}\n",
+                headers={"Retry-After": str(HOLD_RETRY_AFTER)},
+            )
+
+        self.app.middlewares.append(hold)
 
     @property
     def url(self) -> str:

@@ -134,12 +134,13 @@ def redact_dsn(dsn: str) -> str:
     """A connection URL without its password, for messages."""
     try:
         parts = urlsplit(dsn)
+        port = parts.port  # a port that is no number raises here too
     except ValueError:
         return "<dsn>"
     if parts.password is None:
         return dsn
     host = parts.hostname or ""
-    netloc = f"{parts.username or ''}:***@{host}" + (f":{parts.port}" if parts.port else "")
+    netloc = f"{parts.username or ''}:***@{host}" + (f":{port}" if port else "")
     return urlunsplit(parts._replace(netloc=netloc))
 
 

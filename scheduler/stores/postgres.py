@@ -33,6 +33,7 @@ import json
 import logging
 import re
 import secrets
+import ssl
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
 
@@ -40,7 +41,13 @@ import asyncpg
 
 from .._lanes import Lanes
 from ..abc import Cursor, Store, Tx
-from ..errors import InvalidArgument, SchedulerError, StoreError
+from ..errors import (
+    InvalidArgument,
+    SchedulerError,
+    StoreError,
+    StoreMisconfigured,
+    StoreUnavailable,
+)
 from ..migrations import MigrationSet, scheduler_migrations
 from ..sql import Numbered, positional_queries
 from ..sql.placeholders import translate_placeholders
@@ -156,6 +163,36 @@ async def migrate_connection(conn: Any, migrations: Sequence[MigrationSet] = ())
 
 
 # --- the store -------------------------------------------------------------------------------
+
+_UNAVAILABLE_CLASSES = ("08", "57")
+"""SQLSTATE classes of a server that can't take the connection now: connection exceptions
+(lost while connecting) and operator intervention (starting up, shutting down)."""
+_UNAVAILABLE_STATES = frozenset({"3D000", "53300"})
+"""The database does not exist (yet); the server has no connection slot left."""
+_MISCONFIGURED_STATES = frozenset({"42501"})
+"""Not allowed to connect to this database (its CONNECT privilege)."""
+
+
+def connect_failure(exc: BaseException) -> type[StoreError]:
+    """The :class:`StoreError` a failure to connect is: :class:`StoreUnavailable` when the
+    same settings may work later (refused, reset or timed out, a host name that did not
+    resolve, a server starting up or full, a database not created yet),
+    :class:`StoreMisconfigured` when the settings themselves are refused (a password, a role,
+    an access rule, a certificate, an address or option it cannot use)."""
+    if isinstance(exc, ssl.SSLError):  # an OSError, but no network trouble
+        return StoreMisconfigured
+    if isinstance(exc, OSError | TimeoutError):
+        return StoreUnavailable
+    if isinstance(exc, asyncpg.PostgresError):
+        state = exc.sqlstate or ""
+        if state in _UNAVAILABLE_STATES or state[:2] in _UNAVAILABLE_CLASSES:
+            return StoreUnavailable
+        if state[:2] == "28" or state in _MISCONFIGURED_STATES:  # invalid authorization
+            return StoreMisconfigured
+        return StoreError
+    if isinstance(exc, asyncpg.InterfaceError | ValueError):  # a DSN or option it can't use
+        return StoreMisconfigured
+    return StoreError
 
 
 class PostgresStore(Store):
@@ -275,8 +312,14 @@ class PostgresStore(Store):
             self._pool = await asyncpg.create_pool(
                 self.dsn, min_size=self.min_size, max_size=self.max_size, **pool_kwargs
             )
-        except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
-            raise StoreError(f"cannot connect to {self!r}: {exc}") from exc
+        except (
+            OSError,
+            TimeoutError,
+            ValueError,
+            asyncpg.PostgresError,
+            asyncpg.InterfaceError,
+        ) as exc:
+            raise connect_failure(exc)(f"cannot connect to {self!r}: {exc}") from exc
         try:
             async with self._pool.acquire() as conn:
                 self._touched(conn)  # migrations are application SQL too
