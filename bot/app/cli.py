@@ -106,6 +106,15 @@ SUBCOMMANDS: tuple[Subcommand, ...] = (
         "bot.app.guild_import",
     ),
     Subcommand(
+        "health",
+        "ask the running bot's /healthz (HTTP_ADDRESS) whether it is healthy",
+        "Ask the bot running here for GET /healthz at HTTP_ADDRESS (read from the environment "
+        "and .env as the bot reads it; an address on every interface is asked on loopback): "
+        "exit status 0 when it answers 200, 1 otherwise, with the reasons it gives. The "
+        "container image's health check. Loads nothing else of crier.",
+        "bot.app.health",
+    ),
+    Subcommand(
         "limits",
         "show or change one server's limits",
         "Show one server's limits, or raise or lower them (each option a number, or "
@@ -150,7 +159,10 @@ PROG = "crier"
 """The command's name in its usage and help: the wheel's console script."""
 
 
-def parser(prog: str = PROG) -> argparse.ArgumentParser:
+def parser(prog: str = PROG, *, only: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser. Each subcommand's arguments come from its module; with
+    ``only``, only that subcommand's module is imported (the others are listed by name and
+    help, and would refuse arguments of their own)."""
     top = argparse.ArgumentParser(
         prog=prog,
         description="crier: durable scheduled announcements for Discord. With no subcommand, "
@@ -159,7 +171,8 @@ def parser(prog: str = PROG) -> argparse.ArgumentParser:
     subs = top.add_subparsers(dest="command", metavar="SUBCOMMAND", title="subcommands")
     for sub in SUBCOMMANDS:
         sub_parser = subs.add_parser(sub.name, help=sub.help, description=sub.description)
-        sub.configure(sub_parser)
+        if only is None or sub.name == only:
+            sub.configure(sub_parser)
         sub_parser.set_defaults(subcommand=sub)
     return top
 
@@ -168,8 +181,11 @@ def main(argv: Sequence[str] | None = None, *, prog: str = PROG) -> int:
     """Parse ``argv`` (default: the process's arguments) and run its subcommand; ``prog``
     is the command's name as the usage shows it (``python -m bot`` when run that way)."""
     args_list = list(sys.argv[1:] if argv is None else argv)
+    # The subcommand is the first word that is no option (the top level has only -h): its
+    # module alone is imported to parse the rest (``crier health`` stays light).
+    named = next((a for a in args_list if not a.startswith("-")), "")
     try:
-        args = parser(prog).parse_args(args_list)
+        args = parser(prog, only=named).parse_args(args_list)
     except SystemExit as exc:  # --help (0), or refused with the usage (2)
         return exc.code if isinstance(exc.code, int) else 2
     sub: Subcommand = getattr(args, "subcommand", None) or SUBCOMMANDS[0]
