@@ -321,8 +321,8 @@ class Settings:
         "GUILD_FILES_MAX_MB",
         Number(0.0, 100_000.0, scale=MIB),
         "50",
-        "The most the live announcements of one server may keep in files together (MiB, "
-        "kept in bytes).",
+        "The most the live announcements and templates of one server may keep in files "
+        "together (MiB, kept in bytes).",
     )
     max_announcements: int = setting(
         "MAX_ANNOUNCEMENTS_PER_GUILD",

@@ -86,7 +86,7 @@ from .reading import (
 )
 from .standing import AWAY, FORGET_FN, ForgetArgs, Standing
 from .templates import MAX_TEMPLATE_NAME, TemplateRefused, Templates, check_template_name
-from .transfer import ExportRows, ImportConflict, ImportDone, ImportRow, Transfer
+from .transfer import PENDING_FOR, ExportRows, ImportConflict, ImportDone, ImportRow, Transfer
 
 __all__ = [
     "AWAY",
@@ -102,6 +102,7 @@ __all__ = [
     "MAX_TEMPLATE_NAME",
     "MOVED",
     "OLD_NAMES",
+    "PENDING_FOR",
     "PUBLISH_FN",
     "REPORT_FN",
     "SEND_FN",

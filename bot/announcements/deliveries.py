@@ -34,6 +34,8 @@ if TYPE_CHECKING:
     from scheduler import TransactionContext
 AWAY = "not posted: the bot was not in this server at the time"
 """Why an occurrence that came due while the bot was out of its server was not posted."""
+FORGOTTEN = "not posted: the announcement was deleted with everything of its server"
+"""Why a delivery found its announcement gone (its server forgotten while it was due)."""
 
 __all__ = [
     "AWAY",
@@ -103,12 +105,18 @@ async def begin_attempt(
     (``nonce_window``), else reported; one found later than ``catch_up_window`` is missed;
     a time that came due while the announcement was paused is skipped; one that came due
     while the bot was out of the server (``guild_id``, recorded left) is missed, and a
-    one-off then fails, with nothing sent nor reported.
+    one-off then fails, with nothing sent nor reported; an announcement deleted meanwhile
+    (its server forgotten) records nothing.
 
     A first attempt records what it shows besides the occurrence itself: ``locale`` (the
     server's language as the caller read it just before) and the occurrence's Discord
     event, read here, in the same transaction; a re-send gets the recorded ones back."""
     rows = BotDb(ctx.db)
+    if not await rows.lock_announcement(ann_id):
+        # Its server was forgotten since the job read it (the forget job, due at the same
+        # time): nothing is recorded of an announcement that is no more. Locked, it stays
+        # until this commits: the forget job waits, then deletes what this records.
+        return Attempt(Decision.AWAY, reason=FORGOTTEN)
     record = await rows.delivery(ann_id, fire_ts)
     if record is None and guild_id is not None and await rows.left_guild(guild_id):
         await record_away(ctx, ann_id, fire_ts, AWAY)

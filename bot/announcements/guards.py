@@ -92,16 +92,17 @@ def check_templates(limits: Limits, saved: int, adding: int = 1) -> None:
 
 
 def check_files(limits: Limits, kept: int, adding: int) -> None:
-    """Refuse ``adding`` bytes of files to a server whose live announcements keep ``kept``
-    if that passes its limit."""
+    """Refuse ``adding`` bytes of files to a server whose live announcements and templates
+    keep ``kept`` if that passes its limit."""
     if kept + adding <= limits.files_max_bytes:
         return
     setting = LIMIT_SETTINGS["files_max_bytes"]
     raise TooMuchStored(
         t(
-            "This server's announcements already keep {kept} MiB of files; with this one "
-            "({adding} MiB) they would pass the server's limit of {limit} MiB ({setting}). "
-            "Cancel announcements with files you no longer need, or attach a smaller one.",
+            "This server's announcements and templates already keep {kept} MiB of files; "
+            "with these ({adding} MiB) they would pass the server's limit of {limit} MiB "
+            "({setting}). Delete templates or cancel announcements with files you no longer "
+            "need, or attach a smaller file.",
             kept=decimal(kept / MIB), adding=decimal(adding / MIB),
             limit=decimal(limits.files_max_bytes / MIB), setting=setting,
         )

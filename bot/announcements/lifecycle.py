@@ -20,7 +20,7 @@ from ..models import (
 )
 from .course import NotFound, NotPossible, Why
 from .events import sync_events_later
-from .guards import check_files, check_repeat, check_room
+from .guards import check_repeat, check_room
 from .jobs import SEND_FN, SendArgs, delivery_job, enqueue_delivery, schedule_name
 from .service import AnnouncementService
 
@@ -159,13 +159,12 @@ class Lifecycle(AnnouncementService):
 
     async def _store_images(self, rows: BotDb, ann_id: int, draft: Draft, now: float) -> None:
         """Keep ``draft``'s files for the announcement (None: leave its files as they are),
-        refused when the server would then keep more than its limit."""
+        refused when the server would then keep more than its limit (its templates' files
+        count too)."""
         if draft.images is None:
             return
         size = sum(len(image.data) for image in draft.images)
-        if size:
-            kept = await rows.guild_image_bytes(draft.guild_id, ann_id)
-            check_files(await self.limits_in(rows, draft.guild_id), kept, size)
+        await self.check_room_for_files(rows, draft.guild_id, size, except_announcement=ann_id)
         await rows.replace_images(ann_id, draft.guild_id, draft.images, now)
 
     async def images(self, announcement_id: int) -> list[Image]:

@@ -10,7 +10,7 @@ from scheduler import Pace, Scheduler
 from ..config import default
 from ..db import BotDb
 from ..models import GuildLimits, GuildSettings, Limits
-from .guards import changed_limits
+from .guards import changed_limits, check_files
 from .jobs import channel_pace
 
 if TYPE_CHECKING:
@@ -43,7 +43,8 @@ class AnnouncementService:
         self.limits = limits or Limits(files_max_bytes=guild_files_max_bytes)
         """How much one server may do, unless an operator set otherwise for it."""
         self.guild_files_max_bytes = self.limits.files_max_bytes
-        """The most one server's live announcements may keep in files together."""
+        """The most one server's live announcements and templates may keep in files
+        together."""
         self.forget_after = forget_after
         """Seconds after the bot leaves a server that everything of it is deleted."""
         self._server_locales: list[weakref.WeakMethod[Callable[[int], str | None]]] = []
@@ -88,6 +89,19 @@ class AnnouncementService:
     async def limits_in(self, rows: BotDb, guild_id: int) -> Limits:
         """The guild's limits, read on ``rows``' connection (in its transaction)."""
         return self.limits.for_guild(await rows.guild_limits(guild_id))
+
+    async def check_room_for_files(
+        self, rows: BotDb, guild_id: int, adding: int, *, except_announcement: int | None = None
+    ) -> None:
+        """Refuse (:class:`~.guards.TooMuchStored`) ``adding`` bytes of files in the guild
+        if, with the files its live announcements (but ``except_announcement``'s, being
+        replaced) and its templates keep, that passes its ``GUILD_FILES_MAX_MB``. Read on
+        ``rows``' connection, after the guild's settings row is locked."""
+        if not adding:
+            return
+        kept = await rows.guild_image_bytes(guild_id, except_announcement)
+        kept += await rows.template_file_bytes(guild_id)
+        check_files(await self.limits_in(rows, guild_id), kept, adding)
 
     async def guild_limits(self, guild_id: int) -> tuple[GuildLimits | None, Limits]:
         """What an operator set for the guild (None: nothing), and its limits with that."""

@@ -47,7 +47,8 @@ class Templates(AnnouncementService):
 
     async def save_template(self, template: Template) -> Template:
         """Keep ``template`` under its name; refused if the server already has one by that
-        name (whatever its case) or has as many as it may keep."""
+        name (whatever its case) or has as many as it may keep, or its file would take the
+        server's files (its live announcements' and its templates') past its limit."""
         name = check_template_name(template.name)
         async with self.sched.transaction() as ctx:
             rows = BotDb(ctx.db)
@@ -60,6 +61,10 @@ class Templates(AnnouncementService):
                 )  # fmt: skip
             limits = await self.limits_in(rows, template.guild_id)
             check_templates(limits, await rows.template_count(template.guild_id))
+            image = template.image
+            await self.check_room_for_files(
+                rows, template.guild_id, 0 if image is None else len(image.data)
+            )
             kept = replace(template, name=name, created_at=now)
             await rows.insert_template(kept)
         return kept
@@ -67,6 +72,11 @@ class Templates(AnnouncementService):
     async def templates(self, guild_id: int) -> list[Template]:
         async with self.sched.reader() as db:
             return await BotDb(db).templates(guild_id)
+
+    async def template_names(self, guild_id: int) -> list[str]:
+        """The server's templates' names, by name (no file is read)."""
+        async with self.sched.reader() as db:
+            return await BotDb(db).template_names(guild_id)
 
     async def template(self, guild_id: int, name: str) -> Template:
         """The server's template by that name (any case); refused if there is none."""

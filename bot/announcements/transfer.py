@@ -5,13 +5,14 @@ second import of the same file create nothing, in one transaction."""
 from __future__ import annotations
 
 import contextlib
+import secrets
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
 from scheduler import ScheduleNotFound
 
-from ..db import BotDb
+from ..db import BotDb, PendingImport
 from ..i18n import t, tn
 from ..models import (
     Announcement,
@@ -28,6 +29,13 @@ from .templates import Templates
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
+
+PENDING_FOR = 15 * 60.0
+"""Seconds an import's dry run waits for its confirmation (Discord's interaction token lasts
+15 minutes); then it can't be confirmed, and is deleted at the next dry run or by the
+retention job."""
+PENDING_PRUNED_ON_WRITE = 100
+"""Expired dry runs deleted by each new one (the retention job deletes the rest)."""
 
 MAX_EXPORTED = 100_000
 """The most live announcements one export reads (far above any server's limit)."""
@@ -101,7 +109,10 @@ class Transfer(Editing, Templates):
         """Write every row and template in one transaction, or nothing: refused
         (:class:`ImportConflict`) if a key was imported or a template name taken meanwhile
         (a second confirmation, another session), or by the checks :meth:`create_many`
-        makes. ``pending``: the stored dry run it confirms, forgotten in the same commit."""
+        makes, or the files of its templates with the server's files (its live announcements'
+        with the new ones, and its templates') would pass its ``GUILD_FILES_MAX_MB``.
+        ``pending``: the token of the stored dry run it confirms, deleted in the same
+        commit."""
         async with self.sched.transaction() as ctx:
             rows = BotDb(ctx.db)
             now = ctx.now.timestamp()
@@ -134,12 +145,14 @@ class Transfer(Editing, Templates):
             await rows.record_imports(
                 guild_id, [(r.key, a.id) for r, (a, _) in zip(rows_in, made, strict=True)], now
             )
+            files = sum(len(t.image.data) for t in templates if t.image is not None)
+            await self.check_room_for_files(rows, guild_id, files)  # theirs, and the new ones'
             for template in templates:
                 await rows.insert_template(
                     replace(template, guild_id=guild_id, author_id=actor_id, created_at=now)
                 )
             if pending is not None:
-                await rows.delete_meta(pending)
+                await rows.delete_pending_import(guild_id, pending)
         return ImportDone(
             [(r.key, a) for r, (a, _) in zip(rows_in, made, strict=True)],
             [template.name for template in templates],
@@ -147,20 +160,22 @@ class Transfer(Editing, Templates):
 
     # --- a dry run waiting for its confirmation ------------------------------------------------
 
-    async def keep_pending(self, key: str, value: str) -> None:
-        async with self.sched.transaction() as ctx:
-            await BotDb(ctx.db).set_meta(key, value)
-
-    async def pending(self, key: str) -> str | None:
-        async with self.sched.reader() as db:
-            return await BotDb(db).meta_value(key)
-
-    async def forget_pending(self, keys: Sequence[str]) -> None:
+    async def keep_pending(self, guild_id: int, user_id: int, document: str) -> str:
+        """Keep the member's dry run of ``document`` in the server, in place of their older
+        one (a member has at most one waiting in a server), and delete dry runs (of any
+        server) that expired; returns the token that names it."""
+        token = secrets.token_hex(12)
         async with self.sched.transaction() as ctx:
             rows = BotDb(ctx.db)
-            for key in keys:
-                await rows.delete_meta(key)
+            now = ctx.now.timestamp()
+            await rows.prune_pending_imports(now - PENDING_FOR, PENDING_PRUNED_ON_WRITE)
+            await rows.keep_pending_import(PendingImport(guild_id, user_id, token, document, now))
+        return token
 
-    async def pending_keys(self, prefix: str) -> list[str]:
+    async def pending(self, guild_id: int, token: str) -> PendingImport | None:
+        """The dry run ``token`` names in the server; None once it was applied, replaced
+        by the member's next one, or expired (older than :data:`PENDING_FOR`)."""
         async with self.sched.reader() as db:
-            return await BotDb(db).meta_keys(prefix)
+            found = await BotDb(db).pending_import(guild_id, token)
+        now = self.sched.clock.now().timestamp()
+        return None if found is None or now - found.created_at > PENDING_FOR else found

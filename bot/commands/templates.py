@@ -24,12 +24,13 @@ from .transformers import AnnouncementId
 async def template_names(
     interaction: discord.Interaction, current: str
 ) -> list[app_commands.Choice[str]]:
-    """The server's template names that contain what is being typed."""
+    """The server's template names that contain what is being typed (names only: no file
+    is read for a keystroke)."""
     guild, client = interaction.guild, interaction.client
     if guild is None or not isinstance(client, ServesAnnouncements):
         return []
     typed = current.casefold()
-    names = [t.name for t in await client.announcements.templates(guild.id)]
+    names = await client.announcements.template_names(guild.id)
     return [app_commands.Choice(name=n, value=n) for n in names if typed in n.casefold()][
         :MAX_CHOICES
     ]

@@ -1,21 +1,20 @@
 """/export and /import: a server's announcements and templates as a ``.json`` file, and such
 a file imported (a dry run first, then all of it or nothing).
 
-The dry run waiting for its button is kept in the database (``bot_meta``, key
-``import:<guild>:<token>``), not in this process: the click may reach another instance, and
-the file's attachment URL expires. The confirmation re-checks every row (the server may have
-changed), and forgets the dry run in the same commit as the import, so a second click (or a
-second session given the same click) imports nothing. Every command and the button take
-effect once (:mod:`bot.commands.once`).
+The dry run waiting for its button is kept in the database (``bot_pending_imports``, one per
+member and server: a new one replaces the member's older one; it expires after
+:data:`~bot.announcements.PENDING_FOR`), not in this process: the click may reach another
+instance, and the file's attachment URL expires. The confirmation re-checks every row (the
+server may have changed), and deletes the dry run in the same commit as the import, so a
+second click (or a second session given the same click) imports nothing. Every command and
+the button take effect once (:mod:`bot.commands.once`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import io
-import json
 import re
-import secrets
 from dataclasses import replace
 from typing import Any
 
@@ -41,23 +40,15 @@ from .replies import AnswersErrors, answer_error, reply
 
 __all__ = ["ConfirmImport", "TransferCommands"]
 
-PENDING_FOR = 15 * 60.0
-"""Seconds a dry run waits for its confirmation (Discord's interaction token lasts 15 min)."""
-FORGOTTEN_AFTER = 3600.0
-"""Seconds after which an unconfirmed dry run is deleted (at the server's next import)."""
 EXPIRED = i18n.marked(
-    "This import was already applied, or its dry run expired (they wait 15 minutes). Run "
-    "`/import` again to see what it would do now."
+    "This import was already applied, or its dry run expired (they wait 15 minutes) or was "
+    "replaced by your newer one. Run `/import` again to see what it would do now."
 )
 
 
 def expired() -> str:
     """:data:`EXPIRED` in the member's language."""
     return i18n.translate(EXPIRED, i18n.current_locale(), context=i18n.ANSWER)
-
-
-def pending_key(guild_id: int, token: str) -> str:
-    return f"import:{guild_id}:{token}"
 
 
 class TransferCommands(AnswersErrors, name="TransferCommands"):
@@ -124,16 +115,7 @@ class TransferCommands(AnswersErrors, name="TransferCommands"):
             return
         view = None
         if not plan.refused and plan.anything:
-            await self._forget_old(who.guild.id)
-            token = secrets.token_hex(12)
-            stored = {
-                "user": who.member.id,
-                "at": self.clock.now().timestamp(),
-                "doc": raw.decode(),
-            }
-            await self.announcements.keep_pending(
-                pending_key(who.guild.id, token), json.dumps(stored)
-            )
+            token = await self.announcements.keep_pending(who.guild.id, who.member.id, raw.decode())
             view = discord.ui.View(timeout=None)
             view.add_item(ConfirmImport(who.guild.id, token))
         await _answer(interaction, plan, view=view)
@@ -150,37 +132,24 @@ class TransferCommands(AnswersErrors, name="TransferCommands"):
         )
         await _answer(interaction, plan, done=done)
 
-    async def _forget_old(self, guild_id: int) -> None:
-        """Delete this server's dry runs that were never confirmed (older than an hour)."""
-        now = self.clock.now().timestamp()
-        old = []
-        for key in await self.announcements.pending_keys(f"import:{guild_id}:"):
-            value = await self.announcements.pending(key)
-            if value is None or now - float(json.loads(value).get("at", 0)) > FORGOTTEN_AFTER:
-                old.append(key)
-        if old:
-            await self.announcements.forget_pending(old)
-
     async def confirm(self, interaction: discord.Interaction, guild_id: int, token: str) -> None:
         """The dry run's button: re-check every row, then import all of it or nothing."""
         who = requester(interaction)
         if who.guild.id != guild_id:
             raise Refusal(expired())
         require_manager(who.member, await self.announcements.settings(who.guild.id))
-        key = pending_key(guild_id, token)
-        value = await self.announcements.pending(key)
-        stored: dict[str, Any] = {} if value is None else json.loads(value)
-        if not stored or self.clock.now().timestamp() - float(stored["at"]) > PENDING_FOR:
+        found = await self.announcements.pending(guild_id, token)
+        if found is None:
             raise Refusal(expired())
-        if int(stored["user"]) != who.member.id:
+        if found.user_id != who.member.id:
             raise Refusal(i18n.t("Only the member who ran this import can confirm it."))
         await interaction.response.defer(ephemeral=True, thinking=True)
-        doc = await asyncio.to_thread(read_document, str(stored["doc"]).encode())
+        doc = await asyncio.to_thread(read_document, found.document.encode())
         plan = await plan_import(self.announcements, self.clock, who, doc)
         if plan.refused or not plan.anything:
             await _answer(interaction, plan)  # the server changed since the dry run
             return
-        await self._apply(interaction, who, plan, pending=key)
+        await self._apply(interaction, who, plan, pending=token)
 
 
 async def _answer(

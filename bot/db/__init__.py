@@ -26,12 +26,13 @@ from .guilds import ENDED_STATES, GuildTables
 from .listing import ListingReads
 from .occurrences import OccurrenceReads
 from .settings import SettingsTables
-from .templates import TemplateTable
+from .templates import PendingImport, TemplateTable
 
 __all__ = [
     "ENDED_STATES",
     "BotDb",
     "EventRow",
+    "PendingImport",
     "decode_nth",
     "decode_step",
     "encode_nth",

@@ -272,6 +272,15 @@ class AnnouncementTable(Table):
         row = await self._one(_SELECT_ANNOUNCEMENT + "WHERE id = ?", (announcement_id,))
         return None if row is None else _announcement(row)
 
+    async def lock_announcement(self, announcement_id: int) -> bool:
+        """Write-lock the announcement's row until the commit (on PostgreSQL, forgetting its
+        server waits for it, and it for that: ``lock_guild_announcements``); False (nothing
+        locked) if it is no more."""
+        row = await self._one(
+            "UPDATE bot_announcements SET id = id WHERE id = ? RETURNING id", (announcement_id,)
+        )
+        return row is not None
+
     async def announcement_by_local_id(self, guild_id: int, local_id: int) -> Announcement | None:
         """The guild's announcement with this per-guild number, or None."""
         row = await self._one(

@@ -110,10 +110,15 @@ class GuildTables(Table):
 
     async def forget_guild_rows(self, guild_id: int) -> dict[str, int]:
         """Delete every row of the bot's tables that belongs to the guild (its announcements
-        with their deliveries, history and files; its settings, limits, command counts and
-        the record that it was left) and take it out of dashboard sessions; how many rows of
-        each table went."""
+        with their deliveries, history, files and events; its templates, the keys of what
+        it imported and its dry runs waiting for confirmation; its settings, limits, command
+        counts and the record that it was left) and take it out of dashboard sessions; how
+        many rows of each table went."""
         gone: dict[str, int] = {}
+        # Its announcements locked first: a delivery that locked one (recording its
+        # occurrence) commits before the deletes below, which then see its rows; one after
+        # finds the announcement gone and records nothing.
+        await self.lock_guild_announcements(guild_id)
         of_guild = "SELECT id FROM bot_announcements WHERE guild_id = ?"
         for table in (
             "bot_deliveries",
@@ -130,6 +135,9 @@ class GuildTables(Table):
         for table in (
             "bot_attachments",
             "bot_announcements",
+            "bot_templates",
+            "bot_imports",
+            "bot_pending_imports",
             "bot_guild_settings",
             "bot_guild_limits",
             "bot_command_counts",
@@ -140,6 +148,14 @@ class GuildTables(Table):
             )
         gone["bot_dashboard_sessions"] = await self._drop_guild_from_sessions(guild_id)
         return gone
+
+    async def lock_guild_announcements(self, guild_id: int) -> list[int]:
+        """Write-lock every announcement row of the guild until the commit (waiting for the
+        transactions that locked one: ``lock_announcement``); their ids."""
+        cur = await self.db.execute(
+            "UPDATE bot_announcements SET id = id WHERE guild_id = ? RETURNING id", (guild_id,)
+        )
+        return sorted(int(r["id"]) for r in await cur.fetchall())
 
     async def _count_deleted(self, sql: str, params: tuple[Any, ...]) -> int:
         cur = await self.db.execute(sql, params)

@@ -1,8 +1,10 @@
-"""The ``bot_templates`` table (a server's templates) and ``bot_imports`` (the announcements
-an import created, by the key their export gave them)."""
+"""The ``bot_templates`` table (a server's templates), ``bot_imports`` (the announcements an
+import created, by the key their export gave them) and ``bot_pending_imports`` (an import's
+dry run waiting for its confirmation, one per member and server)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..models import Image, Template
@@ -35,6 +37,17 @@ def _template(row: Any) -> Template:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class PendingImport:
+    """An import's dry run waiting for its confirmation: who ran it, the file, when."""
+
+    guild_id: int
+    user_id: int
+    token: str
+    document: str
+    created_at: float
+
+
 def name_key(name: str) -> str:
     """A template's name as it is looked up (case does not matter)."""
     return name.strip().casefold()
@@ -60,6 +73,21 @@ class TemplateTable(Table):
         )
         return None if row is None else _template(row)
 
+    async def template_names(self, guild_id: int) -> list[str]:
+        """The guild's templates' names, by name (no file is read: an autocomplete's)."""
+        cur = await self.db.execute(
+            "SELECT name FROM bot_templates WHERE guild_id = ? ORDER BY name_key", (guild_id,)
+        )
+        return [str(r["name"]) for r in await cur.fetchall()]
+
+    async def template_file_bytes(self, guild_id: int) -> int:
+        """The bytes the guild's templates keep in files (their recorded sizes)."""
+        row = await self._one(
+            "SELECT coalesce(sum(image_size), 0) AS total FROM bot_templates WHERE guild_id = ?",
+            (guild_id,),
+        )
+        return 0 if row is None else int(row["total"])
+
     async def template_count(self, guild_id: int) -> int:
         row = await self._one(
             "SELECT COUNT(*) AS n FROM bot_templates WHERE guild_id = ?", (guild_id,)
@@ -70,8 +98,8 @@ class TemplateTable(Table):
         """Write a new template (its name must be free: UNIQUE (guild_id, name_key))."""
         image = t.image
         await self.db.execute(
-            f"INSERT INTO bot_templates ({_COLUMNS}, name_key) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT INTO bot_templates ({_COLUMNS}, name_key, image_size) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 t.guild_id,
                 t.name,
@@ -86,6 +114,7 @@ class TemplateTable(Table):
                 t.author_id,
                 t.created_at,
                 name_key(t.name),
+                0 if image is None else len(image.data),
             ),
         )
 
@@ -121,3 +150,44 @@ class TemplateTable(Table):
             "VALUES (?, ?, ?, ?)",
             [(guild_id, key, ann_id, now) for key, ann_id in made],
         )
+
+    # --- dry runs waiting for their confirmation -----------------------------------------------
+
+    async def keep_pending_import(self, pending: PendingImport) -> None:
+        """Keep the member's dry run in the guild, in place of their older one."""
+        await self.db.execute(
+            "INSERT INTO bot_pending_imports (guild_id, user_id, token, document, created_at) "
+            "VALUES (?, ?, ?, ?, ?) ON CONFLICT (guild_id, user_id) DO UPDATE SET "
+            "token = excluded.token, document = excluded.document, "
+            "created_at = excluded.created_at",
+            (pending.guild_id, pending.user_id, pending.token, pending.document,
+             pending.created_at),
+        )  # fmt: skip
+
+    async def pending_import(self, guild_id: int, token: str) -> PendingImport | None:
+        row = await self._one(
+            "SELECT user_id, document, created_at FROM bot_pending_imports "
+            "WHERE guild_id = ? AND token = ?",
+            (guild_id, token),
+        )
+        if row is None:
+            return None
+        return PendingImport(
+            guild_id, int(row["user_id"]), token, str(row["document"]), float(row["created_at"])
+        )
+
+    async def delete_pending_import(self, guild_id: int, token: str) -> bool:
+        cur = await self.db.execute(
+            "DELETE FROM bot_pending_imports WHERE guild_id = ? AND token = ?", (guild_id, token)
+        )
+        return bool(cur.rowcount)
+
+    async def prune_pending_imports(self, before: float, limit: int) -> int:
+        """Delete up to ``limit`` dry runs (of any guild) made before ``before``; how many."""
+        cur = await self.db.execute(
+            "DELETE FROM bot_pending_imports WHERE (guild_id, user_id) IN ("
+            "SELECT guild_id, user_id FROM bot_pending_imports WHERE created_at < ? "
+            "ORDER BY created_at LIMIT ?) RETURNING guild_id",
+            (before, limit),
+        )
+        return len(await cur.fetchall())

@@ -140,7 +140,7 @@ async def test_a_file_over_the_limits_is_refused_and_nothing_is_written(
     text = await refused(
         world,
         crier,
-        "This server's announcements already keep",
+        "This server's announcements and templates already keep",
         when="in 1h",
         message="m",
         image=world.fake.make_attachment("b.png", b"b" * 1500),

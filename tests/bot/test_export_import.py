@@ -120,13 +120,14 @@ async def test_an_export_imported_into_another_server_reproduces_it_and_twice_cr
     assert dry.content.startswith("🔎 Dry run: 4 to create."), dry.content
     assert f"✅ row 1 (#1): in <#{other.news.id}>, once" in dry.content
     assert "✅ template 1 (`daily`): a new template" in dry.content
-    # A dry run writes nothing but itself, waiting for its button (in bot_meta).
+    # A dry run writes nothing but itself, waiting for its button.
     after = await db_snapshot(crier)
-    assert {k: v for k, v in after.items() if k != "bot_meta"} == {
-        k: v for k, v in before.items() if k != "bot_meta"
+    waits = "bot_pending_imports"
+    assert {k: v for k, v in after.items() if k != waits} == {
+        k: v for k, v in before.items() if k != waits
     }
-    [waiting] = set(after["bot_meta"]) - set(before["bot_meta"])
-    assert str(waiting[0]).startswith(f"import:{other.guild.id}:")
+    [(guild_id, user_id, *_)] = after[waits]
+    assert (guild_id, user_id) == (other.guild.id, other.admin.id)
     [confirm] = buttons(dry)
     clicked = await world.fake.click_button(dry, confirm, other.admin)
     done = await clicked.final_message(timeout=30)

@@ -7,6 +7,7 @@ a FakeClock; on SQLite, and on PostgreSQL when a server is configured."""
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import timedelta
@@ -15,13 +16,17 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from bot.announcements import AWAY, FORGET_FN, ForgetArgs
+from bot.announcements.deliveries import FORGOTTEN, Decision, begin_attempt
 from bot.announcements.standing import forget_guild
 from bot.app import Crier
 from bot.config import load_settings
 from bot.db import BotDb
+from bot.models import GuildLimits
 from scheduler import JobState
 from tests.bot.conftest import NOW, World, restore_discord_endpoints, run_command, settings_for
 from tests.bot.test_commands import postgres_dsn
+from tests.bot.test_export_import import import_file
+from tests.fakediscord import Permissions as P
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -355,3 +360,200 @@ def test_forget_after_days_takes_fractions() -> None:
     assert load_settings({**env, "FORGET_AFTER_DAYS": "0.25"}, env_file=None).forget_after == (
         6 * 3600
     )
+
+
+async def guild_columns(crier: Crier) -> dict[str, str]:
+    """Every ``bot_*`` table that says whose it is, as the database lists them (so a table
+    a migration adds is never missed): table → its column naming a server (``guild_id``;
+    ``guild_ids`` for dashboard sessions) or, failing that, an announcement
+    (``announcement_id``)."""
+    async with crier.sched.reader() as db:
+        if crier.sched.store.dialect == "postgres":
+            cur = await db.execute(
+                "SELECT table_name AS t, column_name AS c FROM information_schema.columns "
+                "WHERE table_schema = current_schema() AND table_name LIKE 'bot\\_%'"
+            )
+            pairs = [(str(r["t"]), str(r["c"])) for r in await cur.fetchall()]
+        else:
+            cur = await db.execute(
+                "SELECT m.name AS t, p.name AS c FROM sqlite_master m, pragma_table_info(m.name) p "
+                "WHERE m.type = 'table' AND m.name LIKE 'bot\\_%' ESCAPE '\\'"
+            )
+            pairs = [(str(r["t"]), str(r["c"])) for r in await cur.fetchall()]
+    found: dict[str, str] = {}
+    for column in ("announcement_id", "guild_ids", "guild_id"):  # the last one found wins
+        found |= {t: c for t, c in pairs if c == column}
+    return found
+
+
+async def rows_of_guild(crier: Crier, guild_id: int, ann_ids: list[int]) -> dict[str, int]:
+    """How many rows of the server each of :func:`guild_columns`' tables holds."""
+    counts: dict[str, int] = {}
+    async with crier.sched.reader() as db:
+        for table, column in sorted((await guild_columns(crier)).items()):
+            if column == "guild_ids":  # a JSON list of ids
+                cur = await db.execute(f"SELECT guild_ids FROM {table}")
+                counts[table] = sum(
+                    guild_id in json.loads(r["guild_ids"]) for r in await cur.fetchall()
+                )
+                continue
+            ids = [guild_id] if column == "guild_id" else [*ann_ids, -1]
+            marks = ", ".join("?" * len(ids))
+            cur = await db.execute(
+                f"SELECT count(*) AS n FROM {table} WHERE {column} IN ({marks})", ids
+            )
+            counts[table] = int((await cur.fetchone())["n"])
+    return counts
+
+
+async def test_forgetting_a_server_deletes_its_rows_of_every_bot_table(
+    world: World, other: World, make_crier: MakeCrier, clock: FakeClock
+) -> None:
+    """Everything of the server is deleted, as the README says: every ``bot_*`` table that
+    names a server or an announcement is listed from the database's own catalog, and each
+    must hold a row of the server before (a table this test does not fill fails it: fill
+    it here, and forget it in ``forget_guild_rows``) and none after. ``bot_member_settings``
+    (a member's own /timezone, theirs in every server) names neither, and is kept."""
+    world.guild.set_bot_permissions(
+        P.VIEW_CHANNEL | P.SEND_MESSAGES | P.MENTION_EVERYONE | P.CREATE_EVENTS
+    )
+    crier = await make_crier(forget_after=86400, event_lead=86400)
+    announcements = crier.bot.announcements
+    await set_log_channel(world, world.general)  # its settings row
+    upload = world.fake.make_attachment("cat.png", PNG)
+    hourly = await schedule(world, "in 1h", "hourly", repeat="hourly", image=upload, event=True,
+                            event_location="Town hall")  # fmt: skip
+    h = await world.fake.invoke_command(
+        world.guild, world.general, world.admin, "template save", {"name": "t", "from": hourly}
+    )
+    assert "Saved" in ((await h.response()).content or "")
+    row = {"key": "k1", "text": "imported", "first": (NOW + DAY).isoformat(),
+           "timezone": "UTC", "destination": {"name": "news"}}  # fmt: skip
+    for key, confirm in (("k1", True), ("k2", False)):  # the keys of one, the other waiting
+        data = json.dumps({"version": 2, "announcements": [{**row, "key": key}]}).encode()
+        done, _ = await import_file(world, data, confirm=confirm)
+        assert ("Imported" if confirm else "Dry run") in done.content, done.content
+    await announcements.set_guild_limits(GuildLimits(world.guild.id, max_templates=50))
+    await advance_to(crier, clock, timedelta(hours=1))  # a delivery, and its events
+    ann = await announcements.get(world.guild.id, hourly)
+    async with crier.sched.transaction() as ctx:  # rows only a running job holds, or a login
+        await ctx.db.execute(
+            "INSERT INTO bot_event_claims (announcement_id, job_id, until_ts) VALUES (?, 1, 0)",
+            (ann.id,),
+        )
+        await ctx.db.execute(
+            "INSERT INTO bot_dashboard_sessions (id_hash, user_id, username, guild_ids, "
+            "csrf_token, created_at, expires_at) VALUES ('h', 1, 'u', ?, 'c', 0, 9e9)",
+            (json.dumps([world.guild.id, other.guild.id]),),
+        )
+    cb = await run_command(other, "schedule", when="in 3h", message="other", channel=other.news)
+    assert "Scheduled" in (cb.content or "")
+    ann_ids = [a.id for a in (await announcements.export_rows(world.guild.id)).announcements]
+    other_before = await rows_of_guild(crier, other.guild.id, [])
+
+    world.fake.remove_guild(world.guild)
+    await wait_left(crier, world)
+    before = await rows_of_guild(crier, world.guild.id, ann_ids)
+    assert [t for t, n in before.items() if n == 0] == [], "fill these tables in this test"
+    await advance_to(crier, clock, timedelta(days=1, hours=2))
+
+    after = await rows_of_guild(crier, world.guild.id, ann_ids)
+    assert {t: n for t, n in after.items() if n} == {}, "not forgotten"
+    async with crier.sched.reader() as db:
+        cur = await db.execute("SELECT key FROM bot_meta")
+        assert [k for (k,) in await cur.fetchall() if str(world.guild.id) in str(k)] == []
+    assert await rows_of_guild(crier, other.guild.id, []) == other_before  # untouched
+
+
+async def test_a_delivery_that_finds_its_announcement_forgotten_records_nothing(
+    world: World, make_crier: MakeCrier, clock: FakeClock
+) -> None:
+    """A delivery job that read its announcement just before the forget job deleted it (both
+    due at once) writes nothing after it: no delivery row of an announcement that is no
+    more (found by the test above, when the forget job and a delivery came due together)."""
+    crier = await make_crier()
+    number = await schedule(world, "in 1h", "once")
+    ann = await crier.bot.announcements.get(world.guild.id, number)
+    announcements = crier.bot.announcements
+    assert await announcements.guild_left(world.guild.id)
+    left_at = await announcements.left_guild(world.guild.id)
+    assert left_at is not None
+    async with crier.sched.transaction() as ctx:
+        await forget_guild(ctx, ForgetArgs(world.guild.id, left_at.left_at))
+    fire_ts = ann.first_ts
+    async with crier.sched.transaction() as ctx:
+        attempt = await begin_attempt(
+            ctx, ann.id, fire_ts, job_id=1, found_at=fire_ts + 1, now=fire_ts + 1,
+            catch_up_window=60, nonce_window=60, guild_id=world.guild.id,
+        )  # fmt: skip
+    assert (attempt.action, attempt.reason) == (Decision.AWAY, FORGOTTEN)
+    async with crier.sched.reader() as db:
+        assert await BotDb(db).recent_deliveries(ann.id, 10) == []
+
+
+async def test_a_delivery_recording_while_the_server_is_forgotten_leaves_nothing_behind(
+    world: World, make_crier: MakeCrier, clock: FakeClock
+) -> None:
+    """The forget job and a delivery's bookkeeping at once (both due together): on
+    PostgreSQL (several writers) the delivery's transaction has recorded its occurrence and
+    not committed yet when the forget job starts. The forget job waits for it (the
+    announcement's row is locked by both), then deletes what it recorded; without the lock
+    it deleted before that commit and the row stayed for ever. (SQLite has one writer: the
+    two never overlap.)"""
+    crier = await make_crier()
+    if crier.sched.store.dialect != "postgres":
+        pytest.skip("one writer at a time on SQLite: nothing overlaps")
+    number = await schedule(world, "in 1h", "once")
+    ann = await crier.bot.announcements.get(world.guild.id, number)
+    announcements = crier.bot.announcements
+    assert await announcements.guild_left(world.guild.id)
+    left_at = await announcements.left_guild(world.guild.id)
+    assert left_at is not None
+    recorded, release = asyncio.Event(), asyncio.Event()
+
+    async def delivery() -> None:
+        async with crier.sched.transaction() as ctx:
+            attempt = await begin_attempt(
+                ctx, ann.id, ann.first_ts, job_id=1, found_at=ann.first_ts,
+                now=ann.first_ts, catch_up_window=60, nonce_window=60, guild_id=world.guild.id,
+            )  # fmt: skip
+            assert attempt.action == Decision.AWAY  # recorded missed: the bot is out of it
+            recorded.set()
+            await release.wait()
+
+    async def forget() -> None:
+        async with crier.sched.transaction() as ctx:
+            await forget_guild(ctx, ForgetArgs(world.guild.id, left_at.left_at))
+
+    holding = asyncio.create_task(delivery())
+    await recorded.wait()
+    forgetting = asyncio.create_task(forget())
+    dsn = crier.settings.database_url
+    import asyncpg
+
+    conn = await asyncpg.connect(dsn)
+    try:
+        for _ in range(1000):  # until it waits for the lock, or (without it) is done
+            if forgetting.done():
+                break
+            waiting = await conn.fetchval(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                "AND wait_event_type = 'Lock'"
+            )
+            if waiting:
+                break
+            await asyncio.sleep(0.01)
+        else:
+            raise AssertionError("the forget job neither waited nor finished")
+    finally:
+        await conn.close()
+    release.set()
+    await holding
+    await forgetting
+    counts = await rows_of(crier, world.guild.id)
+    async with crier.sched.reader() as db:
+        cur = await db.execute(
+            "SELECT count(*) AS n FROM bot_deliveries WHERE announcement_id = ?", (ann.id,)
+        )
+        orphans = int((await cur.fetchone())["n"])
+    assert (counts["bot_announcements"], orphans) == (0, 0)

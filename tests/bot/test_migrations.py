@@ -237,3 +237,61 @@ async def check_language_moved(make: Callable[[], Store]) -> None:
         assert (berlin.timezone, berlin.language) == (None, "de")
         assert await rows.meta_keys("guild_language:") == []
         assert await rows.meta_value("commands_hash") == "abc"
+
+
+PENDING_ROWS = [
+    "INSERT INTO bot_templates (guild_id, name, name_key, content, image_name, image_data, "
+    "author_id, created_at) VALUES (11, 'Poster', 'poster', 'x', 'a.png', {blob}, 700, 900.0)",
+    "INSERT INTO bot_templates (guild_id, name, name_key, content, author_id, created_at) "
+    "VALUES (11, 'Plain', 'plain', 'y', 700, 900.0)",
+    "INSERT INTO bot_meta (key, value) VALUES ('import:11:abc123', '{{\"user\": 700}}')",
+    "INSERT INTO bot_meta (key, value) VALUES ('commands_hash', 'abc')",
+]
+
+
+@pytest.mark.parametrize(
+    "dialect", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+)
+async def test_release_11_dry_runs_are_dropped_and_template_files_measured(
+    tmp_path: Path, dialect: str
+) -> None:
+    """Migration 0012: a dry run kept in ``bot_meta`` (``import:<guild>:<token>``) is
+    dropped (they wait 15 minutes), the bot's other keys kept; each template's file gets
+    its size, so the server's files count it without reading it."""
+    from tests.bot.schemas import build_postgres, build_sqlite
+
+    if dialect == "sqlite":
+        path = tmp_path / "release-11.db"
+        build_sqlite(path, 11, 10)
+        conn = sqlite3.connect(path, isolation_level=None)
+        for sql in PENDING_ROWS:
+            conn.execute(sql.format(blob="x'" + "ab" * 1234 + "'"))
+        conn.close()
+        await check_pending_dropped(lambda: SqliteStore(path))
+        return
+    import asyncpg
+
+    from scheduler.stores.postgres import PostgresStore
+    from tests.scheduler.pg import fresh_database
+
+    async with fresh_database(require_postgres()) as dsn:
+        pg = await asyncpg.connect(dsn)
+        try:
+            await build_postgres(pg, 11, 10)
+            for sql in PENDING_ROWS:
+                await pg.execute(sql.format(blob="'\\x" + "ab" * 1234 + "'::bytea"))
+        finally:
+            await pg.close()
+        await check_pending_dropped(lambda: PostgresStore(dsn))
+
+
+async def check_pending_dropped(make: Callable[[], Store]) -> None:
+    async with opened(make, bot_migrations()) as store, store.snapshot() as db:
+        rows = BotDb(db)
+        assert await rows.meta_keys("import:") == []
+        assert await rows.meta_value("commands_hash") == "abc"
+        assert await rows.template_file_bytes(11) == 1234
+        assert await rows.template_names(11) == ["Plain", "Poster"]
+        [poster] = [t for t in await rows.templates(11) if t.image is not None]
+        assert poster.image is not None
+        assert poster.image.data == b"\xab" * 1234

@@ -90,10 +90,13 @@ async def test_export_download_then_upload_dry_run_confirm_once(
     assert report.startswith("🔎 Dry run: 1 to create."), report
     assert "row 1 (#1): in #news, once" in report, report
     after = await db_snapshot(site.crier)  # only the dry run waiting for its confirmation
-    assert {k: v for k, v in after.items() if k != "bot_meta"} == {
-        k: v for k, v in before.items() if k != "bot_meta"
+    waits = "bot_pending_imports"
+    assert {k: v for k, v in after.items() if k != waits} == {
+        k: v for k, v in before.items() if k != waits
     }
     token = await page.locator("input[name=token]").input_value()
+    [(guild_id, user_id, kept_token, *_)] = after[waits]
+    assert (guild_id, user_id, kept_token) == (world.guild.id, world.admin.id, token)
     csrf = await page.locator("input[name=csrf]").first.input_value()
     await page.get_by_role("button", name="Import all").click()
     flash = await page.locator(".flash").inner_text()

@@ -6,9 +6,7 @@ whose confirmation applies all of it or nothing."""
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-import secrets
 from dataclasses import replace
 
 from aiohttp import web
@@ -23,13 +21,6 @@ from .core import Viewer, form_of
 from .pages import GUILD, GuildPages, get, post
 
 log = logging.getLogger(__name__)
-
-PENDING_FOR = 15 * 60.0
-"""Seconds an upload's dry run waits for its confirmation (as /import's button)."""
-
-
-def pending_key(guild_id: int, token: str) -> str:
-    return f"import:{guild_id}:{token}"
 
 
 class TransferPages(GuildPages):
@@ -106,15 +97,9 @@ class TransferPages(GuildPages):
         plan = await plan_import(self.d.announcements, self.d.clock, who, doc)
         _, report = import_report(plan)
         token = None
-        if not plan.refused and plan.anything:
-            token = secrets.token_hex(12)
-            stored = {
-                "user": who.member.id,
-                "at": self.d.clock.now().timestamp(),
-                "doc": file.data.decode(),
-            }
-            await self.d.announcements.keep_pending(
-                pending_key(who.guild.id, token), json.dumps(stored)
+        if not plan.refused and plan.anything:  # (one per member: their older one goes)
+            token = await self.d.announcements.keep_pending(
+                who.guild.id, who.member.id, file.data.decode()
             )
         return self.d.render(
             "import.html", viewer, guild=who.guild, report=report, token=token,
@@ -126,19 +111,18 @@ class TransferPages(GuildPages):
         """Apply the dry run this form names: every row checked again, all or nothing."""
         who = await self.requester(request, viewer)
         token = form_of(request).get("token")
-        key = pending_key(who.guild.id, token)
-        value = await self.d.announcements.pending(key) if token.isalnum() else None
-        stored = {} if value is None else json.loads(value)
-        if not stored or self.d.clock.now().timestamp() - float(stored["at"]) > PENDING_FOR:
+        found = await self.d.announcements.pending(who.guild.id, token) if token.isalnum() else None
+        if found is None:
             raise Refusal(
                 t(
                     "This import was already applied, or its dry run expired (they wait 15 "
-                    "minutes). Upload the file again to see what it would do now."
+                    "minutes) or was replaced by your newer one. Upload the file again to see "
+                    "what it would do now."
                 )
             )
-        if int(stored["user"]) != who.member.id:
+        if found.user_id != who.member.id:
             raise Refusal(t("Only the member who uploaded this file can confirm its import."))
-        doc = await asyncio.to_thread(read_document, str(stored["doc"]).encode())
+        doc = await asyncio.to_thread(read_document, found.document.encode())
         plan = await plan_import(self.d.announcements, self.d.clock, who, doc)
         if plan.refused or not plan.anything:
             _, report = import_report(plan)
@@ -147,7 +131,7 @@ class TransferPages(GuildPages):
                 refused=bool(plan.refused),
             )  # fmt: skip
         done = await self.d.announcements.import_all(
-            who.guild.id, plan.rows, plan.new_templates, actor_id=who.member.id, pending=key
+            who.guild.id, plan.rows, plan.new_templates, actor_id=who.member.id, pending=token
         )
         log.info(
             "import into guild %d by %d on the dashboard: %d announcements, %d templates",
