@@ -2,7 +2,8 @@
 
 Jobs are rows; a mutation's writes and its completion commit together; actions run outside
 transactions under a lease; a driver wakes on commit and on one timer, with a lease sweep as
-the only polling. ``README.md`` ("The scheduler as a library") shows it in use.
+the only polling. Its README (the ``crier-scheduler`` distribution's description,
+``packaging/scheduler/README.md`` in the repository) shows it in use.
 """
 
 from typing import TYPE_CHECKING, Any

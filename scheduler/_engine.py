@@ -55,7 +55,11 @@ class EnqueueOptions(JobOptions, total=False):
 class JobRequest:
     """One job of ``enqueue_many``: what ``enqueue(fn, args, **options)`` takes."""
 
-    __slots__ = ("args", "fn", "options")
+    __slots__ = {
+        "args": "The job's arguments.",
+        "fn": "The registered function the job runs.",
+        "options": "The keywords of ``enqueue`` given (a dict).",
+    }
 
     def __init__(self, fn: str, args: Any = None, **options: Unpack[EnqueueOptions]) -> None:
         self.fn = fn

@@ -89,14 +89,17 @@ class Scheduler:
 
     @property
     def store(self) -> Store:
+        """The store it was built with."""
         return self._engine.store
 
     @property
     def registry(self) -> Registry:
+        """The registry of the functions its jobs and schedules run."""
         return self._engine.registry
 
     @property
     def clock(self) -> Clock:
+        """The clock it reads the time from and sets its timers on."""
         return self._engine.clock
 
     @property

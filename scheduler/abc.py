@@ -41,7 +41,12 @@ class Cursor:
     every store.
     """
 
-    __slots__ = ("_pos", "_rows", "lastrowid", "rowcount")
+    __slots__ = {
+        "_pos": None,
+        "_rows": None,
+        "lastrowid": "The id of the row an INSERT made, where the database tells it (else None).",
+        "rowcount": "How many rows the statement changed (-1 where not known).",
+    }
 
     def __init__(self, rows: list[Any], rowcount: int = -1, lastrowid: int | None = None) -> None:
         self._rows = rows
@@ -50,6 +55,7 @@ class Cursor:
         self.lastrowid = lastrowid
 
     async def fetchone(self) -> Any | None:
+        """The next row, or None after the last."""
         if self._pos >= len(self._rows):
             return None
         row = self._rows[self._pos]
@@ -57,6 +63,7 @@ class Cursor:
         return row
 
     async def fetchall(self) -> list[Any]:
+        """The rows not fetched yet."""
         rest = self._rows[self._pos :]
         self._pos = len(self._rows)
         return rest
@@ -78,11 +85,17 @@ class Db(Protocol):
     """
 
     @property
-    def dialect(self) -> str: ...
+    def dialect(self) -> str:
+        """``"sqlite"`` or ``"postgres"``: which SQL the database speaks."""
+        ...
 
-    async def execute(self, sql: str, params: Sequence[Any] = ()) -> Cursor: ...
+    async def execute(self, sql: str, params: Sequence[Any] = ()) -> Cursor:
+        """Run one statement with ``params`` bound to its ``?`` placeholders."""
+        ...
 
-    async def executemany(self, sql: str, params: Sequence[Sequence[Any]]) -> Cursor: ...
+    async def executemany(self, sql: str, params: Sequence[Sequence[Any]]) -> Cursor:
+        """Run one statement once for each parameter sequence of ``params``."""
+        ...
 
 
 class Tx(Operations):
@@ -218,6 +231,7 @@ class Store(ABC):
         self._listeners.append(listener)
 
     def remove_commit_listener(self, listener: CommitListener) -> None:
+        """Stop calling a listener :meth:`add_commit_listener` added (nothing if it is not)."""
         if listener in self._listeners:
             self._listeners.remove(listener)
 

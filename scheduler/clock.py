@@ -108,9 +108,13 @@ class SystemClock:
         return time.time()
 
     def monotonic(self) -> float:
+        """``time.monotonic()``: elapsed time, which leases follow (a wall-clock step moves
+        it not)."""
         return time.monotonic()
 
     def system_time(self) -> float:
+        """``time.time()``: the machine's own wall clock (what a PostgreSQL store compares
+        with the database's)."""
         return time.time()
 
     def call_at(self, ts: float, callback: Callable[[], None]) -> TimerHandle:

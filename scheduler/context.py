@@ -124,7 +124,16 @@ class TransactionContext:
     draws the same numbers), ``job`` the running job (None outside a job).
     """
 
-    __slots__ = ("_random", "_seed", "db", "job", "now", "scheduler")
+    __slots__ = {
+        "_random": None,
+        "_seed": None,
+        "db": "SQL in the transaction (a :class:`~scheduler.Db`: ``await ctx.db.execute(sql, "
+        "params)``); in a mutation job, in a savepoint of its own.",
+        "job": "The running job (a :class:`~scheduler.JobInfo`); None outside a job.",
+        "now": "The transaction's time, an aware UTC datetime (the clock read once, at its start).",
+        "scheduler": "Scheduling in this transaction: what is enqueued commits or rolls back "
+        "with it.",
+    }
 
     def __init__(
         self,
@@ -181,6 +190,7 @@ class ActionScheduling:
         args: Any = None,
         **options: Unpack[JobOptions],
     ) -> int:
+        """``ctx.scheduler.run_after`` of a transaction, in a transaction of its own."""
         async with open_transaction(self._engine) as ctx:
             return await ctx.scheduler.run_after(delay, fn, args, **options)
 
@@ -191,10 +201,12 @@ class ActionScheduling:
         args: Any = None,
         **options: Unpack[JobOptions],
     ) -> int:
+        """``ctx.scheduler.run_at`` of a transaction, in a transaction of its own."""
         async with open_transaction(self._engine) as ctx:
             return await ctx.scheduler.run_at(when, fn, args, **options)
 
     async def cancel(self, job_id: int) -> bool:
+        """``ctx.scheduler.cancel`` of a transaction, in a transaction of its own."""
         async with open_transaction(self._engine) as ctx:
             return await ctx.scheduler.cancel(job_id)
 
@@ -242,7 +254,15 @@ class ActionContext:
     effect would happen twice.
     """
 
-    __slots__ = ("_engine", "_extend_lease", "_lease", "_random", "job", "scheduler")
+    __slots__ = {
+        "_engine": None,
+        "_extend_lease": None,
+        "_lease": None,
+        "_random": None,
+        "job": "The running job (a :class:`~scheduler.JobInfo`).",
+        "scheduler": "Scheduling from an action: each call in a transaction of its own (an "
+        "action holds none).",
+    }
 
     def __init__(
         self,
@@ -268,6 +288,7 @@ class ActionContext:
 
     @property
     def now(self) -> datetime:
+        """The scheduler's clock now, an aware UTC datetime (read at each use)."""
         return self._engine.clock.now()
 
     @overload

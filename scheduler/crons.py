@@ -122,6 +122,7 @@ class CronJobs:
         args: Any = None,
         **options: Unpack[ScheduleOptions],
     ) -> None:
+        """Every day at ``hour_utc:minute_utc`` UTC."""
         h = _int_in(hour_utc, 0, 23, "hour_utc")
         m = _int_in(minute_utc, 0, 59, "minute_utc")
         self._add(name, f"{m} {h} * * *", None, fn, args, options)
@@ -134,6 +135,7 @@ class CronJobs:
         args: Any = None,
         **options: Unpack[ScheduleOptions],
     ) -> None:
+        """Every hour at ``minute_utc`` past."""
         m = _int_in(minute_utc, 0, 59, "minute_utc")
         self._add(name, f"{m} * * * *", None, fn, args, options)
 
@@ -147,6 +149,8 @@ class CronJobs:
         args: Any = None,
         **options: Unpack[ScheduleOptions],
     ) -> None:
+        """Every week on ``day_of_week`` (0 = Sunday, or a day's name: ``"friday"``, ``"fri"``)
+        at ``hour_utc:minute_utc`` UTC."""
         d = _day_of_week(day_of_week)
         h = _int_in(hour_utc, 0, 23, "hour_utc")
         m = _int_in(minute_utc, 0, 59, "minute_utc")

@@ -171,6 +171,7 @@ class LeaseShare:
 
     @property
     def me(self) -> str:
+        """This member's name in the group: the process's holder name."""
         return self.leases.holder
 
     # --- lifecycle ------------------------------------------------------------------------

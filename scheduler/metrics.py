@@ -1,5 +1,5 @@
 """A Prometheus collector for a :class:`~scheduler.Scheduler` (needs ``prometheus_client``:
-``pip install crier[metrics]``; nothing else in the scheduler imports this module).
+``pip install 'crier-scheduler[metrics]'``; nothing else in the scheduler imports this module).
 
 ::
 
@@ -39,7 +39,7 @@ try:
     from prometheus_client.registry import REGISTRY, Collector, CollectorRegistry
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
     raise ImportError(
-        "scheduler.metrics needs prometheus_client: pip install 'crier[metrics]' "
+        "scheduler.metrics needs prometheus_client: pip install 'crier-scheduler[metrics]' "
         "(or pip install prometheus-client)"
     ) from exc
 
@@ -51,6 +51,8 @@ if TYPE_CHECKING:
 
     from ._scheduler import Scheduler
     from .store_types import StoreGauges
+
+__all__ = ["COUNT_CAP", "SchedulerCollector"]
 
 COUNT_CAP = 100_000
 """Where the store's counts stop by default (a gauge at the cap means at least that many)."""
@@ -98,7 +100,8 @@ class SchedulerCollector(Collector):
         self.read_at = now
 
     def describe(self) -> Iterator[Metric]:
-        return iter(())  # dynamic: described when collected
+        """No metric up front: they are described as they are collected."""
+        return iter(())
 
     def collect(self) -> Iterator[Metric]:
         ns = self.namespace

@@ -67,6 +67,7 @@ class Retry:
 
     @property
     def backoff_seconds(self) -> float:
+        """``initial_backoff`` in seconds."""
         return to_seconds(self.initial_backoff, "Retry.initial_backoff")
 
 
@@ -95,6 +96,7 @@ class Pace:
 
     @property
     def spacing_seconds(self) -> float:
+        """``spacing`` in seconds."""
         return to_seconds(self.spacing, "Pace.spacing")
 
 
@@ -153,14 +155,17 @@ class Job:
 
     @property
     def next_at(self) -> datetime:
+        """``next_ts`` as an aware UTC datetime: when it is due next."""
         return ts_to_datetime(self.next_ts)
 
     @property
     def created(self) -> datetime:
+        """``created_at`` as an aware UTC datetime."""
         return ts_to_datetime(self.created_at)
 
     @property
     def finished(self) -> datetime | None:
+        """``finished_at`` as an aware UTC datetime (None while it is not terminal)."""
         return None if self.finished_at is None else ts_to_datetime(self.finished_at)
 
 
@@ -239,12 +244,15 @@ class Run:
 
     @property
     def due(self) -> datetime:
+        """``due_ts`` as an aware UTC datetime."""
         return ts_to_datetime(self.due_ts)
 
     @property
     def started(self) -> datetime | None:
+        """``started_at`` as an aware UTC datetime (None if not known)."""
         return None if self.started_at is None else ts_to_datetime(self.started_at)
 
     @property
     def finished(self) -> datetime:
+        """``finished_at`` as an aware UTC datetime."""
         return ts_to_datetime(self.finished_at)

@@ -240,6 +240,8 @@ class Registry:
         raise UnknownFunction(f"no function is registered as {name!r}")
 
     def mutation_named(self, name: str) -> Registration:
+        """The registration of the mutation ``name``: :exc:`UnknownFunction` if there is none,
+        or if ``name`` is an action."""
         reg = self.get(name)
         if reg.kind is not JobKind.MUTATION:
             raise UnknownFunction(f"{name!r} is registered as an action, but a mutation is needed")

@@ -63,7 +63,13 @@ class ScheduleRequest:
     """One schedule of ``schedules.create_many``: what ``create(name, spec, fn, args,
     **options)`` takes."""
 
-    __slots__ = ("args", "fn", "name", "options", "spec")
+    __slots__ = {
+        "args": "The arguments of each occurrence's job.",
+        "fn": "The registered function each occurrence runs.",
+        "name": "The schedule's name, unique in the store.",
+        "options": "The keywords of ``create`` given (a dict).",
+        "spec": "A cron expression, a ``timedelta`` interval, or a ``Cron`` or ``Interval``.",
+    }
 
     def __init__(
         self,
@@ -111,10 +117,12 @@ class ScheduleInfo:
 
     @property
     def description(self) -> str:
+        """The trigger in words: ``"cron '0 9 * * 1-5' (Europe/London)"``, ``"every hour"``."""
         return self.trigger.describe()
 
     @classmethod
     def of(cls, row: ScheduleRow, trigger: Cron | Interval) -> ScheduleInfo:
+        """The schedule of a stored row and its parsed trigger (the stores' reads use it)."""
         to_dt = _codec.ts_to_datetime
         return cls(
             name=row.name,
@@ -339,31 +347,38 @@ class Schedules(_ScheduleReads):
         args: Any = None,
         **options: Unpack[CreateOptions],
     ) -> ScheduleInfo:
+        """:meth:`TransactionSchedules.create` in a transaction of its own."""
         async with self._own_transaction() as schedules:
             return await schedules.create(name, spec, fn, args, **options)
 
     async def create_many(self, requests: Iterable[ScheduleRequest]) -> builtins.list[datetime]:
+        """:meth:`TransactionSchedules.create_many` in a transaction of its own."""
         async with self._own_transaction() as schedules:
             return await schedules.create_many(requests)
 
     async def pause(self, name: str) -> bool:
+        """:meth:`TransactionSchedules.pause` in a transaction of its own."""
         async with self._own_transaction() as schedules:
             return await schedules.pause(name)
 
     async def resume(self, name: str) -> bool:
+        """:meth:`TransactionSchedules.resume` in a transaction of its own."""
         async with self._own_transaction() as schedules:
             return await schedules.resume(name)
 
     async def trigger(self, name: str) -> int:
+        """:meth:`TransactionSchedules.trigger` in a transaction of its own."""
         async with self._own_transaction() as schedules:
             return await schedules.trigger(name)
 
     async def backfill(
         self, name: str, start: datetime | float, end: datetime | float
     ) -> builtins.list[int]:
+        """:meth:`TransactionSchedules.backfill` in a transaction of its own."""
         async with self._own_transaction() as schedules:
             return await schedules.backfill(name, start, end)
 
     async def delete(self, name: str) -> int:
+        """:meth:`TransactionSchedules.delete` in a transaction of its own."""
         async with self._own_transaction() as schedules:
             return await schedules.delete(name)

@@ -72,19 +72,25 @@ class SchedulerStats:
     its store failing), by loop; logged once per outage (see ``scheduler._outage``)."""
 
     def claimed(self, kind: JobKind, lateness: float) -> None:
+        """Count one claim of a ``kind`` job that started ``lateness`` seconds after it was
+        due (the driver calls these as it works)."""
         self.claims[kind] += 1
         self.lateness.observe(max(0.0, lateness))
 
     def claimed_jobs(self, jobs: Iterable[tuple[JobKind, float]]) -> None:
+        """:meth:`claimed` for each ``(kind, lateness)`` of a claim batch."""
         for kind, lateness in jobs:
             self.claimed(kind, lateness)
 
     def recorded(self, outcomes: Mapping[RunOutcome, int], stale: int = 0) -> None:
+        """Count recorded run outcomes, and ``stale`` ones fenced out because their job had
+        moved on."""
         for outcome, n in outcomes.items():
             self.outcomes[outcome] += n
         self.stale_outcomes += stale
 
     def reclaimed(self, requeued: int, failed: int) -> None:
+        """Count a sweep's reclaims of expired leases: put back to run again, or failed."""
         self.reclaims_requeued += requeued
         self.reclaims_failed += failed
         self.outcomes[RunOutcome.LEASE_LOST] += requeued + failed

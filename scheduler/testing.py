@@ -179,6 +179,7 @@ class SkewedClock:
         return self.base.time() + self.skew
 
     def monotonic(self) -> float:
+        """The base's elapsed time: a skewed clock is as fast as its base."""
         return self._monotonic()
 
     def system_time(self) -> float:

@@ -1,5 +1,9 @@
 """Shared fixtures. Every test runs with the network guard (only loopback is reachable) and
-with the fake Discord's check of every request against Discord's API spec."""
+with the fake Discord's check of every request against Discord's API spec.
+
+The scheduler's tests have their own conftest (``tests/scheduler/conftest.py``: the guard
+again, and the stores): they also run against the installed scheduler wheel alone, where
+this file (which imports the fake Discord, so discord.py) is not loaded."""
 
 from __future__ import annotations
 
@@ -7,13 +11,11 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.fakediscord import netguard
 from tests.fakediscord.apispec import failing_on_violations
-from tests.scheduler.stores import STORE_KINDS, StoreFactory, require_postgres, sqlite_factory
+from tests.support import netguard
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Iterator
-    from pathlib import Path
+    from collections.abc import Iterator
 
 network_guard = netguard.network_guard
 
@@ -30,22 +32,3 @@ def _discord_api_spec() -> Iterator[None]:
     send on purpose, inside ``fake.spec.allow_violations()``) fails the test, naming it."""
     with failing_on_violations():
         yield
-
-
-@pytest.fixture(params=STORE_KINDS)
-async def stores(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[StoreFactory]:
-    """A factory of stores on one fresh database, for each store kind available here."""
-    if request.param == "sqlite":
-        yield sqlite_factory(tmp_path)
-        return
-    dsn = require_postgres()
-    try:
-        from tests.scheduler.pg import postgres_factory
-    except ImportError:
-        pytest.skip("the PostgreSQL store is not part of this build yet")
-    factory = await postgres_factory(dsn)
-    try:
-        yield factory
-    finally:
-        if factory.cleanup is not None:
-            await factory.cleanup()

@@ -1,5 +1,6 @@
 """The pre-commit hooks run what CI runs: every step of .ci/run, each once, from local hooks
-(no hook repository to fetch); the linters before a commit, the tests before a push."""
+(no hook repository to fetch); the linters before a commit, the tests (the suite, and the
+scheduler's alone) before a push."""
 
 from __future__ import annotations
 
@@ -40,6 +41,7 @@ def test_every_step_of_ci_is_one_local_hook() -> None:
 def test_the_linters_run_before_a_commit_and_the_tests_before_a_push() -> None:
     stages = {hook["entry"].split()[-1]: hook["stages"] for hook in hooks()}
     assert stages.pop("tests") == ["pre-push", "manual"]
+    assert stages.pop("scheduler-alone") == ["pre-push", "manual"]
     assert stages
     for step, at in stages.items():
         assert at == ["pre-commit", "manual"], step

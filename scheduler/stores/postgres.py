@@ -37,7 +37,13 @@ import ssl
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
 
-import asyncpg
+try:
+    import asyncpg
+except ImportError as exc:  # pragma: no cover - depends on the installed extras
+    raise ImportError(
+        "PostgresStore needs asyncpg: pip install 'crier-scheduler[postgres]' "
+        "(or pip install asyncpg)"
+    ) from exc
 
 from .._lanes import Lanes
 from ..abc import Cursor, Store, Tx

@@ -21,6 +21,7 @@ from bot.db import BotDb
 from bot.models import AnnouncementState, DeliveryState, HistoryAction
 from scheduler import MigrationSet, SqliteStore, Store
 from tests.scheduler.stores import require_postgres
+from tests.scheduler.test_sql_parity import same_numbers_in_both_dialects
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
@@ -128,6 +129,11 @@ async def upgrade(make: Callable[[], Store], tmp_path: Path) -> None:
         await fill_old(old)
     async with opened(make, bot_migrations()) as new:
         await check_migrated(new)
+
+
+def test_every_bot_migration_number_exists_in_both_dialects() -> None:
+    numbered = same_numbers_in_both_dialects(bot_migrations())
+    assert numbered[0][0] == 1
 
 
 async def test_sqlite_database_of_the_first_release_is_migrated_with_its_rows(

@@ -24,8 +24,8 @@ Main modules: ``server`` (FakeDiscord, REST), ``gateway`` (with ``gateway_sessio
 ``interactions`` (InteractionHandle),
 ``state`` (guild/channel/thread/role/member/message model), ``attachments`` (multipart uploads,
 the fake's CDN), ``forums`` (threads, forum posts), ``crosspost`` (publishing), ``errors``,
-``permissions``, ``ratelimit``, ``faults``, ``netguard``, ``client`` (pointing discord.py at the
-fake).
+``permissions``, ``ratelimit``, ``faults``, ``client`` (pointing discord.py at the fake); the
+network guard is ``tests.support.netguard`` (the scheduler's tests use it without Discord).
 """
 
 import warnings
@@ -33,10 +33,17 @@ import warnings
 # discord.py imports the stdlib ``audioop`` module (for voice), which is deprecated since Python
 # 3.11; under the suite's ``filterwarnings = error`` a plain ``import discord`` would then fail at
 # collection. Import it once here with just that warning silenced (the main conftest imports this
-# package for the network guard, so this happens before any test module imports discord).
+# package for the API spec check, so this happens before any test module imports discord).
 with warnings.catch_warnings():
     warnings.filterwarnings("ignore", message=".*audioop.*", category=DeprecationWarning)
     import discord  # noqa: F401
+
+from tests.support.netguard import (
+    NetworkAccessBlocked,
+    NetworkGuard,
+    install_network_guard,
+    network_guard,
+)
 
 from .apispec import SpecCheck, SpecException, SpecViolation
 from .attachments import Attachment
@@ -52,7 +59,6 @@ from .gateway import (
 )
 from .holds import MessageHold, ParkedSend
 from .interactions import CommandNotAvailable, InteractionCallback, InteractionHandle
-from .netguard import NetworkAccessBlocked, NetworkGuard, install_network_guard, network_guard
 from .permissions import Permissions, base_permissions, channel_permissions
 from .ratelimit import RateLimiter, Storm
 from .server import FakeDiscord, RequestRecord

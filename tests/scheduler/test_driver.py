@@ -597,6 +597,21 @@ async def test_a_refused_enqueue_leaves_the_transaction_usable(make: Make) -> No
     assert [j.id for j in await sched.list_jobs()] == [kept]
 
 
+async def test_a_job_exists_and_runs_only_if_its_transaction_commits(make: Make) -> None:
+    sched = await start(make())
+    with pytest.raises(RuntimeError):  # noqa: PT012 (the body rolls back)
+        async with sched.transaction() as ctx:
+            await ctx.db.execute("INSERT INTO log (item) VALUES ('rolled back')")
+            await ctx.scheduler.run_after(0, "log:add", "from the rolled back one")
+            raise RuntimeError("changed my mind")
+    async with sched.transaction() as ctx:
+        await ctx.db.execute("INSERT INTO log (item) VALUES ('committed')")
+        kept = await ctx.scheduler.run_after(0, "log:add", "from the committed one")
+    await sched.wait_idle()
+    assert [j.id for j in await sched.list_jobs()] == [kept]
+    assert await log_items(sched) == ["committed", "from the committed one"]
+
+
 async def test_a_nested_transaction_is_a_clear_error(make: Make) -> None:
     sched = await start(make())
     async with sched.transaction():

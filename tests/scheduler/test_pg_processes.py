@@ -38,7 +38,6 @@ import pytest
 
 from scheduler import JobKind
 from scheduler.store_types import NewJob
-from tests.scheduler.stores import postgres_dsn
 from tests.support.processes import ROOT, Process, until
 
 asyncpg = pytest.importorskip("asyncpg")
@@ -318,42 +317,6 @@ async def test_two_processes_racing_one_pace_key_never_start_two_within_its_spac
     gaps = [b["started_at"] - a["started_at"] for a, b in itertools.pairwise(rows)]
     assert min(gaps) >= spacing - 1e-6, gaps  # (1e-6: the float sums of slot and spacing)
     print(f"\n{json.dumps(collections.Counter(ran_by.values()))}")
-
-
-async def test_the_postgres_benchmark_runs(tmp_path: Path) -> None:
-    """bench/pg_bench.py (and scheduler_bench.py --store postgres, which hands over to it)
-    end to end, tiny: the figures are not checked, only that every run ended right."""
-    base = postgres_dsn()
-    if base is None:
-        pytest.skip("PostgreSQL tests need CRIER_TEST_POSTGRES_DSN (.ci/run sets it)")
-    out = tmp_path / "pg_bench.json"
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        str(ROOT / "bench" / "scheduler_bench.py"),
-        "--store",
-        "postgres",
-        "--quick",
-        "--jobs",
-        "300",
-        "--workers",
-        "1,2",
-        "--samples",
-        "20",
-        "--dsn",
-        base,
-        "--json",
-        str(out),
-        cwd=ROOT,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-    )
-    stdout, _ = await asyncio.wait_for(proc.communicate(), 100)
-    assert proc.returncode == 0, stdout.decode()
-    doc = json.loads(out.read_text("utf-8"))
-    assert set(doc["throughput"]) == {"actions", "mutations"}
-    assert set(doc["throughput"]["actions"]) == {"1", "2"}
-    assert doc["wake"]["samples_per_run"] == 20
-    assert [a["aim"] for a in doc["aims"]][-1] == "cross-process wake p99"
 
 
 if __name__ == "__main__":
