@@ -419,7 +419,16 @@ class Settings:
         Number(0.1, 600.0),
         "30",
         "How long an instance's hold on a shard lasts unless renewed (renewed every third of "
-        "it): a dead instance's shards are taken over after about this long.",
+        "it): a paused instance's shards are taken over after about this long (a dead one's "
+        "at once).",
+    )
+    shard_join_window: float = setting(
+        "SHARD_JOIN_WINDOW_SECONDS",
+        Number(0.0, 60.0),
+        "2",
+        "A calm start: an instance that starts while shards are free waits until no other "
+        "instance has joined for this long, so instances started together share the shards "
+        "out before any IDENTIFY (0: take them at once).",
     )
     instance_name: str | None = setting(
         "INSTANCE_NAME",

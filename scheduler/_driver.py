@@ -139,6 +139,10 @@ class Driver:
 
     async def _pass(self) -> float | None:
         engine, settings = self.engine, self.settings
+        # A lapsed proof of life (see scheduler._holders): nothing is claimed until this
+        # process has proved itself again, since another may find it gone meanwhile (a pass
+        # that cannot prove it fails, as one that cannot reach the store does).
+        await engine.holders.restore()
         batch = settings.batch_size
         while True:
             now = self.clock.time()
@@ -150,6 +154,7 @@ class Driver:
             # Taken before the claim is sent: the lease the store stamps with ``now`` cannot
             # have begun earlier than this, so leases measured from it never overstate.
             claimed_at = self.monotonic()
+            epoch = engine.holders.epoch  # likewise: a lapse after this may lose the claim
             claim = await self.store.at(now).claim_due(
                 now + settings.lease_seconds,
                 mutation_limit=batch,
@@ -161,7 +166,7 @@ class Driver:
             actions = [j for j in claim.jobs if j.kind is JobKind.ACTION]
             for job in actions:
                 task = asyncio.create_task(
-                    self._run_action(job, claimed_at), name=f"scheduler-job-{job.id}"
+                    self._run_action(job, claimed_at, epoch), name=f"scheduler-job-{job.id}"
                 )
                 self._actions.add(task)
             self._saturated = action_limit == 0 or len(actions) == action_limit
@@ -240,10 +245,10 @@ class Driver:
 
     # --- actions -------------------------------------------------------------------------------
 
-    async def _run_action(self, job: ClaimedJob, claimed_at: float) -> None:
+    async def _run_action(self, job: ClaimedJob, claimed_at: float, epoch: int) -> None:
         task = asyncio.current_task()
         try:
-            outcome = await self._action_outcome(job, claimed_at)
+            outcome = await self._action_outcome(job, claimed_at, epoch)
         finally:
             if task is not None:
                 self._actions.discard(task)
@@ -256,7 +261,9 @@ class Driver:
         if self._saturated and not self._stopping:
             self.wake()
 
-    async def _action_outcome(self, job: ClaimedJob, claimed_at: float) -> Outcome | None:
+    async def _action_outcome(
+        self, job: ClaimedJob, claimed_at: float, epoch: int
+    ) -> Outcome | None:
         """The run's outcome to record; None when there is nothing to record (the job was
         found to be held by another run, so any write would be fenced out anyway)."""
         try:
@@ -267,7 +274,12 @@ class Driver:
         except SchedulerError as exc:
             return _runs.failed(job, exc, retryable=False)
         settings = self.settings
-        lease = RunLease(self.monotonic, claimed_at + settings.lease_seconds, settings.lease_margin)
+        lease = RunLease(
+            self.monotonic,
+            claimed_at + settings.lease_seconds,
+            settings.lease_margin,
+            intact=partial(self.engine.holders.intact, epoch),
+        )
         lease.task = asyncio.current_task()
         info = _runs.job_info(job)
         ctx = ActionContext(self.engine, info, lease, partial(self.heartbeat, info))

@@ -13,6 +13,7 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from . import _codec
+from ._holders import Holders
 from ._resolver import Resolver
 from .abc import OperationsAt, Store, Tx
 from .clock import Clock, SystemClock, system_time_of
@@ -97,6 +98,9 @@ class Engine:
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.stats = SchedulerStats()
         """What this process's driver has done (see :mod:`scheduler.stats`)."""
+        self.holders = Holders(store, self.clock, self.settings, self.stats)
+        """This process as a lease holder, and its watch over the others (see
+        :mod:`scheduler._holders`)."""
         self.running = False
         """Whether transactions may be opened (set by the scheduler's lifecycle: from its
         start until its stop has drained the in-flight work)."""

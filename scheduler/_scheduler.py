@@ -62,7 +62,10 @@ class Scheduler:
     ``max_concurrency`` (actions running at once), ``retention`` (how long terminal jobs are
     kept; None keeps them forever), ``run_retention`` (how long the run history is kept,
     default 7 days; None keeps it forever), ``process_id`` (this process's name in the run
-    history; default host, pid and a random suffix), ``migrations`` (the application's own
+    history and on its leases; default host, pid and a random suffix), ``liveness_interval``
+    (how often this process checks whether the other lease holders are alive: one the
+    database can tell is gone loses its leases at once, see :mod:`scheduler._holders`;
+    default 1 s), ``migrations`` (the application's own
     migration sets, applied with the scheduler's). They are validated when the scheduler
     is built, into :attr:`settings` (in seconds).
     """
@@ -159,8 +162,15 @@ class Scheduler:
             if not opened:
                 await self.store.close()
             raise
+        try:
+            await self._engine.holders.start()  # before the driver claims anything
+        except BaseException:
+            if not opened:
+                await self.store.close()
+            raise
         self._driver = Driver(self._engine)
         self.store.add_commit_listener(self._driver.wake)
+        self._engine.holders.add_listener(self._driver.wake)
         self._engine.running = True
         self._driver.start()
         self._driven = True
@@ -173,6 +183,7 @@ class Scheduler:
         driver = self._driver
         if not self._driven or driver is None:  # opened without its driver: only the store
             self._engine.running = False
+            await self._engine.holders.stop()
             await self.store.close()
             return
         self._stopping = True  # in-flight work may still use transactions and heartbeats
@@ -186,7 +197,11 @@ class Scheduler:
             self._stopping = False
             self._driven = False
             self.store.remove_commit_listener(driver.wake)
-            await self.store.close()
+            self._engine.holders.remove_listener(driver.wake)
+            try:
+                await self._engine.holders.stop()
+            finally:
+                await self.store.close()
 
     @property
     def running(self) -> bool:

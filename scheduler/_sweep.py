@@ -1,7 +1,9 @@
 """What the lease sweep does each time it runs (the driver runs it every ``sweep_interval``,
-and ``sched.sweep()`` at once): reclaim the leases that expired (a crashed or stalled run),
-then delete what retention lets go: terminal jobs, the run history, once keys and the
-members of lease groups that stopped renewing.
+and ``sched.sweep()`` at once): take the leases of the holders found gone (see
+:mod:`scheduler._holders`; the holders' own watch does it every ``liveness_interval`` too),
+reclaim the leases that expired (a crashed or stalled run), then delete what retention lets
+go: terminal jobs, the run history, once keys, the members of lease groups that stopped
+renewing and the holders not seen for a week.
 """
 
 from __future__ import annotations
@@ -31,10 +33,12 @@ FORGET_MEMBERS_AFTER = 86400.0
 
 
 async def sweep(engine: Engine) -> None:
-    """Reclaim the expired leases (counted in the engine's stats), then prune the terminal
-    jobs and the runs older than their retention, the once keys whose time is over, and the
-    lease groups' members that stopped renewing :data:`FORGET_MEMBERS_AFTER` ago."""
+    """Take the gone holders' leases, reclaim the expired leases (counted in the engine's
+    stats), then prune the terminal jobs and the runs older than their retention, the once
+    keys whose time is over, the lease groups' members that stopped renewing
+    :data:`FORGET_MEMBERS_AFTER` ago and the holders not seen for a week."""
     settings = engine.settings
+    await engine.holders.check()
     ops = engine.store.at(engine.clock.time())
     report = await ops.reclaim_expired(process=settings.process_id)
     engine.stats.reclaimed(report.requeued, report.failed)
@@ -50,6 +54,7 @@ async def sweep(engine: Engine) -> None:
         await _prune_runs(ops, ops.now - settings.run_retention_seconds)
     await ops.run(_once.prune)
     await ops.run(partial(lease_ops.prune_members, before=ops.now - FORGET_MEMBERS_AFTER))
+    await engine.holders.prune()
 
 
 async def _prune_jobs(ops: OperationsAt, before: float) -> None:

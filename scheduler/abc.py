@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
 from ._ops.operations import Operations as Operations
@@ -146,6 +146,50 @@ class OperationsAt(Operations):
         return await self.store._run_brief(self.now, op)
 
 
+class Liveness(ABC):
+    """How a store tells a lease holder that is gone from one that is alive (see
+    :mod:`scheduler._holders`, which records and checks the proofs).
+
+    A process proves it is alive with a *proof* (:meth:`prove`): text recorded in the
+    database beside its holder name, which every process sharing the database can check
+    (:meth:`gone`). Gone means provably gone: a process that has exited (the SQLite store,
+    one machine), a database session that has ended (PostgreSQL). A holder that may merely
+    be paused (SIGSTOP, a VM migration) or that this process cannot judge (another machine,
+    another container's processes) is never gone: its leases run out as they always did.
+
+    A proof may *lapse* while its process lives on (PostgreSQL: the session that proves it
+    was lost): the store then calls :attr:`on_lapse` at once and bumps :attr:`epoch`; the
+    process must :meth:`prove` itself again (a new proof) and, until it has, must not act
+    on a lease taken under the old one (another process may find it gone meanwhile and take
+    its leases).
+    """
+
+    epoch = 0
+    """How many times this process's proof lapsed."""
+
+    on_lapse: Callable[[], None] | None = None
+    """Called (by the store, on its event loop) when this process's proof lapses."""
+
+    @abstractmethod
+    async def prove(self) -> str:
+        """Prove this process alive from now on (until :meth:`close` or a lapse); the proof
+        to record. Each call gives a new proof."""
+
+    @abstractmethod
+    async def gone(self, proofs: Mapping[str, str]) -> set[str]:
+        """Of the holders named (each with its recorded proof), those provably gone."""
+
+    @property
+    @abstractmethod
+    def proven(self) -> bool:
+        """Whether the latest proof stands (made, and not lapsed since)."""
+
+    @abstractmethod
+    async def close(self) -> None:
+        """Stop proving this process alive (its proof is gone from now on, where the store
+        can tell). Idempotent."""
+
+
 CommitListener = Callable[[], None]
 
 
@@ -169,6 +213,9 @@ class Store(ABC):
         :attr:`~scheduler.store_types.OpState.lease_offset`). A
         :class:`~scheduler.Scheduler` hands the store its clock's when it starts (see
         :func:`~scheduler.clock.system_time_of`)."""
+        self.liveness: Liveness | None = None
+        """How this store tells a gone lease holder from a live one (see :class:`Liveness`);
+        None: it cannot, and a holder's leases are only ever lost when they expire."""
 
     # --- primitives ------------------------------------------------------------------------
 

@@ -222,19 +222,34 @@ class RunLease:
     process's) is ahead by more than ``margin``.
     """
 
-    __slots__ = ("expires", "lost", "margin", "monotonic", "task")
+    __slots__ = ("expires", "intact", "lost", "margin", "monotonic", "task")
 
-    def __init__(self, monotonic: Callable[[], float], expires: float, margin: float) -> None:
+    def __init__(
+        self,
+        monotonic: Callable[[], float],
+        expires: float,
+        margin: float,
+        intact: Callable[[], bool] | None = None,
+    ) -> None:
         self.monotonic = monotonic
         self.expires = expires
         self.margin = margin
+        self.intact = intact
+        """Whether this process's proof of life still covers the claim (see
+        :meth:`scheduler._holders.Holders.intact`): once not, another process may find it
+        gone and take the job, so the lease no longer surely holds."""
         self.lost = False
         """Set once a heartbeat found the job no longer held by this run."""
         self.task: asyncio.Task[Any] | None = None
         """The task running the action (cancelled when the lease is found lost)."""
 
+    @property
+    def lapsed(self) -> bool:
+        """Whether this process's proof of life lapsed since the claim."""
+        return self.intact is not None and not self.intact()
+
     def remaining(self) -> float:
-        if self.lost:
+        if self.lost or self.lapsed:
             return 0.0
         return max(0.0, self.expires - self.monotonic() - self.margin)
 
@@ -356,6 +371,9 @@ class ActionContext:
                 + (
                     "the job is no longer held by this run"
                     if self._lease.lost
+                    else "this process's proof of life lapsed since it claimed the job (another "
+                    "process may have found it gone and taken the job)"
+                    if self._lease.lapsed
                     else f"its lease surely lasts {left:.3f}s more, less than the {need:.3f}s "
                     "asked for"
                 )

@@ -23,6 +23,24 @@ A member renews its leases every ``ttl / 3`` (on the scheduler's clock, so tests
 with a fake one). One that can't reach the store stops the work of every key whose lease
 may have run out by now (``ttl`` since it was last renewed, by this process's monotonic
 clock), so it never acts on a lease it may have lost.
+
+**The dead and the paused.** A holder the database can tell is gone (its process exited on
+SQLite's one machine; its database session ended on PostgreSQL) loses its leases at once,
+not when they run out: every process checks the other holders every ``liveness_interval``
+(see :mod:`scheduler._holders`), and the lease shares of the one that finds it gone run a
+round at once and take its keys. :meth:`Leases.take` takes a key whose holder is gone, as
+if its lease had run out. A holder that is merely paused (SIGSTOP, a VM migration) is not
+gone: it keeps its leases until they run out, as before, so work that must run once still
+does.
+
+**A calm start.** Members that start together should share the keys out before any of
+them starts work it would only hand over again (for gateway sessions, each start spends a
+daily budget). With ``settle`` (seconds), a joining member that finds free keys first
+registers as a member and waits until the group's membership has not changed for
+``settle`` (at most ``5 * settle`` in all), then takes its fair share among the members it
+sees; the others starting with it do the same, so nobody takes a key only to hand it over.
+A member joining a group whose keys are all held does not wait (it asks for its share by
+hand-over), and a lone member waits ``settle`` once.
 """
 
 from __future__ import annotations
@@ -54,6 +72,8 @@ T = TypeVar("T")
 KEY_LIMIT = 200
 DEFAULT_TTL = 30.0
 """How long a lease holds unless renewed, by default (seconds)."""
+SETTLE_LIMIT = 5
+"""A calm start waits at most this many times ``settle`` in all."""
 
 Work = Callable[[str], Awaitable[None]]
 """``start(key)`` or ``stop(key)``: begins or ends the work of a key."""
@@ -78,9 +98,16 @@ class Leases:
         return await self._engine.now().run(bound)
 
     async def take(self, key: str, ttl: timedelta | float = DEFAULT_TTL) -> bool:
-        """Take the lease on ``key`` for ``ttl`` if it is free, expired or already ours."""
+        """Take the lease on ``key`` for ``ttl`` if it is free, expired, already ours, or
+        held by a holder that is gone (see the module's docstring)."""
         _codec.check_name(key, "lease key", KEY_LIMIT)
         seconds = _codec.to_seconds(ttl, "ttl", sign="positive")
+        holders = self._engine.holders
+        await _try(holders.register(), "prove this process alive")
+        if await self._run(lease_ops.take, key=key, holder=self.holder, ttl=seconds):
+            return True
+        if not await _try(holders.check(), "check the other lease holders"):
+            return False
         return await self._run(lease_ops.take, key=key, holder=self.holder, ttl=seconds)
 
     async def renew(self, keys: Sequence[str], ttl: timedelta | float = DEFAULT_TTL) -> set[str]:
@@ -108,11 +135,24 @@ class Leases:
         stop: Work,
         ttl: timedelta | float = DEFAULT_TTL,
         ready: Ready | None = None,
+        settle: timedelta | float = 0.0,
     ) -> LeaseShare:
         """A fair share of ``keys`` among the live members of ``group`` (see the module's
         docstring); ``async with`` it to join, or call ``join()`` and ``leave()``. Without
-        ``ready``, a key's work is up once ``start`` returns."""
-        return LeaseShare(self, group, keys, start=start, stop=stop, ttl=ttl, ready=ready)
+        ``ready``, a key's work is up once ``start`` returns; with ``settle``, a calm start."""
+        return LeaseShare(
+            self, group, keys, start=start, stop=stop, ttl=ttl, ready=ready, settle=settle
+        )
+
+
+async def _try(step: Awaitable[T], what: str) -> T | None:
+    """``step``'s result, or None (logged) if it fails: liveness only ever speeds a take-over
+    up, and a lease is still lost when it expires."""
+    try:
+        return await step
+    except Exception as exc:
+        log.warning("could not %s (%s)", what, exc)
+        return None
 
 
 def quotas(members: Sequence[str], keys: int) -> dict[str, int]:
@@ -138,6 +178,7 @@ class LeaseShare:
         stop: Work,
         ttl: timedelta | float,
         ready: Ready | None = None,
+        settle: timedelta | float = 0.0,
     ) -> None:
         _codec.check_name(group, "lease group", KEY_LIMIT)
         for key in keys:
@@ -148,6 +189,7 @@ class LeaseShare:
         self.group = group
         self.keys = sorted(keys)
         self.ttl = _codec.to_seconds(ttl, "ttl", sign="positive")
+        self.settle = _codec.to_seconds(settle, "settle")
         self._start = start
         self._stop = stop
         self._ready = ready
@@ -168,6 +210,9 @@ class LeaseShare:
         """Rounds completed (each renews, starts, stops, takes and hands what it should)."""
         self.failed_rounds = 0
         """Rounds of the loop that failed (the store could not be reached)."""
+        self.settled_in: float | None = None
+        """How long the calm start waited at join (None: it did not wait; see the module's
+        docstring)."""
 
     @property
     def me(self) -> str:
@@ -184,10 +229,44 @@ class LeaseShare:
         await self.leave()
 
     async def join(self) -> None:
-        """Become a member and take a first share at once; then keep it, every ``ttl / 3``."""
+        """Become a member and take a first share (after a calm start's wait, with
+        ``settle``); then keep it, every ``ttl / 3``. The holders found gone lose their
+        leases first, and whenever this process finds one gone later, a round runs at once."""
+        holders = self._engine.holders
+        await _try(holders.register(), "prove this process alive")
+        holders.watch()
+        holders.add_listener(self.poke)
+        await _try(holders.check(), "check the other lease holders")
+        if self.settle > 0:
+            await self._settle()
         await self.round()
         self._next = self._monotonic() + self.ttl / 3
         self._task = asyncio.create_task(self._loop(), name=f"lease share {self.group}")
+
+    async def _settle(self) -> None:
+        """A calm start: be a member, and while keys are free wait for the membership to
+        stay the same for ``settle`` (at most :data:`SETTLE_LIMIT` times it)."""
+        run = self.leases._run
+        members = await run(lease_ops.join, group=self.group, holder=self.me, ttl=self.ttl)
+        now = self._engine.clock.time()
+        rows = await run(lease_ops.leases_of, keys=self.keys)
+        if all(k in rows and rows[k].expires_at > now for k in self.keys):
+            return  # every key held: the share comes by hand-over, nothing to wait for
+        began = quiet = self._monotonic()
+        deadline = began + SETTLE_LIMIT * self.settle
+        while True:
+            at = min(quiet + self.settle, deadline)
+            if self._monotonic() >= at:
+                break
+            await self._sleep_until(min(at, self._monotonic() + self.settle / 4))
+            now_members = await run(lease_ops.join, group=self.group, holder=self.me, ttl=self.ttl)
+            if now_members != members:
+                members, quiet = now_members, self._monotonic()
+        self.settled_in = self._monotonic() - began
+        log.info(
+            "lease group %s: %d member(s) after a calm start of %.1f s",
+            self.group, len(members), self.settled_in,
+        )  # fmt: skip
 
     def poke(self) -> None:
         """Run a round now, between the regular ones: e.g. the work of a key handed to this
@@ -243,6 +322,7 @@ class LeaseShare:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
+        self._engine.holders.remove_listener(self.poke)
         self._leaving = True
         self._others_seen = False
         wait = self.ttl if within is None else _codec.to_seconds(within, "within")

@@ -129,6 +129,16 @@ class SchedulerCollector(Collector):
         reclaims.add_metric(["requeued"], stats.reclaims_requeued)
         reclaims.add_metric(["failed"], stats.reclaims_failed)
         yield reclaims
+        yield CounterMetricFamily(
+            f"{ns}_holder_checks",
+            "Checks of the other lease holders' proofs of life this process ran.",
+            value=stats.holder_checks,
+        )
+        yield CounterMetricFamily(
+            f"{ns}_holders_gone",
+            "Lease holders this process found gone: their leases were taken over at once.",
+            value=stats.holders_gone,
+        )
         failures = CounterMetricFamily(
             f"{ns}_loop_failures",
             "Failed passes of the scheduler's own loops (its store failing), by loop; an "

@@ -30,6 +30,7 @@ class Tunables(TypedDict, total=False):
     run_retention: timedelta | float | None
     shutdown_grace: timedelta | float
     process_id: str | None
+    liveness_interval: timedelta | float
 
 
 def default_process_id() -> str:
@@ -65,6 +66,9 @@ class Settings:
     """None keeps the run history forever."""
     shutdown_grace: float
     process_id: str
+    liveness_seconds: float = 1.0
+    """How often the other lease holders' proofs of life are checked (see
+    :mod:`scheduler._holders`)."""
 
     @classmethod
     def of(
@@ -79,6 +83,7 @@ class Settings:
         run_retention: timedelta | float | None = timedelta(days=7),
         shutdown_grace: timedelta | float = timedelta(seconds=10),
         process_id: str | None = None,
+        liveness_interval: timedelta | float = timedelta(seconds=1),
     ) -> Settings:
         """The settings of these tunables (the keywords of :class:`Tunables`), each checked:
         :class:`~scheduler.errors.InvalidArgument` names the first that is wrong. The lease
@@ -101,6 +106,7 @@ class Settings:
         keep_jobs = _optional_seconds(retention, "retention")
         keep_runs = _optional_seconds(run_retention, "run_retention")
         grace = _codec.to_seconds(shutdown_grace, "shutdown_grace")
+        liveness = _codec.to_seconds(liveness_interval, "liveness_interval", sign="positive")
         if process_id is not None:
             _codec.check_name(process_id, "process_id", PROCESS_ID_LIMIT)
         return cls(
@@ -113,4 +119,5 @@ class Settings:
             run_retention_seconds=keep_runs,
             shutdown_grace=grace,
             process_id=default_process_id() if process_id is None else process_id,
+            liveness_seconds=liveness,
         )

@@ -67,6 +67,11 @@ class SchedulerStats:
     """Expired leases this process's sweep failed for good."""
     lateness: Histogram = field(default_factory=Histogram)
     """Seconds from due to claim, of every run claimed."""
+    holder_checks: int = 0
+    """Checks of the other lease holders' proofs of life this process ran (see
+    ``scheduler._holders``)."""
+    holders_gone: int = 0
+    """Lease holders this process found gone (their leases taken over at once)."""
     loop_failures: dict[str, int] = field(default_factory=dict)
     """Failed passes of the scheduler's own loops (``dispatch``, ``sweep``, ``completions``:
     its store failing), by loop; logged once per outage (see ``scheduler._outage``)."""

@@ -465,6 +465,7 @@ class Crier:
             lease=settings.shard_lease,
             identify_interval=settings.identify_interval,
             session_starts_kept=settings.session_starts_kept,
+            join_window=settings.shard_join_window,
         )
         """The gateway shards this process runs (see :mod:`bot.app.shards`)."""
         self.bot = CrierBot(

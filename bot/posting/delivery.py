@@ -109,6 +109,10 @@ class Delivery:
         register_job(registry, SEND_FN, SendArgs, self.send, retry=SEND_RETRY)
 
     async def send(self, ctx: ActionContext, args: SendArgs) -> dict[str, object]:
+        """Post the occurrence ``args`` names, once: checked still due, its attempt recorded
+        first (:meth:`_begin`), its post rendered as its first attempt showed it
+        (:meth:`_render`), sent through the guard, recorded sent (:meth:`_sent`); a refused
+        request is handled by :meth:`_refused`."""
         ann = await self.announcements.by_id(args.announcement_id)
         fire_ts = args.fire_ts or ctx.job.fire_ts or 0.0
         if ann is None or ann.state != AnnouncementState.SCHEDULED:
@@ -117,27 +121,12 @@ class Delivery:
             await ctx.run_mutation(lambda tx, _: end_past_until(tx, ann.id))
             return {"skipped": "past until"}
         found_at = ctx.now.timestamp()
-        # Late means found late (after downtime), not queued behind this channel's others.
-        late = found_at - fire_ts >= LATE_NOTE_AFTER
         # The language now: what a first attempt records and shows (a re-send shows its own).
         locale_now = await posting_locale(self.poster.client, self.announcements, ann.guild_id)
         try:
             async with self.poster.holding(ctx):
                 now = ctx.now.timestamp()
-                attempt = await ctx.run_mutation(
-                    lambda tx, _: begin_attempt(
-                        tx,
-                        ann.id,
-                        fire_ts,
-                        job_id=ctx.job.id,
-                        found_at=found_at,
-                        now=now,
-                        catch_up_window=self.catch_up_window,
-                        nonce_window=self.nonce_window,
-                        guild_id=ann.guild_id,
-                        locale=locale_now,
-                    )
-                )
+                attempt = await self._begin(ctx, ann, fire_ts, found_at, now, locale_now)
                 if attempt.action == Decision.DONE:
                     return {"already": attempt.reason}
                 if attempt.action == Decision.AWAY:
@@ -145,39 +134,106 @@ class Delivery:
                 if attempt.action in (Decision.MISSED, Decision.UNKNOWN):
                     await self._fail(ctx, ann, fire_ts, attempt.reason, pause=False)
                     raise NonRetryable(attempt.reason)
-                late_by = max(0.0, now - fire_ts)
-                if attempt.first_attempt_at is not None:
-                    # A re-send shows what the first attempt did (its nonce re-send is the
-                    # same request): late only if that one was.
-                    late = attempt.first_attempt_at - fire_ts >= LATE_NOTE_AFTER
-                late_for = fire_ts if late else None
-                # Its placeholders rendered from the occurrence alone, in the language and
-                # with the event its first attempt recorded: a re-send is the same request
-                # even if the server's language or the occurrence's event changed since.
-                first = attempt.shown
-                if first is None:  # an attempt recorded before this was kept: as it did
-                    locale, words, link = locale_now, None, None
-                else:
-                    locale, words = first.locale, first.locale
-                    link = event_url(ann.guild_id, first.event_id)
-                shown = await self.announcements.as_posted(ann, fire_ts, locale=words, event=link)
-                with i18n.speaking(locale):  # the late note and the event button, likewise
-                    payload = await stored_payload(
-                        self.announcements.sched, shown, late_for, event_at=fire_ts, event=link
-                    )
+                shown, payload, late = await self._render(
+                    ann, fire_ts, attempt, found_at, locale_now
+                )
                 # Nothing may post for a run that could have lost its job meanwhile.
                 message_id = await self.poster.request(
                     ctx, lambda: self.post(shown, payload, attempt), before="send"
                 )
         except RequestFailed as failed:
-            if failed.code in GONE_CODES and await self._guild_gone(ann.guild_id):
-                await ctx.run_mutation(lambda tx, _: record_away(tx, ann.id, fire_ts, AWAY))
-                return {"skipped": AWAY}
-            if failed.permanent:
-                await self._fail(ctx, ann, fire_ts, failed.reason, pause=ann.recurring)
-                raise NonRetryable(failed.reason) from failed
-            await self._transient(ctx, ann, fire_ts, failed.reason)
-            raise RetryLater(failed.reason) from failed
+            return await self._refused(ctx, ann, fire_ts, failed)
+        late_by = max(0.0, now - fire_ts)
+        await self._sent(ctx, ann, fire_ts, message_id, attempt, late_by=late_by, late=late)
+        return {"message_id": message_id, "late_by": round(late_by, 3)}
+
+    async def _begin(
+        self,
+        ctx: ActionContext,
+        ann: Announcement,
+        fire_ts: float,
+        found_at: float,
+        now: float,
+        locale: str | None,
+    ) -> Attempt:
+        """Record this attempt (``sending``, with its nonce) before anything is sent; what
+        to do (see :func:`bot.announcements.deliveries.begin_attempt`)."""
+        return await ctx.run_mutation(
+            lambda tx, _: begin_attempt(
+                tx,
+                ann.id,
+                fire_ts,
+                job_id=ctx.job.id,
+                found_at=found_at,
+                now=now,
+                catch_up_window=self.catch_up_window,
+                nonce_window=self.nonce_window,
+                guild_id=ann.guild_id,
+                locale=locale,
+            )
+        )
+
+    async def _render(
+        self,
+        ann: Announcement,
+        fire_ts: float,
+        attempt: Attempt,
+        found_at: float,
+        locale_now: str | None,
+    ) -> tuple[Announcement, PostPayload, bool]:
+        """The occurrence as posted, its payload, and whether it is posted late: as its first
+        attempt showed it (a re-send is the same request, even if the server's language or
+        the occurrence's event changed since)."""
+        if attempt.first_attempt_at is not None:
+            # A re-send shows what the first attempt did: late only if that one was.
+            late = attempt.first_attempt_at - fire_ts >= LATE_NOTE_AFTER
+        else:
+            # Late means found late (after downtime), not queued behind the channel's others.
+            late = found_at - fire_ts >= LATE_NOTE_AFTER
+        first = attempt.shown
+        if first is None:  # an attempt recorded before this was kept: as it did
+            locale, words, link = locale_now, None, None
+        else:
+            locale, words = first.locale, first.locale
+            link = event_url(ann.guild_id, first.event_id)
+        # Its placeholders rendered from the occurrence alone, in that language, with that event.
+        shown = await self.announcements.as_posted(ann, fire_ts, locale=words, event=link)
+        with i18n.speaking(locale):  # the late note and the event button, likewise
+            payload = await stored_payload(
+                self.announcements.sched,
+                shown,
+                fire_ts if late else None,
+                event_at=fire_ts,
+                event=link,
+            )
+        return shown, payload, late
+
+    async def _refused(
+        self, ctx: ActionContext, ann: Announcement, fire_ts: float, failed: RequestFailed
+    ) -> dict[str, object]:
+        """The send was refused: the bot is out of the server (recorded away), or it failed
+        for good (raise ``NonRetryable``), or it may pass (raise ``RetryLater``)."""
+        if failed.code in GONE_CODES and await self._guild_gone(ann.guild_id):
+            await ctx.run_mutation(lambda tx, _: record_away(tx, ann.id, fire_ts, AWAY))
+            return {"skipped": AWAY}
+        if failed.permanent:
+            await self._fail(ctx, ann, fire_ts, failed.reason, pause=ann.recurring)
+            raise NonRetryable(failed.reason) from failed
+        await self._transient(ctx, ann, fire_ts, failed.reason)
+        raise RetryLater(failed.reason) from failed
+
+    async def _sent(
+        self,
+        ctx: ActionContext,
+        ann: Announcement,
+        fire_ts: float,
+        message_id: int,
+        attempt: Attempt,
+        *,
+        late_by: float,
+        late: bool,
+    ) -> None:
+        """Record the occurrence sent (and its publish, in an announcement channel)."""
         spacing = self.publish_spacing
         await ctx.run_mutation(
             lambda tx, _: record_sent(
@@ -187,7 +243,6 @@ class Delivery:
         self.stats.deliveries_sent += 1
         self.stats.deliveries_late += late
         self.stats.deliveries_resent += attempt.again
-        return {"message_id": message_id, "late_by": round(late_by, 3)}
 
     async def _guild_gone(self, guild_id: int) -> bool:
         """After a send refused as if the bot could not see its channel: whether that is

@@ -273,12 +273,22 @@ def extend_lease(st: OpState, job_id: int, run_count: int, until: float) -> Op[b
 
 # --- the sweep -----------------------------------------------------------------------------
 
-_LEASE_LOST_ACTION = (
-    "lease expired while in progress (the process crashed or stalled); the action may or may "
-    "not have had its effect, so it is not run again"
-)
-_LEASE_LOST_BUDGET = "lease expired while in progress, and the retry budget is spent"
-_LEASE_LOST_REQUEUED = "lease expired while in progress (the process crashed or stalled); run again"
+_LEASE_LOST = {
+    # why the run was lost -> (requeued, failed: retry budget spent, failed: an action)
+    "expired": (
+        "lease expired while in progress (the process crashed or stalled); run again",
+        "lease expired while in progress, and the retry budget is spent",
+        "lease expired while in progress (the process crashed or stalled); the action may or "
+        "may not have had its effect, so it is not run again",
+    ),
+    "gone": (
+        "the process holding its lease is gone (it exited or its database session ended); "
+        "run again",
+        "the process holding its lease is gone, and the retry budget is spent",
+        "the process holding its lease is gone (it exited or its database session ended); the "
+        "action may or may not have had its effect, so it is not run again",
+    ),
+}
 
 
 def _replayable(r: Row) -> bool:
@@ -289,10 +299,11 @@ def _requeued(r: Row) -> bool:
     return _replayable(r) and int(r["attempts"]) + 1 < int(r["max_failures"])
 
 
-def _lease_lost_error(r: Row) -> str:
+def _lease_lost_error(r: Row, why: str) -> str:
+    requeued, budget, action = _LEASE_LOST[why]
     if _requeued(r):
-        return _LEASE_LOST_REQUEUED
-    return _LEASE_LOST_BUDGET if _replayable(r) else _LEASE_LOST_ACTION
+        return requeued
+    return budget if _replayable(r) else action
 
 
 def reclaim_expired(st: OpState, limit: int, process: str | None = None) -> Op[ReclaimReport]:
@@ -303,12 +314,32 @@ def reclaim_expired(st: OpState, limit: int, process: str | None = None) -> Op[R
     (the one its claim named; None if it named none), with the sweeping ``process`` named in
     its error."""
     rows = yield Q("expired_leases", {"now": st.lease_now, "limit": limit}, "all")
+    return (yield from _reclaim(st, rows, process, "expired"))
+
+
+def reclaim_gone(
+    st: OpState, holder: str, process: str | None = None, batch: int = 1000
+) -> Op[ReclaimReport]:
+    """Reclaim every job whose lease ``holder`` holds, expired or not, as
+    :func:`reclaim_expired` reclaims an expired one: ``holder`` is gone (see
+    :mod:`scheduler._holders`), so its runs are lost now."""
+    requeued = failed = 0
+    while True:
+        rows = yield Q("gone_holder_jobs", {"holder": holder, "limit": batch}, "all")
+        report = yield from _reclaim(st, rows, process, "gone")
+        requeued += report.requeued
+        failed += report.failed
+        if len(rows) < batch:
+            return ReclaimReport(requeued, failed)
+
+
+def _reclaim(st: OpState, rows: Sequence[Row], process: str | None, why: str) -> Op[ReclaimReport]:
+    """Reclaim the jobs of ``rows`` (``expired_leases``' columns), their runs lost ``why``."""
     swept = "" if process is None else f"; reclaimed by {process}"
     lost: dict[str | None, list[list[Any]]] = {}
     for r in rows:
-        entry = history.run_entry(
-            int(r["id"]), int(r["run_count"]), RunOutcome.LEASE_LOST, _lease_lost_error(r) + swept
-        )
+        error = _lease_lost_error(r, why) + swept
+        entry = history.run_entry(int(r["id"]), int(r["run_count"]), RunOutcome.LEASE_LOST, error)
         lost.setdefault(r["lease_holder"], []).append(entry)
     for holder, entries in lost.items():  # one statement per process that lost leases
         yield from history.record_runs(st, entries, holder)
@@ -316,14 +347,13 @@ def reclaim_expired(st: OpState, limit: int, process: str | None = None) -> Op[R
     for r in rows:
         job_id = int(r["id"])
         fence = {"job_id": job_id, "run_count": r["run_count"], "now": st.now}
-        replayable = _replayable(r)
         if _requeued(r):
             n = yield Q("reclaim_pending", fence)
             if n:
                 requeued += 1
                 st.wake = True
             continue
-        error = _LEASE_LOST_BUDGET if replayable else _LEASE_LOST_ACTION
+        error = _lease_lost_error(r, why)
         n = yield Q("finish_failed", fence)
         if n:
             failed += 1

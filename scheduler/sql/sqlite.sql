@@ -675,6 +675,61 @@ WHERE lease_group = :lease_group AND expires_at > :now ORDER BY holder;
 -- Forget the members of every group that stopped renewing long ago.
 DELETE FROM scheduler_lease_members WHERE expires_at < :before;
 
+-- name: put_holder
+-- Record :holder's :proof (a new holder, or a new proof of one), seen :now.
+INSERT INTO scheduler_holders (holder, proof, seen_at) VALUES (:holder, :proof, :now)
+ON CONFLICT (holder) DO UPDATE SET proof = excluded.proof, seen_at = excluded.seen_at;
+
+-- name: holder_proof
+-- The proof recorded for :holder, if any.
+SELECT proof FROM scheduler_holders WHERE holder = :holder;
+
+-- name: holder_proofs
+-- Every holder with its recorded proof, in holder order.
+SELECT holder, proof FROM scheduler_holders ORDER BY holder;
+
+-- name: replace_holder_proof
+-- Record :proof as :holder's, seen :now, if its recorded proof is still :old (nobody found it gone since).
+UPDATE scheduler_holders SET proof = :proof, seen_at = :now WHERE holder = :holder AND proof = :old;
+
+-- name: drop_holder
+-- Forget :holder, if its recorded proof is still :proof (one that proved itself again is kept).
+DELETE FROM scheduler_holders WHERE holder = :holder AND proof = :proof;
+
+-- name: return_handed_leases
+-- The leases a gone :holder was handed and had not confirmed go back to their giver.
+UPDATE scheduler_leases SET holder = handed_from, handed_from = NULL, wanted_by = NULL
+WHERE holder = :holder AND handed_from IS NOT NULL AND expires_at > :now;
+
+-- name: free_holder_leases
+-- The leases a gone :holder holds are free from :now.
+UPDATE scheduler_leases SET expires_at = :now, handed_from = NULL, wanted_by = NULL
+WHERE holder = :holder AND expires_at > :now;
+
+-- name: forget_holder_asks
+-- A gone :holder's requests for leases, and its hand-overs waiting for a confirmation, are forgotten.
+UPDATE scheduler_leases
+SET wanted_by = CASE WHEN wanted_by = :holder THEN NULL ELSE wanted_by END,
+    handed_from = CASE WHEN handed_from = :holder THEN NULL ELSE handed_from END
+WHERE wanted_by = :holder OR handed_from = :holder;
+
+-- name: drop_holder_memberships
+-- A gone :holder is no longer a member of any lease group.
+DELETE FROM scheduler_lease_members WHERE holder = :holder;
+
+-- name: gone_holder_jobs
+-- Up to :limit running jobs whose lease :holder holds, with the process holding each.
+SELECT id, kind, idempotent, attempts, max_failures, run_count, on_complete, schedule_name,
+       lease_holder
+FROM scheduler_jobs
+WHERE state = 'in_progress' AND lease_expires_at IS NOT NULL AND lease_holder = :holder
+ORDER BY lease_expires_at
+LIMIT :limit;
+
+-- name: prune_holders
+-- Forget the holders not seen since :before.
+DELETE FROM scheduler_holders WHERE seen_at < :before;
+
 -- name: reserve_pace_slot
 -- Reserve the next start of pace key :pace_key (now, or when its slot opens) and push the slot on by :spacing; returns the reserved start.
 INSERT INTO scheduler_pace (pace_key, next_start_ts) VALUES (:pace_key, :now + :spacing)

@@ -15,6 +15,10 @@ it say: the store measures how far the database's clock is ahead of its machine'
 corrects those stamps by it (:mod:`scheduler.stores._pg_clock`); due times are the
 application's.
 
+A process that holds leases proves it is alive with a session of its own holding an
+advisory lock (:mod:`scheduler.stores._pg_holder`): once that session has ended, the other
+processes take its leases at once (see :mod:`scheduler._holders`).
+
 Every transaction runs at READ COMMITTED (what the claim query's ``SKIP LOCKED`` is written
 for); ``read`` runs in a read-only REPEATABLE READ transaction. Application SQL
 (``ctx.db.execute``) uses ``?`` placeholders as on SQLite; they are rewritten to ``$n``
@@ -62,6 +66,7 @@ from ._base import NestedTransactionGuard, ReadOnlyDb, quote_ident, redact_dsn, 
 from ._pg_clock import OPEN_SAMPLES, DatabaseClock
 from ._pg_connection import abort, user_execute, user_params
 from ._pg_connection import rowcount as rowcount  # part of this module's interface (tests read it)
+from ._pg_holder import SessionLiveness
 from ._pg_listener import WakeListener
 from ._pg_migrations import migrate
 
@@ -288,6 +293,15 @@ class PostgresStore(Store):
             retry_max=self.listen_retry_max,
             close_timeout=self.close_timeout,
         )
+        self.holder_session = SessionLiveness(
+            self._connect_holder,
+            self._acquire,
+            check_interval=self.listen_check_interval,
+            close_timeout=self.close_timeout,
+        )
+        """The session that proves this process alive as a lease holder (see
+        :mod:`scheduler.stores._pg_holder`)."""
+        self.liveness = self.holder_session
         # Server pids of pooled connections that ran application SQL: only those get the
         # full session reset when they go back to the pool (the scheduler's own operations
         # leave nothing behind: they always end their transaction).
@@ -338,6 +352,7 @@ class PostgresStore(Store):
             raise
 
     async def close(self) -> None:
+        await self.holder_session.close()
         await self._listener.close()
         pool, self._pool = self._pool, None
         if pool is not None:
@@ -386,6 +401,10 @@ class PostgresStore(Store):
 
     async def _connect_listener(self) -> Connection:
         return await asyncpg.connect(self.dsn, **self._kwargs(f"{self.application_name}-listen"))
+
+    async def _connect_holder(self) -> Connection:
+        """The connection whose session proves this process alive (see ``_pg_holder``)."""
+        return await asyncpg.connect(self.dsn, **self._kwargs(f"{self.application_name}-holder"))
 
     # --- running operations ------------------------------------------------------------------
 

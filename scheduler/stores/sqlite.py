@@ -27,8 +27,10 @@ from ..abc import Cursor, Store, Tx
 from ..errors import InvalidArgument, NotADatabase, SchedulerError, StoreError
 from ..migrations import MigrationSet, scheduler_migrations
 from ..store_types import NewJob, Op, OpState
+from . import _process_liveness as process_liveness
 from . import _sqlite_verified
 from ._base import NestedTransactionGuard, ReadOnlyDb, quote_ident, settle
+from ._process_liveness import ProcessLiveness
 
 # WriteRefused and refused_write are part of this module's interface (the bot uses them).
 from ._sqlite_refusals import RefusedWrites
@@ -193,6 +195,8 @@ class SqliteStore(Store):
         self._lock = Lanes(1)
         self._read_lock = Lanes(1)
         self._refusals = RefusedWrites(self.path)
+        # One machine by definition: a holder is its process (see _process_liveness).
+        self.liveness = ProcessLiveness() if process_liveness.available() else None
 
     def __repr__(self) -> str:
         return f"SqliteStore({str(self.path)!r})"

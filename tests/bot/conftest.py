@@ -79,6 +79,9 @@ def settings_for(fake: FakeDiscord, db: Path, **overrides: Any) -> Settings:
         # IDENTIFYs are spaced on the injected clock too (the fake's gateway allows any rate
         # unless a test gives it a window: test_shards does, and spaces them).
         "identify_interval": 0.0,
+        # A calm start of the shard leases waits on the injected clock as well: an instance
+        # takes its shards at once (test_shards' calm start test sets its own window).
+        "shard_join_window": 0.0,
     }
     values.update(overrides)
     return Settings(**values)

@@ -110,3 +110,31 @@ class MessageHolds:
     def release_all(self) -> None:
         for hold in self._holds:
             hold.release()
+
+
+@dataclass
+class StartBarrier:
+    """The first ``parties`` ``GET /gateway/bot`` requests (what each instance asks first,
+    before it takes any shard) wait until all ``parties`` have arrived, then are answered
+    together: instances the test starts "together" then go on from one instant, however
+    long each took to start. Later requests pass at once; ``release()`` lets the waiting
+    ones go early (``fake.stop()`` does)."""
+
+    parties: int
+    arrived: int = 0
+    _changed: Callable[[], None] = field(default=lambda: None, repr=False)
+    _open: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
+
+    def release(self) -> None:
+        self._open.set()
+        self._changed()
+
+    async def wait(self) -> None:
+        """Count one request; wait (if it is one of the first ``parties``) for the rest."""
+        if self._open.is_set():
+            return
+        self.arrived += 1
+        self._changed()
+        if self.arrived >= self.parties:
+            self.release()
+        await self._open.wait()

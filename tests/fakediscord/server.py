@@ -43,7 +43,7 @@ from .events import EventRoutes
 from .faults import Fault, FaultInjector
 from .forums import ForumRoutes, check_thread_send
 from .gateway import INTENT_GUILD_MEMBERS, INTENT_MESSAGE_CONTENT, Gateway, GatewaySession
-from .holds import MessageHold, MessageHolds, ParkedSend, Stage
+from .holds import MessageHold, MessageHolds, ParkedSend, Stage, StartBarrier
 from .interactions import (
     ALLOWED_CALLBACKS,
     APPLICATION_COMMAND,
@@ -267,6 +267,7 @@ class FakeDiscord:
         """Guild scheduled events (``fake.scheduled_events.of(guild)``)."""
         self.faults = FaultInjector()
         self.holds = MessageHolds(self._changed)
+        self.start_barrier: StartBarrier | None = None
         self.requests: list[RequestRecord] = []
         self.spec = SpecCheck(enabled=spec_check)
         self.unknown_routes: list[tuple[str, str]] = []
@@ -321,6 +322,8 @@ class FakeDiscord:
 
     async def stop(self) -> None:
         self.holds.release_all()
+        if self.start_barrier is not None:
+            self.start_barrier.release()
         if self._runner is None:
             return
         runner, self._runner = self._runner, None
@@ -654,6 +657,15 @@ class FakeDiscord:
         ``count`` wait before the message is created (``stage="before"``) or after it was
         created, with the response held back (``"after"``). See ``holds.py``."""
         return self.holds.add(_id_of(channel), stage, skip, count)
+
+    def start_together(self, parties: int) -> StartBarrier:
+        """Answer the first ``parties`` ``GET /gateway/bot`` requests together, once all have
+        arrived (see ``holds.StartBarrier``): a cold start of that many instances from one
+        instant."""
+        if parties < 1:
+            raise ValueError("parties must be at least 1")
+        self.start_barrier = StartBarrier(parties, _changed=self._changed)
+        return self.start_barrier
 
     def remembers_nonce(self, channel: Channel | int, nonce: str | int) -> bool:
         """True while a send with ``nonce`` and ``enforce_nonce`` to ``channel`` would be
@@ -1607,6 +1619,8 @@ class FakeDiscord:
     async def _get_gateway_bot(
         self, request: web.Request, params: dict[str, str], body: _Body
     ) -> Any:
+        if self.start_barrier is not None:
+            await self.start_barrier.wait()
         return self.gateway.sharding.gateway_bot(self.gateway_url.rstrip("/"), len(self.guilds))
 
     # --- handlers: commands ---

@@ -12,11 +12,13 @@ import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from scheduler import LeaseShare, Registry, Scheduler
+from scheduler._ops import leases as lease_ops
 from scheduler.errors import InvalidArgument
 from scheduler.leases import quotas
 from scheduler.testing import FakeClock
@@ -53,6 +55,7 @@ async def procs(stores: StoreFactory, clock: FakeClock) -> AsyncIterator[Procs]:
                     clock=clock,
                     process_id=name,
                     sweep_interval=3600,
+                    liveness_interval=3600,  # (tests/scheduler/test_holders.py tests the watch)
                 )
             )
         yield make
@@ -367,4 +370,131 @@ async def test_a_round_due_while_its_sleep_was_starting_is_not_slept_past(
     clock.advance(TTL / 3)  # due now
     await asyncio.wait_for(sleeping, 5)  # a sleep measured before the step never ends
     assert not sleeping.result()  # it slept; it was not poked
+    await a.leave(within=0)
+
+
+# --- a calm start -------------------------------------------------------------------------------
+
+SETTLE = 2.0
+
+
+async def parked(clock: FakeClock, joins: list[asyncio.Task[None]]) -> None:
+    """Wait until each of ``joins`` is done or waits on the clock in its calm start (a sleep
+    of a quarter of SETTLE or less; nothing else sleeps less than 10 s here)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 10
+    while sum(1 for s in clock.sleeping if s <= SETTLE / 4) < sum(1 for j in joins if not j.done()):
+        assert loop.time() < deadline, clock.sleeping
+        await asyncio.sleep(0.001)
+
+
+async def test_members_starting_together_share_the_keys_out_before_starting_any(
+    procs: Procs, clock: FakeClock
+) -> None:
+    work = Work()
+    a, b, c = (
+        procs(n).leases.share(
+            "shards",
+            KEYS,
+            start=partial(started, work, n),
+            stop=partial(stopped, work, n),
+            ttl=TTL,
+            settle=SETTLE,
+        )
+        for n in ("a", "b", "c")
+    )
+    joins = [asyncio.create_task(a.join())]
+    await parked(clock, joins)
+    clock.advance(SETTLE / 4)
+    joins.append(asyncio.create_task(b.join()))
+    await parked(clock, joins)
+    clock.advance(SETTLE / 4)
+    joins.append(asyncio.create_task(c.join()))
+    while True:
+        await parked(clock, joins)
+        if all(j.done() for j in joins):
+            break
+        clock.advance(SETTLE / 4)
+    await asyncio.gather(*joins)
+    assert sorted(work.counts().values()) == [2, 3, 3]
+    assert work.everywhere() == set(KEYS)
+    assert [w for _, w, _ in work.log] == ["start"] * len(KEYS)  # none started twice
+    assert c.settled_in == SETTLE  # quiet for SETTLE after the last arrival
+    assert a.settled_in is not None
+    assert a.settled_in >= SETTLE + SETTLE / 2  # it saw c arrive, a second after it began
+    for share in (a, b, c):
+        await share.leave(within=0)
+
+
+def started(work: Work, name: str, key: str) -> Any:
+    async def go() -> None:
+        work.running.setdefault(name, set()).add(key)
+        work.log.append((name, "start", key))
+
+    return go()
+
+
+def stopped(work: Work, name: str, key: str) -> Any:
+    async def go() -> None:
+        work.running[name].discard(key)
+        work.log.append((name, "stop", key))
+
+    return go()
+
+
+async def test_a_lone_member_waits_the_settle_time_once(procs: Procs, clock: FakeClock) -> None:
+    work = Work()
+    a = work.share(procs("a"))
+    a.settle = SETTLE
+    join = asyncio.create_task(a.join())
+    waited = 0.0
+    while True:
+        await parked(clock, [join])
+        if join.done():
+            break
+        clock.advance(SETTLE / 4)
+        waited += SETTLE / 4
+    await join
+    assert waited == SETTLE
+    assert a.settled_in == SETTLE
+    assert work.running["a"] == set(KEYS)
+    await a.leave(within=0)
+
+
+async def test_a_member_joining_a_group_whose_keys_are_all_held_does_not_wait(
+    procs: Procs, clock: FakeClock
+) -> None:
+    work = Work()
+    a = work.share(procs("a"))
+    await a.join()
+    b = work.share(procs("b"))
+    b.settle = SETTLE
+    await asyncio.wait_for(b.join(), 10)  # the FakeClock never moves
+    assert b.settled_in is None
+    await b.leave(within=0)
+    await a.leave(within=0)
+
+
+async def test_a_calm_start_waits_five_settle_times_at_most(procs: Procs, clock: FakeClock) -> None:
+    """Members that keep arriving (one every three quarters of SETTLE) do not hold a
+    starting member back for ever."""
+    work = Work()
+    a = work.share(procs("a"))
+    a.settle = SETTLE
+    join = asyncio.create_task(a.join())
+    ops = procs("b")._engine.now()
+    waited = 0.0
+    arrivals = 0
+    while True:
+        await parked(clock, [join])
+        if join.done():
+            break
+        if waited % (SETTLE * 0.75) < 1e-9:
+            arrivals += 1
+            await ops.run(partial(lease_ops.join, group="shards", holder=f"x{arrivals}", ttl=TTL))
+        clock.advance(SETTLE / 4)
+        waited += SETTLE / 4
+    await join
+    assert a.settled_in == 5 * SETTLE
+    assert arrivals >= 5
     await a.leave(within=0)

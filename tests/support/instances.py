@@ -1,5 +1,6 @@
-"""Several ``python -m bot`` processes on one PostgreSQL database against one fake Discord
-served by the test (tests/proof/test_instances_processes.py, bench/shards_bench.py).
+"""Several ``python -m bot`` processes on one database (PostgreSQL, or one SQLite file)
+against one fake Discord served by the test (tests/proof/test_instances_processes.py,
+tests/proof/test_takeover.py, bench/shards_bench.py).
 
 :class:`Instances` starts them (each with an ``INSTANCE_NAME`` of its own, so the shard
 leases in the database say which process holds what), reads which shards each holds (from
@@ -10,6 +11,8 @@ logs, and derives the take-over bound from the configured lease and IDENTIFY set
 from __future__ import annotations
 
 import itertools
+import sqlite3
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -138,18 +141,37 @@ class Instances:
     def every_shard_served_once(self) -> bool:
         return set(self.served().values()) == {1}
 
-    async def holders(self) -> dict[str, list[int]]:
-        """The shards each instance holds a live lease on (by the database's clock)."""
+    async def leases(self) -> list[dict[str, Any]]:
+        """Every shard lease row (lease_key, holder, expires_at), with the database's clock
+        now (``now``; SQLite's is this machine's)."""
+        if self.dsn.startswith("sqlite:///"):
+            conn = sqlite3.connect(self.dsn.removeprefix("sqlite:///"), timeout=30)
+            try:
+                conn.row_factory = sqlite3.Row
+                got = conn.execute(
+                    "SELECT lease_key, holder, expires_at FROM scheduler_leases "
+                    "WHERE lease_key LIKE 'shard:%'"
+                ).fetchall()
+                now = time.time()
+                return [dict(r) | {"now": now} for r in got]
+            finally:
+                conn.close()
         import asyncpg
 
         conn = await asyncpg.connect(self.dsn)
         try:
             rows = await conn.fetch(
-                "SELECT lease_key, holder FROM scheduler_leases WHERE lease_key LIKE 'shard:%' "
-                "AND expires_at > extract(epoch FROM clock_timestamp())"
+                "SELECT lease_key, holder, expires_at, "
+                "extract(epoch FROM clock_timestamp())::float8 AS now FROM scheduler_leases "
+                "WHERE lease_key LIKE 'shard:%'"
             )
         finally:
             await conn.close()
+        return [dict(r) for r in rows]
+
+    async def holders(self) -> dict[str, list[int]]:
+        """The shards each instance holds a live lease on (by the database's clock)."""
+        rows = [r for r in await self.leases() if r["expires_at"] > r["now"]]
         out: dict[str, list[int]] = {}
         for r in rows:
             shard, count = r["lease_key"].removeprefix("shard:").split("/")
