@@ -356,8 +356,8 @@ class Settings:
         "COMMANDS_PER_MINUTE",
         WholeNumber(minimum=1),
         "20",
-        "The most commands one member may use in one server in a minute, counted across "
-        "every instance; more are refused, asking them to wait.",
+        "The most commands (and dashboard changes) one member may use in one server in a "
+        "minute, counted across every instance; more are refused, asking them to wait.",
     )
     forget_after: float = setting(
         "FORGET_AFTER_DAYS",

@@ -291,6 +291,20 @@ def hostile_documents(world: World) -> list[tuple[bytes, str]]:
             doc({**row, "repeat": {**daily, "cron": "0 9 29 2 1"}, "next": "9999-12-27T00:00:00Z"}),
             "is more than 5 years ahead",
         ),
+        (
+            doc(
+                {
+                    **row,
+                    "first": "2020-01-01T09:00:00Z",
+                    "repeat": {
+                        **daily,
+                        "cron": "0 9 1 * *",
+                        "step": {"count": 99999, "unit": "month", "since": "2020-01-01"},
+                    },
+                }
+            ),
+            "its `repeat` is not a rule I can use (cron '0 9 1 * *' every 99999 months",
+        ),
         (doc(row, templates=[{"name": 3}]), "❌ template 1: `name` must be text, not a whole"),
     ]
 

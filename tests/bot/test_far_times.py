@@ -36,6 +36,12 @@ RULES: list[dict[str, Any] | None] = [
     {"kind": "interval", "every_seconds": 60, "words": "every minute"},
     {"kind": "cron", "cron": "0 9 * * 1", "words": "first monday", "nth": [1]},
     {"kind": "cron", "cron": "0 9 29 2 *", "words": "on 29 February"},
+    {
+        "kind": "cron",
+        "cron": "0 9 1 * *",
+        "words": "every 99999 months",
+        "step": {"count": 99999, "unit": "month", "since": "2020-01-01"},
+    },  # none after 2030
 ]
 
 any_time = st.builds(

@@ -17,7 +17,7 @@ import jinja2
 from aiohttp import BodyPartReader, web
 
 from ... import i18n
-from ...announcements import Announcements, NotFound
+from ...announcements import Announcements, NotFound, TooManyCommands
 from ...models import DashboardSession, Image
 from ...parsing import ConcernsField, resolve_timezone
 from ...render import expected_answer, state_word, unexpected_answer
@@ -349,6 +349,10 @@ class Dashboard:
             return self.answer(
                 viewer, i18n.t("Announcement #{id} not found.", id=exc.local_id), 404
             )
+        except TooManyCommands as exc:  # COMMANDS_PER_MINUTE, counted with the commands
+            slow = self.answer(viewer, str(exc), 429)
+            slow.headers["Retry-After"] = str(exc.wait)
+            return slow
         except Exception as exc:
             known = expected_answer(exc)
             if known is not None:

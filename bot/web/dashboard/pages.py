@@ -111,12 +111,16 @@ class GuildPages(Pages):
     async def requester(self, request: web.Request, viewer: Viewer) -> Requester:
         """The server in the address and the viewer as its member, with the browser's locale,
         if they may manage its announcements (else 404). A change is checked against Discord
-        now: a member without the rights is refused with the command's answer (403)."""
+        now: a member without the rights is refused with the command's answer (403). Every
+        change (each POST) counts toward the member's ``COMMANDS_PER_MINUTE`` in the server,
+        with their commands, before Discord is asked (past it: 429, nothing done)."""
         d = self.d
         raw = request.match_info["guild_id"]
         guild = d.client.get_guild(int(raw)) if raw.isdigit() else None
         if guild is None or guild.id not in viewer.session.guild_ids:
             raise web.HTTPNotFound()
+        if request.method not in ("GET", "HEAD"):
+            await d.announcements.count_command(guild.id, viewer.session.user_id)
         if request.method in ("GET", "HEAD"):
             found = await d.access.manager(viewer.session, guild.id, fresh=False)
             if found is None:
