@@ -267,6 +267,8 @@ class ArgsType(Generic[T]):
         }
 
     def decode_at(self, value: Any, path: str) -> T:
+        if isinstance(value, self.cls):  # an instance inside a mapping given at enqueue
+            return value
         return self._build(value, path, strict=False)
 
     def _build(self, value: Any, path: str, *, strict: bool) -> T:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from . import _codec
 from ._holders import Holders
+from ._ops.compose import BATCH_ITEMS_LIMIT
 from ._resolver import Resolver
 from .abc import OperationsAt, Store, Tx
 from .clock import Clock, SystemClock, system_time_of
@@ -26,7 +27,7 @@ from .store_types import NewJob
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-    from datetime import datetime
+    from datetime import datetime, timedelta
 
     from .migrations import MigrationSet
 
@@ -191,6 +192,60 @@ class Engine:
             pace_spacing=pace_spacing,
             priority=priority,
         )
+
+    def debounce_job(
+        self,
+        fn: str,
+        args: Any,
+        now: float,
+        key: str,
+        quiet: timedelta | float,
+        max_wait: timedelta | float | None,
+    ) -> tuple[NewJob, str, float, float | None]:
+        """Validate a debounce call before anything is written: the job it would open (as
+        :meth:`new_job` with the registration's defaults), its key, ``quiet`` and
+        ``max_wait`` in seconds."""
+        _codec.check_name(key, "key", KEY_LIMIT)
+        quiet_s = _codec.to_seconds(quiet, "quiet", sign="non-negative")
+        wait_s = (
+            None
+            if max_wait is None
+            else _codec.to_seconds(max_wait, "max_wait", sign="non-negative")
+        )
+        return self.new_job(fn, args, now), key, quiet_s, wait_s
+
+    def batch_job(
+        self,
+        fn: str,
+        item: Any,
+        now: float,
+        key: str,
+        max_items: int,
+        max_wait: timedelta | float,
+    ) -> tuple[NewJob, str, str, int, float]:
+        """Validate a batch call before anything is written: the job a new batch would be
+        (its arguments ``{"key": key, "items": []}``), the item as stored (checked, with a
+        typed registration, as an element of its ``items``), the key, ``max_items`` and
+        ``max_wait`` in seconds."""
+        _codec.check_name(key, "key", KEY_LIMIT)
+        if isinstance(max_items, bool) or not isinstance(max_items, int):
+            raise InvalidArgument(f"max_items must be a whole number, got {max_items!r}")
+        if not 1 <= max_items <= BATCH_ITEMS_LIMIT:
+            raise InvalidArgument(
+                f"max_items must be from 1 to {BATCH_ITEMS_LIMIT}, got {max_items}"
+            )
+        wait_s = _codec.to_seconds(max_wait, "max_wait", sign="non-negative")
+        what = f"a batch item for {fn!r}"
+        envelope = self.registry.get(fn).encode_args({"key": key, "items": [item]}, what)
+        items = envelope.get("items") if isinstance(envelope, dict) else None
+        if not isinstance(items, list) or len(items) != 1 or envelope.get("key") != key:
+            raise InvalidArgument(
+                f"{fn!r} takes batches: its args type must have the fields key (str) and "
+                "items (a list or tuple of the items)"
+            )
+        item_json = _codec.dumps(items[0], what)
+        job = self.new_job(fn, {**envelope, "items": []}, now)
+        return job, key, item_json, max_items, wait_s
 
     def args_json(self, fn: str, args: Any, what: str) -> str:
         """``args`` as a job or schedule of ``fn`` stores them: checked against its

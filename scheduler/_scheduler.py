@@ -19,6 +19,7 @@ from . import _lanes as lanes
 from ._driver import Driver
 from ._engine import Engine, EnqueueOptions, JobOptions, JobRequest
 from ._ops import pacing
+from ._results import ResultWaiters
 from .context import TransactionContext, open_transaction
 from .crons import CronJobs, reconcile_crons
 from .errors import InvalidArgument
@@ -84,6 +85,7 @@ class Scheduler:
         self.crons = crons
         self.migrations = tuple(migrations)
         self._driver: Driver | None = None
+        self._results = ResultWaiters(self._engine)
         self._driven = False
         """Whether :attr:`_driver` runs the work now (from start until stop)."""
         self._stopping = False
@@ -141,6 +143,7 @@ class Scheduler:
         if self.running:
             return
         await self._engine.open_store(self.migrations)
+        self._results.attach()
         self._engine.running = True
 
     async def close(self) -> None:
@@ -171,6 +174,7 @@ class Scheduler:
         self._driver = Driver(self._engine)
         self.store.add_commit_listener(self._driver.wake)
         self._engine.holders.add_listener(self._driver.wake)
+        self._results.attach()
         self._engine.running = True
         self._driver.start()
         self._driven = True
@@ -183,6 +187,7 @@ class Scheduler:
         driver = self._driver
         if not self._driven or driver is None:  # opened without its driver: only the store
             self._engine.running = False
+            await self._results.detach()
             await self._engine.holders.stop()
             await self.store.close()
             return
@@ -197,6 +202,7 @@ class Scheduler:
             self._stopping = False
             self._driven = False
             self.store.remove_commit_listener(driver.wake)
+            await self._results.detach()
             self._engine.holders.remove_listener(driver.wake)
             try:
                 await self._engine.holders.stop()
@@ -287,6 +293,34 @@ class Scheduler:
         async with self.transaction() as ctx:
             return await ctx.scheduler.run_at(when, fn, args, **options)
 
+    async def debounce(
+        self,
+        fn: str,
+        args: Any = None,
+        *,
+        key: str,
+        quiet: timedelta | float,
+        max_wait: timedelta | float | None = None,
+    ) -> int:
+        """``ctx.scheduler.debounce`` in a transaction of its own."""
+        async with self.transaction() as ctx:
+            return await ctx.scheduler.debounce(fn, args, key=key, quiet=quiet, max_wait=max_wait)
+
+    async def batch(
+        self,
+        fn: str,
+        item: Any,
+        *,
+        key: str,
+        max_items: int,
+        max_wait: timedelta | float,
+    ) -> int:
+        """``ctx.scheduler.batch`` in a transaction of its own."""
+        async with self.transaction() as ctx:
+            return await ctx.scheduler.batch(
+                fn, item, key=key, max_items=max_items, max_wait=max_wait
+            )
+
     async def cancel(self, job_id: int) -> bool:
         """``ctx.scheduler.cancel`` in a transaction of its own."""
         async with self.transaction() as ctx:
@@ -327,6 +361,29 @@ class Scheduler:
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
             raise InvalidArgument(f"limit must be a whole number, got {limit!r}")
         return await ops.runs(job_id, fn, start, limit)
+
+    async def result(
+        self,
+        job_id: int,
+        timeout: timedelta | float | None = None,  # noqa: ASYNC109 (on the scheduler's clock, which asyncio.timeout cannot follow)
+    ) -> dict[str, Any]:
+        """Wait for job ``job_id`` to end and return its outcome, as its ``on_complete`` is
+        given it: ``{"kind": "success", "value": ...}`` (what the handler returned),
+        ``{"kind": "failed", "error": "..."}`` or ``{"kind": "canceled"}``.
+
+        Any job of the store, made by any process sharing it, at any delay: a job due in a
+        week is awaited for a week (retries included: only its terminal state counts). The
+        wait is woken by the commit that ends the job, not by polling: at once when this
+        process ends it, and on PostgreSQL when another process does (through the
+        notification that commit sends). On SQLite, a job ended by *another process* is seen
+        at the next ``sweep_interval`` at the latest (a SQLite file cannot notify; the driver
+        sees other processes' work the same way). ``timeout`` (seconds or a ``timedelta``,
+        on the scheduler's clock) raises :class:`TimeoutError` when it runs out first; an id
+        with no job raises :class:`~scheduler.JobNotFound` (a :class:`LookupError`), as does
+        a job deleted by ``retention`` before it was read. Works with or without the driver
+        (:meth:`open` too); a wait still going when the scheduler stops raises
+        :class:`~scheduler.SchedulerClosed`."""
+        return await self._results.wait(job_id, timeout)
 
     # --- recurring schedules ------------------------------------------------------------------
 

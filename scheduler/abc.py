@@ -191,6 +191,10 @@ class Liveness(ABC):
 
 
 CommitListener = Callable[[], None]
+EndListener = Callable[[Sequence[int] | None], None]
+"""Told the ids of jobs that reached a terminal state, or None when some may have and which
+is not known (another process's commits heard in bulk, a notification connection back after
+being lost)."""
 
 
 class Store(ABC):
@@ -202,6 +206,7 @@ class Store(ABC):
 
     def __init__(self) -> None:
         self._listeners: list[CommitListener] = []
+        self._end_listeners: list[EndListener] = []
         self.resolver = Resolver()
         """How this store's operations resolve what schedule rows name (see
         :class:`~scheduler.store_types.Resolver`). A :class:`~scheduler.Scheduler` hands the
@@ -285,3 +290,18 @@ class Store(ABC):
     def _notify(self) -> None:
         for listener in list(self._listeners):
             listener()
+
+    def add_end_listener(self, listener: EndListener) -> None:
+        """Call ``listener`` after every commit in which jobs reached a terminal state, with
+        their ids (and, on stores that can, after such commits by other processes: with
+        their ids, or None when which is not known)."""
+        self._end_listeners.append(listener)
+
+    def remove_end_listener(self, listener: EndListener) -> None:
+        """Stop calling a listener :meth:`add_end_listener` added (nothing if it is not)."""
+        if listener in self._end_listeners:
+            self._end_listeners.remove(listener)
+
+    def _tell_ended(self, job_ids: Sequence[int] | None) -> None:
+        for listener in list(self._end_listeners):
+            listener(job_ids)

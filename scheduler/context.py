@@ -102,6 +102,52 @@ class TransactionScheduling(InTransaction):
             return []
         return await (await self._writing()).enqueue_many(jobs)
 
+    async def debounce(
+        self,
+        fn: str,
+        args: Any = None,
+        *,
+        key: str,
+        quiet: timedelta | float,
+        max_wait: timedelta | float | None = None,
+    ) -> int:
+        """Run ``fn`` once per burst of calls with one ``key``: ``quiet`` after the **last**
+        call, with the last call's ``args`` (``max_wait``, if given, bounds the delay from
+        the burst's first call). Every call of a burst returns the same job id; a call after
+        the burst's job started begins a new burst. A key is per function.
+
+        Once per burst across every process sharing the store (two calls racing to open a
+        burst make one job: the database's unique index decides). In a mutation or
+        ``sched.transaction()`` the call is part of the transaction: rolled back with it."""
+        job, key, quiet_s, wait_s = self._engine.debounce_job(
+            fn, args, self._tx.state.now, key, quiet, max_wait
+        )
+        return await (await self._writing()).debounce(job, key, quiet_s, wait_s)
+
+    async def batch(
+        self,
+        fn: str,
+        item: Any,
+        *,
+        key: str,
+        max_items: int,
+        max_wait: timedelta | float,
+    ) -> int:
+        """Gather ``item`` with the others of one ``key``: ``fn`` runs with ``{"key": key,
+        "items": [item, ...]}`` (in the order added) once ``max_items`` are waiting, or
+        ``max_wait`` after the first of them. Returns the batch's job id (the same for every
+        item of a batch). A key is per function; ``max_items`` is at most 10,000.
+
+        Each item is in exactly one batch, across every process sharing the store; items
+        added once a batch started go to the next one; a batch that fails is retried whole,
+        with the same items. With a typed registration (``args=``), its type is the batch's
+        (fields ``key`` and ``items``) and each item is checked as one of its ``items``. In
+        a mutation or ``sched.transaction()`` the item is added in the transaction."""
+        job, key, item_json, items, wait_s = self._engine.batch_job(
+            fn, item, self._tx.state.now, key, max_items, max_wait
+        )
+        return await (await self._writing()).batch(job, key, item_json, items, wait_s)
+
     async def cancel(self, job_id: int) -> bool:
         """Cancel a pending job (firing its ``on_complete``) and its pending descendants.
 
@@ -177,8 +223,8 @@ async def open_transaction(engine: Engine) -> AsyncIterator[TransactionContext]:
 
 
 class ActionScheduling:
-    """``ctx.scheduler`` inside an action: ``run_after``, ``run_at`` and ``cancel``, each in
-    a transaction of its own (an action holds none)."""
+    """``ctx.scheduler`` inside an action: ``run_after``, ``run_at``, ``debounce``, ``batch``
+    and ``cancel``, each in a transaction of its own (an action holds none)."""
 
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
@@ -204,6 +250,34 @@ class ActionScheduling:
         """``ctx.scheduler.run_at`` of a transaction, in a transaction of its own."""
         async with open_transaction(self._engine) as ctx:
             return await ctx.scheduler.run_at(when, fn, args, **options)
+
+    async def debounce(
+        self,
+        fn: str,
+        args: Any = None,
+        *,
+        key: str,
+        quiet: timedelta | float,
+        max_wait: timedelta | float | None = None,
+    ) -> int:
+        """``ctx.scheduler.debounce`` of a transaction, in a transaction of its own."""
+        async with open_transaction(self._engine) as ctx:
+            return await ctx.scheduler.debounce(fn, args, key=key, quiet=quiet, max_wait=max_wait)
+
+    async def batch(
+        self,
+        fn: str,
+        item: Any,
+        *,
+        key: str,
+        max_items: int,
+        max_wait: timedelta | float,
+    ) -> int:
+        """``ctx.scheduler.batch`` of a transaction, in a transaction of its own."""
+        async with open_transaction(self._engine) as ctx:
+            return await ctx.scheduler.batch(
+                fn, item, key=key, max_items=max_items, max_wait=max_wait
+            )
 
     async def cancel(self, job_id: int) -> bool:
         """``ctx.scheduler.cancel`` of a transaction, in a transaction of its own."""

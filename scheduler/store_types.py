@@ -61,6 +61,10 @@ class OpState:
     """Set when the transaction changed the set of pending jobs: the driver must look again."""
     finished_schedules: set[str] = field(default_factory=set)
     """Schedules whose occurrence reached a terminal state in this transaction."""
+    ended: list[int] | None = None
+    """The jobs that reached a terminal state (success, failed, canceled) in this
+    transaction, in order (None: none did): after the commit the store tells its end
+    listeners, which wake whoever awaits those jobs' results (see :meth:`end`)."""
     lease_offset: float = 0.0
     """How far the lease clock is ahead of ``now``'s clock, in seconds.
 
@@ -71,6 +75,13 @@ class OpState:
     on a database with a clock of its own (PostgreSQL) sets this to how far that clock is
     ahead of this process's, so every process stamps by the database's clock whatever its
     own says; on SQLite (one machine) it is 0."""
+
+    def end(self, job_id: int) -> None:
+        """Record that ``job_id`` reached a terminal state in this transaction."""
+        if self.ended is None:
+            self.ended = [job_id]
+        else:
+            self.ended.append(job_id)
 
     @property
     def lease_now(self) -> float:

@@ -23,7 +23,7 @@ from ..store_types import (
 )
 from . import history, pacing
 from .jobs import fire_on_complete, release_held
-from .reads import decode_payload
+from .reads import batch_items, decode_payload
 from .seeds import backoff_delay
 
 if TYPE_CHECKING:
@@ -85,9 +85,11 @@ def claim_due(
         ids = [int(r["id"]) for r in rows]
         got = yield Q("claimed_args", {"job_ids": ids}, "all")
         payloads = {int(p["job_id"]): p for p in got}
+        items = yield from batch_items(st, [int(p["job_id"]) for p in got if p["batch"]])
         # The batch starts in the order it was claimed in: by priority, then due order.
         for r in sorted(rows, key=lambda r: (-int(r["priority"]), r["next_ts"], r["id"])):
-            jobs.append(_claimed(r, payloads.get(int(r["id"]))))
+            job_id = int(r["id"])
+            jobs.append(_claimed(r, payloads.get(job_id), items.get(job_id)))
     unpaced = yield from _next_unpaced(include_actions, plan.ranked, levels)
     next_due = min((t for t in (plan.start, unpaced) if t is not None), default=None)
     return Claim(jobs, next_due, plan.next_tick)
@@ -137,9 +139,9 @@ class _Walk:
         return rows, picked
 
 
-def _claimed(r: Row, payload: Row | None) -> ClaimedJob:
+def _claimed(r: Row, payload: Row | None, items: list[Any] | None) -> ClaimedJob:
     # claimed_args reads the context of callbacks only: other handlers get theirs separately.
-    args = None if payload is None else decode_payload(payload)[0]
+    args = None if payload is None else decode_payload(payload, items)[0]
     return ClaimedJob(
         id=int(r["id"]),
         fn=r["fn"],
@@ -259,6 +261,7 @@ def _failed_json(error: str | None) -> str:
 
 
 def _terminal(st: OpState, j: ClaimedJob, result_json: str) -> Op[None]:
+    st.end(j.id)
     if j.on_complete is not None:
         yield from fire_on_complete(st, j.id, j.on_complete, result_json)
     if j.schedule_name is not None:
@@ -357,6 +360,7 @@ def _reclaim(st: OpState, rows: Sequence[Row], process: str | None, why: str) ->
         n = yield Q("finish_failed", fence)
         if n:
             failed += 1
+            st.end(job_id)
             yield Q("set_error", {"job_id": job_id, "error": error})
             if r["on_complete"] is not None:
                 yield from fire_on_complete(st, job_id, r["on_complete"], _failed_json(error))
@@ -370,6 +374,7 @@ def prune(st: OpState, before: float, limit: int) -> Op[int]:
     pace slots that opened before it."""
     ids = [int(r["id"]) for r in (yield Q("prune_ids", {"before": before, "limit": limit}, "all"))]
     if ids:
+        yield Q("delete_batch_items", {"job_ids": ids})
         yield Q("delete_args", {"job_ids": ids})
         yield Q("delete_jobs", {"job_ids": ids})
     yield from pacing.prune(st, before)

@@ -18,7 +18,7 @@ from ..models import JobKind, JobState
 from ..store_types import NewJob, Op, OpState, Q
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
 
 # --- enqueue -------------------------------------------------------------------------------
 
@@ -43,8 +43,10 @@ def enqueue(st: OpState, job: NewJob, *, held: bool = False) -> Op[int]:
         return int(row["id"])
     args = {"job_id": job_id, "args": job.args_json, "callback_of": None}
     yield Q("insert_args", {**args, "context_type": job.context_type, "context": job.context})
-    if state is JobState.CANCELED and job.on_complete is not None:
-        yield from fire_on_complete(st, job_id, job.on_complete, '{"kind":"canceled"}')
+    if state is JobState.CANCELED:
+        st.end(job_id)
+        if job.on_complete is not None:
+            yield from fire_on_complete(st, job_id, job.on_complete, '{"kind":"canceled"}')
     return job_id
 
 
@@ -57,34 +59,39 @@ def enqueue_many(st: OpState, jobs: Sequence[NewJob]) -> Op[list[int]]:
     return ids
 
 
-def _insert(st: OpState, job: NewJob, state: JobState) -> Op[int | None]:
+def _insert(
+    st: OpState, job: NewJob, state: JobState, keys: Mapping[str, Any] | None = None
+) -> Op[int | None]:
+    """Insert ``job``'s row in ``state``; its id, or None when a unique key is taken. With
+    ``keys`` (``debounce_key``, ``batch_key``, ``batch_items``: see :mod:`.compose`) the
+    row is a debounce's or a batch's, open to the calls that share its key."""
     finished = st.now if state is JobState.CANCELED else None
-    row = yield Q(
-        "insert_job",
-        {
-            "fn": job.fn,
-            "kind": job.kind.value,
-            "state": state.value,
-            "next_ts": job.next_ts,
-            "max_failures": job.max_failures,
-            "initial_backoff": job.initial_backoff,
-            "backoff_base": job.backoff_base,
-            "idempotent": int(job.idempotent),
-            "parent_id": job.parent_id,
-            "idempotency_key": job.idempotency_key,
-            "on_complete": job.on_complete,
-            "name": job.name,
-            "schedule_name": job.schedule_name,
-            "fire_ts": job.fire_ts,
-            "jitter": job.jitter,
-            "pace_key": job.pace_key,
-            "pace_spacing": job.pace_spacing,
-            "priority": job.priority,
-            "now": st.now,
-            "finished_at": finished,
-        },
-        "one",
-    )
+    params = {
+        "fn": job.fn,
+        "kind": job.kind.value,
+        "state": state.value,
+        "next_ts": job.next_ts,
+        "max_failures": job.max_failures,
+        "initial_backoff": job.initial_backoff,
+        "backoff_base": job.backoff_base,
+        "idempotent": int(job.idempotent),
+        "parent_id": job.parent_id,
+        "idempotency_key": job.idempotency_key,
+        "on_complete": job.on_complete,
+        "name": job.name,
+        "schedule_name": job.schedule_name,
+        "fire_ts": job.fire_ts,
+        "jitter": job.jitter,
+        "pace_key": job.pace_key,
+        "pace_spacing": job.pace_spacing,
+        "priority": job.priority,
+        "now": st.now,
+        "finished_at": finished,
+    }
+    if keys is None:
+        row = yield Q("insert_job", params, "one")
+    else:
+        row = yield Q("insert_keyed_job", {**params, **keys}, "one")
     if row is None:
         return None
     if state is JobState.PENDING:
@@ -162,6 +169,7 @@ def cancel(st: OpState, job_id: int) -> Op[bool]:
 def _after_cancel(st: OpState, rows: Sequence[Any]) -> Op[None]:
     for r in rows:
         st.wake = True
+        st.end(int(r["id"]))
         if r["on_complete"] is not None:
             yield from fire_on_complete(st, int(r["id"]), r["on_complete"], '{"kind":"canceled"}')
         if r["schedule_name"] is not None:

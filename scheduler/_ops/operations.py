@@ -12,9 +12,9 @@ argument, and what schedule rows name is resolved by the store's resolver (see
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from . import dispatch, history, reads, schedules, ticks
+from . import compose, dispatch, history, reads, schedules, ticks
 from . import jobs as job_ops
 
 if TYPE_CHECKING:
@@ -73,6 +73,27 @@ class Operations(ABC):
         (also a key taken earlier in the same batch)."""
         return await self.run(lambda st: job_ops.enqueue_many(st, jobs))
 
+    async def debounce(self, job: NewJob, key: str, quiet: float, max_wait: float | None) -> int:
+        """One job per burst of calls with ``job.fn`` and ``key``: the open one (pending and
+        never started) takes ``job``'s arguments and runs ``quiet`` seconds from now, or
+        ``max_wait`` after the burst's first call if that is sooner; without one, ``job``
+        opens a burst. Returns the burst's job id, the same for every call of the burst.
+        Two transactions opening one key's burst at once make one job (the unique index on
+        open bursts decides); a call after the job started opens a new burst."""
+        return await self.run(lambda st: compose.debounce(st, job, key, quiet, max_wait))
+
+    async def batch(
+        self, job: NewJob, key: str, item_json: str, max_items: int, max_wait: float
+    ) -> int:
+        """Add ``item_json`` to the open batch of ``job.fn`` and ``key`` (or open one with
+        ``job``, whose arguments are ``{"key": key, "items": []}``): due ``max_wait`` after its
+        first item, or at once (and closed) when ``max_items`` are in it. Returns the batch's
+        job id. Each item is in exactly one batch; its handler gets the items in the order
+        they were added, and a retry gets the same items."""
+        return await self.run(
+            lambda st: compose.batch(st, job, key, item_json, max_items, max_wait)
+        )
+
     async def cancel(self, job_id: int) -> bool:
         """Cancel a pending job (firing its ``on_complete``) and, breadth first, its pending
         descendants, even when the job itself is running or finished. Returns whether the job
@@ -87,6 +108,13 @@ class Operations(ABC):
     async def get_job(self, job_id: int) -> Job | None:
         """The job with its payloads (args, context, result, error), or None."""
         return await self.read(lambda st: reads.get_job(st, job_id))
+
+    async def job_outcomes(self, job_ids: Sequence[int]) -> dict[int, dict[str, Any] | None]:
+        """For each of ``job_ids`` that exists (one read however many), its terminal outcome
+        as ``on_complete`` is given it (``{"kind": "success", "value"}``, ``{"kind":
+        "failed", "error"}``, ``{"kind": "canceled"}``), or None while it has not ended; a
+        job id with no job is left out."""
+        return await self.read(lambda st: reads.job_outcomes(st, job_ids))
 
     async def list_jobs(
         self,

@@ -4,17 +4,57 @@ job, a page of jobs, the count in each state, the bounded counts metrics read, t
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import _codec
 from .._codec import optional_float
 from ..models import Job, JobKind, JobState
 from ..store_types import Op, OpState, Q, Row, StoreGauges
 
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
 
 def get_job(st: OpState, job_id: int) -> Op[Job | None]:
     row = yield Q("get_job", {"job_id": job_id}, "one")
-    return None if row is None else job_from_row(row, st.lease_offset)
+    if row is None:
+        return None
+    items = yield from batch_items(st, [job_id] if row["batch"] else [])
+    return job_from_row(row, st.lease_offset, items.get(job_id))
+
+
+def batch_items(st: OpState, job_ids: Sequence[int]) -> Op[dict[int, list[Any]]]:
+    """The items of the batches ``job_ids`` (jobs whose payload row is marked ``batch``), by
+    job id, each batch's in the order they were added: one query, none for no batch."""
+    if not job_ids:
+        return {}
+    ids = list(job_ids)
+    rows = yield Q("batch_items_of", {"job_ids": ids}, "all")
+    items: dict[int, list[Any]] = {}
+    for r in rows:
+        items.setdefault(int(r["job_id"]), []).append(_codec.loads(r["item"]))
+    return items
+
+
+def job_outcomes(st: OpState, job_ids: Sequence[int]) -> Op[dict[int, dict[str, Any] | None]]:
+    """For each of ``job_ids`` that exists, its terminal outcome (what ``on_complete`` is
+    given: ``{"kind": "success", "value"}``, ``{"kind": "failed", "error"}`` or
+    ``{"kind": "canceled"}``), or None while it has not ended. A job with no row is left
+    out."""
+    rows = yield Q("job_outcomes", {"job_ids": list(job_ids)}, "all")
+    return {int(r["id"]): outcome_of(r) for r in rows}
+
+
+def outcome_of(r: Row) -> dict[str, Any] | None:
+    """A ``job_outcomes`` row's outcome (None unless the job is in a terminal state)."""
+    state = r["state"]
+    if state == JobState.SUCCESS:
+        return {"kind": "success", "value": _codec.loads(r["result"])}
+    if state == JobState.FAILED:
+        return {"kind": "failed", "error": r["error"] or "failed"}
+    if state == JobState.CANCELED:
+        return {"kind": "canceled"}
+    return None
 
 
 def list_jobs(
@@ -89,11 +129,11 @@ def gauges(st: OpState, cap: int) -> Op[StoreGauges]:
     )
 
 
-def job_from_row(r: Row, lease_offset: float = 0.0) -> Job:
+def job_from_row(r: Row, lease_offset: float = 0.0, items: list[Any] | None = None) -> Job:
     """A :class:`Job` from a ``get_job`` / ``list_jobs`` row, its lease's expiry read back
     from the lease clock (``lease_offset`` ahead) onto the application's, as its other
-    times are."""
-    args, context = decode_payload(r)
+    times are; a batch's with its ``items``."""
+    args, context = decode_payload(r, items)
     return Job(
         id=int(r["id"]),
         fn=r["fn"],
@@ -126,10 +166,13 @@ def job_from_row(r: Row, lease_offset: float = 0.0) -> Job:
     )
 
 
-def decode_payload(p: Row) -> tuple[Any, Any]:
+def decode_payload(p: Row, items: list[Any] | None = None) -> tuple[Any, Any]:
     """A payload row's arguments and context as a handler sees them: an ``on_complete``
-    callback gets the context of the job it reports on inside its arguments."""
+    callback gets the context of the job it reports on inside its arguments, a batch its
+    ``items`` (read by :func:`batch_items`) in its ``{"key", "items"}``."""
     args = _codec.loads(p["args"])
+    if items is not None and isinstance(args, dict):
+        args = {**args, "items": items}
     context = _codec.decode_context(p["context_type"], p["context"])
     if p["callback_of"] is not None and isinstance(args, dict):
         return {**args, "context": context}, None

@@ -15,6 +15,20 @@ VALUES (:fn, :kind, :state, :next_ts, :max_failures, :initial_backoff, :backoff_
 ON CONFLICT DO NOTHING
 RETURNING id;
 
+-- name: insert_keyed_job
+-- A new debounce's or batch's job, open to the calls with its key; nothing (no row) when another transaction opened that key's first.
+INSERT INTO scheduler_jobs (
+    fn, kind, state, next_ts, max_failures, initial_backoff, backoff_base, idempotent,
+    parent_id, idempotency_key, on_complete, name, schedule_name, fire_ts, jitter,
+    pace_key, pace_spacing, priority, created_at, updated_at, finished_at, debounce_key,
+    batch_key, batch_items)
+VALUES (:fn, :kind, :state, :next_ts, :max_failures, :initial_backoff, :backoff_base,
+        :idempotent, :parent_id, :idempotency_key, :on_complete, :name, :schedule_name,
+        :fire_ts, :jitter, :pace_key, :pace_spacing, :priority, :now, :now, :finished_at,
+        :debounce_key, :batch_key, :batch_items)
+ON CONFLICT DO NOTHING
+RETURNING id;
+
 -- name: insert_args
 -- A job's payload row: its arguments and context (and, for a callback, whose it is).
 INSERT INTO scheduler_job_args (job_id, args, context_type, context, callback_of)
@@ -86,8 +100,8 @@ FROM levels WHERE p IS NOT NULL
 ORDER BY p DESC;
 
 -- name: claimed_args
--- The payloads of claimed jobs; a callback's also carry the context it reports on.
-SELECT job_id, args, callback_of,
+-- The payloads of claimed jobs; a callback's also carry the context it reports on, a batch's its mark.
+SELECT job_id, args, callback_of, batch,
        CASE WHEN callback_of IS NULL THEN NULL ELSE context_type END AS context_type,
        CASE WHEN callback_of IS NULL THEN NULL ELSE context END AS context
 FROM scheduler_job_args
@@ -190,9 +204,15 @@ SELECT j.id, j.fn, j.kind, j.state, j.next_ts, j.attempts, j.max_failures, j.run
        j.lease_expires_at, j.parent_id, j.idempotency_key, j.on_complete, j.name,
        j.schedule_name, j.fire_ts, j.jitter, j.created_at, j.updated_at, j.finished_at,
        j.pace_key, j.pace_spacing, j.priority,
-       a.args, a.context_type, a.context, a.result, a.error, a.callback_of
+       a.args, a.context_type, a.context, a.result, a.error, a.callback_of, a.batch
 FROM scheduler_jobs j LEFT JOIN scheduler_job_args a ON a.job_id = j.id
 WHERE j.id = :job_id;
+
+-- name: job_outcomes
+-- The state of each of :job_ids that exists, with its result and error (what awaiting its result reads).
+SELECT j.id, j.state, a.result, a.error
+FROM scheduler_jobs j LEFT JOIN scheduler_job_args a ON a.job_id = j.id
+WHERE j.id IN (SELECT value FROM json_each(:job_ids));
 
 -- name: list_jobs
 -- A page of jobs, newest first, optionally of one state or function (of the payload, the error).
@@ -209,15 +229,65 @@ ORDER BY j.id DESC
 LIMIT :limit;
 
 -- name: retry_job
--- A failed or canceled job runs again now, with a fresh retry budget.
+-- A failed or canceled job runs again now, with a fresh retry budget (as it was: a debounce or a batch it was open to is closed).
 UPDATE scheduler_jobs
 SET state = 'pending', attempts = 0, next_ts = :now, lease_expires_at = NULL,
-    finished_at = NULL, updated_at = :now
+    finished_at = NULL, updated_at = :now, debounce_key = NULL, batch_key = NULL
 WHERE id = :job_id AND state IN ('failed', 'canceled');
 
 -- name: count_by_state
 -- How many jobs are in each state.
 SELECT state, count(*) AS n FROM scheduler_jobs GROUP BY state;
+
+-- Debounce and batch -------------------------------------------------------------------------
+
+-- name: open_debounce
+-- The open debounce of a function and key (pending, never started), with its due time and first call.
+SELECT id, next_ts, created_at FROM scheduler_jobs
+WHERE fn = :fn AND debounce_key = :debounce_key AND state = 'pending' AND run_count = 0;
+
+-- name: push_debounce
+-- Move an open debounce to :next_ts (nothing when it started meanwhile).
+UPDATE scheduler_jobs SET next_ts = :next_ts, updated_at = :now
+WHERE id = :job_id AND state = 'pending' AND run_count = 0 AND debounce_key IS NOT NULL;
+
+-- name: set_args
+-- Replace a job's arguments (a debounce takes its latest call's).
+UPDATE scheduler_job_args SET args = :args WHERE job_id = :job_id;
+
+-- name: open_batch
+-- The open batch of a function and key (pending, never started, not full), with its due time.
+SELECT id, next_ts FROM scheduler_jobs
+WHERE fn = :fn AND batch_key = :batch_key AND state = 'pending' AND run_count = 0;
+
+-- name: add_to_batch
+-- Count one more item into an open batch: full at :max_items (closed, due now), else due :max_wait after its first; its count and due time (no row when it closed meanwhile).
+UPDATE scheduler_jobs
+SET batch_items = batch_items + 1,
+    batch_key = CASE WHEN batch_items + 1 >= :max_items THEN NULL ELSE batch_key END,
+    next_ts = CASE WHEN batch_items + 1 >= :max_items THEN min(next_ts, :now)
+                   ELSE min(next_ts, created_at + :max_wait) END,
+    updated_at = :now
+WHERE id = :job_id AND state = 'pending' AND run_count = 0 AND batch_key IS NOT NULL
+RETURNING batch_items, next_ts;
+
+-- name: insert_batch_args
+-- A batch's arguments row ({"key", "items": []}), marked as a batch's.
+INSERT INTO scheduler_job_args (job_id, args, batch) VALUES (:job_id, :args, 1);
+
+-- name: insert_batch_item
+-- One item of a batch, numbered :seq in the order added.
+INSERT INTO scheduler_batch_items (job_id, seq, item) VALUES (:job_id, :seq, :item);
+
+-- name: batch_items_of
+-- The items of the batches :job_ids, each batch's in the order added.
+SELECT job_id, item FROM scheduler_batch_items
+WHERE job_id IN (SELECT value FROM json_each(:job_ids))
+ORDER BY job_id, seq;
+
+-- name: delete_batch_items
+-- Delete the items of the batches :job_ids.
+DELETE FROM scheduler_batch_items WHERE job_id IN (SELECT value FROM json_each(:job_ids));
 
 -- Schedules ---------------------------------------------------------------------------------
 

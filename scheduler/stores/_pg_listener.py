@@ -1,7 +1,8 @@
 """The PostgreSQL store's LISTEN connection: wake-ups from other processes' commits.
 
 One dedicated connection (outside the pool) listens on the deployment's channel; a
-notification whose payload is not this store's own token wakes the store's drivers. The
+notification whose payload is not this store's own token wakes the store's drivers, and one
+that says which jobs ended (:func:`ended_payload`) wakes whoever awaits their results. The
 connection is checked every ``check_interval`` seconds (a connection can die silently) and,
 once lost, re-established in the background with exponential backoff up to ``retry_max``;
 meanwhile the drivers' lease sweep keeps work moving, and the wake-up after reconnecting
@@ -16,7 +17,7 @@ import random
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
+    from collections.abc import Awaitable, Callable, Sequence
 
 # The store's own logger name: these lines are the store's, and operators filter on it.
 log = logging.getLogger("scheduler.postgres")
@@ -25,11 +26,40 @@ log = logging.getLogger("scheduler.postgres")
 Connection = Any
 
 
+ENDED_PREFIX = "ended:"
+"""What starts the payload of a notification that jobs reached a terminal state:
+``ended:<token>:<ids>``, the ids comma-separated, or ``*`` when they would not fit (a
+process that hears it re-reads every job it awaits). Any other payload is a wake-up, tagged
+with the sending store's token (processes of an earlier release wake on this one too, which
+costs them one pass and nothing else)."""
+
+ENDED_IDS_LIMIT = 7000
+"""The longest list of ids sent in one notification (PostgreSQL's limit is 8000 bytes)."""
+
+
+def ended_payload(token: str, job_ids: Sequence[int]) -> str:
+    """The payload telling other processes that ``job_ids`` ended (digits, commas and the
+    store's hex token only: safe to write into SQL as a literal)."""
+    ids = ",".join(str(int(i)) for i in job_ids)
+    return f"{ENDED_PREFIX}{token}:{ids if len(ids) <= ENDED_IDS_LIMIT else '*'}"
+
+
+def parse_ended(payload: str) -> tuple[str, list[int] | None]:
+    """The sender's token and the ids of an :func:`ended_payload` (None: every awaited job
+    may have ended); a payload that does not parse means the same as ``*``."""
+    token, _, ids = payload[len(ENDED_PREFIX) :].partition(":")
+    try:
+        return token, None if ids == "*" else [int(i) for i in ids.split(",") if i]
+    except ValueError:
+        return token, None
+
+
 class WakeListener:
     """LISTEN on ``channel`` through connections made by ``connect``; call ``wake`` for each
-    notification not tagged ``token``, and once after every reconnection. ``owner`` names
-    the store in log lines; a connection that does not close within ``close_timeout``
-    seconds is terminated."""
+    wake-up not tagged ``token``, ``ended`` with the ids of each notification of ended jobs
+    not tagged ``token``, and both once after every reconnection (``ended`` with None).
+    ``owner`` names the store in log lines; a connection that does not close within
+    ``close_timeout`` seconds is terminated."""
 
     def __init__(
         self,
@@ -38,6 +68,7 @@ class WakeListener:
         channel: str,
         token: str,
         wake: Callable[[], None],
+        ended: Callable[[Sequence[int] | None], None],
         *,
         check_interval: float,
         retry_max: float,
@@ -48,6 +79,7 @@ class WakeListener:
         self._channel = channel
         self._token = token
         self._wake = wake
+        self._ended = ended
         self._check_interval = check_interval
         self._retry_max = retry_max
         self._close_timeout = close_timeout
@@ -85,7 +117,11 @@ class WakeListener:
         return conn
 
     def _on_notification(self, conn: Connection, pid: int, channel: str, payload: str) -> None:
-        if payload != self._token:
+        if payload.startswith(ENDED_PREFIX):
+            token, ids = parse_ended(payload)
+            if token != self._token:  # this store's own were told at its commit
+                self._ended(ids)
+        elif payload != self._token:
             self._wake()
 
     async def _supervise(self, conn: Connection) -> None:
@@ -102,6 +138,7 @@ class WakeListener:
             self.reconnects += 1
             log.info("%r: LISTEN connection re-established", self._owner)
             self._wake()  # commits made while it was down were not heard
+            self._ended(None)
 
     async def _watch(self, conn: Connection) -> None:
         lost = asyncio.Event()

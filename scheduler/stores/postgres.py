@@ -3,7 +3,8 @@
 Any number of processes share one database. Claims lock the rows they take with
 ``FOR UPDATE SKIP LOCKED``, so concurrent claimers get disjoint batches without waiting for
 each other; completions, lease extensions and reclaims are fenced by state and run count.
-A commit that changed pending work sends ``NOTIFY`` on a channel inside its transaction, and
+A commit that changed pending work sends ``NOTIFY`` on a channel inside its transaction (and
+one in which jobs ended, their ids, for whoever awaits their results), and
 every store keeps one dedicated ``LISTEN`` connection (outside the pool) that wakes its
 drivers when another process commits such work; if that connection is lost it is
 re-established in the background with backoff, while the driver's lease sweep keeps work
@@ -67,7 +68,7 @@ from ._pg_clock import OPEN_SAMPLES, DatabaseClock
 from ._pg_connection import abort, user_execute, user_params
 from ._pg_connection import rowcount as rowcount  # part of this module's interface (tests read it)
 from ._pg_holder import SessionLiveness
-from ._pg_listener import WakeListener
+from ._pg_listener import WakeListener, ended_payload
 from ._pg_migrations import migrate
 
 if TYPE_CHECKING:
@@ -289,6 +290,7 @@ class PostgresStore(Store):
             channel,
             self._token,
             self._notify,
+            self._tell_ended,
             check_interval=self.listen_check_interval,
             retry_max=self.listen_retry_max,
             close_timeout=self.close_timeout,
@@ -481,7 +483,7 @@ class PostgresStore(Store):
             _nested.leave(token)
 
     async def _commit(self, conn: Connection, state: OpState) -> None:
-        status = await conn.execute(self._notify_and_commit if state.wake else "COMMIT")
+        status = await conn.execute(self._commit_script(state))
         if status != "COMMIT":
             raise StoreError(
                 "the transaction was rolled back: a statement in it failed and the error was "
@@ -489,6 +491,19 @@ class PostgresStore(Store):
             )
         if state.wake:
             self._notify()
+        if state.ended is not None:
+            self._tell_ended(state.ended)
+
+    def _commit_script(self, state: OpState) -> str:
+        """The COMMIT, with the NOTIFYs its transaction owes in the same round trip: the
+        wake-up when it changed pending work, and the ids of the jobs that ended in it (for
+        whoever awaits their results in another process)."""
+        if state.ended is None:
+            return self._notify_and_commit if state.wake else "COMMIT"
+        # The payload is the channel's name, hex digits, ids and commas: no user data.
+        ended = f"pg_notify('{self.channel}', '{ended_payload(self._token, state.ended)}')"
+        wake = f"pg_notify('{self.channel}', '{self._token}'), " if state.wake else ""
+        return f"SELECT {wake}{ended}; COMMIT"
 
     async def _run(self, now: float, op: Callable[[OpState], Op[T]]) -> T:
         state = OpState(now, self.resolver)

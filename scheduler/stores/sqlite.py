@@ -367,6 +367,8 @@ class SqliteStore(Store):
         self._committed()
         if state.wake:
             self._notify()
+        if state.ended is not None:
+            self._tell_ended(state.ended)
         return result
 
     async def _run_brief(self, now: float, op: Callable[[OpState], Op[T]]) -> T:
@@ -390,6 +392,8 @@ class SqliteStore(Store):
         self._committed()
         if state.wake:
             self._notify()
+        if state.ended is not None:
+            self._tell_ended(state.ended)
         return result
 
     async def _read(self, now: float, op: Callable[[OpState], Op[T]]) -> T:
@@ -415,6 +419,8 @@ class SqliteStore(Store):
         self._committed()
         if state.wake:
             self._notify()
+        if state.ended is not None:
+            self._tell_ended(state.ended)
 
     @asynccontextmanager
     async def snapshot(self) -> AsyncIterator[SqliteReadDb]:

@@ -8,9 +8,11 @@ Run as ``python -m tests.scheduler.crash_worker MODE DB --migrations DIR [option
     commit, until killed.
 ``serve``
     Run a scheduler (``--lease``, ``--sweep``) until SIGTERM. ``--enqueue FN`` first enqueues
-    one due job of ``FN`` (printing ``ENQUEUED <job_id>``); ``--hang`` makes the ``app:*``
-    handlers print ``IN_MUTATION <job_id>`` / ``IN_ACTION <job_id>`` and then block forever,
-    so that a SIGKILL lands inside the run.
+    one due job of ``FN`` (printing ``ENQUEUED <job_id>``); ``--batch N`` adds the items
+    0..N-1 to one batch of ``app:batch`` of N items, full and so due at once (printing
+    ``BATCHED <job_id>``); ``--hang`` makes the ``app:*`` handlers print ``IN_MUTATION
+    <job_id>`` / ``IN_ACTION <job_id>`` / ``IN_BATCH <job_id>`` and then block forever, so
+    that a SIGKILL lands inside the run.
 ``race``
     Run a scheduler on the ``race:*`` handlers until SIGTERM. ``--claim-barrier`` holds the
     first claim that brings back work: the worker prints ``CLAIMED <mutations> <actions>``
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import signal
 import sqlite3
@@ -61,6 +64,10 @@ CREATE TABLE race_runs (
 );
 -- The race: every attempt of an action, counted separately from race_runs.
 CREATE TABLE race_attempts (id INTEGER PRIMARY KEY, job_id INTEGER NOT NULL, pid INTEGER NOT NULL);
+-- What the app:batch handler was given, one row per run that committed.
+CREATE TABLE batch_runs (
+    id INTEGER PRIMARY KEY, job_id INTEGER NOT NULL, items TEXT NOT NULL, pid INTEGER NOT NULL
+);
 """
 
 
@@ -73,6 +80,9 @@ CREATE TABLE action_runs (
 );
 CREATE TABLE app_callbacks (
     id BIGSERIAL PRIMARY KEY, job_id BIGINT NOT NULL, kind TEXT NOT NULL, error TEXT
+);
+CREATE TABLE batch_runs (
+    id BIGSERIAL PRIMARY KEY, job_id BIGINT NOT NULL, items TEXT NOT NULL, pid INTEGER NOT NULL
 );
 """
 
@@ -123,6 +133,16 @@ def build_registry(hang: bool) -> Any:
 
         await ctx.run_mutation(record, ctx.job.id)
         return "acted"
+
+    @registry.mutation("app:batch")
+    async def app_batch(ctx: Any, args: Any) -> None:
+        items = json.dumps(args["items"])
+        await ctx.db.execute(
+            "INSERT INTO batch_runs (job_id, items, pid) VALUES (?, ?, ?)", (ctx.job.id, items, pid)
+        )
+        if hang:
+            say(f"IN_BATCH {ctx.job.id}")  # the insert above is not committed yet
+            await block()
 
     registry.register("app:act", act, "action")
     registry.register("app:act-idempotent", act, "action", idempotent=True)
@@ -238,6 +258,13 @@ async def child_main(opts: argparse.Namespace) -> None:
         if opts.enqueue:
             job_id = await sched.run_after(0, opts.enqueue, on_complete="app:record")
             say(f"ENQUEUED {job_id}")
+        if opts.batch:
+            async with sched.transaction() as ctx:  # the batch fills (and is due) at its commit
+                for n in range(opts.batch):
+                    job_id = await ctx.scheduler.batch(
+                        "app:batch", n, key="crash", max_items=opts.batch, max_wait=3600
+                    )
+            say(f"BATCHED {job_id}")
         await stop.wait()
     say("STOPPED")
 
@@ -251,6 +278,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--sweep", type=float, default=30.0)
     p.add_argument("--enqueue", default=None)
     p.add_argument("--hang", action="store_true")
+    p.add_argument("--batch", type=int, default=0, help="add this many items to a batch")
     p.add_argument("--claim-barrier", action="store_true")
     return p.parse_args(argv)
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from scheduler import Registry, Scheduler
 
 if TYPE_CHECKING:
+    from scheduler import Db
     from tests.scheduler.stores import StoreFactory
 
 Make = Callable[..., Scheduler]
@@ -64,3 +65,28 @@ class Counter:
             while self.value < target:
                 self._changed.clear()
                 await self._changed.wait()
+
+
+async def until_waiting_for_a_lock(
+    open_db: Callable[[], AbstractAsyncContextManager[Db]], dialect: str, task: asyncio.Task[Any]
+) -> None:
+    """Return once ``task`` (a transaction of another connection) waits for a lock held by an
+    open transaction: on PostgreSQL, once one of the database's backends waits for a lock
+    (read through ``open_db``, a snapshot). On SQLite a second writer waits for the write
+    lock inside SQLite's busy handler, which nothing outside it can see: there the order
+    cannot change the outcome (one writer at a time), so this only lets ``task`` start."""
+    if dialect != "postgres":
+        for _ in range(20):
+            await asyncio.sleep(0)
+        return
+    while not task.done():
+        async with open_db() as db:
+            cur = await db.execute(
+                "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity s ON s.pid = l.pid "
+                "WHERE NOT l.granted AND s.datname = current_database()"
+            )
+            row = await cur.fetchone()
+            if row is not None and row[0]:
+                return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"the transaction finished without waiting for the other: {task}")

@@ -19,8 +19,14 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from scheduler import JobState, SqliteStore, Store
-from tests.scheduler.crash_worker import Child, connect, write_app_migrations
+from scheduler import JobState, MigrationSet, Scheduler, SqliteStore, Store
+from tests.scheduler.crash_worker import (
+    APP_COMPONENT,
+    Child,
+    build_registry,
+    connect,
+    write_app_migrations,
+)
 from tests.scheduler.stores import STORE_KINDS
 from tests.support.processes import procs, until
 
@@ -212,6 +218,60 @@ async def test_a_mutation_killed_mid_transaction_runs_again_exactly_once(
     assert (row["state"], row["attempts"], row["run_count"]) == ("success", 1, 2)
     assert json.loads(row["result"]) == job_id
     assert await db.in_progress() == 0
+    await db.check_integrity()
+
+
+async def test_a_batch_killed_mid_run_is_retried_whole_with_the_same_items(
+    db: Db, migrations: Path, children: list[Child]
+) -> None:
+    """The child fills a batch of three and runs it; it is killed mid-run (the run's writes
+    not committed). Another process then adds an item: the batch started, so the item goes
+    to a new batch. A restarted child runs the first batch again, with its three items and
+    nothing else, and the new batch with its one item: each item in exactly one committed
+    run. (While a mutation runs, a SQLite file's write lock is held: the item can only be
+    added once the run is gone.)"""
+    first = await Child.start(
+        "serve", db.target, migrations, "--lease", LEASE, "--sweep", NO_SWEEP,
+        "--hang", "--batch", "3",
+    )  # fmt: skip
+    children.append(first)
+    job_id = int(await first.expect("BATCHED"))
+    assert int(await first.expect("IN_BATCH")) == job_id
+    first.kill()
+    assert await first.proc.wait() == -9
+    assert await db.count("batch_runs") == 0  # the run's insert was never committed
+    assert await db.job_state(job_id) == ("in_progress", 0, 1)
+
+    other = Scheduler(
+        db.bare_store(),
+        build_registry(hang=False),
+        migrations=[MigrationSet(APP_COMPONENT, migrations)],
+    )
+    await other.open()  # a process that writes work only
+    try:
+        late = await other.batch("app:batch", "late", key="crash", max_items=3, max_wait=0.5)
+    finally:
+        await other.close()
+    assert late != job_id  # the first batch started: it takes no more items
+
+    second = await Child.start(
+        "serve", db.target, migrations, "--lease", "1", "--sweep", FAST_SWEEP
+    )
+    children.append(second)
+    await second.expect("READY")
+
+    async def both_done() -> bool:
+        states = [(await db.job_state(j))[0] for j in (job_id, late)]
+        return states == ["success", "success"]
+
+    await until(both_done, DEADLINE, "both batches to succeed")
+    assert await second.terminate() == 0, second.stderr
+    runs = await db.rows("SELECT job_id, items, pid FROM batch_runs ORDER BY id")
+    assert sorted((r["job_id"], json.loads(r["items"])) for r in runs) == sorted(
+        [(job_id, [0, 1, 2]), (late, ["late"])]
+    )
+    assert {r["pid"] for r in runs} == {second.proc.pid}
+    assert await db.job_state(job_id) == ("success", 1, 2)  # the lost run counted
     await db.check_integrity()
 
 

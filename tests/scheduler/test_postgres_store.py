@@ -26,6 +26,11 @@ from scheduler.store_types import NewJob, Outcome
 
 asyncpg = pytest.importorskip("asyncpg")
 
+from scheduler.stores._pg_listener import (  # noqa: E402  (after the importorskip)
+    ENDED_IDS_LIMIT,
+    ended_payload,
+    parse_ended,
+)
 from scheduler.stores.postgres import PostgresStore, rowcount  # noqa: E402  (after the importorskip)
 from tests.scheduler.pg import fresh_database  # noqa: E402
 from tests.scheduler.stores import postgres_dsn  # noqa: E402
@@ -479,6 +484,86 @@ async def test_the_listen_connection_comes_back_after_it_is_killed(
     assert b._listener.reconnects == 1
     await a.at(T0).enqueue(new_job())
     assert await heard_b.reach(2) == 2
+
+
+class Ended:
+    """What a store's end listeners are told, and a wait for a number of tellings."""
+
+    def __init__(self, store: PostgresStore) -> None:
+        self.told: list[list[int] | None] = []
+        self._changed = asyncio.Event()
+        store.add_end_listener(self._told)
+
+    def _told(self, job_ids: Any) -> None:
+        self.told.append(None if job_ids is None else list(job_ids))
+        self._changed.set()
+
+    async def reach(self, n: int) -> list[list[int] | None]:
+        async with asyncio.timeout(WAIT):
+            while len(self.told) < n:
+                self._changed.clear()
+                await self._changed.wait()
+        return self.told
+
+
+async def _finish(store: PostgresStore, n: int) -> list[int]:
+    """Enqueue ``n`` due jobs, claim them and record them done: their ids."""
+    ids = await store.at(T0).enqueue_many([new_job() for _ in range(n)])
+    claim = await store.at(T0).claim_due(T0 + LEASE, mutation_limit=n, action_limit=0)
+    await store.at(T0).complete([Outcome(j, ok=True) for j in claim.jobs])
+    return ids
+
+
+@needs_server
+async def test_jobs_ended_in_one_store_are_told_to_another_with_their_ids(
+    dsn: str, opened: list[PostgresStore]
+) -> None:
+    a = await open_store(dsn, opened)
+    b = await open_store(dsn, opened)
+    ended_a, ended_b = Ended(a), Ended(b)
+    first = await _finish(a, 2)
+    assert ended_a.told == [first]  # at once, locally
+    assert await ended_b.reach(1) == [first]
+    # a's own notification came back to a and was recognised as its own: a hears b's, only.
+    second = await _finish(b, 1)
+    assert await ended_a.reach(2) == [first, second]
+    # a cancel ends a job too; a claim ends none and says nothing
+    job = await b.at(T0).enqueue(new_job(next_ts=T0 + 60))
+    await b.at(T0).claim_due(T0 + LEASE, mutation_limit=5, action_limit=5)
+    await b.at(T0).cancel(job)
+    assert await ended_a.reach(3) == [first, second, [job]]
+
+
+@needs_server
+async def test_too_many_ended_ids_for_one_notification_say_any(
+    dsn: str, opened: list[PostgresStore]
+) -> None:
+    """PostgreSQL's payload holds 8000 bytes: more ids than fit tell "any awaited job may
+    have ended" (None), and the listener reads every job it awaits."""
+    a = await open_store(dsn, opened)
+    b = await open_store(dsn, opened)
+    ended_b = Ended(b)
+    ids = await _finish(a, 2000)  # ids of 1-4 digits and commas: more than 7000 characters
+    assert len(",".join(map(str, ids))) > ENDED_IDS_LIMIT
+    assert await ended_b.reach(1) == [None]
+
+
+@needs_server
+async def test_after_the_listen_connection_comes_back_every_awaited_job_is_read_again(
+    dsn: str, conn: Any, opened: list[PostgresStore]
+) -> None:
+    b = await open_store(dsn, opened)
+    ended_b = Ended(b)
+    listener = b._listener.conn
+    assert listener is not None
+    assert await conn.fetchval("SELECT pg_terminate_backend($1)", listener.get_server_pid())
+    assert await ended_b.reach(1) == [None]  # ends committed while it was down were not heard
+
+
+def test_ended_payloads_read_back_and_a_bad_one_means_any() -> None:
+    assert parse_ended(ended_payload("abc123", [5, 17])) == ("abc123", [5, 17])
+    assert parse_ended(ended_payload("abc123", list(range(5000)))) == ("abc123", None)
+    assert parse_ended("ended:abc123:1,x") == ("abc123", None)
 
 
 @needs_server

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from scheduler import JobKind, JobNotFound, JobState, Store
 from scheduler._ops.jobs import enqueue
 from scheduler.store_types import ClaimedJob, NewJob, Op, OpState, Outcome
+from tests.scheduler.helpers import until_waiting_for_a_lock
 from tests.scheduler.seeded import attempt_random, expected_backoff
 
 if TYPE_CHECKING:
@@ -581,3 +582,164 @@ async def test_commit_listeners_hear_about_new_pending_work(store: Store) -> Non
     await store.at(T0).get_job(1)
     await store.at(T0).next_due_time()
     assert heard == [1]  # reads are silent
+
+
+# --- debounce and batch ----------------------------------------------------------------------
+
+
+def batch_job(fn: str = "m", key: str = "g") -> NewJob:
+    return new_job(fn=fn, args={"key": key, "items": []})
+
+
+async def test_debounce_keeps_one_open_job_per_function_and_key(store: Store) -> None:
+    first = await store.at(T0).debounce(new_job(args=1), "k", 10.0, None)
+    assert await store.at(T0 + 3).debounce(new_job(args=2), "k", 10.0, None) == first
+    job = await store.at(T0).get_job(first)
+    assert job is not None
+    assert (job.state, job.next_ts, job.args, job.created_at) == (JobState.PENDING, T0 + 13, 2, T0)
+    # max_wait bounds the burst from its first call (T0)
+    assert await store.at(T0 + 9).debounce(new_job(args=3), "k", 10.0, 12.0) == first
+    job = await store.at(T0).get_job(first)
+    assert job is not None
+    assert (job.next_ts, job.args) == (T0 + 12, 3)
+    other_key = await store.at(T0).debounce(new_job(args=4), "k2", 10.0, None)
+    other_fn = await store.at(T0).debounce(new_job(fn="m2", args=5), "k", 10.0, None)
+    assert len({first, other_key, other_fn}) == 3
+
+
+async def test_a_debounce_that_started_is_closed_to_later_calls(store: Store) -> None:
+    first = await store.at(T0).debounce(new_job(args=1), "k", 0.0, None)
+    [claimed] = await claim_all(store, T0)
+    second = await store.at(T0).debounce(new_job(args=2), "k", 5.0, None)
+    assert second != first
+    # the first fails and waits for its retry, pending again: still closed
+    await store.at(T0).complete([Outcome(claimed, ok=False, error="boom")])
+    assert await store.at(T0 + 1).debounce(new_job(args=3), "k", 5.0, None) == second
+    retried = await store.at(T0).get_job(first)
+    assert retried is not None
+    assert (retried.state, retried.args) == (JobState.PENDING, 1)
+
+
+async def test_an_operators_retry_of_a_canceled_burst_does_not_reopen_it(store: Store) -> None:
+    first = await store.at(T0).debounce(new_job(args=1), "k", 5.0, None)
+    assert await store.at(T0).cancel(first)
+    second = await store.at(T0).debounce(new_job(args=2), "k", 5.0, None)
+    assert await store.at(T0).retry(first)  # never started, pending again: not open
+    assert await store.at(T0).debounce(new_job(args=3), "k", 5.0, None) == second
+    first_batch = await store.at(T0).batch(batch_job(), "g", '"a"', 5, 60.0)
+    assert await store.at(T0).cancel(first_batch)
+    second_batch = await store.at(T0).batch(batch_job(), "g", '"b"', 5, 60.0)
+    assert await store.at(T0).retry(first_batch)
+    assert await store.at(T0).batch(batch_job(), "g", '"c"', 5, 60.0) == second_batch
+
+
+async def test_a_batch_gathers_items_in_order_and_closes_when_full(store: Store) -> None:
+    ids = [
+        await store.at(T0 + n).batch(batch_job(), "g", json.dumps({"n": n}), 3, 60.0)
+        for n in range(4)
+    ]
+    assert ids[0] == ids[1] == ids[2] != ids[3]
+    full = await store.at(T0).get_job(ids[0])
+    assert full is not None
+    assert full.next_ts == T0 + 2  # due when it filled
+    assert full.args == {"key": "g", "items": [{"n": 0}, {"n": 1}, {"n": 2}]}
+    open_one = await store.at(T0).get_job(ids[3])
+    assert open_one is not None
+    assert open_one.next_ts == T0 + 3 + 60  # max_wait after its first item
+    [claimed] = await claim_all(store, T0 + 2)
+    assert (claimed.id, claimed.args) == (ids[0], full.args)
+    # a retry runs the same items; new items went to the next batch
+    await store.at(T0 + 2).complete([Outcome(claimed, ok=False, error="boom")])
+    assert await store.at(T0 + 4).batch(batch_job(), "g", "5", 3, 60.0) == ids[3]
+    claim = await store.at(T0 + 100).claim_due(T0 + 100 + LEASE, mutation_limit=9, action_limit=9)
+    by_id = {j.id: j.args for j in claim.jobs}
+    assert by_id == {ids[0]: full.args, ids[3]: {"key": "g", "items": [{"n": 3}, 5]}}
+
+
+async def test_a_batch_that_started_takes_no_more_items(store: Store) -> None:
+    first = await store.at(T0).batch(batch_job(), "g", "1", 10, 0.0)
+    [claimed] = await claim_all(store, T0)
+    assert claimed.args == {"key": "g", "items": [1]}
+    second = await store.at(T0).batch(batch_job(), "g", "2", 10, 0.0)
+    assert second != first
+    other_fn = await store.at(T0).batch(batch_job(fn="m2"), "g", "3", 10, 0.0)
+    assert other_fn not in (first, second)
+
+
+async def test_pruning_a_batch_deletes_its_items(store: Store) -> None:
+    job = await store.at(T0).batch(batch_job(), "g", "1", 1, 0.0)
+    [claimed] = await claim_all(store, T0)
+    await store.at(T0).complete([Outcome(claimed, ok=True)])
+    assert await store.at(T0 + 10).prune(T0 + 5) == 1
+    assert await store.at(T0).get_job(job) is None
+    # SQLite hands a deleted job's id out again: the new batch must not find old items
+    later = await store.at(T0).batch(batch_job(), "g", "2", 1, 0.0)
+    again = await store.at(T0).get_job(later)
+    assert again is not None
+    assert again.args == {"key": "g", "items": [2]}
+
+
+async def _open_at_once(stores: StoreFactory, call: Any) -> tuple[int, int]:
+    """Two stores on one database (two processes): A's transaction makes the call and stays
+    open while B's makes it too (on PostgreSQL B then waits for A's unique index entry,
+    both having looked before either committed); A commits. Both calls' job ids."""
+    a, b, watcher = stores.new(), stores.again(), stores.again()
+    for s in (a, b, watcher):
+        await s.open()
+    called, let_go = asyncio.Event(), asyncio.Event()
+
+    async def in_a() -> int:
+        async with a.transaction(T0) as tx:
+            job = int(await call(tx, "a"))
+            called.set()
+            await let_go.wait()
+        return job
+
+    async def in_b() -> int:
+        await called.wait()
+        async with b.transaction(T0 + 1) as tx:
+            return int(await call(tx, "b"))
+
+    try:
+        task_a, task_b = asyncio.create_task(in_a()), asyncio.create_task(in_b())
+        async with asyncio.timeout(10):
+            await called.wait()
+            await until_waiting_for_a_lock(watcher.snapshot, watcher.dialect, task_b)
+            let_go.set()
+            return await task_a, await task_b
+    finally:
+        for s in (a, b, watcher):
+            await s.close()
+
+
+async def test_two_processes_opening_one_burst_at_once_make_one_job(
+    stores: StoreFactory,
+) -> None:
+    ids = await _open_at_once(
+        stores, lambda tx, who: tx.debounce(new_job(args=who), "k", 10.0, None)
+    )
+    assert ids[0] == ids[1]
+    store = stores.again()
+    await store.open()
+    try:
+        [job] = await store.at(T0).list_jobs()
+        full = await store.at(T0).get_job(job.id)
+        assert full is not None
+        assert (full.args, full.next_ts) == ("b", T0 + 11)  # B's call was the last
+    finally:
+        await store.close()
+
+
+async def test_two_processes_opening_one_batch_at_once_share_it(stores: StoreFactory) -> None:
+    ids = await _open_at_once(
+        stores, lambda tx, who: tx.batch(batch_job(), "g", json.dumps(who), 5, 60.0)
+    )
+    assert ids[0] == ids[1]
+    store = stores.again()
+    await store.open()
+    try:
+        job = await store.at(T0).get_job(ids[0])
+        assert job is not None
+        assert job.args == {"key": "g", "items": ["a", "b"]}
+    finally:
+        await store.close()
