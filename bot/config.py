@@ -373,6 +373,14 @@ class Settings:
         None,
         "Where to serve /healthz and /metrics (HOST:PORT); unset: no HTTP server.",
     )
+    http_max_body: float = setting(
+        "HTTP_MAX_BODY_MB",
+        Number(0.01, 1024.0, scale=MIB),
+        "10",
+        "The largest request body the HTTP server reads (a dashboard form with its file, an "
+        "import's file): a larger one is refused (413) before it is read, or as soon as it "
+        "has sent that much (in MiB, kept in bytes).",
+    )
     client_secret: str | None = setting(
         "DISCORD_CLIENT_SECRET",
         _secret,

@@ -576,7 +576,7 @@ class Crier:
                 f"HTTP_ADDRESS serves /metrics, which needs {exc.name or 'prometheus_client'}: "
                 "install the bot with its metrics extra (pip install 'crier[metrics]')"
             ) from None
-        server = WebServer(*self.settings.http_address)
+        server = WebServer(*self.settings.http_address, max_body=self.settings.http_max_body)
         waiting = self.database_wait
         server.add_routes(
             observability_routes(self.shards, self.bot, self.sched, self.stats, waiting=waiting)

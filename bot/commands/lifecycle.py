@@ -27,9 +27,10 @@ LIFECYCLE_COG = "Lifecycle"
 class LifecycleCommands(AnswersErrors, name=LIFECYCLE_COG):
     """/pause, /resume, /skip (managers) and /timezone (any member); guild only."""
 
-    async def _manager(self, interaction: discord.Interaction) -> tuple[int, int]:
-        """The guild's id and the member's, once the member is found to be a manager."""
-        who = await self.manager(interaction)
+    async def _manager(self, interaction: discord.Interaction, local_id: int) -> tuple[int, int]:
+        """The guild's id and the member's, once the member is found to be a manager who can
+        read announcement ``local_id``."""
+        who = await self.reader(interaction, local_id)
         return who.guild.id, who.member.id
 
     @app_commands.command(
@@ -39,7 +40,7 @@ class LifecycleCommands(AnswersErrors, name=LIFECYCLE_COG):
     @app_commands.describe(id="The announcement's number (see /list)")
     @app_commands.autocomplete(id=announcement_ids("pause"))
     async def pause(self, interaction: discord.Interaction, id: AnnouncementId) -> None:
-        guild_id, member_id = await self._manager(interaction)
+        guild_id, member_id = await self._manager(interaction, id)
         before = await self.announcements.pause(guild_id, id, member_id)
         log.info("announcement %d (#%d) paused by %d", before.id, id, member_id)
         await reply(interaction, paused(before))
@@ -51,7 +52,7 @@ class LifecycleCommands(AnswersErrors, name=LIFECYCLE_COG):
     @app_commands.describe(id="The announcement's number (see /list)")
     @app_commands.autocomplete(id=announcement_ids("resume"))
     async def resume(self, interaction: discord.Interaction, id: AnnouncementId) -> None:
-        guild_id, member_id = await self._manager(interaction)
+        guild_id, member_id = await self._manager(interaction, id)
         before, nxt = await self.announcements.resume(guild_id, id, member_id)
         log.info("announcement %d (#%d) resumed by %d", before.id, id, member_id)
         await reply(interaction, resumed(before, nxt))
@@ -63,7 +64,7 @@ class LifecycleCommands(AnswersErrors, name=LIFECYCLE_COG):
     @app_commands.describe(id="The announcement's number (see /list)")
     @app_commands.autocomplete(id=announcement_ids("skip"))
     async def skip(self, interaction: discord.Interaction, id: AnnouncementId) -> None:
-        guild_id, member_id = await self._manager(interaction)
+        guild_id, member_id = await self._manager(interaction, id)
         done = await self.announcements.skip(guild_id, id, member_id)
         log.info(
             "announcement %d (#%d): occurrence %s skipped by %d",

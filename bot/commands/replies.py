@@ -17,7 +17,7 @@ from scheduler.clock import Clock, SystemClock
 
 from .. import i18n
 from ..render import expected_answer, unexpected_answer
-from ..requests.checks import require_manager
+from ..requests.checks import require_manager, require_readable
 from .door import answer_locale, requester
 from .once import lost
 
@@ -79,6 +79,14 @@ class AnswersErrors(Cog):
     def __init__(self, announcements: Announcements, clock: Clock | None = None) -> None:
         self.announcements = announcements
         self.clock: Clock = clock if clock is not None else SystemClock()
+
+    async def reader(self, interaction: discord.Interaction, local_id: int) -> Requester:
+        """The member, refused unless they are a manager and can read announcement
+        ``local_id``'s channel (:func:`~bot.requests.checks.require_readable`)."""
+        who = await self.manager(interaction)
+        a = await self.announcements.get(who.guild.id, local_id)
+        require_readable(who.member, who.guild, a)
+        return who
 
     async def manager(self, interaction: discord.Interaction) -> Requester:
         """Who asks, once found to be a manager of the guild (else a :class:`Refusal`)."""

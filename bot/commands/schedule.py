@@ -220,7 +220,7 @@ class AnnouncementCommands(AnswersErrors, name=COMMANDS_COG):
     @app_commands.describe(id="The announcement's number (see /list)")
     @app_commands.autocomplete(id=announcement_ids("cancel"))
     async def cancel(self, interaction: discord.Interaction, id: AnnouncementId) -> None:
-        who = await self.manager(interaction)
+        who = await self.reader(interaction, id)
         before = await self.announcements.cancel(who.guild.id, id, actor_id=who.member.id)
         await reply(interaction, canceled(before))
 

@@ -17,7 +17,7 @@ from ..parsing import ConcernsField
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from ..announcements import GuildSettings
+    from ..announcements import Announcement, GuildSettings
 
 ROLE_MENTION = re.compile(r"<@&(\d{15,22})>")
 EVERYONE_TEXT = re.compile(r"@(everyone|here)\b")
@@ -65,6 +65,18 @@ def can_read(member: discord.Member, guild: discord.Guild, channel_id: int) -> b
         perms = member.guild_permissions
         return perms.administrator or perms.manage_guild
     return channel.permissions_for(member).view_channel
+
+
+def require_readable(member: discord.Member, guild: discord.Guild, a: Announcement) -> None:
+    """Refused unless ``member`` may read announcement ``a``'s text (:func:`can_read`): a
+    member changes or copies (edits, saves as a template, pauses, resumes, skips, cancels)
+    only an announcement they could read; one for a channel they can't see shows them its
+    times and state, never its text."""
+    if not can_read(member, guild, a.channel_id):
+        raise Refusal(
+            t("Announcement #{id} is for a channel you can't see, so you can't change or copy "
+              "it.", id=a.local_id)
+        )  # fmt: skip
 
 
 def hidden_channels(

@@ -14,7 +14,7 @@ import discord
 
 from ..i18n import t
 from ..parsing import concerning, resolve_timezone
-from .checks import Refusal
+from .checks import Refusal, require_readable
 from .request import AnnouncementOptions, AnnouncementRequest, KeptMentions, Requester
 from .validation import Checked, check_request
 
@@ -166,6 +166,7 @@ async def check_edit(
     form is still to be shown), checked in full like /schedule; and whether a new ``when``
     was given. The draft keeps ``a``'s files (``images=None``): a caller given a new file
     puts it in."""
+    require_readable(requester.member, requester.guild, a)  # before anything of it is read
     asked, when_given = await edit_options(announcements, clock, requester.guild, a, options)
     checked = await check_request(
         announcements, clock, AnnouncementRequest(requester, asked, message)

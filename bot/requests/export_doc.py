@@ -268,15 +268,20 @@ class Document:
     templates: list[tuple[int, DocTemplate | RowRefused, str]]
 
 
+def import_too_large(size: float) -> DocumentRefused:
+    """The refusal of a file of ``size`` bytes, larger than an import may be."""
+    return DocumentRefused(
+        t("That file is {size} MiB; an import may be at most {limit} MiB. Export fewer "
+          "announcements per file.", size=f"{size / (1024 * 1024):.1f}",
+          limit=MAX_IMPORT_BYTES // (1024 * 1024))
+    )  # fmt: skip
+
+
 def read_document(raw: bytes) -> Document:
     """The file ``raw`` as a :class:`Document`; refused (:class:`DocumentRefused`) when it
     is no export at all."""
     if len(raw) > MAX_IMPORT_BYTES:
-        raise DocumentRefused(
-            t("That file is {size} MiB; an import may be at most {limit} MiB. Export fewer "
-              "announcements per file.", size=f"{len(raw) / (1024 * 1024):.1f}",
-              limit=MAX_IMPORT_BYTES // (1024 * 1024))
-        )  # fmt: skip
+        raise import_too_large(len(raw))
     try:
         doc = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:

@@ -83,11 +83,19 @@ class WebServer:
     """An aiohttp application served at ``host:port`` (port 0: any free port; see
     :attr:`port` once started)."""
 
-    def __init__(self, host: str, port: int, shutdown_timeout: float = SHUTDOWN_TIMEOUT) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        shutdown_timeout: float = SHUTDOWN_TIMEOUT,
+        max_body: float = 10 * 1024 * 1024,
+    ) -> None:
         self.host = host
         self.port = port
         self.shutdown_timeout = shutdown_timeout
-        self.app = web.Application()
+        # A body read whole (a urlencoded form) is held to max_body: past it, aiohttp answers
+        # 413 itself (the dashboard reads multipart bodies part by part, to the same limit).
+        self.app = web.Application(client_max_size=int(max_body))
         self._runner: web.AppRunner | None = None
 
     def add_routes(self, routes: Iterable[web.AbstractRouteDef]) -> None:

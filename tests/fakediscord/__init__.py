@@ -61,7 +61,7 @@ from .holds import MessageHold, ParkedSend
 from .interactions import CommandNotAvailable, InteractionCallback, InteractionHandle
 from .permissions import Permissions, base_permissions, channel_permissions
 from .ratelimit import RateLimiter, Storm
-from .server import FakeDiscord, RequestRecord
+from .server import ACCEPTED, INVITED, FakeDiscord, RequestRecord, Team, TeamMember
 from .shards import IdentifyAttempt, Sharding
 from .state import (
     ANNOUNCEMENT_THREAD,
@@ -91,6 +91,7 @@ from .state import (
 )
 
 __all__ = [
+    "ACCEPTED",
     "ANNOUNCEMENT_THREAD",
     "CHANNEL_FLAG_REQUIRE_TAG",
     "FLAG_CROSSPOSTED",
@@ -105,6 +106,7 @@ __all__ = [
     "INTENT_GUILD_MEMBERS",
     "INTENT_GUILD_PRESENCES",
     "INTENT_MESSAGE_CONTENT",
+    "INVITED",
     "PRIVATE_THREAD",
     "PUBLIC_THREAD",
     "ApiError",
@@ -139,6 +141,8 @@ __all__ = [
     "SpecException",
     "SpecViolation",
     "Storm",
+    "Team",
+    "TeamMember",
     "User",
     "base_permissions",
     "channel_permissions",

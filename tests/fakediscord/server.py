@@ -97,6 +97,48 @@ BUTTON, LINK_STYLE = 2, 5
 MAX_BUTTON_LABEL, MAX_BUTTON_URL = 80, 512
 
 
+TEAM_ROLES = ("admin", "developer", "read_only")
+"""A team member's roles (Discord's Admin, Developer and Read-only; the owner is the team's)."""
+INVITED, ACCEPTED = 1, 2
+"""A team member's ``membership_state``: invited (not yet accepted), accepted."""
+
+
+@dataclass
+class TeamMember:
+    """A member of the team owning the application (``fake.set_team``)."""
+
+    user: User
+    role: str = "admin"
+    membership_state: int = ACCEPTED
+
+
+@dataclass
+class Team:
+    """The developer team owning the application: its owner and members."""
+
+    id: int
+    owner: User
+    members: list[TeamMember] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": str(self.id),
+            "icon": None,
+            "name": f"team {self.id}",
+            "owner_user_id": str(self.owner.id),
+            "members": [
+                {
+                    "membership_state": m.membership_state,
+                    "permissions": ["*"],
+                    "team_id": str(self.id),
+                    "user": m.user.to_dict(),
+                    "role": m.role,
+                }
+                for m in self.members
+            ],
+        }
+
+
 @dataclass
 class RequestRecord:
     """One REST request the fake received, and what it answered."""
@@ -216,6 +258,8 @@ class FakeDiscord:
         self.token = token or _make_token(self.bot_user.id)
         self.application_flags = application_flags
         self.app_owner = User(id=self.snowflakes.next(), username="app-owner")
+        self.team: Team | None = None
+        """The team owning the application (None: ``app_owner`` owns it; see set_team)."""
         self.privileged_intents = privileged_intents
         self.nonce_window = nonce_window
         self.interaction_ack_timeout = interaction_ack_timeout
@@ -1599,8 +1643,8 @@ class FakeDiscord:
             "bot_require_code_grant": False,
             "verify_key": "0" * 64,
             "flags": self.application_flags,
-            "owner": self.app_owner.to_dict(),
-            "team": None,
+            "owner": self._application_owner(),
+            "team": None if self.team is None else self.team.to_dict(),
             "hook": True,
             "bot": self.bot_user.to_dict(),
             "redirect_uris": [],
@@ -1612,6 +1656,30 @@ class FakeDiscord:
             "approximate_guild_count": len(self.guilds),
             "approximate_user_install_count": 0,
         }
+
+    def _application_owner(self) -> dict[str, Any]:
+        """The application's ``owner``: its owner, or for a team's application the team's
+        pseudo-user (its id, ``team<id>``, the TEAM_PSEUDO_USER flag), as Discord gives it."""
+        if self.team is None:
+            return self.app_owner.to_dict()
+        return {
+            "id": str(self.team.id),
+            "username": f"team{self.team.id}",
+            "discriminator": "0000",
+            "global_name": None,
+            "avatar": None,
+            "flags": 1 << 10,
+            "public_flags": 1 << 10,
+        }
+
+    def set_team(self, owner: User, members: Iterable[TeamMember] = ()) -> Team:
+        """The application belongs to a team from now on (``/oauth2/applications/@me`` and
+        ``/applications/@me`` say so): ``owner`` owns it, ``members`` are its members (each
+        with a role of TEAM_ROLES and a membership state, INVITED or ACCEPTED); the owner is
+        a member too, accepted, as on Discord. Call again to change it."""
+        listed = [TeamMember(owner, "admin", ACCEPTED), *members]
+        self.team = Team(self.team.id if self.team else self.snowflakes.next(), owner, listed)
+        return self.team
 
     async def _get_gateway(self, request: web.Request, params: dict[str, str], body: _Body) -> Any:
         return {"url": self.gateway_url.rstrip("/")}

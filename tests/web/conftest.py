@@ -21,6 +21,7 @@ import pytest_asyncio
 from bot.app import Crier
 from bot.models import Draft
 from bot.web.dashboard import Dashboard
+from bot.web.dashboard.throttle import RateLimit
 from scheduler.testing import FakeClock
 from tests.bot.conftest import NOW, World, add_world, restore_discord_endpoints, settings_for
 from tests.fakediscord import FakeDiscord
@@ -108,6 +109,16 @@ async def serve_dashboard(tmp_path: Path, **overrides: Any) -> AsyncIterator[Sit
         finally:
             await crier.close()
             restore_discord_endpoints()
+
+
+def without_rate_limits(site: Site) -> None:
+    """Lift the dashboard's limits on logins, callbacks and refused changes per address, for
+    a test that logs in and is refused far more often than a person would (every request of
+    a test comes from 127.0.0.1)."""
+    d = site.dashboard
+    d.logins = RateLimit(site.clock, 10**9, 60.0)
+    d.callbacks = RateLimit(site.clock, 10**9, 60.0)
+    d.refusals = RateLimit(site.clock, 10**9, 60.0)
 
 
 @pytest_asyncio.fixture(loop_scope="module")

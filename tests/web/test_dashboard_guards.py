@@ -268,11 +268,20 @@ async def test_a_failed_login_logs_why_and_never_the_secret_the_code_or_a_token(
             ) as resp:  # fmt: skip
                 return resp.status, await resp.text()
 
-        # A reload of the callback: its code was used by the first load.
+        # A reload of the callback: its state was taken by the first load, so it is refused
+        # before Discord is asked; the same code with a new login's state is Discord's to
+        # refuse (it was used).
         site.fake.oauth_login_as(site.world.admin)
         state_cookie, code, state = await authorize(site, http)
         assert (await callback(code, state, state_cookie))[0] == 303
+        asked = len(site.fake.requests)
         status, page = await callback(code, state, state_cookie)
+        assert status == 400
+        assert "its state does not match" in page
+        assert len(site.fake.requests) == asked
+        async with http.get(site.url + "/login", allow_redirects=False) as resp:
+            fresh_cookie = resp.cookies[STATE_COOKIE].value
+        status, page = await callback(code, fresh_cookie, fresh_cookie)
         assert status == 502
         assert "invalid_grant" in page
         # The secret was rotated on Discord's side.

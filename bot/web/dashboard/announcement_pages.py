@@ -16,7 +16,7 @@ from ...announcements import LIVE_STATES, AnnouncementState, ListFilter
 from ...i18n import t
 from ...parsing.placeholders import EVENT_LINK
 from ...render import canceled, info_page, paused, resumed, skipped
-from ...requests.checks import can_read, hidden_channels
+from ...requests.checks import can_read, hidden_channels, require_readable
 from .pages import ANNOUNCEMENT, GUILD, GuildPages, get, post
 
 if TYPE_CHECKING:
@@ -120,6 +120,7 @@ class AnnouncementPages(GuildPages):
         who = await self.requester(request, viewer)
         guild_id, member_id, n = who.guild.id, who.member.id, self.local_id(request)
         announcements = self.d.announcements
+        require_readable(who.member, who.guild, await announcements.get(guild_id, n))
         action = request.match_info["action"]
         if action == "pause":
             answer = paused(await announcements.pause(guild_id, n, member_id))

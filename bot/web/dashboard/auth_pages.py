@@ -11,8 +11,16 @@ from urllib.parse import urlparse
 from aiohttp import web
 
 from ... import i18n
+from ...limits import MAX_ZONE_NAME
 from ...parsing import resolve_timezone, zone_names
-from .core import DISCORD_LOCALE_COOKIE, LANGUAGE_COOKIE, Viewer, form_of, secured
+from .core import (
+    DISCORD_LOCALE_COOKIE,
+    LANGUAGE_COOKIE,
+    Fields,
+    Viewer,
+    form_of,
+    secured,
+)
 from .oauth import OAuthError
 from .pages import Pages, get, post, route
 from .sessions import SESSION_COOKIE, SESSION_SECONDS, STATE_COOKIE, Identity
@@ -45,14 +53,14 @@ class HomePages(Pages):
     async def login(self, request: web.Request) -> web.StreamResponse:
         """Off to Discord's authorize page, with a ``state`` kept in a cookie."""
         d = self.d
-        if not d.limiter.allow(request.remote or "?"):
+        if not d.logins.allow(d.address(request)):
             return d.answer(None, i18n.t(
                 "Too many logins from your address just now. Wait a minute and try again."
             ), 429)  # fmt: skip
         client_id = d.client.application_id
         if client_id is None:
             return d.answer(None, i18n.t("The bot is still connecting to Discord; try again."), 503)
-        state = secrets.token_urlsafe(24)
+        state = d.oauth.new_state(d.clock.time())
         redirect = web.HTTPSeeOther(
             d.oauth.authorize_url(client_id, d.redirect_uri(request), state)
         )
@@ -61,13 +69,27 @@ class HomePages(Pages):
 
     @get("/auth/callback", "public")
     async def callback(self, request: web.Request) -> web.StreamResponse:
-        """Back from Discord: the ``state`` must be ours; the code becomes a session."""
+        """Back from Discord: the ``state`` must be one this application made (signed, at
+        most :data:`STATE_SECONDS` old, used once) and the one this browser was given; only
+        then is the code exchanged (a call to Discord). At most :data:`CALLBACK_LIMIT` from
+        one address."""
         d = self.d
+        if not d.callbacks.allow(d.address(request)):
+            return d.answer(None, i18n.t(
+                "Too many logins from your address just now. Wait a minute and try again."
+            ), 429)  # fmt: skip
         state = request.query.get("state", "")
         expected = request.cookies.get(STATE_COOKIE, "")
-        if not expected or not secrets.compare_digest(state.encode(), expected.encode()):
+        now = d.clock.time()
+        if (
+            not expected
+            or not secrets.compare_digest(state.encode(), expected.encode())
+            or not d.oauth.state_made(state, now, STATE_SECONDS)
+            or d.states_used.get(state) is not None
+        ):
             return d.answer(None, i18n.t("This login link is not the one I started (its state "
                                          "does not match). Log in again."), 400)  # fmt: skip
+        d.states_used.put(state, True, STATE_SECONDS + 1)
         if "error" in request.query:
             return d.answer(None, i18n.t("You did not authorize the login on Discord."), 403)
         code = request.query.get("code", "")
@@ -111,7 +133,7 @@ class HomePages(Pages):
         redirect.del_cookie(SESSION_COOKIE, path="/")
         raise redirect
 
-    @post("/timezone")
+    @post("/timezone", form=Fields({"zone": MAX_ZONE_NAME}))
     async def own_timezone(self, request: web.Request, viewer: Viewer) -> web.StreamResponse:
         """The viewer's own zone, as ``/timezone zone:`` sets it (times they type and see)."""
         form = form_of(request)

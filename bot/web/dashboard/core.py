@@ -5,9 +5,8 @@ CSRF, errors, security headers) and template rendering. The page families
 from __future__ import annotations
 
 import secrets
-from collections import deque
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
@@ -15,22 +14,22 @@ from zoneinfo import ZoneInfo
 
 import jinja2
 from aiohttp import BodyPartReader, web
+from aiohttp.http_exceptions import HttpProcessingError
 
 from ... import i18n
 from ...announcements import Announcements, NotFound, TooManyCommands
+from ...limits import MAX_TEXT_OPTION, clip
 from ...models import DashboardSession, Image
-from ...parsing import ConcernsField, resolve_timezone
+from ...parsing import ConcernsField, InputError, resolve_timezone
 from ...render import expected_answer, state_word, unexpected_answer
 from ...requests.checks import Refusal
-from ...requests.files import too_large
 from .access import Access
 from .oauth import DiscordOAuth
 from .sessions import SESSION_COOKIE, Sessions
 from .text import discord_html, quantity, time_html
+from .throttle import ExpiringTable, RateLimit, client_address
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
-
     import discord
 
     from scheduler import Clock, Scheduler
@@ -78,6 +77,15 @@ def locale_of(request: web.Request) -> str | None:
 
 LOGIN_LIMIT = (10, 60.0)
 """Logins started from one address: at most this many per this many seconds."""
+CALLBACK_LIMIT = (10, 60.0)
+"""Returns from Discord's login page (``/auth/callback``) from one address: at most this many
+per this many seconds (each may cost a call to Discord's token endpoint)."""
+REFUSED_LIMIT = (30, 60.0)
+"""Changes refused (not logged in, a bad CSRF token, no rights, not found, a malformed or
+oversized body) from one address: past this many per this many seconds, every change from
+it is refused at once, before its session or body is read."""
+REFUSED_STATUSES = frozenset({400, 403, 404, 405, 413, 429})
+"""The answers that count as a refused change."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,15 +101,119 @@ Handler = Callable[[web.Request, Viewer], Awaitable[web.StreamResponse]]
 AnonymousHandler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
+CSRF_LENGTH = 64
+"""The most characters a CSRF field may hold (a token is 43)."""
+
+FIELD_LABELS: Mapping[str, str] = {
+    "message": i18n.marked("Message"),
+    "title": i18n.marked("Title"),
+    "channel": i18n.marked("Channel"),
+    "when": i18n.marked("When"),
+    "repeat": i18n.marked("Repeat"),
+    "timezone": i18n.marked("Time zone"),
+    "mention": i18n.marked("Mention"),
+    "until": i18n.marked("Until"),
+    "image": i18n.marked("Image or file"),
+    "event": i18n.marked("Create a Discord event for each occurrence"),
+    "event_location": i18n.marked("Event location"),
+    "event_minutes": i18n.marked("Event length (minutes)"),
+    "event_channel": i18n.marked("Event in voice or stage (instead of a location)"),
+    "template": i18n.marked("Start from a template"),
+    "template_name": i18n.marked("Template name"),
+    "name": i18n.marked("Name"),
+    "from": i18n.marked("Announcement number"),
+    "zone": i18n.marked("Your time zone"),
+    "guild": i18n.marked("Server id"),
+    "q": i18n.marked("Search"),
+    "fn": i18n.marked("Function"),
+    "job": i18n.marked("Job"),
+}
+"""What the forms call their fields (their labels), for the refusals that name one (a form
+shows a refusal at its field, :class:`FieldError`, and names the field with these words)."""
+
+
+def field_label(name: str) -> str:
+    """The label of the form field ``name`` in the viewer's language (its name when it has
+    none: a hidden field, a parameter of the address)."""
+    label = FIELD_LABELS.get(name)
+    if label is None:
+        return clip(name, 30)
+    return i18n.translate(label, i18n.current_locale(), context=i18n.ANSWER)
+
+
+class FieldTooLong(InputError):
+    """A field of a form (or a parameter of the address) holds more than it may; ``field``
+    is its name, and ``str(e)`` names it by its label. Nothing of what it holds is read
+    further or repeated."""
+
+    def __init__(self, name: str, limit: int) -> None:
+        super().__init__(
+            i18n.t(
+                "**{field}** is too long: it may hold at most {limit} characters. Nothing "
+                "was changed.",
+                field=field_label(name),
+                limit=limit,
+            ),
+            field=name,
+        )
+        self.limit = limit
+
+
+class BodyTooLarge(Exception):
+    """The request's body is larger than ``HTTP_MAX_BODY_MB``; ``str(e)`` says so (413)."""
+
+
+class BadForm(Exception):
+    """The body is not a form that can be read (multipart without a boundary, a broken
+    part); ``str(e)`` says so (400)."""
+
+
+class CsrfRefused(Exception):
+    """The form carries no valid CSRF token before its file, or none at all (403)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Upload:
+    """A form's one file field: its name, the most bytes it takes (from the dashboard's
+    settings) and the refusal of a larger file (its size and the limit, in bytes)."""
+
+    name: str
+    limit: Callable[[Dashboard], float]
+    refusal: Callable[[float, float], Exception]
+
+
+@dataclass(frozen=True, slots=True)
+class Fields:
+    """What a form posts, the only fields read of it: each text field with the most
+    characters it may hold, and at most one file (its CSRF token is always read, first)."""
+
+    text: Mapping[str, int] = field(default_factory=dict)
+    upload: Upload | None = None
+    shows_refusal: bool = False
+    """Its handler answers a field too long itself (:meth:`Form.check`: the form shown
+    again); otherwise the refusal is the answer, before the handler runs."""
+
+
+NO_FIELDS = Fields()
+"""A form of a button: its CSRF token alone."""
+
+
 @dataclass(frozen=True, slots=True)
 class Form:
-    """A posted form: its fields, and the files uploaded with it."""
+    """A posted form: its declared fields (a field too long left empty), the file uploaded
+    with it, and the refusals of the fields too long."""
 
     fields: dict[str, str]
     files: dict[str, Image]
+    too_long: tuple[FieldTooLong, ...] = ()
 
     def get(self, name: str, default: str = "") -> str:
         return self.fields.get(name, default)
+
+    def check(self) -> None:
+        """Refused (:class:`FieldTooLong`, the first field's) if a field was too long."""
+        if self.too_long:
+            raise self.too_long[0]
 
 
 FORM_KEY = web.RequestKey("crier_form", Form)
@@ -136,7 +248,7 @@ def field_error(
 
 
 class FormTooLarge(Exception):
-    """An uploaded file is larger than an announcement may carry; ``str(e)`` says so."""
+    """An uploaded file is larger than its field takes; ``str(e)`` says so."""
 
 
 def form_of(request: web.Request) -> Form:
@@ -144,22 +256,8 @@ def form_of(request: web.Request) -> Form:
     return request[FORM_KEY]
 
 
-class LoginLimiter:
-    """At most ``count`` logins started per ``seconds`` from one address."""
-
-    def __init__(self, clock: Clock, count: int, seconds: float) -> None:
-        self.clock, self.count, self.seconds = clock, count, seconds
-        self._seen: dict[str, deque[float]] = {}
-
-    def allow(self, address: str) -> bool:
-        now = self.clock.time()
-        seen = self._seen.setdefault(address, deque())
-        while seen and seen[0] <= now - self.seconds:
-            seen.popleft()
-        if len(seen) >= self.count:
-            return False
-        seen.append(now)
-        return True
+Authorize = Callable[[], Awaitable[object]]
+"""Checks the viewer's rights for the request (raising a refusal), before a file is read."""
 
 
 class Dashboard:
@@ -187,7 +285,11 @@ class Dashboard:
         self.sessions = Sessions(sched, clock)
         self.oauth = DiscordOAuth(settings.oauth_base, settings.api_base, settings.client_secret)
         self.access = Access(client, announcements, clock, settings.dashboard_operators)
-        self.limiter = LoginLimiter(clock, *LOGIN_LIMIT)
+        self.logins: RateLimit[str] = RateLimit(clock, *LOGIN_LIMIT)
+        self.callbacks: RateLimit[str] = RateLimit(clock, *CALLBACK_LIMIT)
+        self.refusals: RateLimit[str] = RateLimit(clock, *REFUSED_LIMIT)
+        self.states_used: ExpiringTable[str, bool] = ExpiringTable(clock)
+        """The logins' ``state`` already back from Discord (each is taken once)."""
         self.secure_cookies = urlparse(settings.dashboard_url or "").scheme == "https"
         self.templates = jinja2.Environment(
             loader=jinja2.PackageLoader("bot.web.dashboard", "templates"),
@@ -207,6 +309,11 @@ class Dashboard:
 
     def redirect_uri(self, request: web.Request) -> str:
         return f"{self.public_url(request)}/auth/callback"
+
+    def address(self, request: web.Request) -> str:
+        """The client's address, for the rate limits (:func:`client_address`: behind a
+        proxy on this machine when ``DASHBOARD_PUBLIC_URL`` is set)."""
+        return client_address(request, behind_proxy=self.settings.dashboard_url is not None)
 
     # --- rendering -----------------------------------------------------------------------------
 
@@ -267,60 +374,123 @@ class Dashboard:
 
     # --- the wrapper ---------------------------------------------------------------------------
 
-    def page(self, handler: Handler) -> AnonymousHandler:
-        """A route for logged-in viewers: a state-changing request must carry the session's
-        CSRF token; a known refusal is answered like the command's, anything else is logged
-        with an id."""
+    def page(
+        self,
+        handler: Handler,
+        fields: Fields = NO_FIELDS,
+        authorize: Callable[[web.Request, Viewer], Awaitable[object]] | None = None,
+    ) -> AnonymousHandler:
+        """A route for logged-in viewers. A change is refused at once, before its session is
+        read, from an address that had too many refused (:data:`REFUSED_LIMIT`); then it
+        must come from a session, carry its CSRF token before any file, hold only what
+        ``fields`` takes (each field within its length, at most one file, read only once
+        ``authorize`` let the viewer change something), and its body no larger than
+        ``HTTP_MAX_BODY_MB``. A page's parameters are held to the fields' length
+        (:data:`~bot.limits.MAX_TEXT_OPTION`). A known refusal is answered like the
+        command's, anything else is logged with an id."""
 
         async def wrapped(request: web.Request) -> web.StreamResponse:
             i18n.CURRENT.set(locale_of(request))  # this request's task speaks it
-            viewer = await self.viewer_of(request)
-            if viewer is None:
-                if request.method in ("GET", "HEAD"):
-                    raise web.HTTPSeeOther("/", headers=SECURITY_HEADERS)
-                return secured(self.answer(None, i18n.t("You are not logged in."), 403))
-            session = viewer.session
-            if request.method not in ("GET", "HEAD"):
-                try:
-                    form = await self.read_form(request)
-                except FormTooLarge as exc:
-                    return secured(self.answer(viewer, str(exc), 413))
-                token = form.get("csrf")
-                if not isinstance(token, str) or not secrets.compare_digest(
-                    token.encode(), session.csrf_token.encode()
-                ):
-                    return secured(self.answer(viewer, csrf_refused(), 403))
-            return secured(await self.guarded(handler, request, viewer))
+            if request.method in ("GET", "HEAD"):
+                return await self.show(handler, request)
+            address = self.address(request)
+            if self.refusals.full(address):
+                return secured(self.answer(None, too_many(), 429))
+            try:
+                response = await self.change(handler, request, fields, authorize)
+            except web.HTTPException as exc:
+                if exc.status in REFUSED_STATUSES:
+                    self.refusals.note(address)
+                raise
+            if response.status in REFUSED_STATUSES:
+                self.refusals.note(address)
+            return response
 
         return wrapped
 
-    async def read_form(self, request: web.Request) -> Form:
-        """The posted form, read once (a file at most as large as an announcement may
-        carry), kept on the request for the handler (:func:`form_of`)."""
-        fields: dict[str, str] = {}
-        files: dict[str, Image] = {}
-        if request.content_type != "multipart/form-data":
-            for key, value in (await request.post()).items():
-                if isinstance(value, str):
-                    fields[key] = value
-        else:
-            limit = int(self.announcements.file_max_bytes)
-            reader = await request.multipart()
-            while (part := await reader.next()) is not None:
-                if not isinstance(part, BodyPartReader) or part.name is None:
-                    continue
-                if part.filename is None:
-                    fields[part.name] = (await part.read(decode=True)).decode(errors="replace")
-                    continue
-                data = bytearray()
-                while chunk := await part.read_chunk():
-                    data += chunk
-                    if len(data) > limit:
-                        raise FormTooLarge(too_large(len(data), limit))
-                if part.filename and data:
-                    content_type = part.headers.get("Content-Type")
-                    files[part.name] = Image(part.filename, content_type, bytes(data))
-        form = Form(fields, files)
+    async def show(self, handler: Handler, request: web.Request) -> web.StreamResponse:
+        """A page for the viewer (else off to the home page), its parameters within their
+        length."""
+        viewer = await self.viewer_of(request)
+        if viewer is None:
+            raise web.HTTPSeeOther("/", headers=SECURITY_HEADERS)
+        for name, value in request.query.items():
+            if len(value) > MAX_TEXT_OPTION:
+                message = str(FieldTooLong(name, MAX_TEXT_OPTION))
+                return secured(self.answer(viewer, message, 400))
+        return secured(await self.guarded(handler, request, viewer))
+
+    async def change(
+        self,
+        handler: Handler,
+        request: web.Request,
+        fields: Fields,
+        authorize: Callable[[web.Request, Viewer], Awaitable[object]] | None,
+    ) -> web.StreamResponse:
+        """A change: its session, then its body read as ``fields`` takes it, then the
+        handler."""
+        viewer = await self.viewer_of(request)
+        if viewer is None:
+            return secured(self.answer(None, i18n.t("You are not logged in."), 403))
+
+        async def authorized() -> None:
+            if authorize is not None:
+                await authorize(request, viewer)
+
+        async def read_then_handle(request: web.Request, viewer: Viewer) -> web.StreamResponse:
+            try:
+                form = await self.read_form(request, viewer.session, fields, authorized)
+            except BodyTooLarge as exc:
+                return self.answer(viewer, str(exc), 413)
+            except FormTooLarge as exc:
+                return self.answer(viewer, str(exc), 413)
+            except BadForm as exc:
+                return self.answer(viewer, str(exc), 400)
+            except CsrfRefused:
+                return self.answer(viewer, csrf_refused(), 403)
+            if form.too_long and not fields.shows_refusal:
+                return self.answer(viewer, str(form.too_long[0]), 400)
+            return await handler(request, viewer)
+
+        return secured(await self.guarded(read_then_handle, request, viewer))
+
+    async def read_form(
+        self,
+        request: web.Request,
+        session: DashboardSession,
+        fields: Fields,
+        authorize: Authorize,
+    ) -> Form:
+        """The posted form, read once as ``fields`` declares it, kept on the request for the
+        handler (:func:`form_of`). Only the declared fields are kept, each read up to the
+        bytes its length may take (a longer one left empty, its refusal noted); anything
+        else is read past and dropped, its content never decoded; the body stops being read
+        past ``HTTP_MAX_BODY_MB`` (:class:`BodyTooLarge`). The CSRF token must come before
+        the file (:class:`CsrfRefused`), and the file is read only once ``authorize`` let
+        the viewer change something; a larger file than its field takes is refused
+        (:class:`FormTooLarge`); a body that is no form is :class:`BadForm`."""
+        limit = int(self.settings.http_max_body)
+        if request.content_length is not None and request.content_length > limit:
+            raise BodyTooLarge(body_too_large(limit))
+        reading = _FormReading(self, request, session, fields, limit)
+        try:
+            if request.content_type == "multipart/form-data":
+                await reading.multipart(authorize)
+            else:
+                await reading.urlencoded()
+        except web.HTTPRequestEntityTooLarge:
+            raise BodyTooLarge(body_too_large(limit)) from None
+        except (ValueError, AssertionError, EOFError, HttpProcessingError) as exc:
+            raise BadForm(
+                i18n.t(
+                    "This form could not be read ({error}), so nothing was changed. Reload "
+                    "the page and try again.",
+                    error=clip(str(exc) or type(exc).__name__),
+                )
+            ) from None
+        if not reading.csrf_checked:
+            raise CsrfRefused()
+        form = Form(reading.values, reading.files, tuple(reading.too_long))
         request[FORM_KEY] = form
         return form
 
@@ -372,6 +542,121 @@ class Dashboard:
                 raise
 
         return wrapped
+
+
+class _FormReading:
+    """One form being read (:meth:`Dashboard.read_form`)."""
+
+    def __init__(
+        self,
+        d: Dashboard,
+        request: web.Request,
+        session: DashboardSession,
+        fields: Fields,
+        limit: int,
+    ) -> None:
+        self.d, self.request, self.session, self.fields, self.limit = (
+            d, request, session, fields, limit,
+        )  # fmt: skip
+        self.lengths = {**fields.text, "csrf": CSRF_LENGTH}
+        self.values: dict[str, str] = {}
+        self.files: dict[str, Image] = {}
+        self.too_long: list[FieldTooLong] = []
+        self.csrf_checked = False
+
+    def keep(self, name: str, value: str) -> None:
+        """A declared field's value (the first one given), or its refusal if too long; the
+        CSRF token checked as soon as it is read."""
+        if name in self.values or any(r.field == name for r in self.too_long):
+            return
+        if len(value) > self.lengths[name]:
+            self.too_long.append(FieldTooLong(name, self.lengths[name]))
+            self.values[name] = ""
+            return
+        if name == "csrf":
+            if not secrets.compare_digest(value.encode(), self.session.csrf_token.encode()):
+                raise CsrfRefused()
+            self.csrf_checked = True
+        self.values[name] = value
+
+    def counted(self) -> None:
+        """Refused once the body has sent more than the limit (without a Content-Length,
+        or past it)."""
+        if self.request.content.total_bytes > self.limit:
+            raise BodyTooLarge(body_too_large(self.limit))
+
+    async def urlencoded(self) -> None:
+        """A form sent as ``application/x-www-form-urlencoded`` (read whole: aiohttp holds
+        it to ``client_max_size``, the same limit)."""
+        for name, value in (await self.request.post()).items():
+            if name in self.lengths and isinstance(value, str):
+                self.keep(name, value)
+
+    async def multipart(self, authorize: Authorize) -> None:
+        """A form sent as ``multipart/form-data``, part by part."""
+        reader = await self.request.multipart()
+        upload = self.fields.upload
+        while (part := await reader.next()) is not None:
+            if not isinstance(part, BodyPartReader):
+                raise ValueError("a part holds parts of its own")
+            name = part.name or ""
+            if upload is not None and name == upload.name and upload.name not in self.files:
+                if not self.csrf_checked:
+                    raise CsrfRefused()  # nothing of the file is read before the token
+                await authorize()
+                await self.file(part, upload)
+            elif name in self.lengths and part.filename is None:
+                await self.text(part, name)
+            else:
+                await self.drop(part)
+            self.counted()
+
+    async def text(self, part: BodyPartReader, name: str) -> None:
+        """A text field, read up to the bytes its length may take (4 per character); its
+        content as sent (a ``Content-Encoding`` is not undone: no form sends one)."""
+        most = 4 * self.lengths[name]
+        data = bytearray()
+        while chunk := await part.read_chunk():
+            self.counted()
+            if len(data) + len(chunk) > most:
+                self.too_long.append(FieldTooLong(name, self.lengths[name]))
+                self.values.setdefault(name, "")
+                await self.drop(part)
+                return
+            data += chunk
+        self.keep(name, data.decode(errors="replace"))
+
+    async def file(self, part: BodyPartReader, upload: Upload) -> None:
+        most = int(upload.limit(self.d))
+        data = bytearray()
+        while chunk := await part.read_chunk():
+            self.counted()
+            data += chunk
+            if len(data) > most:
+                raise FormTooLarge(str(upload.refusal(len(data), most)))
+        if part.filename and data:
+            content_type = part.headers.get("Content-Type")
+            self.files[upload.name] = Image(part.filename, content_type, bytes(data))
+
+    async def drop(self, part: BodyPartReader) -> None:
+        """A part nothing takes: read past, kept nowhere."""
+        while await part.read_chunk():
+            self.counted()
+
+
+def too_many() -> str:
+    """The answer to a change from an address that had too many refused just now."""
+    return i18n.t(
+        "Too many refused requests from your address just now. Wait a minute and try again."
+    )
+
+
+def body_too_large(limit: float) -> str:
+    """The answer to a request whose body is larger than ``HTTP_MAX_BODY_MB``."""
+    return i18n.t(
+        "This request is larger than the {limit} MiB this server reads, so nothing was "
+        "changed.", limit=f"{limit / (1024 * 1024):g}",
+    )  # fmt: skip
 
 
 def html_lang(locale: str | None) -> str:

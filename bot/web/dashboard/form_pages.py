@@ -22,11 +22,15 @@ from ...announcements import TemplateRefused
 from ...parsing import zone_names
 from ...parsing.display import example_date
 from ...render import confirmation, edit_reply, form_template_saved
+from ...requests.checks import require_readable
 from ...requests.editing import check_edit
 from ...requests.templates import Started, started_from, template_of_form
 from ...requests.validation import check_request
 from .core import FieldError, Form, Viewer, field_error, form_of
 from .forms import (
+    EDIT_FORM,
+    FIELD_LENGTHS,
+    NEW_FORM,
     Preview,
     event_values,
     field_labels,
@@ -77,12 +81,13 @@ class FormPages(GuildPages):
             return await self.form_page(viewer, who, values, error=field_error(refused))
         return await self.form_page(viewer, who, values | template_values(who, template))
 
-    @post(GUILD + "/new")
+    @post(GUILD + "/new", form=NEW_FORM)
     async def create(self, request: web.Request, viewer: Viewer) -> web.StreamResponse:
         who = await self.requester(request, viewer)
         form = form_of(request)
         values = form_values(form)
         try:
+            form.check()  # a field too long: the form again, saying which
             return await self._create(viewer, who, form, values)
         except Exception as exc:
             return await self.refused(exc, viewer, who, values)
@@ -133,6 +138,7 @@ class FormPages(GuildPages):
     async def edit_form(self, request: web.Request, viewer: Viewer) -> web.StreamResponse:
         who = await self.requester(request, viewer)
         a = await self.d.announcements.get(who.guild.id, self.local_id(request))
+        require_readable(who.member, who.guild, a)  # its text is in the form
         values = {
             "message": a.content,
             "title": a.rich.title or "",
@@ -143,13 +149,15 @@ class FormPages(GuildPages):
         }
         return await self.form_page(viewer, who, values, editing=a)
 
-    @post(ANNOUNCEMENT + "/edit")
+    @post(ANNOUNCEMENT + "/edit", form=EDIT_FORM)
     async def edit(self, request: web.Request, viewer: Viewer) -> web.StreamResponse:
         who = await self.requester(request, viewer)
         current = await self.d.announcements.get(who.guild.id, self.local_id(request))
+        require_readable(who.member, who.guild, current)  # saved, or copied to a template
         form = form_of(request)
         values = form_values(form)
         try:
+            form.check()  # a field too long: the form again, saying which
             return await self._edit(viewer, who, current, form, values)
         except Exception as exc:
             return await self.refused(exc, viewer, who, values, editing=current)
@@ -293,6 +301,7 @@ class FormPages(GuildPages):
             started_with=started_with, lost_channel=lost_channel, lost_role=lost_role,
             example_date=example_date(self.d.clock.now().astimezone(viewer.zone).date()),
             labels=field_labels(),
+            lengths=FIELD_LENGTHS,
         )  # fmt: skip
 
 

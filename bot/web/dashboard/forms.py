@@ -10,15 +10,19 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from ...announcements import MAX_TEMPLATE_NAME
 from ...i18n import t
+from ...limits import MAX_EMBED_TITLE, MAX_MESSAGE, MAX_TEXT_OPTION, MAX_ZONE_NAME
 from ...models import EventSpec, mention_markup
 from ...parsing import InputError, concerning, resolve_timezone
 from ...parsing.placeholders import occurrence, render
 from ...requests.checks import Refusal
 from ...requests.editing import NO_TITLE, EditOptions, mention_option
 from ...requests.events import NEEDS_A_PLACE
+from ...requests.files import too_large
 from ...requests.request import AnnouncementOptions, AnnouncementRequest, Requester
 from ...requests.validation import empty_message
+from .core import FIELD_LABELS, Fields, Upload, field_label
 
 if TYPE_CHECKING:
     from zoneinfo import ZoneInfo
@@ -26,7 +30,7 @@ if TYPE_CHECKING:
     import discord
 
     from ...announcements import Announcement, Draft
-    from .core import Form
+    from .core import Dashboard, Form
 
 FORM_FIELDS = (
     "message", "title", "channel", "when", "repeat", "timezone", "mention", "until",
@@ -34,27 +38,32 @@ FORM_FIELDS = (
 )  # fmt: skip
 CHECKBOXES = ("silent", "update_posted", "event")
 
+FIELD_LENGTHS: dict[str, int] = {
+    **dict.fromkeys((*FORM_FIELDS, *CHECKBOXES, "action"), MAX_TEXT_OPTION),
+    "message": MAX_MESSAGE,
+    "title": MAX_EMBED_TITLE,
+    "timezone": MAX_ZONE_NAME,
+    "template_name": MAX_TEMPLATE_NAME,
+}
+"""The most characters each field of the form holds: what the commands' options hold
+(``message`` as /schedule's, ``when`` as its text options, ``template_name`` as /template
+save's ``name``)."""
+
+
+def _file_limit(d: Dashboard) -> float:
+    return d.announcements.file_max_bytes
+
+
+NEW_FORM = Fields(FIELD_LENGTHS, Upload("image", _file_limit, too_large), shows_refusal=True)
+"""The new-announcement form: its fields and its file."""
+EDIT_FORM = Fields(FIELD_LENGTHS, shows_refusal=True)
+"""The edit form: its fields (no file: the announcement's are kept)."""
+
 
 def field_labels() -> dict[str, str]:
-    """The form's fields by name, as their labels say them in the viewer's language (a
-    refusal names the field it is about with these words)."""
-    return {
-        "message": t("Message"),
-        "title": t("Title"),
-        "channel": t("Channel"),
-        "when": t("When"),
-        "repeat": t("Repeat"),
-        "timezone": t("Time zone"),
-        "mention": t("Mention"),
-        "until": t("Until"),
-        "image": t("Image or file"),
-        "event": t("Create a Discord event for each occurrence"),
-        "event_location": t("Event location"),
-        "event_channel": t("Event in voice or stage (instead of a location)"),
-        "event_minutes": t("Event length (minutes)"),
-        "template": t("Start from a template"),
-        "template_name": t("Template name"),
-    }
+    """The forms' fields by name, as their labels say them in the viewer's language (a
+    refusal names the field it is about with these words): :data:`~.core.FIELD_LABELS`."""
+    return {name: field_label(name) for name in FIELD_LABELS}
 
 
 def form_values(form: Form) -> dict[str, str]:

@@ -4,6 +4,9 @@ are in) and dropped. Neither the client secret nor a token is ever logged or kep
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import secrets
 from typing import Any
 from urllib.parse import urlencode
 
@@ -27,6 +30,25 @@ class DiscordOAuth:
 
     def __repr__(self) -> str:  # the secret never shows in a traceback's locals
         return f"DiscordOAuth({self.oauth_base!r}, {self.api_base!r})"
+
+    def _state_mac(self, body: str) -> str:
+        key = hmac.new(self._secret.encode(), b"crier oauth2 state", hashlib.sha256).digest()
+        return hmac.new(key, body.encode(), hashlib.sha256).hexdigest()[:32]
+
+    def new_state(self, now: float) -> str:
+        """A login's ``state``: when it was made, a random part, and their signature with a
+        key only this application's instances hold (from the client secret)."""
+        body = f"{int(now)}.{secrets.token_urlsafe(18)}"
+        return f"{body}.{self._state_mac(body)}"
+
+    def state_made(self, state: str, now: float, seconds: float) -> bool:
+        """Whether ``state`` is one :meth:`new_state` made in the last ``seconds``: one a
+        client made up is refused before anything is asked of Discord."""
+        body, _, mac = state.rpartition(".")
+        made, _, _ = body.partition(".")
+        if not made.isdigit() or not hmac.compare_digest(mac, self._state_mac(body)):
+            return False
+        return now - seconds <= int(made) <= now + 1
 
     def authorize_url(self, client_id: int, redirect_uri: str, state: str) -> str:
         query = urlencode(

@@ -17,8 +17,9 @@ from scheduler import Job, JobState, RunOutcome, ScheduleNotFound
 
 from ...announcements import LIMIT_OPTIONS, BadLimit, limit_lines
 from ...i18n import current_locale, t
+from ...limits import MAX_TEXT_OPTION
 from ...models import LIMIT_SETTINGS, GuildLimits, Limits
-from .core import Viewer, form_of
+from .core import Fields, Viewer, form_of
 from .pages import Pages, get, post
 from .text import babel_locale
 
@@ -82,6 +83,10 @@ def limit_words(limits: Limits, override: GuildLimits | None) -> list[str]:
         where = t("set for this server") if own else LIMIT_SETTINGS[option.field]
         lines.append(f"{option.name}: {shown.rstrip()} ({where})")
     return lines
+
+
+LIMITS_FORM = Fields(dict.fromkeys(("guild", *(o.name for o in LIMIT_OPTIONS)), MAX_TEXT_OPTION))
+"""The limits' form: the server, and a number for each limit."""
 
 
 def operator(viewer: Viewer) -> None:
@@ -202,7 +207,7 @@ class OperatorPages(Pages):
             "ops_schedules.html", viewer, schedules=found, flash=await self.d.flash(viewer)
         )
 
-    @post("/ops/schedules/{action:pause|resume|trigger}")
+    @post("/ops/schedules/{action:pause|resume|trigger}", form=Fields({"name": MAX_TEXT_OPTION}))
     async def schedule_action(self, request: web.Request, viewer: Viewer) -> web.StreamResponse:
         """Pause, resume or trigger the schedule named in the form."""
         operator(viewer)
@@ -256,7 +261,7 @@ class OperatorPages(Pages):
             flash=await self.d.flash(viewer),
         )  # fmt: skip
 
-    @post("/ops/limits")
+    @post("/ops/limits", form=LIMITS_FORM)
     async def set_limits(self, request: web.Request, viewer: Viewer) -> web.StreamResponse:
         """Set the server's limits from the form: a number in the limit's unit, or empty
         (or ``default``) for the instance's setting."""

@@ -11,16 +11,29 @@ from dataclasses import replace
 
 from aiohttp import web
 
+from ...announcements import MAX_TEMPLATE_NAME
 from ...i18n import t
+from ...limits import MAX_TEXT_OPTION
 from ...render import import_report, template_saved
 from ...requests.checks import Refusal, can_read
-from ...requests.export_doc import document_bytes, export_document, read_document
+from ...requests.export_doc import (
+    MAX_IMPORT_BYTES,
+    document_bytes,
+    export_document,
+    import_too_large,
+    read_document,
+)
 from ...requests.importing import plan_import
 from ...requests.templates import template_from
-from .core import Viewer, form_of
+from .core import Fields, Upload, Viewer, form_of
 from .pages import GUILD, GuildPages, get, post
 
 log = logging.getLogger(__name__)
+
+IMPORT_FORM = Fields(
+    upload=Upload("file", lambda _: MAX_IMPORT_BYTES, lambda size, _: import_too_large(size))
+)
+"""The import's form: its file, no larger than an import may be."""
 
 
 class TransferPages(GuildPages):
@@ -36,7 +49,7 @@ class TransferPages(GuildPages):
             limit=limits.max_templates, flash=await self.d.flash(viewer),
         )  # fmt: skip
 
-    @post(GUILD + "/templates")
+    @post(GUILD + "/templates", form=Fields({"name": MAX_TEMPLATE_NAME, "from": MAX_TEXT_OPTION}))
     async def save_template(self, request: web.Request, viewer: Viewer) -> web.StreamResponse:
         """/template save, from the form's name and announcement number."""
         who = await self.requester(request, viewer)
@@ -49,7 +62,7 @@ class TransferPages(GuildPages):
         await self.d.sessions.set_flash(viewer.session, template_saved(kept, int(raw)))
         raise web.HTTPSeeOther(f"/g/{who.guild.id}/templates")
 
-    @post(GUILD + "/templates/delete")
+    @post(GUILD + "/templates/delete", form=Fields({"name": MAX_TEXT_OPTION}))
     async def delete_template(self, request: web.Request, viewer: Viewer) -> web.StreamResponse:
         who = await self.requester(request, viewer)
         name = form_of(request).get("name")
@@ -86,7 +99,7 @@ class TransferPages(GuildPages):
             flash=await self.d.flash(viewer),
         )  # fmt: skip
 
-    @post(GUILD + "/import")
+    @post(GUILD + "/import", form=IMPORT_FORM)
     async def upload(self, request: web.Request, viewer: Viewer) -> web.StreamResponse:
         """The uploaded file's dry run, and (if nothing is refused) the form that confirms it."""
         who = await self.requester(request, viewer)
@@ -106,7 +119,7 @@ class TransferPages(GuildPages):
             refused=bool(plan.refused),
         )  # fmt: skip
 
-    @post(GUILD + "/import/confirm")
+    @post(GUILD + "/import/confirm", form=Fields({"token": MAX_TEXT_OPTION}))
     async def confirm(self, request: web.Request, viewer: Viewer) -> web.StreamResponse:
         """Apply the dry run this form names: every row checked again, all or nothing."""
         who = await self.requester(request, viewer)
