@@ -121,7 +121,7 @@ REFUSED_NEW = [
     ({"repeat": "every blue moon"}, "repeat", ""),
     ({"until": "tomorrow 9:00"}, "until", "until is for repeating announcements"),
     ({"repeat": "daily", "until": "in 5 minutes"}, "until", ""),
-    ({"title": "x" * 300}, "title", "The title is 300 characters"),
+    ({"title": "x" * 300}, "title", "is too long: it may hold at most 256 characters"),
     ({"title": "{nope}"}, "title", "not a placeholder"),
     ({"message": "Hi {nope}"}, "message", "not a placeholder"),
     ({"message": "  "}, "message", "The message is empty"),
