@@ -42,6 +42,7 @@ def test_the_linters_run_before_a_commit_and_the_tests_before_a_push() -> None:
     stages = {hook["entry"].split()[-1]: hook["stages"] for hook in hooks()}
     assert stages.pop("tests") == ["pre-push", "manual"]
     assert stages.pop("scheduler-alone") == ["pre-push", "manual"]
+    assert stages.pop("container") == ["pre-push", "manual"]
     assert stages
     for step, at in stages.items():
         assert at == ["pre-commit", "manual"], step

@@ -355,7 +355,7 @@ class FakeDiscord:
             app, access_log=None, shutdown_timeout=self._shutdown_timeout, handle_signals=False
         )
         await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        site = web.TCPSite(self._runner, self.host, 0)
         await site.start()
         server = site._server
         assert server is not None
