@@ -173,6 +173,22 @@ async def test_max_wait_bounds_a_burst_from_its_first_call(
     assert app.of("save") == [{"t": 14}, {"t": 16}]
 
 
+async def test_a_call_that_brings_its_burst_forward_wakes_the_driver(
+    one: tuple[Scheduler, App], clock: FakeClock
+) -> None:
+    """The driver's timer is set for the burst's first due time; a later call with a shorter
+    quiet moves the job earlier, and its commit must wake the driver to re-arm (the test
+    waits on the result, never on wait_idle, which would look for due work itself)."""
+    sched, app = one
+    job = await sched.debounce("t:save", "slow", key="k", quiet=60)
+    await sched.wait_idle()  # the driver's timer is armed for +60 s
+    assert await sched.debounce("t:save", "soon", key="k", quiet=1) == job
+    clock.advance(1)
+    async with asyncio.timeout(LIMIT):
+        assert await sched.result(job) == {"kind": "success", "value": "soon"}
+    assert app.runs == [("save", "soon")]
+
+
 async def test_keys_and_functions_make_separate_bursts(
     one: tuple[Scheduler, App], clock: FakeClock
 ) -> None:
@@ -288,6 +304,19 @@ async def test_items_are_gathered_in_order_and_a_full_batch_runs_at_once(
     job = await sched.get_job(ids[6])
     assert job is not None
     assert job.args == {"key": "g", "items": [6]}
+
+
+async def test_a_batch_that_fills_wakes_the_driver_while_the_clock_stands_still(
+    one: tuple[Scheduler, App], clock: FakeClock
+) -> None:
+    sched, app = one
+    job = await sched.batch("t:save", "a", key="g", max_items=2, max_wait=60)
+    await sched.wait_idle()  # the driver's timer is armed for +60 s
+    assert await sched.batch("t:save", "b", key="g", max_items=2, max_wait=60) == job
+    async with asyncio.timeout(LIMIT):
+        await sched.result(job)
+    assert app.runs == [("save", {"key": "g", "items": ["a", "b"]})]
+    assert clock.time() == START.timestamp()
 
 
 async def test_max_wait_counts_from_the_first_item(
