@@ -1127,3 +1127,17 @@ def test_bad_calendar_specs(spec: dict[str, object], fragment: str) -> None:
     with pytest.raises(InvalidSchedule) as info:
         trigger_from_spec(spec)
     assert fragment in str(info.value)
+
+
+def test_the_compiled_cron_cache_keeps_no_long_expression() -> None:
+    """An expression longer than 256 characters (a minute list repeated: valid, and as long
+    as its writer likes) is compiled each time, never kept; a short one is kept."""
+    from scheduler.triggers import _expr
+
+    kept = _expr._compile_cron_kept
+    kept.cache_clear()
+    long = ",".join(["5"] * 200) + " * * * *"
+    assert _expr.compile_cron(long) == _expr.compile_cron(long)
+    assert kept.cache_info().currsize == 0
+    assert _expr.compile_cron("5 * * * *") == _expr.compile_cron(long)
+    assert kept.cache_info().currsize == 1

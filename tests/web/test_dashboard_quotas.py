@@ -39,9 +39,14 @@ async def http() -> AsyncIterator[aiohttp.ClientSession]:
 async def post(
     site: Site, http: aiohttp.ClientSession, login: Login, path: str, form: Any
 ) -> tuple[int, str, Any]:
-    """POST ``form`` (a dict, or FormData with a file) with the login's CSRF token."""
-    if isinstance(form, aiohttp.FormData):
-        form.add_field("csrf", login.csrf)
+    """POST ``form`` (a dict, or :data:`Parts` with a file: sent as multipart, the CSRF
+    token first, as the forms send it) with the login's CSRF token."""
+    if isinstance(form, list):
+        parts = aiohttp.FormData()
+        parts.add_field("csrf", login.csrf)
+        for name, value, options in form:
+            parts.add_field(name, value, **options)
+        form = parts
     else:
         form = form | {"csrf": login.csrf}
     async with http.post(
@@ -50,10 +55,12 @@ async def post(
         return resp.status, await resp.text(), resp.headers
 
 
-def upload(data: bytes) -> aiohttp.FormData:
-    form = aiohttp.FormData()
-    form.add_field("file", data, filename="export.json", content_type="application/json")
-    return form
+Parts = list[tuple[str, Any, dict[str, str]]]
+"""A multipart form's parts: name, value, and the file's ``filename`` and ``content_type``."""
+
+
+def upload(data: bytes) -> Parts:
+    return [("file", data, {"filename": "export.json", "content_type": "application/json"})]
 
 
 @pytest.mark.parametrize("kind", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -156,14 +163,11 @@ async def test_save_as_template_counts_its_file_toward_the_servers_files(
         world.guild.set_bot_permissions(P.VIEW_CHANNEL | P.SEND_MESSAGES | P.ATTACH_FILES)
         login = await log_in(site, http, world.admin)
 
-        def form(name: str) -> aiohttp.FormData:
-            data = aiohttp.FormData()
+        def form(name: str) -> Parts:
             fields = {"message": "m", "channel": str(world.news.id), "when": "",
                       "template_name": name, "action": "save_template"}  # fmt: skip
-            for key, value in fields.items():
-                data.add_field(key, value)
-            data.add_field("image", b"p" * 2000, filename="p.png", content_type="image/png")
-            return data
+            image = ("image", b"p" * 2000, {"filename": "p.png", "content_type": "image/png"})
+            return [*((k, v, {}) for k, v in fields.items()), image]
 
         status, text, _ = await post(site, http, login, f"/g/{guild}/new", form("first"))
         assert status == 200, text
