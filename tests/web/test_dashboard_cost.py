@@ -8,8 +8,9 @@ nothing. The fake Discord records every request it gets; these tests count them.
   refused POSTs made 204 Discord calls in 4 s), and an address with 30 refused changes in a
   minute is refused at once (429) until the minute has passed.
 - The addresses and members remembered expire: the tables shrink back.
-- Behind a proxy (``DASHBOARD_PUBLIC_URL`` set, the request from loopback), the address is
-  the proxy's ``X-Forwarded-For``; otherwise that header is ignored.
+- Behind a reverse proxy (``DASHBOARD_PUBLIC_URL`` set, the request from a loopback or
+  private address), the address is the proxy's ``X-Forwarded-For``; otherwise that header
+  is ignored.
 - The operators: the owner, or a team's accepted Admins and Developers, read again after
   5 minutes; ``DASHBOARD_OPERATORS`` wins.
 """

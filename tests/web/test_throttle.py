@@ -55,7 +55,7 @@ def request(peer: str, forwarded: str | None = None):  # type: ignore[no-untyped
     return make_mocked_request("GET", "/login", headers=headers, transport=Transport())
 
 
-def test_x_forwarded_for_is_taken_only_from_a_proxy_on_loopback() -> None:
+def test_x_forwarded_for_is_taken_only_from_a_proxy_on_loopback_or_a_private_network() -> None:
     assert client_address(request("127.0.0.1", "198.51.100.4"), behind_proxy=True) == (
         "198.51.100.4"
     )
@@ -64,9 +64,12 @@ def test_x_forwarded_for_is_taken_only_from_a_proxy_on_loopback() -> None:
         "198.51.100.4"
     )
     assert client_address(request("127.0.0.1", "198.51.100.4"), behind_proxy=False) == ("127.0.0.1")
-    assert client_address(request("203.0.113.9", "198.51.100.4"), behind_proxy=True) == (
-        "203.0.113.9"
-    )
+    assert client_address(request("172.18.0.5", "198.51.100.4"), behind_proxy=True) == (
+        "198.51.100.4"
+    )  # a proxy in front of a container
+    assert client_address(request("8.8.8.8", "198.51.100.4"), behind_proxy=True) == (
+        "8.8.8.8"
+    )  # a peer from the Internet writes what it likes
     assert client_address(request("127.0.0.1", "not an address"), behind_proxy=True) == (
         "127.0.0.1"
     )

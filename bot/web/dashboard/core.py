@@ -312,7 +312,7 @@ class Dashboard:
 
     def address(self, request: web.Request) -> str:
         """The client's address, for the rate limits (:func:`client_address`: behind a
-        proxy on this machine when ``DASHBOARD_PUBLIC_URL`` is set)."""
+        reverse proxy (a loopback or private peer) when ``DASHBOARD_PUBLIC_URL`` is set)."""
         return client_address(request, behind_proxy=self.settings.dashboard_url is not None)
 
     # --- rendering -----------------------------------------------------------------------------

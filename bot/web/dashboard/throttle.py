@@ -104,12 +104,13 @@ class RateLimit(Generic[K]):
 
 def client_address(request: web.Request, behind_proxy: bool) -> str:
     """The address a request is counted under: the peer's, or, ``behind_proxy`` (the
-    dashboard has a public address, ``DASHBOARD_PUBLIC_URL``) and the peer on this machine
-    (a loopback address: the reverse proxy), the last address of its ``X-Forwarded-For``,
-    which that proxy wrote. Anyone else's ``X-Forwarded-For`` is ignored: a client can write
-    any address there."""
+    dashboard has a public address, ``DASHBOARD_PUBLIC_URL``) and the peer a reverse proxy
+    of this machine or its private network (a loopback or private address: a proxy in front
+    of a container comes from one), the last address of its ``X-Forwarded-For``, which that
+    proxy wrote. A peer from the Internet has its ``X-Forwarded-For`` ignored: a client can
+    write any address there."""
     peer = request.remote or "?"
-    if not behind_proxy or not _loopback(peer):
+    if not behind_proxy or not _proxy(peer):
         return peer
     forwarded = request.headers.get("X-Forwarded-For", "")
     last = forwarded.rsplit(",", 1)[-1].strip()
@@ -119,8 +120,11 @@ def client_address(request: web.Request, behind_proxy: bool) -> str:
         return peer
 
 
-def _loopback(address: str) -> bool:
+def _proxy(address: str) -> bool:
+    """Whether a request from ``address`` may come from the dashboard's reverse proxy: a
+    loopback or private (RFC 1918, unique local, link-local) address."""
     try:
-        return ipaddress.ip_address(address).is_loopback
+        found = ipaddress.ip_address(address)
     except ValueError:
         return False
+    return found.is_loopback or found.is_private
