@@ -58,6 +58,11 @@ BASE_RECIPE = (
     "bookworm",
 )
 """The stand-in for the Dockerfile's default base (python:3.11-slim-bookworm)."""
+MMDEBSTRAP_MODE = "--mode=unshare"
+"""How mmdebstrap runs (not part of the recipe: the tarball is the same). In a namespace of
+its own, so an interrupted run leaves no mount on this machine: as root it would otherwise
+bind this machine's /dev/shm into its chroot, and removing a chroot left behind would delete
+the shared memory files of every process here (a PostgreSQL server's among them)."""
 POSTGRES_DIR = Path(__file__).parent / "postgres"
 
 
@@ -136,7 +141,7 @@ class Engine:
             if not tarball.is_file():
                 CACHE.mkdir(parents=True, exist_ok=True)
                 partial = CACHE / f"partial-{tarball.name}"  # .tar: mmdebstrap writes a tarball
-                run(*BASE_RECIPE, partial, timeout=1200)
+                run(BASE_RECIPE[0], MMDEBSTRAP_MODE, *BASE_RECIPE[1:], partial, timeout=1800)
                 partial.rename(tarball)
             self.docker("import", tarball, tag)
             self.timed("base image (mmdebstrap, import)", started)
