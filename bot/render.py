@@ -541,8 +541,25 @@ def _info_head(details: Details, history: list[HistoryEntry], earlier: bool) -> 
         t("ℹ️ Announcement **#{id}** in {channel} · {icon} {state} · by {author}",
           id=a.local_id, channel=f"<#{a.channel_id}>", icon=icon, state=state_word(a.state),
           author=f"<@{a.author_id}>"),
-        t("**Repeats:** {repeat}", repeat=repeat_text(a)),
+        *_info_facts(details, history, earlier),
+        t("**Text as it will post:**"),
     ]  # fmt: skip
+    return "\n".join(lines)
+
+
+def info_facts(details: Details) -> str:
+    """What /info says of an announcement besides its number, state, channel and text (a
+    page that shows those on their own, as the dashboard's does, shows each once): who
+    made it, how it repeats, its pings, its post, event and failure, its next times,
+    deliveries and history."""
+    a = details.announcement
+    by = t("**By:** {author}", author=f"<@{a.author_id}>")
+    return "\n".join([by, *_info_facts(details, list(details.history), details.earlier_history)])
+
+
+def _info_facts(details: Details, history: list[HistoryEntry], earlier: bool) -> list[str]:
+    a = details.announcement
+    lines = [t("**Repeats:** {repeat}", repeat=repeat_text(a))]
     if a.until_ts is not None:
         lines.append(t("**Until:** {when}", when=when(datetime.fromtimestamp(a.until_ts, UTC))))
     lines.append(t("**Pings:** {pings}", pings=_pings(a)))
@@ -567,8 +584,7 @@ def _info_head(details: Details, history: list[HistoryEntry], earlier: bool) -> 
     if earlier:
         lines.append("• *" + t("(earlier changes not shown)") + "*")
     lines += [_history_line(h) for h in history]
-    lines.append(t("**Text as it will post:**"))
-    return "\n".join(lines)
+    return lines
 
 
 def _delivery_line(a: Announcement, d: PastDelivery) -> str:

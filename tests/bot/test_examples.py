@@ -33,7 +33,7 @@ EDIT_WHEN_OPTION = "A new time: in 90m, 18:00, tomorrow 09:00, 24/12 18:00, or <
 REPEAT_OPTION = "every friday at 8pm, daily at 9, biweekly, last day of the month, every 2h, cron"
 EDIT_REPEAT_OPTION = "A new rule (daily, weekly, every 2h, 0 9 * * 1-5…), or none to post once"
 WHEN_HINT = "in 90m, tomorrow 9am, {date}"
-REPEAT_HINT = "every friday at 8pm, daily, cron (optional)"
+REPEAT_HINT = "every friday at 8pm, daily, every 2 hours, cron"
 
 
 def examples(text: str) -> list[str]:

@@ -147,6 +147,17 @@ async def previewed_form(page: Any, s: Seeded) -> None:
     await page.locator(".preview").wait_for()
 
 
+def clicked(path: str, button: str) -> Callable[[Any, Seeded], Awaitable[None]]:
+    """A visit to ``path``, then a click on ``button`` (a page reached by a form)."""
+
+    async def visit(page: Any, s: Seeded) -> None:
+        await at(path)(page, s)
+        await page.get_by_role("button", name=button, exact=True).click()
+        await page.locator("h1").wait_for()
+
+    return visit
+
+
 ANONYMOUS_PAGES: dict[str, Callable[[Any, Seeded], Awaitable[None]]] = {
     "login": at("/"),
 }
@@ -162,13 +173,16 @@ MANAGER_PAGES: dict[str, Callable[[Any, Seeded], Awaitable[None]]] = {
     "new form from a template, previewed": previewed_form,
     "new form, refused": refused_form,
     "edit form": at("/g/{g}/a/1/edit"),
+    "cancel, asked first": clicked("/g/{g}/a/1", "Cancel announcement"),
     "templates": at("/g/{g}/templates"),
+    "template delete, asked first": clicked("/g/{g}/templates", "Delete weekly"),
     "import": at("/g/{g}/import"),
     "not found": at("/g/{g}/a/99", 404),
 }
 OPERATOR_PAGES: dict[str, Callable[[Any, Seeded], Awaitable[None]]] = {
     "ops: jobs": at("/ops/jobs"),
     "ops: a job": at("/ops/jobs/{job}"),
+    "ops: job cancel, asked first": clicked("/ops/jobs/{job}", "Cancel"),
     "ops: schedules": at("/ops/schedules"),
     "ops: runs": at("/ops/runs"),
     "ops: limits": at("/ops/limits?guild={g}"),

@@ -225,7 +225,7 @@ async def test_an_export_uploaded_into_a_second_server_keeps_the_event(
     await page.wait_for_selector(".flash")
     await page.goto(f"{site.url}/g/{world.guild.id}")
     async with page.expect_download() as found:
-        await page.get_by_role("link", name="Export").click()
+        await page.get_by_role("link", name="Export", exact=True).click()
     path = tmp_path / "export.json"
     await (await found.value).save_as(path)
     [row] = json.loads(path.read_text())["announcements"]

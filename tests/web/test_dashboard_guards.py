@@ -105,7 +105,7 @@ async def ops_targets(site: Site) -> dict[str, tuple[str, dict[str, str]]]:
     assert paused.schedule_name
     assert await site.crier.sched.schedules.pause(paused.schedule_name)
     return {
-        "cancel": (f"/ops/jobs/{pending.job_id}/cancel", {}),
+        "cancel": (f"/ops/jobs/{pending.job_id}/cancel", {"confirm": "yes"}),  # as confirmed
         "retry": (f"/ops/jobs/{canceled.job_id}/retry", {}),
         "pause": ("/ops/schedules/pause", {"name": running.schedule_name}),
         "trigger": ("/ops/schedules/trigger", {"name": running.schedule_name}),

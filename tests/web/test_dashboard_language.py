@@ -181,7 +181,7 @@ async def test_the_list_and_an_announcement_write_times_in_german(browser: Any, 
 TEMPLATES_ENGLISH = [
     *CHROME, "Templates", "of at most", "Use one with", "Channel", "Title", "Delete",
     "No templates yet.", "Save an announcement as a template", "Announcement number",
-    "Save template", "Saved announcement", "Deleted the template",
+    "Save template", "Saved announcement", "Deleted the template", "keep it", "undone",
 ]  # fmt: skip
 """The templates page's English (not ``Name``: German's too)."""
 
@@ -205,7 +205,7 @@ async def test_the_templates_page_in_german_then_french_from_the_picker(
         flash = await page.locator(".flash").inner_text()
         assert flash.startswith("💾 Ankündigung #1 als Vorlage woche gespeichert"), flash
         headers = await page.locator("table.list th").all_inner_texts()
-        assert headers == ["Name", "Kanal", "Titel", "Text", ""]
+        assert headers == ["Name", "Kanal", "Titel", "Text", "Aktionen"]  # read out, not shown
         intro = await page.locator("main > p").nth(1).inner_text()
         assert intro == "1 von höchstens 100. Verwende eine mit /planen vorlage:name.", intro
         text = await body_text(page)
@@ -213,6 +213,9 @@ async def test_the_templates_page_in_german_then_french_from_the_picker(
         await document_screenshot(page, "dashboard-de-templates.png")
 
         await page.get_by_role("button", name="woche löschen").click()
+        assert await page.locator("h1").inner_text() == "Vorlage woche löschen?"
+        assert leftovers(await body_text(page), TEMPLATES_ENGLISH) == []  # the confirmation
+        await page.get_by_role("button", name="Vorlage woche löschen").click()
         assert await page.locator(".flash").inner_text() == "🗑️ Vorlage woche gelöscht."
         assert await page.locator(".empty").inner_text() == "Noch keine Vorlagen."
         assert leftovers(await body_text(page), TEMPLATES_ENGLISH[:-3]) == []
@@ -265,10 +268,10 @@ async def test_the_new_announcement_form_in_german_with_its_event_and_template_c
             assert lines < 1.5, (await label.inner_text(), lines)
         assert await page.get_by_label("Ort des Events").is_visible()
         # The hints are examples a German reader can type, the date one still ahead.
-        hint = await page.get_by_label("Wann").get_attribute("placeholder")
-        assert hint == f"in 90 Minuten, morgen 9 Uhr, {example_date(NOW.date())}"
-        hint = await page.get_by_label("Wiederholung").get_attribute("placeholder")
-        assert hint == "jeden Freitag um 20 Uhr, täglich, cron (optional)"
+        hint = await page.locator("#f-when-hint").inner_text()
+        assert f"in 90 Minuten, morgen 9 Uhr, {example_date(NOW.date())}." in hint, hint
+        hint = await page.locator("#f-repeat-hint").inner_text()
+        assert "jeden Freitag um 20 Uhr, täglich, alle 2 Stunden, cron." in hint, hint
         assert leftovers(await body_text(page), FORM_ENGLISH) == []
         await document_screenshot(page, "dashboard-de-form.png")
     finally:
@@ -296,7 +299,7 @@ async def test_the_import_and_its_dry_run_in_german(
         await service.cancel(world.guild.id, 1)
 
         await page.goto(f"{site.url}/g/{world.guild.id}")
-        await page.get_by_role("link", name="Importieren").click()
+        await page.get_by_role("link", name="Importieren", exact=True).click()
         assert await page.title() == f"Importieren · {world.guild.name} · crier"
         await page.get_by_role("button", name="Hochladen (Probelauf)").click()  # no file
         answer = await page.locator(".answer").inner_text()
@@ -348,6 +351,8 @@ async def test_the_operators_pages_in_german(browser: Any, site: Site) -> None:
 
         await row.get_by_role("link").click()
         await page.get_by_role("button", name="Abbrechen").click()
+        assert leftovers(await body_text(page), OPERATOR_ENGLISH) == []  # the confirmation
+        await page.get_by_role("button", name=re.compile(r"^Job \d+ abbrechen$")).click()
         flash = await page.locator(".flash").inner_text()
         assert re.fullmatch(r"Job \d+ abgebrochen\.", flash), flash
         assert await page.locator("h1 .badge").inner_text() == "abgebrochen"

@@ -60,6 +60,7 @@ async def test_a_template_is_saved_from_an_announcement_and_deleted(page: Any, s
 
     await page.goto(f"{site.url}/g/{world.guild.id}/templates")
     await page.get_by_role("button", name="Delete weekly").click()
+    await page.get_by_role("button", name="Delete the template weekly").click()  # confirmed
     assert "Deleted the template weekly" in await page.locator(".flash").inner_text()
     assert await site.crier.bot.announcements.templates(world.guild.id) == []
 
@@ -73,7 +74,7 @@ async def test_export_download_then_upload_dry_run_confirm_once(
     await log_in(page, site, world.admin)
     await page.goto(f"{site.url}/g/{world.guild.id}")
     async with page.expect_download() as found:
-        await page.get_by_role("link", name="Export").click()
+        await page.get_by_role("link", name="Export", exact=True).click()
     download = await found.value
     path = tmp_path / "export.json"
     await download.save_as(path)
@@ -82,7 +83,7 @@ async def test_export_download_then_upload_dry_run_confirm_once(
     assert [a["text"] for a in doc["announcements"]] == ["Exported {time}"]
     await service.cancel(world.guild.id, 1)
 
-    await page.get_by_role("link", name="Import").click()
+    await page.get_by_role("link", name="Import", exact=True).click()
     before = await db_snapshot(site.crier)
     await page.get_by_label("Export file (.json)").set_input_files(path)
     await page.get_by_role("button", name="Upload (dry run)").click()

@@ -14,9 +14,12 @@ from aiohttp import web
 
 from ...announcements import LIVE_STATES, AnnouncementState, ListFilter
 from ...i18n import t
+from ...parsing.display import example_date
 from ...parsing.placeholders import EVENT_LINK
-from ...render import canceled, info_page, paused, resumed, skipped
+from ...posting.reasons import said_reason
+from ...render import canceled, info_facts, paused, resumed, skipped
 from ...requests.checks import can_read, hidden_channels, require_readable
+from .core import CONFIRMED, Confirmation
 from .pages import ANNOUNCEMENT, GUILD, GuildPages, get, post
 
 if TYPE_CHECKING:
@@ -98,7 +101,8 @@ class AnnouncementPages(GuildPages):
             hidden=hidden_channels(who.member, who.guild, (a.channel_id for a in items)),
             show=show, query=query, filters=filter_labels(),
             page=found.page + 1, pages=found.pages, newer=newer, older=older,
-            flash=await self.d.flash(viewer),
+            flash=await self.d.flash(viewer), reason=said_reason,
+            example_date=example_date(self.d.clock.now().astimezone(viewer.zone).date()),
         )  # fmt: skip
 
     @get(ANNOUNCEMENT)
@@ -109,19 +113,36 @@ class AnnouncementPages(GuildPages):
         a = details.announcement
         hidden = not can_read(who.member, who.guild, a.channel_id)
         return self.d.render(
-            "announcement.html", viewer, guild=who.guild, a=a, info=info_page(details, hidden),
+            "announcement.html", viewer, guild=who.guild, a=a, facts=info_facts(details),
             shown=details.shown or a, hidden=hidden, flash=await self.d.flash(viewer),
             event_url=next_event_url(details),
         )  # fmt: skip
 
-    @post(ANNOUNCEMENT + "/{action:pause|resume|skip|cancel}")
+    @post(ANNOUNCEMENT + "/{action:pause|resume|skip|cancel}", form=CONFIRMED)
     async def change(self, request: web.Request, viewer: Viewer) -> web.StreamResponse:
-        """/pause, /resume, /skip or /cancel, answered with the command's words."""
+        """/pause, /resume, /skip or /cancel, answered with the command's words; a cancel
+        only from its confirmation page (the first click asks, and changes nothing)."""
         who = await self.requester(request, viewer)
         guild_id, member_id, n = who.guild.id, who.member.id, self.local_id(request)
         announcements = self.d.announcements
-        require_readable(who.member, who.guild, await announcements.get(guild_id, n))
+        a = await announcements.get(guild_id, n)
+        require_readable(who.member, who.guild, a)
         action = request.match_info["action"]
+        if action == "cancel":
+            ask = Confirmation(
+                title=t("Cancel announcement #{id}?", id=n),
+                question=t(
+                    "Announcement #{id} in {channel} will not post again, and its coming "
+                    "Discord events are canceled. A canceled announcement can't be brought "
+                    "back.", id=n, channel=f"<#{a.channel_id}>",
+                ),
+                button=t("Cancel announcement #{id}", id=n),
+                back=f"/g/{guild_id}/a/{n}",
+                fields={},
+            )  # fmt: skip
+            asked = self.d.confirm_first(request, viewer, ask, who.guild)
+            if asked is not None:
+                return asked
         if action == "pause":
             answer = paused(await announcements.pause(guild_id, n, member_id))
         elif action == "resume":

@@ -119,6 +119,7 @@ FIELD_LABELS: Mapping[str, str] = {
     "event_minutes": i18n.marked("Event length (minutes)"),
     "event_channel": i18n.marked("Event in voice or stage (instead of a location)"),
     "template": i18n.marked("Start from a template"),
+    "pick": i18n.marked("Start from a template"),
     "template_name": i18n.marked("Template name"),
     "name": i18n.marked("Name"),
     "from": i18n.marked("Announcement number"),
@@ -196,6 +197,11 @@ class Fields:
 
 NO_FIELDS = Fields()
 """A form of a button: its CSRF token alone."""
+CONFIRM = "confirm"
+"""The field a confirmation page's form sends (:meth:`Dashboard.confirm_first`)."""
+CONFIRMED = Fields({CONFIRM: 3})
+"""A form of a button whose change asks first: its CSRF token, and whether it was sent
+from the confirmation page."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,6 +264,19 @@ def form_of(request: web.Request) -> Form:
 
 Authorize = Callable[[], Awaitable[object]]
 """Checks the viewer's rights for the request (raising a refusal), before a file is read."""
+
+
+@dataclass(frozen=True, slots=True)
+class Confirmation:
+    """What a change that can't be undone asks before it is made: the page's title, the
+    question (Discord markdown), the button that makes the change, where "keep it" goes
+    back to, and the fields the change's form carries again."""
+
+    title: str
+    question: str
+    button: str
+    back: str
+    fields: Mapping[str, str]
 
 
 class Dashboard:
@@ -348,6 +367,22 @@ class Dashboard:
             **values,
         )
         return web.Response(text=html, status=status, content_type="text/html")
+
+    def confirm_first(
+        self,
+        request: web.Request,
+        viewer: Viewer,
+        ask: Confirmation,
+        guild: discord.Guild | None = None,
+    ) -> web.Response | None:
+        """None when this change's form was sent from its confirmation page (the second,
+        explicit step); else the confirmation page itself, and nothing is changed: a cancel
+        or a delete is never made by one click (nor by an old one-click form)."""
+        if form_of(request).get(CONFIRM) == "yes":
+            return None
+        return self.render(
+            "confirm.html", viewer, guild=guild, ask=ask, action=request.rel_url.path
+        )
 
     def answer(
         self, viewer: Viewer | None, text: str, status: int, guild: discord.Guild | None = None

@@ -57,9 +57,24 @@ log = logging.getLogger(__name__)
 
 SAVE_TEMPLATE = "save_template"
 """The ``action`` of the form's "Save as template" button."""
-RENAMED = {"name": "template_name"}
+USE_TEMPLATE = "use_template"
+"""The ``action`` of the template picker's "Fill the form from it" button."""
+ENTER = "enter"
+"""The ``action`` of the form's first (unseen) button, the one Enter in a field presses."""
+RENAMED = {"name": "template_name", "template": "pick"}
 """The options the form's fields name otherwise: /template save's ``name`` is the form's
-"Template name" (``template``, the template started from, is the picker's own name)."""
+"Template name", /schedule's ``template`` its picker."""
+
+
+def action_of(form: Form) -> str:
+    """The button the form was sent with. Enter in a field presses the first one
+    (:data:`ENTER`): the form's main action, or "Save as template" when a template name is
+    typed (pressed in that field, Enter must not drop the name it holds; the name is
+    cleared once saved, so Enter does the main action again)."""
+    action = form.get("action")
+    if action == ENTER:
+        return SAVE_TEMPLATE if form.get("template_name").strip() else "save"
+    return action
 
 
 class FormPages(GuildPages):
@@ -78,7 +93,7 @@ class FormPages(GuildPages):
         try:
             template = await self.d.announcements.template(who.guild.id, name)
         except TemplateRefused as refused:
-            return await self.form_page(viewer, who, values, error=field_error(refused))
+            return await self.form_page(viewer, who, values, error=field_error(refused, RENAMED))
         return await self.form_page(viewer, who, values | template_values(who, template))
 
     @post(GUILD + "/new", form=NEW_FORM)
@@ -95,11 +110,15 @@ class FormPages(GuildPages):
     async def _create(
         self, viewer: Viewer, who: Requester, form: Form, values: dict[str, str]
     ) -> web.StreamResponse:
-        """Preview or schedule what the form asks for, or save it as a template."""
+        """Preview or schedule what the form asks for, save it as a template, or fill it
+        from the template picked."""
         d = self.d
+        action = action_of(form)
+        if action == USE_TEMPLATE:
+            return await self.use_template(viewer, who, values, form.get("pick"))
         image = form.files.get("image")
         stored = await self.template_file(who, values["template"], has_image=image is not None)
-        if form.get("action") == SAVE_TEMPLATE:
+        if action == SAVE_TEMPLATE:
             mention = template_mention(who.guild, values["mention"])
             return await self.save_as_template(viewer, who, values, mention, image or stored)
         draft, notes, upcoming = await check_request(
@@ -111,7 +130,7 @@ class FormPages(GuildPages):
             draft = replace(draft, images=(image,))
         elif stored is not None:
             draft = replace(draft, images=(stored,))
-        if form.get("action") == "preview":
+        if action == "preview":
             preview = preview_of(
                 who.guild, draft, notes, upcoming, kept_files=image is None and stored is not None
             )
@@ -125,6 +144,35 @@ class FormPages(GuildPages):
             viewer.session, confirmation(announcement, first, notes, upcoming)
         )
         raise web.HTTPSeeOther(f"/g/{who.guild.id}/a/{announcement.local_id}")
+
+    async def use_template(
+        self, viewer: Viewer, who: Requester, values: dict[str, str], name: str
+    ) -> web.Response:
+        """The form filled from the template ``name`` without losing what the member typed:
+        the template fills the fields left empty (and the channel, unless another was
+        picked); the note names the fields kept over the template's. No name: the form as
+        it is, started from no template."""
+        if not name.strip():
+            return await self.form_page(viewer, who, {**values, "template": ""})
+        template = await self.d.announcements.template(who.guild.id, name)
+        filled = template_values(who, template)
+        labels = field_labels()
+        merged = dict(values)
+        kept: list[str] = []
+        for key in ("message", "title", "mention"):
+            if not values[key].strip():
+                merged[key] = filled[key]
+            elif filled[key] and values[key] != filled[key]:
+                kept.append(labels[key])
+        if values["silent"] != "on":
+            merged["silent"] = filled["silent"]
+        if "channel" in filled:
+            if values["channel"] in ("", values["channel_shown"]):
+                merged["channel"] = filled["channel"]
+            elif values["channel"] != filled["channel"]:
+                kept.append(labels["channel"])
+        merged["template"] = filled["template"]
+        return await self.form_page(viewer, who, merged, kept_typed=kept)
 
     async def template_file(self, who: Requester, name: str, *, has_image: bool) -> Image | None:
         """The file of the template the form started from (``name``; none: empty), uploaded
@@ -172,7 +220,8 @@ class FormPages(GuildPages):
     ) -> web.StreamResponse:
         """Preview or save the edit the form asks for, or save it as a template."""
         d = self.d
-        if form.get("action") == SAVE_TEMPLATE:
+        action = action_of(form)
+        if action == SAVE_TEMPLATE:
             mention = template_mention(who.guild, values["mention"], current.mention)
             files = await d.announcements.images(current.id)
             return await self.save_as_template(
@@ -184,7 +233,7 @@ class FormPages(GuildPages):
         (draft, notes, upcoming), when_given = await check_edit(
             d.announcements, d.clock, who, current, options, message
         )  # the files are kept: the form has no file field
-        if form.get("action") == "preview":
+        if action == "preview":
             # Its next occurrence as it will post, rendered as /info renders it.
             shown = await d.announcements.as_edited_posted(
                 current, draft, when_given=when_given, upcoming=upcoming
@@ -229,8 +278,9 @@ class FormPages(GuildPages):
             kept.name, who.guild.id, who.member.id,
         )  # fmt: skip
         return await self.form_page(
-            viewer, who, values, editing=editing, saved=form_template_saved(kept)
-        )
+            viewer, who, {**values, "template_name": ""}, editing=editing,
+            saved=form_template_saved(kept),
+        )  # fmt: skip
 
     async def refused(
         self,
@@ -258,6 +308,7 @@ class FormPages(GuildPages):
         error: FieldError | None = None,
         preview: Preview | None = None,
         saved: str | None = None,
+        kept_typed: list[str] | None = None,
     ) -> web.Response:
         """The form, filled with ``values``: the channels the member can see (and the one
         being edited, a thread say), the server's roles, every zone, and the voice and stage
@@ -299,6 +350,7 @@ class FormPages(GuildPages):
             roles=roles,
             zones=zone_names(), event_channels=places, templates=templates,
             started_with=started_with, lost_channel=lost_channel, lost_role=lost_role,
+            kept_typed=kept_typed or [],
             example_date=example_date(self.d.clock.now().astimezone(viewer.zone).date()),
             labels=field_labels(),
             lengths=FIELD_LENGTHS,

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 FORM_FIELDS = (
     "message", "title", "channel", "when", "repeat", "timezone", "mention", "until",
     "event_location", "event_minutes", "event_channel", "template", "template_name",
+    "channel_shown", "pick",
 )  # fmt: skip
 CHECKBOXES = ("silent", "update_posted", "event")
 

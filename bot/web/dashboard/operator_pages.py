@@ -19,7 +19,7 @@ from ...announcements import LIMIT_OPTIONS, BadLimit, limit_lines
 from ...i18n import current_locale, t
 from ...limits import MAX_TEXT_OPTION
 from ...models import LIMIT_SETTINGS, GuildLimits, Limits
-from .core import Fields, Viewer, form_of
+from .core import CONFIRMED, Confirmation, Fields, Viewer, form_of
 from .pages import Pages, get, post
 from .text import babel_locale
 
@@ -157,13 +157,26 @@ class OperatorPages(Pages):
             outcomes=run_outcome_words(),
         )  # fmt: skip
 
-    @post("/ops/jobs/{job_id}/{action:cancel|retry}")
+    @post("/ops/jobs/{job_id}/{action:cancel|retry}", form=CONFIRMED)
     async def job_action(self, request: web.Request, viewer: Viewer) -> web.StreamResponse:
         """Cancel a job (and its pending descendants), or retry a failed or canceled one."""
         operator(viewer)
         found = await self.job_in(request)
         action = request.match_info["action"]
         if action == "cancel":
+            ask = Confirmation(
+                title=t("Cancel job {id}?", id=found.id),
+                question=t(
+                    "Job {id} ({fn}) and its pending descendants are canceled: they will not "
+                    "run. A canceled job can be retried later.", id=found.id, fn=found.fn,
+                ),
+                button=t("Cancel job {id}", id=found.id),
+                back=f"/ops/jobs/{found.id}",
+                fields={},
+            )  # fmt: skip
+            asked = self.d.confirm_first(request, viewer, ask)
+            if asked is not None:
+                return asked
             done = await self.d.sched.cancel(found.id)
             was = found.state.value
             answer = (

@@ -25,7 +25,7 @@ from ...requests.export_doc import (
 )
 from ...requests.importing import plan_import
 from ...requests.templates import template_from
-from .core import Fields, Upload, Viewer, form_of
+from .core import CONFIRM, Confirmation, Fields, Upload, Viewer, form_of
 from .pages import GUILD, GuildPages, get, post
 
 log = logging.getLogger(__name__)
@@ -62,10 +62,25 @@ class TransferPages(GuildPages):
         await self.d.sessions.set_flash(viewer.session, template_saved(kept, int(raw)))
         raise web.HTTPSeeOther(f"/g/{who.guild.id}/templates")
 
-    @post(GUILD + "/templates/delete", form=Fields({"name": MAX_TEXT_OPTION}))
+    @post(GUILD + "/templates/delete", form=Fields({"name": MAX_TEXT_OPTION, CONFIRM: 3}))
     async def delete_template(self, request: web.Request, viewer: Viewer) -> web.StreamResponse:
+        """/template delete, from its confirmation page (the first click asks)."""
         who = await self.requester(request, viewer)
         name = form_of(request).get("name")
+        shown = " ".join(name.split())
+        ask = Confirmation(
+            title=t("Delete the template {name}?", name=shown),
+            question=t(
+                "The template `{name}` is deleted for everyone on this server. Announcements "
+                "started from it are not changed. This can't be undone.", name=shown,
+            ),
+            button=t("Delete the template {name}", name=shown),
+            back=f"/g/{who.guild.id}/templates",
+            fields={"name": name},
+        )  # fmt: skip
+        asked = self.d.confirm_first(request, viewer, ask, who.guild)
+        if asked is not None:
+            return asked
         await self.d.announcements.delete_template(who.guild.id, name)
         await self.d.sessions.set_flash(
             viewer.session, t("🗑️ Deleted the template `{name}`.", name=" ".join(name.split()))
