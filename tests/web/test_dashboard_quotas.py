@@ -80,7 +80,7 @@ async def test_dashboard_changes_count_toward_commands_per_minute(
         new = {"message": "hello", "channel": str(world.news.id), "when": "in 1h"}
         status, _, _ = await post(site, http, login, f"/g/{guild}/new", new)
         assert status == 303
-        status, _, _ = await post(site, http, login, f"/g/{guild}/a/1/cancel", {})
+        status, _, _ = await post(site, http, login, f"/g/{guild}/a/1/cancel", {"confirm": "yes"})
         assert status == 303
         before = await db_snapshot(site.crier)
         status, text, headers = await post(site, http, login, f"/g/{guild}/new", new)
