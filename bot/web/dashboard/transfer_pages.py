@@ -67,6 +67,7 @@ class TransferPages(GuildPages):
         """/template delete, from its confirmation page (the first click asks)."""
         who = await self.requester(request, viewer)
         name = form_of(request).get("name")
+        await self.d.announcements.template(who.guild.id, name)  # none: refused, not asked
         shown = " ".join(name.split())
         ask = Confirmation(
             title=t("Delete the template {name}?", name=shown),
