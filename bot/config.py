@@ -461,6 +461,12 @@ class Settings:
     )
 
     def __post_init__(self) -> None:
+        if self.client_secret is not None and self.http_max_body <= self.file_max_bytes:
+            raise ConfigError(
+                f"HTTP_MAX_BODY_MB ({self.http_max_body / MIB:g}) must be larger than "
+                f"FILE_MAX_MB ({self.file_max_bytes / MIB:g}): the dashboard's form carries a "
+                "file of that size with its other fields"
+            )
         count, ids = self.shard_count, self.shard_ids
         if count is not None and count > SHARD_COUNT_LIMIT:
             raise ConfigError(f"SHARD_COUNT must be at most {SHARD_COUNT_LIMIT}, got {count}")

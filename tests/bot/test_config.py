@@ -165,6 +165,20 @@ def test_malformed_values_name_the_setting(name: str, value: str, says: str) -> 
     assert TOKEN not in message  # a bad token is never echoed back
 
 
+def test_the_body_limit_leaves_room_for_a_file_when_the_dashboard_is_served() -> None:
+    """A request body no larger than a file an announcement may carry would refuse that
+    file on the dashboard (413): said at start, naming both settings."""
+    env = {"DISCORD_TOKEN": TOKEN, "FILE_MAX_MB": "12", "HTTP_MAX_BODY_MB": "10"}
+    assert load_settings(env, env_file=None).http_max_body == 10 * 1024 * 1024  # no dashboard
+    with pytest.raises(ConfigError) as caught:
+        load_settings(env | {"DISCORD_CLIENT_SECRET": "s3cret-value"}, env_file=None)
+    assert str(caught.value).startswith(
+        "HTTP_MAX_BODY_MB (10) must be larger than FILE_MAX_MB (12)"
+    )
+    served = env | {"DISCORD_CLIENT_SECRET": "s3cret-value", "HTTP_MAX_BODY_MB": "13"}
+    assert load_settings(served, env_file=None).http_max_body == 13 * 1024 * 1024
+
+
 def test_env_file_is_read_and_the_environment_wins(tmp_path: Path) -> None:
     env_file = tmp_path / ".env"
     env_file.write_text(
