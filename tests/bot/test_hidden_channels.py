@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import discord
+import pytest
 from discord import app_commands
 
 from bot.limits import MAX_ANNOUNCEMENT_ID
@@ -34,6 +35,11 @@ COMMANDS: dict[str, tuple[dict[str, Any], str]] = {
 }
 """Each command naming an announcement: its other options (a channel by its world name) and
 what its answer says."""
+
+
+@pytest.fixture
+def crier(crier_on_each_db: Crier) -> Crier:
+    return crier_on_each_db  # on SQLite and on PostgreSQL
 
 
 def announcement_commands(crier: Crier) -> dict[str, str]:

@@ -32,7 +32,7 @@ from tests.fakediscord import ACCEPTED, INVITED, TeamMember
 
 from .conftest import news_draft, serve_dashboard
 from .test_dashboard_guards import log_in, sessions
-from .test_dashboard_http import authorize
+from .test_dashboard_http import authorize, database_url
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -101,14 +101,18 @@ async def test_a_state_is_taken_once_and_for_ten_minutes(
         assert await sessions(site) == 0
 
 
+@pytest.mark.parametrize("kind", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 async def test_refused_changes_ask_discord_nothing_and_are_limited_per_address(
-    tmp_path: Path, http: aiohttp.ClientSession
+    kind: str, tmp_path: Path, http: aiohttp.ClientSession
 ) -> None:
     """A member without the rights (bob) pauses an announcement again and again: Discord is
     asked for his roles once (the first refusal), not once per request; past 30 refused
     changes in a minute his address gets 429 at once; a minute later he is answered again,
     his roles read again (the refusal's read has expired)."""
-    async with serve_dashboard(tmp_path) as site:
+    async with (
+        database_url(kind, tmp_path) as url,
+        serve_dashboard(tmp_path, database_url=url) as site,
+    ):
         announcement, _ = await site.crier.bot.announcements.create(
             news_draft(site, "Hello", site.clock.now() + timedelta(hours=1))
         )

@@ -20,6 +20,7 @@ from tests.bot.conftest import db_snapshot
 
 from .conftest import news_draft, serve_dashboard, without_rate_limits
 from .test_dashboard_guards import log_in
+from .test_dashboard_http import database_url
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -59,13 +60,17 @@ async def http() -> AsyncIterator[aiohttp.ClientSession]:
         yield session
 
 
+@pytest.mark.parametrize("kind", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 async def test_every_field_one_character_too_long_is_refused_naming_it(
-    tmp_path: Path, http: aiohttp.ClientSession
+    kind: str, tmp_path: Path, http: aiohttp.ClientSession
 ) -> None:
     """Every declared field of every change, as the server's manager: one character past
     its length is refused (400) with its label's words, none of its text repeated, nothing
     written; at its length, not refused for its length."""
-    async with serve_dashboard(tmp_path) as site:
+    async with (
+        database_url(kind, tmp_path) as url,
+        serve_dashboard(tmp_path, database_url=url) as site,
+    ):
         without_rate_limits(site)
         announcement, _ = await site.crier.bot.announcements.create(
             news_draft(site, "Hello", site.clock.now().replace(year=2031))

@@ -24,6 +24,7 @@ from tests.fakediscord.permissions import P
 
 from .conftest import news_draft, serve_dashboard, without_rate_limits
 from .test_dashboard_guards import log_in
+from .test_dashboard_http import database_url
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -181,10 +182,14 @@ async def watched(site: Site, announcement_id: int) -> tuple[object, ...]:
     )
 
 
+@pytest.mark.parametrize("kind", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 async def test_a_manager_who_cannot_see_the_channel_gets_nothing_of_its_announcement(
-    tmp_path: Path, http: aiohttp.ClientSession
+    kind: str, tmp_path: Path, http: aiohttp.ClientSession
 ) -> None:
-    async with serve_dashboard(tmp_path) as site:
+    async with (
+        database_url(kind, tmp_path) as url,
+        serve_dashboard(tmp_path, database_url=url) as site,
+    ):
         world, bot = site.world, site.crier.bot
         without_rate_limits(site)
         secret = world.guild.add_channel("secret")
