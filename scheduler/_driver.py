@@ -17,7 +17,7 @@ from . import _runs, _sweep
 from ._engine import Engine
 from ._outage import Outage
 from .abc import Tx
-from .clock import TimerHandle, monotonic_of
+from .clock import Deadline, TimerHandle, monotonic_of
 from .context import (
     ActionContext,
     LazySavepointDb,
@@ -25,12 +25,22 @@ from .context import (
     TransactionContext,
     TransactionScheduling,
 )
-from .errors import LeaseLost, NonRetryable, NotSerializable, RetryLater, SchedulerError
+from .errors import (
+    JobTimeout,
+    LeaseLost,
+    NonRetryable,
+    NotSerializable,
+    RetryLater,
+    SchedulerError,
+)
 from .models import JobInfo, JobKind
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable
+
     from ._engine import Engine
     from .abc import Tx
+    from .registry import Registration
     from .store_types import ClaimedJob, Outcome
 
 log = logging.getLogger("scheduler.driver")
@@ -213,7 +223,7 @@ class Driver:
             _runs.job_info(job),
         )
         try:
-            outcome = _runs.succeeded(job, await reg.handler(ctx, args))
+            outcome = _runs.succeeded(job, await self._bounded(job, reg, reg.handler(ctx, args)))
         except Exception as exc:
             if db.opened:
                 await tx.rollback_to(db.savepoint)
@@ -223,11 +233,26 @@ class Driver:
             await tx.release(db.savepoint)
         return outcome
 
+    async def _bounded(self, job: ClaimedJob, reg: Registration, run: Awaitable[Any]) -> Any:
+        """Await a handler's ``run`` within the job's timeout (its own, else the
+        registration's, else none), measured on the scheduler's clock from now: a run still
+        going then is cancelled, and :class:`JobTimeout` raised in its place."""
+        timeout = job.timeout if job.timeout is not None else reg.timeout
+        if timeout is None:
+            return await run
+        error = partial(JobTimeout, f"still running after its timeout of {timeout:g}s: cancelled")
+        with Deadline(self.clock, self.clock.time() + timeout, error):
+            return await run
+
     def _failure(self, job: ClaimedJob, exc: Exception) -> Outcome:
         deterministic = isinstance(exc, NonRetryable | NotSerializable) or (
             self.store.is_deterministic_error(exc)
         )
-        if isinstance(exc, RetryLater):
+        if isinstance(exc, JobTimeout):
+            log.warning(
+                "job %d (%s) attempt %d %s", job.id, job.fn, job.attempts + 1, exc
+            )  # no traceback: where it was cancelled says nothing
+        elif isinstance(exc, RetryLater):
             log.warning(
                 "job %d (%s) attempt %d failed: %s; will retry",
                 job.id, job.fn, job.attempts + 1, _runs.describe_error(exc),
@@ -284,7 +309,7 @@ class Driver:
         info = _runs.job_info(job)
         ctx = ActionContext(self.engine, info, lease, partial(self.heartbeat, info))
         try:
-            return _runs.succeeded(job, await reg.handler(ctx, args))
+            return _runs.succeeded(job, await self._bounded(job, reg, reg.handler(ctx, args)))
         except LeaseLost as exc:
             return self._discarded(job, lease, exc)
         except asyncio.CancelledError as exc:

@@ -46,6 +46,7 @@ class JobOptions(TypedDict, total=False):
     parent_id: int | None
     pace: Pace | None
     priority: int
+    timeout: timedelta | float | None
 
 
 class EnqueueOptions(JobOptions, total=False):
@@ -151,6 +152,7 @@ class Engine:
         parent_id: int | None = None,
         pace: Pace | None = None,
         priority: int = 0,
+        timeout: timedelta | float | None = None,
     ) -> NewJob:
         """Validate everything about a job before anything is written: ``fn`` (and
         ``on_complete``) against the registry, the options, and that ``args`` (checked
@@ -172,6 +174,9 @@ class Engine:
         next_ts = now if run_at is None else _codec.to_timestamp(run_at)
         pace_key, pace_spacing = self.pace_of(fn, pace)
         priority = check_priority(priority)
+        run_timeout = (
+            None if timeout is None else _codec.to_seconds(timeout, "timeout", sign="positive")
+        )
         context_type, context_blob = _codec.encode_context(context)
         return NewJob(
             fn=reg.name,
@@ -191,6 +196,7 @@ class Engine:
             pace_key=pace_key,
             pace_spacing=pace_spacing,
             priority=priority,
+            timeout=run_timeout,
         )
 
     def debounce_job(

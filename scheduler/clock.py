@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from types import TracebackType
 
 
 @runtime_checkable
@@ -143,3 +144,53 @@ def system_time_of(clock: Clock) -> Callable[[], float]:
     with its database's clock), or :func:`time.time` for a clock without one."""
     fn: Callable[[], float] | None = getattr(clock, "system_time", None)
     return fn if callable(fn) else time.time
+
+
+class Deadline:
+    """Cancel the task that enters the block when ``clock`` reaches epoch ``ts``: what
+    :func:`asyncio.timeout_at` does on the event loop's clock, on the scheduler's (so a
+    :class:`~scheduler.testing.FakeClock` moves it). Leaving the block after it fired raises
+    ``error()`` in place of the cancellation (or of whatever the block raised meanwhile, or
+    of its return), unless the task was also cancelled for another reason: that
+    cancellation goes on. ``expired`` says it fired."""
+
+    __slots__ = ("_cancelling", "_clock", "_error", "_handle", "_task", "_ts", "expired")
+
+    def __init__(self, clock: Clock, ts: float, error: Callable[[], BaseException]) -> None:
+        self._clock = clock
+        self._ts = ts
+        self._error = error
+        self._task: asyncio.Task[object] | None = None
+        self._handle: TimerHandle | None = None
+        self._cancelling = 0
+        self.expired = False
+
+    def __enter__(self) -> Deadline:
+        task = asyncio.current_task()
+        if task is None:
+            raise RuntimeError("a Deadline is entered by a task")
+        self._task = task
+        self._cancelling = task.cancelling()
+        self._handle = self._clock.call_at(self._ts, self._fire)
+        return self
+
+    def _fire(self) -> None:
+        task = self._task
+        if task is not None and not task.done():
+            self.expired = True
+            task.cancel("deadline")
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+        task = self._task
+        if not self.expired or task is None:
+            return
+        if task.uncancel() > self._cancelling:
+            return  # cancelled for another reason as well: that goes on
+        raise self._error() from exc

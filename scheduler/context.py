@@ -86,7 +86,10 @@ class TransactionScheduling(InTransaction):
         :class:`~scheduler.Pace`: jobs with one key start at least its spacing apart, in
         every process; default: the registration's), ``priority`` (an int, default 0: among
         due jobs a higher priority starts first, so a flood of lower-priority due work
-        delays it by one batch at most; within one pace key jobs keep their due order).
+        delays it by one batch at most; within one pace key jobs keep their due order),
+        ``timeout`` (seconds or a ``timedelta``: a run still going after it is cancelled
+        and fails with :class:`~scheduler.JobTimeout`, retried by the job's retry policy;
+        default: the registration's, else none).
         """
         job = self._engine.new_job(fn, args, self._tx.state.now, **options)
         return await (await self._writing()).enqueue(job)

@@ -93,6 +93,13 @@ class LeaseLost(SchedulerError):
     """
 
 
+class JobTimeout(SchedulerError, TimeoutError):
+    """A run was still going when its job's timeout (``enqueue(..., timeout=)``, else the
+    registration's) ran out: it was cancelled, and the attempt counts as failed (a mutation's
+    writes rolled back; retried by the job's retry policy). What the run history records as
+    the run's error; a handler sees the cancellation (:class:`asyncio.CancelledError`)."""
+
+
 class AlreadyDone(SchedulerError):
     """The work of this once key was already done, in this or another process sharing the
     store (see :func:`scheduler.once`), or this block was marked too long ago to be sure it

@@ -152,6 +152,9 @@ class Job:
     pace_spacing: float | None = None
     priority: int = 0
     """Among due jobs, a higher priority starts first (0 unless the enqueue said)."""
+    timeout: float | None = None
+    """Seconds a run may take before it is cancelled, as the enqueue said (None: the
+    registration's timeout applies, if it has one)."""
 
     @property
     def next_at(self) -> datetime:

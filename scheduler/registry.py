@@ -11,12 +11,15 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from ._args import ArgsType
-from ._codec import check_name
+from ._codec import check_name, to_seconds
 from .errors import DuplicateName, InvalidArgument, UnknownFunction
 from .models import DEFAULT_ACTION_RETRY, DEFAULT_MUTATION_RETRY, JobKind, Pace, Retry
+
+if TYPE_CHECKING:
+    from datetime import timedelta
 
 Handler = Callable[[Any, Any], Awaitable[Any]]
 H = TypeVar("H", bound=Handler)
@@ -42,6 +45,9 @@ class Registration:
     """The type of its arguments (None: any JSON value, passed to the handler as stored)."""
     aliases: tuple[str, ...] = ()
     """Older names that resolve to this registration (jobs stored under them still run)."""
+    timeout: float | None = None
+    """Seconds a run of its jobs may take before it is cancelled, unless the job names its
+    own timeout (None: no limit)."""
 
     def encode_args(self, args: Any, what: str) -> Any:
         """What a job of this function stores for ``args``: for a typed registration the
@@ -88,12 +94,14 @@ class Registry:
         pace: Pace | None = None,
         args: type[Any] | None = None,
         aliases: Iterable[str] = (),
+        timeout: timedelta | float | None = None,
     ) -> None:
         """Register ``handler`` under ``name``; a name (or alias) may be registered once.
         ``pace`` is the default pace of its jobs and schedules (see
         :class:`~scheduler.Pace`); ``args`` the frozen dataclass its arguments are checked
         against at enqueue and decoded into before the handler runs; ``aliases`` older
-        names whose stored jobs and schedules it runs too."""
+        names whose stored jobs and schedules it runs too; ``timeout`` how long a run of its
+        jobs may take before it is cancelled and fails (a job's own ``timeout`` wins)."""
         check_name(name, "a function name", NAME_LIMIT)
         kind = JobKind(kind)
         if isinstance(aliases, str):
@@ -119,9 +127,18 @@ class Registry:
         replayable = kind is JobKind.MUTATION or idempotent
         default = DEFAULT_MUTATION_RETRY if replayable else DEFAULT_ACTION_RETRY
         args_type = None if args is None else ArgsType(args)
+        seconds = None if timeout is None else to_seconds(timeout, "timeout", sign="positive")
         self._add(
             Registration(
-                name, kind, handler, idempotent, retry or default, pace, args_type, old_names
+                name,
+                kind,
+                handler,
+                idempotent,
+                retry or default,
+                pace,
+                args_type,
+                old_names,
+                seconds,
             )
         )
 
@@ -139,6 +156,7 @@ class Registry:
         retry: Retry | None = None,
         pace: Pace | None = None,
         aliases: Iterable[str] = (),
+        timeout: timedelta | float | None = None,
     ) -> Callable[[H], H]: ...
 
     @overload
@@ -150,6 +168,7 @@ class Registry:
         retry: Retry | None = None,
         pace: Pace | None = None,
         aliases: Iterable[str] = (),
+        timeout: timedelta | float | None = None,
     ) -> Callable[[TypedHandler[A, R]], TypedHandler[A, R]]: ...
 
     def mutation(
@@ -160,13 +179,21 @@ class Registry:
         retry: Retry | None = None,
         pace: Pace | None = None,
         aliases: Iterable[str] = (),
+        timeout: timedelta | float | None = None,
     ) -> Callable[[H], H]:
         """Decorator: ``handler(ctx, args)`` runs inside one write transaction (``args``:
         an instance of the ``args`` type when one is given; see :meth:`register`)."""
 
         def deco(fn: H) -> H:
             self.register(
-                name, fn, JobKind.MUTATION, retry=retry, pace=pace, args=args, aliases=aliases
+                name,
+                fn,
+                JobKind.MUTATION,
+                retry=retry,
+                pace=pace,
+                args=args,
+                aliases=aliases,
+                timeout=timeout,
             )
             return fn
 
@@ -182,6 +209,7 @@ class Registry:
         retry: Retry | None = None,
         pace: Pace | None = None,
         aliases: Iterable[str] = (),
+        timeout: timedelta | float | None = None,
     ) -> Callable[[H], H]: ...
 
     @overload
@@ -194,6 +222,7 @@ class Registry:
         retry: Retry | None = None,
         pace: Pace | None = None,
         aliases: Iterable[str] = (),
+        timeout: timedelta | float | None = None,
     ) -> Callable[[TypedHandler[A, R]], TypedHandler[A, R]]: ...
 
     def action(
@@ -205,6 +234,7 @@ class Registry:
         retry: Retry | None = None,
         pace: Pace | None = None,
         aliases: Iterable[str] = (),
+        timeout: timedelta | float | None = None,
     ) -> Callable[[H], H]:
         """Decorator: ``handler(ctx, args)`` runs outside any transaction and may do I/O.
 
@@ -222,6 +252,7 @@ class Registry:
                 pace=pace,
                 args=args,
                 aliases=aliases,
+                timeout=timeout,
             )
             return fn
 

@@ -130,6 +130,8 @@ class NewJob:
     pace_spacing: float | None = None
     priority: int = 0
     """Among due jobs, a higher priority starts first."""
+    timeout: float | None = None
+    """Seconds a run may take before it is cancelled (None: the registration's, if any)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +154,8 @@ class ClaimedJob:
     fire_ts: float | None
     args: Any
     priority: int = 0
+    timeout: float | None = None
+    """The job's own timeout in seconds (None: the registration's, if any)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -159,6 +159,7 @@ def _claimed(r: Row, payload: Row | None, items: list[Any] | None) -> ClaimedJob
         fire_ts=optional_float(r["fire_ts"]),
         args=args,
         priority=int(r["priority"]),
+        timeout=optional_float(r["run_timeout"]),
     )
 
 

@@ -85,6 +85,7 @@ def _insert(
         "pace_key": job.pace_key,
         "pace_spacing": job.pace_spacing,
         "priority": job.priority,
+        "run_timeout": job.timeout,
         "now": st.now,
         "finished_at": finished,
     }

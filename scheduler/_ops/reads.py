@@ -163,6 +163,7 @@ def job_from_row(r: Row, lease_offset: float = 0.0, items: list[Any] | None = No
         pace_key=r["pace_key"],
         pace_spacing=optional_float(r["pace_spacing"]),
         priority=int(r["priority"]),
+        timeout=optional_float(r["run_timeout"]),
     )
 
 

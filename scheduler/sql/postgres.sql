@@ -9,10 +9,11 @@
 INSERT INTO scheduler_jobs (
     fn, kind, state, next_ts, max_failures, initial_backoff, backoff_base, idempotent,
     parent_id, idempotency_key, on_complete, name, schedule_name, fire_ts, jitter,
-    pace_key, pace_spacing, priority, created_at, updated_at, finished_at)
+    pace_key, pace_spacing, priority, run_timeout, created_at, updated_at, finished_at)
 VALUES (:fn, :kind, :state, :next_ts, :max_failures, :initial_backoff, :backoff_base,
         :idempotent, :parent_id, :idempotency_key, :on_complete, :name, :schedule_name,
-        :fire_ts, :jitter, :pace_key, :pace_spacing, :priority, :now, :now, :finished_at)
+        :fire_ts, :jitter, :pace_key, :pace_spacing, :priority, :run_timeout, :now, :now,
+        :finished_at)
 ON CONFLICT DO NOTHING
 RETURNING id;
 
@@ -21,12 +22,12 @@ RETURNING id;
 INSERT INTO scheduler_jobs (
     fn, kind, state, next_ts, max_failures, initial_backoff, backoff_base, idempotent,
     parent_id, idempotency_key, on_complete, name, schedule_name, fire_ts, jitter,
-    pace_key, pace_spacing, priority, created_at, updated_at, finished_at, debounce_key,
-    batch_key, batch_items)
+    pace_key, pace_spacing, priority, run_timeout, created_at, updated_at, finished_at,
+    debounce_key, batch_key, batch_items)
 VALUES (:fn, :kind, :state, :next_ts, :max_failures, :initial_backoff, :backoff_base,
         :idempotent, :parent_id, :idempotency_key, :on_complete, :name, :schedule_name,
-        :fire_ts, :jitter, :pace_key, :pace_spacing, :priority, :now, :now, :finished_at,
-        :debounce_key, :batch_key, :batch_items)
+        :fire_ts, :jitter, :pace_key, :pace_spacing, :priority, :run_timeout, :now, :now,
+        :finished_at, :debounce_key, :batch_key, :batch_items)
 ON CONFLICT DO NOTHING
 RETURNING id;
 
@@ -67,7 +68,7 @@ FROM due
 WHERE j.id = due.id AND j.state = 'pending'
 RETURNING j.id, j.fn, j.kind, j.attempts, j.max_failures, j.initial_backoff, j.backoff_base,
           j.run_count, j.next_ts, j.on_complete, j.name, j.idempotent, j.schedule_name,
-          j.fire_ts, j.priority;
+          j.fire_ts, j.priority, j.run_timeout;
 
 -- name: claim_ranked
 -- Take up to :limit due unpaced pending jobs of one kind and of priority :priority (not 0), in due order, leased until :lease_until by :process.
@@ -85,7 +86,7 @@ FROM due
 WHERE j.id = due.id AND j.state = 'pending'
 RETURNING j.id, j.fn, j.kind, j.attempts, j.max_failures, j.initial_backoff, j.backoff_base,
           j.run_count, j.next_ts, j.on_complete, j.name, j.idempotent, j.schedule_name,
-          j.fire_ts, j.priority;
+          j.fire_ts, j.priority, j.run_timeout;
 
 -- name: ranked_levels
 -- The priorities (not 0) of the unpaced pending jobs of one kind, highest first, each with its earliest next_ts.
@@ -213,7 +214,7 @@ DELETE FROM scheduler_jobs WHERE id = ANY(:job_ids::bigint[]);
 SELECT j.id, j.fn, j.kind, j.state, j.next_ts, j.attempts, j.max_failures, j.run_count,
        j.lease_expires_at, j.parent_id, j.idempotency_key, j.on_complete, j.name,
        j.schedule_name, j.fire_ts, j.jitter, j.created_at, j.updated_at, j.finished_at,
-       j.pace_key, j.pace_spacing, j.priority,
+       j.pace_key, j.pace_spacing, j.priority, j.run_timeout,
        a.args, a.context_type, a.context, a.result, a.error, a.callback_of, a.batch
 FROM scheduler_jobs j LEFT JOIN scheduler_job_args a ON a.job_id = j.id
 WHERE j.id = :job_id;
@@ -229,7 +230,7 @@ WHERE j.id = ANY(:job_ids::bigint[]);
 SELECT j.id, j.fn, j.kind, j.state, j.next_ts, j.attempts, j.max_failures, j.run_count,
        j.lease_expires_at, j.parent_id, j.idempotency_key, j.on_complete, j.name,
        j.schedule_name, j.fire_ts, j.jitter, j.created_at, j.updated_at, j.finished_at,
-       j.pace_key, j.pace_spacing, j.priority,
+       j.pace_key, j.pace_spacing, j.priority, j.run_timeout,
        NULL AS args, NULL AS context_type, NULL AS context, NULL AS result, a.error,
        NULL AS callback_of
 FROM scheduler_jobs j LEFT JOIN scheduler_job_args a ON a.job_id = j.id
@@ -434,11 +435,11 @@ WHERE schedule_name = :schedule_name AND state IN ('pending', 'held');
 INSERT INTO scheduler_jobs (
     id, fn, kind, state, next_ts, max_failures, initial_backoff, backoff_base, idempotent,
     on_complete, name, schedule_name, fire_ts, jitter, pace_key, pace_spacing, priority,
-    created_at, updated_at)
+    run_timeout, created_at, updated_at)
 OVERRIDING SYSTEM VALUE
 VALUES (:id, :fn, :kind, 'pending', :next_ts, :max_failures, :initial_backoff, :backoff_base,
         :idempotent, :on_complete, :name, :schedule_name, :fire_ts, :jitter, :pace_key,
-        :pace_spacing, :priority, :now, :now);
+        :pace_spacing, :priority, :run_timeout, :now, :now);
 
 -- name: insert_schedules
 -- Boot reconciliation's new static entries, in one executemany.
@@ -693,7 +694,8 @@ SET state = 'in_progress', run_count = run_count + 1, lease_expires_at = :lease_
     updated_at = :now, lease_holder = :process::text
 WHERE id = ANY(:job_ids::bigint[]) AND state = 'pending'
 RETURNING id, fn, kind, attempts, max_failures, initial_backoff, backoff_base, run_count,
-          next_ts, on_complete, name, idempotent, schedule_name, fire_ts, priority;
+          next_ts, on_complete, name, idempotent, schedule_name, fire_ts, priority,
+          run_timeout;
 
 -- name: prune_pace
 -- Forget the slots that opened before :before (no row means open: nothing changes).

@@ -247,6 +247,7 @@ def _insert_buffered(
             "pace_key": j.pace_key,
             "pace_spacing": j.pace_spacing,
             "priority": j.priority,
+            "run_timeout": j.timeout,
             "now": now,
         }
         for job_id, j in jobs
