@@ -6,21 +6,21 @@ README shows works: the bot itself against the fake Discord, ``limits``, ``backu
 test is skipped there without one, saying so).
 
 Offline, as CI must be: the wheel is built with ``pip wheel --no-build-isolation --no-index``
-(the build backend, hatchling, is in the dev virtualenv) and installed with ``--no-deps
---no-index``. The new environment finds its dependencies in the dev virtualenv's
-site-packages, named by one line of a ``.pth`` file written after the install. A directory
-named that way is only put on the path: its own ``.pth`` files, the editable install's among
-them, are not read, so the source tree is not importable there (checked below), and ``bot``
-and ``scheduler`` come from the wheel alone."""
+(the build backend, hatchling, is in the dev virtualenv) and installed with its extras
+(``postgres``, ``metrics``) by ``pip install --no-index --find-links`` from wheels of the dev
+virtualenv's own distributions (``scripts/scheduler_alone.py`` makes them): pip resolves
+what the wheel declares from those alone, so a dependency it forgot to declare is missing
+there and the bot fails. Nothing of this tree is on the new environment's path (checked
+below): ``bot`` and ``scheduler`` come from the wheel."""
 
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 import signal
 import subprocess
 import sys
-import sysconfig
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,8 +35,14 @@ from tests.ship.conftest import outside_env
 from tests.support.processes import ROOT, Process, procs, until
 
 if TYPE_CHECKING:
+    from types import ModuleType
+
     from tests.bot.conftest import World
     from tests.fakediscord import FakeDiscord
+
+
+EXTRAS = ("postgres", "metrics")
+"""What a self-hoster installs it with (README)."""
 
 
 @dataclass(frozen=True)
@@ -62,23 +68,38 @@ def build(*argv: str | Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+def scheduler_alone() -> ModuleType:
+    """``scripts/scheduler_alone.py``, for its wheels of the dev virtualenv's distributions."""
+    spec = importlib.util.spec_from_file_location(
+        "scheduler_alone", ROOT / "scripts" / "scheduler_alone.py"
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
+    alone = scheduler_alone()
     base = tmp_path_factory.mktemp("wheel")
-    dist, venv = base / "dist", base / "venv"
+    dist, wheels, venv = base / "dist", base / "wheels", base / "venv"
     pip = (sys.executable, "-m", "pip", "--disable-pip-version-check")
     build(*pip, "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-w", dist, ROOT)
     [wheel] = dist.glob("crier-*.whl")
+    # Its dependencies as it declares them (with the extras), from the dev virtualenv.
+    wheels.mkdir()
+    roots = [(r, frozenset(EXTRAS)) for r in alone.requirements_of(wheel)]
+    for needed in alone.needed(roots).values():
+        alone.repack(needed, wheels)
     build(sys.executable, "-m", "venv", "--without-pip", venv)
-    build(*pip, "--python", venv / "bin" / "python", "install", "--no-deps", "--no-index", wheel)
-    # After the install (pip would see the dev virtualenv's editable crier as installed).
-    site = subprocess.run(
-        [venv / "bin" / "python", "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-        capture_output=True, text=True, check=True,
-    ).stdout.strip()  # fmt: skip
-    dev_site = sysconfig.get_path("purelib")
-    assert dev_site != site
-    (Path(site) / "dev-dependencies.pth").write_text(dev_site + "\n")
+    done = subprocess.run(
+        [*pip, "--python", venv / "bin" / "python", "install", "--no-index",
+         "--find-links", wheels, f"{wheel}[{','.join(EXTRAS)}]"],
+        capture_output=True, text=True, timeout=300, check=False, env=alone.pip_env(),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
     return Installed(wheel, venv)
 
 
