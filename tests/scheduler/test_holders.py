@@ -398,8 +398,18 @@ async def test_a_holder_whose_session_ended_stops_acting_and_loses_what_was_take
     assert ctx.lease_remaining() > 0
     a = await make("a", start=False)
     await a.sched.open()
-    await end_session(b.sched.store, a.sched.store)
     holders = b.sched._engine.holders
+    restoring = asyncio.Event()  # set once b's driver asks to be proved alive again
+    restore = holders.restore
+
+    async def watched_restore() -> None:
+        task = asyncio.current_task()
+        if not holders.proven and task is not None and task.get_name() == "scheduler-driver":
+            restoring.set()
+        await restore()
+
+    holders.restore = watched_restore  # type: ignore[method-assign]
+    await end_session(b.sched.store, a.sched.store)
     await wait_until(lambda: not holders.proven)
     assert ctx.lease_remaining() == 0  # it learnt at once, before any other process acted
     with pytest.raises(LeaseLost, match="proof of life lapsed"):
@@ -409,6 +419,12 @@ async def test_a_holder_whose_session_ended_stops_acting_and_loses_what_was_take
     job_now = await a.sched.get_job(job)
     assert job_now is not None
     assert job_now.state is JobState.PENDING  # reclaimed: it runs again
+    # b's driver, woken, proves b alive again before it claims anything (and cannot yet).
+    b.sched.wake()
+    await asyncio.wait_for(restoring.wait(), 10)
+    job_now = await a.sched.get_job(job)
+    assert job_now is not None
+    assert job_now.state is JobState.PENDING  # not claimed by a process that may be gone
     reconnect.set()
     await wait_until(lambda: holders.proven)
     assert ctx.lease_remaining() == 0  # still lost: someone took it in between
