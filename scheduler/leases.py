@@ -106,8 +106,8 @@ class Leases:
         await _try(holders.register(), "prove this process alive")
         if await self._run(lease_ops.take, key=key, holder=self.holder, ttl=seconds):
             return True
-        if not await _try(holders.check(), "check the other lease holders"):
-            return False
+        # Held: by a holder that is gone? (This check, or one that just ran, frees its keys.)
+        await _try(holders.check(), "check the other lease holders")
         return await self._run(lease_ops.take, key=key, holder=self.holder, ttl=seconds)
 
     async def renew(self, keys: Sequence[str], ttl: timedelta | float = DEFAULT_TTL) -> set[str]:
