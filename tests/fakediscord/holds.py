@@ -115,26 +115,39 @@ class MessageHolds:
 @dataclass
 class StartBarrier:
     """The first ``parties`` ``GET /gateway/bot`` requests (what each instance asks first,
-    before it takes any shard) wait until all ``parties`` have arrived, then are answered
-    together: instances the test starts "together" then go on from one instant, however
-    long each took to start. Later requests pass at once; ``release()`` lets the waiting
-    ones go early (``fake.stop()`` does)."""
+    before it takes any shard) are parked until the test admits them, one at a time in the
+    order they arrived (:meth:`admit`) or all at once (:meth:`release`): instances the test
+    starts "together" then go on at moments it chooses, however long each took to start.
+    Later requests pass at once; ``fake.stop()`` releases every parked one."""
 
     parties: int
     arrived: int = 0
+    admitted: int = 0
     _changed: Callable[[], None] = field(default=lambda: None, repr=False)
-    _open: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
+    _turns: list[asyncio.Event] = field(default_factory=list, repr=False)
+
+    def admit(self) -> None:
+        """Let the earliest parked request go on."""
+        waiting = [t for t in self._turns if not t.is_set()]
+        if not waiting:
+            raise RuntimeError("no request is parked at the start barrier")
+        waiting[0].set()
+        self.admitted += 1
+        self._changed()
 
     def release(self) -> None:
-        self._open.set()
+        """Let every parked request go on, and any later one pass."""
+        self.parties = 0
+        for turn in self._turns:
+            turn.set()
         self._changed()
 
     async def wait(self) -> None:
-        """Count one request; wait (if it is one of the first ``parties``) for the rest."""
-        if self._open.is_set():
+        """Count one request; park it if it is one of the first ``parties``."""
+        if self.arrived >= self.parties:
             return
         self.arrived += 1
+        turn = asyncio.Event()
+        self._turns.append(turn)
         self._changed()
-        if self.arrived >= self.parties:
-            self.release()
-        await self._open.wait()
+        await turn.wait()

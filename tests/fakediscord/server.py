@@ -703,9 +703,9 @@ class FakeDiscord:
         return self.holds.add(_id_of(channel), stage, skip, count)
 
     def start_together(self, parties: int) -> StartBarrier:
-        """Answer the first ``parties`` ``GET /gateway/bot`` requests together, once all have
-        arrived (see ``holds.StartBarrier``): a cold start of that many instances from one
-        instant."""
+        """Park the first ``parties`` ``GET /gateway/bot`` requests until the test admits
+        them (see ``holds.StartBarrier``): a cold start of that many instances at moments
+        the test chooses."""
         if parties < 1:
             raise ValueError("parties must be at least 1")
         self.start_barrier = StartBarrier(parties, _changed=self._changed)

@@ -12,9 +12,10 @@ fake Discord served by this test.
   ``scheduler_holder_checks_total`` counts them) and takes nothing: no IDENTIFY of the
   paused one's shard, no second run of its delivery. Continued, it finishes the send:
   one message.
-- **A cold start of three.** Three instances on 8 shards, answered ``GET /gateway/bot``
-  from one instant (the fake's barrier: the test decides when "together" is): each shard
-  is IDENTIFYed once, 8 in all.
+- **A cold start of three.** Three instances on 8 shards, let go one after the other by the
+  fake's start barrier (their first ``GET /gateway/bot`` held until the test admits it:
+  each once the one before is a member of the shards' group), all within the join window:
+  each shard is IDENTIFYed once, 8 in all.
 
 Nothing is timed against a guess: the test waits for states (sessions at the fake, lease and
 run rows, counters), and the one comparison of times is between two stamps of the database's
@@ -311,6 +312,11 @@ async def test_a_paused_instance_keeps_its_shard_and_its_send_and_nothing_is_dou
         assert cluster.problems() == []
 
 
+async def _members(url: str, n: int) -> bool:
+    got = await rows(url, "SELECT holder FROM scheduler_lease_members")
+    return len(got) >= n
+
+
 async def _one_each(cluster: Instances) -> bool:
     return cluster.every_shard_served_once() and await cluster.shares() == [1, 1]
 
@@ -341,11 +347,21 @@ async def test_three_instances_started_together_identify_each_shard_once(
         for name in ("a", "b", "c"):
             await cluster.start(name)
         await wait("three instances at the barrier", lambda: barrier.arrived == 3, cluster)
+        # One after the other, each once the one before is a member of the shards' group:
+        # without a calm start the first takes shards and IDENTIFYs some before the others
+        # ask for their share, and the others IDENTIFY them again.
+        for joined in (1, 2, 3):
+            barrier.admit()
+            await wait(f"{joined} member(s)", lambda n=joined: _members(url, n), cluster)
 
         async def even() -> bool:
-            return cluster.every_shard_served_once() and await cluster.shares() == [3, 3, 2]
+            # ... and no hand-over under way (a taker confirms once its session is ready)
+            leases = await cluster.leases()
+            moving = any(r["handed_from"] or r["wanted_by"] for r in leases)
+            shares = await cluster.shares()
+            return not moving and cluster.every_shard_served_once() and shares == [3, 3, 2]
 
-        await wait("8 shards served, 3, 3 and 2", even, cluster)
+        await wait("8 shards served, 3, 3 and 2, nothing handed over", even, cluster)
         # A lease round more everywhere (each renews every second): nothing moves any more.
         renewed = {r["lease_key"]: r["expires_at"] for r in await cluster.leases()}
 
@@ -358,5 +374,6 @@ async def test_three_instances_started_together_identify_each_shard_once(
         accepted = [x.shard[0] for x in fake.identify_log if x.accepted]
         assert sorted(accepted) == list(range(8)), fake.identify_log
         assert len(fake.identify_log) == 8, "\n".join(map(str, fake.identify_log))
+        assert not any(r["handed_from"] for r in await cluster.leases())
         assert cluster.problems() == []
         print(f"\n{kind}: {len(fake.identify_log)} IDENTIFYs for 8 shards, 3 instances")

@@ -142,15 +142,15 @@ class Instances:
         return set(self.served().values()) == {1}
 
     async def leases(self) -> list[dict[str, Any]]:
-        """Every shard lease row (lease_key, holder, expires_at), with the database's clock
-        now (``now``; SQLite's is this machine's)."""
+        """Every shard lease row (lease_key, holder, expires_at, handed_from, wanted_by), with
+        the database's clock now (``now``; SQLite's is this machine's)."""
         if self.dsn.startswith("sqlite:///"):
             conn = sqlite3.connect(self.dsn.removeprefix("sqlite:///"), timeout=30)
             try:
                 conn.row_factory = sqlite3.Row
                 got = conn.execute(
-                    "SELECT lease_key, holder, expires_at FROM scheduler_leases "
-                    "WHERE lease_key LIKE 'shard:%'"
+                    "SELECT lease_key, holder, expires_at, handed_from, wanted_by "
+                    "FROM scheduler_leases WHERE lease_key LIKE 'shard:%'"
                 ).fetchall()
                 now = time.time()
                 return [dict(r) | {"now": now} for r in got]
@@ -161,7 +161,7 @@ class Instances:
         conn = await asyncpg.connect(self.dsn)
         try:
             rows = await conn.fetch(
-                "SELECT lease_key, holder, expires_at, "
+                "SELECT lease_key, holder, expires_at, handed_from, wanted_by, "
                 "extract(epoch FROM clock_timestamp())::float8 AS now FROM scheduler_leases "
                 "WHERE lease_key LIKE 'shard:%'"
             )
