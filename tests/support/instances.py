@@ -148,10 +148,13 @@ class Instances:
             conn = sqlite3.connect(self.dsn.removeprefix("sqlite:///"), timeout=30)
             try:
                 conn.row_factory = sqlite3.Row
-                got = conn.execute(
-                    "SELECT lease_key, holder, expires_at, handed_from, wanted_by "
-                    "FROM scheduler_leases WHERE lease_key LIKE 'shard:%'"
-                ).fetchall()
+                try:
+                    got = conn.execute(
+                        "SELECT lease_key, holder, expires_at, handed_from, wanted_by "
+                        "FROM scheduler_leases WHERE lease_key LIKE 'shard:%'"
+                    ).fetchall()
+                except sqlite3.OperationalError:  # no table yet: no instance opened it
+                    return []
                 now = time.time()
                 return [dict(r) | {"now": now} for r in got]
             finally:
