@@ -24,7 +24,9 @@ So a holder that can be told gone loses its leases as soon as another process no
   leases are free now, its requests and its places in lease groups are forgotten, and every
   job whose lease it held is reclaimed as an expired lease would be (``lease_lost`` in the
   run history). The lease shares of the process that found it run a round at once, and the
-  drivers wake for the reclaimed jobs.
+  drivers wake for the reclaimed jobs; the other processes' lease shares run a round as
+  soon as their own check sees the holder gone from the table (within an interval), so
+  every survivor takes its part of the dead one's keys at once, not at its next round.
 - **A proof that lapses** while its process lives on (PostgreSQL: its holder session was
   lost, say by ``pg_terminate_backend`` or a dropped connection) is noticed at once: the
   process claims nothing until it has proved itself again (a new proof), and every run it
@@ -94,6 +96,8 @@ class Holders:
         self._broken_before = 0
         """Leases taken while the proof's epoch was below this are lost."""
         self._listeners: list[Callable[[], None]] = []
+        self._others: set[str] | None = None
+        """The other holders as the last check found them (None: not checked yet)."""
 
     @property
     def me(self) -> str:
@@ -130,7 +134,8 @@ class Holders:
 
     def add_listener(self, listener: Callable[[], None]) -> None:
         """Call ``listener`` after this process found a holder gone and took its leases from
-        it, and after it proved itself again after a lapse."""
+        it, after a check found that another holder left (found gone by another process, or
+        stopped), and after this process proved itself again after a lapse."""
         self._listeners.append(listener)
 
     def remove_listener(self, listener: Callable[[], None]) -> None:
@@ -296,7 +301,12 @@ class Holders:
                     "job(s) back to pending, %d failed (their run was lost)",
                     holder, report[0], report[1],
                 )  # fmt: skip
-        if expired:
+        # A holder that left since the last check (found gone by another process, or
+        # stopped) freed its keys too: this process's lease shares look at once as well.
+        # (A holder found gone that another process expired first left too.)
+        left = set() if self._others is None else self._others - set(others)
+        self._others = set(others) - gone
+        if gone or left:
             self._changed()
         return expired
 
