@@ -78,6 +78,12 @@ def plan(
         steps.append(
             ("shards_bench", ["bench/shards_bench.py", "--dsn", dsn, *(q or ["--runs", "3"])])
         )
+    if (BENCH / "takeover_bench.py").exists():  # a crash, a restart, a cold start of three
+        stores = "sqlite,postgres" if dsn else "sqlite"
+        takeover = ["bench/takeover_bench.py", "--stores", stores]
+        if dsn:
+            takeover += ["--dsn", dsn]
+        steps.append(("takeover_bench", [*takeover, *(q or ["--runs", "3"])]))
     steps.append(("scale_bench", ["bench/scale_bench.py", *(q or ["--size", scale])]))
     steps.append(
         (
@@ -714,6 +720,24 @@ SHARDS_INTRO = [
 ]
 
 
+TAKEOVER_INTRO = [
+    "Real `python -m bot` processes against the fake Discord (its IDENTIFY window 1 s, the "
+    "bot's `IDENTIFY_INTERVAL_SECONDS` alike, `max_concurrency` 1) with the deployment's "
+    "leases (30 s): a SIGKILLed lone instance restarted at once, from the kill to a command "
+    "answered in a fresh gateway session (beside it, a lone cold start on a fresh database: "
+    "what a restart costs with nothing to take over); one of three instances on 8 shards "
+    "SIGKILLed, until a command is answered in a guild of each of its 3 shards; the "
+    "IDENTIFYs of three instances spawned at once on 8 shards; a lone start with the join "
+    "window against without. `--before PATH` runs a checkout of before the change in the "
+    "same run (issue 33: `git worktree add --detach ../before 51cc7f9`, then "
+    "`takeover_bench.py --before ../before`); that run's figures:",
+    "",
+    *TAKEOVER_BEFORE,
+    "",
+    "The latest run (this checkout only), as printed:",
+]
+
+
 def write_docs(out: Path, docs_dir: Path) -> Path:
     docs = {
         n: load(out, n)
@@ -846,6 +870,18 @@ def write_docs(out: Path, docs_dir: Path) -> Path:
             "",
             "```",
             shards_txt.read_text("utf-8").rstrip(),
+            "```",
+            "",
+        ]
+    takeover_txt = out / "takeover_bench.txt"
+    if takeover_txt.exists():
+        lines += [
+            "## Take-over and a calm start (`takeover_bench.py`)",
+            "",
+            *TAKEOVER_INTRO,
+            "",
+            "```",
+            takeover_txt.read_text("utf-8").rstrip(),
             "```",
             "",
         ]

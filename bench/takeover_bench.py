@@ -21,7 +21,7 @@ runs the bot of this tree ("after") and, with ``--before PATH``, the bot of anot
   fake accepted once every shard is served by one session, the shares are even and no
   hand-over is under way (8 is the least).
 - **the join window's cost** (after only): a lone instance, spawn to first answer, with the
-  default ``SHARD_JOIN_WINDOW_SECONDS`` (2) against 0, in the same run.
+  default ``SHARD_JOIN_WINDOW_SECONDS`` (1) against 0, in the same run.
 
 ``--quick`` (one run, SQLite only, no before) is the smoke run of
 ``tests/test_takeover_bench_smoke.py``.
@@ -253,9 +253,9 @@ async def one_run(args: argparse.Namespace) -> dict[str, Any]:
             log(f"{store}, {label}: three started at once")
             c = await cold_start_of_three(tree, store, args.dsn)
             got[f"{store}.{label}"] = {"restart": r, "takeover": t, "cold": c}
-        log(f"{store}: a lone start, join window 2 s and 0 s")
+        log(f"{store}: a lone start, join window 1 s and 0 s")
         got[f"{store}.window"] = {
-            "window_2": await lone_start(store, args.dsn, 2.0),
+            "window_1": await lone_start(store, args.dsn, 1.0),
             "window_0": await lone_start(store, args.dsn, 0.0),
         }
     return got
@@ -309,12 +309,12 @@ def main() -> int:
                 f"    after/before: restart {ratio(a['restart'].median, b['restart'].median):.3f}, "
                 f"take-over {ratio(a['takeover'].median, b['takeover'].median):.3f}"
             )
-        w2 = med(lambda r, s=store: r[f"{s}.window"]["window_2"])
+        w1 = med(lambda r, s=store: r[f"{s}.window"]["window_1"])
         w0 = med(lambda r, s=store: r[f"{s}.window"]["window_0"])
-        summary[f"{store}.window"] = {"window_2": w2, "window_0": w0}
-        out(f"    lone start -> answering, join window 2 s  {w2.show('s', 2)}")
+        summary[f"{store}.window"] = {"window_1": w1, "window_0": w0}
+        out(f"    lone start -> answering, join window 1 s  {w1.show('s', 2)}")
         out(f"    lone start -> answering, join window 0 s  {w0.show('s', 2)}")
-        out(f"    window 2 s / 0 s: {ratio(w2.median, w0.median):.2f}")
+        out(f"    window 1 s / 0 s: {ratio(w1.median, w0.median):.2f}")
     if args.json is not None:
         doc = {
             "bench": "takeover",

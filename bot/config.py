@@ -433,7 +433,7 @@ class Settings:
     shard_join_window: float = setting(
         "SHARD_JOIN_WINDOW_SECONDS",
         Number(0.0, 60.0),
-        "2",
+        "1",
         "A calm start: an instance that starts while shards are free waits until no other "
         "instance has joined for this long, so instances started together share the shards "
         "out before any IDENTIFY (0: take them at once).",

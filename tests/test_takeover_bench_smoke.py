@@ -34,7 +34,7 @@ def test_the_quick_takeover_bench_measures_every_scenario(tmp_path: Path) -> Non
             "sqlite.after.takeover",
             "sqlite.after.identifies",
             "sqlite.after.refused",
-            "sqlite.window.window_2",
+            "sqlite.window.window_1",
             "sqlite.window.window_0",
         )
     }
