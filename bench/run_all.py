@@ -730,11 +730,8 @@ TAKEOVER_INTRO = [
     "IDENTIFYs of three instances spawned at once on 8 shards; a lone start with the join "
     "window against without. `--before PATH` runs a checkout of before the change in the "
     "same run (issue 33: `git worktree add --detach ../before 51cc7f9`, then "
-    "`takeover_bench.py --before ../before`); that run's figures:",
-    "",
-    *TAKEOVER_BEFORE,
-    "",
-    "The latest run (this checkout only), as printed:",
+    "`takeover_bench.py --before ../before`). The latest run (this checkout only), as "
+    "printed:",
 ]
 
 
