@@ -168,6 +168,8 @@ class Instances:
                 "extract(epoch FROM clock_timestamp())::float8 AS now FROM scheduler_leases "
                 "WHERE lease_key LIKE 'shard:%'"
             )
+        except asyncpg.UndefinedTableError:  # no instance migrated the database yet
+            return []
         finally:
             await conn.close()
         return [dict(r) for r in rows]
