@@ -84,7 +84,7 @@ def _newest(trig: Trigger, lo: float, hi: float, cap: int) -> list[float]:
     """Up to ``cap`` fire times in ``[lo, hi]``, the newest ones, oldest first."""
     if hi < lo:
         return []
-    if isinstance(trig, Interval):
+    if isinstance(trig, Interval) and not trig.exclude:
         n = min(cap, trig.count_between(_dt(lo) - _US, _dt(hi)))
         newest = trig.latest_at_or_before(_dt(hi))
         if newest is None:

@@ -45,6 +45,14 @@ Two calendar rules that five fields cannot say are keyword arguments of :class:`
   ``"day"`` (every n-th local date) and ``"month"`` (every n-th calendar month).  Unlike an
   :class:`Interval` of 14 days, this keeps the local time of day across DST.
 
+Both triggers take ``exclude=[(start, end), ...]``: spans of time (aware, both ends
+included) in which they do not fire, e.g. a holiday, or one occurrence named by its instant
+(``(t, t)``).  A fire time a span holds is left out of :meth:`Trigger.next_after`,
+:meth:`Trigger.latest_at_or_before` and :meth:`Interval.count_between` alike; the spans are
+kept in UTC, sorted and merged, and stored in the spec, so a schedule never materializes an
+excluded time.  Each span met is stepped over whole (the work does not grow with the fire
+times inside it).
+
 The expression is iterated by :mod:`croniter` on *naive* wall times only (a canonical
 number-list form of the parsed fields is handed to it, so it sees exactly the schedule that
 was validated; the parsing, validation and croniter walkers are in

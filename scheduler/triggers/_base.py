@@ -3,11 +3,15 @@ and durations in words."""
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from datetime import UTC, datetime, timedelta
-from typing import Final, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Final, Protocol, runtime_checkable
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from ..errors import InvalidSchedule
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 
 @runtime_checkable
@@ -107,3 +111,85 @@ def format_duration(td: timedelta) -> str:
     """Return ``td`` as e.g. ``"15 minutes"``, ``"1 hour"``, ``"-5 seconds"``."""
     count, unit = duration_parts(td)
     return f"{count} {unit}" if abs(count) == 1 else f"{count} {unit}s"
+
+
+Span = tuple[datetime, datetime]
+"""A closed span of time ``(start, end)``, both aware and in UTC, ``start <= end``."""
+
+
+def spans_of(value: object) -> tuple[Span, ...]:
+    """``exclude=`` as a trigger keeps it: each ``(start, end)`` pair of aware datetimes
+    converted to UTC, sorted, and overlapping or touching spans merged (so the result is
+    ordered and disjoint). Raises :class:`InvalidSchedule` for anything else, or a span that
+    ends before it starts."""
+    if value is None:
+        return ()
+    if isinstance(value, str | bytes) or not hasattr(value, "__iter__"):
+        raise InvalidSchedule(
+            f"exclude must be pairs of (start, end) datetimes, got {type(value).__name__}"
+        )
+    pairs: list[Span] = []
+    for item in value:
+        if not isinstance(item, tuple | list) or len(item) != 2:
+            raise InvalidSchedule(f"exclude takes (start, end) pairs, got {item!r}")
+        start = require_aware(item[0], "an excluded span's start")
+        end = require_aware(item[1], "an excluded span's end")
+        if end < start:
+            raise InvalidSchedule(
+                f"an excluded span ends before it starts: {start.isoformat()} > {end.isoformat()}"
+            )
+        pairs.append((start, end))
+    pairs.sort()
+    merged: list[Span] = []
+    for start, end in pairs:
+        if merged and start <= merged[-1][1] + ONE_US:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return tuple(merged)
+
+
+def covering(spans: tuple[Span, ...], t: datetime) -> Span | None:
+    """The span of ``spans`` (ordered, disjoint) that holds ``t``, or None (O(log n))."""
+    i = bisect_right(spans, t, key=lambda span: span[0]) - 1
+    if i >= 0 and spans[i][1] >= t:
+        return spans[i]
+    return None
+
+
+def next_outside(
+    spans: tuple[Span, ...], t: datetime, next_after: Callable[[datetime], datetime]
+) -> datetime:
+    """The first time ``next_after`` gives after ``t`` that no span holds: each span met is
+    stepped over whole, so the work grows with the spans met, not with the fire times in
+    them."""
+    r = next_after(t)
+    while (span := covering(spans, r)) is not None:
+        r = next_after(span[1])
+    return r
+
+
+def latest_outside(
+    spans: tuple[Span, ...],
+    t: datetime,
+    latest_at_or_before: Callable[[datetime], datetime | None],
+) -> datetime | None:
+    """The mirror of :func:`next_outside`: the latest time ``<= t`` no span holds."""
+    p = latest_at_or_before(t)
+    while p is not None and (span := covering(spans, p)) is not None:
+        try:
+            p = latest_at_or_before(span[0] - ONE_US)
+        except OverflowError:
+            return None
+    return p
+
+
+def spans_spec(spans: tuple[Span, ...]) -> list[list[str]]:
+    return [[start.isoformat(), end.isoformat()] for start, end in spans]
+
+
+def describe_spans(spans: tuple[Span, ...]) -> str:
+    """``""``, or e.g. ``" except 2 spans"`` to append to a description."""
+    if not spans:
+        return ""
+    return f" except {len(spans)} span" + ("" if len(spans) == 1 else "s")

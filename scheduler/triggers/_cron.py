@@ -11,7 +11,18 @@ from zoneinfo import ZoneInfo
 from croniter import CroniterBadDateError, croniter
 
 from ..errors import InvalidSchedule, SchedulerError
-from ._base import ONE_DAY, ONE_MINUTE, require_aware, validate_timezone
+from ._base import (
+    ONE_DAY,
+    ONE_MINUTE,
+    Span,
+    describe_spans,
+    latest_outside,
+    next_outside,
+    require_aware,
+    spans_of,
+    spans_spec,
+    validate_timezone,
+)
 from ._calendar import (
     DateStep,
     check_nth,
@@ -36,14 +47,16 @@ _MAX_REJECTED_CANDIDATES: Final = 20_000
 class Cron:
     """A cron expression evaluated on local wall-clock time in an IANA time zone.
 
-    ``Cron(expr, tz=None, *, nth=None, step=None)``: ``tz`` is a zone name, a
+    ``Cron(expr, tz=None, *, nth=None, step=None, exclude=())``: ``tz`` is a zone name, a
     :class:`ZoneInfo` with a key, or ``None`` for UTC; ``nth`` and ``step`` restrict the
-    dates the expression matches (see the module docstring).  Raises
-    :class:`InvalidSchedule` for a malformed or never-firing expression or an unknown zone.
-    See the module docstring for the DST rules.
+    dates the expression matches (see the module docstring); ``exclude`` is spans of time
+    ``(start, end)`` (aware, both ends included) in which it does not fire (kept in UTC,
+    sorted and merged, as ``exclude``).  Raises :class:`InvalidSchedule` for a malformed or
+    never-firing expression, an unknown zone or a span that ends before it starts.  See the
+    module docstring for the DST rules.
 
     Equality and hashing use ``expr`` (whitespace-normalised, otherwise as written),
-    ``tz_name``, ``nth`` and ``step``.
+    ``tz_name``, ``nth``, ``step`` and ``exclude``.
     """
 
     expr: str
@@ -52,6 +65,7 @@ class Cron:
     _croniter_expr: str = field(compare=False)
     nth: tuple[int, ...]
     step: DateStep | None
+    exclude: tuple[Span, ...]
 
     def __init__(
         self,
@@ -60,6 +74,7 @@ class Cron:
         *,
         nth: Iterable[int] | None = None,
         step: DateStep | None = None,
+        exclude: Iterable[tuple[datetime, datetime]] = (),
     ) -> None:
         if not isinstance(expr, str):
             raise InvalidSchedule(f"cron expression must be a string, got {type(expr).__name__}")
@@ -89,6 +104,7 @@ class Cron:
         object.__setattr__(self, "_croniter_expr", canonical)
         object.__setattr__(self, "nth", nth_values)
         object.__setattr__(self, "step", step)
+        object.__setattr__(self, "exclude", spans_of(exclude))
 
     def _walls(self, start: datetime) -> croniter:
         """A croniter over this expression positioned at naive ``start``."""
@@ -97,6 +113,7 @@ class Cron:
     def __repr__(self) -> str:
         extra = f", nth={self.nth!r}" if self.nth else ""
         extra += f", step={self.step!r}" if self.step is not None else ""
+        extra += f", exclude={self.exclude!r}" if self.exclude else ""
         return f"Cron({self.expr!r}, tz={self.tz_name!r}{extra})"
 
     def _instant(self, wall: datetime) -> datetime | None:
@@ -141,10 +158,16 @@ class Cron:
         the matching wall times after ``t``'s minute are walked in order and the first one
         that exists and maps past ``t`` is the answer; by monotonicity of ``E`` it is the
         smallest.  A wall on a date that ``nth``/``step`` exclude moves the walk on to the
-        next date that may match.  Raises :class:`InvalidSchedule` for a naive ``t`` and
-        :class:`OverflowError` if the answer would lie beyond the datetime range.
+        next date that may match; a fire time in an excluded span moves it past the span.
+        Raises :class:`InvalidSchedule` for a naive ``t`` and :class:`OverflowError` if the
+        answer would lie beyond the datetime range.
         """
         t_utc = require_aware(t, "t")
+        if self.exclude:
+            return next_outside(self.exclude, t_utc, self._next_after)
+        return self._next_after(t_utc)
+
+    def _next_after(self, t_utc: datetime) -> datetime:
         try:
             start = t_utc.astimezone(self.tz).replace(tzinfo=None, second=0, microsecond=0)
             walls = self._walls(start)
@@ -177,10 +200,15 @@ class Cron:
         a validated expression matches an existing wall time at least every 8 years
         (29 February across a non-leap century year), and croniter jumps by fields, not by
         minutes; excluded dates are jumped over the same way.  Returns ``None`` only when
-        the search would leave the datetime range.  Raises :class:`InvalidSchedule` for a
-        naive ``t``.
+        the search would leave the datetime range.  A fire time in an excluded span moves
+        it before the span.  Raises :class:`InvalidSchedule` for a naive ``t``.
         """
         t_utc = require_aware(t, "t")
+        if self.exclude:
+            return latest_outside(self.exclude, t_utc, self._latest_at_or_before)
+        return self._latest_at_or_before(t_utc)
+
+    def _latest_at_or_before(self, t_utc: datetime) -> datetime | None:
         try:
             local = t_utc.astimezone(self.tz)
             wall = local.replace(tzinfo=None)
@@ -210,18 +238,22 @@ class Cron:
         )
 
     def describe(self) -> str:
-        """Return e.g. ``"cron '0 9 * * 1-5' (Europe/London)"`` or
-        ``"cron '0 9 * * 4' nth 2,4 (Europe/Paris)"``."""
+        """Return e.g. ``"cron '0 9 * * 1-5' (Europe/London)"``,
+        ``"cron '0 9 * * 4' nth 2,4 (Europe/Paris)"`` or
+        ``"cron '0 9 * * *' (UTC) except 2 spans"``."""
         extra = f" nth {','.join(map(str, self.nth))}" if self.nth else ""
         extra += f" {self.step.describe()}" if self.step is not None else ""
-        return f"cron {self.expr!r}{extra} ({self.tz_name})"
+        return f"cron {self.expr!r}{extra} ({self.tz_name}){describe_spans(self.exclude)}"
 
     def to_spec(self) -> dict[str, object]:
-        """Return ``{"kind": "cron", "expr": ..., "tz": ...}``, plus ``"nth": [...]`` and
-        ``"step": {"count", "unit", "since"}`` when they are set."""
+        """Return ``{"kind": "cron", "expr": ..., "tz": ...}``, plus ``"nth": [...]``,
+        ``"step": {"count", "unit", "since"}`` and ``"exclude": [[start, end], ...]`` (ISO
+        8601, UTC) when they are set."""
         spec: dict[str, object] = {"kind": "cron", "expr": self.expr, "tz": self.tz_name}
         if self.nth:
             spec["nth"] = list(self.nth)
         if self.step is not None:
             spec["step"] = self.step.to_spec()
+        if self.exclude:
+            spec["exclude"] = spans_spec(self.exclude)
         return spec

@@ -14,8 +14,8 @@ from ._interval import Interval
 
 # kind -> (required keys, optional keys)
 _SPEC_KEYS: Final[dict[str, tuple[frozenset[str], frozenset[str]]]] = {
-    "cron": (frozenset({"kind", "expr"}), frozenset({"tz", "nth", "step"})),
-    "interval": (frozenset({"kind", "every_us", "anchor"}), frozenset()),
+    "cron": (frozenset({"kind", "expr"}), frozenset({"tz", "nth", "step", "exclude"})),
+    "interval": (frozenset({"kind", "every_us", "anchor"}), frozenset({"exclude"})),
 }
 
 
@@ -24,7 +24,8 @@ def trigger_from_spec(spec: dict[str, object]) -> Cron | Interval:
 
     ``{"kind": "cron", "expr": str, "tz": str}`` (``tz`` optional, default UTC; optional
     ``"nth": [int]`` and ``"step": {"count": int, "unit": str, "since": "YYYY-MM-DD"}``) or
-    ``{"kind": "interval", "every_us": int, "anchor": ISO 8601 string with an offset}``.
+    ``{"kind": "interval", "every_us": int, "anchor": ISO 8601 string with an offset}``;
+    either may have ``"exclude": [[start, end], ...]`` (ISO 8601 strings with an offset).
     Unknown keys, missing keys and wrong types raise :class:`InvalidSchedule`, as does
     anything the trigger's constructor rejects.
     """
@@ -51,7 +52,8 @@ def trigger_from_spec(spec: dict[str, object]) -> Cron | Interval:
         nth = spec.get("nth")
         if nth is not None and not (isinstance(nth, list) and all(type(n) is int for n in nth)):
             raise InvalidSchedule(f"cron spec 'nth' must be a list of integers, got {nth!r}")
-        return Cron(expr, tz, nth=nth, step=_step_from_spec(spec.get("step")))
+        step = _step_from_spec(spec.get("step"))
+        return Cron(expr, tz, nth=nth, step=step, exclude=_exclude_from_spec(spec.get("exclude")))
 
     every_us = spec["every_us"]
     anchor_text = spec["anchor"]
@@ -68,7 +70,27 @@ def trigger_from_spec(spec: dict[str, object]) -> Cron | Interval:
         every = timedelta(microseconds=every_us)
     except (ValueError, OverflowError) as exc:
         raise InvalidSchedule(f"invalid interval spec: {exc}") from exc
-    return Interval(every, anchor)
+    return Interval(every, anchor, exclude=_exclude_from_spec(spec.get("exclude")))
+
+
+def _exclude_from_spec(value: object) -> list[tuple[datetime, datetime]]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise InvalidSchedule(f"spec 'exclude' must be a list of [start, end], got {value!r}")
+    spans = []
+    for item in value:
+        if not (
+            isinstance(item, list) and len(item) == 2 and all(isinstance(x, str) for x in item)
+        ):
+            raise InvalidSchedule(
+                f"spec 'exclude' must hold [start, end] pairs of ISO 8601 strings, got {item!r}"
+            )
+        try:
+            spans.append((datetime.fromisoformat(item[0]), datetime.fromisoformat(item[1])))
+        except ValueError as exc:
+            raise InvalidSchedule(f"spec 'exclude' has a time that is not ISO 8601: {exc}") from exc
+    return spans
 
 
 def _step_from_spec(value: object) -> DateStep | None:
