@@ -352,6 +352,13 @@ class Settings:
         "event: true; the next occurrence's at once, whatever this says; in days, fractions "
         "accepted; kept in seconds).",
     )
+    reminder_spacing: float = setting(
+        "REMINDER_SPACING_SECONDS",
+        Number(0.0, 60.0),
+        "0.25",
+        "Seconds between two reminders sent by direct message, across every instance (Discord "
+        "limits how fast a bot opens and sends DMs; 10,000 members take 10,000 times this).",
+    )
     commands_per_minute: int = setting(
         "COMMANDS_PER_MINUTE",
         WholeNumber(minimum=1),

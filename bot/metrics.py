@@ -48,6 +48,8 @@ class BotStats:
     interactions_lost: int = 0
     """Interactions another session of the bot handled (Discord sends every session of a
     shard each interaction): this one wrote nothing and stayed silent."""
+    reminders_sent: int = 0
+    """Reminders sent by direct message (one per occurrence and member who asked)."""
 
     def trace_config(self) -> aiohttp.TraceConfig:
         """An aiohttp trace (for discord.py's ``http_trace``) that counts every 429 response
@@ -83,5 +85,6 @@ HELP: dict[str, str] = {
     "publishes": "Messages published (crossposted) from announcement channels.",
     "publishes_failed": "Publishes that ended not published (a refusal, or the limit).",
     "interactions_lost": "Interactions another session handled (this one stayed silent).",
+    "reminders_sent": "Reminders sent by direct message (one per occurrence and member).",
 }
 """Each counter's help text on ``/metrics`` (one per :class:`BotStats` field)."""

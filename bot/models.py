@@ -209,6 +209,9 @@ class Draft:
     """The files to upload with every post; None (an edit that leaves them): kept as they are."""
     event: EventSpec | None = None
     """A Discord scheduled event for each occurrence (None: none)."""
+    reminder: float | None = None
+    """How long before each occurrence the members who asked are reminded by DM, in
+    seconds (None: reminders are off)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -284,6 +287,14 @@ def nonce_for(announcement_id: int, fire_ts: float) -> str:
     """An occurrence's nonce (at most 25 characters), the same for every attempt at it."""
     digest = hashlib.blake2b(f"{announcement_id}:{fire_ts!r}".encode(), digest_size=12)
     return "c" + digest.hexdigest()[:24]
+
+
+def reminder_nonce(announcement_id: int, fire_ts: float, user_id: int) -> str:
+    """The nonce of the reminder of one occurrence to one member (at most 25 characters),
+    the same for every attempt at it."""
+    key = f"{announcement_id}:{fire_ts!r}:{user_id}"
+    digest = hashlib.blake2b(key.encode(), digest_size=12)
+    return "r" + digest.hexdigest()[:24]
 
 
 @dataclass(frozen=True, slots=True)

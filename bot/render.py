@@ -22,7 +22,10 @@ from .announcements import (
     NotPossible,
     OverLimit,
     PostedUpdate,
+    ReminderInfo,
+    ReminderOff,
     Skipped,
+    Subscribed,
     TemplateRefused,
     Why,
 )
@@ -417,6 +420,7 @@ def _field_name(field: Field) -> str:
         Field.TAGS: t("Tags"),
         Field.PUBLISH: t("Published to followers"),
         Field.EVENT: t("Discord event"),
+        Field.REMINDER: t("Reminders"),
     }.get(field, str(field))
 
 
@@ -465,6 +469,10 @@ def edit_reply(outcome: EditOutcome, notes: list[str]) -> str:
             lines.append(t("**{field}:** {before} → {after}", field=_field_name(c.field),
                            before=event_said(outcome.event_before),
                            after=event_said(outcome.event_after)))  # fmt: skip
+        elif c.field == Field.REMINDER:
+            lines.append(t("**{field}:** {before} → {after}", field=_field_name(c.field),
+                           before=lead_said(outcome.reminder_before),
+                           after=lead_said(outcome.reminder_after)))  # fmt: skip
         elif c.field == Field.REPEAT:
             lines.append(t("**{field}:** {before} → {after}", field=_field_name(c.field),
                            before=repeat_text(before), after=repeat_text(a)))  # fmt: skip
@@ -565,6 +573,7 @@ def _info_facts(details: Details, history: list[HistoryEntry], earlier: bool) ->
     lines.append(t("**Pings:** {pings}", pings=_pings(a)))
     lines += content_lines(a, details.files)
     lines += event_lines(details)
+    lines += reminder_lines(details.reminders)
     if a.failure and a.state in _SHOWS_FAILURE:
         lines.append(f"⚠️ {_cut(said_reason(a.failure))}")
     lines.append(t("**Next times:**"))
@@ -845,6 +854,8 @@ def expected_answer(error: BaseException) -> str | None:
         return str(error)
     if isinstance(error, NotPossible):
         return not_possible(error)
+    if isinstance(error, ReminderOff):
+        return reminder_off(error.announcement)
     if isinstance(error, NotFound):
         return t(
             "announcement #{id} not found. Use `/list` to see this server's announcements.",
@@ -867,3 +878,89 @@ def unexpected_answer(error: BaseException, where: str) -> str:
     error_id = uuid.uuid4().hex[:8]
     log.error("%s failed (error id %s)", where, error_id, exc_info=error)
     return t("Something went wrong on my side (error id `{id}`). Nothing was saved.", id=error_id)
+
+
+# --- reminders ---------------------------------------------------------------------------------
+
+
+def lead_said(lead: float | None) -> str:
+    """A reminder's lead in the reader's language: ``15 minutes``, or ``none``."""
+    return t("none") if lead is None else duration(timedelta(seconds=lead))
+
+
+def _next_said(nxt: datetime | None) -> str:
+    return t("none to come yet") if nxt is None else when(nxt)
+
+
+def reminders_on(s: Subscribed) -> str:
+    """The answer to a member who asked for reminders (the button, /remindme)."""
+    a = s.announcement
+    head = (
+        t("⏰ You are already reminded of announcement **#{id}** in {channel}: now {before} "
+          "before each post, by direct message.", id=a.local_id, channel=f"<#{a.channel_id}>",
+          before=lead_said(s.before))
+        if s.already
+        else t("⏰ You will be reminded of announcement **#{id}** in {channel} by direct "
+               "message, {before} before each post.", id=a.local_id,
+               channel=f"<#{a.channel_id}>", before=lead_said(s.before))
+    )  # fmt: skip
+    return "\n".join(
+        [
+            head,
+            t("**Next post:** {when}", when=_next_said(s.next_fire)),
+            t("Your direct messages from this server must be open to get them. To stop: "
+              "`/remindme id: {id} stop: true`, or press **Remind me** again.", id=a.local_id),
+        ]
+    )  # fmt: skip
+
+
+def reminder_already(a: Announcement, lead: float | None) -> str:
+    """The answer to a second press of Remind me: the member is reminded already."""
+    return t(
+        "⏰ You are already reminded of announcement **#{id}**, {before} before each post. "
+        "Stop?", id=a.local_id, before=lead_said(lead),
+    )  # fmt: skip
+
+
+def reminder_stopped(a: Announcement, was: bool) -> str:
+    """The answer to a member who stopped their reminders."""
+    if was:
+        return t("🔕 You won't be reminded of announcement **#{id}** any more.", id=a.local_id)
+    return t("You weren't being reminded of announcement **#{id}**.", id=a.local_id)
+
+
+def reminder_off(a: Announcement) -> str:
+    """The refusal of a reminder for an announcement whose reminders are off."""
+    return t(
+        "Announcement **#{id}** doesn't send reminders. A manager can turn them on with "
+        "`/edit id: {id} reminder: 15m`.", id=a.local_id,
+    )  # fmt: skip
+
+
+def reminder_lines(info: ReminderInfo | None) -> list[str]:
+    """/info's reminders: the lead, who will be reminded, and how the last ones went."""
+    if info is None or info.lead is None:
+        return []
+    who = tn("{n} member asked", "{n} members asked", info.subscribers)
+    if info.event:
+        who = t("{asked}, and those Interested in its Discord event", asked=who)
+    lines = [t("**Reminders:** {before} before each post, by DM · {who}",
+               before=lead_said(info.lead), who=who)]  # fmt: skip
+    for c in info.counts[:1]:
+        skipped = [
+            tn("{n} with DMs closed", "{n} with DMs closed", c.closed) if c.closed else "",
+            tn("{n} left the server", "{n} left the server", c.left) if c.left else "",
+            tn("{n} can't see the channel", "{n} can't see the channel", c.hidden)
+            if c.hidden else "",
+            tn("{n} too late", "{n} too late", c.late) if c.late else "",
+            tn("{n} may not have been delivered", "{n} may not have been delivered", c.failed)
+            if c.failed else "",
+        ]  # fmt: skip
+        line = t("• {when}: {sent} sent", when=discord_timestamp(c.fire_ts, "f"), sent=c.sent)
+        if c.sending:
+            line += " · " + t("{n} being sent", n=c.sending)
+        if c.skipped:
+            line += " · " + t("{n} skipped ({why})", n=c.skipped,
+                              why=", ".join(s for s in skipped if s))  # fmt: skip
+        lines.append(line)
+    return lines

@@ -8,7 +8,8 @@ and written through :class:`bot.db.BotDb`, on the scheduler's own connection.
 :class:`Announcements` is put together from one part per module: ``lifecycle`` (create,
 cancel), ``reading`` (get, listing, /info, choices, next times), ``pausing`` (pause, resume,
 skip, until), ``editing`` (/edit), ``templates`` (/template), ``transfer`` (export and
-import), ``standing`` (servers left and back, forgotten; command counts), ``guards`` (the
+import), ``standing`` (servers left and back, forgotten; command counts), ``reminders``
+(reminders by DM: who asked, what is due), ``guards`` (the
 limits, checked) and ``service`` (what they share: the scheduler, the limits, guild and
 member settings); ``jobs`` names the scheduler jobs they enqueue (and types their
 arguments), ``deliveries`` is the bookkeeping those jobs record.
@@ -54,11 +55,13 @@ from .jobs import (
     EVENTS_FN,
     OLD_NAMES,
     PUBLISH_FN,
+    REMIND_FN,
     REPORT_FN,
     SEND_FN,
     UPDATE_FN,
     EventsArgs,
     PublishArgs,
+    RemindArgs,
     ReportArgs,
     SendArgs,
     UpdateArgs,
@@ -82,7 +85,18 @@ from .reading import (
     IdChoices,
     Listing,
     ListingPage,
+    ReminderInfo,
     as_edited,
+)
+from .reminders import (
+    MAX_REMINDER,
+    MIN_REMINDER,
+    Due,
+    ReminderOff,
+    ReminderPlan,
+    Reminders,
+    Subscribed,
+    remind_later,
 )
 from .standing import AWAY, FORGET_FN, ForgetArgs, Standing
 from .templates import MAX_TEMPLATE_NAME, TemplateRefused, Templates, check_template_name
@@ -99,11 +113,14 @@ __all__ = [
     "INFO_TIMES",
     "LIMIT_OPTIONS",
     "LIVE_STATES",
+    "MAX_REMINDER",
     "MAX_TEMPLATE_NAME",
+    "MIN_REMINDER",
     "MOVED",
     "OLD_NAMES",
     "PENDING_FOR",
     "PUBLISH_FN",
+    "REMIND_FN",
     "REPORT_FN",
     "SEND_FN",
     "UPDATE_FN",
@@ -113,6 +130,7 @@ __all__ = [
     "BadLimit",
     "Details",
     "Draft",
+    "Due",
     "EditOutcome",
     "EventPlan",
     "EventPlans",
@@ -135,10 +153,16 @@ __all__ = [
     "OverLimit",
     "PostedUpdate",
     "PublishArgs",
+    "RemindArgs",
+    "ReminderInfo",
+    "ReminderOff",
+    "ReminderPlan",
+    "Reminders",
     "ReportArgs",
     "SendArgs",
     "Skipped",
     "Standing",
+    "Subscribed",
     "TemplateRefused",
     "Templates",
     "TooManyCommands",
@@ -166,11 +190,12 @@ __all__ = [
     "limit_lines",
     "mention_markup",
     "publish_pace",
+    "remind_later",
     "schedule_name",
     "sync_events_later",
 ]
 
 
-class Announcements(Transfer, Pausing, Standing, EventPlans):
+class Announcements(Transfer, Pausing, Standing, EventPlans, Reminders):
     """Create, list and cancel announcements, keep guild settings, limits and templates,
     and follow the servers the bot leaves and comes back to."""

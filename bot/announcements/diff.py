@@ -7,11 +7,12 @@ edit. The words are shown in the /edit reply and kept (shorter) in the history.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from ..models import Announcement, Draft, EventSpec, mention_markup
-from ..parsing import discord_timestamp
+from ..parsing import discord_timestamp, spoken_duration
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -35,6 +36,7 @@ class Field(StrEnum):
     TAGS = "tags"
     PUBLISH = "publish"
     EVENT = "event"
+    REMINDER = "reminder"
 
 
 TIMING = frozenset({Field.WHEN, Field.REPEAT, Field.TIMEZONE})
@@ -136,6 +138,18 @@ def event_words(spec: EventSpec | None) -> str:
         return "none"
     where = spec.location if spec.channel_id is None else f"<#{spec.channel_id}>"
     return f"{where}, {spec.minutes} min"
+
+
+def reminder_change(before: float | None, after: float | None) -> Change | None:
+    """The change of how long before each occurrence members are reminded (None: none)."""
+    if before == after:
+        return None
+    return Change(Field.REMINDER, lead_words(before), lead_words(after))
+
+
+def lead_words(lead: float | None) -> str:
+    """A reminder's lead as the history keeps it: ``15 minutes``, or ``none``."""
+    return "none" if lead is None else spoken_duration(timedelta(seconds=lead))
 
 
 def _yes(flag: bool) -> str:

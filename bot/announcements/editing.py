@@ -24,12 +24,22 @@ from ..models import (
     PastDelivery,
 )
 from .course import NotFound, change_until, end_if_past_until
-from .diff import SHOWN, TIMING, Change, Field, changes, event_change, history_detail
+from .diff import (
+    SHOWN,
+    TIMING,
+    Change,
+    Field,
+    changes,
+    event_change,
+    history_detail,
+    reminder_change,
+)
 from .events import sync_events_later
 from .guards import check_repeat
 from .jobs import SEND_FN, enqueue_delivery, enqueue_post_update, schedule_name
 from .lifecycle import Lifecycle
 from .reading import Reading, as_edited
+from .reminders import remind_later
 
 if TYPE_CHECKING:
     from collections.abc import Collection
@@ -66,6 +76,9 @@ class EditOutcome:
     event_before: EventSpec | None = None
     event_after: EventSpec | None = None
     """The Discord event each occurrence got before the edit, and gets after it."""
+    reminder_before: float | None = None
+    reminder_after: float | None = None
+    """How long before each occurrence members were reminded, and are (None: off)."""
 
 
 MOVED = "the announcement moved to <#{}>: this post is no longer updated"
@@ -116,6 +129,10 @@ class Editing(Lifecycle, Reading):
             event = event_change(event_before, draft.event)
             if event is not None:
                 found.append(event)
+            reminder_before = await rows.reminder_lead(a.id)
+            reminder = reminder_change(reminder_before, draft.reminder)
+            if reminder is not None:
+                found.append(reminder)
             if not found:
                 return EditOutcome(a, a, [], next_before, PostedUpdate.NONE)
             fields = {c.field for c in found}
@@ -140,6 +157,9 @@ class Editing(Lifecycle, Reading):
             if event is not None:
                 await rows.set_event_spec(a.id, a.guild_id, draft.event)
             await sync_events_later(ctx, a.id, edited=True)  # moved, changed or canceled
+            if reminder is not None:
+                await rows.set_reminder_lead(a.id, a.guild_id, draft.reminder)
+            await remind_later(ctx, a.id)  # its next reminders, at their new times
             detail = history_detail(found)
             await rows.add_history(a.id, HistoryAction.EDITED, actor_id, now, detail)
             # Nothing left before a new until: done.
@@ -149,7 +169,7 @@ class Editing(Lifecycle, Reading):
             after = await _written(rows, a.id)
         return EditOutcome(
             a, after, found, await self.next_fire(after), posted, message_id,
-            event_before, draft.event,
+            event_before, draft.event, reminder_before, draft.reminder,
         )  # fmt: skip
 
     async def as_edited_posted(

@@ -32,6 +32,9 @@ REPORT_FN = "announcements:report"
 was recorded."""
 EVENTS_FN = "announcements:events"
 """The durable job that makes an announcement's Discord scheduled events match it."""
+REMIND_FN = "announcements:remind"
+"""The durable job that reminds the members who asked of an announcement's coming
+occurrences, by direct message (one job at a time per announcement, not one per member)."""
 OLD_NAMES: dict[str, tuple[str, ...]] = {
     UPDATE_FN: ("crier.update_posted",),
     PUBLISH_FN: ("crier.publish",),
@@ -80,6 +83,15 @@ class EventsArgs:
 
     announcement_id: int
     edited: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class RemindArgs:
+    """Whose reminders a remind job sends: ``announcement_id``'s, all those due when it runs
+    (``fire_ts``: the occurrence it was planned for; None: planned after a change)."""
+
+    announcement_id: int
+    fire_ts: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,7 @@ from .course import NotFound, NotPossible, Why
 from .events import sync_events_later
 from .guards import check_repeat, check_room
 from .jobs import SEND_FN, SendArgs, delivery_job, enqueue_delivery, schedule_name
+from .reminders import remind_later
 from .service import AnnouncementService
 
 if TYPE_CHECKING:
@@ -60,6 +61,9 @@ class Lifecycle(AnnouncementService):
             if draft.event is not None:
                 await rows.set_event_spec(ann_id, draft.guild_id, draft.event)
                 await sync_events_later(ctx, ann_id)
+            if draft.reminder is not None:
+                await rows.set_reminder_lead(ann_id, draft.guild_id, draft.reminder)
+                await remind_later(ctx, ann_id)
             ann = await rows.announcement(ann_id)
         if ann is None:
             raise RuntimeError("the announcement written above, in this transaction, is gone")
@@ -110,6 +114,9 @@ class Lifecycle(AnnouncementService):
             if draft.event is not None:
                 await rows.set_event_spec(ann_id, draft.guild_id, draft.event)
                 await sync_events_later(ctx, ann_id)
+            if draft.reminder is not None:
+                await rows.set_reminder_lead(ann_id, draft.guild_id, draft.reminder)
+                await remind_later(ctx, ann_id)
         made = await rows.announcements_by_ids(ids)
         return list(zip(made, firsts, strict=True))
 

@@ -25,6 +25,7 @@ from .diff import stamp
 from .events import sync_events_later
 from .jobs import enqueue_delivery
 from .reading import Reading
+from .reminders import remind_later
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -91,6 +92,7 @@ class Pausing(Reading):
             detail = "" if nxt is None else f"next: {stamp(nxt.timestamp())}"
             await rows.add_history(a.id, HistoryAction.RESUMED, actor_id, now, detail)
             await sync_events_later(ctx, a.id)  # its coming events are made again
+            await remind_later(ctx, a.id)  # and its reminders planned again
         return a, nxt
 
     async def skip(self, guild_id: int, local_id: int, actor_id: int) -> Skipped:

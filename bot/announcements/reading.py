@@ -9,7 +9,7 @@ from itertools import islice
 
 from scheduler import ScheduleNotFound
 
-from ..db import BotDb, EventRow
+from ..db import BotDb, EventRow, ReminderCounts
 from ..db.listing import EVERY, ListFilter
 from ..models import (
     Announcement,
@@ -52,6 +52,29 @@ class ListingPage:
 
 
 @dataclass(frozen=True, slots=True)
+class ReminderInfo:
+    """What /info says of an announcement's reminders (:mod:`.reminders`)."""
+
+    lead: float | None
+    """How long before each occurrence (None: reminders are off)."""
+    subscribers: int
+    """The members who asked."""
+    event: bool
+    """Whether the members Interested in its Discord events are reminded too."""
+    counts: tuple[ReminderCounts, ...]
+    """How its latest occurrences' reminders went, newest first."""
+
+
+async def reminder_info(rows: BotDb, announcement_id: int) -> ReminderInfo:
+    return ReminderInfo(
+        await rows.reminder_lead(announcement_id),
+        await rows.subscriber_count(announcement_id),
+        await rows.event_spec(announcement_id) is not None,
+        tuple(await rows.reminder_counts(announcement_id, 1)),
+    )
+
+
+@dataclass(frozen=True, slots=True)
 class Details:
     """Everything /info shows of one announcement."""
 
@@ -76,6 +99,8 @@ class Details:
     events: tuple[EventRow, ...] = ()
     """Its Discord events of occurrences still to come, made or being made, soonest first
     (and any Discord refused)."""
+    reminders: ReminderInfo | None = None
+    """Its reminders by DM: the lead, who asked, how the last ones went (None: not read)."""
 
 
 def as_edited(a: Announcement, draft: Draft) -> Announcement:
@@ -254,6 +279,7 @@ class Reading(AnnouncementService):
             history = await rows.history(a.id, INFO_HISTORY + 1)
             files = tuple(name for name, _ in await rows.image_names(a.id))
             event = await rows.event_spec(a.id)
+            reminders = await reminder_info(rows, a.id)
             events = tuple(
                 e
                 for e in await rows.events_of(a.id)
@@ -277,6 +303,7 @@ class Reading(AnnouncementService):
             files=files,
             event=event,
             events=events,
+            reminders=reminders,
         )
 
     async def as_posted(

@@ -37,6 +37,7 @@ from ..commands.edit import EditCommands
 from ..commands.info import InfoCommands
 from ..commands.lifecycle import LifecycleCommands
 from ..commands.once import quiet_lost_autocompletes
+from ..commands.reminders import RemindButton, ReminderCommands, StopButton
 from ..commands.schedule import AnnouncementCommands, CommandTree
 from ..commands.templates import TemplateCommands
 from ..commands.transfer import ConfirmImport, TransferCommands
@@ -55,6 +56,7 @@ from ..posting.once import keep_out_of_library_retries
 from ..posting.pacer import ChannelPacer
 from ..posting.poster import Poster
 from ..posting.publishing import Publisher
+from ..posting.reminders import Reminding
 from ..posting.updates import PostUpdates
 from ..requests.destinations import every_destination_permissions
 from ..web.server import WebServer
@@ -236,7 +238,8 @@ class CrierBot(commands.Bot):
         await self.add_cog(InfoCommands(self.announcements))
         await self.add_cog(TemplateCommands(self.announcements))
         await self.add_cog(TransferCommands(self.announcements, self.clock))
-        self.add_dynamic_items(PageButton, ConfirmImport)
+        await self.add_cog(ReminderCommands(self.announcements, self.clock))
+        self.add_dynamic_items(PageButton, ConfirmImport, RemindButton, StopButton)
         await self.tree.set_translator(CatalogTranslator())
         self.logged_in.set()
         if self.shard is None:  # the commands are synced once, by the REST-only client
@@ -561,6 +564,13 @@ class Crier:
             ),
             reporter,
             EventSync(poster, announcements, lead=settings.event_lead),
+            Reminding(
+                poster,
+                announcements,
+                spacing=settings.reminder_spacing,
+                nonce_window=settings.nonce_window,
+                stats=self.stats,
+            ),
         )
         for job in jobs:
             job.register(self.registry)

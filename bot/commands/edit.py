@@ -56,6 +56,7 @@ class EditCommands(AnswersErrors, name="EditCommands"):
         event_location="The event's place (an external event)",
         event_minutes="How long the event lasts, in minutes",
         event_channel="The voice or stage channel the event takes place in",
+        reminder="Remind the members who ask, by DM, this long before each post (15m), or none",
     )
     @app_commands.autocomplete(id=announcement_ids("edit"))
     async def edit(
@@ -77,6 +78,7 @@ class EditCommands(AnswersErrors, name="EditCommands"):
         event_location: app_commands.Range[str, 1, MAX_TEXT_OPTION] | None = None,
         event_minutes: app_commands.Range[int, 1, 10080] | None = None,
         event_channel: discord.VoiceChannel | discord.StageChannel | None = None,
+        reminder: app_commands.Range[str, 1, MAX_TEXT_OPTION] | None = None,
     ) -> None:
         who = await self.manager(interaction)
         current = await self.announcements.get(who.guild.id, id)
@@ -94,6 +96,7 @@ class EditCommands(AnswersErrors, name="EditCommands"):
             event_location=event_location,
             event_minutes=event_minutes,
             event_channel_id=None if event_channel is None else event_channel.id,
+            reminder=reminder,
         )
         if message is None and options.empty:
             check_editable(current, {Field.MESSAGE})

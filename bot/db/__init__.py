@@ -13,8 +13,8 @@ methods :class:`BotDb` puts together: ``announcements``, ``listing`` (the pages 
 of an ``id`` option), ``occurrences`` (a schedule's coming occurrence, on the scheduler's
 tables), ``deliveries`` (with the history), ``attachments``, ``settings``
 (guild, member and ``bot_meta``), ``dashboard``, ``templates`` (with the keys of imported
-announcements), ``events`` (Discord's scheduled events) and ``guilds`` (servers left,
-per-server limits, command counts, forgetting a server).
+announcements), ``events`` (Discord's scheduled events), ``reminders`` (reminders by DM)
+and ``guilds`` (servers left, per-server limits, command counts, forgetting a server).
 """
 
 from .announcements import decode_nth, decode_step, encode_nth, encode_step
@@ -25,6 +25,7 @@ from .events import EventRow, EventTable
 from .guilds import ENDED_STATES, GuildTables
 from .listing import ListingReads
 from .occurrences import OccurrenceReads
+from .reminders import ReminderCounts, ReminderRow, ReminderTable, Subscriber
 from .settings import SettingsTables
 from .templates import PendingImport, TemplateTable
 
@@ -33,6 +34,9 @@ __all__ = [
     "BotDb",
     "EventRow",
     "PendingImport",
+    "ReminderCounts",
+    "ReminderRow",
+    "Subscriber",
     "decode_nth",
     "decode_step",
     "encode_nth",
@@ -50,6 +54,7 @@ class BotDb(
     TemplateTable,
     GuildTables,
     EventTable,
+    ReminderTable,
 ):
     """The bot's tables, read and written on one connection of the scheduler's store."""
 

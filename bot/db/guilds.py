@@ -110,7 +110,7 @@ class GuildTables(Table):
 
     async def forget_guild_rows(self, guild_id: int) -> dict[str, int]:
         """Delete every row of the bot's tables that belongs to the guild (its announcements
-        with their deliveries, history, files and events; its templates, the keys of what
+        with their deliveries, history, files, events and reminders; its templates, the keys of what
         it imported and its dry runs waiting for confirmation; its settings, limits, command
         counts and the record that it was left) and take it out of dashboard sessions; how
         many rows of each table went."""
@@ -142,6 +142,10 @@ class GuildTables(Table):
             "bot_guild_limits",
             "bot_command_counts",
             "bot_guilds_left",
+            "bot_reminder_settings",
+            "bot_reminder_subscribers",
+            "bot_reminders",
+            "bot_reminder_counts",
         ):
             gone[table] = await self._count_deleted(
                 f"DELETE FROM {table} WHERE guild_id = ? RETURNING guild_id", (guild_id,)

@@ -11,7 +11,9 @@ made here (:func:`stored_payload` only reads the announcement's files from the d
 - the files are uploaded with every post (``discord.File`` objects are built anew each time:
   one is read as it is sent);
 - an occurrence that has a Discord event (created ahead of it, :mod:`bot.posting.events`)
-  carries a link button to it, labelled in the server's language. The link is read from the
+  carries a link button to it, labelled in the server's language;
+- an announcement whose reminders are on carries a **Remind me** button
+  (:mod:`bot.posting.reminders`), labelled likewise. The link is read from the
   occurrence's recorded event row, so every attempt at one occurrence sends the same button
   (a nonce re-send is the same request).
 """
@@ -19,13 +21,14 @@ made here (:func:`stored_payload` only reads the announcement's files from the d
 from __future__ import annotations
 
 import io
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import discord
 
 from .. import i18n
 from ..announcements.placeholders import event_link
+from ..announcements.reminders import REMIND_BUTTON
 from ..db import BotDb
 from ..limits import MAX_EMBED_DESCRIPTION, MAX_MESSAGE
 from ..models import Announcement, Image, mention_markup
@@ -65,6 +68,29 @@ class EventButton:
         return view
 
 
+@dataclass(frozen=True, slots=True)
+class RemindButton:
+    """The **Remind me** button of a post whose announcement reminds the members who ask
+    (pressed, it is answered by :class:`bot.commands.reminders.RemindButton`)."""
+
+    announcement_id: int
+    label: str
+
+    def item(self) -> discord.ui.Button[discord.ui.View]:
+        return discord.ui.Button(
+            style=discord.ButtonStyle.secondary,
+            label=self.label[:MAX_BUTTON_LABEL],
+            emoji="⏰",
+            custom_id=REMIND_BUTTON.format(self.announcement_id),
+        )
+
+
+def remind_button(announcement_id: int, on: bool) -> RemindButton | None:
+    """The Remind me button of the announcement's posts (None: its reminders are off),
+    labelled in the language in effect."""
+    return RemindButton(announcement_id, i18n.t("Remind me")) if on else None
+
+
 def event_button(url: str) -> EventButton | None:
     """The button to the event at ``url`` (None: no event, no button), labelled in the
     language in effect."""
@@ -82,6 +108,16 @@ class PostPayload:
     silent: bool
     allowed_mentions: discord.AllowedMentions
     event: EventButton | None = None
+    remind: RemindButton | None = None
+
+    def view(self) -> discord.ui.View | None:
+        """The post's buttons: the link to its event, Remind me (None: neither)."""
+        if self.event is None and self.remind is None:
+            return None
+        view = self.event.view() if self.event is not None else discord.ui.View(timeout=None)
+        if self.remind is not None:
+            view.add_item(self.remind.item())
+        return view
 
     def files(self) -> list[discord.File]:
         """The files to upload, fresh (a ``discord.File`` is spent once sent)."""
@@ -100,8 +136,9 @@ class PostPayload:
             options["embed"] = self.embed
         if self.silent:
             options["silent"] = True
-        if self.event is not None:
-            options["view"] = self.event.view()
+        view = self.view()
+        if view is not None:
+            options["view"] = view
         return options
 
     def edit_options(self) -> dict[str, Any]:
@@ -198,4 +235,6 @@ async def stored_payload(
         link = event or ""
         if event is None and event_at is not None:
             link = await event_link(rows, ann, event_at)
-    return post_payload(ann, images, late_for, event_button(link))
+        reminds = await rows.reminder_lead(ann.id) is not None
+    payload = post_payload(ann, images, late_for, event_button(link))
+    return replace(payload, remind=remind_button(ann.id, reminds))

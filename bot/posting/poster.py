@@ -37,9 +37,10 @@ __all__ = ["PausePoint", "Poster", "SideEffect"]
 
 T = TypeVar("T")
 
-SideEffect = Literal["send", "edit", "publish", "report", "event"]
+SideEffect = Literal["send", "edit", "publish", "report", "event", "remind"]
 """What a posting job is about to do: send an occurrence (a message or a forum post), edit a
-posted message, publish it to followers, or report a failure to the guild's log channel."""
+posted message, publish it to followers, report a failure to the guild's log channel, make
+a Discord event, or remind a member by direct message."""
 PausePoint = Callable[[ActionContext, SideEffect], Awaitable[None]]
 
 

@@ -50,6 +50,8 @@ class EditOptions:
     event_location: str | None = None
     event_minutes: int | None = None
     event_channel_id: int | None = None
+    reminder: str | None = None
+    """How long before each occurrence members are reminded (``none``: off)."""
 
     @property
     def empty(self) -> bool:
@@ -69,6 +71,7 @@ class EditOptions:
                 self.event_location,
                 self.event_minutes,
                 self.event_channel_id,
+                self.reminder,
             )
         )
 
@@ -150,6 +153,8 @@ async def edit_options(
         event_minutes=options.event_minutes,
         event_channel_id=options.event_channel_id,
         kept_event=await announcements.event_spec(a.id),
+        reminder=options.reminder,
+        kept_reminder=await announcements.reminder_lead(a.id),
     )
     return asked, options.when is not None
 

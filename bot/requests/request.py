@@ -72,6 +72,11 @@ class AnnouncementOptions:
     event_channel_id: int | None = None
     kept_event: EventSpec | None = None
     """On /edit: the announcement's event as it is."""
+    reminder: str | None = None
+    """How long before each occurrence members are reminded, as typed (``15m``; ``none``:
+    off; None: not said, ``kept_reminder`` stays)."""
+    kept_reminder: float | None = None
+    """On /edit: the announcement's reminder lead as it is (None: off)."""
 
 
 @dataclass(frozen=True, slots=True)

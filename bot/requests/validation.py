@@ -40,6 +40,7 @@ from ..parsing.placeholders import WIDEST, check_placeholders, widest
 from .checks import Refusal, plan_mentions, require_manager
 from .destinations import Target, check_destination, forum_title, resolve_tags, split_tags
 from .events import EventRoom, check_event
+from .reminders import check_reminder
 
 if TYPE_CHECKING:
     from zoneinfo import ZoneInfo
@@ -129,6 +130,8 @@ async def check_request(
     check_widest_length(message, prefix, title)
     with concerning("event"):
         event = await check_event(guild, options, room)
+    with concerning("reminder"):
+        reminder = check_reminder(options, request.requester.locale)
     draft = Draft(
         guild_id=guild.id,
         channel_id=channel.id,
@@ -142,6 +145,7 @@ async def check_request(
         until=until,
         rich=rich,
         event=event,
+        reminder=reminder,
     )
     return Checked(draft, [*reading.notes, *notes], upcoming)
 

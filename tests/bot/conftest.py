@@ -73,6 +73,7 @@ def settings_for(fake: FakeDiscord, db: Path, **overrides: Any) -> Settings:
         # not about spacing send without it (test_delivery's spacing test sets its own).
         "send_spacing": 0.0,
         "publish_spacing": 0.0,  # likewise (test_destinations' publish spacing test sets it)
+        "reminder_spacing": 0.0,  # likewise (test_reminders' pacing test sets it)
         # One member fires commands faster than a person would, and the FakeClock keeps
         # them all in one minute: the tests of the limit set their own.
         "commands_per_minute": 1_000_000,

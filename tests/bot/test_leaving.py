@@ -436,10 +436,22 @@ async def test_forgetting_a_server_deletes_its_rows_of_every_bot_table(
     await announcements.set_guild_limits(GuildLimits(world.guild.id, max_templates=50))
     await advance_to(crier, clock, timedelta(hours=1))  # a delivery, and its events
     ann = await announcements.get(world.guild.id, hourly)
+    await run_command(world, "edit", id=hourly, reminder="15m")  # its reminder settings
+    await run_command(world, "remindme", by=world.member, id=hourly)  # who asked
     async with crier.sched.transaction() as ctx:  # rows only a running job holds, or a login
         await ctx.db.execute(
             "INSERT INTO bot_event_claims (announcement_id, job_id, until_ts) VALUES (?, 1, 0)",
             (ann.id,),
+        )
+        await ctx.db.execute(  # a reminder sent, and the counts of an older occurrence
+            "INSERT INTO bot_reminders (announcement_id, fire_ts, user_id, guild_id, state, "
+            "nonce, attempt_at) VALUES (?, 1, 2, ?, 'sent', 'r', 0)",
+            (ann.id, world.guild.id),
+        )
+        await ctx.db.execute(
+            "INSERT INTO bot_reminder_counts (announcement_id, fire_ts, guild_id, sent) "
+            "VALUES (?, 0, ?, 1)",
+            (ann.id, world.guild.id),
         )
         await ctx.db.execute(
             "INSERT INTO bot_dashboard_sessions (id_hash, user_id, username, guild_ids, "

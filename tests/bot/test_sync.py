@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 COMMANDS = {
     "schedule", "list", "cancel", "settings", "pause", "resume", "skip", "timezone", "edit",
-    "info", "template", "export", "import",
+    "info", "template", "export", "import", "remindme",
 }  # fmt: skip
 
 
@@ -171,6 +171,7 @@ async def test_the_synced_definitions_have_what_the_commands_promise(
         "template": None,
         "export": None,
         "import": None,
+        "remindme": None,
     }
 
     def options(name: str) -> dict[str, dict[str, Any]]:
@@ -236,12 +237,17 @@ async def test_the_synced_definitions_have_what_the_commands_promise(
     assert list(edit) == [
         "id", "message", "when", "repeat", "channel", "timezone", "mention", "until",
         "title", "image", "silent", "update_posted", "event", "event_location",
-        "event_minutes", "event_channel",
+        "event_minutes", "event_channel", "reminder",
     ]  # fmt: skip
     assert [n for n, o in edit.items() if o["required"]] == ["id"]
     assert edit["message"]["max_length"] == 2000
     assert all(edit[n]["autocomplete"] is True for n in ("id", "timezone", "mention"))
     assert all(o["description"] for o in edit.values())
+    # Any member asks for reminders: their own lead, or stop.
+    remindme = options("remindme")
+    assert list(remindme) == ["id", "before", "stop"]
+    assert [n for n, o in remindme.items() if o["required"]] == ["id"]
+    assert remindme["id"]["autocomplete"] is True
 
 
 async def test_synced_definitions_are_what_discords_api_spec_accepts(
@@ -261,7 +267,7 @@ async def test_synced_definitions_are_what_discords_api_spec_accepts(
         if option["name"] == "id"
     }
     assert bounds == dict.fromkeys(
-        ["cancel", "pause", "resume", "skip", "edit", "info"], (1, 2**53 - 1)
+        ["cancel", "pause", "resume", "skip", "edit", "info", "remindme"], (1, 2**53 - 1)
     )
 
 

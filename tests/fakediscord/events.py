@@ -19,13 +19,19 @@ Faithful details (Discord's "Guild Scheduled Event" resource):
   ``status``).
 * Creating has no nonce: a retried create makes a second event. ``fake.faults`` answers a
   create with a 5xx after it was made (``after_effect=True``), as Discord sometimes does.
+* The members Interested in an event (``mark_interested``): ``GET
+  /guilds/{guild_id}/scheduled-events/{event_id}/users`` lists them by user id, ascending
+  (``after``: those after it; ``before``: the last ``limit`` before it), ``limit`` 1–100
+  (default 100; else 400 50035), each ``{guild_scheduled_event_id, user_id, user, response:
+  1}`` with ``member`` when ``with_member`` is true and the user is still a member of the
+  server. ``user_count`` of the event counts them.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -62,6 +68,8 @@ class ScheduledEvent:
     location: str | None
     status: int = SCHEDULED
     privacy_level: int = 2
+    interested: list[int] = field(default_factory=list)
+    """The users Interested in it, by id (in the order they marked it)."""
 
     @property
     def live(self) -> bool:
@@ -88,7 +96,7 @@ class ScheduledEvent:
             "entity_metadata": (
                 {"location": self.location} if self.entity_type == EXTERNAL else None
             ),
-            "user_count": 0,
+            "user_count": len(self.interested),
             "image": None,
             "recurrence_rule": None,
         }
@@ -138,8 +146,24 @@ class EventRoutes:
         self.events[event.id] = event
         return event
 
+    def mark_interested(self, event: ScheduledEvent, *who: Any) -> None:
+        """Users (or members, or ids) mark themselves Interested in ``event``."""
+        for one in who:
+            user_id = int(getattr(getattr(one, "user", one), "id", one))
+            if user_id not in event.interested:
+                event.interested.append(user_id)
+        self.fake._changed()
+
+    def unmark_interested(self, event: ScheduledEvent, *who: Any) -> None:
+        for one in who:
+            user_id = int(getattr(getattr(one, "user", one), "id", one))
+            if user_id in event.interested:
+                event.interested.remove(user_id)
+        self.fake._changed()
+
     def install(self, add: Callable[..., None]) -> None:
         base = "/guilds/{guild_id}/scheduled-events"
+        add("GET", base + "/{event_id}/users", self._users, major="guild_id")
         add("GET", base, self._list, major="guild_id")
         add("POST", base, self._create, major="guild_id")
         add("GET", base + "/{event_id}", self._get, major="guild_id")
@@ -154,6 +178,40 @@ class EventRoutes:
 
     async def _get(self, request: web.Request, params: dict[str, str], body: _Body) -> Any:
         return self._event(self._guild(params), params).to_dict()
+
+    async def _users(self, request: web.Request, params: dict[str, str], body: _Body) -> Any:
+        guild = self._guild(params)
+        event = self._event(guild, params)
+        query = request.query
+        try:
+            limit = int(query.get("limit", 100))
+        except ValueError:
+            limit = 0
+        if not 1 <= limit <= 100:
+            raise form_error("limit", "NUMBER_TYPE_MAX", "Must be between 1 and 100.")
+        with_member = query.get("with_member", "false").lower() in ("true", "1")
+        ids = sorted(event.interested)
+        if "before" in query:
+            ids = [u for u in ids if u < int(query["before"])][-limit:]
+        else:
+            after = int(query.get("after", 0))
+            ids = [u for u in ids if u > after][:limit]
+        out = []
+        for user_id in ids:
+            user = self.fake.users.get(user_id)
+            if user is None:
+                continue
+            entry: dict[str, Any] = {
+                "guild_scheduled_event_id": str(event.id),
+                "user_id": str(user_id),
+                "user": user.to_dict(),
+                "response": 1,
+            }
+            member = guild.members.get(user_id)
+            if with_member and member is not None:
+                entry["member"] = member.to_dict(with_user=False)
+            out.append(entry)
+        return out
 
     async def _create(self, request: web.Request, params: dict[str, str], body: _Body) -> Any:
         fake = self.fake

@@ -614,6 +614,12 @@ class FakeDiscord:
             self.gateway.dispatch("GUILD_MEMBER_ADD", data)
         self._changed()
 
+    def _member_removed(self, member: Member) -> None:
+        if self._guild_live(member.guild):
+            data = {"guild_id": str(member.guild.id), "user": member.user.to_dict()}
+            self.gateway.dispatch("GUILD_MEMBER_REMOVE", data)
+        self._changed()
+
     def _member_updated(self, member: Member) -> None:
         if self._guild_live(member.guild):
             data = member.to_dict() | {"guild_id": str(member.guild.id)}

@@ -711,6 +711,14 @@ class Guild:
         self._fake._member_added(member)
         return member
 
+    def remove_member(self, member: Member | int) -> None:
+        """The member leaves the server (or is kicked): GUILD_MEMBER_REMOVE is sent, and
+        fetching them is 404 10007 Unknown Member."""
+        user_id = _id_of(member)
+        gone = self.members.pop(user_id, None)
+        if gone is not None:
+            self._fake._member_removed(gone)
+
     def set_bot_permissions(self, permissions: int) -> None:
         """Change the permissions of the bot's managed role (GUILD_ROLE_UPDATE is sent)."""
         self.bot_role.edit(permissions=permissions)

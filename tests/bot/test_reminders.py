@@ -1,0 +1,277 @@
+"""Reminders by direct message (issue 35, item 1), end to end through the real discord.py
+client against the fake Discord, on SQLite and PostgreSQL, on a FakeClock: ``/edit
+reminder:`` turns them on, each post carries **Remind me**, a press (or ``/remindme``)
+subscribes the member to every later occurrence, pressing again offers to stop; the members
+Interested in the occurrence's Discord event are reminded too; each reminder goes ``before``
+ahead, once per (occurrence, member), with its text, time and link; closed DMs, members who
+left or can't see the channel are skipped and counted in /info; a skipped, paused or
+canceled occurrence reminds nobody; the DMs keep to the shared pace."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
+
+import pytest
+
+from bot.announcements.reminders import REMIND_BUTTON, STOP_BUTTON
+from bot.models import reminder_nonce
+from scheduler import JobState
+from tests.bot.conftest import NOW, CrierFactory, World, db_snapshot, run_command
+from tests.bot.conftest import schedule_id as schedule
+from tests.bot.test_delivery import advance, advance_to, posts
+from tests.fakediscord import Permissions as P
+
+if TYPE_CHECKING:
+    from bot.app import Crier
+    from scheduler.testing import FakeClock
+    from tests.fakediscord import InteractionHandle, Member
+    from tests.fakediscord.state import Message
+
+BASE = P.VIEW_CHANNEL | P.SEND_MESSAGES | P.MENTION_EVERYONE | P.EMBED_LINKS
+DAY = timedelta(days=1)
+NINE = datetime(2030, 3, 2, 9, 0, tzinfo=NOW.tzinfo)
+"""The first post of the daily announcement these tests make (tomorrow 09:00 UTC)."""
+
+
+@pytest.fixture
+def crier(crier_on_each_db: Crier) -> Crier:
+    return crier_on_each_db
+
+
+def dms(world: World, who: Member) -> list[Message]:
+    """The bot's direct messages to ``who``, oldest first."""
+    return world.fake.bot_messages(world.fake.open_dm(who))
+
+
+def all_dms(world: World) -> list[Message]:
+    return [m for m in world.fake.message_log if m.author.id == world.fake.bot_user.id
+            and m.guild_id is None]  # fmt: skip
+
+
+async def daily(world: World, crier: Crier, clock: FakeClock, reminder: str = "15m") -> int:
+    """A daily 09:00 announcement in #news with reminders ``reminder`` before; its number."""
+    n = await schedule(world, repeat="daily at 09:00", message="Standup {date}")
+    cb = await run_command(world, "edit", id=n, reminder=reminder)
+    assert "Reminders" in (cb.content or ""), cb.content
+    await advance(crier, clock, 1)
+    return n
+
+
+async def press(world: World, message: Message, who: Member, custom_id: str) -> InteractionHandle:
+    h = await world.fake.click_button(message, custom_id, who)
+    await h.response(timeout=5)
+    return h
+
+
+async def ann_id(crier: Crier, world: World, local_id: int) -> int:
+    return (await crier.bot.announcements.get(world.guild.id, local_id)).id
+
+
+# --- turning them on, the button, a press, the DM -------------------------------------------
+
+
+async def test_a_press_of_remind_me_gets_a_dm_before_every_later_post(
+    world: World, crier: Crier, clock: FakeClock
+) -> None:
+    n = await daily(world, crier, clock)
+    aid = await ann_id(crier, world, n)
+    await advance_to(crier, clock, NINE)
+    [post] = posts(world, world.news)
+    button = REMIND_BUTTON.format(aid)
+    [comp] = [c for row in post.components for c in row["components"]]
+    assert (comp["custom_id"], comp["label"], comp["style"]) == (button, "Remind me", 2)
+
+    h = await press(world, post, world.member, button)
+    answer = (await h.response()).content or ""
+    assert h.callbacks[0].ephemeral
+    assert "You will be reminded of announcement **#1**" in answer
+    assert "15 minutes before each post" in answer
+    assert f"<t:{int((NINE + DAY).timestamp())}:F>" in answer
+    await advance(crier, clock, 1)
+
+    await advance_to(crier, clock, NINE + DAY - timedelta(minutes=15, seconds=1))
+    assert dms(world, world.member) == []
+    await advance(crier, clock, 1)
+    [dm] = dms(world, world.member)
+    fire = int((NINE + DAY).timestamp())
+    assert f"<t:{fire}:F>" in dm.content
+    assert f"<t:{fire}:R>" in dm.content
+    assert f"https://discord.com/channels/{world.guild.id}/{world.news.id}" in dm.content
+    assert "> Standup 3 March 2030" in dm.content  # the occurrence's text, rendered
+    assert dm.nonce == reminder_nonce(aid, float(fire), world.member.id)
+    assert dm.enforce_nonce
+    assert dm.allowed_mentions == {"parse": []}
+
+    await advance_to(crier, clock, NINE + 2 * DAY - timedelta(minutes=15))
+    assert len(dms(world, world.member)) == 2
+    assert all_dms(world) == dms(world, world.member)  # nobody else asked
+
+
+async def test_pressing_again_offers_to_stop_and_stop_stops(
+    world: World, crier: Crier, clock: FakeClock
+) -> None:
+    n = await daily(world, crier, clock)
+    aid = await ann_id(crier, world, n)
+    await advance_to(crier, clock, NINE)
+    [post] = posts(world, world.news)
+    await press(world, post, world.member, REMIND_BUTTON.format(aid))
+    again = await press(world, post, world.member, REMIND_BUTTON.format(aid))
+    offer = await again.response()
+    assert "already reminded" in (offer.content or "")
+    stop = await again.click(STOP_BUTTON.format(aid))
+    stopped = await stop.response()
+    assert "won't be reminded of announcement **#1** any more" in (stopped.content or "")
+    await advance_to(crier, clock, NINE + DAY)
+    assert dms(world, world.member) == []
+    assert len(posts(world, world.news)) == 2
+
+
+async def test_remindme_with_its_own_lead_and_stop(
+    world: World, crier: Crier, clock: FakeClock
+) -> None:
+    n = await daily(world, crier, clock)
+    cb = await run_command(world, "remindme", by=world.member, id=n, before="1h")
+    assert "1 hour before each post" in (cb.content or ""), cb.content
+    await advance_to(crier, clock, NINE - timedelta(hours=1, seconds=1))
+    assert dms(world, world.member) == []
+    await advance(crier, clock, 1)
+    assert len(dms(world, world.member)) == 1
+    cb = await run_command(world, "remindme", by=world.member, id=n, stop=True)
+    assert "won't be reminded" in (cb.content or "")
+    await advance_to(crier, clock, NINE + DAY)
+    assert len(dms(world, world.member)) == 1
+
+
+async def test_reminders_off_refuses_a_member_and_writes_nothing(
+    world: World, crier: Crier
+) -> None:
+    n = await schedule(world, repeat="daily at 09:00", message="No reminders")
+    before = await db_snapshot(crier)
+    cb = await run_command(world, "remindme", by=world.member, id=n)
+    assert "doesn't send reminders" in (cb.content or "")
+    assert "/edit id: 1 reminder: 15m" in (cb.content or "")
+    assert await db_snapshot(crier) == before
+
+
+async def test_a_bad_lead_is_refused_with_an_example(world: World, crier: Crier) -> None:
+    n = await schedule(world, repeat="daily at 09:00", message="x")
+    cb = await run_command(world, "edit", id=n, reminder="soonish")
+    assert "isn't a length of time I can read" in (cb.content or "")
+    cb = await run_command(world, "edit", id=n, reminder="30s")
+    assert "between 1 minute and 1 week" in (cb.content or ""), cb.content
+    cb = await run_command(world, "edit", id=n, reminder="15m")
+    cb = await run_command(world, "remindme", by=world.member, id=n, before="none")
+    assert "isn't a length of time I can read" in (cb.content or "")
+
+
+# --- who is reminded, who is skipped ---------------------------------------------------------
+
+
+async def test_interested_members_are_reminded_and_the_skipped_are_counted_in_info(
+    world: World, crier_factory: CrierFactory, db_url: str, clock: FakeClock
+) -> None:
+    world.guild.set_bot_permissions(BASE | P.CREATE_EVENTS)
+    crier = await crier_factory(database_url=db_url, event_lead=3600.0)
+    n = await schedule(
+        world, repeat="daily at 09:00", message="Raid night", event=True,
+        event_location="Dungeon", event_minutes=60,
+    )  # fmt: skip
+    await run_command(world, "edit", id=n, reminder="30m")
+    await advance(crier, clock, 1)
+    [event] = world.fake.scheduled_events.of(world.guild)
+    fake, guild = world.fake, world.guild
+    keen = guild.add_member(name="keen")
+    closed = guild.add_member(name="closed")
+    closed.user.accepts_dms = False
+    gone = guild.add_member(name="gone")
+    hidden = guild.add_member(name="hidden")
+    world.news.set_overwrite(hidden, deny=P.VIEW_CHANNEL)
+    fake.scheduled_events.mark_interested(event, keen, closed, gone, hidden)
+    guild.remove_member(gone)
+
+    await advance_to(crier, clock, NINE - timedelta(minutes=30))
+    assert [m.content.splitlines()[0] for m in dms(world, keen)] == [
+        f"⏰ Reminder: <t:{int(NINE.timestamp())}:F> (<t:{int(NINE.timestamp())}:R>) in "
+        f"<#{world.news.id}>"
+    ]
+    assert "Interested in this announcement's Discord event" in dms(world, keen)[0].content
+    assert all_dms(world) == dms(world, keen)
+    info = (await run_command(world, "info", id=n)).content or ""
+    assert "**Reminders:** 30 minutes before each post, by DM" in info
+    assert "and those Interested in its Discord event" in info
+    assert (
+        "1 sent · 3 skipped (1 with DMs closed, 1 left the server, 1 can't see the channel)" in info
+    ), info
+
+
+async def test_a_member_who_lost_sight_of_the_channel_is_skipped(
+    world: World, crier: Crier, clock: FakeClock
+) -> None:
+    n = await daily(world, crier, clock)
+    await run_command(world, "remindme", by=world.member, id=n)
+    world.news.set_overwrite(world.member, deny=P.VIEW_CHANNEL)
+    await advance_to(crier, clock, NINE - timedelta(minutes=15))
+    assert dms(world, world.member) == []
+    info = (await run_command(world, "info", id=n)).content or ""
+    assert "0 sent · 1 skipped (1 can't see the channel)" in info, info
+
+
+# --- occurrences that remind nobody -----------------------------------------------------------
+
+
+async def test_a_skipped_paused_or_canceled_occurrence_reminds_nobody(
+    world: World, crier: Crier, clock: FakeClock
+) -> None:
+    n = await daily(world, crier, clock)
+    await run_command(world, "remindme", by=world.member, id=n)
+    await run_command(world, "skip", id=n)  # tomorrow's
+    await advance_to(crier, clock, NINE)
+    assert dms(world, world.member) == []
+    await advance_to(crier, clock, NINE + DAY - timedelta(minutes=15))
+    assert len(dms(world, world.member)) == 1  # the day after's, as usual
+
+    await run_command(world, "pause", id=n)
+    await advance_to(crier, clock, NINE + 2 * DAY)
+    assert len(dms(world, world.member)) == 1
+    await run_command(world, "resume", id=n)
+    await advance_to(crier, clock, NINE + 3 * DAY - timedelta(minutes=15))
+    assert len(dms(world, world.member)) == 2
+
+    await run_command(world, "cancel", id=n)
+    await advance_to(crier, clock, NINE + 5 * DAY)
+    assert len(dms(world, world.member)) == 2
+
+
+async def test_an_occurrence_moved_by_an_edit_reminds_at_its_new_time(
+    world: World, crier: Crier, clock: FakeClock
+) -> None:
+    n = await daily(world, crier, clock)
+    await run_command(world, "remindme", by=world.member, id=n)
+    await run_command(world, "edit", id=n, repeat="daily at 10:00")
+    await advance(crier, clock, 1)
+    await advance_to(crier, clock, NINE)
+    assert dms(world, world.member) == []
+    ten = NINE + timedelta(hours=1)
+    await advance_to(crier, clock, ten - timedelta(minutes=15))
+    [dm] = dms(world, world.member)
+    assert f"<t:{int(ten.timestamp())}:F>" in dm.content
+
+
+async def test_one_job_at_a_time_works_through_an_announcement_s_reminders(
+    world: World, crier: Crier, clock: FakeClock
+) -> None:
+    n = await daily(world, crier, clock)
+    for i in range(30):
+        member = world.guild.add_member(name=f"m{i}")
+        await run_command(world, "remindme", by=member, id=n)
+    await advance(crier, clock, 1)
+    async with crier.sched.reader() as db:
+        cur = await db.execute(
+            "SELECT state, COUNT(*) AS n FROM scheduler_jobs WHERE fn = 'announcements:remind' "
+            "GROUP BY state"
+        )
+        jobs = {r["state"]: r["n"] for r in await cur.fetchall()}
+    assert jobs.get(JobState.PENDING) == 1, jobs  # not one per member
+    await advance_to(crier, clock, NINE - timedelta(minutes=15))
+    assert len(all_dms(world)) == 30
