@@ -32,7 +32,8 @@ class ReminderRow:
 
     user_id: int
     state: str
-    """``sending`` (written before the direct message), ``sent`` or ``skipped``."""
+    """``queued`` (recorded with its group, not tried yet), ``sending`` (marked right
+    before its direct message), ``sent`` or ``skipped``."""
     reason: str | None
     nonce: str
     job_id: int | None
@@ -260,13 +261,47 @@ class ReminderTable(Table):
         return {int(r["user_id"]) for r in await cur.fetchall()}
 
     async def unfinished_reminders(self, announcement_id: int, fire_ts: float) -> list[ReminderRow]:
-        """The occurrence's reminders still ``sending`` (a run interrupted, or running)."""
+        """The occurrence's reminders ``queued`` or ``sending`` (a run interrupted, or
+        running)."""
         cur = await self.db.execute(
             "SELECT user_id, state, reason, nonce, job_id, attempt_at FROM bot_reminders "
-            "WHERE announcement_id = ? AND fire_ts = ? AND state = 'sending' ORDER BY user_id",
+            "WHERE announcement_id = ? AND fire_ts = ? AND state IN ('queued', 'sending') "
+            "ORDER BY user_id",
             (announcement_id, fire_ts),
         )
         return [_row(r) for r in await cur.fetchall()]
+
+    async def start_reminder(
+        self, announcement_id: int, fire_ts: float, user_id: int, job_id: int, now: float
+    ) -> bool:
+        """Mark the member's ``queued`` reminder ``sending`` by job ``job_id`` at ``now``,
+        right before its DM; False (send nothing) when it is no longer queued."""
+        cur = await self.db.execute(
+            "UPDATE bot_reminders SET state = 'sending', job_id = ?, attempt_at = ? "
+            "WHERE announcement_id = ? AND fire_ts = ? AND user_id = ? AND state = 'queued' "
+            "RETURNING user_id",
+            (job_id, now, announcement_id, fire_ts, user_id),
+        )
+        return bool(await cur.fetchall())
+
+    async def give_up_reminders(self, announcement_id: int, job_id: int) -> None:
+        """Job ``job_id`` gives up the reminders it left ``queued`` or ``sending``: skipped,
+        as may not have been delivered (Discord kept failing)."""
+        await self.db.execute(
+            "UPDATE bot_reminders SET state = 'skipped', reason = 'failed' "
+            "WHERE announcement_id = ? AND job_id = ? AND state IN ('queued', 'sending')",
+            (announcement_id, job_id),
+        )
+
+    async def drop_untried(self, announcement_id: int, fire_ts: float) -> int:
+        """Take back the occurrence's reminders recorded but never tried (``queued``): it
+        reminds nobody more. How many."""
+        cur = await self.db.execute(
+            "DELETE FROM bot_reminders WHERE announcement_id = ? AND fire_ts = ? "
+            "AND state = 'queued' RETURNING user_id",
+            (announcement_id, fire_ts),
+        )
+        return len(await cur.fetchall())
 
     async def end_reminders(
         self,
@@ -320,7 +355,10 @@ class ReminderTable(Table):
         folded = 0
         for row in await cur.fetchall():
             fire_ts, n = float(row["fire_ts"]), int(row["n"])
-            column = _COUNT_COLUMNS.get(_outcome(row["state"], row["reason"]), "failed")
+            outcome = _outcome(row["state"], row["reason"])
+            if row["state"] == "queued":  # never tried before the occurrence came
+                outcome = "late"
+            column = _COUNT_COLUMNS.get(outcome, "failed")
             await self._ensure_counts(announcement_id, fire_ts, int(row["guild_id"]))
             await self.db.execute(
                 f"UPDATE bot_reminder_counts SET {column} = {column} + ? "
@@ -406,9 +444,12 @@ _IN_CHUNK = 500
 
 
 def _outcome(state: str, reason: str | None) -> str:
-    """What a recorded reminder counts as: ``sent``, ``sending``, or why it was skipped."""
+    """What a recorded reminder counts as: ``sent``, ``sending`` (``queued`` too: about to
+    be), or why it was skipped."""
     if state in ("sent", "sending"):
         return state
+    if state == "queued":
+        return "sending"
     return reason if reason in SKIP_REASONS else "failed"
 
 

@@ -10,18 +10,20 @@ One job works through an announcement's reminders at a time (what is due is
   the occurrence's event come with their member data) and able to see the channel (its
   permissions computed from their roles): otherwise skipped and counted, never retried;
 - the group is recorded in one write before any direct message goes: a row per (occurrence,
-  member), ``sending`` with the nonce of that (occurrence, member), or ``skipped`` with why.
+  member), ``queued`` with the nonce of that (occurrence, member), or ``skipped`` with why.
   A member recorded already (by an earlier run, another instance, a duplicate job) is left
-  out: nobody is reminded twice;
+  out: nobody is reminded twice. Right before each DM, its row becomes ``sending`` (with
+  the time of that attempt), in the write that records how the previous one went;
 - the direct messages go paced, each group's turns reserved at once in the scheduler's
   shared pace key ``dm`` (:data:`DM_PACE_KEY`: every instance sharing the database keeps to
   ``REMINDER_SPACING_SECONDS`` between two), each through the posting guard (the lease made
   sure of right before it) with its nonce (``enforce_nonce``), then recorded ``sent``; closed
   DMs (50007) and users gone are recorded skipped;
-- a run interrupted (a crash, a lost lease, a 5xx) leaves ``sending`` rows: the job's own
-  re-run sends them again with the same nonce, which Discord answers with the first message
-  instead of a second one, while Discord still remembers the nonce; later, they are recorded
-  as may not have been delivered instead (never two).
+- a run interrupted (a crash, a lost lease, a 5xx) leaves at most one ``sending`` row per
+  group, and ``queued`` ones: the job's own re-run sends the ``sending`` one again with the
+  same nonce, which Discord answers with the first message instead of a second one, while
+  Discord still remembers the nonce (later, it is recorded as may not have been delivered
+  instead: never two), and the ``queued`` ones as it would have.
 
 Then the job plans the next run, for when the next reminder comes due.
 """
@@ -316,8 +318,7 @@ class Reminding:
         """Check, record and remind one group; False when the occurrence reminds nobody
         more (it came, was skipped, moved, paused or canceled)."""
         if not await self.announcements.still_due(a.id, due.fire_ts):
-            if self.clock.time() >= due.fire_ts:
-                await self._late(ctx, a, due.fire_ts, tally)
+            await self._stop(ctx, a, due.fire_ts, tally)
             return False
         claims: list[tuple[int, str, str, str | None]] = []
         for r in group:
@@ -330,7 +331,7 @@ class Reminding:
             elif not audience.can_see(r.user_id, roles):
                 claims.append((r.user_id, nonce, "skipped", "hidden"))
             else:
-                claims.append((r.user_id, nonce, "sending", None))
+                claims.append((r.user_id, nonce, "queued", None))
         job_id, now = ctx.job.id, self.clock.time()
         taken = await ctx.run_mutation(
             lambda tx, _: BotDb(tx.db).claim_reminders(
@@ -341,12 +342,20 @@ class Reminding:
             if user_id in taken and state == "skipped":
                 tally.skip(reason or "failed")
         sending = [
-            r
-            for r, c in zip(group, claims, strict=True)
-            if c[2] == "sending" and r.user_id in taken
+            r for r, c in zip(group, claims, strict=True) if c[2] == "queued" and r.user_id in taken
         ]
         await self._send_all(ctx, a, due.fire_ts, sending, tally)
         return True
+
+    async def _stop(
+        self, ctx: ActionContext, a: Announcement, fire_ts: float, tally: Tally
+    ) -> None:
+        """The occurrence reminds nobody more (it came, or was skipped, moved, paused,
+        canceled): the reminders recorded but never tried are taken back; if it came, the
+        members not reminded are counted late."""
+        await ctx.run_mutation(lambda tx, _: BotDb(tx.db).drop_untried(a.id, fire_ts))
+        if self.clock.time() >= fire_ts:
+            await self._late(ctx, a, fire_ts, tally)
 
     async def _late(
         self, ctx: ActionContext, a: Announcement, fire_ts: float, tally: Tally
@@ -379,25 +388,49 @@ class Reminding:
         self, ctx: ActionContext, a: Announcement, fire_ts: float,
         recipients: Sequence[Recipient], tally: Tally, *, again: bool = False,
     ) -> None:  # fmt: skip
-        """Send each recipient's reminder in its paced turn, then record how each went (the
-        ones done so far, too, when a failure stops the group)."""
+        """Send each recipient's reminder in its paced turn. Right before each DM one write
+        records how the previous one went and marks this one ``sending`` (its attempt's
+        time: what its nonce is good for is counted from it); one already ``sending`` (a
+        re-send) keeps its first attempt's time, and one no longer ``queued`` (taken back:
+        its occurrence stopped) is not sent. The last one's outcome is recorded at the end,
+        or when a failure stops the group."""
         if not recipients:
             return
         first = await self._turns(len(recipients))
-        ended: list[tuple[int, str, str | None, int | None]] = []
+        ended: list[Ended] = []
+        job_id = ctx.job.id
         try:
             for i, r in enumerate(recipients):
                 await self._wait_until(first + i * self.spacing)
-                ended.append(await self._dm(ctx, a, fire_ts, r))
+                done, ended = ended, []
+                now = self.clock.time()
+
+                async def start(
+                    tx: TransactionContext,
+                    _: object,
+                    r: Recipient = r,
+                    done: list[Ended] = done,
+                    now: float = now,
+                ) -> bool:
+                    rows = BotDb(tx.db)
+                    await rows.end_reminders(a.id, fire_ts, done)
+                    return again or await rows.start_reminder(a.id, fire_ts, r.user_id, job_id, now)
+
+                self._count(done, tally, again=again)
+                if await ctx.run_mutation(start):
+                    ended.append(await self._dm(ctx, a, fire_ts, r))
         finally:
-            await ctx.run_mutation(lambda tx, _: BotDb(tx.db).end_reminders(a.id, fire_ts, ended))
-            for _, state, reason, _ in ended:
-                if state == "sent":
-                    tally.sent += 1
-                    tally.resent += again
-                else:
-                    tally.skip(reason or "failed")
-            self.stats.reminders_sent += sum(1 for e in ended if e[1] == "sent")
+            await self._end(ctx, a.id, fire_ts, ended)
+            self._count(ended, tally, again=again)
+
+    def _count(self, ended: Sequence[Ended], tally: Tally, *, again: bool) -> None:
+        for _, state, reason, _ in ended:
+            if state == "sent":
+                tally.sent += 1
+                tally.resent += again
+                self.stats.reminders_sent += 1
+            else:
+                tally.skip(reason or "failed")
 
     async def _turns(self, n: int) -> float:
         """Reserve ``n`` turns of the shared ``dm`` pace at once (one write): when the first
@@ -467,28 +500,35 @@ class Reminding:
     async def _finish_interrupted(
         self, ctx: ActionContext, a: Announcement, due: Due, tally: Tally
     ) -> None:
-        """Reminders an interrupted run recorded ``sending``: this job's own (a crash, a
-        lost lease, a 5xx) or a job that ended without finishing them are sent again with
-        their nonce while Discord remembers it, else recorded as may not have been
-        delivered. Another job's still running is left to it."""
+        """Reminders an interrupted run (this job's own: a crash, a lost lease, a 5xx; or
+        a job that ended without finishing them) left unfinished: one ``sending`` is sent
+        again with its nonce while Discord remembers it, else recorded as may not have
+        been delivered; one ``queued`` (never tried) is sent. Another job's still running
+        is left to it."""
         async with self.sched.reader() as db:
             rows = await BotDb(db).unfinished_reminders(a.id, due.fire_ts)
         mine = [r for r in rows if r.job_id == ctx.job.id or await self._orphaned(r)]
         if not mine:
             return
+        if not await self.announcements.still_due(a.id, due.fire_ts):
+            await self._stop(ctx, a, due.fire_ts, tally)
+            mine = [r for r in mine if r.state == "sending"]
         now = self.clock.time()
-        fresh = [r for r in mine if now - r.attempt_at < self.nonce_window]
-        stale = [(r.user_id, "skipped", "failed", None) for r in mine if r not in fresh]
+        tried = [r for r in mine if r.state == "sending"]
+        fresh = [r for r in tried if now - r.attempt_at < self.nonce_window]
+        stale: list[Ended] = [(r.user_id, "skipped", "failed", None) for r in tried
+                              if r not in fresh]  # fmt: skip
         if stale:
-            await ctx.run_mutation(
-                lambda tx, _: BotDb(tx.db).end_reminders(a.id, due.fire_ts, stale)
-            )
+            await self._end(ctx, a.id, due.fire_ts, stale)
             tally.skip("failed", len(stale))
-        if fresh and await self.announcements.still_due(a.id, due.fire_ts):
-            locales = await self._locales(a.id, [r.user_id for r in fresh])
-            again = [Recipient(r.user_id, locales.get(r.user_id), asked=r.user_id in locales)
-                     for r in fresh]  # fmt: skip
-            await self._send_all(ctx, a, due.fire_ts, again, tally, again=True)
+        if not await self.announcements.still_due(a.id, due.fire_ts):
+            return
+        untried = [r for r in mine if r.state == "queued"]
+        for group, again in ((fresh, True), (untried, False)):
+            locales = await self._locales(a.id, [r.user_id for r in group])
+            recipients = [Recipient(r.user_id, locales.get(r.user_id),
+                                    asked=r.user_id in locales) for r in group]  # fmt: skip
+            await self._send_all(ctx, a, due.fire_ts, recipients, tally, again=again)
 
     async def _orphaned(self, row: ReminderRow) -> bool:
         """Whether the job that recorded ``row`` ended (or is gone) without finishing it."""
@@ -513,21 +553,17 @@ class Reminding:
     async def _transient(
         self, ctx: ActionContext, plan: ReminderPlan, failed: RequestFailed
     ) -> None:
-        """A failure that may pass: the job runs again (its ``sending`` rows sent again with
-        their nonce); on its last attempt they are given up as may not have been delivered."""
+        """A failure that may pass: the job runs again (its ``sending`` row sent again with
+        its nonce, its ``queued`` ones sent); on its last attempt they are given up (counted
+        as may not have been delivered)."""
         a = plan.announcement
         if ctx.job.attempt + 1 < REMIND_ATTEMPTS or a is None:
             ann_id = 0 if a is None else a.id
             log.warning("announcement %d: reminders interrupted: %s; will retry", ann_id, failed)
             raise RetryLater(failed.reason) from failed
         job_id = ctx.job.id
-        for due in plan.due:
-            async with self.sched.reader() as db:
-                rows = await BotDb(db).unfinished_reminders(a.id, due.fire_ts)
-            gave_up: list[Ended] = [
-                (r.user_id, "skipped", "failed", None) for r in rows if r.job_id == job_id
-            ]
-            await self._end(ctx, a.id, due.fire_ts, gave_up)
+        await ctx.run_mutation(lambda tx, _: BotDb(tx.db).give_up_reminders(a.id, job_id))
+        await self._plan_next(ctx, plan)  # the next reminders are still planned
         raise NonRetryable(f"reminders gave up after {ctx.job.attempt + 1} attempts: {failed}")
 
     async def _end(

@@ -10,10 +10,11 @@ canceled occurrence reminds nobody; the DMs keep to the shared pace."""
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from bot.announcements import RemindArgs
 from bot.announcements.reminders import REMIND_BUTTON, STOP_BUTTON
 from bot.models import reminder_nonce
 from scheduler import JobState
@@ -21,6 +22,7 @@ from tests.bot.conftest import NOW, CrierFactory, World, db_snapshot, run_comman
 from tests.bot.conftest import schedule_id as schedule
 from tests.bot.test_delivery import advance, advance_to, posts
 from tests.fakediscord import Permissions as P
+from tests.support.processes import until
 
 if TYPE_CHECKING:
     from bot.app import Crier
@@ -275,3 +277,274 @@ async def test_one_job_at_a_time_works_through_an_announcement_s_reminders(
     assert jobs.get(JobState.PENDING) == 1, jobs  # not one per member
     await advance_to(crier, clock, NINE - timedelta(minutes=15))
     assert len(all_dms(world)) == 30
+
+
+# --- failures: retried with the same nonce, never two ----------------------------------------
+
+
+async def dm_fault(world: World, who: Member, **fault: object) -> None:
+    """The next DM to ``who`` fails as ``fault`` says (``fake.faults.add``)."""
+    dm = world.fake.open_dm(who)
+    world.fake.faults.add(method="POST", path_regex=f"/channels/{dm.id}/messages", **fault)
+
+
+async def retried_job(crier: Crier) -> Any:
+    """The reminder job a failure sent back to pending, for its retry."""
+    [job] = [
+        j for j in await crier.sched.list_jobs(limit=100)
+        if j.fn == "announcements:remind" and j.state == JobState.PENDING and j.attempts
+    ]  # fmt: skip
+    return job
+
+
+async def test_a_5xx_after_the_dm_was_made_is_sent_again_with_its_nonce_once(
+    world: World, crier: Crier, clock: FakeClock
+) -> None:
+    n = await daily(world, crier, clock)
+    await run_command(world, "remindme", by=world.member, id=n)
+    await dm_fault(world, world.member, status=503, after_effect=True)
+    await advance_to(crier, clock, NINE - timedelta(minutes=15))
+    [made] = dms(world, world.member)  # Discord made it; the bot heard a 503
+    job = await retried_job(crier)  # the run is retried, after its backoff
+    assert job.attempts == 1
+    await advance_to(crier, clock, job.next_at + timedelta(milliseconds=1))
+    assert dms(world, world.member) == [made]
+    assert world.fake.nonce_dedup_hits == 1
+    info = (await run_command(world, "info", id=n)).content or ""
+    [line] = [x for x in info.splitlines() if x.startswith("• ") and " sent" in x]
+    assert line.endswith(": 1 sent"), info
+
+
+async def test_one_interrupted_longer_than_discord_keeps_nonces_is_not_sent_again(
+    world: World, crier: Crier, clock: FakeClock
+) -> None:
+    n = await daily(world, crier, clock)
+    await run_command(world, "remindme", by=world.member, id=n)
+    await dm_fault(world, world.member, status=503, after_effect=True)
+    await advance_to(crier, clock, NINE - timedelta(minutes=15))
+    job = await retried_job(crier)
+    # Its retry comes too late for the nonce (the bot was down, say, past the backoff).
+    await advance(crier, clock, crier.settings.nonce_window + 1)
+    assert (await crier.sched.get_job(job.id)).state == JobState.SUCCESS
+    assert len(dms(world, world.member)) == 1  # the one Discord made, never a second
+    assert world.fake.nonce_dedup_hits == 0
+    info = (await run_command(world, "info", id=n)).content or ""
+    assert "0 sent · 1 skipped (1 may not have been delivered)" in info, info
+
+
+async def test_closed_dms_are_skipped_once_and_never_retried(
+    world: World, crier: Crier, clock: FakeClock
+) -> None:
+    n = await daily(world, crier, clock)
+    await run_command(world, "remindme", by=world.member, id=n)
+    world.member.user.accepts_dms = False
+    await advance_to(crier, clock, NINE - timedelta(minutes=15))
+    sends = [r for r in world.fake.requests if r.code == 50007]
+    assert len(sends) == 1
+    await advance_to(crier, clock, NINE + timedelta(hours=2))
+    assert len([r for r in world.fake.requests if r.code == 50007]) == 1
+    info = (await run_command(world, "info", id=n)).content or ""
+    assert "0 sent · 1 skipped (1 with DMs closed)" in info, info
+
+
+async def test_reminders_missed_while_the_bot_was_down_are_counted_late(
+    world: World, crier_factory: CrierFactory, db_url: str, clock: FakeClock
+) -> None:
+    crier = await crier_factory(database_url=db_url)
+    n = await daily(world, crier, clock)
+    for name in ("a", "b"):
+        await run_command(world, "remindme", by=world.guild.add_member(name=name), id=n)
+    await advance(crier, clock, 1)
+    await crier.close()
+    clock.set(NINE + timedelta(minutes=5))  # down from before 08:45 until after 09:00
+    crier = await crier_factory(database_url=db_url)
+    await crier.sched.wait_idle()
+    assert all_dms(world) == []
+    info = (await run_command(world, "info", id=n)).content or ""
+    assert "0 sent · 2 skipped (2 too late)" in info, info
+    await advance_to(crier, clock, NINE + DAY - timedelta(minutes=15))
+    assert len(all_dms(world)) == 2  # the next ones as usual
+
+
+# --- the pace ------------------------------------------------------------------------------
+
+
+async def test_dms_keep_the_shared_spacing_in_every_job(
+    world: World, crier_factory: CrierFactory, clock: FakeClock
+) -> None:
+    """Two announcements' jobs due at once, two members each: four DMs, 2 s apart on the
+    one pace key, not a millisecond early (each job sleeps until its reserved turns)."""
+    spacing = 2.0
+    crier = await crier_factory(reminder_spacing=spacing)
+    first = await daily(world, crier, clock)
+    second = await schedule(world, repeat="daily at 09:00", message="Other", channel=world.general)
+    await run_command(world, "edit", id=second, reminder="15m")
+    for i in range(2):
+        for n in (first, second):
+            await run_command(world, "remindme", by=world.guild.add_member(name=f"{n}-{i}"), id=n)
+    await advance(crier, clock, 1)
+    due = NINE - timedelta(minutes=15)
+    clock.set(due)  # both announcements' jobs due at once
+    await until(lambda: len(all_dms(world)) == 1, 10, "the first DM")
+    for k in range(1, 4):
+        turn = due + timedelta(seconds=k * spacing)
+        clock.set(turn - timedelta(milliseconds=1))
+        await until(
+            lambda: any(0 < s < 0.01 for s in clock.sleeping), 10, "a job a ms from its turn"
+        )
+        assert len(all_dms(world)) == k  # not a millisecond early
+        clock.set(turn)
+        await until(lambda k=k: len(all_dms(world)) == k + 1, 10, f"DM {k + 1}")
+    await advance(crier, clock, 1)
+    assert len(all_dms(world)) == 4
+
+
+# --- two sessions, two instances, two languages ------------------------------------------------
+
+
+async def test_two_instances_remind_each_member_once_and_a_press_takes_effect_once(
+    world: World, crier_factory: CrierFactory, clock: FakeClock
+) -> None:
+    a = await crier_factory(shard_count=1, shard_ids=(0,))
+    b = await crier_factory(shard_count=1, shard_ids=(0,))
+    await world.fake.wait_until(
+        lambda: len(world.fake.gateway.connected_sessions) == 2, what="both sessions up"
+    )
+    n = await schedule(world, repeat="daily at 09:00", message="Twice?")
+    await world.fake.wait_until(lambda: lost(a, b) >= 1, what="the other session gave up")
+    await run_command(world, "edit", id=n, reminder="15m")
+    await world.fake.wait_until(lambda: lost(a, b) >= 2, what="the other session gave up")
+    members = [world.guild.add_member(name=f"m{i}") for i in range(40)]
+    for i, m in enumerate(members):
+        await run_command(world, "remindme", by=m, id=n)
+        await world.fake.wait_until(lambda i=i: lost(a, b) >= 3 + i, what="one answer")
+    clock.set(NINE)
+    for app in (a, b):
+        await app.sched.wait_idle()
+    [post] = posts(world, world.news)
+    aid = await ann_id(a, world, n)
+    h = await world.fake.click_button(post, REMIND_BUTTON.format(aid), world.member)
+    await h.response()
+    await world.fake.wait_until(lambda: lost(a, b) >= 43, what="the press handled once")
+    assert [cb.accepted for cb in h.callbacks].count(True) == 1
+    clock.set(NINE + DAY - timedelta(minutes=15))
+    for _ in range(2):
+        for app in (a, b):
+            await app.sched.wait_idle()
+    got = sorted(m.channel_id for m in all_dms(world))
+    assert len(got) == 41 == len(set(got))  # one each, the presser's too
+    assert world.fake.nonce_dedup_hits == 0
+    async with a.sched.reader() as db:
+        cur = await db.execute("SELECT COUNT(*) AS n FROM bot_reminder_subscribers")
+        assert (await cur.fetchone())["n"] == 41
+
+
+def lost(*apps: Crier) -> int:
+    return sum(app.bot.stats.interactions_lost for app in apps)
+
+
+async def test_a_french_member_is_answered_and_reminded_in_french(
+    world: World, crier: Crier, clock: FakeClock
+) -> None:
+    n = await daily(world, crier, clock)
+    h = await world.fake.invoke_command(
+        world.guild, world.general, world.member, "remindme", {"id": n}, locale="fr"
+    )
+    answer = (await h.response()).content or ""
+    assert "Vous recevrez un rappel de l'annonce **#1**" in answer, answer
+    assert "15 minutes avant chaque publication" in answer
+    await advance_to(crier, clock, NINE - timedelta(minutes=15))
+    [dm] = dms(world, world.member)
+    assert dm.content.startswith("⏰ Rappel : ")
+    assert "> Standup 2 mars 2030" in dm.content  # its {date} in French too
+    assert "Vous avez demandé un rappel pour l'annonce #1" in dm.content
+
+
+async def test_a_second_job_for_the_same_occurrence_reminds_nobody_twice(
+    world: World, crier: Crier, clock: FakeClock
+) -> None:
+    """Two jobs due together for one announcement (a plan after a press racing the planned
+    run, or a job made twice): each member is recorded by one of them, DMed once, and no
+    second send even reaches Discord (its nonce is not what keeps it single)."""
+    n = await daily(world, crier, clock)
+    members = [world.guild.add_member(name=f"m{i}") for i in range(3)]
+    for m in members:
+        await run_command(world, "remindme", by=m, id=n)
+    aid = await ann_id(crier, world, n)
+    due = (NINE - timedelta(minutes=15)).timestamp()
+    async with crier.sched.transaction() as ctx:
+        for key in ("a", "b"):
+            await ctx.scheduler.enqueue(
+                "announcements:remind", RemindArgs(aid), run_at=due, idempotency_key=key
+            )
+    await advance_to(crier, clock, NINE - timedelta(minutes=15))
+    assert [len(dms(world, m)) for m in members] == [1, 1, 1]
+    sends = [r for r in world.fake.requests if r.method == "POST" and "/messages" in r.path
+             and world.fake.channels[int(r.path.split("/")[2])].guild is None]  # fmt: skip
+    assert len(sends) == 3
+    assert world.fake.nonce_dedup_hits == 0
+
+
+async def test_a_member_who_asked_and_is_interested_is_reminded_once_at_their_lead(
+    world: World, crier_factory: CrierFactory, clock: FakeClock
+) -> None:
+    world.guild.set_bot_permissions(BASE | P.CREATE_EVENTS)
+    crier = await crier_factory(event_lead=3600.0)
+    n = await schedule(
+        world, repeat="daily at 09:00", message="Both", event=True, event_location="Here"
+    )
+    await run_command(world, "edit", id=n, reminder="15m")
+    await run_command(world, "remindme", by=world.member, id=n, before="1h")
+    await advance(crier, clock, 1)
+    [event] = world.fake.scheduled_events.of(world.guild)
+    world.fake.scheduled_events.mark_interested(event, world.member)
+    await advance_to(crier, clock, NINE - timedelta(hours=1))
+    assert len(dms(world, world.member)) == 1
+    await advance_to(crier, clock, NINE)
+    [dm] = dms(world, world.member)
+    assert "You asked to be reminded" in dm.content
+
+
+async def test_an_occurrence_s_rows_are_folded_into_counts_once_it_is_past(
+    world: World, crier: Crier, clock: FakeClock
+) -> None:
+    """The rows of each (occurrence, member) are once-keys only while the occurrence is to
+    come: an hour after it they are counted and deleted, and the counts of the last five
+    occurrences are kept."""
+    n = await daily(world, crier, clock)
+    for i in range(3):
+        await run_command(world, "remindme", by=world.guild.add_member(name=f"m{i}"), id=n)
+    for day in range(8):
+        await advance_to(crier, clock, NINE + day * DAY - timedelta(minutes=15))
+    aid = await ann_id(crier, world, n)
+    async with crier.sched.reader() as db:
+        cur = await db.execute(
+            "SELECT DISTINCT fire_ts FROM bot_reminders WHERE announcement_id = ?", (aid,)
+        )
+        live = [r["fire_ts"] for r in await cur.fetchall()]
+        cur = await db.execute(
+            "SELECT fire_ts, sent FROM bot_reminder_counts WHERE announcement_id = ? "
+            "ORDER BY fire_ts",
+            (aid,),
+        )
+        counted = [(r["fire_ts"], r["sent"]) for r in await cur.fetchall()]
+    assert live == [(NINE + 7 * DAY).timestamp()]  # the one to come only
+    assert counted == [((NINE + d * DAY).timestamp(), 3) for d in range(2, 7)]
+    assert len(all_dms(world)) == 24
+
+
+async def test_a_run_discord_keeps_failing_gives_up_counted(
+    world: World, crier: Crier, clock: FakeClock
+) -> None:
+    n = await daily(world, crier, clock)
+    await run_command(world, "remindme", by=world.member, id=n)
+    await dm_fault(world, world.member, status=503, times=5)
+    await advance_to(crier, clock, NINE - timedelta(minutes=15))
+    for _ in range(4):  # (a time with microseconds rounds down: a millisecond past it)
+        job = await retried_job(crier)
+        await advance_to(crier, clock, job.next_at + timedelta(milliseconds=1))
+    assert dms(world, world.member) == []
+    info = (await run_command(world, "info", id=n)).content or ""
+    assert "0 sent · 1 skipped (1 may not have been delivered)" in info, info
+    await advance_to(crier, clock, NINE + DAY - timedelta(minutes=15))
+    assert len(dms(world, world.member)) == 1  # the next occurrence's, as usual
