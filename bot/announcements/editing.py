@@ -39,7 +39,7 @@ from .guards import check_repeat
 from .jobs import SEND_FN, enqueue_delivery, enqueue_post_update, schedule_name
 from .lifecycle import Lifecycle
 from .reading import Reading, as_edited
-from .reminders import remind_later
+from .reminders import remind_later, take_back_reminders
 
 if TYPE_CHECKING:
     from collections.abc import Collection
@@ -159,6 +159,8 @@ class Editing(Lifecycle, Reading):
             await sync_events_later(ctx, a.id, edited=True)  # moved, changed or canceled
             if reminder is not None:
                 await rows.set_reminder_lead(a.id, a.guild_id, draft.reminder)
+            if reminder is not None or fields & TIMING:
+                await take_back_reminders(ctx, a.id)  # none sent for a time it left
             await remind_later(ctx, a.id)  # its next reminders, at their new times
             detail = history_detail(found)
             await rows.add_history(a.id, HistoryAction.EDITED, actor_id, now, detail)

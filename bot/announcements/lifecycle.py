@@ -22,7 +22,7 @@ from .course import NotFound, NotPossible, Why
 from .events import sync_events_later
 from .guards import check_repeat, check_room
 from .jobs import SEND_FN, SendArgs, delivery_job, enqueue_delivery, schedule_name
-from .reminders import remind_later
+from .reminders import remind_later, take_back_reminders
 from .service import AnnouncementService
 
 if TYPE_CHECKING:
@@ -240,4 +240,5 @@ class Lifecycle(AnnouncementService):
             await rows.add_history(a.id, HistoryAction.CANCELED, actor_id, now)
             await rows.drop_unreferenced_files(a.id)  # kept if an update still needs them
             await sync_events_later(ctx, a.id)  # its coming events are canceled
+            await take_back_reminders(ctx, a.id)  # and the reminders not sent yet
         return a

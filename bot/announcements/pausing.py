@@ -25,7 +25,7 @@ from .diff import stamp
 from .events import sync_events_later
 from .jobs import enqueue_delivery
 from .reading import Reading
-from .reminders import remind_later
+from .reminders import remind_later, take_back_reminders
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -50,6 +50,7 @@ class Pausing(Reading):
             await rows.set_state(a.id, AnnouncementState.PAUSED, now)
             await rows.add_history(a.id, HistoryAction.PAUSED, actor_id, now)
             await sync_events_later(ctx, a.id)  # its coming events are canceled
+            await take_back_reminders(ctx, a.id)  # and the reminders not sent yet
         return a
 
     async def resume(
@@ -119,6 +120,7 @@ class Pausing(Reading):
             await rows.record_skipped(a.id, fire_ts, nonce_for(a.id, fire_ts), now, reason)
             await rows.add_history(a.id, HistoryAction.SKIPPED, actor_id, now, stamp(fire_ts))
             await sync_events_later(ctx, a.id)  # the skipped one's event is canceled
+            await take_back_reminders(ctx, a.id)  # and its reminders not sent yet
             then = await unrecorded_from(
                 rows, a, info.trigger.next_after(skipped), info.trigger.next_after
             )

@@ -67,6 +67,15 @@ async def remind_later(ctx: TransactionContext, announcement_id: int) -> None:
     )
 
 
+async def take_back_reminders(ctx: TransactionContext, announcement_id: int) -> None:
+    """In ``ctx``'s transaction (a pause, skip, cancel, or an edit of its timing or
+    reminders): the reminders a running job recorded but has not sent yet are taken back,
+    so none of them goes after this change commits (the job marks each one ``sending``
+    right before its DM, and finds it gone); those still due are recorded again by the next
+    run."""
+    await BotDb(ctx.db).drop_untried_reminders(announcement_id)
+
+
 @dataclass(frozen=True, slots=True)
 class Due:
     """One occurrence some of whose reminders are due now."""
@@ -210,8 +219,11 @@ class Reminders(Reading):
 
     async def next_reminder_at(self, plan: ReminderPlan) -> float | None:
         """When the announcement's next reminder comes due after this run: the soonest, over
-        the occurrences of ``plan``, of a lead not reached yet whose members are not all
-        recorded, and the first reminder of the next occurrence (None: nothing to come)."""
+        the occurrences of ``plan`` still to come, of the leads of the members who asked
+        and are not recorded yet (now, for one whose lead was reached while the run went on,
+        or who asked meanwhile) and, unless this run reminded them, of the members
+        Interested in its event; and the first reminder of the next occurrence (None:
+        nothing to come)."""
         a, lead = plan.announcement, plan.lead
         if a is None or lead is None:
             return None
@@ -220,9 +232,13 @@ class Reminders(Reading):
         async with self.sched.reader() as db:
             rows = BotDb(db)
             for due in plan.due:
-                pending = {lead, *(c if c is not None else lead for c in
-                                   await rows.pending_leads(a.id, due.fire_ts))}  # fmt: skip
-                times += [due.fire_ts - p for p in pending if due.fire_ts - p > now]
+                if due.fire_ts <= now:
+                    continue
+                chosen = await rows.pending_leads(a.id, due.fire_ts)
+                pending = {c if c is not None else lead for c in chosen}
+                if not due.interested:
+                    pending.add(lead)
+                times += [max(due.fire_ts - p, now) for p in pending]
         if plan.next_fire is not None:
             times.append(plan.next_fire - max(plan.leads))
         return min(times) if times else None

@@ -293,6 +293,16 @@ class ReminderTable(Table):
             (announcement_id, job_id),
         )
 
+    async def drop_untried_reminders(self, announcement_id: int) -> int:
+        """Take back every reminder of the announcement recorded but never tried
+        (``queued``); how many."""
+        cur = await self.db.execute(
+            "DELETE FROM bot_reminders WHERE announcement_id = ? AND state = 'queued' "
+            "RETURNING user_id",
+            (announcement_id,),
+        )
+        return len(await cur.fetchall())
+
     async def drop_untried(self, announcement_id: int, fire_ts: float) -> int:
         """Take back the occurrence's reminders recorded but never tried (``queued``): it
         reminds nobody more. How many."""

@@ -548,3 +548,28 @@ async def test_a_run_discord_keeps_failing_gives_up_counted(
     assert "0 sent · 1 skipped (1 may not have been delivered)" in info, info
     await advance_to(crier, clock, NINE + DAY - timedelta(minutes=15))
     assert len(dms(world, world.member)) == 1  # the next occurrence's, as usual
+
+
+async def test_a_pause_in_the_middle_of_a_group_stops_the_dms_not_sent_yet(
+    world: World, crier_factory: CrierFactory, clock: FakeClock
+) -> None:
+    """The check is made at send time: a pause that commits while a group is on its way
+    takes back the reminders not sent yet, and none of them goes."""
+    spacing = 2.0
+    crier = await crier_factory(reminder_spacing=spacing)
+    n = await daily(world, crier, clock)
+    for i in range(3):
+        await run_command(world, "remindme", by=world.guild.add_member(name=f"m{i}"), id=n)
+    await advance(crier, clock, 1)
+    due = NINE - timedelta(minutes=15)
+    clock.set(due)
+    await until(lambda: len(all_dms(world)) == 1 and bool(clock.sleeping), 10, "the first DM")
+    await run_command(world, "pause", id=n)
+    clock.set(due + timedelta(seconds=3 * spacing))
+    await crier.sched.wait_idle()
+    assert len(all_dms(world)) == 1
+    await run_command(world, "resume", id=n)  # before its time: the others are reminded now
+    clock.advance(1)  # (the plan after the resume)
+    await until(lambda: len(all_dms(world)) == 2, 10, "the second DM")
+    clock.advance(spacing)
+    await until(lambda: len(all_dms(world)) == 3, 10, "the third DM")
