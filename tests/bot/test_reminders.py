@@ -263,6 +263,8 @@ async def test_an_occurrence_moved_by_an_edit_reminds_at_its_new_time(
 async def test_one_job_at_a_time_works_through_an_announcement_s_reminders(
     world: World, crier: Crier, clock: FakeClock
 ) -> None:
+    """30 members ask within a second: their burst is planned by one job (debounced), and
+    one job is pending for the occurrence's reminders, not one per member."""
     n = await daily(world, crier, clock)
     for i in range(30):
         member = world.guild.add_member(name=f"m{i}")
@@ -274,7 +276,8 @@ async def test_one_job_at_a_time_works_through_an_announcement_s_reminders(
             "GROUP BY state"
         )
         jobs = {r["state"]: r["n"] for r in await cur.fetchall()}
-    assert jobs.get(JobState.PENDING) == 1, jobs  # not one per member
+    # The plan after /edit, the plan after the burst, and the occurrence's job.
+    assert jobs == {JobState.SUCCESS: 2, JobState.PENDING: 1}, jobs
     await advance_to(crier, clock, NINE - timedelta(minutes=15))
     assert len(all_dms(world)) == 30
 
@@ -488,21 +491,44 @@ async def test_a_second_job_for_the_same_occurrence_reminds_nobody_twice(
 async def test_a_member_who_asked_and_is_interested_is_reminded_once_at_their_lead(
     world: World, crier_factory: CrierFactory, clock: FakeClock
 ) -> None:
+    """Interested in the event (reminded 15 minutes before) and asked with a lead of their
+    own (5 minutes): one DM, at their own lead."""
     world.guild.set_bot_permissions(BASE | P.CREATE_EVENTS)
     crier = await crier_factory(event_lead=3600.0)
     n = await schedule(
         world, repeat="daily at 09:00", message="Both", event=True, event_location="Here"
     )
     await run_command(world, "edit", id=n, reminder="15m")
-    await run_command(world, "remindme", by=world.member, id=n, before="1h")
+    await run_command(world, "remindme", by=world.member, id=n, before="5m")
     await advance(crier, clock, 1)
     [event] = world.fake.scheduled_events.of(world.guild)
     world.fake.scheduled_events.mark_interested(event, world.member)
-    await advance_to(crier, clock, NINE - timedelta(hours=1))
+    await advance_to(crier, clock, NINE - timedelta(minutes=15))
+    assert dms(world, world.member) == []
+    await advance_to(crier, clock, NINE - timedelta(minutes=5))
     assert len(dms(world, world.member)) == 1
     await advance_to(crier, clock, NINE)
     [dm] = dms(world, world.member)
     assert "You asked to be reminded" in dm.content
+
+
+async def test_a_lead_reached_while_a_group_goes_is_reminded_right_after_it(
+    world: World, crier_factory: CrierFactory, clock: FakeClock
+) -> None:
+    """Three members at 15 minutes, 2 s apart, and one at 14 min 59 s, whose lead comes
+    while the three are being sent: the next run, planned for right after, reminds them."""
+    spacing = 2.0
+    crier = await crier_factory(reminder_spacing=spacing)
+    n = await daily(world, crier, clock)
+    for i in range(3):
+        await run_command(world, "remindme", by=world.guild.add_member(name=f"m{i}"), id=n)
+    await run_command(world, "remindme", by=world.member, id=n, before="899s")
+    await advance(crier, clock, 1)
+    clock.set(NINE - timedelta(minutes=15))
+    await until(lambda: len(all_dms(world)) == 1 and bool(clock.sleeping), 10, "the first DM")
+    await run_turns(crier, clock, spacing, 3)
+    assert len(all_dms(world)) == 4
+    assert len(dms(world, world.member)) == 1
 
 
 async def test_an_occurrence_s_rows_are_folded_into_counts_once_it_is_past(
@@ -565,11 +591,53 @@ async def test_a_pause_in_the_middle_of_a_group_stops_the_dms_not_sent_yet(
     clock.set(due)
     await until(lambda: len(all_dms(world)) == 1 and bool(clock.sleeping), 10, "the first DM")
     await run_command(world, "pause", id=n)
-    clock.set(due + timedelta(seconds=3 * spacing))
-    await crier.sched.wait_idle()
+    await run_turns(crier, clock, spacing, 3)
     assert len(all_dms(world)) == 1
     await run_command(world, "resume", id=n)  # before its time: the others are reminded now
     clock.advance(1)  # (the plan after the resume)
     await until(lambda: len(all_dms(world)) == 2, 10, "the second DM")
     clock.advance(spacing)
     await until(lambda: len(all_dms(world)) == 3, 10, "the third DM")
+
+
+async def test_a_skip_while_a_run_goes_through_its_groups_stops_the_next_group(
+    world: World, crier_factory: CrierFactory, clock: FakeClock
+) -> None:
+    """27 members (two groups, half a second apart): the occurrence skipped after the
+    first DM reminds nobody more, neither the rest of the first group nor the second. (The
+    run's whole course stays within its lease on the fake clock, which its heartbeats,
+    on real time, don't follow.)"""
+    spacing = 0.5
+    crier = await crier_factory(reminder_spacing=spacing)
+    n = await daily(world, crier, clock)
+    for i in range(27):
+        await run_command(world, "remindme", by=world.guild.add_member(name=f"m{i}"), id=n)
+    await advance(crier, clock, 1)
+    due = NINE - timedelta(minutes=15)
+    clock.set(due)
+    await until(lambda: len(all_dms(world)) == 1 and bool(clock.sleeping), 10, "the first DM")
+    await run_command(world, "skip", id=n)
+    await run_turns(crier, clock, spacing, 40)  # past every turn either group could take
+    for r in await crier.sched.runs(fn="announcements:remind"):
+        print("RUN", r.outcome, r.error, r.started_at - due.timestamp())
+    async with crier.sched.reader() as db:
+        cur = await db.execute("SELECT state, count(*) AS n FROM bot_reminders GROUP BY state")
+        print([dict(r) for r in await cur.fetchall()])
+    assert len(all_dms(world)) == 1
+
+
+async def run_turns(crier: Crier, clock: FakeClock, spacing: float, turns: int) -> None:
+    """Move the clock ``turns`` turns of ``spacing`` on, one at a time (a jump past the
+    lease would be a stalled run), letting the reminder job take each turn."""
+
+    async def settled() -> bool:
+        running = [
+            j for j in await crier.sched.list_jobs(limit=100)
+            if j.fn == "announcements:remind" and j.state == JobState.IN_PROGRESS
+        ]  # fmt: skip
+        return not running or bool(clock.sleeping)
+
+    for _ in range(turns):
+        clock.advance(spacing)
+        await until(settled, 10, "the reminder job to take its turn")
+    await crier.sched.wait_idle()
