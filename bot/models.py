@@ -390,3 +390,5 @@ class Template:
     image: Image | None = None
     author_id: int = 0
     created_at: float = 0.0
+    reminder: float | None = None
+    """How long before each post the members who ask are reminded by DM (None: off)."""

@@ -735,6 +735,8 @@ def _template_fields(template: Template) -> list[str]:
         parts.append(t("silent"))
     if template.image is not None:
         parts.append(t("with `{file}`", file=template.image.filename))
+    if template.reminder is not None:
+        parts.append(t("reminders {before} before", before=lead_said(template.reminder)))
     fields = ("  " + " · ".join(parts)) if parts else "  " + t("(text only)")
     return [fields, f"  {_snippet(template.content)}"]
 

@@ -52,6 +52,8 @@ class ExportRows:
     templates: list[Template]
     events: dict[int, EventSpec] = field(default_factory=dict)
     """The Discord event each occurrence gets, of those that get one."""
+    reminders: dict[int, float] = field(default_factory=dict)
+    """How long before each post their members are reminded, of those that remind."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,8 +87,9 @@ class Transfer(Editing, Templates):
             images = await rows.live_images(guild_id)
             templates = await rows.templates(guild_id)
             events = await rows.event_specs([a.id for a in live])
+            reminders = await rows.reminder_leads([a.id for a in live])
         live.reverse()  # oldest first: an import numbers them in the same order
-        return ExportRows(live, await self._next_fires(live), images, templates, events)
+        return ExportRows(live, await self._next_fires(live), images, templates, events, reminders)
 
     async def imported_keys(self, guild_id: int, keys: Sequence[str]) -> dict[str, int]:
         """Of ``keys``, those an import into the server already created: key → its number."""

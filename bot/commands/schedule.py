@@ -110,6 +110,7 @@ class AnnouncementCommands(AnswersErrors, name=COMMANDS_COG):
         channel_id = None if channel is None else channel.id
         mention_id = None if mention is None else mention.id
         stored: Image | None = None
+        reminder: float | None = None
         if template is not None:  # its fields fill in the options left out
             who = await self.manager(interaction)
             started = started_from(
@@ -124,6 +125,7 @@ class AnnouncementCommands(AnswersErrors, name=COMMANDS_COG):
             )
             message, title, silent = started.message, started.title, started.silent
             channel_id, mention_id, stored = started.channel_id, started.mention_id, started.image
+            reminder = started.reminder
         options = AnnouncementOptions(
             when=when,
             channel_id=channel_id or (interaction.channel or discord.Object(0)).id,
@@ -140,6 +142,7 @@ class AnnouncementCommands(AnswersErrors, name=COMMANDS_COG):
             event_location=event_location,
             event_minutes=event_minutes,
             event_channel_id=None if event_channel is None else event_channel.id,
+            kept_reminder=reminder,
         )
         if message is None:
             # Refused before any typing if anything else is wrong.

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 _COLUMNS = (
     "guild_id, name, content, title, silent, mention, channel_id, image_name, image_type, "
-    "image_data, author_id, created_at"
+    "image_data, author_id, created_at, reminder_s"
 )
 
 
@@ -34,6 +34,7 @@ def _template(row: Any) -> Template:
         image=image,
         author_id=int(row["author_id"]),
         created_at=float(row["created_at"]),
+        reminder=None if row["reminder_s"] is None else float(row["reminder_s"]),
     )
 
 
@@ -99,7 +100,7 @@ class TemplateTable(Table):
         image = t.image
         await self.db.execute(
             f"INSERT INTO bot_templates ({_COLUMNS}, name_key, image_size) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 t.guild_id,
                 t.name,
@@ -113,6 +114,7 @@ class TemplateTable(Table):
                 None if image is None else image.data,
                 t.author_id,
                 t.created_at,
+                t.reminder,
                 name_key(t.name),
                 0 if image is None else len(image.data),
             ),

@@ -26,6 +26,7 @@ import discord
 
 from scheduler.triggers import DateStep
 
+from ..announcements.reminders import MAX_REMINDER, MIN_REMINDER
 from ..i18n import t
 from ..models import Announcement, Destination, EventSpec, Image, Template
 from ..parsing import RepeatRule
@@ -36,10 +37,12 @@ if TYPE_CHECKING:
 
     from ..announcements import ExportRows
 
-VERSION: Final = 2
-"""The version ``/export`` writes: 2 added each announcement's ``event``."""
-READ_VERSIONS: Final = (1, 2)
-"""The versions ``/import`` reads (a version 1 file is a version 2 one without events)."""
+VERSION: Final = 3
+"""The version ``/export`` writes: 2 added each announcement's ``event``, 3 each
+announcement's and template's ``reminder_seconds``."""
+READ_VERSIONS: Final = (1, 2, 3)
+"""The versions ``/import`` reads (a version 1 file is a version 2 one without events, a
+version 2 file a version 3 one without reminders)."""
 MAX_IMPORT_BYTES: Final = 8 * 1024 * 1024
 """The largest file ``/import`` reads: under what any member may upload (10 MiB without
 Nitro); an export of 10,000 announcements without files is about 5 MiB."""
@@ -142,6 +145,10 @@ def _tag_names(guild: discord.Guild, a: Announcement) -> list[str]:
     return [names[t] for t in a.rich.tags if t in names]
 
 
+def _seconds(lead: float | None) -> int | None:
+    return None if lead is None else round(lead)
+
+
 def export_document(guild: discord.Guild, found: ExportRows, now: datetime) -> dict[str, Any]:
     """The export of ``guild``: its live announcements (oldest first) and its templates."""
     announcements = []
@@ -166,6 +173,7 @@ def export_document(guild: discord.Guild, found: ExportRows, now: datetime) -> d
                 "paused": a.state == "paused",
                 "files": [_file(i) for i in found.images.get(a.id, [])],
                 "event": _event(guild, found.events.get(a.id)),
+                "reminder_seconds": _seconds(found.reminders.get(a.id)),
             }
         )
     templates = [
@@ -177,6 +185,7 @@ def export_document(guild: discord.Guild, found: ExportRows, now: datetime) -> d
             "mention": _mention(guild, t.mention),
             "channel": _channel(guild, t.channel_id),
             "file": None if t.image is None else _file(t.image),
+            "reminder_seconds": _seconds(t.reminder),
         }
         for t in found.templates
     ]
@@ -244,6 +253,8 @@ class DocAnnouncement:
     paused: bool
     files: tuple[Image, ...]
     event: DocEvent | None = None
+    reminder: float | None = None
+    """How long before each post the members who ask are reminded (None: not)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,6 +266,7 @@ class DocTemplate:
     mention: DocMention | None
     channel: Named | None
     file: Image | None
+    reminder: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -555,7 +567,20 @@ def _announcement(value: Any) -> DocAnnouncement:
         paused=bool(_get(value, "paused", bool, null=True)),
         files=tuple(_image(f, f"files[{i}]") for i, f in enumerate(files)),
         event=_doc_event(value),
+        reminder=_reminder(value),
     )
+
+
+def _reminder(row: Mapping[str, Any]) -> float | None:
+    value = _get(row, "reminder_seconds", int, null=True)
+    if value is None:
+        return None
+    if not MIN_REMINDER <= value <= MAX_REMINDER:
+        raise RowRefused(
+            t("`reminder_seconds` must be {least} to {most}", least=round(MIN_REMINDER),
+              most=round(MAX_REMINDER))
+        )  # fmt: skip
+    return float(value)
 
 
 def _doc_event(row: Mapping[str, Any]) -> DocEvent | None:
@@ -588,6 +613,7 @@ def _template(value: Any) -> DocTemplate:
         mention=_doc_mention(value),
         channel=None if channel is None else _named(channel, "channel"),
         file=None if file is None else _image(file, "file"),
+        reminder=_reminder(value),
     )
 
 
@@ -604,4 +630,5 @@ def template_of(
         mention=mention,
         channel_id=channel_id,
         image=t.file,
+        reminder=t.reminder,
     )

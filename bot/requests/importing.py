@@ -202,6 +202,7 @@ async def _checked_row(
         tags=", ".join(row.tags) or None,
         has_files=bool(row.files),
         **_event_options(guild, row),
+        kept_reminder=row.reminder,
     )
     checked = await check_request(
         announcements, clock, AnnouncementRequest(requester, options, row.text), room=room

@@ -61,3 +61,17 @@ def check_reminder(options: AnnouncementOptions, locale: str | None) -> float | 
     if options.reminder is None:
         return options.kept_reminder
     return parse_lead(options.reminder, locale)
+
+
+def lead_text(lead: float | None) -> str:
+    """A lead as a form shows it, read back by :func:`parse_lead`: ``15m``, ``1h30m``,
+    ``1d``, ``899s``; empty for None (no reminders)."""
+    if lead is None:
+        return ""
+    seconds = round(lead)
+    parts = []
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        if seconds >= size:
+            parts.append(f"{seconds // size}{unit}")
+            seconds %= size
+    return "".join(parts)

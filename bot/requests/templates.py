@@ -24,7 +24,8 @@ async def template_from(
     announcements: Announcements, requester: Requester, local_id: int, name: str
 ) -> Template:
     """A template named ``name`` holding announcement ``local_id``'s text, title, silence,
-    mention, channel and first file; refused unless the member may manage announcements and
+    mention, channel, first file and reminder lead;
+    refused unless the member may manage announcements and
     can see that announcement's channel."""
     guild, member = requester.guild, requester.member
     require_manager(member, await announcements.settings(guild.id))
@@ -46,6 +47,7 @@ async def template_from(
         channel_id=a.channel_id,
         image=files[0] if files else None,
         author_id=member.id,
+        reminder=await announcements.reminder_lead(a.id),
     )
 
 
@@ -60,9 +62,10 @@ async def template_of_form(
     mention: str | None,
     channel_id: int | None,
     image: Image | None,
+    reminder: float | None = None,
 ) -> Template:
     """A template named ``name`` holding what the announcement form holds (its text, title,
-    silence, mention, channel and file), nothing scheduled; refused as /template save
+    silence, mention, channel, file and reminder lead), nothing scheduled; refused as /template save
     refuses (the member's rights, the name) and as /schedule refuses the text (empty, a
     placeholder it does not know, too long for Discord). A channel the member can't see is
     left out (the form offers none)."""
@@ -89,6 +92,7 @@ async def template_of_form(
         channel_id=channel_id,
         image=image,
         author_id=member.id,
+        reminder=reminder,
     )
 
 
@@ -103,6 +107,8 @@ class Started:
     mention_id: int | None
     image: Image | None
     """The template's file, when no ``image`` was attached."""
+    reminder: float | None = None
+    """The template's reminder lead (/schedule has no option for it: /edit changes it)."""
 
 
 def template_mention(guild: discord.Guild, mention: str | None) -> int | None:
@@ -136,4 +142,5 @@ def started_from(
         if mention_id is not None
         else template_mention(guild, template.mention),
         image=None if has_image else template.image,
+        reminder=template.reminder,
     )

@@ -107,7 +107,7 @@ async def test_an_export_imported_into_another_server_reproduces_it_and_twice_cr
 
     msg, data = await export(world)
     doc = json.loads(data)
-    assert doc["version"] == 2
+    assert doc["version"] == 3
     assert doc["guild"]["id"] == str(world.guild.id)
     assert [a["destination"]["name"] for a in doc["announcements"]] == ["news"] * 3
     assert doc["announcements"][1]["mention"]["name"] == "crew"
@@ -401,5 +401,14 @@ def test_the_published_schema_describes_what_an_export_writes() -> None:
                        "mention": None, "channel": None, "file": None}],
     }  # fmt: skip
     jsonschema.validate(sample, schema)
+    with_reminders = {
+        **sample, "version": 3,
+        "announcements": [{**sample["announcements"][0], "reminder_seconds": 900}],
+        "templates": [{**sample["templates"][0], "reminder_seconds": None}],
+    }  # fmt: skip
+    jsonschema.validate(with_reminders, schema)
     with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate({**sample, "version": 3}, schema)
+        jsonschema.validate({**sample, "version": 4}, schema)
+    bad = [{**sample["announcements"][0], "reminder_seconds": 30}]  # under a minute
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({**with_reminders, "announcements": bad}, schema)

@@ -9,6 +9,7 @@ canceled occurrence reminds nobody; the DMs keep to the shared pace."""
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +22,7 @@ from scheduler import JobState
 from tests.bot.conftest import NOW, CrierFactory, World, db_snapshot, run_command
 from tests.bot.conftest import schedule_id as schedule
 from tests.bot.test_delivery import advance, advance_to, posts
+from tests.bot.test_export_import import export, import_file
 from tests.fakediscord import Permissions as P
 from tests.support.processes import until
 
@@ -641,3 +643,41 @@ async def run_turns(crier: Crier, clock: FakeClock, spacing: float, turns: int) 
         clock.advance(spacing)
         await until(settled, 10, "the reminder job to take its turn")
     await crier.sched.wait_idle()
+
+
+# --- templates, export and import ----------------------------------------------------------------
+
+
+async def test_a_template_keeps_the_lead_and_an_export_carries_it_to_another_server(
+    world: World, crier: Crier, other: World
+) -> None:
+    """/template save keeps the reminder lead and /schedule template: applies it; /export
+    writes it (``reminder_seconds``, not who asked), /import makes it again."""
+    n = await schedule(world, repeat="daily at 09:00", message="Kept")
+    await run_command(world, "edit", id=n, reminder="30m")
+    await run_command(world, "remindme", by=world.member, id=n)
+    h = await world.fake.invoke_command(
+        world.guild, world.general, world.admin, "template save", {"name": "t", "from": n}
+    )
+    saved = (await h.response()).content or ""
+    assert "reminders 30 minutes before" in saved, saved
+    made = await schedule(world, template="t", when="in 2h")
+    info = (await run_command(world, "info", id=made)).content or ""
+    assert "**Reminders:** 30 minutes before each post, by DM · 0 members asked" in info
+
+    _, data = await export(world)
+    doc = json.loads(data)
+    assert [a["reminder_seconds"] for a in doc["announcements"]] == [1800, 1800]
+    assert [t["reminder_seconds"] for t in doc["templates"]] == [1800]
+    done, _ = await import_file(other, data, confirm=True)
+    assert "Imported" in done.content, done.content
+    service = crier.bot.announcements
+    imported = (await service.listing(other.guild.id, 0, 10)).items
+    assert [await service.reminder_lead(a.id) for a in imported] == [1800.0, 1800.0]
+    assert (await service.template(other.guild.id, "t")).reminder == 1800.0
+    async with crier.sched.reader() as db:
+        cur = await db.execute(
+            "SELECT COUNT(*) AS n FROM bot_reminder_subscribers WHERE guild_id = ?",
+            (other.guild.id,),
+        )
+        assert (await cur.fetchone())["n"] == 0  # who asked stays in the first server

@@ -133,6 +133,8 @@ REFUSED_NEW = [
     ({"event": "on", "event_minutes": "0", "event_location": "Town hall"}, "event_minutes", ""),
     ({"event": "on"}, "event_location", ""),
     ({"event": "on", "event_location": "Hall", "event_channel": "1"}, "event_location", ""),
+    ({"reminder": "soonish"}, "reminder", "isn't a length of time I can read"),
+    ({"reminder": "30s"}, "reminder", "between 1 minute and 1 week"),
     ({"action": "save_template", "template_name": " "}, "template_name", "needs a name"),
     ({"action": "save_template", "template_name": "n" * 41}, "template_name", "at most 40"),
 ]
@@ -167,6 +169,7 @@ async def test_a_refusal_of_the_edit_form_is_shown_at_its_field(
         ({"until": "tomorrow"}, "until"),
         ({"when": "yesterday 9:00"}, "when"),
         ({"event": "on"}, "event_location"),
+        ({"reminder": "a fortnight-ish"}, "reminder"),
     ]:
         status, page = await post_form(site, http, path, base | fields)
         assert status == 400, fields

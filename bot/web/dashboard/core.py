@@ -118,6 +118,7 @@ FIELD_LABELS: Mapping[str, str] = {
     "event_location": i18n.marked("Event location"),
     "event_minutes": i18n.marked("Event length (minutes)"),
     "event_channel": i18n.marked("Event in voice or stage (instead of a location)"),
+    "reminder": i18n.marked("Reminders by DM"),
     "template": i18n.marked("Start from a template"),
     "pick": i18n.marked("Start from a template"),
     "template_name": i18n.marked("Template name"),

@@ -24,6 +24,7 @@ from ...parsing.display import example_date
 from ...render import confirmation, edit_reply, form_template_saved
 from ...requests.checks import require_readable
 from ...requests.editing import check_edit
+from ...requests.reminders import lead_text
 from ...requests.templates import Started, started_from, template_of_form
 from ...requests.validation import check_request
 from .core import FieldError, Form, Viewer, field_error, form_of
@@ -39,6 +40,7 @@ from .forms import (
     preview_of,
     template_channel,
     template_mention,
+    template_reminder,
     typed_edit,
     typed_message,
 )
@@ -159,7 +161,7 @@ class FormPages(GuildPages):
         labels = field_labels()
         merged = dict(values)
         kept: list[str] = []
-        for key in ("message", "title", "mention"):
+        for key in ("message", "title", "mention", "reminder"):
             if not values[key].strip():
                 merged[key] = filled[key]
             elif filled[key] and values[key] != filled[key]:
@@ -194,6 +196,7 @@ class FormPages(GuildPages):
             "silent": "on" if a.rich.silent else "",
             "update_posted": "on",
             **event_values(await self.d.announcements.event_spec(a.id)),
+            "reminder": lead_text(await self.d.announcements.reminder_lead(a.id)),
         }
         return await self.form_page(viewer, who, values, editing=a)
 
@@ -229,7 +232,8 @@ class FormPages(GuildPages):
             )
         message = typed_message(values)
         kept_event = await d.announcements.event_spec(current.id)
-        options = typed_edit(current, values, kept_event)
+        kept_reminder = await d.announcements.reminder_lead(current.id)
+        options = typed_edit(current, values, kept_event, kept_reminder)
         (draft, notes, upcoming), when_given = await check_edit(
             d.announcements, d.clock, who, current, options, message
         )  # the files are kept: the form has no file field
@@ -271,6 +275,7 @@ class FormPages(GuildPages):
             self.d.announcements, who, values["template_name"], content=values["message"],
             title=title, silent=values["silent"] == "on", mention=mention,
             channel_id=template_channel(values), image=image,
+            reminder=template_reminder(values, who.locale),
         )  # fmt: skip
         kept = await self.d.announcements.save_template(made)
         log.info(
@@ -380,6 +385,7 @@ def template_values(who: Requester, template: Template) -> dict[str, str]:
         "silent": "on" if s.silent else "",
         "mention": mention,
         "template": template.name,
+        "reminder": lead_text(template.reminder),
     }
     if s.channel_id is not None:
         values["channel"] = str(s.channel_id)

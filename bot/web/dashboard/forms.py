@@ -20,6 +20,7 @@ from ...requests.checks import Refusal
 from ...requests.editing import NO_TITLE, EditOptions, mention_option
 from ...requests.events import NEEDS_A_PLACE
 from ...requests.files import too_large
+from ...requests.reminders import lead_text, parse_lead
 from ...requests.request import AnnouncementOptions, AnnouncementRequest, Requester
 from ...requests.validation import empty_message
 from .core import FIELD_LABELS, Fields, Upload, field_label
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
 FORM_FIELDS = (
     "message", "title", "channel", "when", "repeat", "timezone", "mention", "until",
     "event_location", "event_minutes", "event_channel", "template", "template_name",
-    "channel_shown", "pick",
+    "channel_shown", "pick", "reminder",
 )  # fmt: skip
 CHECKBOXES = ("silent", "update_posted", "event")
 
@@ -186,6 +187,7 @@ def new_request(
         silent=values["silent"] == "on",
         has_files=has_files,
         **new_event_options(values),
+        reminder=_text(values, "reminder"),
     )
     return AnnouncementRequest(requester, options, message)
 
@@ -209,10 +211,14 @@ def template_channel(values: dict[str, str]) -> int | None:
 
 
 def typed_edit(
-    current: Announcement, values: dict[str, str], kept_event: EventSpec | None = None
+    current: Announcement,
+    values: dict[str, str],
+    kept_event: EventSpec | None = None,
+    kept_reminder: float | None = None,
 ) -> EditOptions:
-    """What the edit form (prefilled with ``current`` and its event ``kept_event``)
-    changes, as /edit's options: a field left as it was is an option left out."""
+    """What the edit form (prefilled with ``current``, its event ``kept_event`` and its
+    reminder lead ``kept_reminder``) changes, as /edit's options: a field left as it was is
+    an option left out."""
     channel_id = _channel(values["channel"])
     silent = values["silent"] == "on"
     return EditOptions(
@@ -225,7 +231,26 @@ def typed_edit(
         title=title_change(current.rich.title, values["title"]),
         silent=None if silent == current.rich.silent else silent,
         **edit_event_options(kept_event, values),
+        reminder=reminder_change(kept_reminder, values["reminder"]),
     )
+
+
+def reminder_change(kept: float | None, typed: str) -> str | None:
+    """The edit's ``reminder`` option from the form's field, prefilled with ``kept``: None
+    (kept) when unchanged, ``none`` (off) when emptied."""
+    typed = typed.strip()
+    if typed == lead_text(kept):
+        return None
+    return typed or ("none" if kept is not None else None)
+
+
+def template_reminder(values: dict[str, str], locale: str | None) -> float | None:
+    """The reminder lead a template saved from the form keeps (None: the field is empty)."""
+    typed = values["reminder"].strip()
+    if not typed:
+        return None
+    with concerning("reminder"):
+        return parse_lead(typed, locale)
 
 
 def title_change(current: str | None, typed: str) -> str | None:
