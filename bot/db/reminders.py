@@ -416,11 +416,18 @@ class ReminderTable(Table):
 
     # --- DM channels ---------------------------------------------------------------------------
 
-    async def dm_channel(self, user_id: int) -> int | None:
-        row = await self._one(
-            "SELECT channel_id FROM bot_dm_channels WHERE user_id = ?", (user_id,)
-        )
-        return None if row is None else int(row["channel_id"])
+    async def dm_channels(self, user_ids: Sequence[int]) -> dict[int, int]:
+        """The DM channels kept of those of ``user_ids`` reminded before."""
+        found: dict[int, int] = {}
+        for start in range(0, len(user_ids), _IN_CHUNK):
+            chunk = list(user_ids[start : start + _IN_CHUNK])
+            marks = ", ".join("?" * len(chunk))
+            cur = await self.db.execute(
+                f"SELECT user_id, channel_id FROM bot_dm_channels WHERE user_id IN ({marks})",
+                chunk,
+            )
+            found.update({int(r["user_id"]): int(r["channel_id"]) for r in await cur.fetchall()})
+        return found
 
     async def set_dm_channel(self, user_id: int, channel_id: int) -> None:
         await self.db.execute(

@@ -30,6 +30,7 @@ Then the job plans the next run, for when the next reminder comes due.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -70,6 +71,9 @@ REMIND_RETRY = Retry(max_failures=400, initial_backoff=2.0, base=2.0)
 REMIND_ATTEMPTS = 5
 """Runs of one job a transient failure may end before its members left are given up."""
 CANNOT_DM, UNKNOWN_MEMBER, UNKNOWN_USER = 50007, 10007, 10013
+LOOKUPS = 5
+"""Members' look-ups (``GET /guilds/{g}/members/{u}``) of one group in flight at once
+(discord.py waits out the server's bucket if Discord asks)."""
 INTERESTED_PAGE = 100
 """Discord's most users per page of an event's Interested list."""
 QUOTE_LIMIT = 1200
@@ -321,10 +325,9 @@ class Reminding:
             await self._stop(ctx, a, due.fire_ts, tally)
             return False
         claims: list[tuple[int, str, str, str | None]] = []
+        looked_up = await self._roles(audience, [r for r in group if r.roles is None])
         for r in group:
-            roles = r.roles
-            if roles is None and not r.absent:
-                roles = await audience.roles_of(self.poster.client, r.user_id)
+            roles = r.roles if r.roles is not None else looked_up.get(r.user_id)
             nonce = reminder_nonce(a.id, due.fire_ts, r.user_id)
             if roles is None or r.absent:
                 claims.append((r.user_id, nonce, "skipped", "left"))
@@ -356,6 +359,22 @@ class Reminding:
         await ctx.run_mutation(lambda tx, _: BotDb(tx.db).drop_untried(a.id, fire_ts))
         if self.clock.time() >= fire_ts:
             await self._late(ctx, a, fire_ts, tally)
+
+    async def _roles(
+        self, audience: Audience, recipients: Sequence[Recipient]
+    ) -> dict[int, tuple[int, ...] | None]:
+        """The roles of each of ``recipients`` (None: not a member), asked of Discord a few
+        at a time (:data:`LOOKUPS`)."""
+        gate = asyncio.Semaphore(LOOKUPS)
+        client = self.poster.client
+
+        async def one(r: Recipient) -> tuple[int, tuple[int, ...] | None]:
+            if r.absent:
+                return r.user_id, None
+            async with gate:
+                return r.user_id, await audience.roles_of(client, r.user_id)
+
+        return dict(await asyncio.gather(*(one(r) for r in recipients)))
 
     async def _late(
         self, ctx: ActionContext, a: Announcement, fire_ts: float, tally: Tally
@@ -396,6 +415,11 @@ class Reminding:
         or when a failure stops the group."""
         if not recipients:
             return
+        client = self.poster.client
+        server_locale = await posting_locale(client, self.announcements, a.guild_id)
+        async with self.sched.reader() as db:
+            known = await BotDb(db).dm_channels([r.user_id for r in recipients])
+        texts: dict[tuple[str | None, bool], str] = {}
         first = await self._turns(len(recipients))
         ended: list[Ended] = []
         job_id = ctx.job.id
@@ -418,7 +442,10 @@ class Reminding:
 
                 self._count(done, tally, again=again)
                 if await ctx.run_mutation(start):
-                    ended.append(await self._dm(ctx, a, fire_ts, r))
+                    said = (r.locale or server_locale, r.asked)
+                    if said not in texts:
+                        texts[said] = await self._text(a, fire_ts, said[0], asked=r.asked)
+                    ended.append(await self._dm(ctx, a, fire_ts, r, texts[said], known))
         finally:
             await self._end(ctx, a.id, fire_ts, ended)
             self._count(ended, tally, again=again)
@@ -446,15 +473,20 @@ class Reminding:
             await self.clock.sleep(wait)
 
     async def _dm(
-        self, ctx: ActionContext, a: Announcement, fire_ts: float, r: Recipient
+        self,
+        ctx: ActionContext,
+        a: Announcement,
+        fire_ts: float,
+        r: Recipient,
+        text: str,
+        known: dict[int, int],
     ) -> tuple[int, str, str | None, int | None]:
-        """One reminder, sent with its nonce: ``(user_id, state, reason, message_id)``."""
+        """One reminder, ``text``, sent with its nonce to the member's DM channel (``known``
+        already, else opened): ``(user_id, state, reason, message_id)``."""
         client = self.poster.client
         nonce = reminder_nonce(a.id, fire_ts, r.user_id)
-        locale = r.locale or await posting_locale(client, self.announcements, a.guild_id)
-        text = await self._text(a, fire_ts, locale, asked=r.asked)
         try:
-            channel_id = await self._dm_channel(ctx, r.user_id)
+            channel_id = known.get(r.user_id) or await self._dm_channel(ctx, r.user_id)
             channel = client.get_partial_messageable(channel_id, type=discord.ChannelType.private)
             message = await self.poster.request(
                 ctx,
@@ -476,11 +508,7 @@ class Reminding:
         return r.user_id, "sent", None, message.id
 
     async def _dm_channel(self, ctx: ActionContext, user_id: int) -> int:
-        """The member's DM channel: kept from before, else opened once and kept."""
-        async with self.sched.reader() as db:
-            known = await BotDb(db).dm_channel(user_id)
-        if known is not None:
-            return known
+        """The member's DM channel, opened (its id kept: the next reminders use it)."""
         data = await self.poster.request(
             ctx, lambda: self.poster.client.http.start_private_message(user_id), before="remind"
         )
