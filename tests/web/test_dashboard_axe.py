@@ -248,3 +248,37 @@ async def test_no_serious_or_critical_accessibility_violation_in_either_theme_or
                 f"{theme}, {width} px: {rule} x{count} {where}" for rule, count, where in violations
             ]
     assert found == [], "\n".join(found)
+
+
+TABLE_PAGES = ["list", "templates", "ops: jobs", "ops: schedules", "ops: runs"]
+"""The pages that show a table of rows: on a phone each row is a card."""
+
+
+@pytest.mark.parametrize("name", TABLE_PAGES)
+async def test_on_a_phone_every_value_of_a_table_says_its_column(
+    viewers: dict[str, Any], seeded: Seeded, name: str
+) -> None:
+    """At 390 px a table's header row is hidden and each row is a card: every cell that
+    shows a value carries its column's name before it (``data-label``), so "once" or
+    "scheduled" never stands unlabelled. A cell of buttons, of one link, or the row's
+    number (``#3``: the card's heading) needs none."""
+    who, visit = PAGES[name]
+    page = viewers[who]
+    await page.emulate_media(color_scheme="light")
+    await page.set_viewport_size({"width": 390, "height": WIDTHS[390]})
+    await visit(page, seeded)
+    unlabelled = await page.evaluate(
+        """() => [...document.querySelectorAll("table.list tbody td")]
+            .filter(td => td.innerText.trim() !== "" && !td.querySelector("form, button")
+                    && !td.classList.contains("number")
+                    && !(td.children.length === 1 && td.children[0].tagName === "A"
+                         && td.innerText.trim() === td.children[0].innerText.trim()))
+            .filter(td => {
+                const before = getComputedStyle(td, "::before").content;
+                return before === "none" || before === "normal" || before === '""';
+            })
+            .map(td => td.cellIndex + ": " + td.innerText.trim().slice(0, 30))"""
+    )
+    rows = await page.locator("table.list tbody tr").count()
+    assert rows > 0, f"{name}: the page shows no table to check"
+    assert unlabelled == [], f"{name}: values without their column's name: {unlabelled}"

@@ -199,3 +199,31 @@ async def test_a_refusal_of_the_whole_form_marks_no_field_and_is_focused_itself(
     assert "autofocus" in summary
     assert summary["tabindex"] == "-1"
     assert page.title.startswith("Error: ")
+
+
+async def test_a_refused_template_save_is_shown_at_its_field_with_what_was_typed(
+    site: Site, http: aiohttp.ClientSession
+) -> None:
+    """The templates page's own form (save an announcement as a template) answers a
+    refusal on the same page, at the field it is about, with what was typed kept: the
+    name (empty, too long) or the announcement's number (not a number, not found)."""
+    world = site.world
+    a, _ = await site.crier.bot.announcements.create(
+        news_draft(site, "Keep me", site.clock.now().replace(year=2031))
+    )
+    path = f"/g/{world.guild.id}/templates"
+    before = await db_snapshot(site.crier)
+    for fields, field, says in [
+        ({"name": "weekly", "from": "twelve"}, "from", "Give the number of the announcement"),
+        ({"name": "weekly", "from": "#9999"}, "from", "9999"),
+        ({"name": " ", "from": str(a.local_id)}, "name", "needs a name"),
+        ({"name": "n" * 41, "from": str(a.local_id)}, "name", "at most 40"),
+    ]:
+        status, page = await post_form(site, http, path, fields)
+        assert status == 400, fields
+        assert only_invalid_field(page) == field, fields
+        assert says in page.texts[f"f-{field}-error"], (fields, page.texts[f"f-{field}-error"])
+        for name, typed in fields.items():  # kept, but for a field too long (not repeated)
+            kept = "" if len(typed) > 40 else typed
+            assert page.by_id[f"f-{name}"]["value"] == kept, (name, page.by_id[f"f-{name}"])
+    assert await db_snapshot(site.crier) == before

@@ -8,12 +8,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from aiohttp import web
 
-from ...announcements import MAX_TEMPLATE_NAME
+from ...announcements import MAX_TEMPLATE_NAME, NotFound, TemplateRefused
 from ...i18n import t
 from ...limits import MAX_TEXT_OPTION
+from ...parsing import InputError
 from ...render import import_report, template_saved
 from ...requests.checks import Refusal, can_read
 from ...requests.export_doc import (
@@ -25,8 +27,22 @@ from ...requests.export_doc import (
 )
 from ...requests.importing import plan_import
 from ...requests.templates import template_from
-from .core import CONFIRM, Confirmation, Fields, Upload, Viewer, form_of
+from .core import (
+    CONFIRM,
+    Confirmation,
+    FieldError,
+    Fields,
+    Upload,
+    Viewer,
+    field_error,
+    form_of,
+)
 from .pages import GUILD, GuildPages, get, post
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from ...requests.request import Requester
 
 log = logging.getLogger(__name__)
 
@@ -36,29 +52,66 @@ IMPORT_FORM = Fields(
 """The import's form: its file, no larger than an import may be."""
 
 
+SAVE_FORM = Fields({"name": MAX_TEMPLATE_NAME, "from": MAX_TEXT_OPTION}, shows_refusal=True)
+"""The templates page's form that saves an announcement as a template (a refusal, a field
+too long included, shown at its field on the page)."""
+
+
 class TransferPages(GuildPages):
     """``/templates``, ``/export`` and ``/import``."""
 
     @get(GUILD + "/templates")
     async def templates(self, request: web.Request, viewer: Viewer) -> web.StreamResponse:
         who = await self.requester(request, viewer)
+        return await self.templates_page(viewer, who, flash=await self.d.flash(viewer))
+
+    async def templates_page(
+        self,
+        viewer: Viewer,
+        who: Requester,
+        *,
+        flash: str | None = None,
+        typed: Mapping[str, str] | None = None,
+        error: FieldError | None = None,
+    ) -> web.Response:
+        """The templates and the form that saves one; a refused save comes back here with
+        what was typed and the refusal at its field (400)."""
         kept = await self.d.announcements.templates(who.guild.id)
         _, limits = await self.d.announcements.guild_limits(who.guild.id)
         return self.d.render(
-            "templates.html", viewer, guild=who.guild, templates=kept,
-            limit=limits.max_templates, flash=await self.d.flash(viewer),
+            "templates.html", viewer, status=400 if error else 200, guild=who.guild,
+            templates=kept, limit=limits.max_templates, flash=flash, error=error,
+            values=typed or {}, lengths=SAVE_FORM.text,
         )  # fmt: skip
 
-    @post(GUILD + "/templates", form=Fields({"name": MAX_TEMPLATE_NAME, "from": MAX_TEXT_OPTION}))
+    @post(GUILD + "/templates", form=SAVE_FORM)
     async def save_template(self, request: web.Request, viewer: Viewer) -> web.StreamResponse:
-        """/template save, from the form's name and announcement number."""
+        """/template save, from the form's name and announcement number; refused, the form
+        again with the refusal at the field it is about (``name`` or ``from``)."""
         who = await self.requester(request, viewer)
         form = form_of(request)
-        raw = form.get("from").strip().lstrip("#")
-        if not raw.isdigit():
-            raise Refusal(t("Give the number of the announcement to save, e.g. `12`."))
-        made = await template_from(self.d.announcements, who, int(raw), form.get("name"))
-        kept = await self.d.announcements.save_template(made)
+        typed = {"name": form.get("name"), "from": form.get("from")}
+        raw = typed["from"].strip().lstrip("#")
+        try:
+            form.check()  # a field too long: refused at it (its text not repeated)
+            if not raw.isdigit():
+                raise Refusal(
+                    t("Give the number of the announcement to save, e.g. `12`."), field="from"
+                )
+            made = await template_from(self.d.announcements, who, int(raw), typed["name"])
+            kept = await self.d.announcements.save_template(made)
+        except NotFound as missing:
+            error = field_error(missing)
+            if error is None:
+                raise
+            return await self.templates_page(
+                viewer, who, typed=typed, error=FieldError(error.text, "from")
+            )
+        except (Refusal, TemplateRefused, InputError) as refused:
+            error = field_error(refused)
+            if error is None or error.field is None:
+                raise  # about the request as a whole (rights, the server's limit): as before
+            return await self.templates_page(viewer, who, typed=typed, error=error)
         await self.d.sessions.set_flash(viewer.session, template_saved(kept, int(raw)))
         raise web.HTTPSeeOther(f"/g/{who.guild.id}/templates")
 
