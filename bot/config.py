@@ -34,6 +34,7 @@ class ConfigError(ValueError):
 @dataclass(frozen=True, slots=True)
 class WholeNumber:
     minimum: int | None = None
+    maximum: int | None = None
 
     def __call__(self, name: str, raw: str) -> int:
         try:
@@ -42,6 +43,8 @@ class WholeNumber:
             raise ConfigError(f"{name} must be a whole number, got {raw!r}") from None
         if self.minimum is not None and value < self.minimum:
             raise ConfigError(f"{name} must be at least {self.minimum}, got {value}")
+        if self.maximum is not None and value > self.maximum:
+            raise ConfigError(f"{name} must be at most {self.maximum}, got {value}")
         return value
 
 
@@ -358,6 +361,14 @@ class Settings:
         "0.25",
         "Seconds between two reminders sent by direct message, across every instance (Discord "
         "limits how fast a bot opens and sends DMs; 10,000 members take 10,000 times this).",
+    )
+    events_ahead: int = setting(
+        "EVENTS_AHEAD",
+        WholeNumber(minimum=1, maximum=25),
+        "3",
+        "The most future Discord scheduled events one announcement keeps (/schedule event: "
+        "true): its next occurrences' within EVENT_LEAD_DAYS, the next ones made as those "
+        "pass, so a frequent announcement never fills a server's 100 (1 to 25).",
     )
     commands_per_minute: int = setting(
         "COMMANDS_PER_MINUTE",

@@ -16,6 +16,7 @@ from scheduler.triggers import DateStep
 
 from .config import default
 from .parsing import RepeatRule, repeat_kind
+from .parsing.skips import Skip
 
 
 class AnnouncementState(StrEnum):
@@ -212,6 +213,8 @@ class Draft:
     reminder: float | None = None
     """How long before each occurrence the members who asked are reminded by DM, in
     seconds (None: reminders are off)."""
+    times: int | None = None
+    """A recurring announcement ends after this many posts (None: no such end)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,10 +247,16 @@ class Announcement:
     repeat_nth: tuple[int, ...] = ()
     repeat_step: DateStep | None = None
     rich: Content = Content()
+    repeat_skips: tuple[Skip, ...] = ()
+    """The spans of local wall time a recurring one does not post in (``/skip``)."""
+    times: int | None = None
+    """A recurring announcement ends after this many posts (``/edit times:``; None: no
+    such end)."""
 
     @property
     def rule(self) -> RepeatRule | None:
-        """The repeat rule exactly as read at scheduling (None for a one-off)."""
+        """The repeat rule exactly as read at scheduling, with its skipped spans (None for a
+        one-off)."""
         if self.repeat_kind is None:
             return None
         every = None if self.repeat_every is None else timedelta(seconds=self.repeat_every)
@@ -258,6 +267,7 @@ class Announcement:
             self.repeat_words or "",
             nth=self.repeat_nth,
             step=self.repeat_step,
+            skips=self.repeat_skips,
         )
 
     @property

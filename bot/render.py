@@ -29,6 +29,7 @@ from .announcements import (
     TemplateRefused,
     Why,
 )
+from .announcements.course import COUNTED
 from .announcements.diff import Field
 from .announcements.placeholders import as_posted_at
 from .i18n import catalogs, current_locale, short_time, t, tn
@@ -47,6 +48,7 @@ from .models import (
 )
 from .parsing import InputError, discord_timestamp
 from .parsing.placeholders import EVENT_LINK
+from .parsing.skips import MAX_SKIPS, Skip
 from .parsing.spoken import duration, spoken_rule
 from .posting.reasons import said_reason
 from .requests.checks import Refusal
@@ -260,6 +262,10 @@ def listing_page(listing: Listing, page: int, guild_id: int, hidden: Collection[
         ):
             until = when(datetime.fromtimestamp(a.until_ts, UTC))
             lines.append("  " + t("until: {when}", when=until))
+        if a.times is not None and a.live:
+            lines.append("  " + tn("ends after {n} post", "ends after {n} posts", a.times))
+        if a.id in listing.skips:
+            lines.append("  " + t("skips: {dates}", dates=skips_words(listing.skips[a.id])))
         if a.last_message_id is not None:
             link = post_link(guild_id, a, a.last_message_id)
             lines.append("  " + t("posted: {link}", link=link))
@@ -359,12 +365,44 @@ def not_possible(error: NotPossible) -> str:
         text = t(
             "Announcement #{id} posts only once; `until` is for repeating announcements.", id=n
         )
+    elif why in _SKIP_WHYS:
+        text = _skip_not_possible(error, n, at)
     else:
         text = t(
             "Its first time would be {when}, after `until`: nothing would ever be posted. "
             "Pick a later `until`.", when=at,
         )  # fmt: skip
     return text + " " + t("Nothing was changed.")
+
+
+_SKIP_WHYS = frozenset(
+    {Why.NO_OCCURRENCE, Why.ALREADY_SKIPPED, Why.NOT_SKIPPED, Why.TOO_MANY_SKIPS,
+     Why.BEING_POSTED, Why.TIMES_ONE_OFF}
+)  # fmt: skip
+
+
+def _skip_not_possible(error: NotPossible, n: int | str, at: str) -> str:
+    why = error.why
+    if why == Why.NO_OCCURRENCE:
+        return t(
+            "Announcement #{id} doesn't post then (nothing to skip). Its first time after "
+            "that is {when}; `/info id:{id}` lists its next times.", id=n, when=at,
+        )  # fmt: skip
+    if why == Why.ALREADY_SKIPPED:
+        return t("Announcement #{id} is already skipped then.", id=n)
+    if why == Why.NOT_SKIPPED:
+        return t(
+            "Announcement #{id} has nothing skipped then; `/info id:{id}` shows what is.", id=n
+        )
+    if why == Why.TOO_MANY_SKIPS:
+        return t(
+            "Announcement #{id} already has {most} skipped dates: take some back with "
+            "`/unskip`, or skip a range with `from` and `to`.", id=n, most=MAX_SKIPS,
+        )  # fmt: skip
+    if why == Why.BEING_POSTED:
+        return t("Announcement #{id} is being posted right now ({when}); it can't be skipped.",
+                 id=n, when=at)  # fmt: skip
+    return t("Announcement #{id} posts only once; `times` is for repeating announcements.", id=n)
 
 
 def paused(a: Announcement) -> str:
@@ -396,15 +434,52 @@ def resumed(a: Announcement, nxt: datetime | None) -> str:
 
 
 def skipped(s: Skipped) -> str:
+    """The /skip answer: what was skipped (the first occurrence, how many), and what comes
+    next."""
     a = s.announcement
+    if s.span is None or s.count == 1:
+        first = t("⏭️ Skipping announcement **#{id}** at {when}: it won't be posted then.",
+                  id=a.local_id, when=when(s.skipped))  # fmt: skip
+    else:
+        first = tn(
+            "⏭️ Skipping announcement **#{id}** on {span}: {count} occurrence won't be posted "
+            "(from {when}).",
+            "⏭️ Skipping announcement **#{id}** on {span}: {count} occurrences won't be posted "
+            "(from {when}).",
+            s.count, id=a.local_id, span=s.span.words(), count=_counted(s.count),
+            when=when(s.skipped),
+        )  # fmt: skip
     lines = [
-        t("⏭️ Skipping announcement **#{id}** at {when}: it won't be posted then.",
-          id=a.local_id, when=when(s.skipped)),
+        first,
         t("**Next after that:** {when}", when=when(s.then))
         if s.then is not None
         else t("That was the last one before its `until`: it then ends."),
-    ]  # fmt: skip
+    ]
+    if s.span is not None:
+        lines.append(t("Take it back with `/unskip id:{id} date:…`.", id=a.local_id))
     return "\n".join(lines)
+
+
+def unskipped(s: Skipped) -> str:
+    """The /unskip answer: which occurrences post again, and what comes next."""
+    a = s.announcement
+    span = "?" if s.span is None else s.span.words()
+    if s.count:
+        head = tn(
+            "↩️ Announcement **#{id}** posts again on {span}: {count} occurrence is no longer "
+            "skipped (from {when}).",
+            "↩️ Announcement **#{id}** posts again on {span}: {count} occurrences are no longer "
+            "skipped (from {when}).",
+            s.count, id=a.local_id, span=span, count=_counted(s.count), when=when(s.skipped),
+        )  # fmt: skip
+    else:
+        head = t("↩️ The skip of announcement **#{id}** on {span} is taken back.",
+                 id=a.local_id, span=span)  # fmt: skip
+    return "\n".join([head, t("**Next:** {when}", when=when(s.then))])
+
+
+def _counted(count: int) -> str:
+    return f"{COUNTED}+" if count > COUNTED else str(count)
 
 
 def _field_name(field: Field) -> str:
@@ -421,6 +496,7 @@ def _field_name(field: Field) -> str:
         Field.PUBLISH: t("Published to followers"),
         Field.EVENT: t("Discord event"),
         Field.REMINDER: t("Reminders"),
+        Field.TIMES: t("Ends after (posts)"),
     }.get(field, str(field))
 
 
@@ -570,6 +646,7 @@ def _info_facts(details: Details, history: list[HistoryEntry], earlier: bool) ->
     lines = [t("**Repeats:** {repeat}", repeat=repeat_text(a))]
     if a.until_ts is not None:
         lines.append(t("**Until:** {when}", when=when(datetime.fromtimestamp(a.until_ts, UTC))))
+    lines += _ends_lines(details)
     lines.append(t("**Pings:** {pings}", pings=_pings(a)))
     lines += content_lines(a, details.files)
     lines += event_lines(details)
@@ -594,6 +671,32 @@ def _info_facts(details: Details, history: list[HistoryEntry], earlier: bool) ->
         lines.append("• *" + t("(earlier changes not shown)") + "*")
     lines += [_history_line(h) for h in history]
     return lines
+
+
+def _ends_lines(details: Details) -> list[str]:
+    """Its ``times`` (posts made, the last one) and its skipped dates, for /info."""
+    a = details.announcement
+    lines = []
+    if a.times is not None:
+        lines.append(
+            tn("**Ends after:** {times} post ({made} made so far)",
+               "**Ends after:** {times} posts ({made} made so far)",
+               a.times, times=a.times, made=details.posts_made)
+        )  # fmt: skip
+        if details.last_post is not None:
+            lines.append(t("**Last post:** {when}", when=when(details.last_post)))
+    if details.skips:
+        dates = "; ".join(s.words() for s in details.skips)
+        lines.append(t("**Skipped dates** ({zone}): {dates}", zone=a.timezone, dates=dates))
+    return lines
+
+
+def skips_words(skips: Sequence[Skip], shown: int = 3) -> str:
+    """The first ``shown`` skipped dates, and how many more."""
+    words = ", ".join(s.words() for s in skips[:shown])
+    if len(skips) > shown:
+        words += " " + t("(+{count} more)", count=len(skips) - shown)
+    return words
 
 
 def _delivery_line(a: Announcement, d: PastDelivery) -> str:

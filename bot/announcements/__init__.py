@@ -7,12 +7,12 @@ and written through :class:`bot.db.BotDb`, on the scheduler's own connection.
 
 :class:`Announcements` is put together from one part per module: ``lifecycle`` (create,
 cancel), ``reading`` (get, listing, /info, choices, next times), ``pausing`` (pause, resume,
-skip, until), ``editing`` (/edit), ``templates`` (/template), ``transfer`` (export and
-import), ``standing`` (servers left and back, forgotten; command counts), ``reminders``
-(reminders by DM: who asked, what is due), ``guards`` (the
-limits, checked) and ``service`` (what they share: the scheduler, the limits, guild and
-member settings); ``jobs`` names the scheduler jobs they enqueue (and types their
-arguments), ``deliveries`` is the bookkeeping those jobs record.
+until), ``skipping`` (/skip, /unskip: exceptions to a rule), ``editing`` (/edit),
+``templates`` (/template), ``transfer`` (export and import), ``standing`` (servers left and
+back, forgotten; command counts), ``reminders`` (reminders by DM: who asked, what is due),
+``guards`` (the limits, checked) and ``service`` (what they share: the scheduler, the
+limits, guild and member settings); ``jobs`` names the scheduler jobs they enqueue (and
+types their arguments), ``deliveries`` is the bookkeeping those jobs record.
 """
 
 from __future__ import annotations
@@ -98,6 +98,7 @@ from .reminders import (
     Subscribed,
     remind_later,
 )
+from .skipping import Skipping
 from .standing import AWAY, FORGET_FN, ForgetArgs, Standing
 from .templates import MAX_TEMPLATE_NAME, TemplateRefused, Templates, check_template_name
 from .transfer import PENDING_FOR, ExportRows, ImportConflict, ImportDone, ImportRow, Transfer
@@ -196,6 +197,6 @@ __all__ = [
 ]
 
 
-class Announcements(Transfer, Pausing, Standing, EventPlans, Reminders):
+class Announcements(Transfer, Pausing, Skipping, Standing, EventPlans, Reminders):
     """Create, list and cancel announcements, keep guild settings, limits and templates,
     and follow the servers the bot leaves and comes back to."""

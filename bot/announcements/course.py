@@ -14,11 +14,13 @@ from typing import TYPE_CHECKING
 from scheduler import ScheduleNotFound, Scheduler, TransactionContext
 
 from ..db import BotDb
-from ..models import Announcement, AnnouncementState, HistoryAction
+from ..models import Announcement, AnnouncementState, DeliveryState, HistoryAction
+from ..parsing.skips import Skip
 from .diff import stamp
+from .jobs import SEND_FN
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Collection, Iterator
+    from collections.abc import Callable, Collection, Iterator, Mapping
 
 __all__ = [
     "NotFound",
@@ -29,9 +31,9 @@ __all__ = [
     "coming_fires",
     "end_announcement",
     "end_if_past_until",
+    "last_post",
     "live_announcement",
     "next_scheduled_fire",
-    "unrecorded_from",
 ]
 
 
@@ -58,6 +60,12 @@ class Why(StrEnum):
     NOTHING_LEFT = "nothing left before until"
     UNTIL_ONE_OFF = "until on a one-off"
     UNTIL_BEFORE_FIRST = "until before the first time"
+    NO_OCCURRENCE = "no occurrence then"
+    ALREADY_SKIPPED = "already skipped"
+    NOT_SKIPPED = "not skipped"
+    TOO_MANY_SKIPS = "too many skips"
+    BEING_POSTED = "being posted"
+    TIMES_ONE_OFF = "times on a one-off"
 
 
 class NotPossible(ValueError):
@@ -83,12 +91,21 @@ _NOT_LIVE = {
 
 @dataclass(frozen=True, slots=True)
 class Skipped:
-    """What ``/skip`` did: the occurrence it skipped and the one that comes next (None when
-    the announcement ends first, at its ``until``)."""
+    """What ``/skip`` (or ``/unskip``) did: the first occurrence it skipped (or brought
+    back), how many (``count``, at most ``COUNTED``; more: ``COUNTED + 1``), the span
+    named (None: the next occurrence), and the one that comes next (None when the
+    announcement ends first)."""
 
     announcement: Announcement
     skipped: datetime
     then: datetime | None
+    count: int = 1
+    span: Skip | None = None
+
+
+COUNTED = 999
+"""The most occurrences a skip's answer counts (a per-minute rule skipped for a week has
+thousands)."""
 
 
 def at(ts: float) -> datetime:
@@ -98,21 +115,48 @@ def at(ts: float) -> datetime:
 async def coming_fires(
     sched: Scheduler, a: Announcement, now: datetime, skipped: Collection[float]
 ) -> Iterator[datetime]:
-    """The occurrences of ``a`` still to come, earliest first, one at a time as the caller
-    reads them: a one-off's time if it is after ``now``; a recurring one's from its
-    schedule's next fire on, by its trigger, up to its ``until``, the ``skipped`` fire times
-    left out. None for a paused or ended schedule. The caller stops reading when it has
-    enough (a recurring one without ``until`` never ends)."""
+    """The occurrences of ``a`` still to come (after ``now``), earliest first, one at a
+    time as the caller reads them: a one-off's time if it is after ``now``; a recurring
+    one's by its schedule's trigger (the one the scheduler fires from, its skipped dates
+    excluded), from its first occurrence not yet run on, up to its ``until`` and its
+    ``times``-th post, the ``skipped`` fire times (recorded skipped ahead) left out. None
+    for a paused or ended schedule. The caller stops reading when it has enough (a
+    recurring one without an end never ends)."""
     if a.schedule_name is None:
         first = at(a.first_ts)
         return iter([first] if first > now else [])
+    return (fire for fire in await _fires(sched, a, skipped) if fire > now)
+
+
+async def _fires(
+    sched: Scheduler, a: Announcement, skipped: Collection[float]
+) -> Iterator[datetime]:
+    """:func:`coming_fires` of a recurring announcement, from its first occurrence not yet
+    run on, ``now`` or not."""
+    if a.schedule_name is None:
+        raise RuntimeError("a recurring announcement has a schedule")
     try:
         schedule = await sched.schedules.get(a.schedule_name)
     except ScheduleNotFound:
         return iter([])
     if schedule.paused or schedule.next_fire is None:
         return iter([])
-    return _walk(schedule.next_fire, schedule.trigger.next_after, a.until_ts, skipped)
+    start = schedule.next_fire
+    left: int | None = None
+    recorded: dict[float, DeliveryState] = {}
+    async with sched.reader() as db:
+        rows = BotDb(db)
+        # An occurrence already due whose job has not run yet is still to come.
+        pending = await rows.next_occurrence(a.schedule_name, SEND_FN)
+        if pending is not None:
+            start = min(start, at(pending))
+        if a.times is not None:
+            left = a.times - await rows.posts_made(a.id)
+            recorded = await rows.states_from(a.id, start.timestamp())
+    return _walk(start, schedule.trigger.next_after, a.until_ts, skipped, left, recorded)
+
+
+_POSTED = (DeliveryState.SENT, DeliveryState.SENDING)
 
 
 def _walk(
@@ -120,11 +164,39 @@ def _walk(
     after: Callable[[datetime], datetime],
     until_ts: float | None,
     skipped: Collection[float],
+    left: int | None = None,
+    recorded: Mapping[float, DeliveryState] | None = None,
 ) -> Iterator[datetime]:
+    """The fire times from ``fire`` on, up to ``until_ts`` and ``left`` more posts (one
+    ``recorded`` posted already counts among those made), ``skipped`` ones left out."""
     while until_ts is None or fire.timestamp() <= until_ts:
-        if fire.timestamp() not in skipped:
-            yield fire
+        ts = fire.timestamp()
+        if ts not in skipped:
+            if recorded and recorded.get(ts) in _POSTED:
+                yield fire  # being posted: counted among the posts made already
+            elif left is not None and left <= 0:
+                return
+            else:
+                yield fire
+                if left is not None:
+                    left -= 1
         fire = after(fire)
+
+
+async def last_post(sched: Scheduler, a: Announcement) -> datetime | None:
+    """When a recurring announcement with ``times`` posts for the last time (one being
+    posted, or due and not yet run, included; None: it has no ``times``, or nothing is
+    left to post)."""
+    if a.times is None or a.schedule_name is None:
+        return None
+    last = None
+    for fire in await _fires(sched, a, ()):
+        last = fire
+    if last is None:  # its posts are made: the last is the latest one
+        async with sched.reader() as db:
+            latest = await BotDb(db).latest_post(a.id)
+        last = None if latest is None else at(latest)
+    return last
 
 
 async def live_announcement(rows: BotDb, guild_id: int, local_id: int) -> Announcement:
@@ -146,25 +218,6 @@ async def next_scheduled_fire(ctx: TransactionContext, a: Announcement) -> datet
         return None
 
 
-async def unrecorded_from(
-    rows: BotDb, a: Announcement, start: datetime | None, after: Callable[[datetime], datetime]
-) -> datetime | None:
-    """The first fire time from ``start`` on that has no delivery row yet (not skipped
-    already), or None if there is none up to the announcement's ``until``."""
-    t = start
-    for _ in range(_SKIP_LOOKAHEAD):
-        if t is None or (a.until_ts is not None and t.timestamp() > a.until_ts):
-            return None
-        if await rows.delivery(a.id, t.timestamp()) is None:
-            return t
-        t = after(t)
-    return None
-
-
-_SKIP_LOOKAHEAD = 1000
-"""How many recorded (skipped) times in a row are looked past for the next free one."""
-
-
 async def change_until(
     ctx: TransactionContext, a: Announcement, until: datetime | None
 ) -> tuple[Announcement, str]:
@@ -181,9 +234,15 @@ async def change_until(
 
 
 async def end_if_past_until(ctx: TransactionContext, a: Announcement) -> bool:
-    """End a scheduled recurring announcement whose next time is past its until (``done``,
-    its schedule deleted, the bot's ``ended`` in its history); whether it ended."""
-    if a.until_ts is None or a.schedule_name is None or a.state != AnnouncementState.SCHEDULED:
+    """End a scheduled recurring announcement that made its ``times`` posts, or whose next
+    time is past its until (``done``, its schedule deleted, the bot's ``ended`` in its
+    history); whether it ended."""
+    if a.schedule_name is None or a.state != AnnouncementState.SCHEDULED:
+        return False
+    if a.times is not None and await BotDb(ctx.db).posts_made(a.id) >= a.times:
+        await end_announcement(ctx, a, f"{a.times} posts made")
+        return True
+    if a.until_ts is None:
         return False
     nxt = await next_scheduled_fire(ctx, a)
     if nxt is not None and nxt.timestamp() <= a.until_ts:
@@ -192,13 +251,17 @@ async def end_if_past_until(ctx: TransactionContext, a: Announcement) -> bool:
     return True
 
 
-async def end_announcement(ctx: TransactionContext, a: Announcement) -> None:
-    """A recurring announcement reached its until: ``done``, its schedule deleted."""
+async def end_announcement(
+    ctx: TransactionContext, a: Announcement, detail: str | None = None
+) -> None:
+    """A recurring announcement reached its until (or made its ``times`` posts: ``detail``
+    says so): ``done``, its schedule deleted."""
     if a.schedule_name is not None:
         with contextlib.suppress(ScheduleNotFound):
             await ctx.scheduler.schedules.delete(a.schedule_name)
     rows = BotDb(ctx.db)
     now = ctx.now.timestamp()
     await rows.set_state(a.id, AnnouncementState.DONE, now)
-    detail = "" if a.until_ts is None else f"until {stamp(a.until_ts)} reached"
+    if detail is None:
+        detail = "" if a.until_ts is None else f"until {stamp(a.until_ts)} reached"
     await rows.add_history(a.id, HistoryAction.ENDED, None, now, detail)

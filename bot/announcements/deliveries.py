@@ -10,8 +10,10 @@ nonce) before its message is sent (:func:`begin_attempt`), and the message id af
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING
+from zoneinfo import ZoneInfo
 
 from ..db import BotDb
 from ..models import (
@@ -25,6 +27,7 @@ from ..models import (
     Shown,
     nonce_for,
 )
+from ..parsing.skips import holds
 from .course import end_announcement, end_if_past_until
 from .editing import MOVED
 from .events import sync_events_later
@@ -121,6 +124,11 @@ async def begin_attempt(
     if record is None and guild_id is not None and await rows.left_guild(guild_id):
         await record_away(ctx, ann_id, fire_ts, AWAY)
         return Attempt(Decision.AWAY, reason=AWAY)
+    if record is None and (reason := await _not_to_post(rows, ann_id, fire_ts)) is not None:
+        # Skipped, or past its last post, by a change that committed after its job was made.
+        await rows.record_skipped(ann_id, fire_ts, nonce_for(ann_id, fire_ts), now, reason)
+        await _end_if_finished(ctx, ann_id)
+        return Attempt(Decision.DONE, reason=reason)
     if record is None and await _due_while_paused(rows, ann_id, fire_ts):
         # It came due before the announcement was last resumed: a time missed while
         # paused is never posted late.
@@ -309,6 +317,25 @@ async def record_publish(
 ) -> None:
     """How the publish of the occurrence's post ended."""
     await BotDb(ctx.db).set_publish(ann_id, fire_ts, state, error, ctx.now.timestamp())
+
+
+SKIPPED_DATE = "skipped (/skip)"
+TIMES_MADE = "not posted: it had made its {times} posts"
+
+
+async def _not_to_post(rows: BotDb, ann_id: int, fire_ts: float) -> str | None:
+    """Why the announcement's rule no longer posts the occurrence at ``fire_ts`` (its
+    skipped dates hold it, or it made its ``times`` posts), or None."""
+    ann = await rows.announcement(ann_id)
+    if ann is None or not ann.recurring:
+        return None
+    if ann.repeat_skips and holds(
+        ann.repeat_skips, datetime.fromtimestamp(fire_ts, UTC), ZoneInfo(ann.timezone)
+    ):
+        return SKIPPED_DATE
+    if ann.times is not None and await rows.posts_made(ann_id) >= ann.times:
+        return TIMES_MADE.format(times=ann.times)
+    return None
 
 
 async def _due_while_paused(rows: BotDb, ann_id: int, fire_ts: float) -> bool:

@@ -37,6 +37,7 @@ class Field(StrEnum):
     PUBLISH = "publish"
     EVENT = "event"
     REMINDER = "reminder"
+    TIMES = "times"
 
 
 TIMING = frozenset({Field.WHEN, Field.REPEAT, Field.TIMEZONE})
@@ -103,6 +104,8 @@ def changes(
     until = None if d.until is None else d.until.timestamp()
     if until != a.until_ts:
         out.append(Change(Field.UNTIL, stamp(a.until_ts), stamp(until)))
+    if d.times != a.times:
+        out.append(Change(Field.TIMES, _count(a.times), _count(d.times)))
     out += _rich_changes(a, d)
     return out
 
@@ -150,6 +153,10 @@ def reminder_change(before: float | None, after: float | None) -> Change | None:
 def lead_words(lead: float | None) -> str:
     """A reminder's lead as the history keeps it: ``15 minutes``, or ``none``."""
     return "none" if lead is None else spoken_duration(timedelta(seconds=lead))
+
+
+def _count(times: int | None) -> str:
+    return "none" if times is None else str(times)
 
 
 def _yes(flag: bool) -> str:

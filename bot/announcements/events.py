@@ -6,7 +6,8 @@ Every change that may change an announcement's events (scheduled, edited, skippe
 canceled, paused, resumed) enqueues, in its own transaction, an ``announcements:events``
 job (:func:`sync_events_later`). The job reads what the events should be now
 (:meth:`EventPlans.event_plan`: one per occurrence from the next one on, the next one
-whatever ``EVENT_LEAD_DAYS`` says and the later ones once they are within it) and makes
+whatever ``EVENT_LEAD_DAYS`` says and the later ones once they are within it, at most
+``EVENTS_AHEAD`` of them: the next ones are made as those pass) and makes
 Discord's match: creates the missing ones (the intent recorded first), edits the changed
 ones, cancels those no longer wanted. Only one job works on one announcement's events at
 a time (:func:`claim_events`): the others wait for it.
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
+from ..config import default
 from ..db import BotDb, EventRow
 from ..models import Announcement, AnnouncementState, EventSpec
 from .course import coming_fires
@@ -34,9 +36,9 @@ if TYPE_CHECKING:
 
 MAX_EVENT_NAME = 100
 MAX_EVENT_DESCRIPTION = 1000
-MAX_EVENTS_PLANNED = 25
-"""The most occurrences of one announcement that have an event at once (a very frequent
-one gets events for its next 25 occurrences within the lead time)."""
+EVENTS_AHEAD = default("events_ahead")
+"""The most future occurrences of one announcement that have an event at once
+(``EVENTS_AHEAD``)."""
 CLAIM_SECONDS = 600.0
 """How long a job's claim on an announcement's events holds if its run dies (longer than
 any run: a few requests, each abandoned well before)."""
@@ -133,10 +135,13 @@ class EventPlans(Reading):
         announcement_id: int,
         lead: float,
         language: Callable[[int], Awaitable[str | None]] | None = None,
+        ahead: int = EVENTS_AHEAD,
     ) -> EventPlan:
         """What the announcement's events should be now, named and described as its posts
         say them: in ``language(guild_id)`` (the posts' language as the poster finds it;
-        None: :meth:`posts_language`)."""
+        None: :meth:`posts_language`); at most ``ahead`` of them, the occurrences soonest
+        to come (when more are within the lead time, ``later`` is when the first of them
+        passes: the next one's event is made then)."""
         now = self.sched.clock.now()
         async with self.sched.reader() as db:
             rows = BotDb(db)
@@ -146,7 +151,7 @@ class EventPlans(Reading):
             skipped = set(await rows.skipped_fire_times(announcement_id, now.timestamp()))
         if a is None or spec is None or a.state != AnnouncementState.SCHEDULED:
             return EventPlan(a, spec, {}, recorded, None)
-        times = await self._event_times(a, now, skipped, lead)
+        times = await self._event_times(a, now, skipped, lead, ahead)
         speaks = language if language is not None else self.posts_language
         locale = await speaks(a.guild_id)
         horizon = now.timestamp() + lead
@@ -157,6 +162,9 @@ class EventPlans(Reading):
             if i > 0 and ts > horizon:
                 later = ts - lead
                 break
+            if i >= ahead:  # as many as it may have: the next once the first has passed
+                later = times[0].timestamp()
+                break
             async with self.sched.reader() as db:
                 number = await occurrence_number(BotDb(db), a, ts)
             # Its number: the ones before it are not recorded yet (still to come).
@@ -164,15 +172,16 @@ class EventPlans(Reading):
         return EventPlan(a, spec, wanted, recorded, later)
 
     async def _event_times(
-        self, a: Announcement, now: datetime, skipped: set[float], lead: float
+        self, a: Announcement, now: datetime, skipped: set[float], lead: float, ahead: int
     ) -> list[datetime]:
-        """The occurrences from now on within ``lead`` (the first always, and one more past
-        the lead time, which says when the next event is due), skipped ones left out."""
+        """The occurrences from now on within ``lead``, at most ``ahead`` (the first always,
+        and one more past the lead time or the count, which says when the next event is
+        due), skipped ones left out."""
         out: list[datetime] = []
         horizon = now + timedelta(seconds=lead)
         for fire in await coming_fires(self.sched, a, now, skipped):
             if fire > now:
                 out.append(fire)
-                if fire > horizon or len(out) > MAX_EVENTS_PLANNED:
+                if fire > horizon or len(out) > ahead:
                     break
         return out

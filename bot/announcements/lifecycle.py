@@ -150,7 +150,7 @@ class Lifecycle(AnnouncementService):
         rule = draft.repeat
         if rule is None:
             raise RuntimeError("only a recurring announcement has a schedule")
-        spec, tz = rule.schedule_spec(draft.timezone)
+        spec, tz = rule.schedule_spec(draft.timezone, draft.first)
         return ScheduleRequest(
             name,
             spec,

@@ -1,4 +1,4 @@
-"""Pause, resume, skip and until: a live announcement's timing changed without an edit
+"""Pause, resume and until: a live announcement's timing changed without an edit
 (their helpers are in :mod:`bot.announcements.course`)."""
 
 from __future__ import annotations
@@ -9,17 +9,15 @@ from typing import TYPE_CHECKING
 from scheduler import JobState, ScheduleNotFound
 
 from ..db import BotDb
-from ..models import Announcement, AnnouncementState, HistoryAction, nonce_for
+from ..models import Announcement, AnnouncementState, HistoryAction
 from .course import (
     NotPossible,
-    Skipped,
     Why,
     at,
     change_until,
     end_if_past_until,
     live_announcement,
     next_scheduled_fire,
-    unrecorded_from,
 )
 from .diff import stamp
 from .events import sync_events_later
@@ -32,7 +30,8 @@ if TYPE_CHECKING:
 
 
 class Pausing(Reading):
-    """Pause, resume and skip announcements, and set when they stop."""
+    """Pause and resume announcements, and set when they stop (skips:
+    :mod:`bot.announcements.skipping`)."""
 
     async def pause(self, guild_id: int, local_id: int, actor_id: int) -> Announcement:
         """Stop a live announcement from posting until it is resumed (a recurring one's
@@ -95,36 +94,6 @@ class Pausing(Reading):
             await sync_events_later(ctx, a.id)  # its coming events are made again
             await remind_later(ctx, a.id)  # and its reminders planned again
         return a, nxt
-
-    async def skip(self, guild_id: int, local_id: int, actor_id: int) -> Skipped:
-        """Skip the next occurrence of a scheduled recurring announcement: its time gets a
-        ``skipped`` delivery row, so its job posts nothing. A second skip skips the one
-        after."""
-        async with self.sched.transaction() as ctx:
-            rows = BotDb(ctx.db)
-            a = await live_announcement(rows, guild_id, local_id)
-            if a.schedule_name is None:
-                raise NotPossible(Why.ONE_OFF, a)
-            if a.state == AnnouncementState.PAUSED:
-                raise NotPossible(Why.PAUSED, a)
-            try:
-                info = await ctx.scheduler.schedules.get(a.schedule_name)
-            except ScheduleNotFound:
-                raise NotPossible(Why.NOTHING_LEFT, a) from None
-            skipped = await unrecorded_from(rows, a, info.next_fire, info.trigger.next_after)
-            if skipped is None:
-                raise NotPossible(Why.NOTHING_LEFT, a, at=at(a.until_ts or 0))
-            fire_ts = skipped.timestamp()
-            now = ctx.now.timestamp()
-            reason = f"skipped by <@{actor_id}>"
-            await rows.record_skipped(a.id, fire_ts, nonce_for(a.id, fire_ts), now, reason)
-            await rows.add_history(a.id, HistoryAction.SKIPPED, actor_id, now, stamp(fire_ts))
-            await sync_events_later(ctx, a.id)  # the skipped one's event is canceled
-            await take_back_reminders(ctx, a.id)  # and its reminders not sent yet
-            then = await unrecorded_from(
-                rows, a, info.trigger.next_after(skipped), info.trigger.next_after
-            )
-        return Skipped(a, skipped, then)
 
     async def set_until(
         self, guild_id: int, local_id: int, until: datetime | None, actor_id: int

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from itertools import islice
+from zoneinfo import ZoneInfo
 
 from scheduler import ScheduleNotFound
 
@@ -20,7 +21,9 @@ from ..models import (
     PastDelivery,
     PublishState,
 )
-from .course import NotFound, coming_fires
+from ..parsing.placeholders import has_placeholders
+from ..parsing.skips import Skip, still_to_come
+from .course import NotFound, coming_fires, last_post
 from .placeholders import (
     as_posted_at,
     counts_occurrences,
@@ -31,6 +34,13 @@ from .placeholders import (
 from .service import AnnouncementService
 
 
+def coming_skips(a: Announcement, now: datetime) -> tuple[Skip, ...]:
+    """A live recurring announcement's skipped dates still to come."""
+    if not a.live or not a.repeat_skips:
+        return ()
+    return still_to_come(a.repeat_skips, ZoneInfo(a.timezone), now)
+
+
 @dataclass(frozen=True, slots=True)
 class Listing:
     items: list[Announcement]
@@ -38,6 +48,8 @@ class Listing:
     next_fires: dict[int, datetime | None]
     published: dict[int, tuple[PublishState, str | None]] = field(default_factory=dict)
     """For a post to publish: how publishing its latest post stands, and why it failed."""
+    skips: dict[int, tuple[Skip, ...]] = field(default_factory=dict)
+    """A live recurring one's skipped dates still to come (none: left out)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +113,12 @@ class Details:
     (and any Discord refused)."""
     reminders: ReminderInfo | None = None
     """Its reminders by DM: the lead, who asked, how the last ones went (None: not read)."""
+    skips: tuple[Skip, ...] = ()
+    """Its skipped dates still to come (``/skip``: part of its rule), in its zone."""
+    posts_made: int = 0
+    """How many posts it made (what ``times`` counts)."""
+    last_post: datetime | None = None
+    """With ``times``: when it posts for the last time (None: nothing left, or no ``times``)."""
 
 
 def as_edited(a: Announcement, draft: Draft) -> Announcement:
@@ -122,6 +140,8 @@ def as_edited(a: Announcement, draft: Draft) -> Announcement:
         repeat_words=None if rule is None else rule.words,
         repeat_nth=() if rule is None else rule.nth,
         repeat_step=None if rule is None else rule.step,
+        repeat_skips=() if rule is None else rule.skips,
+        times=draft.times,
         until_ts=None if draft.until is None else draft.until.timestamp(),
         rich=draft.rich,
     )
@@ -200,7 +220,9 @@ class Reading(AnnouncementService):
                     last = await rows.last_attempted_delivery(a.id)
                     if last is not None and last.publish_state is not None:
                         published[a.id] = (last.publish_state, last.publish_error)
-        return Listing(items, sum(counts.values()), fires, published)
+        now = self.sched.clock.now()
+        skips = {a.id: found for a in items if (found := coming_skips(a, now))}
+        return Listing(items, sum(counts.values()), fires, published, skips)
 
     async def listing_page(
         self, guild_id: int, page: int, size: int, only: ListFilter = EVERY
@@ -288,6 +310,14 @@ class Reading(AnnouncementService):
         deliveries = [d for d in recorded if d.fire_ts not in skipped_ts][:INFO_DELIVERIES]
         skipped = [datetime.fromtimestamp(ts, UTC) for ts in skipped_ts]
         next_times = await self._next_times(a, now, set(skipped_ts))
+        skips = coming_skips(a, now)
+        made = 0
+        last = None
+        if a.times is not None:
+            async with self.sched.reader() as db:
+                made = await BotDb(db).posts_made(a.id)
+            if a.state == AnnouncementState.SCHEDULED:
+                last = await last_post(self.sched, a)
         shown = None
         if next_times:
             locale = await self.posts_language(a.guild_id)
@@ -304,6 +334,9 @@ class Reading(AnnouncementService):
             event=event,
             events=events,
             reminders=reminders,
+            skips=skips,
+            posts_made=made,
+            last_post=last,
         )
 
     async def as_posted(
@@ -318,12 +351,24 @@ class Reading(AnnouncementService):
         ``locale`` (None: English), ``{event}`` as ``event`` (the link its first attempt
         recorded; None: read now), the same for every attempt at that occurrence."""
         number, link = 1, event or ""
+        if a.times is not None and has_placeholders(a.content + (a.rich.title or "")):
+            a = await self.with_end(a)
         if counts_occurrences(a) or (event is None and shows_event(a)):
             async with self.sched.reader() as db:
                 number = await occurrence_number(BotDb(db), a, fire_ts)
                 if event is None and shows_event(a):
                     link = await event_link(BotDb(db), a, fire_ts)
         return as_posted_at(a, fire_ts, number, link, locale)
+
+    async def with_end(self, a: Announcement) -> Announcement:
+        """``a`` with its last post as its ``until`` when ``times`` ends it sooner (so that
+        ``{next}`` says none after its last post, as the scheduler will post none)."""
+        if a.times is None or not a.live:
+            return a
+        last = await last_post(self.sched, a)
+        if last is None or (a.until_ts is not None and a.until_ts <= last.timestamp()):
+            return a
+        return replace(a, until_ts=last.timestamp())
 
     async def _next_times(
         self, a: Announcement, now: datetime, skipped: set[float]

@@ -39,6 +39,7 @@ from ..commands.lifecycle import LifecycleCommands
 from ..commands.once import quiet_lost_autocompletes
 from ..commands.reminders import RemindButton, ReminderCommands, StopButton
 from ..commands.schedule import AnnouncementCommands, CommandTree
+from ..commands.skips import SkipCommands
 from ..commands.templates import TemplateCommands
 from ..commands.transfer import ConfirmImport, TransferCommands
 from ..commands.translator import CatalogTranslator
@@ -234,6 +235,7 @@ class CrierBot(commands.Bot):
     async def setup_hook(self) -> None:
         await self.add_cog(AnnouncementCommands(self.announcements, self.clock))
         await self.add_cog(LifecycleCommands(self.announcements))
+        await self.add_cog(SkipCommands(self.announcements, self.clock))
         await self.add_cog(EditCommands(self.announcements, self.clock))
         await self.add_cog(InfoCommands(self.announcements))
         await self.add_cog(TemplateCommands(self.announcements))
@@ -563,7 +565,7 @@ class Crier:
                 stats=self.stats,
             ),
             reporter,
-            EventSync(poster, announcements, lead=settings.event_lead),
+            EventSync(poster, announcements, lead=settings.event_lead, ahead=settings.events_ahead),
             Reminding(
                 poster,
                 announcements,
@@ -630,6 +632,10 @@ class Crier:
                 raise StoreError(
                     f"cannot open the database {database_name(self.settings)}: {exc}"
                 ) from exc
+            if adopted := await self.bot.announcements.adopt_earlier_skips():
+                log.info(
+                    "%d announcement(s): skips of an earlier version kept in the rule", adopted
+                )
             await self.bot.login(self.settings.token)
             self.bot.log_invites()
             await self.shards.start()

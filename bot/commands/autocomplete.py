@@ -1,4 +1,5 @@
-"""The one autocomplete of every ``id`` option (/cancel, /edit, /pause, /resume, /skip, /info).
+"""The one autocomplete of every ``id`` option (/cancel, /edit, /pause, /resume, /skip,
+/unskip, /info).
 
 Each command offers the guild's announcements in the states it accepts (:data:`ACCEPTS`),
 newest first, at most 25, read in one query (plus one read of the schedules when a recurring
@@ -42,7 +43,8 @@ ACCEPTS: dict[str, Accepts] = {
     "cancel": Accepts(LIVE_STATES),
     "pause": Accepts((AnnouncementState.SCHEDULED,)),
     "resume": Accepts((AnnouncementState.PAUSED,)),
-    "skip": Accepts((AnnouncementState.SCHEDULED,), recurring=True),
+    "skip": Accepts(LIVE_STATES, recurring=True),
+    "unskip": Accepts(LIVE_STATES, recurring=True),
     # Live ones, and those that posted their last time (a posted one-off, an ended recurring
     # one): /edit still corrects the text and mention of their posted message in place.
     "edit": Accepts((*LIVE_STATES, AnnouncementState.SENT, AnnouncementState.DONE)),

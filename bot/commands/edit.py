@@ -22,7 +22,7 @@ from ..parsing import InputError
 from ..render import edit_reply
 from ..requests.editing import NO_MENTION, NO_TITLE, EditOptions, check_edit
 from ..requests.files import download
-from ..requests.validation import empty_message
+from ..requests.validation import MAX_TIMES, empty_message
 from .autocomplete import announcement_ids
 from .door import requester
 from .replies import AnswersErrors, reply
@@ -57,6 +57,7 @@ class EditCommands(AnswersErrors, name="EditCommands"):
         event_minutes="How long the event lasts, in minutes",
         event_channel="The voice or stage channel the event takes place in",
         reminder="Remind the members who ask, by DM, this long before each post (15m), or none",
+        times="End a repeating announcement after this many posts (0: no such end)",
     )
     @app_commands.autocomplete(id=announcement_ids("edit"))
     async def edit(
@@ -79,6 +80,7 @@ class EditCommands(AnswersErrors, name="EditCommands"):
         event_minutes: app_commands.Range[int, 1, 10080] | None = None,
         event_channel: discord.VoiceChannel | discord.StageChannel | None = None,
         reminder: app_commands.Range[str, 1, MAX_TEXT_OPTION] | None = None,
+        times: app_commands.Range[int, 0, MAX_TIMES] | None = None,
     ) -> None:
         who = await self.manager(interaction)
         current = await self.announcements.get(who.guild.id, id)
@@ -97,6 +99,7 @@ class EditCommands(AnswersErrors, name="EditCommands"):
             event_minutes=event_minutes,
             event_channel_id=None if event_channel is None else event_channel.id,
             reminder=reminder,
+            times=times,
         )
         if message is None and options.empty:
             check_editable(current, {Field.MESSAGE})

@@ -1,4 +1,4 @@
-"""/pause, /resume, /skip and /timezone, as a discord.py cog beside the announcement commands.
+"""/pause, /resume and /timezone, as a discord.py cog beside the announcement commands.
 
 Each command checks who may use it, calls one domain method (one transaction with its
 history row) and replies ephemerally; a change that can't be made is answered by
@@ -13,7 +13,7 @@ import discord
 from discord import app_commands
 
 from ..i18n import t
-from ..render import paused, resumed, skipped
+from ..render import paused, resumed
 from .autocomplete import announcement_ids
 from .door import requester
 from .replies import AnswersErrors, reply
@@ -25,7 +25,8 @@ LIFECYCLE_COG = "Lifecycle"
 
 
 class LifecycleCommands(AnswersErrors, name=LIFECYCLE_COG):
-    """/pause, /resume, /skip (managers) and /timezone (any member); guild only."""
+    """/pause, /resume (managers) and /timezone (any member); guild only (/skip:
+    :mod:`bot.commands.skips`)."""
 
     async def _manager(self, interaction: discord.Interaction, local_id: int) -> tuple[int, int]:
         """The guild's id and the member's, once the member is found to be a manager who can
@@ -56,21 +57,6 @@ class LifecycleCommands(AnswersErrors, name=LIFECYCLE_COG):
         before, nxt = await self.announcements.resume(guild_id, id, member_id)
         log.info("announcement %d (#%d) resumed by %d", before.id, id, member_id)
         await reply(interaction, resumed(before, nxt))
-
-    @app_commands.command(
-        name="skip", description="Skip the next occurrence of a repeating announcement"
-    )
-    @app_commands.guild_only()
-    @app_commands.describe(id="The announcement's number (see /list)")
-    @app_commands.autocomplete(id=announcement_ids("skip"))
-    async def skip(self, interaction: discord.Interaction, id: AnnouncementId) -> None:
-        guild_id, member_id = await self._manager(interaction, id)
-        done = await self.announcements.skip(guild_id, id, member_id)
-        log.info(
-            "announcement %d (#%d): occurrence %s skipped by %d",
-            done.announcement.id, id, done.skipped.isoformat(), member_id,
-        )  # fmt: skip
-        await reply(interaction, skipped(done))
 
     @app_commands.command(
         name="timezone", description="Your own time zone for the times you type (any member)"

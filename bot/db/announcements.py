@@ -9,16 +9,20 @@ from typing import TYPE_CHECKING, Any
 from scheduler.triggers import DateStep
 
 from ..models import LIVE_STATES, Announcement, AnnouncementState, Content, Destination, Draft
+from ..parsing.skips import decode_skips, encode_skips
 from .table import Table, optional_int, state_in, state_values
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from ..parsing.skips import Skip
+
 _ANNOUNCEMENT_COLUMNS = (
     "id, guild_id, local_id, channel_id, author_id, content, mention, allowed_mentions, "
     "first_ts, timezone, repeat_kind, repeat_cron, repeat_every, repeat_words, job_id, "
     "schedule_name, state, failure, last_message_id, created_at, updated_at, until_ts, revision, "
-    "repeat_nth, repeat_step, title, silent, destination, publish, tags"
+    "repeat_nth, repeat_step, title, silent, destination, publish, tags, repeat_skips, "
+    "repeat_times"
 )
 _SELECT_ANNOUNCEMENT = f"SELECT {_ANNOUNCEMENT_COLUMNS} FROM bot_announcements "
 _OPEN_STATES = (AnnouncementState.FAILED, AnnouncementState.PAUSED, AnnouncementState.SCHEDULED)
@@ -83,6 +87,8 @@ def _announcement(row: Any) -> Announcement:
             publish=bool(row["publish"]),
             tags=tuple(int(t) for t in json.loads(row["tags"] or "[]")),
         ),
+        repeat_skips=decode_skips(row["repeat_skips"]),
+        times=optional_int(row["repeat_times"]),
     )
 
 
@@ -115,12 +121,19 @@ _INSERT_ANNOUNCEMENTS = (
     "INSERT INTO bot_announcements (guild_id, local_id, channel_id, author_id, "
     "content, mention, allowed_mentions, first_ts, timezone, repeat_kind, "
     "repeat_cron, repeat_every, repeat_words, repeat_nth, repeat_step, state, "
-    "created_at, updated_at, until_ts, title, silent, destination, publish, tags) VALUES "
+    "created_at, updated_at, until_ts, title, silent, destination, publish, tags, "
+    "repeat_skips, repeat_times) VALUES "
 )
-_ROW_PLACEHOLDERS = "(" + ", ".join("?" * 24) + ")"
+_ROW_PLACEHOLDERS = "(" + ", ".join("?" * 26) + ")"
 _ROWS_PER_INSERT = 500
 """Rows (or ids) per statement in the bulk writes: 24 columns x 500 stays far below the
 bound-parameter limits of SQLite (32,766) and PostgreSQL (32,767)."""
+
+
+def _rule_extras(draft: Draft) -> tuple[Any, ...]:
+    """``repeat_skips, repeat_times`` as a draft sets them."""
+    rule = draft.repeat
+    return (None if rule is None else encode_skips(rule.skips), draft.times)
 
 
 def _new_row(draft: Draft, local_id: int, now: float) -> tuple[Any, ...]:
@@ -136,6 +149,7 @@ def _new_row(draft: Draft, local_id: int, now: float) -> tuple[Any, ...]:
         now,
         None if draft.until is None else draft.until.timestamp(),
         *_rich_values(draft.rich),
+        *_rule_extras(draft),
     )
 
 
@@ -256,13 +270,15 @@ class AnnouncementTable(Table):
             "allowed_mentions = ?, first_ts = ?, timezone = ?, repeat_kind = ?, "
             "repeat_cron = ?, repeat_every = ?, repeat_words = ?, repeat_nth = ?, "
             "repeat_step = ?, revision = ?, updated_at = ?, title = ?, silent = ?, "
-            "destination = ?, publish = ?, tags = ? WHERE id = ?",
+            "destination = ?, publish = ?, tags = ?, repeat_skips = ?, repeat_times = ? "
+            "WHERE id = ?",
             (
                 draft.channel_id,
                 *_what_it_posts(draft),
                 revision,
                 now,
                 *_rich_values(draft.rich),
+                *_rule_extras(draft),
                 announcement_id,
             ),
         )
@@ -308,6 +324,14 @@ class AnnouncementTable(Table):
         await self.db.execute(
             "UPDATE bot_announcements SET state = ?, failure = NULL, updated_at = ? WHERE id = ?",
             (AnnouncementState.SCHEDULED.value, now, announcement_id),
+        )
+
+    async def set_skips(self, announcement_id: int, skips: Sequence[Skip], now: float) -> None:
+        """Keep a recurring announcement's skipped spans (its schedule is made again with
+        them by the caller)."""
+        await self.db.execute(
+            "UPDATE bot_announcements SET repeat_skips = ?, updated_at = ? WHERE id = ?",
+            (encode_skips(skips), now, announcement_id),
         )
 
     async def set_until(self, announcement_id: int, until_ts: float | None, now: float) -> None:

@@ -252,6 +252,53 @@ class DeliveryTable(Table):
         )
         return [float(r["fire_ts"]) for r in await cur.fetchall()]
 
+    async def posts_made(self, announcement_id: int) -> int:
+        """How many of the announcement's occurrences are posted or being posted (what
+        ``times`` counts)."""
+        row = await self._one(
+            "SELECT COUNT(*) AS n FROM bot_deliveries WHERE announcement_id = ? "
+            "AND state IN (?, ?)",
+            (announcement_id, DeliveryState.SENT.value, DeliveryState.SENDING.value),
+        )
+        return 0 if row is None else int(row["n"])
+
+    async def latest_post(self, announcement_id: int) -> float | None:
+        """The fire time of the announcement's latest occurrence posted or being posted."""
+        row = await self._one(
+            "SELECT max(fire_ts) AS t FROM bot_deliveries WHERE announcement_id = ? "
+            "AND state IN (?, ?)",
+            (announcement_id, DeliveryState.SENT.value, DeliveryState.SENDING.value),
+        )
+        return None if row is None or row["t"] is None else float(row["t"])
+
+    async def states_from(self, announcement_id: int, start: float) -> dict[float, DeliveryState]:
+        """The recorded states of the announcement's occurrences from ``start`` on."""
+        cur = await self.db.execute(
+            "SELECT fire_ts, state FROM bot_deliveries WHERE announcement_id = ? AND fire_ts >= ?",
+            (announcement_id, start),
+        )
+        return {float(r["fire_ts"]): DeliveryState(r["state"]) for r in await cur.fetchall()}
+
+    async def skipped_ahead(self, after: float) -> list[tuple[int, float]]:
+        """Every occurrence after ``after`` recorded skipped ahead of time (by ``/skip``
+        before a skip was part of the rule): ``(announcement_id, fire_ts)``."""
+        cur = await self.db.execute(
+            "SELECT announcement_id, fire_ts FROM bot_deliveries WHERE state = ? "
+            "AND fire_ts > ? ORDER BY announcement_id, fire_ts",
+            (DeliveryState.SKIPPED.value, after),
+        )
+        return [(int(r["announcement_id"]), float(r["fire_ts"])) for r in await cur.fetchall()]
+
+    async def forget_skipped(self, announcement_id: int, lo: float, hi: float) -> int:
+        """Take back the occurrences in ``[lo, hi]`` recorded skipped ahead of time (by a
+        ``/skip`` of an earlier version); how many."""
+        cur = await self.db.execute(
+            "DELETE FROM bot_deliveries WHERE announcement_id = ? AND state = ? "
+            "AND fire_ts >= ? AND fire_ts <= ? AND job_id IS NULL",
+            (announcement_id, DeliveryState.SKIPPED.value, lo, hi),
+        )
+        return int(cur.rowcount or 0)
+
     async def set_thread(self, announcement_id: int, fire_ts: float, thread_id: int) -> None:
         """Record the forum post the occurrence made (before it is recorded sent)."""
         await self.db.execute(

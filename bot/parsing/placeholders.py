@@ -10,7 +10,9 @@ same). So a re-send of an interrupted
 attempt renders the same bytes as the first try (its nonce re-send is byte-identical).
 
 - ``{occurrence}``: 1, 2, 3…: the how-manieth time the announcement comes due (one plus its
-  occurrences recorded before this one: posted, failed, missed or skipped; a one-off is 1);
+  occurrences recorded before this one: posted, failed, missed, or skipped while paused; a
+  date skipped with ``/skip`` is not an occurrence of its rule and is not counted; a one-off
+  is 1);
 - ``{date}``, ``{time}``, ``{weekday}``: the occurrence's local date (``24 December 2026``),
   time (``18:00``) and day (``Thursday``) in the announcement's zone, the date and day in the
   server's language (``24. Dezember 2026``, ``Donnerstag``: Babel's long date and wide day

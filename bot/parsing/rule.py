@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
+from zoneinfo import ZoneInfo
 
 from scheduler.triggers import Cron, DateStep, Interval
 
-if TYPE_CHECKING:
-    from zoneinfo import ZoneInfo
+from .skips import Skip, excluded_spans, wall_spans
 
 _ONE_US = timedelta(microseconds=1)
 
@@ -35,7 +35,9 @@ class RepeatRule:
     :class:`scheduler.triggers.Cron` reads them (the 2nd and 4th Thursday, every other week
     from a date). ``kind == "interval"``: ``every`` is the exact period, anchored at the
     first occurrence, and ``cron`` is ``None``. ``words`` describes the rule for people,
-    e.g. ``"every day at 09:00 (Europe/London)"`` or ``"every 2 hours"``.
+    e.g. ``"every day at 09:00 (Europe/London)"`` or ``"every 2 hours"``. ``skips``: the
+    spans of local wall time it does not post in (``/skip``), part of the trigger it makes,
+    so the scheduler never fires them.
     """
 
     kind: RepeatKind
@@ -44,6 +46,7 @@ class RepeatRule:
     words: str
     nth: tuple[int, ...] = ()
     step: DateStep | None = None
+    skips: tuple[Skip, ...] = ()
 
     def __post_init__(self) -> None:
         if (
@@ -55,17 +58,23 @@ class RepeatRule:
 
     def trigger(self, tz: ZoneInfo, first: datetime) -> Cron | Interval:
         """The scheduler's trigger for this rule in zone ``tz`` (an interval is anchored at
-        ``first``)."""
+        ``first``), its skipped spans excluded."""
+        exclude = excluded_spans(self.skips, tz)
         if self.every is not None:
-            return Interval(self.every, first)
+            return Interval(self.every, first, exclude=exclude)
         if self.cron is None:
             raise RuntimeError("a cron rule has its expression")
-        return Cron(self.cron, tz, nth=self.nth or None, step=self.step)
+        return Cron(self.cron, tz, nth=self.nth or None, step=self.step, exclude=exclude)
 
-    def schedule_spec(self, tz_name: str) -> tuple[str | timedelta | Cron, str | None]:
-        """The ``(spec, tz)`` pair ``ctx.scheduler.schedules.create`` takes for this rule: a
-        cron text with its zone, an interval without one, or a :class:`Cron` carrying
-        ``nth``/``step`` (and its zone) when five fields can't say the rule."""
+    def schedule_spec(
+        self, tz_name: str, first: datetime
+    ) -> tuple[str | timedelta | Cron | Interval, str | None]:
+        """The ``(spec, tz)`` pair ``ctx.scheduler.schedules.create`` takes for this rule
+        (starting at ``first``): a cron text with its zone, an interval without one, or the
+        trigger itself when five fields or a period can't say the rule (``nth``, ``step``,
+        skipped spans)."""
+        if self.skips:
+            return self.trigger(ZoneInfo(tz_name), first), None
         if self.every is not None:
             return self.every, None
         if self.cron is None:
@@ -85,3 +94,25 @@ def next_times(rule: RepeatRule, start: datetime, tz: ZoneInfo, count: int = 3) 
         t = trigger.next_after(t)
         times.append(t)
     return times
+
+
+def kept_skips(
+    rule: RepeatRule, skips: tuple[Skip, ...], tz: ZoneInfo, first: datetime
+) -> RepeatRule:
+    """``rule`` with those of ``skips`` that hold one of its occurrences (an edit of the
+    rule keeps the announcement's skipped dates that still mean something: a skipped
+    18:00 is dropped when the rule moves to 19:00, a skipped day is kept)."""
+    plain = RepeatRule(rule.kind, rule.cron, rule.every, rule.words, rule.nth, rule.step)
+    trigger = plain.trigger(tz, first)
+    kept = []
+    for skip in skips:
+        for lo, hi in wall_spans(skip, tz):
+            try:
+                if trigger.next_after(lo - _ONE_US) <= hi:
+                    kept.append(skip)
+                    break
+            except OverflowError:
+                break
+    return RepeatRule(
+        rule.kind, rule.cron, rule.every, rule.words, rule.nth, rule.step, tuple(kept)
+    )

@@ -64,6 +64,7 @@ from .display import (
 from .durations import parse_duration
 from .errors import MAX_AHEAD, MAX_INPUT_LENGTH, InputError
 from .languages import read_as_note, read_localized, translate
+from .spoken import long_date
 from .wall import days_in_month, exact_wall, first_future
 from .words import MONTH_WORDS, WEEKDAY_WORDS
 from .zones import ZONE_ABBREVIATIONS, abbreviation_refusal, resolve_timezone
@@ -154,6 +155,58 @@ def parse_until(
               until=discord_timestamp(until, "F"), first=discord_timestamp(first, "F"))
         )  # fmt: skip
     return until
+
+
+def parse_day_or_time(
+    text: str, tz: ZoneInfo, now: datetime, *, locale: str | None = None
+) -> date | datetime:
+    """Read a day or a time of one, as ``/skip date:`` names occurrences: a date alone
+    (``2026-12-25``, ``25 dec``, ``friday``, ``tomorrow``, ``24/12`` by the locale) is that
+    local date (a weekday or a day without a year: the next one, today included); anything
+    else is read like ``when`` and is its local wall time in ``tz`` (naive, to the
+    minute). Refused: a day or time already past, or more than :data:`MAX_AHEAD` away."""
+    if now.tzinfo is None or now.utcoffset() is None:
+        raise ValueError("parse_day_or_time needs an aware 'now'")
+    return read_localized(
+        text, locale, "when", lambda typed: _day_or_time_english(typed, tz, now, locale)
+    )
+
+
+def _day_or_time_english(
+    text: str, tz: ZoneInfo, now: datetime, locale: str | None
+) -> date | datetime:
+    s = _normalize(text).removeprefix("on ")
+    today = now.astimezone(tz).date()
+    if s and len(s) <= MAX_INPUT_LENGTH:
+        spec = _parse_day(s, today, locale)
+        if spec is not None:
+            return _coming_day(spec, today, now)
+    instant = _parse_when_english(text, tz, now, locale)
+    return instant.astimezone(tz).replace(tzinfo=None, second=0, microsecond=0)
+
+
+def _coming_day(spec: _DaySpec, today: date, now: datetime) -> date:
+    """The date a day named alone means: the next one, today included."""
+    if isinstance(spec, _OnDate):
+        day = spec.day
+        if day < today:
+            raise InputError(
+                t("{day} has already passed. Name a day still to come, like `{example}`.",
+                  day=long_date(day), example=example_date(today)[:-6]),
+                reason="past",
+            )  # fmt: skip
+    elif isinstance(spec, _OnWeekday):
+        day = today + timedelta(days=(spec.weekday - today.weekday()) % 7)
+    else:
+        day = next(
+            date(year, spec.month, spec.day)
+            for year in range(today.year, today.year + 9)
+            if spec.day <= days_in_month(year, spec.month)
+            and date(year, spec.month, spec.day) >= today
+        )
+    if day - today > MAX_AHEAD:
+        raise InputError(too_far_message(long_date(day), now), reason="too_far")
+    return day
 
 
 # --------------------------------------------------------------------------- instants

@@ -40,7 +40,7 @@ from scheduler import ActionContext, Registry, Retry, RetryLater, TransactionCon
 
 from .. import i18n
 from ..announcements import EVENTS_FN, Announcements, EventsArgs, EventShape, claim_events
-from ..announcements.events import CLAIM_SECONDS
+from ..announcements.events import CLAIM_SECONDS, EVENTS_AHEAD
 from ..announcements.jobs import enqueue_report, register_job
 from ..db import BotDb, EventRow
 from .failures import REQUEST_ERRORS, RequestFailed, classify
@@ -84,11 +84,20 @@ async def live_event_count(client: discord.Client, guild_id: int) -> int:
 class EventSync:
     """The ``announcements:events`` action."""
 
-    def __init__(self, poster: Poster, announcements: Announcements, *, lead: float) -> None:
+    def __init__(
+        self,
+        poster: Poster,
+        announcements: Announcements,
+        *,
+        lead: float,
+        ahead: int = EVENTS_AHEAD,
+    ) -> None:
         self.poster = poster
         self.announcements = announcements
         self.lead = lead
         """How long before an occurrence its event is made (``EVENT_LEAD_DAYS``)."""
+        self.ahead = ahead
+        """The most future events of one announcement (``EVENTS_AHEAD``)."""
 
     def register(self, registry: Registry) -> None:
         register_job(registry, EVENTS_FN, EventsArgs, self.sync, retry=EVENTS_RETRY)
@@ -113,7 +122,9 @@ class EventSync:
         async def language(guild_id: int) -> str | None:
             return await posting_locale(client, announcements, guild_id)
 
-        plan = await announcements.event_plan(args.announcement_id, self.lead, language)
+        plan = await announcements.event_plan(
+            args.announcement_id, self.lead, language, ahead=self.ahead
+        )
         ann = plan.announcement
         if ann is None:
             return {"nothing": "no announcement"}

@@ -33,7 +33,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
+from zoneinfo import ZoneInfo
 
 import discord
 
@@ -47,6 +49,7 @@ from ..db import BotDb, ReminderRow
 from ..limits import MAX_MESSAGE
 from ..models import AnnouncementState, DeliveryState, reminder_nonce
 from ..parsing import discord_timestamp
+from ..parsing.skips import holds
 from .failures import REQUEST_ERRORS, RequestFailed, classify
 from .payload import posting_locale
 
@@ -395,6 +398,10 @@ class Reminding:
             return
         if delivery is not None and delivery.state == DeliveryState.SKIPPED:
             return
+        if current.repeat_skips and holds(
+            current.repeat_skips, datetime.fromtimestamp(fire_ts, UTC), ZoneInfo(current.timezone)
+        ):
+            return  # a date skipped with /skip: not an occurrence
 
         async def count(tx: TransactionContext, _: object) -> int:
             return await BotDb(tx.db).set_late(a.id, fire_ts, a.guild_id)

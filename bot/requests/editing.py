@@ -52,6 +52,8 @@ class EditOptions:
     event_channel_id: int | None = None
     reminder: str | None = None
     """How long before each occurrence members are reminded (``none``: off)."""
+    times: int | None = None
+    """End after this many posts (0: no such end)."""
 
     @property
     def empty(self) -> bool:
@@ -72,6 +74,7 @@ class EditOptions:
                 self.event_minutes,
                 self.event_channel_id,
                 self.reminder,
+                self.times,
             )
         )
 
@@ -155,6 +158,8 @@ async def edit_options(
         kept_event=await announcements.event_spec(a.id),
         reminder=options.reminder,
         kept_reminder=await announcements.reminder_lead(a.id),
+        times=a.times if options.times is None else options.times,
+        skips=a.repeat_skips,
     )
     return asked, options.when is not None
 

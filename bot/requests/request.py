@@ -15,6 +15,7 @@ import discord
 
 from ..models import EventSpec
 from ..parsing import RepeatRule
+from ..parsing.skips import Skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +78,11 @@ class AnnouncementOptions:
     off; None: not said, ``kept_reminder`` stays)."""
     kept_reminder: float | None = None
     """On /edit: the announcement's reminder lead as it is (None: off)."""
+    times: int | None = None
+    """A repeating one ends after this many posts (None: no such end)."""
+    skips: tuple[Skip, ...] = ()
+    """The spans its rule does not post in (on /edit: the announcement's, kept when its
+    rule changes, except those that hold no occurrence of the new rule)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,6 +37,7 @@ from ..parsing import (
     resolve_timezone,
 )
 from ..parsing.placeholders import WIDEST, check_placeholders, widest
+from ..parsing.rule import kept_skips
 from .checks import Refusal, plan_mentions, require_manager
 from .destinations import Target, check_destination, forum_title, resolve_tags, split_tags
 from .events import EventRoom, check_event
@@ -115,9 +116,18 @@ async def check_request(
     first, rule = reading.first, reading.rule
     with concerning("until"):
         until = _until(options.until, rule, first, zone, now, locale)
-    upcoming = reading.upcoming
+    if rule is not None and options.skips:
+        rule = kept_skips(rule, options.skips, zone, first)
+        upcoming = tuple(next_times(rule, first, zone, 3))
+        first = upcoming[0]
+    else:
+        upcoming = reading.upcoming
+    with concerning("times"):
+        times = _times(options.times, rule)
     if until is not None:
         upcoming = tuple(t for t in upcoming if t <= until)
+    if times is not None:
+        upcoming = upcoming[:times]
     with concerning("mention"):
         mention, allowed, notes = _mentions(request, channel)
     prefix = 0 if mention is None else len(mention_markup(mention)) + 1
@@ -146,8 +156,34 @@ async def check_request(
         rich=rich,
         event=event,
         reminder=reminder,
+        times=times,
     )
     return Checked(draft, [*reading.notes, *notes], upcoming)
+
+
+MAX_TIMES = 10_000
+"""The most posts ``times`` may end a repeating announcement after."""
+
+
+def times_one_off() -> str:
+    return t(
+        "`times` is for repeating announcements (it ends them after that many posts); this "
+        "one posts once. Add a `repeat` (e.g. `repeat: daily`), or leave `times` out."
+    )
+
+
+def _times(times: int | None, rule: RepeatRule | None) -> int | None:
+    """How many posts a repeating announcement ends after (None or 0: no such end)."""
+    if not times:
+        return None
+    if rule is None:
+        raise InputError(times_one_off())
+    if not 1 <= times <= MAX_TIMES:
+        raise InputError(
+            t("`times` is a number of posts from 1 to {most} (0 for no such end).",
+              most=MAX_TIMES)
+        )  # fmt: skip
+    return times
 
 
 def _mentions(

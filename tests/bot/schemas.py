@@ -14,12 +14,15 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from bot.app import bot_migrations
 from bot.app.transfer import CONVERT
+from bot.models import nonce_for
 from scheduler.migrations import VERSION_TABLE, Migration, scheduler_migrations
 from scheduler.stores._base import version_table_ddl
+from scheduler.triggers import trigger_from_spec
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -57,6 +60,10 @@ scheduler's 0010) stored a recurring announcement's schedule arguments as
 
 SKIPS_FROM_BOT = 2
 """The bot's migration that brought /skip (and /edit, and the history)."""
+
+SKIPS_IN_RULE_FROM_BOT = 15
+"""The bot's migration that keeps a skip in the announcement's rule (and its schedule's
+trigger excludes it); before it, a skipped occurrence was a ``skipped`` delivery row."""
 
 
 def today() -> tuple[int, int]:
@@ -121,9 +128,12 @@ def read_rows(db: Path) -> Rows:
 
 def shaped(rows: Rows, bot: int, sched: int) -> Rows:
     """``rows`` as a release at (``bot``, ``sched``) stored them: a recurring announcement's
-    schedule arguments before typed job arguments hold its id alone; before the bot's 0002
-    nothing could be skipped (no skipped occurrence is recorded: it is still to come)."""
+    schedule arguments before typed job arguments hold its id alone; before the bot's 0015 a
+    skip was a delivery row (:func:`_skips_as_rows`), and before its 0002 nothing could be
+    skipped (no skipped occurrence is recorded: it is still to come)."""
     out = {t: [dict(r) for r in rs] for t, rs in rows.items()}
+    if bot < SKIPS_IN_RULE_FROM_BOT:
+        _skips_as_rows(out)
     if bot < SKIPS_FROM_BOT:
         out["bot_deliveries"] = [
             r for r in out.get("bot_deliveries", []) if r["state"] != "skipped"
@@ -134,6 +144,45 @@ def shaped(rows: Rows, bot: int, sched: int) -> Rows:
             if isinstance(args, dict) and "announcement_id" in args:
                 r["args"] = json.dumps({"announcement_id": args["announcement_id"]})
     return out
+
+
+def _skips_as_rows(rows: Rows) -> None:
+    """A skip as releases before :data:`SKIPS_IN_RULE_FROM_BOT` kept it: each occurrence the
+    schedule's trigger excludes is a ``skipped`` delivery row (recorded when the skip was
+    made, by whom its history says), the trigger excludes nothing, and the schedule's next
+    fire is the first of them if it is earlier."""
+    schedules = {r["name"]: r for r in rows.get("scheduler_schedules", [])}
+    history = rows.get("bot_history", [])
+    for ann in rows.get("bot_announcements", []):
+        schedule = schedules.get(ann.get("schedule_name") or "")
+        if schedule is None:
+            continue
+        spec = json.loads(schedule["trigger_spec"])
+        spans = spec.pop("exclude", None)
+        if not spans:
+            continue
+        skip = max(
+            (h for h in history if h["announcement_id"] == ann["id"] and h["action"] == "skipped"),
+            key=lambda h: h["at"],
+        )
+        plain = trigger_from_spec(spec)
+        deliveries = rows.setdefault("bot_deliveries", [])
+        for start, end in spans:
+            lo, hi = datetime.fromisoformat(start), datetime.fromisoformat(end)
+            fire = plain.next_after(lo - timedelta(microseconds=1))
+            while fire <= hi:
+                ts = fire.timestamp()
+                deliveries.append({
+                    "id": max((d["id"] for d in deliveries), default=0) + 1,
+                    "announcement_id": ann["id"], "fire_ts": ts, "job_id": None,
+                    "nonce": nonce_for(ann["id"], ts), "state": "skipped",
+                    "first_attempt_at": skip["at"],
+                    "error": f"skipped by <@{skip['actor_id']}>",
+                })  # fmt: skip
+                if schedule["next_fire_ts"] is not None and ts < schedule["next_fire_ts"]:
+                    schedule["next_fire_ts"] = ts
+                fire = plain.next_after(fire)
+        schedule["trigger_spec"] = json.dumps(spec, sort_keys=True)
 
 
 def sqlite_columns(conn: sqlite3.Connection) -> dict[str, list[str]]:

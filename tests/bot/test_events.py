@@ -133,6 +133,26 @@ async def test_each_occurrence_gets_its_event_within_the_lead_time(
     assert [r["state"] for r in await event_rows(crier)] == ["created"] * 3
 
 
+async def test_a_frequent_announcement_keeps_at_most_events_ahead_future_events(
+    world: World, crier: Crier, clock: FakeClock
+) -> None:
+    """Issue 35: a per-minute announcement with `event: true` made an event for every
+    minute of the lead time until Discord's 100 stopped it. At most EVENTS_AHEAD (3) future
+    events: the next three minutes'; as each minute passes, the next one's is made."""
+    await schedule(
+        world, when="in 1m", repeat="every 1m", message="Tick", event=True,
+        event_location="Here",
+    )  # fmt: skip
+    await advance(crier, clock, 1)
+    minute = [(NOW + timedelta(minutes=m)).timestamp() for m in range(1, 9)]
+    assert starts(world) == minute[:3]
+    for m in range(1, 5):
+        await advance(crier, clock, timedelta(minutes=1))
+        now = clock.now().timestamp()
+        assert [t for t in starts(world) if t > now] == minute[m : m + 3]
+    assert len(creates(world)) == 3 + 4
+
+
 # --- exactly once ----------------------------------------------------------------------------
 
 

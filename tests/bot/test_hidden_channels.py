@@ -30,6 +30,8 @@ COMMANDS: dict[str, tuple[dict[str, Any], str]] = {
     "pause": ({}, CANT_SEE),
     "resume": ({}, CANT_SEE),
     "skip": ({}, CANT_SEE),
+    "unskip": ({"date": "tomorrow"}, CANT_SEE),
+    "remindme": ({}, "is for a channel you can't see"),
     "edit": ({"channel": "general"}, CANT_SEE),
     "template save": ({"name": "copied"}, "is for a channel you can't see, so you can't save"),
 }

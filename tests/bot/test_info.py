@@ -428,17 +428,18 @@ async def test_autocomplete_is_filtered_to_the_states_each_command_accepts(
         "cancel": [3, 2, 1],
         "pause": [2, 1],
         "resume": [3],
-        "skip": [2],
+        "skip": [3, 2],  # a paused one's dates may be skipped ahead
+        "unskip": [3, 2],
         "edit": [7, 4, 3, 2, 1],  # what /edit accepts: live, sent, ended
         "info": [7, 6, 5, 4, 3, 2, 1],
     }
     assert set(expected) == set(ACCEPTS)
     for name, ids in expected.items():
         assert await values(world, f"ids-{name}") == ids, name
-    for name in ("cancel", "pause", "resume", "skip", "edit", "info"):  # the commands too
+    for name in ("cancel", "pause", "resume", "skip", "unskip", "edit", "info"):  # commands too
         assert await values(world, name) == expected[name], name
     # A recurring one's label shows its next time.
-    [recurring] = [c for c in await id_choices(world, "ids-skip")]
+    [recurring] = [c for c in await id_choices(world, "ids-skip") if c["value"] == 2]
     assert recurring["name"] == "#2 · Mar 01 14:00 UTC · recurring"
 
 
@@ -499,22 +500,24 @@ async def test_info_leaves_out_a_skipped_time_and_says_it_is_skipped(
     page = await info(world, 1)
     hours = [NOW + timedelta(hours=h) for h in range(1, 8)]
     assert section(page, "Next times") == [f"• {stamp(t)}" for t in hours[2:7]]
-    assert f"**Skipped:** {short(hours[0])}, {short(hours[1])}" in page.split("\n")
-    assert section(page, "Last deliveries") == ["• none yet"]  # skips still to come aren't
+    assert (
+        "**Skipped dates** (UTC): Friday 1 March 2030 13:00; Friday 1 March 2030 14:00"
+        in page.split("\n")
+    )
+    assert section(page, "Last deliveries") == ["• none yet"]
     admin = f"<@{world.admin.user.id}>"
     assert section(page, "History") == [
         f"• {short(NOW)} created by {admin}",
-        f"• {short(NOW)} skipped by {admin} — {short(hours[0])}",
-        f"• {short(NOW)} skipped by {admin} — {short(hours[1])}",
+        f"• {short(NOW)} skipped by {admin} — 2030-03-01 13:00 (UTC)",
+        f"• {short(NOW)} skipped by {admin} — 2030-03-01 14:00 (UTC)",
     ]
-    # Once its time has passed, a skipped occurrence is one of the last deliveries.
+    # Once their time has passed, the skipped dates are no longer shown; nothing posted then.
     await advance(crier, clock, timedelta(hours=3))
-    assert world.fake.bot_messages(world.general) != []
+    assert len(world.fake.bot_messages(world.general)) == 1  # 15:00 only
     page = await info(world, 1)
-    assert "**Skipped:**" not in page
-    assert section(page, "Last deliveries")[1:] == [
-        f"• {short(hours[1])} — ⏭️ skipped by {admin}",
-        f"• {short(hours[0])} — ⏭️ skipped by {admin}",
+    assert "**Skipped dates**" not in page
+    assert [line.split(" — ")[0] for line in section(page, "Last deliveries")] == [
+        f"• {short(hours[2])}"
     ]
 
 

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 COMMANDS = {
     "schedule", "list", "cancel", "settings", "pause", "resume", "skip", "timezone", "edit",
-    "info", "template", "export", "import", "remindme",
+    "info", "template", "export", "import", "remindme", "unskip",
 }  # fmt: skip
 
 
@@ -165,6 +165,7 @@ async def test_the_synced_definitions_have_what_the_commands_promise(
         "pause": None,
         "resume": None,
         "skip": None,
+        "unskip": None,
         "timezone": None,
         "edit": None,
         "info": None,
@@ -215,9 +216,12 @@ async def test_the_synced_definitions_have_what_the_commands_promise(
     assert schedule["message"]["max_length"] == 2000
     assert schedule["timezone"]["autocomplete"] is True
     assert all(o["description"] for o in schedule.values())
-    for name in ("cancel", "pause", "resume", "skip", "edit", "info"):
+    for name in ("cancel", "pause", "resume", "skip", "unskip", "edit", "info"):
         assert options(name)["id"]["autocomplete"] is True
         assert options(name)["id"]["required"]
+    for name in ("skip", "unskip"):  # the next one, a date (and time), or a range
+        assert list(options(name)) == ["id", "date", "from", "to"]
+        assert [n for n, o in options(name).items() if o["required"]] == ["id"]
     assert options("timezone")["zone"]["autocomplete"] is True
     assert not options("timezone")["zone"]["required"]
     settings = options("settings")
@@ -237,8 +241,9 @@ async def test_the_synced_definitions_have_what_the_commands_promise(
     assert list(edit) == [
         "id", "message", "when", "repeat", "channel", "timezone", "mention", "until",
         "title", "image", "silent", "update_posted", "event", "event_location",
-        "event_minutes", "event_channel", "reminder",
+        "event_minutes", "event_channel", "reminder", "times",
     ]  # fmt: skip
+    assert (edit["times"]["min_value"], edit["times"]["max_value"]) == (0, 10_000)
     assert [n for n, o in edit.items() if o["required"]] == ["id"]
     assert edit["message"]["max_length"] == 2000
     assert all(edit[n]["autocomplete"] is True for n in ("id", "timezone", "mention"))
@@ -267,7 +272,7 @@ async def test_synced_definitions_are_what_discords_api_spec_accepts(
         if option["name"] == "id"
     }
     assert bounds == dict.fromkeys(
-        ["cancel", "pause", "resume", "skip", "edit", "info", "remindme"], (1, 2**53 - 1)
+        ["cancel", "pause", "resume", "skip", "unskip", "edit", "info", "remindme"], (1, 2**53 - 1)
     )
 
 

@@ -51,6 +51,7 @@ from tests.bot.conftest import NOW, World, restore_discord_endpoints, run_comman
 from tests.bot.schemas import (
     RELEASES,
     SKIPS_FROM_BOT,
+    SKIPS_IN_RULE_FROM_BOT,
     Rows,
     build_postgres,
     build_sqlite,
@@ -170,7 +171,11 @@ def expected_differences(bot: int, name: str) -> bool:
     shows: before the bot's 0002 there was no history (the upgrade writes each
     announcement's creation, nothing after it), before its 0004 no file. (``/info`` is
     compared for every one, less those lines: :func:`as_release_kept`.)"""
-    return bot < SKIPS_FROM_BOT or (bot < 4 and name == "With a file")
+    return (
+        bot < SKIPS_FROM_BOT
+        or (bot < 4 and name == "With a file")
+        or (bot < SKIPS_IN_RULE_FROM_BOT and name == "Skipped once")
+    )
 
 
 def due_after(bot: int) -> list[str]:
@@ -226,18 +231,52 @@ def sends_to_news(world: World, since: int) -> list[str]:
     ]
 
 
+def without_entry(listing: str, text: str) -> str:
+    """``/list``'s answer (its JSON) without the entry of the announcement showing ``text``."""
+    data = json.loads(listing)
+    entries: list[list[str]] = []
+    for line in data["content"].split("\n"):
+        if line.startswith("  ") and entries:
+            entries[-1].append(line)
+        else:
+            entries.append([line])
+    kept = [e for e in entries if e[-1] != f"  `{text}`"]
+    data["content"] = "\n".join(line for e in kept for line in e)
+    return json.dumps(data, sort_keys=True)
+
+
 def check_upgrade(base: Made, seen: Reads, new_posts: list[str], bot: int, sched: int) -> None:
     where = f"from schema bot {bot} / scheduler {sched}"
-    assert seen.listing == base.reads.listing, where
+    if bot < SKIPS_FROM_BOT:  # never skipped there: its next time differs (see due_after)
+        assert without_entry(seen.listing, "Skipped once") == without_entry(
+            base.reads.listing, "Skipped once"
+        ), where
+    else:
+        assert seen.listing == base.reads.listing, where
     for name in base.busy.ids:
-        if bot < SKIPS_FROM_BOT and name == "Skipped once":
-            continue  # never skipped there: its next time and deliveries differ (see due_after)
+        if bot < SKIPS_IN_RULE_FROM_BOT and name == "Skipped once":
+            # Never skipped before 0002 (see due_after); until 0015 skipped by a delivery
+            # row, moved into its rule at the start: its history says the skip otherwise.
+            continue
         expected = as_release_kept(base.reads.info[name], bot)
         assert seen.info[name] == expected, (where, name)
         if not expected_differences(bot, name):
             assert seen.dashboard[name] == base.reads.dashboard[name], (where, name)
-    assert seen.dashboard["list"] == base.reads.dashboard["list"], where
+    if bot < SKIPS_FROM_BOT:
+        assert without_row(seen.dashboard["list"], "Skipped once") == without_row(
+            base.reads.dashboard["list"], "Skipped once"
+        ), where
+    else:
+        assert seen.dashboard["list"] == base.reads.dashboard["list"], where
     assert new_posts == due_after(bot), where
+
+
+_ROW = re.compile(r"\s*<tr class=\"state-[^\"]*\">.*?</tr>", re.DOTALL)
+
+
+def without_row(page: str, text: str) -> str:
+    """The dashboard's list without the row of the announcement showing ``text``."""
+    return _ROW.sub(lambda m: "" if text in m[0] else m[0], page)
 
 
 @contextlib.asynccontextmanager
