@@ -19,6 +19,7 @@ from bot.announcements import (
     FORGET_FN,
     OLD_NAMES,
     PUBLISH_FN,
+    REMIND_FN,
     REPORT_FN,
     SEND_FN,
     UPDATE_FN,
@@ -49,7 +50,9 @@ async def stored_args(crier: Crier, job_id: int) -> Any:
 async def test_every_bot_job_is_named_alike_and_answers_to_its_old_name(crier: Crier) -> None:
     registry = crier.registry
     names = sorted(r.name for r in registry)
-    assert names == sorted([SEND_FN, UPDATE_FN, PUBLISH_FN, REPORT_FN, FORGET_FN, EVENTS_FN])
+    assert names == sorted(
+        [SEND_FN, UPDATE_FN, PUBLISH_FN, REPORT_FN, FORGET_FN, EVENTS_FN, REMIND_FN]
+    )
     assert all(re.fullmatch(r"announcements:[a-z_]+", name) for name in names), names
     assert all(r.args_type is not None for r in registry)  # no handler unpacks a dict
     assert OLD_NAMES == {UPDATE_FN: ("crier.update_posted",), PUBLISH_FN: ("crier.publish",)}

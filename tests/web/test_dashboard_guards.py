@@ -388,5 +388,6 @@ async def test_the_shards_page_shows_each_shard_and_its_holder_to_an_operator_on
         me = site.crier.shards.instance
         assert f"This instance: <code>{me}</code>" in page
         assert "Every shard it holds is connected." in page
-        rows = re.findall(r"<tr>\s*<td>(\d+) of 2</td>\s*<td>([^<]*)</td>\s*<td>(\w+)</td>", page)
+        cell = r"\s*<td[^>]*>"
+        rows = re.findall(rf"<tr>{cell}(\d+) of 2</td>{cell}([^<]*)</td>{cell}(\w+)</td>", page)
         assert rows == [("0", me, "ready"), ("1", me, "ready")]
