@@ -248,7 +248,7 @@ def bad_files(world: World) -> list[tuple[str, bytes | None, str]]:
         ("missing.json", None, "cannot read missing.json: No such file or directory"),
         ("not.json", b"{not json", "not.json: That file is not valid JSON"),
         ("v9.json", json.dumps({"version": 9, "announcements": [row]}).encode(),
-         "v9.json: That file's `version` is 9; I read versions 1 and 2"),
+         "v9.json: That file's `version` is 9; I read versions 1, "),
         ("deep.json", b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
         ("list.json", b"[1, 2]", "its top level isn't an object"),
         ("binary.json", b"\xff\xfe\x00", "is not text (UTF-8)"),
