@@ -20,6 +20,11 @@ MODULES = {
     "ours": "bench.peers.ours_peer",
     "apscheduler": "bench.peers.apscheduler_peer",
     "naive": "bench.peers.naive_peer",
+    # On PostgreSQL (bench/pg_compare.py).
+    "pg_ours": "bench.peers.pg_ours",
+    "pg_procrastinate": "bench.peers.pg_procrastinate",
+    "pg_pgqueuer": "bench.peers.pg_pgqueuer",
+    "pg_raw": "bench.peers.pg_raw",
 }
 OPS = ("throughput", "lateness", "idle", "startup", "build", "raw")
 
