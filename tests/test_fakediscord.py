@@ -11,7 +11,7 @@ import socket
 import time
 import urllib.parse
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 import discord
@@ -840,6 +840,83 @@ async def test_modal_submit(world: World, bot) -> None:
     submit = await handle.submit_modal({"note-text": "hello modal"})
     assert (await submit.response()).content == "saved: hello modal"
     assert submitted == ["hello modal"]
+
+
+async def test_message_command_brings_the_whole_message_and_a_modal_select_its_channel(
+    world: World, bot
+) -> None:
+    """A message command (type 3) is synced with a name of any case and spaces, and no
+    description; right-clicking a message sends its full text, embeds, files, stickers and
+    poll in ``resolved.messages`` (whatever the intents); a channel select in a modal is
+    submitted with what the client showed picked, and resolved."""
+    _, tree = bot
+    fake = world.fake
+    seen: list[discord.Message] = []
+    picked: list[list[int]] = []
+
+    class Picked(discord.SelectDefaultValue):
+        def to_dict(self) -> Any:  # the string snowflake of Discord's spec (not an integer)
+            return {"id": str(self.id), "type": "channel"}
+
+    class Where(discord.ui.Modal, title="Where"):
+        def __init__(self, channel_id: int) -> None:
+            super().__init__()
+            self.where = discord.ui.ChannelSelect(
+                custom_id="where",
+                channel_types=[discord.ChannelType.text],
+                default_values=[Picked(id=channel_id, type=discord.SelectDefaultValueType.channel)],
+            )
+            self.add_item(discord.ui.Label(text="Channel", component=self.where))
+
+        async def on_submit(self, interaction: discord.Interaction) -> None:
+            picked.append([c.id for c in self.where.values])
+            await interaction.response.send_message("ok", ephemeral=True)
+
+    async def copy(interaction: discord.Interaction, message: discord.Message) -> None:
+        seen.append(message)
+        await interaction.response.send_modal(Where(message.channel.id))
+
+    tree.add_command(app_commands.ContextMenu(name="Copy this", callback=copy))
+    await tree.sync()
+    registered = fake.get_command("Copy this", type=3)
+    assert registered is not None
+    assert (registered.description, registered.options) == ("", [])
+    assert fake.get_command("Copy this") is None  # not a slash command of that name
+    app = fake.add_user("Other App", bot=True)
+    world.guild.add_member(app.id)
+    button = {"type": 1, "components": [{"type": 2, "style": 1, "label": "Go", "custom_id": "g"}]}
+    message = fake.post_message(
+        world.channel, app, "vote {now}", embeds=[{"title": "T"}], files=[("a.txt", b"abc")],
+        components=[button], stickers=["wave"], poll=("Pizza?", ["yes", "no"]),
+    )  # fmt: skip
+    with pytest.raises(ValueError, match="components"):
+        fake.post_message(world.channel, world.alice, "no buttons", components=[button])
+    handle = await fake.invoke_message_command(
+        world.guild, world.channel, world.alice, "Copy this", message
+    )
+    assert (await handle.response()).type == 9
+    [got] = seen
+    assert (got.id, got.content, got.author.id) == (message.id, "vote {now}", app.id)
+    assert [(e.type, e.title) for e in got.embeds] == [("rich", "T")]
+    [attachment] = got.attachments
+    assert (attachment.filename, attachment.size) == ("a.txt", 3)
+    assert await attachment.read() == b"abc"  # served by the fake, on 127.0.0.1
+    assert [s.name for s in got.stickers] == ["wave"]
+    assert got.poll is not None
+    assert [a.text for a in got.poll.answers] == ["yes", "no"]
+    assert got.components
+    other = world.guild.add_channel("other")
+    await (await handle.submit_modal({})).response()  # as shown: the message's channel
+    again = await fake.invoke_message_command(
+        world.guild, world.channel, world.alice, "Copy this", message
+    )
+    voice = world.guild.add_channel("voice", type=2)
+    with pytest.raises(ValueError, match="channel type"):
+        await again.submit_modal({"where": [voice]})
+    await (await again.submit_modal({"where": [other]})).response()
+    assert picked == [[world.channel.id], [other.id]]
+    with pytest.raises(ValueError, match="can't be picked"):
+        await fake.invoke_message_command(world.guild, other, world.alice, "Copy this", message)
 
 
 # --- pure parts: permissions ---------------------------------------------------------------------

@@ -103,6 +103,12 @@ class AnnouncementService:
         kept += await rows.template_file_bytes(guild_id)
         check_files(await self.limits_in(rows, guild_id), kept, adding)
 
+    async def check_files_fit(self, guild_id: int, adding: int) -> None:
+        """Refuse (:class:`~.guards.TooMuchStored`) ``adding`` bytes of files the guild has
+        no room for now (asked before a form is shown; the write checks again)."""
+        async with self.sched.reader() as db:
+            await self.check_room_for_files(BotDb(db), guild_id, adding)
+
     async def guild_limits(self, guild_id: int) -> tuple[GuildLimits | None, Limits]:
         """What an operator set for the guild (None: nothing), and its limits with that."""
         async with self.sched.reader() as db:

@@ -33,6 +33,7 @@ from scheduler.migrations import packaged
 from scheduler.stores.sqlite import refused_write
 
 from ..announcements import Announcements
+from ..commands.copy import CopyCommands
 from ..commands.edit import EditCommands
 from ..commands.info import InfoCommands
 from ..commands.lifecycle import LifecycleCommands
@@ -241,6 +242,9 @@ class CrierBot(commands.Bot):
         await self.add_cog(TemplateCommands(self.announcements))
         await self.add_cog(TransferCommands(self.announcements, self.clock))
         await self.add_cog(ReminderCommands(self.announcements, self.clock))
+        copying = CopyCommands(self.announcements, self.clock)
+        await self.add_cog(copying)
+        self.tree.add_command(copying.menu)
         self.add_dynamic_items(PageButton, ConfirmImport, RemindButton, StopButton)
         await self.tree.set_translator(CatalogTranslator())
         self.logged_in.set()

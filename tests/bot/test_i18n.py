@@ -95,7 +95,8 @@ async def test_every_command_string_is_translated_in_every_shipped_locale(crier:
     assert ("option", "when") in asked
     assert ("choice", "log channel") in asked
     assert ("option", "The announcement's number (see /list)") in asked
-    assert len(asked) == 132
+    assert ("command", "Schedule a copy") in asked  # the message command's name
+    assert len(asked) == 133
     answers = marked_messages()
     # The answers are found too: one of each kind of marker, and the log channel's report.
     assert (i18n.ANSWER, "✅ Scheduled announcement **#{id}** in {channel}.") in answers
@@ -232,27 +233,41 @@ def discord_name_problem(name: str) -> str | None:
     return None
 
 
+MENUS = (2, 3)
+"""The command types of a user's and a message's context menu (Apps → …)."""
+
+
+def menu_name_problem(name: str) -> str | None:
+    """Why ``name`` is not a valid name of a user or message command, or None: 1–32
+    characters, any case, spaces inside allowed."""
+    if not 1 <= len(name) <= 32 or name != name.strip():
+        return f"{name!r} has {len(name)} characters (1–32, not blank at either end)"
+    return None
+
+
 def surface_problems(commands: list[dict[str, Any]]) -> list[str]:
     """Every breach of Discord's rules in the localized command list: names (see above),
     names unique among siblings in every locale (a locale without a translation shows the
     English one), descriptions and choice names of 1–100 characters."""
     found: list[str] = []
 
-    def names(items: list[dict[str, Any]], where: str) -> None:
+    def names(items: list[dict[str, Any]], where: str, *, top: bool = False) -> None:
         for locale in SHIPPED:
             shown = [i.get("name_localizations", {}).get(locale, i["name"]) for i in items]
             for name, count in Counter(shown).items():
                 if count > 1:
                     found.append(f"{where} [{locale}]: {name!r} {count} times")
         for item in items:
+            menu = top and item.get("type") in MENUS  # (an option's type means another thing)
+            rule = menu_name_problem if menu else discord_name_problem
             for locale, name in (item.get("name_localizations") or {}).items():
-                if (why := discord_name_problem(name)) is not None:
+                if (why := rule(name)) is not None:
                     found.append(f"{where} {item['name']} [{locale}]: {why}")
             for locale, text in (item.get("description_localizations") or {}).items():
                 if not 1 <= len(text) <= 100:
                     found.append(f"{where} {item['name']} [{locale}]: description {len(text)}")
 
-    names(commands, "/")
+    names(commands, "/", top=True)
     for command in commands:
         options = command.get("options", [])
         names(options, f"/{command['name']}")
@@ -270,6 +285,9 @@ async def test_the_localized_surface_follows_discords_rules(crier: Crier) -> Non
     # Every shipped locale, and only those, on every name and description.
     for command in commands:
         assert set(command["name_localizations"]) == set(SHIPPED), command["name"]
+        if command["type"] in MENUS:  # a context menu's command has a name only
+            assert "options" not in command
+            continue
         assert set(command["description_localizations"]) == set(SHIPPED)
         for option in command["options"]:
             assert set(option["name_localizations"]) == set(SHIPPED), option["name"]
@@ -286,11 +304,13 @@ async def test_a_translation_that_breaks_the_rules_is_caught(
         ("es-ES", "option", "tags"): "e" * 33,  # too long
         ("pt-BR", "command", "pause"): "lista",  # the same as /list's
         ("fr", "option", "Remove one setting"): "R" * 101,  # a description too long
+        ("de", "command", "Schedule a copy"): "K" * 33,  # a context menu's name too long
     }
     for (locale, context, message), text in bad.items():
         monkeypatch.setitem(entries[locale].entries, (context, message), text)
     found = sorted(surface_problems(await payloads(crier)))
     assert found == [
+        f"/ Schedule a copy [de]: {'K' * 33!r} has 33 characters (1–32, not blank at either end)",
         "/ [pt-BR]: 'lista' 2 times",
         "/ schedule [fr]: 'Programmer' is not lowercase",
         "/edit when [de]: 'wann genau' has the character ' '",

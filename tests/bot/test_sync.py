@@ -22,6 +22,8 @@ COMMANDS = {
     "schedule", "list", "cancel", "settings", "pause", "resume", "skip", "timezone", "edit",
     "info", "template", "export", "import", "remindme", "unskip",
 }  # fmt: skip
+MESSAGE_COMMANDS = {"Schedule a copy"}
+"""The commands of a message's context menu (right-click → Apps)."""
 
 
 @pytest.fixture
@@ -50,7 +52,7 @@ async def test_sync_once_not_on_every_start(world: World, starts: Any) -> None:
     calls = world.fake.command_sync_calls
     assert await starts() is True
     assert calls["global"] == 1
-    assert {name for name, _ in world.fake.global_commands} == COMMANDS
+    assert {name for name, _ in world.fake.global_commands} == COMMANDS | MESSAGE_COMMANDS
     assert await starts() is False
     assert await starts() is False
     assert calls["global"] == 1
@@ -65,7 +67,7 @@ async def test_dev_guild_gets_its_own_sync_and_commands_live_in_one_place(
     assert await starts() is True
     assert await starts(dev_guild_id=gid) is True
     assert calls[gid] == 1
-    assert {name for name, _ in world.fake.guild_commands[gid]} == COMMANDS
+    assert {name for name, _ in world.fake.guild_commands[gid]} == COMMANDS | MESSAGE_COMMANDS
     # The global registration is removed, so the dev guild doesn't show everything twice.
     assert calls["global"] == 2
     assert not world.fake.global_commands
@@ -73,7 +75,7 @@ async def test_dev_guild_gets_its_own_sync_and_commands_live_in_one_place(
     assert (calls["global"], calls[gid]) == (2, 1)
     # Back to global: registered globally again, and removed from the dev guild.
     assert await starts() is True
-    assert {name for name, _ in world.fake.global_commands} == COMMANDS
+    assert {name for name, _ in world.fake.global_commands} == COMMANDS | MESSAGE_COMMANDS
     assert not world.fake.guild_commands[gid]
     assert (calls["global"], calls[gid]) == (3, 2)
     assert await starts() is False
@@ -150,12 +152,23 @@ async def test_the_synced_definitions_have_what_the_commands_promise(
     """Server-only commands; /settings hidden from all but Manage Server; the options each
     command documents, with autocomplete for zones and for every command's id, and
     Discord's message limit on /schedule's text."""
-    synced = {name: command for (name, _), command in world.fake.global_commands.items()}
+    commands = world.fake.global_commands
+    synced = {name: c for (name, kind), c in commands.items() if kind == 1}
     assert set(synced) == COMMANDS
-    for command in synced.values():
+    menus = {name: c for (name, kind), c in commands.items() if kind == 3}
+    assert set(menus) == MESSAGE_COMMANDS
+    for command in [*synced.values(), *menus.values()]:
         assert command.raw["contexts"] == [0]
         assert command.raw["dm_permission"] is False
-        assert command.description
+        assert bool(command.description) == (command.type == 1)
+    # Right-click a message → Apps → Schedule a copy: for managers (the manager role can't
+    # be said in default permissions: the handler refuses the others), in every language.
+    copy = menus["Schedule a copy"]
+    assert (copy.options, copy.default_member_permissions) == ([], None)
+    assert copy.raw["name_localizations"] == {
+        "fr": "Programmer une copie", "de": "Kopie planen", "es-ES": "Programar una copia",
+        "pt-BR": "Agendar uma cópia",
+    }  # fmt: skip
     manage_guild = 1 << 5
     assert synced["settings"].default_member_permissions == str(manage_guild)
     assert {n: c.default_member_permissions for n, c in synced.items() if n != "settings"} == {

@@ -78,6 +78,11 @@ ALLOWED_CALLBACKS: dict[int, set[int]] = {
     },
 }
 
+# application command types
+CHAT_INPUT = 1
+USER_COMMAND = 2
+MESSAGE_COMMAND = 3
+
 # option types
 OPT_SUB_COMMAND = 1
 OPT_SUB_COMMAND_GROUP = 2
@@ -670,8 +675,7 @@ def build_modal_components(
                 if hi is not None and len(value) > hi:
                     raise ValueError(f"modal text input {cid!r}: longer than {hi}")
             return {"type": 4, "custom_id": cid, "value": value, "id": comp.get("id", 0)}
-        vals = values.get(cid, [])
-        return {"type": comp["type"], "custom_id": cid, "values": list(vals)}
+        return submitted_select(comp, values.get(cid))
 
     for top in modal.get("components", []):
         if top["type"] == 1:
@@ -685,6 +689,53 @@ def build_modal_components(
     if unknown:
         raise ValueError(f"modal has no inputs {sorted(unknown)}; it has {sorted(known)}")
     return out
+
+
+SELECT_OPTION_TYPES = {5: OPT_USER, 6: OPT_ROLE, 7: OPT_MENTIONABLE, 8: OPT_CHANNEL}
+"""The auto-populated select menus (user, role, mentionable, channel) and the option type
+whose ``resolved`` entries their values get."""
+
+
+def resolve_selects(
+    fake: FakeDiscord,
+    modal: Mapping[str, Any] | None,
+    components: list[dict[str, Any]],
+    *,
+    guild: Guild | None,
+    channel: Channel,
+    member: Member | None,
+) -> dict[str, dict[str, Any]]:
+    """The ``resolved`` data of a modal submit: each user, role or channel picked in its
+    selects (a channel of a type the select offers, else ``ValueError``)."""
+    defs = {c.get("custom_id"): c for c in iter_components((modal or {}).get("components", []))}
+    resolved: dict[str, dict[str, Any]] = {}
+    for comp in iter_components(components):
+        kind = SELECT_OPTION_TYPES.get(comp["type"])
+        if kind is None:
+            continue
+        offered = {"channel_types": defs.get(comp["custom_id"], {}).get("channel_types")}
+        for value in comp["values"]:
+            _resolve_entity(
+                fake, guild=guild, channel=channel, member=member, opt_type=kind,
+                opt_def=offered, name=comp["custom_id"], value=value, resolved=resolved,
+            )  # fmt: skip
+    return resolved
+
+
+def submitted_select(comp: Mapping[str, Any], given: Iterable[Any] | None) -> dict[str, Any]:
+    """A select of a modal as submitted with ``given`` (ids, or fake objects; None: what the
+    client shows picked when the modal opens, its ``default_values``), checked as Discord's
+    client does (required, ``min_values``/``max_values``)."""
+    cid = comp["custom_id"]
+    if given is None:
+        given = [d["id"] for d in comp.get("default_values") or []]
+    vals = [str(getattr(v, "id", v)) for v in given]
+    if comp.get("required", True) and not vals:
+        raise ValueError(f"modal select {cid!r} is required")
+    lo, hi = comp.get("min_values", 1), comp.get("max_values", 1)
+    if vals and not lo <= len(vals) <= hi:
+        raise ValueError(f"modal select {cid!r}: {len(vals)} values, not {lo}-{hi}")
+    return {"type": comp["type"], "custom_id": cid, "values": vals}
 
 
 def find_component(message: Message, custom_id: str) -> dict[str, Any]:

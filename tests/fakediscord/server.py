@@ -20,7 +20,7 @@ import logging
 import re
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,6 +54,7 @@ from .interactions import (
     CB_DEFERRED_UPDATE_MESSAGE,
     CB_MODAL,
     CB_UPDATE_MESSAGE,
+    MESSAGE_COMMAND,
     MESSAGE_COMPONENT,
     MODAL_SUBMIT,
     CommandNotAvailable,
@@ -63,6 +64,7 @@ from .interactions import (
     build_command_options,
     build_modal_components,
     find_component,
+    resolve_selects,
 )
 from .oauth2 import OAuth2
 from .permissions import Permissions as P
@@ -87,6 +89,7 @@ from .state import (
     User,
     _id_of,
     compute_pings,
+    poll_object,
 )
 
 log = logging.getLogger("fakediscord")
@@ -756,21 +759,66 @@ class FakeDiscord:
         content: str,
         *,
         embeds: list[dict[str, Any]] | None = None,
+        files: Sequence[tuple[str, bytes]] = (),
+        components: list[dict[str, Any]] | None = None,
+        stickers: Sequence[str] = (),
+        poll: tuple[str, Sequence[str]] | None = None,
+        flags: int = 0,
+        type: int = 0,
+        forwarded: Message | None = None,
     ) -> Message:
-        """A (non-bot) user posts a message; the client gets MESSAGE_CREATE."""
+        """A user (or another app: an author with ``bot=True``) posts a message; the client
+        gets MESSAGE_CREATE. ``files``: ``(filename, bytes)`` uploaded with it (each becomes
+        an attachment served at its ``url``; an embed's ``attachment://name`` points at it);
+        ``components``: an app's buttons or menus (a user can't send any); ``stickers``: the
+        names of stickers sent with it; ``poll``: a question and its answers; ``flags``:
+        e.g. IS_VOICE_MESSAGE (1 << 13); ``type``: a system message's (e.g. 6, a pin);
+        ``forwarded``: the message this one forwards (a snapshot of it, no text of its own)."""
         ch = self.channels[_id_of(channel)]
         user = author.user if isinstance(author, Member) else author
+        if components and not user.bot:
+            raise ValueError("only an app's messages have components")
         perms = (
             ch.guild.permissions_for(user, ch)
             if ch.guild is not None and user.id in ch.guild.members
             else P.ALL
         )
+        attachments = [self.attachments.create(ch.id, name, data) for name, data in files]
+        fields: dict[str, Any] = {"content": content, "embeds": embeds or []}
+        if components:
+            fields["components"] = components
+        if forwarded is not None:
+            fields["message_reference"] = {
+                "type": 1,
+                "message_id": str(forwarded.id),
+                "channel_id": str(forwarded.channel_id),
+            }
         msg = self._new_message(
             ch,
             user,
-            {"content": content, "embeds": embeds or []},
+            fields,
             author_permissions=perms,
+            flags=flags,
+            type=type,
+            attachments=attachments,
+            dispatch=False,
         )
+        msg.sticker_items = [
+            {"id": str(self.snowflakes.next()), "name": name, "format_type": 1} for name in stickers
+        ]
+        if poll is not None:
+            question, answers = poll
+            msg.poll = poll_object(question, answers, time.time() + 86400)
+        if forwarded is not None:
+            snapshot = {
+                k: v
+                for k, v in forwarded.to_dict().items()
+                if k in ("type", "content", "embeds", "attachments", "timestamp",
+                         "edited_timestamp", "flags", "mentions", "mention_roles",
+                         "sticker_items", "components")
+            }  # fmt: skip
+            msg.message_snapshots = [{"message": snapshot}]
+        self._dispatch_message("MESSAGE_CREATE", msg)
         return msg
 
     def _message_payload(self, msg: Message) -> dict[str, Any]:
@@ -812,7 +860,7 @@ class FakeDiscord:
             )
         else:
             computed, user_ids, role_ids = Pings(suppressed=["no pings (ephemeral)"]), [], []
-        embeds = [dict(e) for e in fields.get("embeds") or []]
+        embeds = [{"type": "rich", **e} for e in fields.get("embeds") or []]  # as Discord
         resolve_embed_urls(embeds, list(attachments or []))
         msg = Message(
             id=message_id or self.snowflakes.next(),
@@ -1008,6 +1056,53 @@ class FakeDiscord:
             focused=focused,
         )
 
+    async def invoke_message_command(
+        self,
+        guild: Guild | None,
+        channel: Channel,
+        member: Member | User | int,
+        name: str,
+        message: Message,
+        *,
+        locale: str | None = None,
+        check_permissions: bool = True,
+    ) -> InteractionHandle:
+        """A user right-clicks ``message`` (in ``channel``) → Apps → ``name``: a MESSAGE
+        command (type 3). As on Discord, the interaction's ``data`` has the command's
+        ``target_id`` and the whole message in ``resolved.messages`` (its text, embeds and
+        files whatever the app's intents). Raises ``ValueError`` when no such command is
+        registered or the message can't be picked (deleted, ephemeral, elsewhere), and
+        ``CommandNotAvailable`` as :meth:`invoke_command` does."""
+        guild = guild if guild is not None else channel.guild
+        user, mem = self._member_for(guild, member)
+        command = self.get_command(name, guild, type=MESSAGE_COMMAND)
+        if command is None:
+            raise ValueError(f"no message command {name!r} is registered")
+        if message.deleted or message.ephemeral or message.channel_id != channel.id:
+            raise ValueError(f"message {message.id} can't be picked in #{channel.name}")
+        if check_permissions:
+            self._check_command_available(command, guild, channel, mem)
+        data: dict[str, Any] = {
+            "id": str(command.id),
+            "name": command.name,
+            "type": MESSAGE_COMMAND,
+            "target_id": str(message.id),
+            "resolved": {"messages": {str(message.id): self._message_payload(message)}},
+        }
+        if command.guild_id is not None:
+            data["guild_id"] = str(command.guild_id)
+        handle = InteractionHandle(
+            self,
+            type=APPLICATION_COMMAND,
+            guild=guild,
+            channel=channel,
+            user=user,
+            member=mem,
+            data=data,
+            command=command,
+        )
+        return await self._deliver(handle, locale)
+
     async def _invoke(
         self,
         itype: int,
@@ -1127,7 +1222,13 @@ class FakeDiscord:
         user, mem = self._member_for(guild, member)
         if modal is None:
             modal = self._modals_shown.get((user.id, custom_id))
-        data = {"custom_id": custom_id, "components": build_modal_components(modal, values)}
+        components = build_modal_components(modal, values)
+        data: dict[str, Any] = {"custom_id": custom_id, "components": components}
+        resolved = resolve_selects(
+            self, modal, components, guild=guild, channel=channel, member=mem
+        )
+        if resolved:
+            data["resolved"] = resolved
         handle = InteractionHandle(
             self,
             type=MODAL_SUBMIT,
@@ -1720,6 +1821,19 @@ class FakeDiscord:
             )
         name = data.get("name")
         ctype = int(data.get("type") or 1)
+        if ctype in (2, 3):  # a user or message command: any 1-32 characters, no options
+            names = [name, *(data.get("name_localizations") or {}).values()]
+            if not all(isinstance(n, str) and 1 <= len(n) <= 32 and n.strip() for n in names):
+                raise form_error(
+                    f"{prefix}name", "APPLICATION_COMMAND_INVALID_NAME", "Command name is invalid"
+                )
+            if data.get("description") or data.get("options"):
+                raise form_error(
+                    f"{prefix}description",
+                    "APPLICATION_COMMAND_INVALID_DESCRIPTION",
+                    "User and message commands have no description or options",
+                )
+            return data
         if (
             not isinstance(name, str)
             or not self._NAME_RE.match(name)
@@ -2061,7 +2175,7 @@ class FakeDiscord:
         if "attachments" in fields:
             msg.attachments = fields["attachments"]
         if "embeds" in fields:
-            msg.embeds = [dict(e) for e in fields["embeds"]]
+            msg.embeds = [{"type": "rich", **e} for e in fields["embeds"]]
             resolve_embed_urls(msg.embeds, msg.attachments)
         if "components" in fields:
             msg.components = fields["components"]

@@ -20,7 +20,7 @@ from .attachments import Attachment
 from .permissions import Permissions, base_permissions, channel_permissions
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Sequence
 
     from .server import FakeDiscord
 
@@ -131,6 +131,20 @@ def iso(ts: float | None) -> str | None:
     if ts is None:
         return None
     return datetime.datetime.fromtimestamp(ts, tz=datetime.UTC).isoformat()
+
+
+def poll_object(question: str, answers: Sequence[str], expiry: float) -> dict[str, Any]:
+    """A poll as a message carries it (Discord's poll object, no votes yet)."""
+    return {
+        "question": {"text": question},
+        "answers": [
+            {"answer_id": i, "poll_media": {"text": text}} for i, text in enumerate(answers, 1)
+        ],
+        "expiry": iso(expiry),
+        "allow_multiselect": False,
+        "layout_type": 1,
+        "results": {"is_finalized": False, "answer_counts": []},
+    }
 
 
 def _id_of(obj: Any) -> int:
@@ -891,6 +905,12 @@ class Message:
     deleted: bool = False
     history: list[dict[str, Any]] = field(default_factory=list)
     pinned: bool = False
+    sticker_items: list[dict[str, Any]] = field(default_factory=list)
+    """The stickers sent with it (``id``, ``name``, ``format_type``)."""
+    poll: dict[str, Any] | None = None
+    """A poll, as Discord's message object carries it."""
+    message_snapshots: list[dict[str, Any]] = field(default_factory=list)
+    """A forwarded message's copy of the original (``[{"message": {...}}]``)."""
 
     @property
     def ephemeral(self) -> bool:
@@ -958,6 +978,12 @@ class Message:
             data["message_reference"] = self.message_reference
         if self.guild_id is not None:
             data["guild_id"] = str(self.guild_id)
+        if self.sticker_items:
+            data["sticker_items"] = self.sticker_items
+        if self.poll is not None:
+            data["poll"] = self.poll
+        if self.message_snapshots:
+            data["message_snapshots"] = self.message_snapshots
         if gateway_member is not None:
             data["member"] = gateway_member.to_dict(with_user=False)
         return data
