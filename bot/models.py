@@ -166,6 +166,65 @@ class Image:
 
 
 @dataclass(frozen=True, slots=True)
+class EmbedField:
+    """One field of a post's embed (the dashboard edits them): a name over a value, side by
+    side with its neighbours when ``inline``."""
+
+    name: str
+    value: str
+    inline: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class LinkButton:
+    """A link button under a post: its label and where it leads (``https://`` only)."""
+
+    label: str
+    url: str
+
+
+@dataclass(frozen=True, slots=True)
+class Style:
+    """How a post looks beyond its text and title (``/style``, the dashboard): its embed's
+    colour, footer, thumbnail, title link and fields, and its link buttons. The embed's parts
+    need a title (the post is an embed only with one); the buttons go under any post."""
+
+    color: int | None = None
+    """The embed's colour as ``0xRRGGBB`` (None: crier's blurple)."""
+    footer: str | None = None
+    thumbnail: str | None = None
+    """The name of the thumbnail's file (its bytes are kept in ``bot_thumbnails`` and
+    uploaded with every post, like the files); None: no thumbnail."""
+    url: str | None = None
+    """Where the embed's title links to (``https://`` only)."""
+    fields: tuple[EmbedField, ...] = ()
+    buttons: tuple[LinkButton, ...] = ()
+
+    @property
+    def embedded(self) -> bool:
+        """Whether it styles the embed (a colour, footer, thumbnail, link or field)."""
+        return (
+            self.color is not None
+            or self.footer is not None
+            or self.thumbnail is not None
+            or self.url is not None
+            or bool(self.fields)
+        )
+
+    @property
+    def empty(self) -> bool:
+        return not self.embedded and not self.buttons
+
+    def texts(self) -> str:
+        """Its texts that placeholders may fill in (the footer, the fields' names and
+        values), run together: what a caller looks for a placeholder's name in."""
+        parts = [self.footer or ""]
+        for f in self.fields:
+            parts += [f.name, f.value]
+        return "\n".join(parts)
+
+
+@dataclass(frozen=True, slots=True)
 class Content:
     """What a post shows besides its text: an embed title, silence, where it goes."""
 
@@ -177,6 +236,8 @@ class Content:
     """Publish (crosspost) the post after it is posted (announcement channels only)."""
     tags: tuple[int, ...] = ()
     """A forum post's tags (ids)."""
+    style: Style = Style()
+    """Its embed's colour, footer, thumbnail, link and fields, and its link buttons."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,6 +276,9 @@ class Draft:
     seconds (None: reminders are off)."""
     times: int | None = None
     """A recurring announcement ends after this many posts (None: no such end)."""
+    thumbnail: Image | None = None
+    """A new thumbnail's bytes to keep (``rich.style.thumbnail`` names it); None: the
+    thumbnail kept is left as it is (none at all when the style names none)."""
 
 
 @dataclass(frozen=True, slots=True)

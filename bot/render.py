@@ -43,6 +43,7 @@ from .models import (
     HistoryEntry,
     PastDelivery,
     PublishState,
+    Style,
     Template,
     mention_markup,
 )
@@ -53,6 +54,7 @@ from .parsing.spoken import duration, spoken_rule
 from .posting.reasons import said_reason
 from .requests.checks import Refusal
 from .requests.export_doc import DocumentRefused
+from .requests.style import color_words
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Sequence
@@ -168,7 +170,43 @@ def content_lines(a: Announcement, files: Sequence[str] = ()) -> list[str]:
     if rich.destination == Destination.ANNOUNCEMENT:
         published = t("yes") if rich.publish else t("no")
         lines.append(t("**Published to followers:** {yes_or_no}", yes_or_no=published))
+    return lines + style_lines(rich.style)
+
+
+def style_lines(style: Style) -> list[str]:
+    """Its style, a line a part: colour, footer, thumbnail, title link, fields, buttons."""
+    lines = []
+    if style.color is not None:
+        lines.append(t("**Colour:** {color}", color=f"`{color_words(style.color)}`"))
+    if style.footer is not None:
+        lines.append(t("**Footer:** {footer}", footer=_cut(style.footer, 100)))
+    if style.thumbnail is not None:
+        lines.append(t("**Thumbnail:** {file}", file=f"`{style.thumbnail}`"))
+    if style.url is not None:
+        lines.append(t("**Title link:** {url}", url=f"<{style.url}>"))
+    if style.fields:
+        names = ", ".join(_cut(f.name, 40) for f in style.fields)
+        lines.append(
+            t("**Embed fields:** {count} ({names})", count=len(style.fields),
+              names=_cut(names, 200))
+        )  # fmt: skip
+    if style.buttons:
+        said = ", ".join(f"{b.label} (<{b.url}>)" for b in style.buttons)
+        lines.append(t("**Link buttons:** {buttons}", buttons=said))
     return lines
+
+
+def style_answer(a: Announcement) -> str:
+    """``/style id:`` with no other option: the announcement's style, or how to give one."""
+    lines = style_lines(a.rich.style)
+    if not lines:
+        return t(
+            "Announcement **#{id}** has no style yet. For example: `/style id: {id} color: "
+            "#5865F2 footer: See you there buttons: Tickets | https://example.org/t`.",
+            id=a.local_id,
+        )  # fmt: skip
+    head = t("🎨 The style of announcement **#{id}**:", id=a.local_id)
+    return "\n".join([head, *lines])
 
 
 def event_said(spec: EventSpec | None) -> str:
@@ -497,6 +535,11 @@ def _field_name(field: Field) -> str:
         Field.EVENT: t("Discord event"),
         Field.REMINDER: t("Reminders"),
         Field.TIMES: t("Ends after (posts)"),
+        Field.COLOR: t("Colour"),
+        Field.THUMBNAIL: t("Thumbnail"),
+        Field.URL: t("Title link"),
+        Field.FIELDS: t("Embed fields"),
+        Field.BUTTONS: t("Link buttons"),
     }.get(field, str(field))
 
 
@@ -541,6 +584,8 @@ def edit_reply(outcome: EditOutcome, notes: list[str]) -> str:
             lines.append(t("**Message:** changed (preview below)"))
         elif c.field == Field.IMAGE:
             lines.append(t("**File:** now {file}", file=c.after))
+        elif c.field == Field.FOOTER:
+            lines.append(t("**Footer:** {footer}", footer=_diff_word(_cut(c.after, 100))))
         elif c.field == Field.EVENT:
             lines.append(t("**{field}:** {before} → {after}", field=_field_name(c.field),
                            before=event_said(outcome.event_before),

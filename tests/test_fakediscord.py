@@ -1907,7 +1907,8 @@ async def test_ten_thousand_guilds_over_four_shards_each_arrive_once_on_their_sh
 
 async def test_buttons_that_break_discords_rules_are_refused(world: World, bot) -> None:
     """A link button (style 5) needs a url and no custom_id, another button a custom_id and
-    no url; a label is at most 80 characters. A good link button is kept on the message."""
+    no url; a label is at most 80 characters; at most 5 action rows. A good link button is
+    kept on the message."""
     fake = world.fake
     headers = {"Authorization": f"Bot {fake.token}"}
     url = f"{fake.api_base}/channels/{world.channel.id}/messages"
@@ -1930,6 +1931,12 @@ async def test_buttons_that_break_discords_rules_are_refused(world: World, bot) 
                     body = await resp.json()
                     assert body["code"] == 50035
                     assert field in body["errors"]["components"]["0"]["components"]["0"]
+            six_rows = {"content": "x", "components": [{"type": 1, "components": [link]}] * 6}
+            other = world.guild.add_channel("other")  # its own rate limit bucket
+            other_url = f"{fake.api_base}/channels/{other.id}/messages"
+            async with session.post(other_url, json=six_rows, headers=headers) as resp:
+                assert resp.status == 400  # at most 5 action rows
+                assert "components" in (await resp.json())["errors"]
             assert fake.bot_messages(world.channel) == []
             async with session.post(url, json=row(link), headers=headers) as resp:
                 assert resp.status == 200

@@ -11,7 +11,7 @@ from datetime import timedelta
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from ..models import Announcement, Draft, EventSpec, mention_markup
+from ..models import Announcement, Draft, EventSpec, Style, mention_markup
 from ..parsing import discord_timestamp, spoken_duration
 
 if TYPE_CHECKING:
@@ -38,11 +38,21 @@ class Field(StrEnum):
     EVENT = "event"
     REMINDER = "reminder"
     TIMES = "times"
+    COLOR = "color"
+    FOOTER = "footer"
+    THUMBNAIL = "thumbnail"
+    URL = "url"
+    FIELDS = "fields"
+    BUTTONS = "buttons"
 
 
 TIMING = frozenset({Field.WHEN, Field.REPEAT, Field.TIMEZONE})
 """Changes that re-plan the deliveries (a new job or a re-anchored schedule)."""
-SHOWN = frozenset({Field.MESSAGE, Field.MENTION, Field.TITLE, Field.IMAGE})
+STYLE = frozenset(
+    {Field.COLOR, Field.FOOTER, Field.THUMBNAIL, Field.URL, Field.FIELDS, Field.BUTTONS}
+)
+"""Changes of its style (``/style``, the dashboard)."""
+SHOWN = frozenset({Field.MESSAGE, Field.MENTION, Field.TITLE, Field.IMAGE}) | STYLE
 """Changes to what a post shows (they bump the revision and update a posted message)."""
 
 
@@ -55,7 +65,7 @@ class Change:
     @property
     def words(self) -> str:
         """``when: <t:a:f> → <t:b:f>``; a message change is named only (texts are long)."""
-        if self.field in (Field.MESSAGE, Field.IMAGE):
+        if self.field in (Field.MESSAGE, Field.IMAGE, Field.FOOTER):
             return str(self.field)
         return f"{self.field}: {self.before} → {self.after}"
 
@@ -125,7 +135,33 @@ def _rich_changes(a: Announcement, d: Draft) -> list[Change]:
         out.append(Change(Field.TAGS, _tags(old.tags), _tags(new.tags)))
     if new.publish != old.publish:
         out.append(Change(Field.PUBLISH, _yes(old.publish), _yes(new.publish)))
+    return out + _style_changes(a.rich.style, d.rich.style, d.thumbnail is not None)
+
+
+def _style_changes(old: Style, new: Style, new_thumbnail: bool) -> list[Change]:
+    """What changes in the style (``new_thumbnail``: a thumbnail file was given)."""
+    out: list[Change] = []
+    if new.color != old.color:
+        out.append(Change(Field.COLOR, _color(old.color), _color(new.color)))
+    if new.footer != old.footer:
+        out.append(Change(Field.FOOTER, old.footer or "none", new.footer or "none"))
+    if new.thumbnail != old.thumbnail or (new_thumbnail and new.thumbnail is not None):
+        out.append(Change(Field.THUMBNAIL, old.thumbnail or "none", new.thumbnail or "none"))
+    if new.url != old.url:
+        out.append(Change(Field.URL, old.url or "none", new.url or "none"))
+    if new.fields != old.fields:
+        out.append(Change(Field.FIELDS, str(len(old.fields)), str(len(new.fields))))
+    if new.buttons != old.buttons:
+        out.append(Change(Field.BUTTONS, _labels(old), _labels(new)))
     return out
+
+
+def _color(color: int | None) -> str:
+    return "none" if color is None else f"#{color:06X}"
+
+
+def _labels(style: Style) -> str:
+    return ", ".join(b.label for b in style.buttons) or "none"
 
 
 def event_change(before: EventSpec | None, after: EventSpec | None) -> Change | None:

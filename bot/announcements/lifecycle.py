@@ -100,7 +100,7 @@ class Lifecycle(AnnouncementService):
             next_local[draft.guild_id] += 1
         ids = await rows.insert_announcements(numbered, now)
         for ann_id, draft in zip(ids, drafts, strict=True):
-            if draft.images:  # none: create's _store_images writes nothing either
+            if draft.images or draft.thumbnail:  # none: create's writes nothing either
                 await self._store_images(rows, ann_id, draft, now)
         await rows.add_histories(
             [
@@ -165,19 +165,39 @@ class Lifecycle(AnnouncementService):
         )
 
     async def _store_images(self, rows: BotDb, ann_id: int, draft: Draft, now: float) -> None:
-        """Keep ``draft``'s files for the announcement (None: leave its files as they are),
-        refused when the server would then keep more than its limit (its templates' files
-        count too)."""
-        if draft.images is None:
+        """Keep ``draft``'s files and thumbnail for the announcement (None: leave its files,
+        or its thumbnail, as they are; a style that names no thumbnail has none), refused
+        when the server would then keep more than its limit (its templates' files count
+        too)."""
+        named = draft.rich.style.thumbnail is not None
+        thumbnail = draft.thumbnail if named else None
+        if draft.images is None and thumbnail is None:
+            if not named:
+                await rows.set_thumbnail(ann_id, draft.guild_id, None, now)
             return
-        size = sum(len(image.data) for image in draft.images)
+        if draft.images is None:
+            size = sum(s for _, s in await rows.image_names(ann_id))
+        else:
+            size = sum(len(image.data) for image in draft.images)
+        if thumbnail is not None:
+            size += len(thumbnail.data)
+        elif named:
+            size += await rows.thumbnail_size(ann_id)
         await self.check_room_for_files(rows, draft.guild_id, size, except_announcement=ann_id)
-        await rows.replace_images(ann_id, draft.guild_id, draft.images, now)
+        if draft.images is not None:
+            await rows.replace_images(ann_id, draft.guild_id, draft.images, now)
+        if thumbnail is not None or not named:
+            await rows.set_thumbnail(ann_id, draft.guild_id, thumbnail, now)
 
     async def images(self, announcement_id: int) -> list[Image]:
         """The files an announcement posts, bytes included."""
         async with self.sched.reader() as db:
             return await BotDb(db).images(announcement_id)
+
+    async def thumbnail(self, announcement_id: int) -> Image | None:
+        """The thumbnail an announcement's embed shows, bytes included (None: none)."""
+        async with self.sched.reader() as db:
+            return await BotDb(db).thumbnail(announcement_id)
 
     async def _check_limits(self, rows: BotDb, drafts: Sequence[Draft]) -> None:
         """Refuse ``drafts`` (nothing is written) if a server would pass its limit of live

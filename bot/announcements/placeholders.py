@@ -20,22 +20,37 @@ def as_posted_at(
     event: str = "",
     locale: str | None = None,
 ) -> Announcement:
-    """``ann`` with its text and embed (or forum post) title as its occurrence at
-    ``fire_ts``, the ``number``-th time it comes due, with ``event`` (the link to its Discord
-    event, or empty) shows them in ``locale`` (None: English), ``ann`` itself when it has no
-    placeholders."""
-    title = ann.rich.title
-    if not has_placeholders(ann.content) and not has_placeholders(title):
+    """``ann`` with its text, embed (or forum post) title, footer and fields as its
+    occurrence at ``fire_ts``, the ``number``-th time it comes due, with ``event`` (the link
+    to its Discord event, or empty) shows them in ``locale`` (None: English), ``ann`` itself
+    when it has no placeholders."""
+    if not has_placeholders(shown_texts(ann)):
         return ann
     occ = occurrence(ann.rule, ann.first_ts, ann.timezone, fire_ts, ann.until_ts, number, event)
+    title = ann.rich.title
     shown_title = None if title is None else render(title, occ, locale)
     content = render(ann.content, occ, locale)
-    return replace(ann, content=content, rich=replace(ann.rich, title=shown_title))
+    style = ann.rich.style
+    if has_placeholders(style.texts()):  # its footer and fields say it too
+        footer = None if style.footer is None else render(style.footer, occ, locale)
+        fields = tuple(
+            replace(f, name=render(f.name, occ, locale), value=render(f.value, occ, locale))
+            for f in style.fields
+        )
+        style = replace(style, footer=footer, fields=fields)
+    rich = replace(ann.rich, title=shown_title, style=style)
+    return replace(ann, content=content, rich=rich)
+
+
+def shown_texts(ann: Announcement) -> str:
+    """Every text of ``ann`` placeholders may be in, run together: its message, title, and
+    its embed's footer and fields."""
+    return "\n".join((ann.content, ann.rich.title or "", ann.rich.style.texts()))
 
 
 def counts_occurrences(ann: Announcement) -> bool:
     """Whether ``ann`` shows ``{occurrence}`` (its number is then read from the database)."""
-    return "occurrence" in ann.content + (ann.rich.title or "")
+    return "occurrence" in shown_texts(ann)
 
 
 async def occurrence_number(rows: BotDb, ann: Announcement, fire_ts: float) -> int:
@@ -49,7 +64,7 @@ async def occurrence_number(rows: BotDb, ann: Announcement, fire_ts: float) -> i
 
 def shows_event(ann: Announcement) -> bool:
     """Whether ``ann`` shows ``{event}`` (the occurrence's event is then read)."""
-    return "event" in ann.content + (ann.rich.title or "")
+    return "event" in shown_texts(ann)
 
 
 async def event_link(rows: BotDb, ann: Announcement, fire_ts: float) -> str:

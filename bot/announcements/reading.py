@@ -29,6 +29,7 @@ from .placeholders import (
     counts_occurrences,
     event_link,
     occurrence_number,
+    shown_texts,
     shows_event,
 )
 from .service import AnnouncementService
@@ -351,7 +352,7 @@ class Reading(AnnouncementService):
         ``locale`` (None: English), ``{event}`` as ``event`` (the link its first attempt
         recorded; None: read now), the same for every attempt at that occurrence."""
         number, link = 1, event or ""
-        if a.times is not None and has_placeholders(a.content + (a.rich.title or "")):
+        if a.times is not None and has_placeholders(shown_texts(a)):
             a = await self.with_end(a)
         if counts_occurrences(a) or (event is None and shows_event(a)):
             async with self.sched.reader() as db:

@@ -95,11 +95,13 @@ class AnnouncementService:
     ) -> None:
         """Refuse (:class:`~.guards.TooMuchStored`) ``adding`` bytes of files in the guild
         if, with the files its live announcements (but ``except_announcement``'s, being
-        replaced) and its templates keep, that passes its ``GUILD_FILES_MAX_MB``. Read on
-        ``rows``' connection, after the guild's settings row is locked."""
+        replaced: its files and thumbnail) and its templates keep, that passes its
+        ``GUILD_FILES_MAX_MB``. Read on ``rows``' connection, after the guild's settings row
+        is locked."""
         if not adding:
             return
         kept = await rows.guild_image_bytes(guild_id, except_announcement)
+        kept += await rows.guild_thumbnail_bytes(guild_id, except_announcement)
         kept += await rows.template_file_bytes(guild_id)
         check_files(await self.limits_in(rows, guild_id), kept, adding)
 

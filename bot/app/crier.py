@@ -41,6 +41,7 @@ from ..commands.once import quiet_lost_autocompletes
 from ..commands.reminders import RemindButton, ReminderCommands, StopButton
 from ..commands.schedule import AnnouncementCommands, CommandTree
 from ..commands.skips import SkipCommands
+from ..commands.style import StyleCommands
 from ..commands.templates import TemplateCommands
 from ..commands.transfer import ConfirmImport, TransferCommands
 from ..commands.translator import CatalogTranslator
@@ -238,6 +239,7 @@ class CrierBot(commands.Bot):
         await self.add_cog(LifecycleCommands(self.announcements))
         await self.add_cog(SkipCommands(self.announcements, self.clock))
         await self.add_cog(EditCommands(self.announcements, self.clock))
+        await self.add_cog(StyleCommands(self.announcements, self.clock))
         await self.add_cog(InfoCommands(self.announcements))
         await self.add_cog(TemplateCommands(self.announcements))
         await self.add_cog(TransferCommands(self.announcements, self.clock))

@@ -13,8 +13,9 @@ methods :class:`BotDb` puts together: ``announcements``, ``listing`` (the pages 
 of an ``id`` option), ``occurrences`` (a schedule's coming occurrence, on the scheduler's
 tables), ``deliveries`` (with the history), ``attachments``, ``settings``
 (guild, member and ``bot_meta``), ``dashboard``, ``templates`` (with the keys of imported
-announcements), ``events`` (Discord's scheduled events), ``reminders`` (reminders by DM)
-and ``guilds`` (servers left, per-server limits, command counts, forgetting a server).
+announcements), ``events`` (Discord's scheduled events), ``reminders`` (reminders by DM),
+``styles`` (a post's style as stored, and its thumbnail) and ``guilds`` (servers left,
+per-server limits, command counts, forgetting a server).
 """
 
 from .announcements import decode_nth, decode_step, encode_nth, encode_step
@@ -27,6 +28,7 @@ from .listing import ListingReads
 from .occurrences import OccurrenceReads
 from .reminders import ReminderCounts, ReminderRow, ReminderTable, Subscriber
 from .settings import SettingsTables
+from .styles import ThumbnailTable, decode_style, encode_style
 from .templates import PendingImport, TemplateTable
 
 __all__ = [
@@ -39,8 +41,10 @@ __all__ = [
     "Subscriber",
     "decode_nth",
     "decode_step",
+    "decode_style",
     "encode_nth",
     "encode_step",
+    "encode_style",
 ]
 
 
@@ -55,6 +59,7 @@ class BotDb(
     GuildTables,
     EventTable,
     ReminderTable,
+    ThumbnailTable,
 ):
     """The bot's tables, read and written on one connection of the scheduler's store."""
 

@@ -10,6 +10,7 @@ from scheduler.triggers import DateStep
 
 from ..models import LIVE_STATES, Announcement, AnnouncementState, Content, Destination, Draft
 from ..parsing.skips import decode_skips, encode_skips
+from .styles import decode_style, encode_style
 from .table import Table, optional_int, state_in, state_values
 
 if TYPE_CHECKING:
@@ -22,7 +23,7 @@ _ANNOUNCEMENT_COLUMNS = (
     "first_ts, timezone, repeat_kind, repeat_cron, repeat_every, repeat_words, job_id, "
     "schedule_name, state, failure, last_message_id, created_at, updated_at, until_ts, revision, "
     "repeat_nth, repeat_step, title, silent, destination, publish, tags, repeat_skips, "
-    "repeat_times"
+    "repeat_times, style"
 )
 _SELECT_ANNOUNCEMENT = f"SELECT {_ANNOUNCEMENT_COLUMNS} FROM bot_announcements "
 _OPEN_STATES = (AnnouncementState.FAILED, AnnouncementState.PAUSED, AnnouncementState.SCHEDULED)
@@ -86,6 +87,7 @@ def _announcement(row: Any) -> Announcement:
             destination=Destination(row["destination"]),
             publish=bool(row["publish"]),
             tags=tuple(int(t) for t in json.loads(row["tags"] or "[]")),
+            style=decode_style(row["style"]),
         ),
         repeat_skips=decode_skips(row["repeat_skips"]),
         times=optional_int(row["repeat_times"]),
@@ -112,21 +114,28 @@ def _what_it_posts(draft: Draft) -> tuple[Any, ...]:
 
 
 def _rich_values(rich: Content) -> tuple[Any, ...]:
-    """``title, silent, destination, publish, tags`` as stored."""
+    """``title, silent, destination, publish, tags, style`` as stored."""
     tags = json.dumps([str(t) for t in rich.tags]) if rich.tags else None
-    return (rich.title, int(rich.silent), rich.destination.value, int(rich.publish), tags)
+    return (
+        rich.title,
+        int(rich.silent),
+        rich.destination.value,
+        int(rich.publish),
+        tags,
+        encode_style(rich.style),
+    )
 
 
 _INSERT_ANNOUNCEMENTS = (
     "INSERT INTO bot_announcements (guild_id, local_id, channel_id, author_id, "
     "content, mention, allowed_mentions, first_ts, timezone, repeat_kind, "
     "repeat_cron, repeat_every, repeat_words, repeat_nth, repeat_step, state, "
-    "created_at, updated_at, until_ts, title, silent, destination, publish, tags, "
+    "created_at, updated_at, until_ts, title, silent, destination, publish, tags, style, "
     "repeat_skips, repeat_times) VALUES "
 )
-_ROW_PLACEHOLDERS = "(" + ", ".join("?" * 26) + ")"
+_ROW_PLACEHOLDERS = "(" + ", ".join("?" * 27) + ")"
 _ROWS_PER_INSERT = 500
-"""Rows (or ids) per statement in the bulk writes: 24 columns x 500 stays far below the
+"""Rows (or ids) per statement in the bulk writes: 27 columns x 500 stays far below the
 bound-parameter limits of SQLite (32,766) and PostgreSQL (32,767)."""
 
 
@@ -270,7 +279,7 @@ class AnnouncementTable(Table):
             "allowed_mentions = ?, first_ts = ?, timezone = ?, repeat_kind = ?, "
             "repeat_cron = ?, repeat_every = ?, repeat_words = ?, repeat_nth = ?, "
             "repeat_step = ?, revision = ?, updated_at = ?, title = ?, silent = ?, "
-            "destination = ?, publish = ?, tags = ?, repeat_skips = ?, repeat_times = ? "
+            "destination = ?, publish = ?, tags = ?, style = ?, repeat_skips = ?, repeat_times = ? "
             "WHERE id = ?",
             (
                 draft.channel_id,

@@ -134,6 +134,7 @@ class GuildTables(Table):
             )
         for table in (
             "bot_attachments",
+            "bot_thumbnails",
             "bot_announcements",
             "bot_templates",
             "bot_imports",
@@ -192,17 +193,20 @@ class GuildTables(Table):
     ) -> int:
         """Delete the files of the announcement if it is canceled or failed and no live job
         (but ``running_job``, the one asking) refers to them any more: an update of a
-        posted message uploads them again. How many files went."""
+        posted message uploads them again (its thumbnail too). How many files went."""
         marks = ", ".join("?" * len(ENDED_STATES))
-        return await self._count_deleted(
-            "DELETE FROM bot_attachments WHERE announcement_id IN ("
-            f"SELECT a.id FROM bot_announcements a WHERE a.id = ? AND a.state IN ({marks}) "
-            "AND NOT EXISTS (SELECT 1 FROM scheduler_jobs j "
-            "WHERE j.state IN ('pending', 'held', 'in_progress') AND j.id <> ? "
-            "AND j.idempotency_key LIKE 'post-update:' || a.id || ':%')"
-            ") RETURNING announcement_id",
-            (announcement_id, *(str(s) for s in ENDED_STATES), running_job or 0),
-        )
+        gone = 0
+        for table in ("bot_attachments", "bot_thumbnails"):
+            gone += await self._count_deleted(
+                f"DELETE FROM {table} WHERE announcement_id IN ("
+                f"SELECT a.id FROM bot_announcements a WHERE a.id = ? AND a.state IN ({marks}) "
+                "AND NOT EXISTS (SELECT 1 FROM scheduler_jobs j "
+                "WHERE j.state IN ('pending', 'held', 'in_progress') AND j.id <> ? "
+                "AND j.idempotency_key LIKE 'post-update:' || a.id || ':%')"
+                ") RETURNING announcement_id",
+                (announcement_id, *(str(s) for s in ENDED_STATES), running_job or 0),
+            )
+        return gone
 
     # --- limits --------------------------------------------------------------------------------
 

@@ -167,6 +167,8 @@ def _subject(where: str) -> str:
         "the message": t("The message"),
         "the title": t("The title"),
         "the text": t("The text"),
+        "the footer": t("The footer"),
+        "a field": t("An embed field"),
     }.get(where) or where.capitalize()
 
 

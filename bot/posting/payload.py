@@ -15,7 +15,12 @@ made here (:func:`stored_payload` only reads the announcement's files from the d
 - an announcement whose reminders are on carries a **Remind me** button
   (:mod:`bot.posting.reminders`), labelled likewise. The link is read from the
   occurrence's recorded event row, so every attempt at one occurrence sends the same button
-  (a nonce re-send is the same request).
+  (a nonce re-send is the same request);
+- its style (:class:`~bot.models.Style`, ``/style``) colours the embed, gives it a footer,
+  a title link, fields and a thumbnail (uploaded with every post like the files, named so
+  that no file's name is taken), and puts its link buttons under the post: before the
+  event's and Remind me on one row when they fit in Discord's 5, else on a row of their own.
+  An edit in place sends the buttons again, so what they are follows the announcement.
 """
 
 from __future__ import annotations
@@ -30,8 +35,8 @@ from .. import i18n
 from ..announcements.placeholders import event_link
 from ..announcements.reminders import REMIND_BUTTON
 from ..db import BotDb
-from ..limits import MAX_EMBED_DESCRIPTION, MAX_MESSAGE
-from ..models import Announcement, Image, mention_markup
+from ..limits import MAX_EMBED_DESCRIPTION, MAX_EMBED_TOTAL, MAX_MESSAGE
+from ..models import Announcement, Image, LinkButton, Style, mention_markup
 from ..parsing import discord_timestamp
 from .failures import REQUEST_ERRORS
 
@@ -47,6 +52,8 @@ LATE_NOTE_AFTER = 60.0
 """An occurrence posted this many seconds after its time says it was sent late."""
 MAX_BUTTON_LABEL = 80
 """Discord's longest button label."""
+BUTTONS_PER_ROW = 5
+"""Buttons in one of a message's action rows (Discord's limit)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,16 +63,11 @@ class EventButton:
     url: str
     label: str
 
-    def view(self) -> discord.ui.View:
-        """A view holding only the link button (nothing to listen to: a link button sends
-        no interaction)."""
-        view = discord.ui.View(timeout=None)
-        view.add_item(
-            discord.ui.Button(
-                style=discord.ButtonStyle.link, url=self.url, label=self.label[:MAX_BUTTON_LABEL]
-            )
+    def item(self) -> discord.ui.Button[discord.ui.View]:
+        """The link button (nothing to listen to: a link button sends no interaction)."""
+        return discord.ui.Button(
+            style=discord.ButtonStyle.link, url=self.url, label=self.label[:MAX_BUTTON_LABEL]
         )
-        return view
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,21 +111,45 @@ class PostPayload:
     allowed_mentions: discord.AllowedMentions
     event: EventButton | None = None
     remind: RemindButton | None = None
+    links: tuple[LinkButton, ...] = ()
+    """Its link buttons (its style's), first under the post."""
+    thumbnail: Image | None = None
+    """Its embed's thumbnail, uploaded with the files under :func:`thumbnail_name`."""
 
     def view(self) -> discord.ui.View | None:
-        """The post's buttons: the link to its event, Remind me (None: neither)."""
-        if self.event is None and self.remind is None:
-            return None
-        view = self.event.view() if self.event is not None else discord.ui.View(timeout=None)
+        """The post's buttons: its links, the link to its event, Remind me (None: none)."""
+        ours: list[discord.ui.Button[discord.ui.View]] = []
+        if self.event is not None:
+            ours.append(self.event.item())
         if self.remind is not None:
-            view.add_item(self.remind.item())
+            ours.append(self.remind.item())
+        if not ours and not self.links:
+            return None
+        apart = len(self.links) + len(ours) > BUTTONS_PER_ROW
+        view = discord.ui.View(timeout=None)
+        for link in self.links:
+            view.add_item(
+                discord.ui.Button(
+                    style=discord.ButtonStyle.link,
+                    url=link.url,
+                    label=link.label[:MAX_BUTTON_LABEL],
+                    row=0,
+                )
+            )
+        for item in ours:
+            item.row = 1 if apart else 0
+            view.add_item(item)
         return view
 
     def files(self) -> list[discord.File]:
         """The files to upload, fresh (a ``discord.File`` is spent once sent)."""
-        return [
+        files = [
             discord.File(io.BytesIO(image.data), filename=image.filename) for image in self.images
         ]
+        if self.thumbnail is not None:
+            name = thumbnail_name(self.thumbnail, self.images)
+            files.append(discord.File(io.BytesIO(self.thumbnail.data), filename=name))
+        return files
 
     def send_options(self) -> dict[str, Any]:
         """Keyword arguments for ``Messageable.send`` (and a forum's ``create_thread``)."""
@@ -149,7 +175,39 @@ class PostPayload:
             "embeds": [] if self.embed is None else [self.embed],
             "attachments": self.files(),
             "allowed_mentions": self.allowed_mentions,
+            "view": self.view(),  # None: the buttons it had are taken away
         }
+
+
+def thumbnail_name(thumbnail: Image, images: Sequence[Image]) -> str:
+    """The name the thumbnail is uploaded under (its embed refers to it by that name):
+    ``thumbnail.png`` (the extension its file had, if a plain one), unless a file of the
+    post already has that name."""
+    stem, dot, ext = thumbnail.filename.rpartition(".")
+    ext = ext.lower() if dot and stem and ext.isascii() and ext.isalnum() and len(ext) <= 5 else ""
+    suffix = f".{ext}" if ext else ""
+    taken = {image.filename for image in images}
+    name, n = f"thumbnail{suffix}", 1
+    while name in taken:
+        n += 1
+        name = f"thumbnail-{n}{suffix}"
+    return name
+
+
+def styled(embed: discord.Embed, style: Style, thumbnail: str | None) -> discord.Embed:
+    """``embed`` with ``style``'s colour, title link, footer and fields, and the thumbnail
+    uploaded as ``thumbnail`` (None: none)."""
+    if style.color is not None:
+        embed.colour = discord.Colour(style.color)
+    if style.url is not None and embed.title:
+        embed.url = style.url
+    if style.footer:
+        embed.set_footer(text=style.footer)
+    for f in style.fields:
+        embed.add_field(name=f.name, value=f.value, inline=f.inline)
+    if thumbnail is not None:
+        embed.set_thumbnail(url=f"attachment://{thumbnail}")
+    return embed
 
 
 def allowed_mentions(spec: dict[str, Any]) -> discord.AllowedMentions:
@@ -199,23 +257,35 @@ def post_payload(
     images: Sequence[Image],
     late_for: float | None = None,
     event: EventButton | None = None,
+    thumbnail: Image | None = None,
 ) -> PostPayload:
     """The post of ``ann`` with ``images``; ``late_for``: the due time of an occurrence
-    posted late (the post then says so); ``event``: the link button to its event."""
+    posted late (the post then says so); ``event``: the link button to its event;
+    ``thumbnail``: its style's thumbnail (an embed's only)."""
     mentions = allowed_mentions(ann.allowed_mentions)
-    title = ann.rich.title
+    title, style = ann.rich.title, ann.rich.style
     if title is None:
         text = ann.text if late_for is None else with_late_note(ann.text, late_for)
-        return PostPayload(text, None, tuple(images), ann.rich.silent, mentions, event)
+        return PostPayload(
+            text, None, tuple(images), ann.rich.silent, mentions, event, links=style.buttons
+        )
     description = ann.content
-    if late_for is not None:
-        description = with_late_note(description, late_for, MAX_EMBED_DESCRIPTION)
+    if late_for is not None:  # if it fits in the description and in the embed's total
+        others = len(title) + len(style.footer or "")
+        others += sum(len(f.name) + len(f.value) for f in style.fields)
+        room = min(MAX_EMBED_DESCRIPTION, MAX_EMBED_TOTAL - others)
+        description = with_late_note(description, late_for, room)
     embed = discord.Embed(title=title, description=description, colour=EMBED_COLOUR)
     pictures = [i for i in images if (i.content_type or "").startswith("image/")]
     if pictures:  # shown inside the embed rather than above it
         embed.set_image(url=f"attachment://{pictures[0].filename}")
+    thumb = thumbnail if style.thumbnail is not None else None
+    styled(embed, style, None if thumb is None else thumbnail_name(thumb, images))
     content = None if ann.mention is None else mention_markup(ann.mention)
-    return PostPayload(content, embed, tuple(images), ann.rich.silent, mentions, event)
+    return PostPayload(
+        content, embed, tuple(images), ann.rich.silent, mentions, event,
+        links=style.buttons, thumbnail=thumb,
+    )  # fmt: skip
 
 
 async def stored_payload(
@@ -236,5 +306,8 @@ async def stored_payload(
         if event is None and event_at is not None:
             link = await event_link(rows, ann, event_at)
         reminds = await rows.reminder_lead(ann.id) is not None
-    payload = post_payload(ann, images, late_for, event_button(link))
+        thumbnail = None
+        if ann.rich.style.thumbnail is not None and ann.rich.title is not None:
+            thumbnail = await rows.thumbnail(ann.id)
+    payload = post_payload(ann, images, late_for, event_button(link), thumbnail)
     return replace(payload, remind=remind_button(ann.id, reminds))

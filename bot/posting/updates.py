@@ -4,10 +4,10 @@
 the same transaction as the edit that needs it (or as the record of a send an edit
 overtook). It reads the announcement as it is NOW and the occurrence's record: when the
 posted message already shows the announcement's revision there is nothing to do; otherwise
-it PATCHes the recorded message id with the current text and the allowed mentions recorded
-when the announcement was scheduled (never a new message), then records the revision it
-shows. A PATCH is idempotent, so a retry after a crash or a lost response is safe: exactly
-one edit is in effect.
+it PATCHes the recorded message id with the current text, embed, files and buttons and the
+allowed mentions recorded when the announcement was scheduled (never a new message), then
+records the revision it shows. A PATCH is idempotent, so a retry after a crash or a lost
+response is safe: exactly one edit is in effect.
 
 - 10008 Unknown Message (a moderator deleted it) and other permanent refusals: recorded on the
   occurrence (``update_error``), kept in the history, reported like a failed delivery (log and
@@ -87,8 +87,11 @@ class PostUpdates:
                 # Its placeholders as this occurrence shows them, in the server's language.
                 locale = await posting_locale(self.poster.client, self.announcements, ann.guild_id)
                 shown = await self.announcements.as_posted(ann, fire_ts, locale=locale)
-                with i18n.speaking(locale):  # the late note, in the server's language
-                    payload = await stored_payload(self.announcements.sched, shown, late_for)
+                with i18n.speaking(locale):  # the late note and buttons, in its language
+                    # Its buttons sent again (links, its event's, Remind me) as they are now.
+                    payload = await stored_payload(
+                        self.announcements.sched, shown, late_for, event_at=fire_ts
+                    )
                 # A forum post's first message is in its thread, whose id is the message's.
                 where = message_id if ann.rich.destination == Destination.FORUM else channel_id
 

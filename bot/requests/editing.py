@@ -13,9 +13,11 @@ from zoneinfo import ZoneInfo
 import discord
 
 from ..i18n import t
+from ..models import Style
 from ..parsing import concerning, resolve_timezone
 from .checks import Refusal, require_readable
 from .request import AnnouncementOptions, AnnouncementRequest, KeptMentions, Requester
+from .style import StyleEdit, edited_style
 from .validation import Checked, check_request
 
 if TYPE_CHECKING:
@@ -54,6 +56,9 @@ class EditOptions:
     """How long before each occurrence members are reminded (``none``: off)."""
     times: int | None = None
     """End after this many posts (0: no such end)."""
+    style: StyleEdit | Style | None = None
+    """``/style``'s options, or the dashboard form's whole style (None: the style stays
+    as it is)."""
 
     @property
     def empty(self) -> bool:
@@ -76,7 +81,7 @@ class EditOptions:
                 self.reminder,
                 self.times,
             )
-        )
+        ) and (self.style is None or (isinstance(self.style, StyleEdit) and self.style.empty))
 
     @property
     def changes_timing(self) -> bool:
@@ -135,6 +140,11 @@ async def edit_options(
     if until is None and a.until_ts is not None:
         until = datetime.fromtimestamp(a.until_ts, UTC)
     moved = options.channel_id is not None and options.channel_id != a.channel_id
+    style = a.rich.style
+    if isinstance(options.style, Style):
+        style = options.style
+    elif options.style is not None:
+        style = edited_style(style, options.style)
     title = a.rich.title
     if options.title is not None:
         title = None if options.title.strip().lower() == NO_TITLE else options.title
@@ -150,7 +160,9 @@ async def edit_options(
         silent=a.rich.silent if options.silent is None else options.silent,
         publish=None if moved else a.rich.publish,
         tags=None if moved else a.rich.tags,
-        has_files=options.image is not None or bool(await announcements.image_names(a.id)),
+        has_files=options.image is not None
+        or style.thumbnail is not None
+        or bool(await announcements.image_names(a.id)),
         event=options.event,
         event_location=options.event_location,
         event_minutes=options.event_minutes,
@@ -160,6 +172,7 @@ async def edit_options(
         kept_reminder=await announcements.reminder_lead(a.id),
         times=a.times if options.times is None else options.times,
         skips=a.repeat_skips,
+        style=style,
     )
     return asked, options.when is not None
 

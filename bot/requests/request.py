@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo
 
 import discord
 
-from ..models import EventSpec
+from ..models import EventSpec, Style
 from ..parsing import RepeatRule
 from ..parsing.skips import Skip
 
@@ -83,6 +83,10 @@ class AnnouncementOptions:
     skips: tuple[Skip, ...] = ()
     """The spans its rule does not post in (on /edit: the announcement's, kept when its
     rule changes, except those that hold no occurrence of the new rule)."""
+    style: Style | None = None
+    """Its embed's colour, footer, thumbnail, link and fields, and its link buttons, read
+    (:mod:`bot.requests.style`) and still to be checked (None: none; on /edit, the
+    announcement's as edited)."""
 
 
 @dataclass(frozen=True, slots=True)

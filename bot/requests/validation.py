@@ -5,8 +5,8 @@
 an edit, the announcement's current values for the options left out) and returns the
 :class:`~bot.models.Draft` to write, or refuses with what was wrong
 (:class:`~bot.requests.checks.Refusal`, :class:`~bot.parsing.InputError`) before anything is
-written: permissions, channel, time, repeat rule, ``until``, mentions and length are checked
-in that order, with the same answers for both commands and the dashboard.
+written: permissions, channel, time, repeat rule, ``until``, mentions, length and style are
+checked in that order, with the same answers for both commands and the dashboard.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import discord
 from ..announcements import Announcements, Draft, GuildSettings, mention_markup
 from ..i18n import t
 from ..limits import MAX_EMBED_DESCRIPTION, MAX_EMBED_TITLE, MAX_EMBED_TOTAL, MAX_MESSAGE
-from ..models import Content, Destination
+from ..models import Content, Destination, Style
 from ..parsing import (
     InputError,
     RepeatRule,
@@ -42,6 +42,7 @@ from .checks import Refusal, plan_mentions, require_manager
 from .destinations import Target, check_destination, forum_title, resolve_tags, split_tags
 from .events import EventRoom, check_event
 from .reminders import check_reminder
+from .style import check_style
 
 if TYPE_CHECKING:
     from zoneinfo import ZoneInfo
@@ -138,6 +139,7 @@ async def check_request(
     with concerning("title"):
         check_placeholders(title, "the title")
     check_widest_length(message, prefix, title)
+    check_style(rich.style, title, message)
     with concerning("event"):
         event = await check_event(guild, options, room)
     with concerning("reminder"):
@@ -310,6 +312,7 @@ def _content(
         destination=destination,
         publish=publish,
         tags=tags,
+        style=options.style or Style(),
     )
 
 

@@ -454,6 +454,11 @@ async def test_forgetting_a_server_deletes_its_rows_of_every_bot_table(
             "VALUES (?, 0, ?, 1)",
             (ann.id, world.guild.id),
         )
+        await ctx.db.execute(  # a thumbnail (/style; test_style posts them)
+            "INSERT INTO bot_thumbnails (announcement_id, guild_id, filename, size, data, "
+            "created_at) VALUES (?, ?, 'logo.png', 3, ?, 0)",
+            (ann.id, world.guild.id, b"png"),
+        )
         await ctx.db.execute(
             "INSERT INTO bot_dashboard_sessions (id_hash, user_id, username, guild_ids, "
             "csrf_token, created_at, expires_at) VALUES ('h', 1, 'u', ?, 'c', 0, 9e9)",

@@ -15,6 +15,7 @@ import asyncio
 import base64
 import collections
 import contextlib
+import copy
 import json
 import logging
 import re
@@ -98,6 +99,8 @@ FLAG_IS_COMPONENTS_V2 = 1 << 15
 _SETTABLE_MESSAGE_FLAGS = FLAG_SUPPRESS_EMBEDS | FLAG_SUPPRESS_NOTIFICATIONS | FLAG_IS_COMPONENTS_V2
 BUTTON, LINK_STYLE = 2, 5
 MAX_BUTTON_LABEL, MAX_BUTTON_URL = 80, 512
+MAX_ACTION_ROWS = 5
+"""Action rows in one message (Discord's limit for messages without the newer layout)."""
 
 
 TEAM_ROLES = ("admin", "developer", "read_only")
@@ -860,7 +863,8 @@ class FakeDiscord:
             )
         else:
             computed, user_ids, role_ids = Pings(suppressed=["no pings (ephemeral)"]), [], []
-        embeds = [{"type": "rich", **e} for e in fields.get("embeds") or []]  # as Discord
+        # Typed rich as Discord does; a copy (the request recorded stays as it was sent).
+        embeds = [{"type": "rich", **copy.deepcopy(e)} for e in fields.get("embeds") or []]
         resolve_embed_urls(embeds, list(attachments or []))
         msg = Message(
             id=message_id or self.snowflakes.next(),
@@ -1591,7 +1595,9 @@ class FakeDiscord:
     def _validate_buttons(components: list[dict[str, Any]]) -> None:
         """Discord's rules for buttons (type 2) in action rows: a link button (style 5) has a
         ``url`` and no ``custom_id``; the others a ``custom_id`` and no ``url``; a label is at
-        most 80 characters, a url at most 512."""
+        most 80 characters, a url at most 512; a message has at most 5 action rows."""
+        if len([row for row in components if row.get("type") == 1]) > MAX_ACTION_ROWS:
+            raise form_error("components", "BASE_TYPE_MAX_LENGTH", "Must be 5 or fewer in length.")
         for r, row in enumerate(components):
             for c, comp in enumerate(row.get("components") or []):
                 if comp.get("type") != BUTTON:
@@ -2175,7 +2181,7 @@ class FakeDiscord:
         if "attachments" in fields:
             msg.attachments = fields["attachments"]
         if "embeds" in fields:
-            msg.embeds = [{"type": "rich", **e} for e in fields["embeds"]]
+            msg.embeds = [{"type": "rich", **copy.deepcopy(e)} for e in fields["embeds"]]
             resolve_embed_urls(msg.embeds, msg.attachments)
         if "components" in fields:
             msg.components = fields["components"]
