@@ -429,9 +429,17 @@ FROM (SELECT count(*)
 SELECT id FROM scheduler_jobs
 WHERE schedule_name = :schedule_name AND state IN ('pending', 'held');
 
+-- name: next_job_ids
+-- :n new job ids in order, for a batch of plain enqueues.
+-- Drawn from the id column's own sequence, so inserts that take the default never collide.
+SELECT id FROM (
+    SELECT nextval(pg_get_serial_sequence('scheduler_jobs', 'id')) AS id
+    FROM generate_series(1, :n::int)) AS drawn
+ORDER BY id;
+
 -- name: insert_job_with_id
 -- Batched plain enqueues: ids are allocated by the transaction that holds the write lock.
--- (Used by the SQLite store; kept here so both dialects define every query.)
+-- (Here: drawn by next_job_ids, from the id column's own sequence.)
 INSERT INTO scheduler_jobs (
     id, fn, kind, state, next_ts, max_failures, initial_backoff, backoff_base, idempotent,
     on_complete, name, schedule_name, fire_ts, jitter, pace_key, pace_spacing, priority,

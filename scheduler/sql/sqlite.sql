@@ -409,6 +409,12 @@ WHERE schedule_name = :schedule_name AND state IN ('pending', 'in_progress');
 SELECT id FROM scheduler_jobs
 WHERE schedule_name = :schedule_name AND state IN ('pending', 'held');
 
+-- name: next_job_ids
+-- :n new job ids in order, for a batch of plain enqueues.
+-- The transaction holds the write lock, so nobody else inserts until it ends.
+WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM k WHERE i < :n)
+SELECT (SELECT coalesce(max(id), 0) FROM scheduler_jobs) + i AS id FROM k ORDER BY i;
+
 -- name: insert_job_with_id
 -- Batched plain enqueues: ids are allocated by the transaction that holds the write lock.
 INSERT INTO scheduler_jobs (
