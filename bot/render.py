@@ -22,6 +22,7 @@ from .announcements import (
     NotPossible,
     OverLimit,
     PostedUpdate,
+    PostNow,
     ReminderInfo,
     ReminderOff,
     Skipped,
@@ -403,6 +404,13 @@ def not_possible(error: NotPossible) -> str:
         text = t(
             "Announcement #{id} posts only once; `until` is for repeating announcements.", id=n
         )
+    elif why == Why.NOT_SCHEDULED:
+        text = t(
+            "Announcement #{id} is paused, so it has no next post. `/resume id:{id}` it first.",
+            id=n,
+        )
+    elif why == Why.NOTHING_NEXT:
+        text = t("Announcement #{id} has no next post: it has posted its last.", id=n)
     elif why in _SKIP_WHYS:
         text = _skip_not_possible(error, n, at)
     else:
@@ -1114,3 +1122,36 @@ def reminder_lines(info: ReminderInfo | None) -> list[str]:
                               why=", ".join(s for s in skipped if s))  # fmt: skip
         lines.append(line)
     return lines
+
+
+def posting_now(done: PostNow) -> str:
+    """The answer to /postnow: the next post goes out now, as an extra post."""
+    a = done.announcement
+    return t(
+        "📣 Announcement **#{id}**'s next post ({when}) is being posted in {channel} now, as "
+        "an extra post. Its schedule is unchanged: that post still goes out at its time.",
+        id=a.local_id, when=when(done.fire), channel=f"<#{a.channel_id}>",
+    )  # fmt: skip
+
+
+def test_sent(a: Announcement, fire: datetime) -> str:
+    """The answer to /test once the DM is sent."""
+    return t(
+        "📬 I sent you by direct message exactly what announcement **#{id}** will post in "
+        "{channel} at {when}.", id=a.local_id, channel=f"<#{a.channel_id}>", when=when(fire),
+    )  # fmt: skip
+
+
+def test_not_sent(a: Announcement, closed: bool, reason: str) -> str:
+    """The answer to /test when the DM could not be sent (``closed``: the member's direct
+    messages are closed, 50007)."""
+    if closed:
+        return t(
+            "I can't send you direct messages: Discord refused, your DMs are closed. Allow "
+            "direct messages from this server's members (the server's Privacy Settings), "
+            "then try `/test id:{id}` again.", id=a.local_id,
+        )  # fmt: skip
+    return t(
+        "I couldn't send you the test of announcement #{id}: {reason}. Try again in a moment.",
+        id=a.local_id, reason=_cut(said_reason(reason)),
+    )  # fmt: skip

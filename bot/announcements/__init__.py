@@ -36,6 +36,7 @@ from .editing import (
     check_editable,
 )
 from .events import EventPlan, EventPlans, EventShape, claim_events, sync_events_later
+from .extra_posts import ExtraPosts, PostNow, extra_nonce, next_post_time
 from .guards import (
     DEFAULT,
     LIMIT_OPTIONS,
@@ -54,12 +55,14 @@ from .guards import (
 from .jobs import (
     EVENTS_FN,
     OLD_NAMES,
+    POSTNOW_FN,
     PUBLISH_FN,
     REMIND_FN,
     REPORT_FN,
     SEND_FN,
     UPDATE_FN,
     EventsArgs,
+    PostNowArgs,
     PublishArgs,
     RemindArgs,
     ReportArgs,
@@ -120,6 +123,7 @@ __all__ = [
     "MOVED",
     "OLD_NAMES",
     "PENDING_FOR",
+    "POSTNOW_FN",
     "PUBLISH_FN",
     "REMIND_FN",
     "REPORT_FN",
@@ -138,6 +142,7 @@ __all__ = [
     "EventShape",
     "EventsArgs",
     "ExportRows",
+    "ExtraPosts",
     "ForgetArgs",
     "GuildSettings",
     "IdChoices",
@@ -152,6 +157,8 @@ __all__ = [
     "NotFound",
     "NotPossible",
     "OverLimit",
+    "PostNow",
+    "PostNowArgs",
     "PostedUpdate",
     "PublishArgs",
     "RemindArgs",
@@ -188,8 +195,10 @@ __all__ = [
     "enqueue_post_update",
     "enqueue_publish",
     "enqueue_report",
+    "extra_nonce",
     "limit_lines",
     "mention_markup",
+    "next_post_time",
     "publish_pace",
     "remind_later",
     "schedule_name",
@@ -197,6 +206,6 @@ __all__ = [
 ]
 
 
-class Announcements(Transfer, Pausing, Skipping, Standing, EventPlans, Reminders):
+class Announcements(Transfer, Pausing, Skipping, Standing, EventPlans, Reminders, ExtraPosts):
     """Create, list and cancel announcements, keep guild settings, limits and templates,
     and follow the servers the bot leaves and comes back to."""

@@ -66,6 +66,9 @@ class Why(StrEnum):
     TOO_MANY_SKIPS = "too many skips"
     BEING_POSTED = "being posted"
     TIMES_ONE_OFF = "times on a one-off"
+    NOT_SCHEDULED = "not scheduled"
+    """Paused: it has no next post to post now, or to show."""
+    NOTHING_NEXT = "no next post"
 
 
 class NotPossible(ValueError):

@@ -35,6 +35,8 @@ EVENTS_FN = "announcements:events"
 REMIND_FN = "announcements:remind"
 """The durable job that reminds the members who asked of an announcement's coming
 occurrences, by direct message (one job at a time per announcement, not one per member)."""
+POSTNOW_FN = "announcements:postnow"
+"""The durable job that makes the extra post ``/postnow`` asked for (once per use)."""
 OLD_NAMES: dict[str, tuple[str, ...]] = {
     UPDATE_FN: ("crier.update_posted",),
     PUBLISH_FN: ("crier.publish",),
@@ -92,6 +94,13 @@ class RemindArgs:
 
     announcement_id: int
     fire_ts: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PostNowArgs:
+    """Which extra post a postnow job makes: the row ``extra_id`` of ``bot_extra_posts``."""
+
+    extra_id: int
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,6 +38,7 @@ from ..commands.edit import EditCommands
 from ..commands.info import InfoCommands
 from ..commands.lifecycle import LifecycleCommands
 from ..commands.once import quiet_lost_autocompletes
+from ..commands.posting import PostingCommands
 from ..commands.reminders import RemindButton, ReminderCommands, StopButton
 from ..commands.schedule import AnnouncementCommands, CommandTree
 from ..commands.skips import SkipCommands
@@ -53,6 +54,7 @@ from ..models import Limits
 from ..posting.crosspost import Crossposter
 from ..posting.delivery import Delivery
 from ..posting.events import EventSync
+from ..posting.extra import ExtraPosting
 from ..posting.lease import lease_needed
 from ..posting.log_channel import LogChannel, Reporter
 from ..posting.once import keep_out_of_library_retries
@@ -247,6 +249,7 @@ class CrierBot(commands.Bot):
         copying = CopyCommands(self.announcements, self.clock)
         await self.add_cog(copying)
         self.tree.add_command(copying.menu)
+        await self.add_cog(PostingCommands(self.announcements, self.clock))
         self.add_dynamic_items(PageButton, ConfirmImport, RemindButton, StopButton)
         await self.tree.set_translator(CatalogTranslator())
         self.logged_in.set()
@@ -553,15 +556,17 @@ class Crier:
         # reports, edits of posted messages); deliveries are paced by the scheduler.
         pacer = ChannelPacer(settings.send_spacing, self.clock)
         reporter = Reporter(poster, LogChannel(self.bot, announcements, pacer))
+        delivery = Delivery(
+            poster,
+            announcements,
+            catch_up_window=settings.catch_up_window,
+            nonce_window=settings.nonce_window,
+            publish_spacing=settings.publish_spacing,
+            stats=self.stats,
+        )
         jobs = (
-            Delivery(
-                poster,
-                announcements,
-                catch_up_window=settings.catch_up_window,
-                nonce_window=settings.nonce_window,
-                publish_spacing=settings.publish_spacing,
-                stats=self.stats,
-            ),
+            delivery,
+            ExtraPosting(delivery, nonce_window=settings.nonce_window),
             PostUpdates(poster, announcements, pacer, stats=self.stats),
             Publisher(
                 poster,

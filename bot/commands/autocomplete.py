@@ -1,5 +1,5 @@
 """The one autocomplete of every ``id`` option (/cancel, /edit, /pause, /resume, /skip,
-/unskip, /info).
+/unskip, /info, /postnow, /test).
 
 Each command offers the guild's announcements in the states it accepts (:data:`ACCEPTS`),
 newest first, at most 25, read in one query (plus one read of the schedules when a recurring
@@ -49,6 +49,8 @@ ACCEPTS: dict[str, Accepts] = {
     # one): /edit still corrects the text and mention of their posted message in place.
     "edit": Accepts((*LIVE_STATES, AnnouncementState.SENT, AnnouncementState.DONE)),
     "info": Accepts(None),
+    "postnow": Accepts((AnnouncementState.SCHEDULED,)),
+    "test": Accepts((AnnouncementState.SCHEDULED,)),
 }
 
 

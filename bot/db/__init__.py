@@ -14,8 +14,8 @@ of an ``id`` option), ``occurrences`` (a schedule's coming occurrence, on the sc
 tables), ``deliveries`` (with the history), ``attachments``, ``settings``
 (guild, member and ``bot_meta``), ``dashboard``, ``templates`` (with the keys of imported
 announcements), ``events`` (Discord's scheduled events), ``reminders`` (reminders by DM),
-``styles`` (a post's style as stored, and its thumbnail) and ``guilds`` (servers left,
-per-server limits, command counts, forgetting a server).
+``styles`` (a post's style as stored, and its thumbnail), ``extra_posts`` (``/postnow``'s
+posts) and ``guilds`` (servers left, per-server limits, command counts, forgetting a server).
 """
 
 from .announcements import decode_nth, decode_step, encode_nth, encode_step
@@ -23,6 +23,7 @@ from .attachments import AttachmentTable
 from .dashboard import DashboardSessionTable
 from .deliveries import DeliveryTable
 from .events import EventRow, EventTable
+from .extra_posts import ExtraPost, ExtraPostTable
 from .guilds import ENDED_STATES, GuildTables
 from .listing import ListingReads
 from .occurrences import OccurrenceReads
@@ -35,6 +36,7 @@ __all__ = [
     "ENDED_STATES",
     "BotDb",
     "EventRow",
+    "ExtraPost",
     "PendingImport",
     "ReminderCounts",
     "ReminderRow",
@@ -60,6 +62,7 @@ class BotDb(
     EventTable,
     ReminderTable,
     ThumbnailTable,
+    ExtraPostTable,
 ):
     """The bot's tables, read and written on one connection of the scheduler's store."""
 

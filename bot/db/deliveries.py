@@ -307,15 +307,17 @@ class DeliveryTable(Table):
         )
 
     async def recorded_threads(self, thread_ids: Sequence[int]) -> set[int]:
-        """Which of these threads some occurrence recorded as its forum post."""
+        """Which of these threads some occurrence (or an extra post, ``/postnow``) recorded
+        as its forum post."""
         if not thread_ids:
             return set()
         marks = ", ".join("?" * len(thread_ids))
         cur = await self.db.execute(
-            f"SELECT thread_id FROM bot_deliveries WHERE thread_id IN ({marks})",
-            tuple(thread_ids),
+            f"SELECT thread_id AS t FROM bot_deliveries WHERE thread_id IN ({marks}) "
+            f"UNION SELECT message_id AS t FROM bot_extra_posts WHERE message_id IN ({marks})",
+            (*thread_ids, *thread_ids),
         )
-        return {int(r["thread_id"]) for r in await cur.fetchall()}
+        return {int(r["t"]) for r in await cur.fetchall()}
 
     async def set_publish(
         self,

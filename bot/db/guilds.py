@@ -147,6 +147,7 @@ class GuildTables(Table):
             "bot_reminder_subscribers",
             "bot_reminders",
             "bot_reminder_counts",
+            "bot_extra_posts",
         ):
             gone[table] = await self._count_deleted(
                 f"DELETE FROM {table} WHERE guild_id = ? RETURNING guild_id", (guild_id,)

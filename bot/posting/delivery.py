@@ -56,7 +56,7 @@ from ..metrics import BotStats
 from ..models import AnnouncementState, Destination, nonce_for
 from .failures import PERMANENT_CODES, REQUEST_ERRORS, RequestFailed
 from .forums import create_forum_post, find_forum_post
-from .payload import LATE_NOTE_AFTER, PostPayload, posting_locale, stored_payload
+from .payload import LATE_NOTE_AFTER, PostPayload, posting_locale, render_post
 
 if TYPE_CHECKING:
     from ..metrics import BotStats
@@ -111,7 +111,7 @@ class Delivery:
     async def send(self, ctx: ActionContext, args: SendArgs) -> dict[str, object]:
         """Post the occurrence ``args`` names, once: checked still due, its attempt recorded
         first (:meth:`_begin`), its post rendered as its first attempt showed it
-        (:meth:`_render`), sent through the guard, recorded sent (:meth:`_sent`); a refused
+        (:meth:`render`), sent through the guard, recorded sent (:meth:`_sent`); a refused
         request is handled by :meth:`_refused`."""
         ann = await self.announcements.by_id(args.announcement_id)
         fire_ts = args.fire_ts or ctx.job.fire_ts or 0.0
@@ -134,7 +134,7 @@ class Delivery:
                 if attempt.action in (Decision.MISSED, Decision.UNKNOWN):
                     await self._fail(ctx, ann, fire_ts, attempt.reason, pause=False)
                     raise NonRetryable(attempt.reason)
-                shown, payload, late = await self._render(
+                shown, payload, late = await self.render(
                     ann, fire_ts, attempt, found_at, locale_now
                 )
                 # Nothing may post for a run that could have lost its job meanwhile.
@@ -173,7 +173,7 @@ class Delivery:
             )
         )
 
-    async def _render(
+    async def render(
         self,
         ann: Announcement,
         fire_ts: float,
@@ -196,16 +196,15 @@ class Delivery:
         else:
             locale, words = first.locale, first.locale
             link = event_url(ann.guild_id, first.event_id)
-        # Its placeholders rendered from the occurrence alone, in that language, with that event.
-        shown = await self.announcements.as_posted(ann, fire_ts, locale=words, event=link)
-        with i18n.speaking(locale):  # the late note and the event button, likewise
-            payload = await stored_payload(
-                self.announcements.sched,
-                shown,
-                fire_ts if late else None,
-                event_at=fire_ts,
-                event=link,
-            )
+        shown, payload = await render_post(
+            self.announcements,
+            ann,
+            fire_ts,
+            locale=locale,
+            words=words,
+            event=link,
+            late_for=fire_ts if late else None,
+        )
         return shown, payload, late
 
     async def _refused(

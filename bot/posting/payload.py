@@ -311,3 +311,26 @@ async def stored_payload(
             thumbnail = await rows.thumbnail(ann.id)
     payload = post_payload(ann, images, late_for, event_button(link), thumbnail)
     return replace(payload, remind=remind_button(ann.id, reminds))
+
+
+async def render_post(
+    announcements: Announcements,
+    ann: Announcement,
+    fire_ts: float,
+    *,
+    locale: str | None,
+    words: str | None,
+    event: str | None,
+    late_for: float | None = None,
+) -> tuple[Announcement, PostPayload]:
+    """The occurrence of ``ann`` at ``fire_ts`` as it posts, and its payload: what every
+    post of it sends (a delivery, an extra post, the test sent to a manager). Its
+    placeholders rendered from the occurrence alone in ``words`` (the posts' language;
+    None: English), with ``event`` (the link its first attempt recorded, ``""``: none;
+    None: read now); the late note and the buttons said in ``locale``."""
+    shown = await announcements.as_posted(ann, fire_ts, locale=words, event=event)
+    with i18n.speaking(locale):
+        payload = await stored_payload(
+            announcements.sched, shown, late_for, event_at=fire_ts, event=event
+        )
+    return shown, payload

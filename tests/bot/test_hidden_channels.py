@@ -32,6 +32,8 @@ COMMANDS: dict[str, tuple[dict[str, Any], str]] = {
     "skip": ({}, CANT_SEE),
     "unskip": ({"date": "tomorrow"}, CANT_SEE),
     "remindme": ({}, "is for a channel you can't see"),
+    "postnow": ({}, CANT_SEE),
+    "test": ({}, CANT_SEE),
     "edit": ({"channel": "general"}, CANT_SEE),
     "template save": ({"name": "copied"}, "is for a channel you can't see, so you can't save"),
 }

@@ -18,6 +18,7 @@ from bot.announcements import (
     EVENTS_FN,
     FORGET_FN,
     OLD_NAMES,
+    POSTNOW_FN,
     PUBLISH_FN,
     REMIND_FN,
     REPORT_FN,
@@ -51,7 +52,7 @@ async def test_every_bot_job_is_named_alike_and_answers_to_its_old_name(crier: C
     registry = crier.registry
     names = sorted(r.name for r in registry)
     assert names == sorted(
-        [SEND_FN, UPDATE_FN, PUBLISH_FN, REPORT_FN, FORGET_FN, EVENTS_FN, REMIND_FN]
+        [SEND_FN, UPDATE_FN, PUBLISH_FN, REPORT_FN, FORGET_FN, EVENTS_FN, REMIND_FN, POSTNOW_FN]
     )
     assert all(re.fullmatch(r"announcements:[a-z_]+", name) for name in names), names
     assert all(r.args_type is not None for r in registry)  # no handler unpacks a dict

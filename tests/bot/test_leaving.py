@@ -438,6 +438,7 @@ async def test_forgetting_a_server_deletes_its_rows_of_every_bot_table(
     ann = await announcements.get(world.guild.id, hourly)
     await run_command(world, "edit", id=hourly, reminder="15m")  # its reminder settings
     await run_command(world, "remindme", by=world.member, id=hourly)  # who asked
+    await run_command(world, "postnow", id=hourly)  # an extra post
     await crier.sched.wait_idle()  # the edit's events job done: the claim below stays
     async with crier.sched.transaction() as ctx:  # rows only a running job holds, or a login
         await ctx.db.execute(

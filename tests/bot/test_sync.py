@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 COMMANDS = {
     "schedule", "list", "cancel", "settings", "pause", "resume", "skip", "timezone", "edit",
-    "info", "template", "export", "import", "remindme", "unskip", "style",
+    "info", "template", "export", "import", "remindme", "unskip", "style", "postnow", "test",
 }  # fmt: skip
 MESSAGE_COMMANDS = {"Schedule a copy"}
 """The commands of a message's context menu (right-click → Apps)."""
@@ -187,6 +187,8 @@ async def test_the_synced_definitions_have_what_the_commands_promise(
         "import": None,
         "remindme": None,
         "style": None,
+        "postnow": None,
+        "test": None,
     }
 
     def options(name: str) -> dict[str, dict[str, Any]]:
@@ -230,7 +232,7 @@ async def test_the_synced_definitions_have_what_the_commands_promise(
     assert schedule["message"]["max_length"] == 2000
     assert schedule["timezone"]["autocomplete"] is True
     assert all(o["description"] for o in schedule.values())
-    for name in ("cancel", "pause", "resume", "skip", "unskip", "edit", "info"):
+    for name in ("cancel", "pause", "resume", "skip", "unskip", "edit", "info", "postnow", "test"):
         assert options(name)["id"]["autocomplete"] is True
         assert options(name)["id"]["required"]
     for name in ("skip", "unskip"):  # the next one, a date (and time), or a range
@@ -277,6 +279,8 @@ async def test_the_synced_definitions_have_what_the_commands_promise(
     assert style["thumbnail"]["type"] == 11
     assert style["footer"]["max_length"] == 2048
     assert [c["value"] for c in style["clear"]["choices"]] == ["thumbnail", "all"]
+    # An announcement's next post, now or as a test: its id alone.
+    assert list(options("postnow")) == list(options("test")) == ["id"]
 
 
 MAX_OPTIONS = 25
@@ -323,7 +327,8 @@ async def test_synced_definitions_are_what_discords_api_spec_accepts(
         if option["name"] == "id"
     }
     assert bounds == dict.fromkeys(
-        ["cancel", "pause", "resume", "skip", "unskip", "edit", "info", "remindme", "style"],
+        ["cancel", "pause", "resume", "skip", "unskip", "edit", "info", "remindme", "style",
+         "postnow", "test"],
         (1, 2**53 - 1),
     )
 
