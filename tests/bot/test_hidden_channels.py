@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[dict[str, Any], str]] = {
     "skip": ({}, CANT_SEE),
     "unskip": ({"date": "tomorrow"}, CANT_SEE),
     "remindme": ({}, "is for a channel you can't see"),
+    "style": ({"color": "#5865F2"}, CANT_SEE),
     "postnow": ({}, CANT_SEE),
     "test": ({}, CANT_SEE),
     "edit": ({"channel": "general"}, CANT_SEE),

@@ -327,8 +327,19 @@ async def test_synced_definitions_are_what_discords_api_spec_accepts(
         if option["name"] == "id"
     }
     assert bounds == dict.fromkeys(
-        ["cancel", "pause", "resume", "skip", "unskip", "edit", "info", "remindme", "style",
-         "postnow", "test"],
+        [
+            "cancel",
+            "pause",
+            "resume",
+            "skip",
+            "unskip",
+            "edit",
+            "info",
+            "remindme",
+            "style",
+            "postnow",
+            "test",
+        ],
         (1, 2**53 - 1),
     )
 
