@@ -40,7 +40,7 @@ from .errors import (
 )
 from .leases import Leases, LeaseShare
 from .migrations import MigrationSet
-from .models import Job, JobInfo, JobKind, JobState, Pace, Retry, Run, RunOutcome
+from .models import Concurrency, Job, JobInfo, JobKind, JobState, Pace, Retry, Run, RunOutcome
 from .registry import Registry
 from .schedules import ScheduleInfo, ScheduleRequest
 from .settings import Settings
@@ -55,6 +55,7 @@ __all__ = [
     "ActionContext",
     "AlreadyDone",
     "Clock",
+    "Concurrency",
     "Cron",
     "CronJobs",
     "Cursor",

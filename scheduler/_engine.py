@@ -19,7 +19,7 @@ from ._resolver import Resolver
 from .abc import OperationsAt, Store, Tx
 from .clock import Clock, SystemClock, system_time_of
 from .errors import InvalidArgument, SchedulerClosed
-from .models import Pace, Retry, check_priority
+from .models import Concurrency, Pace, Retry, check_priority
 from .registry import Registry
 from .settings import Settings, Tunables
 from .stats import SchedulerStats
@@ -47,6 +47,7 @@ class JobOptions(TypedDict, total=False):
     pace: Pace | None
     priority: int
     timeout: timedelta | float | None
+    concurrency: Concurrency | None
 
 
 class EnqueueOptions(JobOptions, total=False):
@@ -153,6 +154,7 @@ class Engine:
         pace: Pace | None = None,
         priority: int = 0,
         timeout: timedelta | float | None = None,
+        concurrency: Concurrency | None = None,
     ) -> NewJob:
         """Validate everything about a job before anything is written: ``fn`` (and
         ``on_complete``) against the registry, the options, and that ``args`` (checked
@@ -173,6 +175,7 @@ class Engine:
             raise InvalidArgument(f"parent_id must be a job id (int), got {parent_id!r}")
         next_ts = now if run_at is None else _codec.to_timestamp(run_at)
         pace_key, pace_spacing = self.pace_of(fn, pace)
+        limit = self.concurrency_of(fn, concurrency, paced=pace_key is not None)
         priority = check_priority(priority)
         run_timeout = (
             None if timeout is None else _codec.to_seconds(timeout, "timeout", sign="positive")
@@ -197,6 +200,8 @@ class Engine:
             pace_spacing=pace_spacing,
             priority=priority,
             timeout=run_timeout,
+            concurrency_key=None if limit is None else limit.key,
+            concurrency_limit=None if limit is None else limit.limit,
         )
 
     def debounce_job(
@@ -267,6 +272,22 @@ class Engine:
         if chosen is None:
             return None, None
         return chosen.key, chosen.spacing_seconds
+
+    def concurrency_of(
+        self, fn: str, concurrency: Concurrency | None, *, paced: bool
+    ) -> Concurrency | None:
+        """The concurrency of a job of ``fn``: ``concurrency``, else the registration's
+        default (none: no limit). A job takes a pace or a concurrency, not both: one given
+        with a pace is refused; a registration's default gives way to a pace the job names."""
+        if concurrency is not None and not isinstance(concurrency, Concurrency):
+            raise InvalidArgument(
+                f"concurrency must be a Concurrency(key, limit), got {concurrency!r}"
+            )
+        if concurrency is None:
+            return None if paced else self.registry.get(fn).concurrency
+        if paced:
+            raise InvalidArgument(f"a job of {fn!r} takes a pace or a concurrency, not both")
+        return concurrency
 
     # --- schedules --------------------------------------------------------------------------
 

@@ -28,6 +28,9 @@ class Target:
     max_failures: int
     initial_backoff: float
     backoff_base: float
+    concurrency_key: str | None = None
+    """The registration's concurrency, which every occurrence carries (None: none)."""
+    concurrency_limit: int | None = None
 
 
 class Resolver:
@@ -54,6 +57,7 @@ class Resolver:
         registration's own name, also when ``fn`` is an alias of it (so the occurrences of
         a schedule stored under an old name run under the new one)."""
         reg = self._registry.get(fn)
+        conc = reg.concurrency
         return Target(
             fn=reg.name,
             kind=reg.kind,
@@ -61,6 +65,8 @@ class Resolver:
             max_failures=reg.retry.max_failures,
             initial_backoff=reg.retry.backoff_seconds,
             backoff_base=float(reg.retry.base),
+            concurrency_key=None if conc is None else conc.key,
+            concurrency_limit=None if conc is None else conc.limit,
         )
 
     def live_target(self, fn: str) -> Target | None:

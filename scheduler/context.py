@@ -89,7 +89,10 @@ class TransactionScheduling(InTransaction):
         delays it by one batch at most; within one pace key jobs keep their due order),
         ``timeout`` (seconds or a ``timedelta``: a run still going after it is cancelled
         and fails with :class:`~scheduler.JobTimeout`, retried by the job's retry policy;
-        default: the registration's, else none).
+        default: the registration's, else none), ``concurrency`` (a
+        :class:`~scheduler.Concurrency`: at most its limit of jobs with its key in progress
+        at once, in every process, the others waiting without a lease or a worker slot;
+        default: the registration's; not with ``pace``).
         """
         job = self._engine.new_job(fn, args, self._tx.state.now, **options)
         return await (await self._writing()).enqueue(job)

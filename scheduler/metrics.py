@@ -20,7 +20,8 @@ Two kinds of figures:
 - the store's gauges, read by :meth:`SchedulerCollector.refresh` (a scrape cannot await):
   jobs by active state, the due backlog (work that could start now) and how long its
   oldest job has waited, the paced jobs waiting for their key's slot (not backlog: they
-  are kept to their spacing), and the schedules' missed and skipped fire times. Every
+  are kept to their spacing), the jobs waiting for a place under their concurrency key's
+  limit, and the schedules' missed and skipped fire times. Every
   count stops at ``cap`` rows, so a scrape costs the same however large the store grows;
   these are the same from every process sharing the store (``max`` them, don't add them).
 """
@@ -190,6 +191,12 @@ class SchedulerCollector(Collector):
             "Due paced jobs waiting for their pace key's next slot (kept to their spacing, "
             f"not late; counted up to {self.cap}).",
             value=g.paced_waiting,
+        )
+        yield GaugeMetricFamily(
+            f"{ns}_concurrency_waiting",
+            "Due jobs waiting for a place under their concurrency key's limit (their key's "
+            f"runs are in progress; counted up to {self.cap}).",
+            value=g.limited_waiting,
         )
         yield GaugeMetricFamily(f"{ns}_schedules", "Recurring schedules.", value=g.schedules)
         yield CounterMetricFamily(

@@ -100,6 +100,37 @@ class Pace:
         return to_seconds(self.spacing, "Pace.spacing")
 
 
+CONCURRENCY_KEY_LIMIT = 500
+"""The longest concurrency key, in characters."""
+
+
+@dataclass(frozen=True, slots=True)
+class Concurrency:
+    """At most ``limit`` jobs that share ``key`` are in progress at once, in every process
+    that shares the store.
+
+    A job waiting for its turn is simply not claimable yet: it holds no lease and no worker
+    slot, and the jobs of one key start in due order. A run holds its place from its claim
+    until its outcome is recorded (success, failure, a retry's wait, a lost lease reclaimed:
+    a crashed holder's place is freed when the sweep, or the watch over gone holders,
+    reclaims its run); the commit that frees a place wakes the drivers (on PostgreSQL in
+    every process). ``limit`` is a whole number of at least 1; each job carries its own
+    (jobs of one key normally share one). A job takes a pace or a concurrency, not both.
+    """
+
+    key: str
+    limit: int = 1
+
+    def __post_init__(self) -> None:
+        check_name(self.key, "Concurrency.key", CONCURRENCY_KEY_LIMIT)
+        if isinstance(self.limit, bool) or not isinstance(self.limit, int):
+            raise InvalidArgument(f"Concurrency.limit must be an int, got {self.limit!r}")
+        if not 1 <= self.limit <= PRIORITY_LIMIT:
+            raise InvalidArgument(
+                f"Concurrency.limit must be from 1 to {PRIORITY_LIMIT}, got {self.limit}"
+            )
+
+
 PRIORITY_LIMIT = 2**31 - 1
 """The highest priority (and, negated, about the lowest): what a 32-bit column holds."""
 
@@ -155,6 +186,9 @@ class Job:
     timeout: float | None = None
     """Seconds a run may take before it is cancelled, as the enqueue said (None: the
     registration's timeout applies, if it has one)."""
+    concurrency_key: str | None = None
+    """At most ``concurrency_limit`` jobs with this key run at once (None: no limit)."""
+    concurrency_limit: int | None = None
 
     @property
     def next_at(self) -> datetime:

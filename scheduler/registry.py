@@ -16,7 +16,14 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 from ._args import ArgsType
 from ._codec import check_name, to_seconds
 from .errors import DuplicateName, InvalidArgument, UnknownFunction
-from .models import DEFAULT_ACTION_RETRY, DEFAULT_MUTATION_RETRY, JobKind, Pace, Retry
+from .models import (
+    DEFAULT_ACTION_RETRY,
+    DEFAULT_MUTATION_RETRY,
+    Concurrency,
+    JobKind,
+    Pace,
+    Retry,
+)
 
 if TYPE_CHECKING:
     from datetime import timedelta
@@ -48,6 +55,9 @@ class Registration:
     timeout: float | None = None
     """Seconds a run of its jobs may take before it is cancelled, unless the job names its
     own timeout (None: no limit)."""
+    concurrency: Concurrency | None = None
+    """The concurrency limit of its jobs (schedule occurrences included) unless they name
+    their own (None: none)."""
 
     def encode_args(self, args: Any, what: str) -> Any:
         """What a job of this function stores for ``args``: for a typed registration the
@@ -95,13 +105,16 @@ class Registry:
         args: type[Any] | None = None,
         aliases: Iterable[str] = (),
         timeout: timedelta | float | None = None,
+        concurrency: Concurrency | None = None,
     ) -> None:
         """Register ``handler`` under ``name``; a name (or alias) may be registered once.
         ``pace`` is the default pace of its jobs and schedules (see
         :class:`~scheduler.Pace`); ``args`` the frozen dataclass its arguments are checked
         against at enqueue and decoded into before the handler runs; ``aliases`` older
         names whose stored jobs and schedules it runs too; ``timeout`` how long a run of its
-        jobs may take before it is cancelled and fails (a job's own ``timeout`` wins)."""
+        jobs may take before it is cancelled and fails (a job's own ``timeout`` wins);
+        ``concurrency`` the default :class:`~scheduler.Concurrency` of its jobs and of its
+        schedules' occurrences (a job's own wins; not with ``pace``)."""
         check_name(name, "a function name", NAME_LIMIT)
         kind = JobKind(kind)
         if isinstance(aliases, str):
@@ -122,6 +135,12 @@ class Registry:
             raise InvalidArgument("idempotent=True is for actions; mutations are always replayable")
         if pace is not None and not isinstance(pace, Pace):
             raise InvalidArgument(f"pace must be a Pace(key, spacing), got {pace!r}")
+        if concurrency is not None and not isinstance(concurrency, Concurrency):
+            raise InvalidArgument(
+                f"concurrency must be a Concurrency(key, limit), got {concurrency!r}"
+            )
+        if pace is not None and concurrency is not None:
+            raise InvalidArgument(f"{name!r} takes a pace or a concurrency, not both")
         # An idempotent action is replayed like a mutation after a crash (the lost run counts
         # as an attempt), so it gets a mutation's budget: with one attempt it could never be.
         replayable = kind is JobKind.MUTATION or idempotent
@@ -139,6 +158,7 @@ class Registry:
                 args_type,
                 old_names,
                 seconds,
+                concurrency,
             )
         )
 
@@ -157,6 +177,7 @@ class Registry:
         pace: Pace | None = None,
         aliases: Iterable[str] = (),
         timeout: timedelta | float | None = None,
+        concurrency: Concurrency | None = None,
     ) -> Callable[[H], H]: ...
 
     @overload
@@ -169,6 +190,7 @@ class Registry:
         pace: Pace | None = None,
         aliases: Iterable[str] = (),
         timeout: timedelta | float | None = None,
+        concurrency: Concurrency | None = None,
     ) -> Callable[[TypedHandler[A, R]], TypedHandler[A, R]]: ...
 
     def mutation(
@@ -180,6 +202,7 @@ class Registry:
         pace: Pace | None = None,
         aliases: Iterable[str] = (),
         timeout: timedelta | float | None = None,
+        concurrency: Concurrency | None = None,
     ) -> Callable[[H], H]:
         """Decorator: ``handler(ctx, args)`` runs inside one write transaction (``args``:
         an instance of the ``args`` type when one is given; see :meth:`register`)."""
@@ -194,6 +217,7 @@ class Registry:
                 args=args,
                 aliases=aliases,
                 timeout=timeout,
+                concurrency=concurrency,
             )
             return fn
 
@@ -210,6 +234,7 @@ class Registry:
         pace: Pace | None = None,
         aliases: Iterable[str] = (),
         timeout: timedelta | float | None = None,
+        concurrency: Concurrency | None = None,
     ) -> Callable[[H], H]: ...
 
     @overload
@@ -223,6 +248,7 @@ class Registry:
         pace: Pace | None = None,
         aliases: Iterable[str] = (),
         timeout: timedelta | float | None = None,
+        concurrency: Concurrency | None = None,
     ) -> Callable[[TypedHandler[A, R]], TypedHandler[A, R]]: ...
 
     def action(
@@ -235,6 +261,7 @@ class Registry:
         pace: Pace | None = None,
         aliases: Iterable[str] = (),
         timeout: timedelta | float | None = None,
+        concurrency: Concurrency | None = None,
     ) -> Callable[[H], H]:
         """Decorator: ``handler(ctx, args)`` runs outside any transaction and may do I/O.
 
@@ -253,6 +280,7 @@ class Registry:
                 args=args,
                 aliases=aliases,
                 timeout=timeout,
+                concurrency=concurrency,
             )
             return fn
 

@@ -132,6 +132,9 @@ class NewJob:
     """Among due jobs, a higher priority starts first."""
     timeout: float | None = None
     """Seconds a run may take before it is cancelled (None: the registration's, if any)."""
+    concurrency_key: str | None = None
+    """At most ``concurrency_limit`` jobs with this key in progress at once (None: no limit)."""
+    concurrency_limit: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +159,8 @@ class ClaimedJob:
     priority: int = 0
     timeout: float | None = None
     """The job's own timeout in seconds (None: the registration's, if any)."""
+    concurrency_key: str | None = None
+    """Its concurrency key: its end frees a place of that key (None: no limit)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,6 +238,8 @@ class StoreGauges:
     """Fire times every schedule's catch-up policy dropped, added up."""
     schedule_skipped: int
     """Fire times every schedule's overlap policy skipped, added up."""
+    limited_waiting: int = 0
+    """Due jobs that wait for a place under their concurrency key's limit (not backlog)."""
 
 
 # --- schedules -----------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from ..store_types import (
     ReclaimReport,
     Row,
 )
-from . import history, pacing
+from . import history, limits, pacing
 from .jobs import fire_on_complete, release_held
 from .reads import batch_items, decode_payload
 from .seeds import backoff_delay
@@ -44,22 +44,29 @@ def claim_due(
 
     Due jobs start by priority (highest first), then in due order. Each claim is conditional
     on the job still being exactly ``pending``; a paced job is claimed only in its key's
-    open slot, which the claim takes (see ``_pacing``). Due times are compared on ``now``'s
-    clock; the lease (``lease_until``, on that clock too) is stamped on the lease clock (see
-    :attr:`OpState.lease_offset`).
+    open slot, which the claim takes (see ``_pacing``); a job under a concurrency limit
+    only while its key has a place free, in due order (see ``_limits``). Due times are
+    compared on ``now``'s clock; the lease (``lease_until``, on that clock too) is stamped on
+    the lease clock (see :attr:`OpState.lease_offset`).
 
     Without jobs of another priority than 0 (the plan says so) this is the claim of before
     priorities: due unpaced jobs in due order, then paced ones with the room left.
     """
     include_actions = action_limit > 0
-    # The next paced start, the next schedule fire and the priorities in use, in one query.
+    # The next paced and limited starts, the next schedule fire and the priorities in use,
+    # in one query.
     plan = yield from pacing.plan(st, include_actions)
     room = {JobKind.MUTATION: mutation_limit, JobKind.ACTION: action_limit}
     heads: list[Any] = []
     paced_now = plan.start is not None and plan.start <= st.now
     if paced_now:
-        mutations, actions = room[JobKind.MUTATION], room[JobKind.ACTION]
-        heads = yield from pacing.heads(st, mutations, actions, plan.ranked_paced)
+        heads = yield from pacing.heads(st, mutation_limit, action_limit, plan.ranked_paced)
+    limited: set[int] = set()
+    limited_now = plan.limited_start is not None and plan.limited_start <= st.now
+    if limited_now:
+        got = yield from limits.heads(st, mutation_limit, action_limit)
+        limited = {int(h["id"]) for h in got}
+        heads = [*heads, *got]
     lease = st.on_lease_clock(lease_until)
     rows: list[Any] = []
     chosen: list[Any] = []
@@ -78,7 +85,12 @@ def claim_due(
         if walk.ranked_claimed:
             levels.pop(kind)  # claimed from: read again below
     if paced_now:
-        rows.extend((yield from pacing.claim_heads(st, chosen, lease_until, process)))
+        paced = [h for h in chosen if int(h["id"]) not in limited]
+        rows.extend((yield from pacing.claim_heads(st, paced, lease_until, process)))
+    if limited_now:
+        picked = [h for h in chosen if int(h["id"]) in limited]
+        rows.extend((yield from limits.claim_heads(st, picked, lease_until, process)))
+    if paced_now or limited_now:
         plan = yield from pacing.plan(st, include_actions)
     jobs: list[ClaimedJob] = []
     if rows:
@@ -91,17 +103,19 @@ def claim_due(
             job_id = int(r["id"])
             jobs.append(_claimed(r, payloads.get(job_id), items.get(job_id)))
     unpaced = yield from _next_unpaced(include_actions, plan.ranked, levels)
-    next_due = min((t for t in (plan.start, unpaced) if t is not None), default=None)
+    starts = (plan.start, plan.limited_start, unpaced)
+    next_due = min((t for t in starts if t is not None), default=None)
     return Claim(jobs, next_due, plan.next_tick)
 
 
 class _Walk:
     """One kind's claim of unpaced jobs, priority by priority, highest first: the due
     priorities other than 0 (``levels``), 0 (the jobs of the default priority, in an index of
-    their own), and the priorities of the paced jobs that may start now (``heads``): at each
-    priority its due unpaced jobs are claimed in due order, then its paced heads are picked,
-    while the kind has room. The picked heads are claimed together afterwards, when their
-    keys' slots are taken."""
+    their own), and the priorities of the paced and limited jobs that may start now
+    (``heads``): at each priority its due unpaced jobs are claimed in due order, then its
+    heads are picked, while the kind has room. The picked heads are claimed together
+    afterwards, when their keys' slots are taken (paced) or their keys locked and their
+    places counted again (limited)."""
 
     def __init__(
         self, st: OpState, kind: JobKind, room: int, lease: float, process: str | None
@@ -160,15 +174,18 @@ def _claimed(r: Row, payload: Row | None, items: list[Any] | None) -> ClaimedJob
         args=args,
         priority=int(r["priority"]),
         timeout=optional_float(r["run_timeout"]),
+        concurrency_key=r["conc_key"],
     )
 
 
 def next_due_time(st: OpState, include_actions: bool = True) -> Op[float | None]:
-    """When the next pending job may start: the earliest due unpaced job, or the earliest
-    time a paced one's key's slot lets it start (None if nothing is pending)."""
+    """When the next pending job may start: the earliest due unpaced job, the earliest
+    time a paced one's key's slot lets it start, or the earliest first job of a limited key
+    with a place free (None if nothing is pending, or nothing could start before a job ends)."""
     plan = yield from pacing.plan(st, include_actions)
     unpaced = yield from _next_unpaced(include_actions, plan.ranked, {})
-    return min((t for t in (plan.start, unpaced) if t is not None), default=None)
+    starts = (plan.start, plan.limited_start, unpaced)
+    return min((t for t in starts if t is not None), default=None)
 
 
 def _next_unpaced(
@@ -235,6 +252,8 @@ def complete(
         if n:
             applied += 1
             counts[kind] = counts.get(kind, 0) + 1
+            if j.concurrency_key is not None:
+                st.wake = True  # its key's place is free: the key's next job may start
         else:
             stale += 1
     return CompletionReport(applied, stale, counts)
@@ -362,6 +381,8 @@ def _reclaim(st: OpState, rows: Sequence[Row], process: str | None, why: str) ->
         if n:
             failed += 1
             st.end(job_id)
+            if r["conc_key"] is not None:
+                st.wake = True  # its key's place is free
             yield Q("set_error", {"job_id": job_id, "error": error})
             if r["on_complete"] is not None:
                 yield from fire_on_complete(st, job_id, r["on_complete"], _failed_json(error))

@@ -139,6 +139,8 @@ def _insert(
         "pace_spacing": job.pace_spacing,
         "priority": job.priority,
         "run_timeout": job.timeout,
+        "conc_key": job.concurrency_key,
+        "conc_limit": job.concurrency_limit,
         "now": st.now,
         "finished_at": finished,
     }

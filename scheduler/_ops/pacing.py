@@ -29,12 +29,16 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class Plan:
-    """What a claim reads first, in one query: when the next paced job may start, the next
-    schedule fire, and which of the job classes hold pending jobs of a priority other than 0
-    (those are claimed by priority; without them a claim takes due order alone)."""
+    """What a claim reads first, in one query: when the next paced job may start, when the
+    next job under a concurrency limit may, the next schedule fire, and which of the job
+    classes hold pending jobs of a priority other than 0 (those are claimed by priority;
+    without them a claim takes due order alone)."""
 
     start: float | None
     """When the next paced job may start (see :func:`next_start`)."""
+    limited_start: float | None
+    """When the next job under a concurrency limit may start: the earliest first pending
+    job of a key with a place free (None if there is none; see :mod:`.limits`)."""
     next_tick: float | None
     """The next fire time of an active schedule (None if there is none)."""
     ranked: frozenset[JobKind]
@@ -54,7 +58,7 @@ def plan(st: OpState, include_actions: bool = True) -> Op[Plan]:
     }
     row = yield Q("next_paced", params, "one")
     if row is None:
-        return Plan(None, None, frozenset(), ranked_paced=False)
+        return Plan(None, None, None, frozenset(), ranked_paced=False)
     ranked = frozenset(
         kind
         for kind, column in (
@@ -65,6 +69,7 @@ def plan(st: OpState, include_actions: bool = True) -> Op[Plan]:
     )
     return Plan(
         optional_float(row["start_ts"]),
+        optional_float(row["limited_start_ts"]),
         optional_float(row["next_fire_ts"]),
         ranked,
         ranked_paced=bool(row["ranked_paced"]),

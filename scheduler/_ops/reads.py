@@ -89,7 +89,9 @@ def gauges(st: OpState, cap: int) -> Op[StoreGauges]:
     The backlog is the work that could start now: due unpaced jobs, and each pace key's first
     pending job once it is due and its key's slot is open (its age counted from the later of
     the two). Due paced jobs behind their key's slot are counted apart, as waiting: they are
-    not late, they are kept to their spacing."""
+    not late, they are kept to their spacing. So are due jobs under a concurrency limit
+    whose turn has not come (their key is at its limit); those whose turn has come are
+    backlog (the limited part costs a read of the due limited jobs)."""
     rows = yield Q("count_active_capped", {"cap": cap}, "all")
     active = {r["state"]: int(r["n"]) for r in rows}
     due = 0
@@ -117,6 +119,12 @@ def gauges(st: OpState, cap: int) -> Op[StoreGauges]:
     since = optional_float(paced["startable_since"])
     if since is not None:
         oldest = since if oldest is None else min(oldest, since)
+    limited = yield Q("limited_gauges", {"now": st.now, "cap": cap}, "one")
+    startable_limited = int(limited["startable"])
+    due += startable_limited
+    since = optional_float(limited["startable_since"])
+    if since is not None:
+        oldest = since if oldest is None else min(oldest, since)
     totals = yield Q("schedule_totals", {}, "one")
     return StoreGauges(
         active=active,
@@ -126,6 +134,7 @@ def gauges(st: OpState, cap: int) -> Op[StoreGauges]:
         schedules=int(totals["n"]),
         schedule_missed=int(totals["missed"]),
         schedule_skipped=int(totals["skipped"]),
+        limited_waiting=max(0, min(int(limited["due"]), cap) - startable_limited),
     )
 
 
@@ -164,6 +173,8 @@ def job_from_row(r: Row, lease_offset: float = 0.0, items: list[Any] | None = No
         pace_spacing=optional_float(r["pace_spacing"]),
         priority=int(r["priority"]),
         timeout=optional_float(r["run_timeout"]),
+        concurrency_key=r["conc_key"],
+        concurrency_limit=None if r["conc_limit"] is None else int(r["conc_limit"]),
     )
 
 

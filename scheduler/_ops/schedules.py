@@ -193,6 +193,9 @@ def occurrence(row: ScheduleRow | ScheduleDef, fire_ts: float, next_ts: float) -
         jitter=jitter if row.jitter > 0 else None,
         pace_key=row.pace_key,
         pace_spacing=row.pace_spacing,
+        # A schedule's own pace wins over its function's concurrency (a job takes one).
+        concurrency_key=None if row.pace_key is not None else target.concurrency_key,
+        concurrency_limit=None if row.pace_key is not None else target.concurrency_limit,
     )
 
 

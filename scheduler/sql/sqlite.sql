@@ -8,11 +8,12 @@
 INSERT INTO scheduler_jobs (
     fn, kind, state, next_ts, max_failures, initial_backoff, backoff_base, idempotent,
     parent_id, idempotency_key, on_complete, name, schedule_name, fire_ts, jitter,
-    pace_key, pace_spacing, priority, run_timeout, created_at, updated_at, finished_at)
+    pace_key, pace_spacing, priority, run_timeout, conc_key, conc_limit, created_at,
+    updated_at, finished_at)
 VALUES (:fn, :kind, :state, :next_ts, :max_failures, :initial_backoff, :backoff_base,
         :idempotent, :parent_id, :idempotency_key, :on_complete, :name, :schedule_name,
-        :fire_ts, :jitter, :pace_key, :pace_spacing, :priority, :run_timeout, :now, :now,
-        :finished_at)
+        :fire_ts, :jitter, :pace_key, :pace_spacing, :priority, :run_timeout, :conc_key,
+        :conc_limit, :now, :now, :finished_at)
 ON CONFLICT DO NOTHING
 RETURNING id;
 
@@ -21,12 +22,12 @@ RETURNING id;
 INSERT INTO scheduler_jobs (
     fn, kind, state, next_ts, max_failures, initial_backoff, backoff_base, idempotent,
     parent_id, idempotency_key, on_complete, name, schedule_name, fire_ts, jitter,
-    pace_key, pace_spacing, priority, run_timeout, created_at, updated_at, finished_at,
-    debounce_key, batch_key, batch_items)
+    pace_key, pace_spacing, priority, run_timeout, conc_key, conc_limit, created_at,
+    updated_at, finished_at, debounce_key, batch_key, batch_items)
 VALUES (:fn, :kind, :state, :next_ts, :max_failures, :initial_backoff, :backoff_base,
         :idempotent, :parent_id, :idempotency_key, :on_complete, :name, :schedule_name,
-        :fire_ts, :jitter, :pace_key, :pace_spacing, :priority, :run_timeout, :now, :now,
-        :finished_at, :debounce_key, :batch_key, :batch_items)
+        :fire_ts, :jitter, :pace_key, :pace_spacing, :priority, :run_timeout, :conc_key,
+        :conc_limit, :now, :now, :finished_at, :debounce_key, :batch_key, :batch_items)
 ON CONFLICT DO NOTHING
 RETURNING id;
 
@@ -56,14 +57,14 @@ SET state = 'in_progress', run_count = run_count + 1, lease_expires_at = :lease_
     updated_at = :now, lease_holder = :process
 WHERE id IN (
     SELECT id FROM scheduler_jobs
-    WHERE state = 'pending' AND pace_key IS NULL AND priority = 0 AND kind = :kind
+    WHERE state = 'pending' AND pace_key IS NULL AND conc_key IS NULL AND priority = 0 AND kind = :kind
       AND next_ts <= :now
     ORDER BY next_ts
     LIMIT :limit)
   AND state = 'pending'
 RETURNING id, fn, kind, attempts, max_failures, initial_backoff, backoff_base, run_count,
           next_ts, on_complete, name, idempotent, schedule_name, fire_ts, priority,
-          run_timeout;
+          run_timeout, conc_key;
 
 -- name: claim_ranked
 -- Take up to :limit due unpaced pending jobs of one kind and of priority :priority (not 0), in due order, leased until :lease_until by :process.
@@ -72,31 +73,31 @@ SET state = 'in_progress', run_count = run_count + 1, lease_expires_at = :lease_
     updated_at = :now, lease_holder = :process
 WHERE id IN (
     SELECT id FROM scheduler_jobs
-    WHERE state = 'pending' AND pace_key IS NULL AND priority <> 0 AND kind = :kind
+    WHERE state = 'pending' AND pace_key IS NULL AND conc_key IS NULL AND priority <> 0 AND kind = :kind
       AND priority = :priority AND next_ts <= :now
     ORDER BY next_ts
     LIMIT :limit)
   AND state = 'pending'
 RETURNING id, fn, kind, attempts, max_failures, initial_backoff, backoff_base, run_count,
           next_ts, on_complete, name, idempotent, schedule_name, fire_ts, priority,
-          run_timeout;
+          run_timeout, conc_key;
 
 -- name: ranked_levels
 -- The priorities (not 0) of the unpaced pending jobs of one kind, highest first, each with its earliest next_ts.
 -- A skip scan of scheduler_jobs_ranked: one probe per distinct priority, whatever the backlog.
 WITH RECURSIVE levels(p) AS (
     SELECT (SELECT priority FROM scheduler_jobs
-            WHERE state = 'pending' AND pace_key IS NULL AND priority <> 0 AND kind = :kind
+            WHERE state = 'pending' AND pace_key IS NULL AND conc_key IS NULL AND priority <> 0 AND kind = :kind
             ORDER BY priority DESC LIMIT 1)
     UNION ALL
     SELECT (SELECT priority FROM scheduler_jobs
-            WHERE state = 'pending' AND pace_key IS NULL AND priority <> 0 AND kind = :kind
+            WHERE state = 'pending' AND pace_key IS NULL AND conc_key IS NULL AND priority <> 0 AND kind = :kind
               AND priority < levels.p
             ORDER BY priority DESC LIMIT 1)
     FROM levels WHERE levels.p IS NOT NULL)
 SELECT p AS priority,
        (SELECT next_ts FROM scheduler_jobs
-        WHERE state = 'pending' AND pace_key IS NULL AND priority <> 0 AND kind = :kind
+        WHERE state = 'pending' AND pace_key IS NULL AND conc_key IS NULL AND priority <> 0 AND kind = :kind
           AND priority = levels.p
         ORDER BY next_ts LIMIT 1) AS first_ts
 FROM levels WHERE p IS NOT NULL
@@ -113,7 +114,7 @@ WHERE job_id IN (SELECT value FROM json_each(:job_ids));
 -- name: next_due
 -- The earliest next_ts of an unpaced pending job of one kind and the default priority (0).
 SELECT next_ts FROM scheduler_jobs
-WHERE state = 'pending' AND pace_key IS NULL AND priority = 0 AND kind = :kind
+WHERE state = 'pending' AND pace_key IS NULL AND conc_key IS NULL AND priority = 0 AND kind = :kind
 ORDER BY next_ts
 LIMIT 1;
 
@@ -166,7 +167,7 @@ WHERE id = :job_id AND run_count = :run_count AND state = 'in_progress';
 -- name: expired_leases
 -- Up to :limit running jobs whose lease ran out before :now, oldest lease first, with the process holding each.
 SELECT id, kind, idempotent, attempts, max_failures, run_count, on_complete, schedule_name,
-       lease_holder
+       lease_holder, conc_key
 FROM scheduler_jobs
 WHERE state = 'in_progress' AND lease_expires_at < :now
 ORDER BY lease_expires_at
@@ -206,7 +207,7 @@ DELETE FROM scheduler_jobs WHERE id IN (SELECT value FROM json_each(:job_ids));
 SELECT j.id, j.fn, j.kind, j.state, j.next_ts, j.attempts, j.max_failures, j.run_count,
        j.lease_expires_at, j.parent_id, j.idempotency_key, j.on_complete, j.name,
        j.schedule_name, j.fire_ts, j.jitter, j.created_at, j.updated_at, j.finished_at,
-       j.pace_key, j.pace_spacing, j.priority, j.run_timeout,
+       j.pace_key, j.pace_spacing, j.priority, j.run_timeout, j.conc_key, j.conc_limit,
        a.args, a.context_type, a.context, a.result, a.error, a.callback_of, a.batch
 FROM scheduler_jobs j LEFT JOIN scheduler_job_args a ON a.job_id = j.id
 WHERE j.id = :job_id;
@@ -222,7 +223,7 @@ WHERE j.id IN (SELECT value FROM json_each(:job_ids));
 SELECT j.id, j.fn, j.kind, j.state, j.next_ts, j.attempts, j.max_failures, j.run_count,
        j.lease_expires_at, j.parent_id, j.idempotency_key, j.on_complete, j.name,
        j.schedule_name, j.fire_ts, j.jitter, j.created_at, j.updated_at, j.finished_at,
-       j.pace_key, j.pace_spacing, j.priority, j.run_timeout,
+       j.pace_key, j.pace_spacing, j.priority, j.run_timeout, j.conc_key, j.conc_limit,
        NULL AS args, NULL AS context_type, NULL AS context, NULL AS result, a.error,
        NULL AS callback_of
 FROM scheduler_jobs j LEFT JOIN scheduler_job_args a ON a.job_id = j.id
@@ -420,10 +421,10 @@ SELECT (SELECT coalesce(max(id), 0) FROM scheduler_jobs) + i AS id FROM k ORDER 
 INSERT INTO scheduler_jobs (
     id, fn, kind, state, next_ts, max_failures, initial_backoff, backoff_base, idempotent,
     on_complete, name, schedule_name, fire_ts, jitter, pace_key, pace_spacing, priority,
-    run_timeout, created_at, updated_at)
+    run_timeout, conc_key, conc_limit, created_at, updated_at)
 VALUES (:id, :fn, :kind, 'pending', :next_ts, :max_failures, :initial_backoff, :backoff_base,
         :idempotent, :on_complete, :name, :schedule_name, :fire_ts, :jitter, :pace_key,
-        :pace_spacing, :priority, :run_timeout, :now, :now);
+        :pace_spacing, :priority, :run_timeout, :conc_key, :conc_limit, :now, :now);
 
 -- name: insert_schedules
 -- Boot reconciliation's new static entries, in one executemany.
@@ -492,7 +493,7 @@ FROM (SELECT 1 FROM scheduler_jobs
 -- How many unpaced pending jobs of one kind and the default priority (0) are due at :now, counted up to :cap.
 SELECT count(*) AS n
 FROM (SELECT 1 FROM scheduler_jobs
-      WHERE state = 'pending' AND pace_key IS NULL AND priority = 0 AND kind = :kind
+      WHERE state = 'pending' AND pace_key IS NULL AND conc_key IS NULL AND priority = 0 AND kind = :kind
         AND next_ts <= :now
       LIMIT :cap) AS due;
 
@@ -500,7 +501,7 @@ FROM (SELECT 1 FROM scheduler_jobs
 -- How many unpaced pending jobs of one kind and of priority :priority (not 0) are due at :now, counted up to :cap.
 SELECT count(*) AS n
 FROM (SELECT 1 FROM scheduler_jobs
-      WHERE state = 'pending' AND pace_key IS NULL AND priority <> 0 AND kind = :kind
+      WHERE state = 'pending' AND pace_key IS NULL AND conc_key IS NULL AND priority <> 0 AND kind = :kind
         AND priority = :priority AND next_ts <= :now
       LIMIT :cap) AS due;
 
@@ -603,12 +604,22 @@ ORDER BY priority DESC, next_ts, id
 LIMIT :limit;
 
 -- name: next_paced
--- When the next paced job may start (the earliest over the keys of the later of its first pending job's due time and its slot, exact when it is after :now; actions counted when :actions is 1), the next schedule fire, and whether pending jobs of another priority than 0 exist (unpaced mutations, unpaced actions, paced jobs).
+-- When the next paced job may start (the earliest over the keys of the later of its first pending job's due time and its slot, exact when it is after :now; actions counted when :actions is 1), when the next limited job may start (the earliest first pending job of a key below its limit), the next schedule fire, and whether pending jobs of another priority than 0 exist (unpaced mutations, unpaced actions, paced jobs).
 -- A key's slot ahead of :now is one of few (scheduler_pace_ahead); every other key's time is
 -- its first job's, found by walking the pending paced jobs in due order to the first that is
 -- its key's first. Asked once per dispatch pass, so the wake-up for the schedules costs no
 -- statement of its own.
 -- Slots are on the lease clock (:lease_now, :lease_offset ahead of :now): read back on :now's.
+-- The limited keys are walked one by one (a skip scan of scheduler_jobs_limited): each key's
+-- first pending job (of the kinds counted) starts when its key has a place free; a key at
+-- its limit is left out, so its queue never makes the driver wake for nothing.
+WITH RECURSIVE limited(k) AS (
+    SELECT (SELECT min(conc_key) FROM scheduler_jobs
+            WHERE state = 'pending' AND conc_key IS NOT NULL)
+    UNION ALL
+    SELECT (SELECT min(conc_key) FROM scheduler_jobs
+            WHERE state = 'pending' AND conc_key IS NOT NULL AND conc_key > limited.k)
+    FROM limited WHERE limited.k IS NOT NULL)
 SELECT (SELECT min(t) FROM (
             SELECT (SELECT max(j.next_ts, coalesce(p.next_start_ts - :lease_offset, j.next_ts))
          FROM scheduler_jobs j LEFT JOIN scheduler_pace p ON p.pace_key = j.pace_key
@@ -637,15 +648,23 @@ SELECT (SELECT min(t) FROM (
                          ORDER BY h.next_ts, h.id LIMIT 1)
                     WHERE p.next_start_ts > :lease_now AND (j.kind = 'mutation' OR :actions = 1)) AS t
         ) AS starts) AS start_ts,
+       (SELECT min(j.next_ts) FROM limited
+        JOIN scheduler_jobs j ON j.id = (SELECT h.id FROM scheduler_jobs h
+             WHERE h.state = 'pending' AND h.conc_key = limited.k
+               AND (h.kind = 'mutation' OR :actions = 1)
+             ORDER BY h.next_ts, h.id LIMIT 1)
+        WHERE (SELECT count(*) FROM scheduler_jobs r
+               WHERE r.state = 'in_progress' AND r.conc_key = limited.k) < j.conc_limit)
+           AS limited_start_ts,
        (SELECT next_fire_ts FROM scheduler_schedules
         WHERE paused = 0 AND next_fire_ts IS NOT NULL
         ORDER BY next_fire_ts
         LIMIT 1) AS next_fire_ts,
        EXISTS (SELECT 1 FROM scheduler_jobs
-               WHERE state = 'pending' AND pace_key IS NULL AND priority <> 0
+               WHERE state = 'pending' AND pace_key IS NULL AND conc_key IS NULL AND priority <> 0
                  AND kind = 'mutation') AS ranked_mutations,
        EXISTS (SELECT 1 FROM scheduler_jobs
-               WHERE state = 'pending' AND pace_key IS NULL AND priority <> 0
+               WHERE state = 'pending' AND pace_key IS NULL AND conc_key IS NULL AND priority <> 0
                  AND kind = 'action') AS ranked_actions,
        (EXISTS (SELECT 1 FROM scheduler_jobs
                 WHERE state = 'pending' AND pace_key IS NOT NULL AND priority <> 0
@@ -676,11 +695,72 @@ SET state = 'in_progress', run_count = run_count + 1, lease_expires_at = :lease_
 WHERE id IN (SELECT value FROM json_each(:job_ids)) AND state = 'pending'
 RETURNING id, fn, kind, attempts, max_failures, initial_backoff, backoff_base, run_count,
           next_ts, on_complete, name, idempotent, schedule_name, fire_ts, priority,
-          run_timeout;
+          run_timeout, conc_key;
 
 -- name: prune_pace
 -- Forget the slots that opened before :before (no row means open: nothing changes).
 DELETE FROM scheduler_pace WHERE next_start_ts < :before;
+
+-- Concurrency ---------------------------------------------------------------------------------
+
+-- name: limited_due
+-- Up to :limit claimable limited jobs: due, and within their key's first pending ones (in due order) as many as its limit leaves places free.
+-- A job's turn is its rank among its key's due pending jobs of the kinds that may be claimed
+-- (:mutations and :actions, 0 or 1); the places taken are its key's running jobs. The cost
+-- follows the due limited jobs, not the future ones.
+SELECT c.id, c.conc_key, c.kind, c.next_ts, c.priority FROM (
+    SELECT j.id, j.conc_key, j.conc_limit, j.kind, j.next_ts, j.priority,
+           row_number() OVER (PARTITION BY j.conc_key ORDER BY j.next_ts, j.id) AS turn
+    FROM scheduler_jobs j INDEXED BY scheduler_jobs_limited_due
+    WHERE j.state = 'pending' AND j.conc_key IS NOT NULL AND j.next_ts <= :now
+      AND ((j.kind = 'mutation' AND :mutations = 1) OR (j.kind = 'action' AND :actions = 1)))
+    AS c
+WHERE c.turn + (SELECT count(*) FROM scheduler_jobs r
+                WHERE r.state = 'in_progress' AND r.conc_key = c.conc_key) <= c.conc_limit
+ORDER BY c.next_ts, c.id
+LIMIT :limit;
+
+-- name: lock_limited_keys
+-- Serialize the claims of the keys :conc_keys across processes until this transaction ends (how many keys).
+-- SQLite has one writer: the write transaction already does.
+SELECT count(*) AS n FROM json_each(:conc_keys);
+
+-- name: claim_limited
+-- Take those of the limited jobs :job_ids still pending and within their key's limit, in due order, leased until :lease_until by :process.
+-- Counted again under the keys' locks (lock_limited_keys), so a place another process took
+-- meanwhile is not taken twice.
+UPDATE scheduler_jobs
+SET state = 'in_progress', run_count = run_count + 1, lease_expires_at = :lease_until,
+    updated_at = :now, lease_holder = :process
+WHERE id IN (
+    SELECT c.id FROM (
+        SELECT j.id, j.conc_key, j.conc_limit,
+               row_number() OVER (PARTITION BY j.conc_key ORDER BY j.next_ts, j.id) AS turn
+        FROM scheduler_jobs j
+        WHERE j.id IN (SELECT value FROM json_each(:job_ids)) AND j.state = 'pending') AS c
+    WHERE c.turn + (SELECT count(*) FROM scheduler_jobs r
+                    WHERE r.state = 'in_progress' AND r.conc_key = c.conc_key) <= c.conc_limit)
+  AND state = 'pending'
+RETURNING id, fn, kind, attempts, max_failures, initial_backoff, backoff_base, run_count,
+          next_ts, on_complete, name, idempotent, schedule_name, fire_ts, priority,
+          run_timeout, conc_key;
+
+-- name: limited_gauges
+-- Limited jobs at :now: the due ones whose turn has come under their key's limit, the earliest due time among those, and the due limited pending jobs (up to :cap).
+WITH turns AS (
+    SELECT j.conc_key, j.conc_limit, j.next_ts,
+           row_number() OVER (PARTITION BY j.conc_key ORDER BY j.next_ts, j.id) AS turn
+    FROM scheduler_jobs j INDEXED BY scheduler_jobs_limited_due
+    WHERE j.state = 'pending' AND j.conc_key IS NOT NULL AND j.next_ts <= :now),
+startable AS (
+    SELECT t.next_ts FROM turns t
+    WHERE t.turn + (SELECT count(*) FROM scheduler_jobs r
+                    WHERE r.state = 'in_progress' AND r.conc_key = t.conc_key) <= t.conc_limit)
+SELECT (SELECT count(*) FROM startable) AS startable,
+       (SELECT min(next_ts) FROM startable) AS startable_since,
+       (SELECT count(*) FROM (SELECT 1 FROM scheduler_jobs
+                              WHERE state = 'pending' AND conc_key IS NOT NULL
+                                AND next_ts <= :now LIMIT :cap) AS d) AS due;
 
 -- name: claim_once
 -- Take a once key for this transaction's work (1 row: taken now; 0: another transaction took it).
@@ -800,7 +880,7 @@ DELETE FROM scheduler_lease_members WHERE holder = :holder;
 -- name: gone_holder_jobs
 -- Up to :limit running jobs whose lease :holder holds, with the process holding each.
 SELECT id, kind, idempotent, attempts, max_failures, run_count, on_complete, schedule_name,
-       lease_holder
+       lease_holder, conc_key
 FROM scheduler_jobs
 WHERE state = 'in_progress' AND lease_expires_at IS NOT NULL AND lease_holder = :holder
 ORDER BY lease_expires_at

@@ -248,6 +248,8 @@ def _insert_buffered(
             "pace_spacing": j.pace_spacing,
             "priority": j.priority,
             "run_timeout": j.timeout,
+            "conc_key": j.concurrency_key,
+            "conc_limit": j.concurrency_limit,
             "now": now,
         }
         for job_id, j in jobs

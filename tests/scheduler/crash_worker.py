@@ -13,6 +13,9 @@ Run as ``python -m tests.scheduler.crash_worker MODE DB --migrations DIR [option
     ``BATCHED <job_id>``); ``--hang`` makes the ``app:*`` handlers print ``IN_MUTATION
     <job_id>`` / ``IN_ACTION <job_id>`` / ``IN_BATCH <job_id>`` and then block forever, so
     that a SIGKILL lands inside the run.
+``--limited N`` enqueues N jobs of ``app:act-limited`` (one at a time
+    across processes: ``Concurrency("crash", 1)``) in one transaction (printing ``LIMITED
+    <job_id> ...``).
 ``race``
     Run a scheduler on the ``race:*`` handlers until SIGTERM. ``--claim-barrier`` holds the
     first claim that brings back work: the worker prints ``CLAIMED <mutations> <actions>``
@@ -105,7 +108,7 @@ def say(line: str) -> None:
 
 
 def build_registry(hang: bool) -> Any:
-    from scheduler import Registry
+    from scheduler import Concurrency, Registry
 
     registry = Registry()
     pid = os.getpid()
@@ -146,6 +149,8 @@ def build_registry(hang: bool) -> Any:
 
     registry.register("app:act", act, "action")
     registry.register("app:act-idempotent", act, "action", idempotent=True)
+    # One at a time, across every process (a lost run's place is freed when it is reclaimed).
+    registry.register("app:act-limited", act, "action", concurrency=Concurrency("crash", 1))
 
     @registry.mutation("app:record")
     async def app_record(ctx: Any, args: Any) -> None:
@@ -258,6 +263,13 @@ async def child_main(opts: argparse.Namespace) -> None:
         if opts.enqueue:
             job_id = await sched.run_after(0, opts.enqueue, on_complete="app:record")
             say(f"ENQUEUED {job_id}")
+        if opts.limited:
+            async with sched.transaction() as ctx:  # both exist before either is claimed
+                ids = [
+                    await ctx.scheduler.run_after(0, "app:act-limited", on_complete="app:record")
+                    for _ in range(opts.limited)
+                ]
+            say("LIMITED " + " ".join(map(str, ids)))
         if opts.batch:
             async with sched.transaction() as ctx:  # the batch fills (and is due) at its commit
                 for n in range(opts.batch):
@@ -279,6 +291,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--enqueue", default=None)
     p.add_argument("--hang", action="store_true")
     p.add_argument("--batch", type=int, default=0, help="add this many items to a batch")
+    p.add_argument("--limited", type=int, default=0, help="enqueue this many app:act-limited jobs")
     p.add_argument("--claim-barrier", action="store_true")
     return p.parse_args(argv)
 

@@ -343,3 +343,47 @@ async def test_an_idempotent_action_killed_mid_run_is_run_again_to_success(
     assert [(r["job_id"], r["pid"]) for r in runs] == [(job_id, second.proc.pid)]
     assert await db.in_progress() == 0
     await db.check_integrity()
+
+
+async def test_a_killed_holders_place_under_a_concurrency_limit_is_freed_by_its_reclaim(
+    db: Db, migrations: Path, children: list[Child]
+) -> None:
+    """Two jobs of one key, one at a time: the first runs in a child that is killed mid-run;
+    the second waits without a lease all along, and starts (in the restarted child) only
+    once the lost run has been reclaimed, which frees the key's place."""
+    first = await Child.start(
+        "serve", db.target, migrations, "--lease", LEASE, "--sweep", NO_SWEEP,
+        "--hang", "--limited", "2",
+    )  # fmt: skip
+    children.append(first)
+    lost, behind = map(int, (await first.expect("LIMITED")).split())
+    assert int(await first.expect("IN_ACTION")) == lost
+    first.kill()
+    assert await first.proc.wait() == -9
+    assert await db.job_state(lost) == ("in_progress", 0, 1)
+    [row] = await db.rows(
+        "SELECT state, lease_expires_at FROM scheduler_jobs WHERE id = ?", (behind,)
+    )
+    assert (row["state"], row["lease_expires_at"]) == ("pending", None)
+
+    second = await Child.start(
+        "serve", db.target, migrations, "--lease", "1", "--sweep", FAST_SWEEP
+    )
+    children.append(second)
+    await second.expect("READY")
+
+    async def called_back() -> bool:
+        return await db.count("app_callbacks") == 2
+
+    await until(called_back, DEADLINE, "both jobs' on_complete callbacks")
+    assert await second.terminate() == 0, second.stderr
+    assert await db.job_state(lost) == ("failed", 1, 1)  # an action: not run again
+    assert await db.job_state(behind) == ("success", 0, 1)
+    rows = await db.rows("SELECT job_id, outcome, started_at, finished_at FROM scheduler_runs")
+    runs = {(r["job_id"], r["outcome"]): r for r in rows}
+    # The second started only after the first's run was reclaimed (its place freed).
+    assert runs[(behind, "success")]["started_at"] >= runs[(lost, "lease_lost")]["finished_at"]
+    assert [line for line in second.lines if line.startswith("IN_ACTION")] == [
+        f"IN_ACTION {behind}"
+    ]
+    assert await db.in_progress() == 0

@@ -256,11 +256,14 @@ async def test_a_fresh_database_gets_every_migration_recorded_with_its_checksum(
         for r in await conn.fetch("SELECT indexname, indexdef FROM pg_indexes")
     }
     # Since 0006 the due index holds unpaced work only (paced jobs have their own); since
-    # 0011 only of the default priority (the others are by priority, in scheduler_jobs_ranked).
+    # 0011 only of the default priority (the others are by priority, in scheduler_jobs_ranked);
+    # since 0015 only jobs without a concurrency limit (scheduler_jobs_limited*).
     assert (
-        "WHERE ((state = 'pending'::text) AND (pace_key IS NULL) AND (priority = 0))"
-        in indexes["scheduler_jobs_due"]
+        "WHERE ((state = 'pending'::text) AND (pace_key IS NULL) AND (conc_key IS NULL) "
+        "AND (priority = 0))" in indexes["scheduler_jobs_due"]
     )
+    assert "(conc_key, next_ts, id)" in indexes["scheduler_jobs_limited"]
+    assert "(conc_key IS NOT NULL)" in indexes["scheduler_jobs_limited_running"]
     assert "(kind, next_ts)" in indexes["scheduler_jobs_due"]
     assert "(kind, priority, next_ts)" in indexes["scheduler_jobs_ranked"]
     assert "(priority <> 0)" in indexes["scheduler_jobs_ranked"]

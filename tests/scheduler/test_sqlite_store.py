@@ -501,6 +501,16 @@ QUERY_PLANS = [
         {"actions": 1, "now": 1.0, "lease_now": 1.0, "lease_offset": 0.0},
         "scheduler_jobs_paced_ranked (kind=?)",
     ),
+    (
+        "next_paced",
+        {"actions": 1, "now": 1.0, "lease_now": 1.0, "lease_offset": 0.0},
+        "scheduler_jobs_limited_running (conc_key=?)",
+    ),
+    (
+        "limited_due",
+        {"now": 1.0, "mutations": 1, "actions": 1, "limit": 64},
+        "scheduler_jobs_limited_due (next_ts<?)",
+    ),
     ("expired_leases", {"now": 1.0, "limit": 1000}, "scheduler_jobs_lease"),
     ("children_of", {"job_ids": "[1, 2]"}, "scheduler_jobs_parent"),
     ("job_by_key", {"idempotency_key": "key"}, "scheduler_jobs_idempotency"),
