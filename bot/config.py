@@ -385,6 +385,15 @@ class Settings:
         "deleted, unless the bot is invited back first (in days, fractions accepted; kept "
         "in seconds).",
     )
+    history_days: float = setting(
+        "HISTORY_DAYS",
+        Number(7.0, 36500.0, scale=86400.0),
+        "90",
+        "How long delivery records, change history and Discord events' records are kept: "
+        "older ones are deleted every hour, except what /list, /info and the dashboard show "
+        "(each announcement's latest deliveries and changes, and its creation); in days, "
+        "fractions accepted, at least 7; kept in seconds.",
+    )
     http_address: tuple[str, int] | None = setting(
         "HTTP_ADDRESS",
         _http_address,

@@ -33,6 +33,7 @@ from scheduler.migrations import packaged
 from scheduler.stores.sqlite import refused_write
 
 from ..announcements import Announcements
+from ..announcements.retention import Retention
 from ..commands.copy import CopyCommands
 from ..commands.edit import EditCommands
 from ..commands.info import InfoCommands
@@ -462,6 +463,7 @@ class Crier:
             max_concurrency=512,
             migrations=[bot_migrations()],
             process_id=settings.instance_name,
+            crons=Retention.crons(),
         )
         self.database = DatabaseWait(self.sched, database_name(settings))
         """Starts the scheduler, waiting for a database that can't be reached yet."""
@@ -500,6 +502,9 @@ class Crier:
             trace=self.stats.trace_config(),
         )
         self._register_posting_jobs()
+        self.retention = Retention(self.sched, settings.history_days)
+        """The hourly job that deletes what is older than ``HISTORY_DAYS``."""
+        self.retention.register(self.registry)
         self.dashboard: Dashboard | None = None
         """The web dashboard, on :attr:`web` when ``DISCORD_CLIENT_SECRET`` is set too."""
         self.web = self._web_server()

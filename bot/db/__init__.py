@@ -15,7 +15,8 @@ tables), ``deliveries`` (with the history), ``attachments``, ``settings``
 (guild, member and ``bot_meta``), ``dashboard``, ``templates`` (with the keys of imported
 announcements), ``events`` (Discord's scheduled events), ``reminders`` (reminders by DM),
 ``styles`` (a post's style as stored, and its thumbnail), ``extra_posts`` (``/postnow``'s
-posts) and ``guilds`` (servers left, per-server limits, command counts, forgetting a server).
+posts), ``guilds`` (servers left, per-server limits, command counts, forgetting a server)
+and ``retention`` (what ``HISTORY_DAYS`` deletes).
 """
 
 from .announcements import decode_nth, decode_step, encode_nth, encode_step
@@ -28,6 +29,7 @@ from .guilds import ENDED_STATES, GuildTables
 from .listing import ListingReads
 from .occurrences import OccurrenceReads
 from .reminders import ReminderCounts, ReminderRow, ReminderTable, Subscriber
+from .retention import RetentionTable, Walked
 from .settings import SettingsTables
 from .styles import ThumbnailTable, decode_style, encode_style
 from .templates import PendingImport, TemplateTable
@@ -41,6 +43,7 @@ __all__ = [
     "ReminderCounts",
     "ReminderRow",
     "Subscriber",
+    "Walked",
     "decode_nth",
     "decode_step",
     "decode_style",
@@ -63,6 +66,7 @@ class BotDb(
     ReminderTable,
     ThumbnailTable,
     ExtraPostTable,
+    RetentionTable,
 ):
     """The bot's tables, read and written on one connection of the scheduler's store."""
 

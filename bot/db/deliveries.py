@@ -48,10 +48,14 @@ class DeliveryTable(Table):
 
     async def occurrences_before(self, announcement_id: int, fire_ts: float) -> int:
         """How many of the announcement's occurrences before ``fire_ts`` are recorded (in any
-        state): one read of the ``(announcement_id, fire_ts)`` index."""
+        state): those the retention deleted (all older than any occurrence still to come)
+        and one read of the ``(announcement_id, fire_ts)`` index, in one statement (one
+        snapshot: a prune committing in between is counted once)."""
         row = await self._one(
-            "SELECT COUNT(*) AS n FROM bot_deliveries WHERE announcement_id = ? AND fire_ts < ?",
-            (announcement_id, fire_ts),
+            "SELECT COALESCE((SELECT pruned_occurrences FROM bot_announcements WHERE id = ?), 0)"
+            " + (SELECT COUNT(*) FROM bot_deliveries WHERE announcement_id = ? AND fire_ts < ?)"
+            " AS n",
+            (announcement_id, announcement_id, fire_ts),
         )
         return 0 if row is None else int(row["n"])
 
@@ -254,11 +258,18 @@ class DeliveryTable(Table):
 
     async def posts_made(self, announcement_id: int) -> int:
         """How many of the announcement's occurrences are posted or being posted (what
-        ``times`` counts)."""
+        ``times`` counts): those the retention deleted and those recorded, in one statement
+        (one snapshot)."""
         row = await self._one(
-            "SELECT COUNT(*) AS n FROM bot_deliveries WHERE announcement_id = ? "
-            "AND state IN (?, ?)",
-            (announcement_id, DeliveryState.SENT.value, DeliveryState.SENDING.value),
+            "SELECT COALESCE((SELECT pruned_posts FROM bot_announcements WHERE id = ?), 0)"
+            " + (SELECT COUNT(*) FROM bot_deliveries WHERE announcement_id = ? "
+            "AND state IN (?, ?)) AS n",
+            (
+                announcement_id,
+                announcement_id,
+                DeliveryState.SENT.value,
+                DeliveryState.SENDING.value,
+            ),
         )
         return 0 if row is None else int(row["n"])
 

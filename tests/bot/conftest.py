@@ -22,6 +22,8 @@ from tests.fakediscord.state import Channel
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from scheduler.schedules import ScheduleInfo
+
 NOW = datetime(2030, 3, 1, 12, 0, tzinfo=UTC)
 
 
@@ -186,6 +188,12 @@ async def schedule_id(world: World, **options: Any) -> int:
     found = re.search(r"Scheduled announcement \*\*#(\d+)\*\*", cb.content or "")
     assert found is not None, cb.content
     return int(found[1])
+
+
+async def announcement_schedules(app: Crier) -> list[ScheduleInfo]:
+    """The schedules the bot made for its announcements (at runtime): its own static ones
+    (the hourly retention job's) left out."""
+    return [s for s in await app.sched.schedules.list() if s.source == "runtime"]
 
 
 @pytest.fixture

@@ -17,6 +17,7 @@ from bot.app import Crier
 from tests.bot.conftest import (
     NOW,
     World,
+    announcement_schedules,
     db_snapshot,
     restore_discord_endpoints,
     run_command,
@@ -117,7 +118,7 @@ async def test_one_off_confirmation_and_what_is_written(
     )
     jobs = await crier.sched.list_jobs()
     assert [(j.id, j.state, j.next_ts) for j in jobs] == [(a.job_id, "pending", first.timestamp())]
-    assert await crier.sched.schedules.list() == []
+    assert await announcement_schedules(crier) == []
 
     await advance(crier, clock, timedelta(minutes=9, seconds=59))
     assert world.fake.bot_messages(world.news) == []
@@ -187,7 +188,7 @@ async def test_repeat_rules(
     assert a.recurring
     assert a.repeat_words == words
     assert a.job_id is None
-    [info] = await crier.sched.schedules.list()
+    [info] = await announcement_schedules(crier)
     assert info.name == a.schedule_name
     assert info.next_fire == first
     assert await crier.sched.list_jobs() == []  # nothing materialized before its time
@@ -199,7 +200,7 @@ async def test_repeat_once_is_a_one_off(world: World, crier: Crier) -> None:
     a = await only_announcement(crier, world)
     assert not a.recurring
     assert a.job_id is not None
-    assert await crier.sched.schedules.list() == []
+    assert await announcement_schedules(crier) == []
 
 
 async def test_interval_repeat_posts_every_period(
@@ -530,7 +531,7 @@ async def test_cancel_recurring_deletes_its_schedule(
     assert cb.content == (
         f"🚫 Canceled announcement **#1** for <#{world.general.id}>. Its schedule is deleted."
     )
-    assert await crier.sched.schedules.list() == []
+    assert await announcement_schedules(crier) == []
     assert (await only_announcement(crier, world)).state == "canceled"
     await advance(crier, clock, timedelta(hours=5))
     assert len(world.fake.bot_messages(world.general)) == 1

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from bot.announcements import SEND_FN, UPDATE_FN, Announcement
 from scheduler import JobState
-from tests.bot.conftest import NOW, CrierFactory, World, run_command
+from tests.bot.conftest import NOW, CrierFactory, World, announcement_schedules, run_command
 from tests.bot.conftest import schedule_id as schedule
 from tests.bot.test_commands import any_db_crier  # noqa: F401  (a fixture used here)
 from tests.bot.test_crash_bot import DEADLINE, HOLD, Harness
@@ -204,7 +204,7 @@ async def test_repeat_none_and_a_new_repeat(world: World, crier: Crier, clock: F
     assert a.recurring
     assert a.job_id is None
     assert a.schedule_name is not None
-    [info] = await crier.sched.schedules.list()
+    [info] = await announcement_schedules(crier)
     assert info.name == a.schedule_name
     assert info.next_fire == NOW + timedelta(hours=1)
     assert [j.state for j in await crier.sched.list_jobs()] == ["canceled"]
@@ -214,7 +214,7 @@ async def test_repeat_none_and_a_new_repeat(world: World, crier: Crier, clock: F
     content = await edit(world, id=local, repeat="none")
     assert "**Repeats:** every 2 hours → no (posted once)" in content
     assert f"**Next:** {stamp(NOW + timedelta(hours=5))}" in content
-    assert await crier.sched.schedules.list() == []
+    assert await announcement_schedules(crier) == []
     await advance(crier, clock, timedelta(hours=2))
     await advance(crier, clock, timedelta(hours=6))
     assert len(world.fake.bot_messages(world.news)) == 3
@@ -464,7 +464,7 @@ async def test_recurring_rule_edit_across_a_dst_night(
     a = await get(crier, world, local)
     assert a.schedule_name != before.schedule_name
     assert a.first_ts == monday.timestamp()
-    [info] = await crier.sched.schedules.list()
+    [info] = await announcement_schedules(crier)
     assert info.name == a.schedule_name
     assert info.next_fire == monday
 
@@ -496,7 +496,7 @@ async def test_timezone_change_keeps_the_rule_in_the_new_zone(
     assert (
         "**Repeats:** every day at 09:00 (UTC) → every day at 09:00 (America/New_York)" in content
     )
-    [info] = await crier.sched.schedules.list()
+    [info] = await announcement_schedules(crier)
     assert info.next_fire == datetime(2030, 3, 2, 14, tzinfo=UTC)  # 09:00 EST
 
 
@@ -508,18 +508,18 @@ async def test_an_nth_weekday_rule_survives_text_and_zone_edits(
     local = await schedule(world, message="club", repeat="every 2nd and 4th thursday at 19:00")
     before = await get(crier, world, local)
     assert before.repeat_nth == (2, 4)
-    [old] = await crier.sched.schedules.list()
+    [old] = await announcement_schedules(crier)
     await edit(world, id=local, message="book club")
     a = await get(crier, world, local)
     assert a.rule == before.rule
     assert a.schedule_name == before.schedule_name
-    assert await crier.sched.schedules.list() == [old]  # not re-planned
+    assert await announcement_schedules(crier) == [old]  # not re-planned
     content = await edit(world, id=local, timezone=PARIS)
     a = await get(crier, world, local)
     assert a.repeat_nth == (2, 4)
     assert a.repeat_words is not None
     assert a.repeat_words.endswith(f"({PARIS})"), a.repeat_words
-    [info] = await crier.sched.schedules.list()
+    [info] = await announcement_schedules(crier)
     # March 14th 2030 is the 2nd Thursday: 19:00 in Paris (CET) is 18:00 UTC.
     assert info.next_fire == datetime(2030, 3, 14, 18, tzinfo=UTC)
     assert f"**Next:** {stamp(info.next_fire)}" in content

@@ -20,7 +20,14 @@ from bot.commands.autocomplete import ACCEPTS, announcement_ids
 from bot.db import BotDb
 from bot.models import AnnouncementState, HistoryAction
 from bot.render import HIDDEN
-from tests.bot.conftest import NOW, CrierFactory, World, db_snapshot, run_command
+from tests.bot.conftest import (
+    NOW,
+    CrierFactory,
+    World,
+    announcement_schedules,
+    db_snapshot,
+    run_command,
+)
 from tests.bot.test_commands import any_db_crier  # noqa: F401  (a fixture: SQLite and PostgreSQL)
 from tests.fakediscord import Permissions as P
 from tests.fakediscord.interactions import CB_AUTOCOMPLETE_RESULT, CB_CHANNEL_MESSAGE
@@ -129,7 +136,7 @@ async def test_info_of_a_recurring_one_across_a_dst_change(world: World, crier: 
     assert "**Repeats:** every day at 09:00 (America/New_York)" in page.split("\n")
     assert section(page, "Next times") == [f"• {stamp(t)}" for t in expected]
     a = await crier.bot.announcements.get(world.guild.id, 1)
-    [schedule] = await crier.sched.schedules.list()
+    [schedule] = await announcement_schedules(crier)
     assert schedule.name == a.schedule_name
     assert schedule.next_fire == expected[0]
 

@@ -25,6 +25,7 @@ from bot.announcements import (
     SEND_FN,
     UPDATE_FN,
 )
+from bot.announcements.retention import PRUNE_FN
 from bot.app import Crier
 from scheduler import JobState, TransactionContext
 from tests.bot.test_commands import any_db_crier  # noqa: F401  (a fixture used here)
@@ -52,7 +53,17 @@ async def test_every_bot_job_is_named_alike_and_answers_to_its_old_name(crier: C
     registry = crier.registry
     names = sorted(r.name for r in registry)
     assert names == sorted(
-        [SEND_FN, UPDATE_FN, PUBLISH_FN, REPORT_FN, FORGET_FN, EVENTS_FN, REMIND_FN, POSTNOW_FN]
+        [
+            SEND_FN,
+            UPDATE_FN,
+            PUBLISH_FN,
+            REPORT_FN,
+            FORGET_FN,
+            EVENTS_FN,
+            REMIND_FN,
+            POSTNOW_FN,
+            PRUNE_FN,
+        ]
     )
     assert all(re.fullmatch(r"announcements:[a-z_]+", name) for name in names), names
     assert all(r.args_type is not None for r in registry)  # no handler unpacks a dict

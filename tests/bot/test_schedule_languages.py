@@ -13,6 +13,7 @@ import pytest
 from bot import i18n
 from bot.parsing.spoken import spoken_rule
 from scheduler.testing import FakeClock
+from tests.bot.conftest import announcement_schedules
 from tests.bot.test_commands import stamp
 from tests.bot.test_phrase_languages import DEFAULT_NOW, LANGUAGES, corpus
 
@@ -81,7 +82,7 @@ async def test_the_corpus_through_schedule(
     assert cb.ephemeral
     if "refuse" in case:
         assert case["refuse"] in content, content
-        assert await crier.sched.schedules.list() == []
+        assert await announcement_schedules(crier) == []
         return
     posts = [_utc(t) for t in case["expect"]]
     assert f"{first}{stamp(posts[0])}" in content, content
@@ -102,7 +103,7 @@ async def test_the_corpus_through_schedule(
         note = i18n.translate(case["note"], locale, context=i18n.ANSWER)
         assert note in content, content
     if len(posts) > 1:
-        [info] = await crier.sched.schedules.list()
+        [info] = await announcement_schedules(crier)
         assert info.next_fire == posts[0]
     else:
         [job] = await crier.sched.list_jobs()
@@ -127,7 +128,7 @@ async def test_edit_reads_the_members_language_too(world: World, crier: Crier) -
     content = await command("edit", {"id": 1, "when": "Freitag 20 Uhr", "repeat": "jeden Freitag"})
     assert "→ jeden Freitag um 20:00 (Europe/Berlin)" in content, content
     assert "Ich habe `jeden Freitag` als `every friday` gelesen." in content, content
-    [info] = await crier.sched.schedules.list()
+    [info] = await announcement_schedules(crier)
     assert info.next_fire == _utc("2026-12-04 19:00")
     content = await command("edit", {"id": 1, "repeat": "alle zwei Tage um"})
     assert "Ich konnte „alle zwei Tage um“ nicht als Wiederholung lesen" in content, content

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.bot.conftest import CrierFactory, World, run_command
+from tests.bot.conftest import CrierFactory, World, announcement_schedules, run_command
 from tests.bot.test_commands import advance, only_announcement, stamp
 
 if TYPE_CHECKING:
@@ -62,7 +62,7 @@ async def test_when_left_out_the_rule_gives_the_first_time(
     assert f"**Repeats:** {words}\n" in content
     assert "**Next:** " + ", ".join(full(t) for t in posts) + "\n" in content
     a = await only_announcement(crier, world)
-    [info] = await crier.sched.schedules.list()
+    [info] = await announcement_schedules(crier)
     assert info.name == a.schedule_name
     assert info.next_fire == posts[0]
 
@@ -81,7 +81,7 @@ async def test_the_2nd_and_4th_thursday_post_on_those_days_only(
         assert len(world.fake.bot_messages(world.general)) == post
         await advance(crier, clock, minute)
         assert len(world.fake.bot_messages(world.general)) == post + 1
-    [info] = await crier.sched.schedules.list()
+    [info] = await announcement_schedules(crier)
     assert info.next_fire == utc(2030, 4, 11, 17)  # the 2nd Thursday of April, in summer time
 
 
@@ -130,7 +130,7 @@ async def test_refusals_name_the_closest_accepted_forms(
     cb = await run_command(world, "schedule", message="x", timezone=PARIS, **options)
     assert cb.ephemeral
     assert refusal in (cb.content or ""), cb.content
-    assert await crier.sched.schedules.list() == []
+    assert await announcement_schedules(crier) == []
     assert await crier.sched.list_jobs() == []
 
 
