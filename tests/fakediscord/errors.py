@@ -16,6 +16,7 @@ ERROR_MESSAGES = {
     10062: "Unknown interaction",
     10070: "Unknown Guild Scheduled Event",
     10063: "Unknown application command",
+    30007: "Maximum number of webhooks reached (15)",
     30038: "Maximum number of uncompleted guild scheduled events reached (100)",
     40005: "Request entity too large",
     40033: "This message has already been crossposted",
@@ -33,6 +34,8 @@ ERROR_MESSAGES = {
     50035: "Invalid Form Body",
     50083: "Thread is archived",
     160005: "Thread is locked",
+    220001: "Webhooks posted to forum channels must have a thread_name or thread_id",
+    220003: "Webhooks can only create threads in forum channels",
 }
 
 

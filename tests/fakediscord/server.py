@@ -92,6 +92,7 @@ from .state import (
     compute_pings,
     poll_object,
 )
+from .webhooks import WebhookRoutes
 
 log = logging.getLogger("fakediscord")
 
@@ -313,6 +314,8 @@ class FakeDiscord:
         self.forum_routes = ForumRoutes(self)
         self.oauth2 = OAuth2(self)
         self.crossposts = CrosspostRoutes(self)
+        self.webhooks = WebhookRoutes(self)
+        """Channel webhooks (``fake.webhooks.of(channel)``, ``.delete(webhook)``)."""
         self.scheduled_events = EventRoutes(self)
         """Guild scheduled events (``fake.scheduled_events.of(guild)``)."""
         self.faults = FaultInjector()
@@ -1317,6 +1320,7 @@ class FakeDiscord:
         add("POST", "/channels/{channel_id}/typing", self._typing, major="channel_id")
         self.forum_routes.install(add)
         self.crossposts.install(add)
+        self.webhooks.install(add)
         self.scheduled_events.install(add)
 
         add("GET", "/guilds/{guild_id}", self._get_guild, major="guild_id")
@@ -2450,6 +2454,8 @@ class FakeDiscord:
     async def _followup_create(
         self, request: web.Request, params: dict[str, str], body: _Body
     ) -> Any:
+        if self.webhooks.owns(params["app_id"]):
+            return await self.webhooks.execute(request, params, body)
         handle = self._interaction_for_webhook(params)
         if not handle.acknowledged:
             raise ApiError(404, 10015)
@@ -2491,12 +2497,16 @@ class FakeDiscord:
     async def _webhook_message_get(
         self, request: web.Request, params: dict[str, str], body: _Body
     ) -> Any:
+        if self.webhooks.owns(params["app_id"]):
+            return await self.webhooks.get_message(request, params, body)
         handle = self._interaction_for_webhook(params)
         return self._message_payload(self._webhook_target(handle, params["message_id"]))
 
     async def _webhook_message_edit(
         self, request: web.Request, params: dict[str, str], body: _Body
     ) -> Any:
+        if self.webhooks.owns(params["app_id"]):
+            return await self.webhooks.edit_message(request, params, body)
         handle = self._interaction_for_webhook(params)
         msg = self._webhook_target(handle, params["message_id"])
         fields = self._validate_message_fields(body, creating=False)
@@ -2520,6 +2530,8 @@ class FakeDiscord:
     async def _webhook_message_delete(
         self, request: web.Request, params: dict[str, str], body: _Body
     ) -> Any:
+        if self.webhooks.owns(params["app_id"]):
+            return await self.webhooks.delete_message(request, params, body)
         handle = self._interaction_for_webhook(params)
         msg = self._webhook_target(handle, params["message_id"])
         self._delete(msg)
