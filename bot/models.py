@@ -10,7 +10,7 @@ import hashlib
 from dataclasses import dataclass, fields, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import Any
+from typing import Any, Final, Literal
 
 from scheduler.triggers import DateStep
 
@@ -241,6 +241,23 @@ class Content:
 
 
 @dataclass(frozen=True, slots=True)
+class PostAs:
+    """Who an announcement's posts come from when not from the bot (``/edit as_name:
+    as_avatar:``): posted through a webhook of their channel, under ``name`` and with
+    ``avatar`` (None: Discord's default webhook avatar)."""
+
+    name: str
+    avatar: Image | None = None
+    keep_avatar: bool = False
+    """(An edit's draft) the avatar stored stays as it is; ``avatar`` is then None."""
+
+
+KEPT: Final = "kept"
+"""A draft's ``post_as`` that leaves who the announcement posts as as it is (a new one:
+as the bot)."""
+
+
+@dataclass(frozen=True, slots=True)
 class EventSpec:
     """The Discord scheduled event each occurrence of an announcement gets: at ``location``
     (an EXTERNAL event) or in the voice or stage channel ``channel_id``, from the
@@ -279,6 +296,9 @@ class Draft:
     thumbnail: Image | None = None
     """A new thumbnail's bytes to keep (``rich.style.thumbnail`` names it); None: the
     thumbnail kept is left as it is (none at all when the style names none)."""
+    post_as: PostAs | Literal["kept"] | None = KEPT
+    """Who its posts come from: a name and avatar (through a webhook), None for the bot,
+    or :data:`KEPT` (as it is; what any caller that does not know about it builds)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -548,6 +548,7 @@ def _field_name(field: Field) -> str:
         Field.URL: t("Title link"),
         Field.FIELDS: t("Embed fields"),
         Field.BUTTONS: t("Link buttons"),
+        Field.AS_NAME: t("Posts as"),
     }.get(field, str(field))
 
 
@@ -564,6 +565,11 @@ def _posted_note(posted: PostedUpdate | None, link: str) -> str | None:
             "to another channel); it is not posted again.", link=link,
         )  # fmt: skip
     return None
+
+
+def _poster_said(name: str) -> str:
+    """Who posts, as an edit's change says it: the bot (``none``), or the name in bold."""
+    return t("the bot") if name == "none" else f"**{name}**"
 
 
 def _diff_word(value: str) -> str:
@@ -605,6 +611,9 @@ def edit_reply(outcome: EditOutcome, notes: list[str]) -> str:
         elif c.field == Field.REPEAT:
             lines.append(t("**{field}:** {before} → {after}", field=_field_name(c.field),
                            before=repeat_text(before), after=repeat_text(a)))  # fmt: skip
+        elif c.field == Field.AS_NAME:
+            lines.append(t("**{field}:** {before} → {after}", field=_field_name(c.field),
+                           before=_poster_said(c.before), after=_poster_said(c.after)))  # fmt: skip
         else:
             field = _field_name(c.field)
             lines.append(t("**{field}:** {before} → {after}", field=field,

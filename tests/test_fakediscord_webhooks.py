@@ -146,9 +146,7 @@ async def test_a_502_after_the_execute_made_the_message(
     """Discord made the message, then answered 502: one message, and the answer a 502."""
     news = guild.channel_named("news")
     made = await text_channel(client, news).create_webhook(name="Hook")
-    fake.faults.add(
-        method="POST", path_regex=r"/webhooks/\d+/[^/]+", after_effect=True, status=502
-    )
+    fake.faults.add(method="POST", path_regex=r"/webhooks/\d+/[^/]+", after_effect=True, status=502)
     url = f"{fake.api_base}/webhooks/{made.id}/{made.token}?wait=true"
     async with aiohttp.ClientSession() as session, session.post(url, json={"content": "x"}) as r:
         assert r.status == 502

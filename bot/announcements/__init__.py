@@ -10,7 +10,8 @@ cancel), ``reading`` (get, listing, /info, choices, next times), ``pausing`` (pa
 until), ``skipping`` (/skip, /unskip: exceptions to a rule), ``editing`` (/edit),
 ``templates`` (/template), ``transfer`` (export and import), ``standing`` (servers left and
 back, forgotten; command counts), ``reminders`` (reminders by DM: who asked, what is due),
-``guards`` (the limits, checked) and ``service`` (what they share: the scheduler, the
+``post_as`` (who its posts come from: a name and avatar, through a webhook), ``guards``
+(the limits, checked) and ``service`` (what they share: the scheduler, the
 limits, guild and member settings); ``jobs`` names the scheduler jobs they enqueue (and
 types their arguments), ``deliveries`` is the bookkeeping those jobs record.
 """
@@ -79,6 +80,7 @@ from .jobs import (
 )
 from .pausing import Pausing
 from .placeholders import as_posted_at
+from .post_as import PostingAs, post_as_words
 from .reading import (
     CHOICES_SCANNED,
     INFO_DELIVERIES,
@@ -160,6 +162,7 @@ __all__ = [
     "PostNow",
     "PostNowArgs",
     "PostedUpdate",
+    "PostingAs",
     "PublishArgs",
     "RemindArgs",
     "ReminderInfo",
@@ -199,6 +202,7 @@ __all__ = [
     "limit_lines",
     "mention_markup",
     "next_post_time",
+    "post_as_words",
     "publish_pace",
     "remind_later",
     "schedule_name",
@@ -206,6 +210,8 @@ __all__ = [
 ]
 
 
-class Announcements(Transfer, Pausing, Skipping, Standing, EventPlans, Reminders, ExtraPosts):
+class Announcements(
+    Transfer, Pausing, Skipping, Standing, EventPlans, Reminders, ExtraPosts, PostingAs
+):
     """Create, list and cancel announcements, keep guild settings, limits and templates,
     and follow the servers the bot leaves and comes back to."""

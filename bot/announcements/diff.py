@@ -44,6 +44,8 @@ class Field(StrEnum):
     URL = "url"
     FIELDS = "fields"
     BUTTONS = "buttons"
+    AS_NAME = "as_name"
+    """Who its posts come from (a name and avatar, through a webhook; ``none``: the bot)."""
 
 
 TIMING = frozenset({Field.WHEN, Field.REPEAT, Field.TIMEZONE})

@@ -38,6 +38,7 @@ from .events import sync_events_later
 from .guards import check_repeat
 from .jobs import SEND_FN, enqueue_delivery, enqueue_post_update, schedule_name
 from .lifecycle import Lifecycle
+from .post_as import post_as_change, store_post_as
 from .reading import Reading, as_edited
 from .reminders import remind_later, take_back_reminders
 
@@ -133,6 +134,9 @@ class Editing(Lifecycle, Reading):
             reminder = reminder_change(reminder_before, draft.reminder)
             if reminder is not None:
                 found.append(reminder)
+            post_as = post_as_change(await rows.post_as(a.id), draft)
+            if post_as is not None:
+                found.append(post_as)
             if not found:
                 return EditOutcome(a, a, [], next_before, PostedUpdate.NONE)
             fields = {c.field for c in found}
@@ -162,6 +166,8 @@ class Editing(Lifecycle, Reading):
             if reminder is not None or fields & TIMING:
                 await take_back_reminders(ctx, a.id)  # none sent for a time it left
             await remind_later(ctx, a.id)  # its next reminders, at their new times
+            if post_as is not None:
+                await store_post_as(self, rows, a.id, draft)
             detail = history_detail(found)
             await rows.add_history(a.id, HistoryAction.EDITED, actor_id, now, detail)
             # Nothing left before a new until: done.

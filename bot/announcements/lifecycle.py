@@ -22,6 +22,7 @@ from .course import NotFound, NotPossible, Why
 from .events import sync_events_later
 from .guards import check_repeat, check_room
 from .jobs import SEND_FN, SendArgs, delivery_job, enqueue_delivery, schedule_name
+from .post_as import store_post_as
 from .reminders import remind_later, take_back_reminders
 from .service import AnnouncementService
 
@@ -64,6 +65,7 @@ class Lifecycle(AnnouncementService):
             if draft.reminder is not None:
                 await rows.set_reminder_lead(ann_id, draft.guild_id, draft.reminder)
                 await remind_later(ctx, ann_id)
+            await store_post_as(self, rows, ann_id, draft)
             ann = await rows.announcement(ann_id)
         if ann is None:
             raise RuntimeError("the announcement written above, in this transaction, is gone")
@@ -117,6 +119,7 @@ class Lifecycle(AnnouncementService):
             if draft.reminder is not None:
                 await rows.set_reminder_lead(ann_id, draft.guild_id, draft.reminder)
                 await remind_later(ctx, ann_id)
+            await store_post_as(self, rows, ann_id, draft)
         made = await rows.announcements_by_ids(ids)
         return list(zip(made, firsts, strict=True))
 

@@ -103,6 +103,7 @@ class AnnouncementService:
         kept = await rows.guild_image_bytes(guild_id, except_announcement)
         kept += await rows.guild_thumbnail_bytes(guild_id, except_announcement)
         kept += await rows.template_file_bytes(guild_id)
+        kept += await rows.guild_avatar_bytes(guild_id, None)
         check_files(await self.limits_in(rows, guild_id), kept, adding)
 
     async def check_files_fit(self, guild_id: int, adding: int) -> None:

@@ -64,6 +64,8 @@ from ..posting.poster import Poster
 from ..posting.publishing import Publisher
 from ..posting.reminders import Reminding
 from ..posting.updates import PostUpdates
+from ..posting.webhook_http import WebhookRequests
+from ..posting.webhooks import WebhookSender
 from ..requests.destinations import every_destination_permissions
 from ..web.server import WebServer
 from .endpoints import use_discord_endpoints
@@ -501,6 +503,13 @@ class Crier:
             user_agent=self.bot.http.user_agent,
             trace=self.stats.trace_config(),
         )
+        self.webhook_requests = WebhookRequests(
+            settings.api_base,
+            settings.token,
+            user_agent=self.bot.http.user_agent,
+            trace=self.stats.trace_config(),
+        )
+        """The requests about channel webhooks (posts made as someone)."""
         self._register_posting_jobs()
         self.retention = Retention(self.sched, settings.history_days)
         """The hourly job that deletes what is older than ``HISTORY_DAYS``."""
@@ -561,9 +570,11 @@ class Crier:
         # reports, edits of posted messages); deliveries are paced by the scheduler.
         pacer = ChannelPacer(settings.send_spacing, self.clock)
         reporter = Reporter(poster, LogChannel(self.bot, announcements, pacer))
+        webhooks = WebhookSender(poster, announcements, self.webhook_requests, stats=self.stats)
         delivery = Delivery(
             poster,
             announcements,
+            webhooks,
             catch_up_window=settings.catch_up_window,
             nonce_window=settings.nonce_window,
             publish_spacing=settings.publish_spacing,
@@ -572,7 +583,7 @@ class Crier:
         jobs = (
             delivery,
             ExtraPosting(delivery, nonce_window=settings.nonce_window),
-            PostUpdates(poster, announcements, pacer, stats=self.stats),
+            PostUpdates(poster, announcements, pacer, webhooks, stats=self.stats),
             Publisher(
                 poster,
                 announcements,
@@ -677,6 +688,8 @@ class Crier:
         finally:
             with contextlib.suppress(Exception):
                 await self.crossposter.close()
+            with contextlib.suppress(Exception):
+                await self.webhook_requests.close()
             with contextlib.suppress(Exception):
                 await self.bot.close()
 

@@ -18,10 +18,12 @@ from ..announcements import Announcement, check_editable
 from ..announcements.diff import Field
 from ..i18n import t
 from ..limits import MAX_CHOICE_NAME, MAX_CHOICES, MAX_EMBED_TITLE, MAX_MESSAGE, MAX_TEXT_OPTION
+from ..models import PostAs
 from ..parsing import InputError
 from ..render import edit_reply
 from ..requests.editing import NO_MENTION, NO_TITLE, EditOptions, check_edit
 from ..requests.files import download
+from ..requests.post_as import MAX_AS_NAME, read_avatar
 from ..requests.validation import MAX_TIMES, empty_message
 from .autocomplete import announcement_ids
 from .door import requester
@@ -58,6 +60,8 @@ class EditCommands(AnswersErrors, name="EditCommands"):
         event_channel="The voice or stage channel the event takes place in",
         reminder="Remind the members who ask, by DM, this long before each post (15m), or none",
         times="End a repeating announcement after this many posts (0: no such end)",
+        as_name="Post under this name (through a webhook of the channel), or none for the bot",
+        as_avatar="The avatar of those posts (a PNG, JPEG, GIF or WebP image)",
     )
     @app_commands.autocomplete(id=announcement_ids("edit"))
     async def edit(
@@ -81,6 +85,8 @@ class EditCommands(AnswersErrors, name="EditCommands"):
         event_channel: discord.VoiceChannel | discord.StageChannel | None = None,
         reminder: app_commands.Range[str, 1, MAX_TEXT_OPTION] | None = None,
         times: app_commands.Range[int, 0, MAX_TIMES] | None = None,
+        as_name: app_commands.Range[str, 1, MAX_AS_NAME] | None = None,
+        as_avatar: discord.Attachment | None = None,
     ) -> None:
         who = await self.manager(interaction)
         current = await self.announcements.get(who.guild.id, id)
@@ -100,6 +106,8 @@ class EditCommands(AnswersErrors, name="EditCommands"):
             event_channel_id=None if event_channel is None else event_channel.id,
             reminder=reminder,
             times=times,
+            as_name=as_name,
+            as_avatar=as_avatar,
         )
         if message is None and options.empty:
             check_editable(current, {Field.MESSAGE})
@@ -149,6 +157,9 @@ class EditCommands(AnswersErrors, name="EditCommands"):
         if options.image is not None:  # else the files are kept
             file = await download(options.image, self.announcements.file_max_bytes)
             draft = replace(draft, images=(file,))
+        if options.as_avatar is not None and isinstance(draft.post_as, PostAs):
+            avatar = await read_avatar(options.as_avatar, self.announcements.file_max_bytes)
+            draft = replace(draft, post_as=replace(draft.post_as, avatar=avatar))
         outcome = await self.announcements.edit(
             current, draft, when_given=when_given, update_posted=update_posted, actor_id=member.id
         )

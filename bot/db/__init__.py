@@ -15,8 +15,9 @@ tables), ``deliveries`` (with the history), ``attachments``, ``settings``
 (guild, member and ``bot_meta``), ``dashboard``, ``templates`` (with the keys of imported
 announcements), ``events`` (Discord's scheduled events), ``reminders`` (reminders by DM),
 ``styles`` (a post's style as stored, and its thumbnail), ``extra_posts`` (``/postnow``'s
-posts), ``guilds`` (servers left, per-server limits, command counts, forgetting a server)
-and ``retention`` (what ``HISTORY_DAYS`` deletes).
+posts), ``webhooks`` (who an announcement posts as, the webhook of each channel, the intent
+of each post through one), ``guilds`` (servers left, per-server limits, command counts,
+forgetting a server) and ``retention`` (what ``HISTORY_DAYS`` deletes).
 """
 
 from .announcements import decode_nth, decode_step, encode_nth, encode_step
@@ -33,10 +34,12 @@ from .retention import RetentionTable, Walked
 from .settings import SettingsTables
 from .styles import ThumbnailTable, decode_style, encode_style
 from .templates import PendingImport, TemplateTable
+from .webhooks import ChannelWebhook, WebhookPost, WebhookTable
 
 __all__ = [
     "ENDED_STATES",
     "BotDb",
+    "ChannelWebhook",
     "EventRow",
     "ExtraPost",
     "PendingImport",
@@ -44,6 +47,7 @@ __all__ = [
     "ReminderRow",
     "Subscriber",
     "Walked",
+    "WebhookPost",
     "decode_nth",
     "decode_step",
     "decode_style",
@@ -67,6 +71,7 @@ class BotDb(
     ThumbnailTable,
     ExtraPostTable,
     RetentionTable,
+    WebhookTable,
 ):
     """The bot's tables, read and written on one connection of the scheduler's store."""
 

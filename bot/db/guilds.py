@@ -148,6 +148,9 @@ class GuildTables(Table):
             "bot_reminders",
             "bot_reminder_counts",
             "bot_extra_posts",
+            "bot_post_as",
+            "bot_webhooks",
+            "bot_webhook_posts",
         ):
             gone[table] = await self._count_deleted(
                 f"DELETE FROM {table} WHERE guild_id = ? RETURNING guild_id", (guild_id,)

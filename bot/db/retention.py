@@ -89,6 +89,13 @@ class RetentionTable(Table):
         )  # fmt: skip
         states = [str(r["state"]) for r in await cur.fetchall()]
         if states:
+            # A post made as someone: the intent of an occurrence whose row went goes too.
+            await self.db.execute(
+                "DELETE FROM bot_webhook_posts WHERE announcement_id = ? AND NOT EXISTS ("
+                "SELECT 1 FROM bot_deliveries d WHERE d.announcement_id = ? "
+                "AND d.fire_ts = bot_webhook_posts.fire_ts)",
+                (announcement_id, announcement_id),
+            )
             posts = sum(1 for s in states if s in _POSTED)
             await self.db.execute(
                 "UPDATE bot_announcements SET pruned_occurrences = pruned_occurrences + ?, "

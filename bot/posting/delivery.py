@@ -23,6 +23,7 @@ checked right before it, a timeout well inside the nonce window.
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import discord
@@ -52,6 +53,7 @@ from ..announcements.deliveries import (
 )
 from ..announcements.jobs import enqueue_report, register_job
 from ..announcements.placeholders import event_url
+from ..db import BotDb
 from ..metrics import BotStats
 from ..models import AnnouncementState, Destination, nonce_for
 from .failures import PERMANENT_CODES, REQUEST_ERRORS, RequestFailed
@@ -61,6 +63,7 @@ from .payload import LATE_NOTE_AFTER, PostPayload, posting_locale, render_post
 if TYPE_CHECKING:
     from ..metrics import BotStats
     from .poster import Poster
+    from .webhooks import Posted, WebhookSender
 
 __all__ = ["PERMANENT_CODES", "SEND_ATTEMPTS", "SEND_RETRY", "Delivery", "nonce_for"]
 
@@ -89,6 +92,7 @@ class Delivery:
         self,
         poster: Poster,
         announcements: Announcements,
+        webhooks: WebhookSender,
         *,
         catch_up_window: float,
         nonce_window: float,
@@ -97,6 +101,8 @@ class Delivery:
     ) -> None:
         self.poster = poster
         self.announcements = announcements
+        self.webhooks = webhooks
+        """Posts the occurrences of announcements that post as someone."""
         self.catch_up_window = catch_up_window
         self.nonce_window = nonce_window
         self.publish_spacing = publish_spacing
@@ -123,10 +129,14 @@ class Delivery:
         found_at = ctx.now.timestamp()
         # The language now: what a first attempt records and shows (a re-send shows its own).
         locale_now = await posting_locale(self.poster.client, self.announcements, ann.guild_id)
+        post_as = await self.announcements.post_as(ann.id)  # None: as the bot
+        posted: Posted | None = None
         try:
             async with self.poster.holding(ctx):
                 now = ctx.now.timestamp()
-                attempt = await self._begin(ctx, ann, fire_ts, found_at, now, locale_now)
+                attempt = await self._begin(
+                    ctx, ann, fire_ts, found_at, now, locale_now, webhook=post_as is not None
+                )
                 if attempt.action == Decision.DONE:
                     return {"already": attempt.reason}
                 if attempt.action == Decision.AWAY:
@@ -137,14 +147,25 @@ class Delivery:
                 shown, payload, late = await self.render(
                     ann, fire_ts, attempt, found_at, locale_now
                 )
-                # Nothing may post for a run that could have lost its job meanwhile.
-                message_id = await self.poster.request(
-                    ctx, lambda: self.post(shown, payload, attempt), before="send"
+                # Through the channel's webhook when it posts as someone (its own guard).
+                posted = await self.webhooks.post(
+                    ctx, shown, fire_ts, payload, again=attempt.again, post_as=post_as
                 )
+                if posted is not None:
+                    message_id = posted.message_id
+                else:
+                    # Nothing may post for a run that could have lost its job meanwhile.
+                    message_id = await self.poster.request(
+                        ctx, lambda: self.post(shown, payload, attempt), before="send"
+                    )
         except RequestFailed as failed:
             return await self._refused(ctx, ann, fire_ts, failed)
         late_by = max(0.0, now - fire_ts)
-        await self._sent(ctx, ann, fire_ts, message_id, attempt, late_by=late_by, late=late)
+        if posted is not None and posted.stale:  # it shows an earlier text: brought up to date
+            shown = replace(shown, revision=shown.revision - 1)
+        await self._sent(
+            ctx, shown, fire_ts, message_id, attempt, late_by=late_by, late=late, webhook=posted
+        )
         return {"message_id": message_id, "late_by": round(late_by, 3)}
 
     async def _begin(
@@ -155,11 +176,16 @@ class Delivery:
         found_at: float,
         now: float,
         locale: str | None,
+        *,
+        webhook: bool,
     ) -> Attempt:
         """Record this attempt (``sending``, with its nonce) before anything is sent; what
-        to do (see :func:`bot.announcements.deliveries.begin_attempt`)."""
-        return await ctx.run_mutation(
-            lambda tx, _: begin_attempt(
+        to do (see :func:`bot.announcements.deliveries.begin_attempt`). A first attempt of
+        an announcement that posts as someone (``webhook``) records, in the same
+        transaction, that it goes through the channel's webhook."""
+
+        async def begin(tx: TransactionContext, _: object) -> Attempt:
+            attempt = await begin_attempt(
                 tx,
                 ann.id,
                 fire_ts,
@@ -171,7 +197,11 @@ class Delivery:
                 guild_id=ann.guild_id,
                 locale=locale,
             )
-        )
+            if webhook and attempt.action == Decision.SEND and not attempt.again:
+                await self.webhooks.begin(tx, ann, fire_ts)
+            return attempt
+
+        return await ctx.run_mutation(begin)
 
     async def render(
         self,
@@ -231,14 +261,22 @@ class Delivery:
         *,
         late_by: float,
         late: bool,
+        webhook: Posted | None = None,
     ) -> None:
-        """Record the occurrence sent (and its publish, in an announcement channel)."""
+        """Record the occurrence sent (and its publish, in an announcement channel; the
+        webhook post it is, when it went through one)."""
         spacing = self.publish_spacing
-        await ctx.run_mutation(
-            lambda tx, _: record_sent(
+
+        async def sent(tx: TransactionContext, _: object) -> None:
+            await record_sent(
                 tx, ann, fire_ts, message_id, late_by=late_by, publish_spacing=spacing
             )
-        )
+            if webhook is not None:
+                await BotDb(tx.db).set_webhook_message(
+                    ann.id, fire_ts, ann.channel_id, message_id, webhook.thread_id
+                )
+
+        await ctx.run_mutation(sent)
         self.stats.deliveries_sent += 1
         self.stats.deliveries_late += late
         self.stats.deliveries_resent += attempt.again

@@ -37,10 +37,11 @@ __all__ = ["PausePoint", "Poster", "SideEffect"]
 
 T = TypeVar("T")
 
-SideEffect = Literal["send", "edit", "publish", "report", "event", "remind"]
+SideEffect = Literal["send", "edit", "publish", "report", "event", "remind", "webhook"]
 """What a posting job is about to do: send an occurrence (a message or a forum post), edit a
 posted message, publish it to followers, report a failure to the guild's log channel, make
-a Discord event, or remind a member by direct message."""
+a Discord event, remind a member by direct message, or list, make or change the channel's
+webhook that posts as someone."""
 PausePoint = Callable[[ActionContext, SideEffect], Awaitable[None]]
 
 

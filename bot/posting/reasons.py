@@ -15,6 +15,14 @@ from typing import Final
 from ..announcements.deliveries import AWAY
 from ..i18n import catalogs, current_locale, t, tn
 from .failures import KNOWN_CODES
+from .webhooks import (
+    MAX_WEBHOOKS,
+    MISSING_PERMISSIONS,
+    NO_MANAGE_WEBHOOKS,
+    UNKNOWN_WEBHOOK,
+    WEBHOOK_GONE,
+    WEBHOOKS_FULL,
+)
 
 _CODED: Final = re.compile(r"(?P<known>.+) \((?P<code>[0-9]+)\)")
 _RATE: Final = re.compile(r"rate limited for (?P<n>[0-9]+)s")
@@ -81,6 +89,22 @@ def said_reason(reason: str) -> str:
         )  # fmt: skip
     if (m := _EVENTS_FULL.fullmatch(reason)) is not None:
         return t("the server has {n} scheduled events, the most Discord allows", n=m["n"])
+    webhooks = {
+        f"{WEBHOOKS_FULL} ({MAX_WEBHOOKS})": t(
+            "the channel already has 15 webhooks, the most Discord allows: delete one it no "
+            "longer needs, or post as the bot (`as_name: none`)"
+        ),
+        f"{NO_MANAGE_WEBHOOKS} ({MISSING_PERMISSIONS})": t(
+            "the bot needs Manage Webhooks in the channel to post as someone else (or "
+            "`as_name: none`)"
+        ),
+        f"{WEBHOOK_GONE} ({UNKNOWN_WEBHOOK})": t(
+            "the webhook that posted it was deleted: it can no longer be edited"
+        ),
+    }
+    if reason in webhooks:
+        said_code = reason.rsplit("(", 1)[1].rstrip(")")
+        return f"{webhooks[reason]} ({said_code})"
     if reason == PAUSED_REASON:
         return t("due while the announcement was paused")
     if reason == AWAY:

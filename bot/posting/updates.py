@@ -9,6 +9,9 @@ allowed mentions recorded when the announcement was scheduled (never a new messa
 records the revision it shows. A PATCH is idempotent, so a retry after a crash or a lost
 response is safe: exactly one edit is in effect.
 
+A post made as someone (through the channel's webhook, :mod:`bot.posting.webhooks`) is
+edited through that webhook; one whose webhook was deleted since can no longer be edited.
+
 - 10008 Unknown Message (a moderator deleted it) and other permanent refusals: recorded on the
   occurrence (``update_error``), kept in the history, reported like a failed delivery (log and
   the guild's log channel), never re-posted;
@@ -47,6 +50,7 @@ if TYPE_CHECKING:
     from ..metrics import BotStats
     from .pacer import ChannelPacer
     from .poster import Poster
+    from .webhooks import WebhookSender
 
 log = logging.getLogger(__name__)
 
@@ -61,12 +65,15 @@ class PostUpdates:
         poster: Poster,
         announcements: Announcements,
         pacer: ChannelPacer,
+        webhooks: WebhookSender,
         *,
         stats: BotStats,
     ) -> None:
         self.poster = poster
         self.announcements = announcements
         self.pacer = pacer
+        self.webhooks = webhooks
+        """Edits the posts made through a webhook, through it."""
         """Spaces this process's edits of posted messages in one channel."""
         self.stats = stats
 
@@ -94,10 +101,15 @@ class PostUpdates:
                     )
                 # A forum post's first message is in its thread, whose id is the message's.
                 where = message_id if ann.rich.destination == Destination.FORUM else channel_id
+                # A post made as someone is the webhook's: only it may edit it.
+                through = await self.webhooks.target(message_id)
 
                 async def patch() -> None:
                     turn.sent = True
-                    await self._patch(where, message_id, payload)
+                    if through is not None:
+                        await self.webhooks.edit(through, payload)
+                    else:
+                        await self._patch(where, message_id, payload)
 
                 await self.poster.request(ctx, patch, before="edit")
                 revision = ann.revision

@@ -59,6 +59,10 @@ class EditOptions:
     style: StyleEdit | Style | None = None
     """``/style``'s options, or the dashboard form's whole style (None: the style stays
     as it is)."""
+    as_name: str | None = None
+    """Post as this name from now on (``none``: as the bot again)."""
+    as_avatar: discord.Attachment | None = None
+    """The avatar of those posts (an image)."""
 
     @property
     def empty(self) -> bool:
@@ -80,6 +84,8 @@ class EditOptions:
                 self.event_channel_id,
                 self.reminder,
                 self.times,
+                self.as_name,
+                self.as_avatar,
             )
         ) and (self.style is None or (isinstance(self.style, StyleEdit) and self.style.empty))
 
@@ -173,6 +179,9 @@ async def edit_options(
         times=a.times if options.times is None else options.times,
         skips=a.repeat_skips,
         style=style,
+        as_name=options.as_name,
+        as_avatar=options.as_avatar is not None,
+        kept_as_name=(await announcements.post_as_names([a.id])).get(a.id),
     )
     return asked, options.when is not None
 

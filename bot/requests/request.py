@@ -87,6 +87,12 @@ class AnnouncementOptions:
     """Its embed's colour, footer, thumbnail, link and fields, and its link buttons, read
     (:mod:`bot.requests.style`) and still to be checked (None: none; on /edit, the
     announcement's as edited)."""
+    as_name: str | None = None
+    """The name its posts come from, as typed (``none``: the bot again; None: not said)."""
+    as_avatar: bool = False
+    """A new avatar for those posts is given (its bytes are read once everything passed)."""
+    kept_as_name: str | None = None
+    """On /edit: the name it posts as now (None: the bot)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,6 +41,7 @@ from ..parsing.rule import kept_skips
 from .checks import Refusal, plan_mentions, require_manager
 from .destinations import Target, check_destination, forum_title, resolve_tags, split_tags
 from .events import EventRoom, check_event
+from .post_as import check_post_as
 from .reminders import check_reminder
 from .style import check_style
 
@@ -144,6 +145,7 @@ async def check_request(
         event = await check_event(guild, options, room)
     with concerning("reminder"):
         reminder = check_reminder(options, request.requester.locale)
+    post_as = check_post_as(options, member, guild.me, channel, destination, rich.publish)
     draft = Draft(
         guild_id=guild.id,
         channel_id=channel.id,
@@ -159,6 +161,7 @@ async def check_request(
         event=event,
         reminder=reminder,
         times=times,
+        post_as=post_as,
     )
     return Checked(draft, [*reading.notes, *notes], upcoming)
 

@@ -460,6 +460,20 @@ async def test_forgetting_a_server_deletes_its_rows_of_every_bot_table(
             "created_at) VALUES (?, ?, 'logo.png', 3, ?, 0)",
             (ann.id, world.guild.id, b"png"),
         )
+        await ctx.db.execute(  # who it posts as, its channel's webhook, a post through it
+            "INSERT INTO bot_post_as (announcement_id, guild_id, name) VALUES (?, ?, 'Hall')",
+            (ann.id, world.guild.id),
+        )
+        await ctx.db.execute(
+            "INSERT INTO bot_webhooks (channel_id, guild_id, webhook_id, token) "
+            "VALUES (?, ?, 1, 'secret')",
+            (world.news.id, world.guild.id),
+        )
+        await ctx.db.execute(
+            "INSERT INTO bot_webhook_posts (announcement_id, fire_ts, channel_id, guild_id, "
+            "after_id) VALUES (?, 1, ?, ?, 0)",
+            (ann.id, world.news.id, world.guild.id),
+        )
         await ctx.db.execute(
             "INSERT INTO bot_dashboard_sessions (id_hash, user_id, username, guild_ids, "
             "csrf_token, created_at, expires_at) VALUES ('h', 1, 'u', ?, 'c', 0, 9e9)",

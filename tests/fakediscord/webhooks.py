@@ -138,6 +138,31 @@ class WebhookRoutes:
         )
         self.fake._changed()
 
+    def post(
+        self,
+        webhook: Webhook,
+        content: str,
+        *,
+        username: str | None = None,
+        at: float | None = None,
+    ) -> Message:
+        """Someone with the webhook's URL posts ``content`` through it (in its channel);
+        ``at``: the message was made then (epoch seconds; its id says so)."""
+        fake = self.fake
+        channel = fake.channels[webhook.channel_id]
+        author = User(id=webhook.id, username=username or webhook.name, bot=True)
+        message_id = None if at is None else fake.snowflakes.at(at)
+        msg = fake._new_message(
+            channel,
+            author,
+            {"content": content},
+            author_permissions=P.ALL,
+            webhook_id=webhook.id,
+            message_id=message_id,
+        )
+        msg.application_id = webhook.application_id
+        return msg
+
     def messages_by(self, webhook: Webhook) -> list[Message]:
         """The live messages the webhook posted, oldest first."""
         return [m for m in self.fake.message_log if m.webhook_id == webhook.id and not m.deleted]
