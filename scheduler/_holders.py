@@ -15,7 +15,11 @@ So a holder that can be told gone loses its leases as soon as another process no
   database session, holding an advisory lock. A store that cannot prove anything records
   nothing, and its holders' leases expire as before.
 - **The check.** Every ``liveness_interval`` (1 s by default), at every lease sweep and when
-  a lease share joins, each process checks the other holders' proofs. Gone means provably
+  a lease share joins, each process checks the other holders' proofs. A process that found
+  itself the only holder, on a store that hears other processes' commits (PostgreSQL), skips
+  the interval's checks (an idle process then costs the database no transaction a second)
+  until a commit is heard: a new holder's registration is announced, and the check after it
+  (within an interval) finds it; its lease sweep checks as always. Gone means provably
   gone: the process has exited (or its pid now names another process), the session has
   ended on a server that still runs. A stopped process, a session that is only idle, a
   holder this process cannot judge (another container's processes) are alive.
@@ -98,6 +102,8 @@ class Holders:
         self._listeners: list[Callable[[], None]] = []
         self._others: set[str] | None = None
         """The other holders as the last check found them (None: not checked yet)."""
+        self._poked = asyncio.Event()
+        """Set by every commit heard since the watch's last check (see :meth:`poke`)."""
 
     @property
     def me(self) -> str:
@@ -241,7 +247,26 @@ class Holders:
         """Check the other holders every ``liveness_interval`` from now on (idempotent)."""
         if self.liveness is None or (self._watch is not None and not self._watch.done()):
             return
+        if self.store.hears_others:
+            self.store.add_commit_listener(self.poke)
         self._watch = asyncio.create_task(self._watching(), name="scheduler-holders")
+
+    def poke(self) -> None:
+        """A commit that changed pending work was heard (this process's or another's,
+        a new holder's registration among them): a watch waiting alone looks again."""
+        self._poked.set()
+
+    def _alone(self, failing: bool) -> bool:
+        """Whether the watch may wait for a commit instead of an interval: this process is
+        registered, its last check worked and found no other holder, and the store hears
+        the other processes' commits."""
+        return (
+            self.store.hears_others
+            and not failing
+            and self._proof is not None
+            and self._others is not None
+            and not self._others
+        )
 
     async def start(self) -> None:
         """At the scheduler's start, before its driver claims anything: register (see
@@ -265,7 +290,10 @@ class Holders:
     async def _watching(self) -> None:
         failing = False
         while True:
+            if self._alone(failing):
+                await self._poked.wait()
             await self.clock.sleep(self.settings.liveness_seconds)
+            self._poked.clear()  # before the check: a commit during it is heard next time
             try:
                 await self.register()
                 await self.check()
@@ -354,6 +382,7 @@ class Holders:
         """Stop watching; give back the named leases this process still holds and forget its
         proof; stop proving it alive. (A job whose run it could not record at its stop keeps
         its lease until it expires, as before.)"""
+        self.store.remove_commit_listener(self.poke)
         for task in (self._watch, self._reprove):
             if task is not None:
                 task.cancel()

@@ -222,6 +222,13 @@ class Store(ABC):
         """How this store tells a gone lease holder from a live one (see :class:`Liveness`);
         None: it cannot, and a holder's leases are only ever lost when they expire."""
 
+    @property
+    def hears_others(self) -> bool:
+        """Whether the commit listeners also hear the commits of other processes that
+        changed pending work (PostgreSQL's LISTEN): then a process alone among the lease
+        holders hears a new one register, and need not look every liveness interval."""
+        return False
+
     # --- primitives ------------------------------------------------------------------------
 
     @abstractmethod

@@ -1,8 +1,9 @@
 """procrastinate (3.x) as its documentation shows: an ``App`` on a ``PsycopgConnector``, its
 schema applied by its schema manager, ``async`` tasks, a worker run in the same process by
 ``run_worker_async`` (LISTEN/NOTIFY on, its polling interval at the default 5 s). Jobs are
-deferred ``BATCH`` per call (``batch_defer_async``: one statement) where they share their
-options; a scheduled job (``schedule_at``) is deferred alone, since each has its own time.
+deferred ``BATCH`` per call: ``batch_defer_async`` (one statement) where they share their
+options; scheduled jobs, each with its own ``schedule_at``, through the job manager's
+``batch_defer_jobs_async``, the call ``batch_defer_async`` makes, given the jobs.
 
 Its worker runs ``concurrency`` jobs at once (1 by default; set here, see
 ``bench/pg_compare.py``)."""
@@ -120,9 +121,14 @@ async def lateness(dsn: str, n: int, span: float, lead: float, concurrency: int)
     task = app.tasks[LATE]
     async with running(app, concurrency):
         dues = due_times(n, span, lead)
-        for d in dues:
-            when = dt.datetime.fromtimestamp(d, dt.UTC)
-            await task.configure(schedule_at=when).defer_async(due=d)
+        for start in range(0, n, BATCH):
+            # What batch_defer_async does (one statement for the batch), each job with its
+            # own schedule_at: the job manager's batch call, given the jobs themselves.
+            jobs = [
+                task.configure(schedule_at=dt.datetime.fromtimestamp(d, dt.UTC)).make_new_job(due=d)
+                for d in dues[start : start + BATCH]
+            ]
+            await app.job_manager.batch_defer_jobs_async(jobs=jobs)
         check_lead(dues[0])
         await asyncio.wait_for(late.done.wait(), lead + span + 60)
         await until(lambda: has_succeeded(app, n))

@@ -9,9 +9,12 @@ from . import dispatch
 
 
 def put(st: OpState, holder: str, proof: str) -> Op[str | None]:
-    """Record ``proof`` as ``holder``'s; the proof it replaces (None: there was none)."""
+    """Record ``proof`` as ``holder``'s; the proof it replaces (None: there was none). The
+    commit is announced like a change of pending work, so a holder that was alone hears of
+    this one (see :meth:`scheduler._holders.Holders.poke`)."""
     row = yield Q("holder_proof", {"holder": holder}, "one")
     yield Q("put_holder", {"holder": holder, "proof": proof, "now": st.lease_now})
+    st.wake = True
     return None if row is None else str(row["proof"])
 
 

@@ -314,6 +314,10 @@ class PostgresStore(Store):
     def __repr__(self) -> str:
         return f"PostgresStore({redact_dsn(self.dsn)!r})"
 
+    @property
+    def hears_others(self) -> bool:
+        return self.listen
+
     def _kwargs(self, application_name: str) -> dict[str, Any]:
         kwargs = dict(self._connect_kwargs)
         settings = {"application_name": application_name, **kwargs.pop("server_settings", {})}

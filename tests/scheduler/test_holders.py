@@ -34,6 +34,7 @@ from scheduler._ops import leases as lease_ops
 from scheduler.errors import LeaseLost
 from scheduler.stores._process_liveness import ProcessLiveness, available
 from scheduler.testing import FakeClock
+from tests.support.processes import until
 
 if TYPE_CHECKING:
     from tests.scheduler.stores import StoreFactory
@@ -253,6 +254,41 @@ async def test_a_stopped_scheduler_gives_its_leases_back(world: Any) -> None:
     await b.sched.stop()
     assert await a.sched.leases.holders(["k"]) == {}
     assert await a.sched.leases.take("k", ttl=TTL)
+
+
+def interval_watches(clock: FakeClock) -> int:
+    """The holder watches sleeping their liveness interval (the fixture's sweep sleeps an
+    hour; nothing else here sleeps on the clock)."""
+    return sum(1 for left in clock.sleeping if left <= 1.0)
+
+
+async def test_a_lone_holder_that_hears_commits_waits_for_one_instead_of_checking(
+    world: Any, clock: FakeClock
+) -> None:
+    """Alone among the holders on PostgreSQL (which hears other processes' commits), a
+    process's watch costs nothing while idle: it waits for a commit, not an interval. A new
+    holder's registration is announced: the lone one checks within an interval, finds it,
+    watches it every interval from then on and finds it gone at once. On SQLite (which
+    hears nothing from other processes) the lone watch checks every interval, as before."""
+    make, _ = world
+    a = await make("a")
+    hears = a.sched.store.hears_others
+    for _ in range(3):  # the watch's first step (up to its first wait: no I/O before it)
+        await asyncio.sleep(0)
+    assert interval_watches(clock) == (0 if hears else 1)
+    if not hears:
+        return
+    checks = a.sched.stats.holder_checks
+    clock.advance(5.0)  # no sleeper was due: nothing ran
+    assert a.sched.stats.holder_checks == checks
+    b = await make("b")  # its watch sleeps an interval; a's wakes on b's registration
+    await until(lambda: interval_watches(clock) == 2, 10, "a's watch to hear b register")
+    clock.advance(1.0)
+    await until(lambda: a.sched.stats.holder_checks > checks, 10, "a's check")
+    await until(lambda: interval_watches(clock) == 2, 10, "a's watch on b every interval")
+    await b.die()
+    clock.advance(1.0)
+    await until(lambda: a.sched.stats.holders_gone == 1, 10, "a to find b gone")
 
 
 # --- jobs -------------------------------------------------------------------------------------
