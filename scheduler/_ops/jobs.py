@@ -92,6 +92,8 @@ def _insert_plain(st: OpState, jobs: Sequence[NewJob]) -> Op[list[int]]:
             "pace_spacing": j.pace_spacing,
             "priority": j.priority,
             "run_timeout": j.timeout,
+            "conc_key": j.concurrency_key,
+            "conc_limit": j.concurrency_limit,
             "now": st.now,
         }
         for job_id, j in zip(ids, jobs, strict=True)

@@ -14,6 +14,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from scheduler import (
+    Concurrency,
     CronJobs,
     DuplicateName,
     InvalidSchedule,
@@ -397,23 +398,15 @@ async def test_enqueue_many_enqueues_each_as_enqueue_would(make: Make) -> None:
     assert len(await sched.list_jobs()) == 3
 
 
-_JOB_COLUMNS = (
-    "fn, kind, state, next_ts, attempts, max_failures, initial_backoff, backoff_base, "
-    "idempotent, run_count, parent_id, idempotency_key, on_complete, name, schedule_name, "
-    "fire_ts, jitter, pace_key, pace_spacing, priority, run_timeout, created_at, updated_at, "
-    "finished_at"
-)
-
-
-async def _written(sched: Scheduler, ids: list[int]) -> list[tuple[Any, ...]]:
-    """Every column of the jobs ``ids`` and of their payloads but the id, in that order."""
+async def _written(sched: Scheduler, ids: list[int]) -> list[dict[str, Any]]:
+    """Every column of the jobs ``ids`` and of their payloads but the ids, in that order."""
     async with sched.reader() as db:
         cur = await db.execute(
-            f"SELECT j.id, {_JOB_COLUMNS}, a.args, a.context_type, a.context, a.callback_of "
-            "FROM scheduler_jobs j JOIN scheduler_job_args a ON a.job_id = j.id ORDER BY j.id"
+            "SELECT j.*, a.args, a.context_type, a.context, a.callback_of "
+            "FROM scheduler_jobs j JOIN scheduler_job_args a ON a.job_id = j.id"
         )
-        rows = {int(r[0]): tuple(r[1:]) for r in await cur.fetchall()}
-    return [rows[i] for i in ids]
+        rows = {int(r["id"]): dict(zip(r.keys(), r, strict=True)) for r in await cur.fetchall()}
+    return [{k: v for k, v in rows[i].items() if k != "id"} for i in ids]
 
 
 async def test_a_batch_of_plain_jobs_is_written_as_one_enqueue_at_a_time_writes_it(
@@ -429,6 +422,7 @@ async def test_a_batch_of_plain_jobs_is_written_as_one_enqueue_at_a_time_writes_
         JobRequest("slow", [2], run_at=later + timedelta(seconds=5), timeout=7.5),
         JobRequest("tick", None, run_at=later, pace=Pace("p", timedelta(seconds=2))),
         JobRequest("tick", "x", run_at=later, on_complete="tick", context={"c": 1}),
+        JobRequest("slow", 5, run_at=later, concurrency=Concurrency("c", 2)),
     ]
     alone = [await sched.enqueue(r.fn, r.args, **r.options) for r in requests]
     batched = await sched.enqueue_many(requests)
