@@ -652,6 +652,159 @@ def print_scale(s: dict[str, Any]) -> None:
     )
 
 
+# --- the docs' section (bench/run_all.py writes it into docs/benchmarks.md) --------------------
+
+
+def _cell(s: dict[str, Any], digits: int = 0) -> str:
+    """``median (min–max)`` of a summary read back from the JSON."""
+    med = f"{s['median']:,.{digits}f}"
+    if len(s["runs"]) == 1 or s["min"] == s["max"]:
+        return med
+    return f"{med} ({s['min']:,.{digits}f}–{s['max']:,.{digits}f})"
+
+
+def _table(header: list[str], rows: list[list[str]], left: int = 1) -> list[str]:
+    align = ["---"] * left + ["--:"] * (len(header) - left)
+    return [
+        "| " + " | ".join(header) + " |",
+        "| " + " | ".join(align) + " |",
+        *("| " + " | ".join(r) + " |" for r in rows),
+    ]
+
+
+def docs_section(doc: dict[str, Any]) -> list[str]:
+    """The Markdown of a run's JSON: what was run and how, then a table per section."""
+    m = doc["meta"]
+    pg = m["postgres"]
+    v = m["versions"]
+    lines = [
+        f"Command: `{m['command']}` (started {m['started']}, {m['elapsed_s']:.0f} s; load "
+        f"average {m['loadavg_start']} at the start, {m['loadavg_end']} at the end).",
+        "",
+        f"PostgreSQL {pg['server_version']} on {pg['host']} (fsync {pg['fsync']}, "
+        f"synchronous_commit {pg['synchronous_commit']}: every commit waits for its WAL "
+        f"flush), Python {m['python']}, asyncpg {v['asyncpg']}, procrastinate "
+        f"{v['procrastinate']} (psycopg {v['psycopg']}), pgqueuer {v['pgqueuer']}; checkout "
+        f"`{m['git']}`. **The machine has {m['cpus']} cores, shared by the server, the peers "
+        "and other engineers' test suites running at the same time** (a load average far "
+        "above 2 means every process, the server's included, waited for a CPU): the "
+        "absolute figures are this machine's on that day; the ratios within a round, each "
+        "peer measured minutes apart in the same run, are what to compare.",
+        "",
+        "Each measurement runs in a fresh process (the peer's worker and the application's "
+        "enqueues in one process) on a database of its own, created for it and dropped after "
+        "it. Figures are medians with min–max over the runs.",
+        "",
+    ]
+    tp = doc.get("throughput")
+    if tp:
+        lines += [
+            f"**Throughput**: {tp['jobs']:,} due-now no-op jobs enqueued 100 per call while the "
+            "worker runs, from the first enqueue to the last completion the peer recorded in "
+            "the database. Raw asyncpg is the same work with nothing else: insert, claim "
+            "(`FOR UPDATE SKIP LOCKED`), complete, each its own transaction, on the "
+            f"scheduler's table; paired ratios are per round ({m['runs']} round(s)).",
+            "",
+        ]
+        rows = []
+        for key, r in tp["peers"].items():
+            rt = tp["ratio_ours_to"].get(key)
+            rows.append(
+                [
+                    VARIANTS[key].label,
+                    f"{r.get('jobs', tp['jobs']):,}",
+                    _cell(r["jobs_per_s"]),
+                    "—" if rt is None else f"{rt['of_medians']:.2f}x",
+                    "—" if rt is None else _cell(rt["paired"], 2),
+                ]
+            )
+        lines += _table(["peer", "jobs", "jobs/s", "ours ÷ peer", "paired per round"], rows)
+        lines.append("")
+    late = doc.get("lateness")
+    if late:
+        lines += [
+            f"**Lateness**: {late['jobs']:,} no-op jobs due evenly over {late['span_s']:g} s, "
+            "enqueued ahead; `time.time()` at the job's start minus its due time.",
+            "",
+        ]
+        rows = [
+            [
+                VARIANTS[key].label,
+                _cell(r["p50_ms"], 1),
+                _cell(r["p99_ms"], 1),
+                _cell(r["max_ms"], 1),
+                "—" if key == "ours" else f"{late['p99_ratio_peer_to_ours'][key]:,.1f}x",
+            ]
+            for key, r in late["peers"].items()
+        ]
+        lines += _table(["peer", "p50 ms", "p99 ms", "max ms", "peer's p99 ÷ ours"], rows)
+        lines.append("")
+    idle = doc.get("idle")
+    if idle:
+        lines += [
+            f"**Idle**: {idle['pending']:,} jobs pending an hour out, the three running at "
+            f"once, each on its database; a {idle['window_s']:g} s window (after "
+            f"{idle['settle_s']:g} s, a `VACUUM ANALYZE` and {idle['settle_s']:g} s more, so "
+            "neither the build's statistics nor autovacuum fall into it). Per 10 s: the "
+            "peer's process CPU (`time.process_time()`), its database's client backends' CPU "
+            "(`/proc/<pid>/stat`, 10 ms ticks) and the transactions its database counted "
+            "(`pg_stat_database`).",
+            "",
+        ]
+        rows = [
+            [
+                VARIANTS[key].label,
+                _cell(r["cpu_per_10s"], 4),
+                _cell(r["backend_cpu_per_10s"], 2),
+                f"{r['backends']['median']:.0f}",
+                _cell(r["xacts_per_10s"], 1),
+            ]
+            for key, r in idle["peers"].items()
+        ]
+        lines += _table(
+            ["peer", "process CPU s", "backends' CPU s", "connections", "transactions"], rows
+        )
+        lines.append("")
+    sc = doc.get("scale")
+    if sc:
+        lines += [
+            "**Many pending (this scheduler)**: one dispatch pass (claim + complete of "
+            f"{sc['due_per_pass']} due jobs), median of {sc['repeats']} alternating between "
+            "the databases; a fresh process's start-up (to started and idle) and peak RSS. "
+            "The rows are written by `generate_series` after a sample enqueued through the "
+            "scheduler's API, which they must equal column for column.",
+            "",
+        ]
+        rows = [
+            [
+                f"{int(n):,}",
+                _cell(r["pass_ms"], 2),
+                _cell(r["claim_ms"], 2),
+                _cell({k: r["startup_s"][k] for k in r["startup_s"]}, 3),
+                _cell(r["peak_rss_mb"], 1),
+                f"{r['build_s']:.0f}",
+            ]
+            for n, r in sc["sizes"].items()
+        ]
+        lines += _table(
+            ["pending", "pass ms", "claim ms", "start-up s", "peak RSS MB", "built in s"], rows
+        )
+        rt = sc["ratio"]
+        lines += [
+            "",
+            f"Ratio {rt['big']:,} ÷ {rt['small']:,}: pass {rt['pass']:.2f}x, claim "
+            f"{rt['claim']:.2f}x, peak RSS {rt['peak_rss']:.2f}x, start-up {rt['startup']:.2f}x.",
+            "",
+        ]
+    lines += ["Aims (issue 34):", ""]
+    rows = [
+        [a["aim"], a["shown"], a["target"], "**PASS**" if a["pass"] else "**MISS**"]
+        for a in doc.get("aims", [])
+    ]
+    lines += _table(["aim", "measured (medians)", "target", ""], rows, left=4)
+    return lines
+
+
 # --- aims, meta, main ----------------------------------------------------------------------------
 
 

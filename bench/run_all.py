@@ -11,8 +11,10 @@ processes on PostgreSQL when ``CRIER_TEST_POSTGRES_DSN`` names a server), ``benc
 (100,000 announcements; ``--scale-full`` for 1,000,000, seeded once and cached in the temp
 dir), ``bench/interaction_bench.py`` (sizes from ``--interaction-sizes``) and
 ``bench/compare_bench.py`` (which takes its dispatch-pass section from scheduler_bench's
-JSON rather than building a million rows twice). Each one's stdout and JSON are kept in the
-results folder (``--out``, default a new temporary folder, printed at the end).
+JSON rather than building a million rows twice), and ``bench/pg_compare.py`` (procrastinate
+and pgqueuer on PostgreSQL) when ``CRIER_TEST_POSTGRES_DSN`` names a server. Each one's
+stdout and JSON are kept in the results folder (``--out``, default a new temporary folder,
+printed at the end).
 Needs the project's ``bench`` extra: ``.venv/bin/pip install -e '.[bench]'``.
 """
 
@@ -100,6 +102,8 @@ def plan(
             ["bench/compare_bench.py", *q, "--pass-json", str(out / "scheduler_bench.json")],
         )
     )
+    if dsn and (BENCH / "pg_compare.py").exists():  # procrastinate and pgqueuer on PostgreSQL
+        steps.append(("pg_compare", ["bench/pg_compare.py", "--dsn", dsn, *q]))
     return [(name, [*argv, "--json", str(out / f"{name}.json")]) for name, argv in steps]
 
 
@@ -326,7 +330,7 @@ def compare_aims(cmp: dict[str, Any]) -> list[dict[str, Any]]:
 
 def aims_section(docs: dict[str, dict[str, Any] | None]) -> list[str]:
     rows = []
-    for name in ("compare_bench", "scheduler_bench", "scale_bench", "shards_bench"):
+    for name in ("compare_bench", "scheduler_bench", "scale_bench", "shards_bench", "pg_compare"):
         doc = docs.get(name)
         aims = (doc or {}).get("aims", [])
         if name == "compare_bench" and doc:
@@ -738,7 +742,14 @@ TAKEOVER_INTRO = [
 def write_docs(out: Path, docs_dir: Path) -> Path:
     docs = {
         n: load(out, n)
-        for n in ("compare_bench", "scheduler_bench", "schedules_bench", "bot_bench", "scale_bench")
+        for n in (
+            "compare_bench",
+            "scheduler_bench",
+            "schedules_bench",
+            "bot_bench",
+            "scale_bench",
+            "pg_compare",
+        )
     }
     cmp = docs["compare_bench"] or {}
     docs_dir.mkdir(parents=True, exist_ok=True)
@@ -773,7 +784,8 @@ def write_docs(out: Path, docs_dir: Path) -> Path:
         "## Reproduce",
         "",
         "```sh",
-        ".venv/bin/pip install -e '.[bench]'      # apscheduler<4, sqlalchemy, matplotlib",
+        ".venv/bin/pip install -e '.[bench]'      # apscheduler<4, sqlalchemy, matplotlib,",
+        "                                          # procrastinate, pgqueuer",
         f"{PY} bench/run_all.py --snapshot HEAD   # everything, on the committed code;",
         "                                               # rewrites this file and the plot",
         "```",
@@ -880,6 +892,20 @@ def write_docs(out: Path, docs_dir: Path) -> Path:
             "```",
             takeover_txt.read_text("utf-8").rstrip(),
             "```",
+            "",
+        ]
+    pg_cmp = load(out, "pg_compare")
+    if pg_cmp:
+        from bench.pg_compare import docs_section
+
+        lines += [
+            "## Side by side on PostgreSQL (`pg_compare.py`)",
+            "",
+            "This scheduler on PostgreSQL against procrastinate and pgqueuer, the Python job "
+            "queues that live in PostgreSQL, on one server in one run, with the raw asyncpg "
+            "limit of the same work.",
+            "",
+            *docs_section(pg_cmp),
             "",
         ]
     interact_txt = out / "interaction_bench.txt"

@@ -76,6 +76,13 @@ def test_every_peer_and_section_is_in_the_json(tmp_path: Path) -> None:
         summary_ok(r["pass_ms"]) and summary_ok(r["peak_rss_mb"]) for r in sc["sizes"].values()
     )
     assert {a["aim"].split(" ")[0] for a in doc["aims"]} >= {"throughput", "lateness", "idle"}
+    # the docs' section renders from the JSON (bench/run_all.py writes it)
+    sys.path.insert(0, str(ROOT))
+    from bench.pg_compare import docs_section
+
+    md = "\n".join(docs_section(doc))
+    for what in ("**Throughput**", "**Lateness**", "**Idle**", "**Many pending", "pgqueuer"):
+        assert what in md, what
     # every database the run made is gone
     assert (
         "crier_bench_"
