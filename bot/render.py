@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING
 from scheduler.stores.sqlite import refused_write
 
 from .announcements import (
+    FEED_DAYS,
     Announcement,
+    CalendarAddress,
     Details,
     EditOutcome,
     ImportConflict,
@@ -30,6 +32,7 @@ from .announcements import (
     TemplateRefused,
     Why,
 )
+from .announcements.calendar import feed_path
 from .announcements.course import COUNTED
 from .announcements.diff import Field
 from .announcements.placeholders import as_posted_at
@@ -504,6 +507,44 @@ def skipped(s: Skipped) -> str:
     if s.span is not None:
         lines.append(t("Take it back with `/unskip id:{id} date:…`.", id=a.local_id))
     return "\n".join(lines)
+
+
+def calendar_answer(base: str, found: CalendarAddress, *, public: bool) -> str:
+    """The /calendar answer: the feed's address (at ``base``: the web server's; ``public``:
+    its ``DASHBOARD_PUBLIC_URL``), how to use it, and who can read it."""
+    url = base + feed_path(found.token)
+    if found.replaced:
+        lines = [
+            t("🔁 A new calendar address for this server: {url}", url=url),
+            t("The old address no longer works: calendars subscribed to it must subscribe "
+              "to this one."),
+        ]  # fmt: skip
+    else:
+        lines = [t("📅 This server's calendar: {url}", url=url)]
+    lines += [
+        t("Subscribe to it by its address in a calendar app (don't import the file: a "
+          "subscription follows every change). It lists the scheduled announcements of the "
+          "next {days} days, skipped dates left out.", days=FEED_DAYS),
+        t("🔒 Anyone with this address sees every scheduled announcement of this server, "
+          "in every channel: share it with care. `/calendar reset: true` makes a new one and "
+          "this one stops working."),
+    ]  # fmt: skip
+    if not public:
+        lines.append(
+            t("⚠️ This is the address the bot listens on: its operator has not set "
+              "`DASHBOARD_PUBLIC_URL` (the address people reach it at), so it may not be "
+              "reachable from elsewhere.")
+        )  # fmt: skip
+    return "\n".join(lines)
+
+
+def no_calendar() -> str:
+    """The /calendar answer when the bot serves no web pages (nothing is made)."""
+    return t(
+        "This bot serves no web pages, so it has no calendar address to give. Its operator "
+        "can set `HTTP_ADDRESS` (and `DASHBOARD_PUBLIC_URL`, the address people reach it at) "
+        "to serve one."
+    )
 
 
 def unskipped(s: Skipped) -> str:

@@ -10,8 +10,9 @@ cancel), ``reading`` (get, listing, /info, choices, next times), ``pausing`` (pa
 until), ``skipping`` (/skip, /unskip: exceptions to a rule), ``editing`` (/edit),
 ``templates`` (/template), ``transfer`` (export and import), ``standing`` (servers left and
 back, forgotten; command counts), ``reminders`` (reminders by DM: who asked, what is due),
-``post_as`` (who its posts come from: a name and avatar, through a webhook), ``guards``
-(the limits, checked) and ``service`` (what they share: the scheduler, the
+``post_as`` (who its posts come from: a name and avatar, through a webhook), ``calendar``
+(the calendar feed: its address, what it lists), ``guards`` (the limits, checked) and
+``service`` (what they share: the scheduler, the
 limits, guild and member settings); ``jobs`` names the scheduler jobs they enqueue (and
 types their arguments), ``deliveries`` is the bookkeeping those jobs record.
 """
@@ -26,6 +27,16 @@ from ..models import (
     Draft,
     GuildSettings,
     mention_markup,
+)
+from .calendar import (
+    FEED_DAYS,
+    FEED_EVENTS,
+    FEED_PER_ANNOUNCEMENT,
+    CalendarAddress,
+    Calendars,
+    Feed,
+    FeedEvent,
+    feed_path,
 )
 from .course import NotFound, NotPossible, Skipped, Why
 from .editing import (
@@ -113,6 +124,9 @@ __all__ = [
     "CHOICES_SCANNED",
     "DEFAULT",
     "EVENTS_FN",
+    "FEED_DAYS",
+    "FEED_EVENTS",
+    "FEED_PER_ANNOUNCEMENT",
     "FORGET_FN",
     "INFO_DELIVERIES",
     "INFO_HISTORY",
@@ -135,6 +149,8 @@ __all__ = [
     "AnnouncementState",
     "Announcements",
     "BadLimit",
+    "CalendarAddress",
+    "Calendars",
     "Details",
     "Draft",
     "Due",
@@ -145,6 +161,8 @@ __all__ = [
     "EventsArgs",
     "ExportRows",
     "ExtraPosts",
+    "Feed",
+    "FeedEvent",
     "ForgetArgs",
     "GuildSettings",
     "IdChoices",
@@ -199,6 +217,7 @@ __all__ = [
     "enqueue_publish",
     "enqueue_report",
     "extra_nonce",
+    "feed_path",
     "limit_lines",
     "mention_markup",
     "next_post_time",
@@ -211,7 +230,15 @@ __all__ = [
 
 
 class Announcements(
-    Transfer, Pausing, Skipping, Standing, EventPlans, Reminders, ExtraPosts, PostingAs
+    Transfer,
+    Pausing,
+    Skipping,
+    Standing,
+    EventPlans,
+    Reminders,
+    ExtraPosts,
+    PostingAs,
+    Calendars,
 ):
     """Create, list and cancel announcements, keep guild settings, limits and templates,
     and follow the servers the bot leaves and comes back to."""

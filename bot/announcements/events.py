@@ -84,14 +84,20 @@ def event_shape(
     line of its text (placeholders rendered in ``locale``, as its post says them; ``{event}``
     empty), described by its text."""
     shown = as_posted_at(ann, fire_ts, number, locale=locale)
-    first_line = next((line.strip() for line in shown.content.splitlines() if line.strip()), "")
-    name = (shown.rich.title or first_line or f"Announcement #{ann.local_id}").strip()
+    name = shown_name(shown)
     if len(name) > MAX_EVENT_NAME:
         name = name[: MAX_EVENT_NAME - 1] + "…"
     description = shown.content
     if len(description) > MAX_EVENT_DESCRIPTION:
         description = description[: MAX_EVENT_DESCRIPTION - 1] + "…"
     return EventShape(name, description, fire_ts, fire_ts + spec.minutes * 60.0, spec)
+
+
+def shown_name(shown: Announcement) -> str:
+    """What an occurrence is called (its Discord event, its calendar entry): the title it
+    shows, else the first line of its text, else its number."""
+    first_line = next((line.strip() for line in shown.content.splitlines() if line.strip()), "")
+    return (shown.rich.title or first_line or f"Announcement #{shown.local_id}").strip()
 
 
 async def sync_events_later(

@@ -34,6 +34,7 @@ from scheduler.stores.sqlite import refused_write
 
 from ..announcements import Announcements
 from ..announcements.retention import Retention
+from ..commands.calendar import CalendarCommands
 from ..commands.copy import CopyCommands
 from ..commands.edit import EditCommands
 from ..commands.info import InfoCommands
@@ -67,6 +68,7 @@ from ..posting.updates import PostUpdates
 from ..posting.webhook_http import WebhookRequests
 from ..posting.webhooks import WebhookSender
 from ..requests.destinations import every_destination_permissions
+from ..web.calendar import CalendarFeeds
 from ..web.server import WebServer
 from .endpoints import use_discord_endpoints
 from .shards import GatewayInfo, Shards
@@ -189,6 +191,7 @@ class CrierBot(commands.Bot):
         identify: Callable[[int], Awaitable[None]] | None = None,
         shard_clients: Callable[[], Sequence[discord.Client]] | None = None,
         shards_ready: Callable[[], Awaitable[None]] | None = None,
+        web_base: Callable[[], tuple[str, bool] | None] | None = None,
     ) -> None:
         # The bot never joins voice: don't let discord.py warn at every start that voice
         # libraries are missing (a bad token must give one clear line, nothing more).
@@ -229,6 +232,9 @@ class CrierBot(commands.Bot):
         self._identify = identify
         self._shard_clients = shard_clients
         self._shards_ready = shards_ready
+        self.web_base = web_base or (lambda: None)
+        """Where this process's web server is reached (``/calendar``'s address), and whether
+        that is its public address; None: it serves none."""
         self.identify_turn_taken = False
         """Set when this shard's first IDENTIFY already waited its turn (see ``Shards``)."""
         self.interactions_in_flight: dict[int, tuple[float, asyncio.Task[Any] | None]] = {}
@@ -253,6 +259,7 @@ class CrierBot(commands.Bot):
         await self.add_cog(copying)
         self.tree.add_command(copying.menu)
         await self.add_cog(PostingCommands(self.announcements, self.clock))
+        await self.add_cog(CalendarCommands(self.announcements, self.clock, web_base=self.web_base))
         self.add_dynamic_items(PageButton, ConfirmImport, RemindButton, StopButton)
         await self.tree.set_translator(CatalogTranslator())
         self.logged_in.set()
@@ -494,6 +501,7 @@ class Crier:
             stats=self.stats,
             shard_clients=lambda: self.clients,
             shards_ready=self.shards.wait_started,
+            web_base=self.web_base,
         )
         """The REST-only client: deliveries, command sync, the dashboard's look-ups."""
         self.bot.announcements.read_server_locales(self.bot.server_locale)
@@ -534,6 +542,7 @@ class Crier:
             announcements=self.bot.announcements,
             shard=(shard_id, count),
             identify=self.shards.identify,
+            web_base=self.web_base,
         )
 
     async def _gateway_info(self) -> GatewayInfo:
@@ -621,6 +630,13 @@ class Crier:
             observability_routes(self.shards, self.bot, self.sched, self.stats, waiting=waiting)
         )
         server.hold_while(waiting)
+        feeds = CalendarFeeds(
+            self.bot.announcements,
+            self.clock,
+            behind_proxy=self.settings.dashboard_url is not None,
+            guild_name=self._guild_name,
+        )
+        server.add_routes(feeds.routes())
         if self.settings.client_secret is not None:
             from ..web.dashboard import add_dashboard
 
@@ -634,6 +650,20 @@ class Crier:
                 gateway=self.shards,
             )
         return server
+
+    def web_base(self) -> tuple[str, bool] | None:
+        """Where the web server is reached: ``DASHBOARD_PUBLIC_URL`` (True: public), else
+        the address it listens on (False); None: it serves none."""
+        if self.web is None:
+            return None
+        if self.settings.dashboard_url is not None:
+            return self.settings.dashboard_url, True
+        return self.web.url, False
+
+    def _guild_name(self, guild_id: int) -> str | None:
+        """The server's name as a connected client knows it (no request to Discord)."""
+        guild = self.bot.get_guild(guild_id)
+        return None if guild is None else guild.name
 
     def database_wait(self) -> str | None:
         """While the start waits for the database: what for and why (``/healthz``)."""

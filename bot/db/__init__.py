@@ -16,12 +16,14 @@ tables), ``deliveries`` (with the history), ``attachments``, ``settings``
 announcements), ``events`` (Discord's scheduled events), ``reminders`` (reminders by DM),
 ``styles`` (a post's style as stored, and its thumbnail), ``extra_posts`` (``/postnow``'s
 posts), ``webhooks`` (who an announcement posts as, the webhook of each channel, the intent
-of each post through one), ``guilds`` (servers left, per-server limits, command counts,
-forgetting a server) and ``retention`` (what ``HISTORY_DAYS`` deletes).
+of each post through one), ``calendar`` (the calendar feed's address), ``guilds`` (servers
+left, per-server limits, command counts, forgetting a server) and ``retention`` (what
+``HISTORY_DAYS`` deletes).
 """
 
 from .announcements import decode_nth, decode_step, encode_nth, encode_step
 from .attachments import AttachmentTable
+from .calendar import CalendarTable
 from .dashboard import DashboardSessionTable
 from .deliveries import DeliveryTable
 from .events import EventRow, EventTable
@@ -72,6 +74,7 @@ class BotDb(
     ExtraPostTable,
     RetentionTable,
     WebhookTable,
+    CalendarTable,
 ):
     """The bot's tables, read and written on one connection of the scheduler's store."""
 

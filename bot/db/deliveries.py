@@ -355,11 +355,20 @@ class DeliveryTable(Table):
         now: float,
         detail: str = "",
     ) -> None:
-        """Keep one change in the announcement's history."""
+        """Keep one change in the announcement's history (an edit is counted in its
+        ``edits`` too: the calendar feed's SEQUENCE, which must never go down, while
+        ``HISTORY_DAYS`` prunes the history)."""
         await self.db.execute(
             "INSERT INTO bot_history (announcement_id, at, actor_id, action, detail) "
             "VALUES (?, ?, ?, ?, ?)",
             (announcement_id, now, actor_id, action.value, detail),
+        )
+        if action == HistoryAction.EDITED:
+            await self._count_edit(announcement_id)
+
+    async def _count_edit(self, announcement_id: int) -> None:
+        await self.db.execute(
+            "UPDATE bot_announcements SET edits = edits + 1 WHERE id = ?", (announcement_id,)
         )
 
     async def add_histories(
@@ -373,6 +382,9 @@ class DeliveryTable(Table):
                 "VALUES (?, ?, ?, ?, '')",
                 [(ann_id, now, actor, action.value) for ann_id, action, actor in entries],
             )
+        for ann_id, action, _ in entries:
+            if action == HistoryAction.EDITED:
+                await self._count_edit(ann_id)
 
     async def last_change_at(self, announcement_id: int, action: HistoryAction) -> float | None:
         """When the announcement last had a change of this kind, or None if never."""

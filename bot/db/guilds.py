@@ -112,8 +112,8 @@ class GuildTables(Table):
         """Delete every row of the bot's tables that belongs to the guild (its announcements
         with their deliveries, history, files, events and reminders; its templates, the keys of what
         it imported and its dry runs waiting for confirmation; its settings, limits, command
-        counts and the record that it was left) and take it out of dashboard sessions; how
-        many rows of each table went."""
+        counts, its calendar address and the record that it was left) and take it out of
+        dashboard sessions; how many rows of each table went."""
         gone: dict[str, int] = {}
         # Its announcements locked first: a delivery that locked one (recording its
         # occurrence) commits before the deletes below, which then see its rows; one after
@@ -151,6 +151,7 @@ class GuildTables(Table):
             "bot_post_as",
             "bot_webhooks",
             "bot_webhook_posts",
+            "bot_calendar_tokens",
         ):
             gone[table] = await self._count_deleted(
                 f"DELETE FROM {table} WHERE guild_id = ? RETURNING guild_id", (guild_id,)

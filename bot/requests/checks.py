@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import discord
 from discord import app_commands
 
-from ..i18n import t
+from ..i18n import t, tn
 from ..parsing import ConcernsField
 
 if TYPE_CHECKING:
@@ -76,6 +76,25 @@ def require_readable(member: discord.Member, guild: discord.Guild, a: Announceme
         raise Refusal(
             t("Announcement #{id} is for a channel you can't see, so you can't change or copy "
               "it.", id=a.local_id)
+        )  # fmt: skip
+
+
+def require_reads_every(
+    member: discord.Member, guild: discord.Guild, live: Iterable[Announcement]
+) -> None:
+    """Refused unless ``member`` may read the text of every one of ``live`` (the server's
+    scheduled and paused announcements): the calendar's address shows them all to whoever
+    has it, so it is given only to a manager who could read each of them."""
+    hidden = [a.local_id for a in live if not can_read(member, guild, a.channel_id)]
+    if hidden:
+        raise Refusal(
+            tn("The calendar shows every scheduled announcement of this server to whoever "
+               "has its address, and {count} of them is for a channel you can't see: ask a "
+               "manager who can see them all.",
+               "The calendar shows every scheduled announcement of this server to whoever "
+               "has its address, and {count} of them are for channels you can't see: ask a "
+               "manager who can see them all.",
+               len(hidden), count=len(hidden))
         )  # fmt: skip
 
 

@@ -434,6 +434,7 @@ async def test_forgetting_a_server_deletes_its_rows_of_every_bot_table(
         done, _ = await import_file(world, data, confirm=confirm)
         assert ("Imported" if confirm else "Dry run") in done.content, done.content
     await announcements.set_guild_limits(GuildLimits(world.guild.id, max_templates=50))
+    await announcements.calendar_address(world.guild.id, world.admin.id)  # its calendar's
     await advance_to(crier, clock, timedelta(hours=1))  # a delivery, and its events
     ann = await announcements.get(world.guild.id, hourly)
     await run_command(world, "edit", id=hourly, reminder="15m")  # its reminder settings

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 COMMANDS = {
     "schedule", "list", "cancel", "settings", "pause", "resume", "skip", "timezone", "edit",
     "info", "template", "export", "import", "remindme", "unskip", "style", "postnow", "test",
+    "calendar",
 }  # fmt: skip
 MESSAGE_COMMANDS = {"Schedule a copy"}
 """The commands of a message's context menu (right-click → Apps)."""
@@ -189,6 +190,7 @@ async def test_the_synced_definitions_have_what_the_commands_promise(
         "style": None,
         "postnow": None,
         "test": None,
+        "calendar": None,
     }
 
     def options(name: str) -> dict[str, dict[str, Any]]:

@@ -90,6 +90,7 @@ async def seeded(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Seed
             Template(guild_id=guild_id, name="weekly", content="Weekly sync {date}",
                      title="Sync", channel_id=world.news.id, author_id=world.admin.id)
         )  # fmt: skip
+        await service.calendar_address(guild_id, world.admin.id)  # its pages link a feed
         empty = site.fake.add_guild("Quiet Guild")
         empty.add_member(world.admin.user, roles=[empty.add_role("admins", P.MANAGE_GUILD)])
         seen = site.crier.bot

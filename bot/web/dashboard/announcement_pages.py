@@ -12,7 +12,7 @@ from urllib.parse import urlencode
 
 from aiohttp import web
 
-from ...announcements import LIVE_STATES, AnnouncementState, ListFilter
+from ...announcements import LIVE_STATES, AnnouncementState, ListFilter, feed_path
 from ...i18n import t
 from ...parsing.display import example_date
 from ...parsing.placeholders import EVENT_LINK
@@ -23,6 +23,8 @@ from .core import CONFIRMED, Confirmation
 from .pages import ANNOUNCEMENT, GUILD, GuildPages, get, post
 
 if TYPE_CHECKING:
+    import discord
+
     from ...announcements import Details
     from .core import Viewer
 
@@ -112,11 +114,29 @@ class AnnouncementPages(GuildPages):
         details = await self.d.announcements.info(who.guild.id, self.local_id(request))
         a = details.announcement
         hidden = not can_read(who.member, who.guild, a.channel_id)
+        calendar = None
+        if a.live and not hidden:
+            calendar = await self._calendar(request, who.member, who.guild, a.local_id)
         return self.d.render(
             "announcement.html", viewer, guild=who.guild, a=a, facts=info_facts(details),
             shown=details.shown or a, hidden=hidden, flash=await self.d.flash(viewer),
-            event_url=next_event_url(details),
+            event_url=next_event_url(details), calendar=calendar,
         )  # fmt: skip
+
+    async def _calendar(
+        self, request: web.Request, member: discord.Member, guild: discord.Guild, local_id: int
+    ) -> dict[str, str | None] | None:
+        """The announcement's own calendar feed, for the page: its address (``url`` None:
+        the server has none yet, ``/calendar`` makes it); None for a viewer who can't read
+        every live announcement (the address opens the server's whole calendar)."""
+        announcements = self.d.announcements
+        live = await announcements.live(guild.id, 10**9)
+        if hidden_channels(member, guild, (x.channel_id for x in live)):
+            return None
+        token = await announcements.calendar_token(guild.id)
+        if token is None:
+            return {"url": None}
+        return {"url": self.d.public_url(request) + feed_path(token, local_id)}
 
     @post(ANNOUNCEMENT + "/{action:pause|resume|skip|cancel}", form=CONFIRMED)
     async def change(self, request: web.Request, viewer: Viewer) -> web.StreamResponse:
