@@ -486,3 +486,5 @@ class Template:
     created_at: float = 0.0
     reminder: float | None = None
     """How long before each post the members who ask are reminded by DM (None: off)."""
+    post_as: PostAs | None = None
+    """Who its posts come from (``/edit as_name: as_avatar:``; None: the bot)."""

@@ -21,6 +21,7 @@ from ..models import (
     EventSpec,
     HistoryAction,
     Image,
+    PostAs,
     Template,
 )
 from .editing import Editing
@@ -54,6 +55,8 @@ class ExportRows:
     """The Discord event each occurrence gets, of those that get one."""
     reminders: dict[int, float] = field(default_factory=dict)
     """How long before each post their members are reminded, of those that remind."""
+    posts_as: dict[int, PostAs] = field(default_factory=dict)
+    """Who their posts come from, of those that post as someone (avatars included)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,8 +91,11 @@ class Transfer(Editing, Templates):
             templates = await rows.templates(guild_id)
             events = await rows.event_specs([a.id for a in live])
             reminders = await rows.reminder_leads([a.id for a in live])
+            posts_as = await rows.posts_as([a.id for a in live])
         live.reverse()  # oldest first: an import numbers them in the same order
-        return ExportRows(live, await self._next_fires(live), images, templates, events, reminders)
+        return ExportRows(
+            live, await self._next_fires(live), images, templates, events, reminders, posts_as
+        )
 
     async def imported_keys(self, guild_id: int, keys: Sequence[str]) -> dict[str, int]:
         """Of ``keys``, those an import into the server already created: key → its number."""

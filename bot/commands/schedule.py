@@ -28,6 +28,7 @@ from ..render import PAGE_SIZE, canceled, confirmation, listing_page
 from ..requests.checks import Refusal, can_read, hidden_channels
 from ..requests.destinations import tag_choices
 from ..requests.files import download
+from ..requests.post_as import with_avatar
 from ..requests.request import AnnouncementOptions, AnnouncementRequest
 from ..requests.templates import started_from
 from ..requests.validation import EMPTY_MESSAGE, UNTIL_ONE_OFF, check_request, empty_message
@@ -40,7 +41,7 @@ from .transformers import AnnouncementId, DestinationChannel, Timezone
 from .views import COMMANDS_COG, ScheduleModal, page_buttons
 
 if TYPE_CHECKING:
-    from ..models import Image
+    from ..models import Image, PostAs
 
 __all__ = [
     "EMPTY_MESSAGE",
@@ -111,6 +112,7 @@ class AnnouncementCommands(AnswersErrors, name=COMMANDS_COG):
         mention_id = None if mention is None else mention.id
         stored: Image | None = None
         reminder: float | None = None
+        post_as: PostAs | None = None
         if template is not None:  # its fields fill in the options left out
             who = await self.manager(interaction)
             started = started_from(
@@ -125,7 +127,7 @@ class AnnouncementCommands(AnswersErrors, name=COMMANDS_COG):
             )
             message, title, silent = started.message, started.title, started.silent
             channel_id, mention_id, stored = started.channel_id, started.mention_id, started.image
-            reminder = started.reminder
+            reminder, post_as = started.reminder, started.post_as
         options = AnnouncementOptions(
             when=when,
             channel_id=channel_id or (interaction.channel or discord.Object(0)).id,
@@ -143,6 +145,8 @@ class AnnouncementCommands(AnswersErrors, name=COMMANDS_COG):
             event_minutes=event_minutes,
             event_channel_id=None if event_channel is None else event_channel.id,
             kept_reminder=reminder,
+            as_name=None if post_as is None else post_as.name,
+            as_avatar=post_as is not None and post_as.avatar is not None,
         )
         if message is None:
             # Refused before any typing if anything else is wrong.
@@ -154,12 +158,12 @@ class AnnouncementCommands(AnswersErrors, name=COMMANDS_COG):
             ) -> None:
                 typed = options if heading is None else replace(options, title=heading)
                 asked = AnnouncementRequest(requester(submitted), typed, text)
-                await self._create(submitted, asked, image, stored)
+                await self._create(submitted, asked, image, stored, post_as)
 
             await interaction.response.send_modal(ScheduleModal(submit, heading=title))
             return
         asked = AnnouncementRequest(requester(interaction), options, message)
-        await self._create(interaction, asked, image, stored)
+        await self._create(interaction, asked, image, stored, post_as)
 
     @schedule.autocomplete("tags")
     async def tag_choices(
@@ -174,9 +178,11 @@ class AnnouncementCommands(AnswersErrors, name=COMMANDS_COG):
         request: AnnouncementRequest,
         image: discord.Attachment | None,
         stored: Image | None = None,
+        post_as: PostAs | None = None,
     ) -> None:
         """Schedule what ``request`` asks for (its text typed), with ``image`` downloaded
-        (or a template's ``stored`` file), and answer ``interaction`` with the confirmation."""
+        (or a template's ``stored`` file, and the avatar of who it posts as), and answer
+        ``interaction`` with the confirmation."""
         if not request.message.strip():
             raise InputError(empty_message())
         draft, notes, upcoming = await check_request(self.announcements, self.clock, request)
@@ -185,6 +191,8 @@ class AnnouncementCommands(AnswersErrors, name=COMMANDS_COG):
             draft = replace(draft, images=(file,))
         elif stored is not None:
             draft = replace(draft, images=(stored,))
+        if post_as is not None:
+            draft = with_avatar(draft, post_as.avatar)
         announcement, first = await self.announcements.create(draft)
         log.info(
             "announcement %d (#%d) scheduled in guild %d channel %d by %d",

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..models import Image, Template
+from ..models import Image, PostAs, Template
 from .table import Table, optional_int
 
 if TYPE_CHECKING:
@@ -15,7 +15,8 @@ if TYPE_CHECKING:
 
 _COLUMNS = (
     "guild_id, name, content, title, silent, mention, channel_id, image_name, image_type, "
-    "image_data, author_id, created_at, reminder_s"
+    "image_data, author_id, created_at, reminder_s, as_name, as_avatar_name, as_avatar_type, "
+    "as_avatar"
 )
 
 
@@ -35,7 +36,19 @@ def _template(row: Any) -> Template:
         author_id=int(row["author_id"]),
         created_at=float(row["created_at"]),
         reminder=None if row["reminder_s"] is None else float(row["reminder_s"]),
+        post_as=_post_as(row),
     )
+
+
+def _post_as(row: Any) -> PostAs | None:
+    if row["as_name"] is None:
+        return None
+    avatar = None
+    if row["as_avatar"] is not None:
+        avatar = Image(
+            row["as_avatar_name"] or "avatar", row["as_avatar_type"], bytes(row["as_avatar"])
+        )
+    return PostAs(row["as_name"], avatar)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,9 +95,10 @@ class TemplateTable(Table):
         return [str(r["name"]) for r in await cur.fetchall()]
 
     async def template_file_bytes(self, guild_id: int) -> int:
-        """The bytes the guild's templates keep in files (their recorded sizes)."""
+        """The bytes the guild's templates keep in files (their recorded sizes) and avatars."""
         row = await self._one(
-            "SELECT coalesce(sum(image_size), 0) AS total FROM bot_templates WHERE guild_id = ?",
+            "SELECT coalesce(sum(image_size), 0) + coalesce(sum(length(as_avatar)), 0) AS total "
+            "FROM bot_templates WHERE guild_id = ?",
             (guild_id,),
         )
         return 0 if row is None else int(row["total"])
@@ -98,9 +112,10 @@ class TemplateTable(Table):
     async def insert_template(self, t: Template) -> None:
         """Write a new template (its name must be free: UNIQUE (guild_id, name_key))."""
         image = t.image
+        avatar = None if t.post_as is None else t.post_as.avatar
         await self.db.execute(
             f"INSERT INTO bot_templates ({_COLUMNS}, name_key, image_size) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 t.guild_id,
                 t.name,
@@ -115,6 +130,10 @@ class TemplateTable(Table):
                 t.author_id,
                 t.created_at,
                 t.reminder,
+                None if t.post_as is None else t.post_as.name,
+                None if avatar is None else avatar.filename,
+                None if avatar is None else avatar.content_type,
+                None if avatar is None else avatar.data,
                 name_key(t.name),
                 0 if image is None else len(image.data),
             ),

@@ -60,6 +60,26 @@ class WebhookTable(Table):
             avatar = Image(row["avatar_name"] or "avatar", row["avatar_type"], bytes(row["avatar"]))
         return PostAs(row["name"], avatar)
 
+    async def posts_as(self, announcement_ids: Sequence[int]) -> dict[int, PostAs]:
+        """Who each of these announcements posts as, avatars included (those that post as
+        the bot are left out)."""
+        found: dict[int, PostAs] = {}
+        for start in range(0, len(announcement_ids), 500):
+            part = list(announcement_ids[start : start + 500])
+            marks = ", ".join("?" * len(part))
+            cur = await self.db.execute(
+                "SELECT announcement_id, name, avatar_name, avatar_type, avatar FROM bot_post_as "
+                f"WHERE announcement_id IN ({marks})",
+                tuple(part),
+            )
+            for r in await cur.fetchall():
+                avatar = None
+                if r["avatar"] is not None:
+                    name = r["avatar_name"] or "avatar"
+                    avatar = Image(name, r["avatar_type"], bytes(r["avatar"]))
+                found[int(r["announcement_id"])] = PostAs(r["name"], avatar)
+        return found
+
     async def post_as_names(self, announcement_ids: Sequence[int]) -> dict[int, str]:
         """The name each of these announcements posts as (those that post as the bot are
         left out); no avatar is read."""

@@ -8,8 +8,9 @@ templates as JSON, version :data:`VERSION`, described by ``docs/export.schema.js
   template is read on its own (:class:`DocAnnouncement`, :class:`DocTemplate`), so one bad
   row is named with why and the others are still checked.
 
-Nothing secret is written: no token, no session, no webhook; the files posted with an
-announcement are included (base64), as they are what it posts.
+Nothing secret is written: no token, no session, no webhook (who an announcement posts as
+is a name and an avatar, never the channel's webhook or its token); the files posted with
+an announcement are included (base64), as they are what it posts.
 """
 
 from __future__ import annotations
@@ -28,21 +29,24 @@ from scheduler.triggers import DateStep
 
 from ..announcements.reminders import MAX_REMINDER, MIN_REMINDER
 from ..i18n import t
-from ..models import Announcement, Destination, EventSpec, Image, Template
+from ..models import Announcement, Destination, EventSpec, Image, PostAs, Template
 from ..parsing import RepeatRule
 from ..parsing.spoken import listed
+from .post_as import AVATAR_TYPES, MAX_AS_NAME, MAX_AVATAR_BYTES
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from ..announcements import ExportRows
 
-VERSION: Final = 3
+VERSION: Final = 4
 """The version ``/export`` writes: 2 added each announcement's ``event``, 3 each
-announcement's and template's ``reminder_seconds``."""
-READ_VERSIONS: Final = (1, 2, 3)
+announcement's and template's ``reminder_seconds``, 4 their ``post_as`` (a name and an
+avatar)."""
+READ_VERSIONS: Final = (1, 2, 3, 4)
 """The versions ``/import`` reads (a version 1 file is a version 2 one without events, a
-version 2 file a version 3 one without reminders)."""
+version 2 file a version 3 one without reminders, a version 3 file a version 4 one where
+everything posts as the bot)."""
 MAX_IMPORT_BYTES: Final = 8 * 1024 * 1024
 """The largest file ``/import`` reads: under what any member may upload (10 MiB without
 Nitro); an export of 10,000 announcements without files is about 5 MiB."""
@@ -145,6 +149,13 @@ def _tag_names(guild: discord.Guild, a: Announcement) -> list[str]:
     return [names[t] for t in a.rich.tags if t in names]
 
 
+def _post_as(post_as: PostAs | None) -> dict[str, Any] | None:
+    if post_as is None:
+        return None
+    avatar = None if post_as.avatar is None else _file(post_as.avatar)
+    return {"name": post_as.name, "avatar": avatar}
+
+
 def _seconds(lead: float | None) -> int | None:
     return None if lead is None else round(lead)
 
@@ -174,6 +185,7 @@ def export_document(guild: discord.Guild, found: ExportRows, now: datetime) -> d
                 "files": [_file(i) for i in found.images.get(a.id, [])],
                 "event": _event(guild, found.events.get(a.id)),
                 "reminder_seconds": _seconds(found.reminders.get(a.id)),
+                "post_as": _post_as(found.posts_as.get(a.id)),
             }
         )
     templates = [
@@ -186,6 +198,7 @@ def export_document(guild: discord.Guild, found: ExportRows, now: datetime) -> d
             "channel": _channel(guild, t.channel_id),
             "file": None if t.image is None else _file(t.image),
             "reminder_seconds": _seconds(t.reminder),
+            "post_as": _post_as(t.post_as),
         }
         for t in found.templates
     ]
@@ -255,6 +268,8 @@ class DocAnnouncement:
     event: DocEvent | None = None
     reminder: float | None = None
     """How long before each post the members who ask are reminded (None: not)."""
+    post_as: PostAs | None = None
+    """Who its posts come from (None: the bot)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,6 +282,7 @@ class DocTemplate:
     channel: Named | None
     file: Image | None
     reminder: float | None = None
+    post_as: PostAs | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -568,6 +584,7 @@ def _announcement(value: Any) -> DocAnnouncement:
         files=tuple(_image(f, f"files[{i}]") for i, f in enumerate(files)),
         event=_doc_event(value),
         reminder=_reminder(value),
+        post_as=_doc_post_as(value),
     )
 
 
@@ -581,6 +598,25 @@ def _reminder(row: Mapping[str, Any]) -> float | None:
               most=round(MAX_REMINDER))
         )  # fmt: skip
     return float(value)
+
+
+def _doc_post_as(row: Mapping[str, Any]) -> PostAs | None:
+    value = _get(row, "post_as", dict, null=True)
+    if value is None:
+        return None
+    name = _text(value, "name", MAX_AS_NAME) or ""
+    if not name.strip():
+        raise RowRefused(t("`post_as.name` must be 1 to {limit} characters", limit=MAX_AS_NAME))
+    raw = value.get("avatar")
+    avatar = None if raw is None else _image(raw, "post_as.avatar")
+    if avatar is not None and (avatar.content_type or "").lower() not in AVATAR_TYPES:
+        raise RowRefused(t("`post_as.avatar` must be a PNG, JPEG, GIF or WebP image"))
+    if avatar is not None and len(avatar.data) > MAX_AVATAR_BYTES:
+        raise RowRefused(
+            t("`post_as.avatar` may be at most {limit} MiB",
+              limit=MAX_AVATAR_BYTES // (1024 * 1024))
+        )  # fmt: skip
+    return PostAs(name, avatar)
 
 
 def _doc_event(row: Mapping[str, Any]) -> DocEvent | None:
@@ -614,6 +650,7 @@ def _template(value: Any) -> DocTemplate:
         channel=None if channel is None else _named(channel, "channel"),
         file=None if file is None else _image(file, "file"),
         reminder=_reminder(value),
+        post_as=_doc_post_as(value),
     )
 
 
@@ -631,4 +668,5 @@ def template_of(
         channel_id=channel_id,
         image=t.file,
         reminder=t.reminder,
+        post_as=t.post_as,
     )

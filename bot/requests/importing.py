@@ -27,6 +27,7 @@ from ..parsing.spoken import decimal, spoken_rule
 from .checks import Refusal, require_manager
 from .events import EventRoom
 from .export_doc import DocAnnouncement, DocMention, DocTemplate, Document, Named, template_of
+from .post_as import with_avatar
 from .request import AnnouncementOptions, AnnouncementRequest, Requester
 from .validation import check_request, empty_message
 
@@ -203,12 +204,16 @@ async def _checked_row(
         has_files=bool(row.files),
         **_event_options(guild, row),
         kept_reminder=row.reminder,
+        as_name=None if row.post_as is None else row.post_as.name,
+        as_avatar=row.post_as is not None and row.post_as.avatar is not None,
     )
     checked = await check_request(
         announcements, clock, AnnouncementRequest(requester, options, row.text), room=room
     )
     first = checked.upcoming[0] if checked.upcoming else checked.draft.first
     draft = replace(checked.draft, images=row.files)
+    if row.post_as is not None:
+        draft = with_avatar(draft, row.post_as.avatar)
     if row.repeat is None:
         repeat = t("once")
     elif current_locale() in catalogs():

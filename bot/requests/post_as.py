@@ -8,6 +8,7 @@ what Manage Webhooks allows on Discord, so the member needs it in the channel as
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ..i18n import t
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
 
     import discord
 
-    from ..models import Image
+    from ..models import Draft, Image
     from .request import AnnouncementOptions
 
 MAX_AS_NAME = 80
@@ -128,6 +129,13 @@ def check_webhook_rights(
             t("Posting under another name in {channel} needs **Manage Webhooks** there, and "
               "you don't have it.", channel=where), field="as_name"
         )  # fmt: skip
+
+
+def with_avatar(draft: Draft, avatar: Image | None) -> Draft:
+    """``draft`` posting, as it asks, with ``avatar`` (its bytes read or kept elsewhere)."""
+    if not isinstance(draft.post_as, PostAs):
+        return draft
+    return replace(draft, post_as=replace(draft.post_as, avatar=avatar, keep_avatar=False))
 
 
 async def read_avatar(attachment: discord.Attachment, limit: float) -> Image:

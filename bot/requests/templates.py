@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from ..announcements import Announcements, check_template_name
 from ..i18n import t
-from ..models import Image, Template, mention_markup
+from ..models import Image, PostAs, Template, mention_markup
 from ..parsing import InputError, concerning
 from ..parsing.placeholders import check_placeholders
 from .checks import Refusal, can_read, require_manager
@@ -24,7 +24,7 @@ async def template_from(
     announcements: Announcements, requester: Requester, local_id: int, name: str
 ) -> Template:
     """A template named ``name`` holding announcement ``local_id``'s text, title, silence,
-    mention, channel, first file and reminder lead;
+    mention, channel, first file, reminder lead and who it posts as;
     refused unless the member may manage announcements and
     can see that announcement's channel."""
     guild, member = requester.guild, requester.member
@@ -48,6 +48,7 @@ async def template_from(
         image=files[0] if files else None,
         author_id=member.id,
         reminder=await announcements.reminder_lead(a.id),
+        post_as=await announcements.post_as(a.id),
     )
 
 
@@ -109,6 +110,8 @@ class Started:
     """The template's file, when no ``image`` was attached."""
     reminder: float | None = None
     """The template's reminder lead (/schedule has no option for it: /edit changes it)."""
+    post_as: PostAs | None = None
+    """Who the template's posts come from (/schedule has no option for it either)."""
 
 
 def template_mention(guild: discord.Guild, mention: str | None) -> int | None:
@@ -143,4 +146,5 @@ def started_from(
         else template_mention(guild, template.mention),
         image=None if has_image else template.image,
         reminder=template.reminder,
+        post_as=template.post_as,
     )

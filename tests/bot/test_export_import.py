@@ -107,7 +107,7 @@ async def test_an_export_imported_into_another_server_reproduces_it_and_twice_cr
 
     msg, data = await export(world)
     doc = json.loads(data)
-    assert doc["version"] == 3
+    assert doc["version"] == 4
     assert doc["guild"]["id"] == str(world.guild.id)
     assert [a["destination"]["name"] for a in doc["announcements"]] == ["news"] * 3
     assert doc["announcements"][1]["mention"]["name"] == "crew"
@@ -407,8 +407,19 @@ def test_the_published_schema_describes_what_an_export_writes() -> None:
         "templates": [{**sample["templates"][0], "reminder_seconds": None}],
     }  # fmt: skip
     jsonschema.validate(with_reminders, schema)
+    avatar = {"filename": "hall.png", "content_type": "image/png", "data": "AAAA"}
+    posting_as = {
+        **with_reminders, "version": 4,
+        "announcements": [{**with_reminders["announcements"][0],
+                           "post_as": {"name": "Town hall", "avatar": avatar}}],
+        "templates": [{**with_reminders["templates"][0], "post_as": {"name": "Club"}}],
+    }  # fmt: skip
+    jsonschema.validate(posting_as, schema)
+    no_name = [{**sample["announcements"][0], "post_as": {"avatar": avatar}}]
     with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate({**sample, "version": 4}, schema)
+        jsonschema.validate({**posting_as, "announcements": no_name}, schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({**sample, "version": 5}, schema)
     bad = [{**sample["announcements"][0], "reminder_seconds": 30}]  # under a minute
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({**with_reminders, "announcements": bad}, schema)

@@ -335,3 +335,48 @@ async def test_the_retention_deletes_the_intent_of_each_delivery_record_it_delet
     assert await count(crier, "bot_webhook_posts", ann.id) == kept
     said = await edit(world, local, message="Doors open at seven")  # the latest, in place
     assert "being edited in place" in said, said
+
+
+# --- templates, export and import ----------------------------------------------------------------
+
+
+async def test_a_template_keeps_who_it_posts_as_and_an_export_carries_it_to_another_server(
+    world: World, crier: Crier, clock: FakeClock, other: World
+) -> None:
+    """/template save keeps the name and avatar and /schedule template: applies them (the
+    post goes through the webhook with that avatar); /export writes them (never the webhook
+    or its token), /import makes them again in another server, whose post goes through a
+    webhook made there."""
+    import base64
+    import json
+
+    from tests.bot.test_export_import import export, import_file
+
+    can_post_as(world)
+    can_post_as(other)
+    local = await as_town_hall(world, when="in 2h")
+    h = await world.fake.invoke_command(
+        world.guild, world.general, world.admin, "template save", {"name": "hall", "from": local}
+    )
+    saved = (await h.response()).content or ""
+    assert "posts as **Town hall**" in saved, saved
+    await schedule_id(world, template="hall", when="in 1m")
+    await advance(crier, clock, timedelta(minutes=1))
+    [hook] = world.fake.webhooks.of(world.news)
+    assert hook.avatar_data == PNG
+    assert [m.author.username for m in webhook_posts(world, hook)] == ["Town hall"]
+
+    _, data = await export(world)
+    doc = json.loads(data)
+    assert hook.token not in data.decode()
+    avatar = {"filename": "hall.png", "content_type": "image/png",
+              "data": base64.b64encode(PNG).decode()}  # fmt: skip
+    assert [a["post_as"] for a in doc["announcements"]] == [{"name": "Town hall", "avatar": avatar}]
+    assert [t["post_as"] for t in doc["templates"]] == [{"name": "Town hall", "avatar": avatar}]
+    done, _ = await import_file(other, data, confirm=True)
+    assert "Imported" in done.content, done.content
+    assert (await crier.bot.announcements.template(other.guild.id, "hall")).post_as is not None
+    await advance(crier, clock, timedelta(hours=2) - timedelta(minutes=1))  # its time
+    [theirs] = world.fake.webhooks.of(other.news)
+    assert theirs.avatar_data == PNG
+    assert [m.content for m in webhook_posts(world, theirs)] == ["Doors open at six"]
