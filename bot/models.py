@@ -269,6 +269,52 @@ class EventSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class Place:
+    """Another place an announcement posts each of its occurrences in (``also_in``): a
+    text or announcement channel, or a thread."""
+
+    channel_id: int
+    destination: Destination = Destination.TEXT
+
+
+class PlaceState(StrEnum):
+    """Where one occurrence's post in another place stands (``bot_place_deliveries``)."""
+
+    QUEUED = "queued"
+    """Planned with its job, when the occurrence began in its own channel."""
+    SENDING = "sending"
+    SENT = "sent"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+    """Not posted, on purpose (canceled meanwhile, the bot out of the server)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PlaceDelivery:
+    """One occurrence in another place, as recorded (what /info shows, what its jobs read)."""
+
+    fire_ts: float
+    channel_id: int
+    state: PlaceState
+    nonce: str
+    first_attempt_at: float | None = None
+    message_id: int | None = None
+    sent_at: float | None = None
+    error: str | None = None
+    revision: int | None = None
+    update_error: str | None = None
+    late_by: float | None = None
+
+
+def place_nonce(announcement_id: int, fire_ts: float, channel_id: int) -> str:
+    """The nonce of an occurrence's post in another place (at most 25 characters), the same
+    for every attempt at it, and not another place's."""
+    key = f"{announcement_id}:{fire_ts!r}:{channel_id}"
+    digest = hashlib.blake2b(key.encode(), digest_size=12)
+    return "p" + digest.hexdigest()[:24]
+
+
+@dataclass(frozen=True, slots=True)
 class Draft:
     """An announcement that passed every check, ready to be written."""
 
@@ -299,6 +345,8 @@ class Draft:
     post_as: PostAs | Literal["kept"] | None = KEPT
     """Who its posts come from: a name and avatar (through a webhook), None for the bot,
     or :data:`KEPT` (as it is; what any caller that does not know about it builds)."""
+    places: tuple[Place, ...] = ()
+    """The other places each occurrence is posted in (``also_in``)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -46,6 +46,8 @@ from .models import (
     HistoryAction,
     HistoryEntry,
     PastDelivery,
+    PlaceDelivery,
+    PlaceState,
     PublishState,
     Style,
     Template,
@@ -590,6 +592,7 @@ def _field_name(field: Field) -> str:
         Field.FIELDS: t("Embed fields"),
         Field.BUTTONS: t("Link buttons"),
         Field.AS_NAME: t("Posts as"),
+        Field.ALSO_IN: t("Also in"),
     }.get(field, str(field))
 
 
@@ -752,6 +755,9 @@ def _info_facts(details: Details, history: list[HistoryEntry], earlier: bool) ->
     lines += _ends_lines(details)
     lines.append(t("**Pings:** {pings}", pings=_pings(a)))
     lines += content_lines(a, details.files)
+    if details.places:
+        places = " ".join(f"<#{p.channel_id}>" for p in details.places)
+        lines.append(t("**Also in:** {channels}", channels=places))
     lines += event_lines(details)
     lines += reminder_lines(details.reminders)
     if a.failure and a.state in _SHOWS_FAILURE:
@@ -766,7 +772,9 @@ def _info_facts(details: Details, history: list[HistoryEntry], earlier: bool) ->
         lines.append(t("**Skipped:** {when}", when=skipped))
     lines.append(t("**Last deliveries:**"))
     if details.deliveries:
-        lines += [_delivery_line(a, d) for d in details.deliveries]
+        for d in details.deliveries:
+            lines.append(_delivery_line(a, d))
+            lines += [_place_line(a, p) for p in details.place_deliveries if p.fire_ts == d.fire_ts]
     else:
         lines.append("• " + t("none yet"))
     lines.append(t("**History:**"))
@@ -821,6 +829,27 @@ def _delivery_line(a: Announcement, d: PastDelivery) -> str:
             "the posted message could not be updated: {error}", error=_cut(d.update_error)
         )
     return line
+
+
+def _place_line(a: Announcement, p: PlaceDelivery) -> str:
+    """How an occurrence went in one of the other places (under its delivery's line)."""
+    where = f"<#{p.channel_id}>"
+    if p.state == PlaceState.SENT and p.message_id is not None:
+        link = message_link(a.guild_id, p.channel_id, p.message_id)
+        line = f"  ↳ {where} — {t('✅ posted')} {link}"
+        if p.update_error:
+            line += " · ⚠️ " + t(
+                "the posted message could not be updated: {error}", error=_cut(p.update_error)
+            )
+        return line
+    words = {
+        PlaceState.QUEUED: t("⏳ waiting for its turn in the channel"),
+        PlaceState.SENDING: t("⏳ being posted"),
+        PlaceState.FAILED: t("❌ failed"),
+        PlaceState.SKIPPED: t("⏭️ not posted"),
+    }.get(p.state, str(p.state))
+    line = f"  ↳ {where} — {words}"
+    return line + f": {_cut(said_reason(p.error))}" if p.error else line
 
 
 def _history_words(action: HistoryAction) -> str:

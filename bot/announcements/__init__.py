@@ -91,6 +91,7 @@ from .jobs import (
 )
 from .pausing import Pausing
 from .placeholders import as_posted_at
+from .places import PLACE_SEND_FN, PLACE_UPDATE_FN, PlaceArgs, Places
 from .post_as import PostingAs, post_as_words
 from .reading import (
     CHOICES_SCANNED,
@@ -139,6 +140,8 @@ __all__ = [
     "MOVED",
     "OLD_NAMES",
     "PENDING_FOR",
+    "PLACE_SEND_FN",
+    "PLACE_UPDATE_FN",
     "POSTNOW_FN",
     "PUBLISH_FN",
     "REMIND_FN",
@@ -177,6 +180,8 @@ __all__ = [
     "NotFound",
     "NotPossible",
     "OverLimit",
+    "PlaceArgs",
+    "Places",
     "PostNow",
     "PostNowArgs",
     "PostedUpdate",
@@ -239,6 +244,7 @@ class Announcements(
     ExtraPosts,
     PostingAs,
     Calendars,
+    Places,
 ):
     """Create, list and cancel announcements, keep guild settings, limits and templates,
     and follow the servers the bot leaves and comes back to."""

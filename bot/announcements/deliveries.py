@@ -32,6 +32,7 @@ from .course import end_announcement, end_if_past_until
 from .editing import MOVED
 from .events import sync_events_later
 from .jobs import PublishArgs, enqueue_post_update, enqueue_publish
+from .places import plan_places, update_places_later
 
 if TYPE_CHECKING:
     from scheduler import TransactionContext
@@ -101,6 +102,7 @@ async def begin_attempt(
     nonce_window: float,
     guild_id: int | None = None,
     locale: str | None = None,
+    spacing: float = 0.0,
 ) -> Attempt:
     """Decide what a delivery job found at ``found_at`` does with the occurrence at
     ``fire_ts`` and record it: a first attempt is recorded ``sending`` with its nonce; an
@@ -113,7 +115,11 @@ async def begin_attempt(
 
     A first attempt records what it shows besides the occurrence itself: ``locale`` (the
     server's language as the caller read it just before) and the occurrence's Discord
-    event, read here, in the same transaction; a re-send gets the recorded ones back."""
+    event, read here, in the same transaction; a re-send gets the recorded ones back.
+
+    A first attempt also plans the occurrence's posts in the announcement's other places
+    (:func:`~bot.announcements.places.plan_places`, each paced by ``spacing`` in its channel),
+    in this same transaction."""
     rows = BotDb(ctx.db)
     if not await rows.lock_announcement(ann_id):
         # Its server was forgotten since the job read it (the forget job, due at the same
@@ -168,6 +174,7 @@ async def begin_attempt(
     event_id = None if event is None or event.state != "created" else event.event_id
     shown = Shown(locale, event_id)
     await rows.begin_delivery(ann_id, fire_ts, job_id, nonce, now, shown)
+    await plan_places(ctx, ann_id, fire_ts, spacing=spacing)
     return Attempt(Decision.SEND, nonce=nonce, shown=shown)
 
 
@@ -221,6 +228,7 @@ async def record_sent(
         await rows.set_update_error(ann_id, fire_ts, MOVED.format(ann.channel_id))
     elif ann.revision > sent.revision:
         await enqueue_post_update(ctx, ann_id, fire_ts, ann.channel_id, ann.revision)
+        await update_places_later(ctx, ann_id, fire_ts, ann.revision)
     await _end_if_finished(ctx, ann_id)
 
 

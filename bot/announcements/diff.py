@@ -11,7 +11,7 @@ from datetime import timedelta
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from ..models import Announcement, Draft, EventSpec, Style, mention_markup
+from ..models import Announcement, Draft, EventSpec, Place, Style, mention_markup
 from ..parsing import discord_timestamp, spoken_duration
 
 if TYPE_CHECKING:
@@ -46,6 +46,7 @@ class Field(StrEnum):
     BUTTONS = "buttons"
     AS_NAME = "as_name"
     """Who its posts come from (a name and avatar, through a webhook; ``none``: the bot)."""
+    ALSO_IN = "also_in"
 
 
 TIMING = frozenset({Field.WHEN, Field.REPEAT, Field.TIMEZONE})
@@ -186,6 +187,19 @@ def reminder_change(before: float | None, after: float | None) -> Change | None:
     if before == after:
         return None
     return Change(Field.REMINDER, lead_words(before), lead_words(after))
+
+
+def places_change(before: tuple[Place, ...], after: tuple[Place, ...]) -> Change | None:
+    """The change of the other places it posts in (None: the same ones, in the same
+    order)."""
+    if [p.channel_id for p in before] == [p.channel_id for p in after]:
+        return None
+    return Change(Field.ALSO_IN, places_words(before), places_words(after))
+
+
+def places_words(places: tuple[Place, ...]) -> str:
+    """``<#1> <#2>``, or ``none``."""
+    return " ".join(f"<#{p.channel_id}>" for p in places) or "none"
 
 
 def lead_words(lead: float | None) -> str:

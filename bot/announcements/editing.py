@@ -32,12 +32,14 @@ from .diff import (
     changes,
     event_change,
     history_detail,
+    places_change,
     reminder_change,
 )
 from .events import sync_events_later
 from .guards import check_repeat
 from .jobs import SEND_FN, enqueue_delivery, enqueue_post_update, schedule_name
 from .lifecycle import Lifecycle
+from .places import update_places_later
 from .post_as import post_as_change, store_post_as
 from .reading import Reading, as_edited
 from .reminders import remind_later, take_back_reminders
@@ -137,6 +139,9 @@ class Editing(Lifecycle, Reading):
             post_as = post_as_change(await rows.post_as(a.id), draft)
             if post_as is not None:
                 found.append(post_as)
+            places = places_change(await rows.places(a.id), draft.places)
+            if places is not None:
+                found.append(places)
             if not found:
                 return EditOutcome(a, a, [], next_before, PostedUpdate.NONE)
             fields = {c.field for c in found}
@@ -163,6 +168,8 @@ class Editing(Lifecycle, Reading):
             await sync_events_later(ctx, a.id, edited=True)  # moved, changed or canceled
             if reminder is not None:
                 await rows.set_reminder_lead(a.id, a.guild_id, draft.reminder)
+            if places is not None:
+                await rows.set_places(a.id, a.guild_id, draft.places)
             if reminder is not None or fields & TIMING:
                 await take_back_reminders(ctx, a.id)  # none sent for a time it left
             await remind_later(ctx, a.id)  # its next reminders, at their new times
@@ -313,5 +320,6 @@ async def _posted_update(
         return PostedUpdate.UNAVAILABLE
     if update_posted:
         await enqueue_post_update(ctx, a.id, last.fire_ts, a.channel_id, revision)
+        await update_places_later(ctx, a.id, last.fire_ts, revision)  # and in its other places
         return PostedUpdate.QUEUED
     return PostedUpdate.LEFT

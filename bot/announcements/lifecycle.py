@@ -66,6 +66,8 @@ class Lifecycle(AnnouncementService):
                 await rows.set_reminder_lead(ann_id, draft.guild_id, draft.reminder)
                 await remind_later(ctx, ann_id)
             await store_post_as(self, rows, ann_id, draft)
+            if draft.places:
+                await rows.set_places(ann_id, draft.guild_id, draft.places)
             ann = await rows.announcement(ann_id)
         if ann is None:
             raise RuntimeError("the announcement written above, in this transaction, is gone")
@@ -120,6 +122,8 @@ class Lifecycle(AnnouncementService):
                 await rows.set_reminder_lead(ann_id, draft.guild_id, draft.reminder)
                 await remind_later(ctx, ann_id)
             await store_post_as(self, rows, ann_id, draft)
+            if draft.places:
+                await rows.set_places(ann_id, draft.guild_id, draft.places)
         made = await rows.announcements_by_ids(ids)
         return list(zip(made, firsts, strict=True))
 

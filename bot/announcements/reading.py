@@ -19,6 +19,8 @@ from ..models import (
     EventSpec,
     HistoryEntry,
     PastDelivery,
+    Place,
+    PlaceDelivery,
     PublishState,
 )
 from ..parsing.placeholders import has_placeholders
@@ -120,6 +122,10 @@ class Details:
     """How many posts it made (what ``times`` counts)."""
     last_post: datetime | None = None
     """With ``times``: when it posts for the last time (None: nothing left, or no ``times``)."""
+    places: tuple[Place, ...] = ()
+    """The other places it posts in (``also_in``)."""
+    place_deliveries: tuple[PlaceDelivery, ...] = ()
+    """How the occurrences of ``deliveries`` went in the other places."""
 
 
 def as_edited(a: Announcement, draft: Draft) -> Announcement:
@@ -323,6 +329,7 @@ class Reading(AnnouncementService):
         if next_times:
             locale = await self.posts_language(a.guild_id)
             shown = await self.as_posted(a, next_times[0].timestamp(), locale=locale)
+        places, posted = await self._places_info(a.id, [d.fire_ts for d in deliveries])
         return Details(
             announcement=a,
             shown=shown,
@@ -338,7 +345,19 @@ class Reading(AnnouncementService):
             skips=skips,
             posts_made=made,
             last_post=last,
+            places=places,
+            place_deliveries=posted,
         )
+
+    async def _places_info(
+        self, ann_id: int, fire_times: list[float]
+    ) -> tuple[tuple[Place, ...], tuple[PlaceDelivery, ...]]:
+        """/info's other places: which, and how the occurrences shown went there."""
+        async with self.sched.reader() as db:
+            rows = BotDb(db)
+            places = await rows.places(ann_id)
+            posted = tuple(await rows.place_deliveries_of(ann_id, fire_times))
+        return places, posted
 
     async def as_posted(
         self,

@@ -61,6 +61,7 @@ from ..posting.lease import lease_needed
 from ..posting.log_channel import LogChannel, Reporter
 from ..posting.once import keep_out_of_library_retries
 from ..posting.pacer import ChannelPacer
+from ..posting.places import PlaceDelivery, PlaceUpdates
 from ..posting.poster import Poster
 from ..posting.publishing import Publisher
 from ..posting.reminders import Reminding
@@ -593,6 +594,8 @@ class Crier:
             delivery,
             ExtraPosting(delivery, nonce_window=settings.nonce_window),
             PostUpdates(poster, announcements, pacer, webhooks, stats=self.stats),
+            PlaceDelivery(delivery, nonce_window=settings.nonce_window, stats=self.stats),
+            PlaceUpdates(poster, announcements, pacer, stats=self.stats),
             Publisher(
                 poster,
                 announcements,

@@ -23,6 +23,7 @@ from ..parsing import InputError
 from ..render import edit_reply
 from ..requests.editing import NO_MENTION, NO_TITLE, EditOptions, check_edit
 from ..requests.files import download
+from ..requests.places import MAX_ALSO_IN
 from ..requests.post_as import MAX_AS_NAME, read_avatar
 from ..requests.validation import MAX_TIMES, empty_message
 from .autocomplete import announcement_ids
@@ -62,6 +63,7 @@ class EditCommands(AnswersErrors, name="EditCommands"):
         times="End a repeating announcement after this many posts (0: no such end)",
         as_name="Post under this name (through a webhook of the channel), or none for the bot",
         as_avatar="The avatar of those posts (a PNG, JPEG, GIF or WebP image)",
+        also_in="Also post each time in these channels: #news #events (or none)",
     )
     @app_commands.autocomplete(id=announcement_ids("edit"))
     async def edit(
@@ -87,6 +89,7 @@ class EditCommands(AnswersErrors, name="EditCommands"):
         times: app_commands.Range[int, 0, MAX_TIMES] | None = None,
         as_name: app_commands.Range[str, 1, MAX_AS_NAME] | None = None,
         as_avatar: discord.Attachment | None = None,
+        also_in: app_commands.Range[str, 1, MAX_ALSO_IN] | None = None,
     ) -> None:
         who = await self.manager(interaction)
         current = await self.announcements.get(who.guild.id, id)
@@ -108,6 +111,7 @@ class EditCommands(AnswersErrors, name="EditCommands"):
             times=times,
             as_name=as_name,
             as_avatar=as_avatar,
+            also_in=also_in,
         )
         if message is None and options.empty:
             check_editable(current, {Field.MESSAGE})

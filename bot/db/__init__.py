@@ -17,8 +17,9 @@ announcements), ``events`` (Discord's scheduled events), ``reminders`` (reminder
 ``styles`` (a post's style as stored, and its thumbnail), ``extra_posts`` (``/postnow``'s
 posts), ``webhooks`` (who an announcement posts as, the webhook of each channel, the intent
 of each post through one), ``calendar`` (the calendar feed's address), ``guilds`` (servers
-left, per-server limits, command counts, forgetting a server) and ``retention`` (what
-``HISTORY_DAYS`` deletes).
+left, per-server limits, command counts, forgetting a server), ``retention`` (what
+``HISTORY_DAYS`` deletes) and ``places`` (the other places an announcement posts in, and
+each occurrence's post there).
 """
 
 from .announcements import decode_nth, decode_step, encode_nth, encode_step
@@ -31,6 +32,7 @@ from .extra_posts import ExtraPost, ExtraPostTable
 from .guilds import ENDED_STATES, GuildTables
 from .listing import ListingReads
 from .occurrences import OccurrenceReads
+from .places import PlaceTable
 from .reminders import ReminderCounts, ReminderRow, ReminderTable, Subscriber
 from .retention import RetentionTable, Walked
 from .settings import SettingsTables
@@ -75,6 +77,7 @@ class BotDb(
     RetentionTable,
     WebhookTable,
     CalendarTable,
+    PlaceTable,
 ):
     """The bot's tables, read and written on one connection of the scheduler's store."""
 

@@ -152,6 +152,9 @@ class GuildTables(Table):
             "bot_webhooks",
             "bot_webhook_posts",
             "bot_calendar_tokens",
+            "bot_announcement_places",
+            "bot_template_places",
+            "bot_place_deliveries",
         ):
             gone[table] = await self._count_deleted(
                 f"DELETE FROM {table} WHERE guild_id = ? RETURNING guild_id", (guild_id,)

@@ -196,6 +196,7 @@ class Delivery:
                 nonce_window=self.nonce_window,
                 guild_id=ann.guild_id,
                 locale=locale,
+                spacing=self.announcements.send_spacing,
             )
             if webhook and attempt.action == Decision.SEND and not attempt.again:
                 await self.webhooks.begin(tx, ann, fire_ts)

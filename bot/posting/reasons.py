@@ -13,6 +13,7 @@ import re
 from typing import Final
 
 from ..announcements.deliveries import AWAY
+from ..announcements.places import CANCELED as PLACE_CANCELED
 from ..i18n import catalogs, current_locale, t, tn
 from .failures import KNOWN_CODES
 from .webhooks import (
@@ -109,4 +110,6 @@ def said_reason(reason: str) -> str:
         return t("due while the announcement was paused")
     if reason == AWAY:
         return t("not posted: the bot was not in this server at the time")
+    if reason == PLACE_CANCELED:
+        return t("not posted: the announcement was canceled before its turn here")
     return reason

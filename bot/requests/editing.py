@@ -63,6 +63,8 @@ class EditOptions:
     """Post as this name from now on (``none``: as the bot again)."""
     as_avatar: discord.Attachment | None = None
     """The avatar of those posts (an image)."""
+    also_in: str | None = None
+    """The other places it posts in (``#news #events``; ``none``: no other place)."""
 
     @property
     def empty(self) -> bool:
@@ -86,6 +88,7 @@ class EditOptions:
                 self.times,
                 self.as_name,
                 self.as_avatar,
+                self.also_in,
             )
         ) and (self.style is None or (isinstance(self.style, StyleEdit) and self.style.empty))
 
@@ -182,6 +185,8 @@ async def edit_options(
         as_name=options.as_name,
         as_avatar=options.as_avatar is not None,
         kept_as_name=(await announcements.post_as_names([a.id])).get(a.id),
+        also_in=options.also_in,
+        kept_places=tuple(p.channel_id for p in await announcements.places(a.id)),
     )
     return asked, options.when is not None
 

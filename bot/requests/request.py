@@ -93,6 +93,11 @@ class AnnouncementOptions:
     """A new avatar for those posts is given (its bytes are read once everything passed)."""
     kept_as_name: str | None = None
     """On /edit: the name it posts as now (None: the bot)."""
+    also_in: str | None = None
+    """The other places it posts in, as typed (``#news #events``; ``none``: no other
+    place; None: not said, ``kept_places`` stay)."""
+    kept_places: tuple[int, ...] = ()
+    """On /edit (and from a template): the other places it has, their channels' ids."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,6 +41,7 @@ from ..parsing.rule import kept_skips
 from .checks import Refusal, plan_mentions, require_manager
 from .destinations import Target, check_destination, forum_title, resolve_tags, split_tags
 from .events import EventRoom, check_event
+from .places import check_places
 from .post_as import check_post_as
 from .reminders import check_reminder
 from .style import check_style
@@ -146,6 +147,11 @@ async def check_request(
     with concerning("reminder"):
         reminder = check_reminder(options, request.requester.locale)
     post_as = check_post_as(options, member, guild.me, channel, destination, rich.publish)
+    with concerning("also_in"):
+        places = await check_places(
+            request.requester, options, channel.id, embed=title is not None,
+            files=options.has_files,
+        )  # fmt: skip
     draft = Draft(
         guild_id=guild.id,
         channel_id=channel.id,
@@ -162,6 +168,7 @@ async def check_request(
         reminder=reminder,
         times=times,
         post_as=post_as,
+        places=places,
     )
     return Checked(draft, [*reading.notes, *notes], upcoming)
 

@@ -18,6 +18,8 @@ from bot.announcements import (
     EVENTS_FN,
     FORGET_FN,
     OLD_NAMES,
+    PLACE_SEND_FN,
+    PLACE_UPDATE_FN,
     POSTNOW_FN,
     PUBLISH_FN,
     REMIND_FN,
@@ -52,6 +54,7 @@ async def stored_args(crier: Crier, job_id: int) -> Any:
 async def test_every_bot_job_is_named_alike_and_answers_to_its_old_name(crier: Crier) -> None:
     registry = crier.registry
     names = sorted(r.name for r in registry)
+    places = [PLACE_SEND_FN, PLACE_UPDATE_FN]
     assert names == sorted(
         [
             SEND_FN,
@@ -63,6 +66,7 @@ async def test_every_bot_job_is_named_alike_and_answers_to_its_old_name(crier: C
             REMIND_FN,
             POSTNOW_FN,
             PRUNE_FN,
+            *places,
         ]
     )
     assert all(re.fullmatch(r"announcements:[a-z_]+", name) for name in names), names

@@ -423,6 +423,8 @@ async def test_forgetting_a_server_deletes_its_rows_of_every_bot_table(
     upload = world.fake.make_attachment("cat.png", PNG)
     hourly = await schedule(world, "in 1h", "hourly", repeat="hourly", image=upload, event=True,
                             event_location="Town hall")  # fmt: skip
+    # Its other place (each occurrence's post there is recorded too).
+    await run_command(world, "edit", id=hourly, also_in=f"<#{world.general.id}>")
     h = await world.fake.invoke_command(
         world.guild, world.general, world.admin, "template save", {"name": "t", "from": hourly}
     )
@@ -445,6 +447,11 @@ async def test_forgetting_a_server_deletes_its_rows_of_every_bot_table(
         await ctx.db.execute(
             "INSERT INTO bot_event_claims (announcement_id, job_id, until_ts) VALUES (?, 1, 0)",
             (ann.id,),
+        )
+        await ctx.db.execute(  # a template's other place
+            "INSERT INTO bot_template_places (template_id, channel_id, guild_id, position) "
+            "VALUES (1, ?, ?, 0)",
+            (world.general.id, world.guild.id),
         )
         await ctx.db.execute(  # a reminder sent, and the counts of an older occurrence
             "INSERT INTO bot_reminders (announcement_id, fire_ts, user_id, guild_id, state, "
