@@ -362,6 +362,22 @@ class Settings:
         "Seconds between two reminders sent by direct message, across every instance (Discord "
         "limits how fast a bot opens and sends DMs; 10,000 members take 10,000 times this).",
     )
+    report_gather: float = setting(
+        "REPORT_DIGEST_SECONDS",
+        Number(0.0, 3600.0),
+        "60",
+        "How long the failure reports of one server are gathered after the first of them, to "
+        "be posted to its log channel as one message (a burst, such as an outage's, is one "
+        "digest per server; 0: each is posted at once).",
+    )
+    edit_quiet: float = setting(
+        "EDIT_QUIET_SECONDS",
+        Number(0.0, 60.0),
+        "3",
+        "How long after the last of a burst of edits a posted message is brought up to date "
+        "(one edit of the message, with the last text; never more than a minute after the "
+        "first edit; 0: at once).",
+    )
     events_ahead: int = setting(
         "EVENTS_AHEAD",
         WholeNumber(minimum=1, maximum=25),

@@ -203,13 +203,14 @@ async def record_sent(
     *,
     late_by: float,
     publish_spacing: float,
+    edit_quiet: float,
 ) -> None:
     """Record the occurrence at ``fire_ts`` posted as ``message_id``, showing ``sent`` (the
     announcement as it was posted). A forum post's thread is recorded (an interrupted
     attempt's re-run finds it taken), and a post to publish gets its job, paced by
     ``publish_spacing``. If an edit landed while it was being posted, the posted message is
-    brought up to date (a job, in this same transaction), unless the edit moved the
-    announcement to another channel."""
+    brought up to date (a job, in this same transaction, ``edit_quiet`` seconds after the
+    last of a burst of edits), unless the edit moved the announcement to another channel."""
     rows = BotDb(ctx.db)
     now = ctx.now.timestamp()
     ann_id = sent.id
@@ -227,7 +228,7 @@ async def record_sent(
     if ann.channel_id != sent.channel_id:
         await rows.set_update_error(ann_id, fire_ts, MOVED.format(ann.channel_id))
     elif ann.revision > sent.revision:
-        await enqueue_post_update(ctx, ann_id, fire_ts, ann.channel_id, ann.revision)
+        await enqueue_post_update(ctx, ann_id, fire_ts, ann.channel_id, quiet=edit_quiet)
         await update_places_later(ctx, ann_id, fire_ts, ann.revision)
     await _end_if_finished(ctx, ann_id)
 

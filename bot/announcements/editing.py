@@ -180,7 +180,9 @@ class Editing(Lifecycle, Reading):
             # Nothing left before a new until: done.
             await end_if_past_until(ctx, await _written(rows, a.id))
             message_id = None if last is None else last.message_id
-            posted = await _posted_update(ctx, a, draft, fields, last, update_posted, revision)
+            posted = await _posted_update(
+                ctx, a, draft, fields, last, update_posted, revision, quiet=self.edit_quiet
+            )
             after = await _written(rows, a.id)
         return EditOutcome(
             a, after, found, await self.next_fire(after), posted, message_id,
@@ -301,6 +303,8 @@ async def _posted_update(
     last: PastDelivery | None,
     update_posted: bool,
     revision: int,
+    *,
+    quiet: float,
 ) -> PostedUpdate:
     """What the edit does to the message the last occurrence posted: a moved announcement's
     old post is marked as no longer updatable, a shown change is queued (``update_posted``)
@@ -319,7 +323,7 @@ async def _posted_update(
     if last.update_error is not None:
         return PostedUpdate.UNAVAILABLE
     if update_posted:
-        await enqueue_post_update(ctx, a.id, last.fire_ts, a.channel_id, revision)
+        await enqueue_post_update(ctx, a.id, last.fire_ts, a.channel_id, quiet=quiet)
         await update_places_later(ctx, a.id, last.fire_ts, revision)  # and in its other places
         return PostedUpdate.QUEUED
     return PostedUpdate.LEFT

@@ -28,8 +28,11 @@ UPDATE_FN = "announcements:update_post"
 PUBLISH_FN = "announcements:publish"
 """The durable job that publishes a post in an announcement channel, after the post."""
 REPORT_FN = "announcements:report"
-"""The durable job that posts a failure report to a guild's log channel, after the failure
-was recorded."""
+"""The durable job that posted one failure report to a guild's log channel (releases before
+the digest enqueued one per failure; their stored jobs still run)."""
+REPORTS_FN = "announcements:reports"
+"""The durable job that posts a guild's failure reports to its log channel, gathered into
+one message (a batch of the scheduler: :func:`enqueue_report`)."""
 EVENTS_FN = "announcements:events"
 """The durable job that makes an announcement's Discord scheduled events match it."""
 REMIND_FN = "announcements:remind"
@@ -116,6 +119,23 @@ class ReportArgs:
     values: dict[str, str] | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class ReportDigest:
+    """What a reports job posts: the failure reports of one guild (``key``:
+    ``guild:<id>``), in the order they were made, as one message."""
+
+    key: str
+    items: tuple[ReportArgs, ...]
+
+
+REPORT_MAX_ITEMS = 100
+"""The most reports one digest gathers: one more starts the next (a digest shows what fits
+in one Discord message and counts the rest)."""
+EDIT_MAX_WAIT = 60.0
+"""A burst of edits never keeps its posted message from being updated longer than this after
+its first edit."""
+
+
 def register_job(
     registry: Registry,
     fn: str,
@@ -194,15 +214,24 @@ async def enqueue_delivery(
 
 
 async def enqueue_post_update(
-    ctx: TransactionContext, announcement_id: int, fire_ts: float, channel_id: int, revision: int
+    ctx: TransactionContext,
+    announcement_id: int,
+    fire_ts: float,
+    channel_id: int,
+    *,
+    quiet: float,
 ) -> int:
     """In ``ctx``'s transaction: bring the message posted for the occurrence at ``fire_ts``
-    up to date with ``revision`` (one job per revision, whoever asks for it)."""
-    return await ctx.scheduler.enqueue(
+    up to date, ``quiet`` seconds after the last of a burst of such calls (a debounce of the
+    scheduler, per message, whoever calls: one edit of the message for the burst, never
+    later than :data:`EDIT_MAX_WAIT` after its first call). The job reads the announcement
+    as it is when it runs, so it sends the last edit's text."""
+    return await ctx.scheduler.debounce(
         UPDATE_FN,
         UpdateArgs(announcement_id, fire_ts, channel_id),
-        idempotency_key=f"post-update:{announcement_id}:{fire_ts!r}:{revision}",
-        name=f"update the post of announcement {announcement_id}",
+        key=f"post:{announcement_id}:{fire_ts!r}",
+        quiet=quiet,
+        max_wait=max(quiet, EDIT_MAX_WAIT),
     )
 
 
@@ -232,14 +261,21 @@ async def enqueue_report(
     text: str,
     message: str = "",
     values: dict[str, str] | None = None,
+    *,
+    gather: float,
 ) -> int:
     """In ``ctx``'s transaction (the one that records the failure): report ``text`` (or
     ``message`` with ``values``, in the guild's language: see :class:`ReportArgs`) to the
-    guild's log channel. A report is its own job so that it is posted exactly once however
-    the run that recorded the failure ends: a run paused or killed after the record leaves
-    the report to the job, which the next run (this process's or another's) posts."""
-    return await ctx.scheduler.enqueue(
-        REPORT_FN,
+    guild's log channel, gathered with the guild's other reports of the next ``gather``
+    seconds into one message (a batch of the scheduler, keyed by the guild: each report in
+    exactly one digest). The digest is a job of its own so that it is posted exactly once
+    however the run that recorded the failure ends: a run paused or killed after the record
+    leaves the report to the job, which the next run (this process's or another's) posts.
+    Returns the digest's job id."""
+    return await ctx.scheduler.batch(
+        REPORTS_FN,
         ReportArgs(guild_id, text, message, values),
-        name=f"report to the log channel of {guild_id}",
+        key=f"guild:{guild_id}",
+        max_items=REPORT_MAX_ITEMS,
+        max_wait=gather,
     )

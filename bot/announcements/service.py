@@ -33,6 +33,8 @@ class AnnouncementService:
         guild_files_max_bytes: float = default("guild_files_max_bytes"),
         limits: Limits | None = None,
         forget_after: float = default("forget_after"),
+        report_gather: float = default("report_gather"),
+        edit_quiet: float = default("edit_quiet"),
     ) -> None:
         self.sched = sched
         self.catch_up_window = catch_up_window
@@ -47,6 +49,12 @@ class AnnouncementService:
         together."""
         self.forget_after = forget_after
         """Seconds after the bot leaves a server that everything of it is deleted."""
+        self.report_gather = report_gather
+        """Seconds a server's failure reports are gathered into one message after the first
+        (``REPORT_DIGEST_SECONDS``)."""
+        self.edit_quiet = edit_quiet
+        """Seconds after the last of a burst of edits that its posted message is edited
+        (``EDIT_QUIET_SECONDS``)."""
         self._server_locales: list[weakref.WeakMethod[Callable[[int], str | None]]] = []
 
     def read_server_locales(self, lookup: Callable[[int], str | None]) -> None:

@@ -228,6 +228,8 @@ class CrierBot(commands.Bot):
             file_max_bytes=settings.file_max_bytes,
             limits=guild_limits(settings),
             forget_after=settings.forget_after,
+            report_gather=settings.report_gather,
+            edit_quiet=settings.edit_quiet,
         )
         self.shard = shard
         self._identify = identify

@@ -266,11 +266,17 @@ class Delivery:
     ) -> None:
         """Record the occurrence sent (and its publish, in an announcement channel; the
         webhook post it is, when it went through one)."""
-        spacing = self.publish_spacing
+        spacing, quiet = self.publish_spacing, self.announcements.edit_quiet
 
         async def sent(tx: TransactionContext, _: object) -> None:
             await record_sent(
-                tx, ann, fire_ts, message_id, late_by=late_by, publish_spacing=spacing
+                tx,
+                ann,
+                fire_ts,
+                message_id,
+                late_by=late_by,
+                publish_spacing=spacing,
+                edit_quiet=quiet,
             )
             if webhook is not None:
                 await BotDb(tx.db).set_webhook_message(
@@ -364,11 +370,12 @@ class Delivery:
         )
         values = {"id": str(ann.local_id), "channel": f"<#{ann.channel_id}>", "reason": reason}
         text = message.format(**values)
+        gather = self.announcements.report_gather
 
         async def fail(tx: TransactionContext, _: object) -> bool:
             if not await record_failure(tx, ann.id, fire_ts, reason, pause=pause):
                 return False  # another run delivered it meanwhile: there is nothing to report
-            await enqueue_report(tx, ann.guild_id, text, message, values)
+            await enqueue_report(tx, ann.guild_id, text, message, values, gather=gather)
             return True
 
         if not await ctx.run_mutation(fail):

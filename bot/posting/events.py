@@ -340,11 +340,12 @@ class EventSync:
         )
         values = {"id": str(ann.local_id), "when": f"<t:{round(row.fire_ts)}:F>", "reason": reason}
         text = message.format(**values)
+        gather = self.announcements.report_gather
 
         async def fail(tx: TransactionContext, _: object) -> None:
             now = tx.now.timestamp()
             await BotDb(tx.db).set_event_state(ann.id, row.fire_ts, "failed", now, error=reason)
-            await enqueue_report(tx, ann.guild_id, text, message, values)
+            await enqueue_report(tx, ann.guild_id, text, message, values, gather=gather)
 
         await ctx.run_mutation(fail)
         log.error("announcement %d: event not created: %s", ann.id, reason)

@@ -118,11 +118,13 @@ class ExtraPosting:
             "posted: {reason}."
         )
         values = {"id": str(ann.local_id), "channel": f"<#{ann.channel_id}>", "reason": reason}
+        gather = self.announcements.report_gather
 
         async def fail(tx: TransactionContext, _: object) -> bool:
             if not await record_extra_failed(tx, extra_id, reason):
                 return False
-            await enqueue_report(tx, ann.guild_id, message.format(**values), message, values)
+            text = message.format(**values)
+            await enqueue_report(tx, ann.guild_id, text, message, values, gather=gather)
             return True
 
         if await ctx.run_mutation(fail):

@@ -167,7 +167,9 @@ class PostUpdates:
                 values = {"id": str(ann.local_id), "channel": f"<#{ann.channel_id}>"}
                 values["reason"] = reason
                 text = message.format(**values)
-                await enqueue_report(tx, ann.guild_id, text, message, values)
+                await enqueue_report(
+                    tx, ann.guild_id, text, message, values, gather=self.announcements.report_gather
+                )
 
         await ctx.run_mutation(failed)
         self.stats.edits_failed += 1

@@ -85,6 +85,11 @@ def settings_for(fake: FakeDiscord, db: Path, **overrides: Any) -> Settings:
         # A calm start of the shard leases waits on the injected clock as well: an instance
         # takes its shards at once (test_shards' calm start test sets its own window).
         "shard_join_window": 0.0,
+        # Failure reports gathered into digests, and bursts of edits, wait on the injected
+        # clock too: a report is posted, and a posted message edited, at once (the tests of
+        # the digest and of the burst set their own).
+        "report_gather": 0.0,
+        "edit_quiet": 0.0,
     }
     values.update(overrides)
     return Settings(**values)

@@ -272,6 +272,31 @@ async def test_edit_time_and_posted_text_on_every_database(
     assert [h[0] for h in await history(crier, a)] == ["created", "edited", "post_updated"]
 
 
+async def test_a_burst_of_edits_is_one_patch_with_the_last_text(
+    world: World, crier_factory: CrierFactory, clock: FakeClock
+) -> None:
+    """Five edits of a posted announcement, each within the quiet period of the one before:
+    its message is edited once, after the last, with the fifth text (the scheduler's
+    debounce of the update, per message)."""
+    crier = await crier_factory(edit_quiet=10.0)
+    local, msg = await posted_one(world, crier, clock, "v0")
+    for n in range(1, 6):
+        assert "being edited in place" in await edit(world, id=local, message=f"v{n}")
+        await advance(crier, clock, timedelta(seconds=4))  # less than the quiet period
+    assert patches(world, msg) == []  # still within the quiet period of the last edit
+    assert msg.content == "v0"
+    await advance(crier, clock, timedelta(seconds=6))  # 10 s after the fifth edit
+    [patch] = patches(world, msg)
+    assert (patch.status, patch.body["content"]) == (200, "v5")
+    assert msg.content == "v5"
+    assert world.fake.bot_messages(world.news) == [msg]
+    [job] = await crier.sched.list_jobs(fn=UPDATE_FN)
+    assert job.state == "success"
+    a = await get(crier, world, local)
+    [row] = await rows(crier, "SELECT revision FROM bot_deliveries WHERE announcement_id = ?", a.id)
+    assert row["revision"] == a.revision  # it shows the last edit
+
+
 async def test_a_transient_error_on_the_patch_is_retried(
     world: World, crier: Crier, clock: FakeClock
 ) -> None:

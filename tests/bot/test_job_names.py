@@ -24,6 +24,7 @@ from bot.announcements import (
     PUBLISH_FN,
     REMIND_FN,
     REPORT_FN,
+    REPORTS_FN,
     SEND_FN,
     UPDATE_FN,
 )
@@ -61,6 +62,7 @@ async def test_every_bot_job_is_named_alike_and_answers_to_its_old_name(crier: C
             UPDATE_FN,
             PUBLISH_FN,
             REPORT_FN,
+            REPORTS_FN,
             FORGET_FN,
             EVENTS_FN,
             REMIND_FN,

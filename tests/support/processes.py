@@ -205,6 +205,10 @@ def bot_env(
             "SCHEDULER_LEASE_SECONDS": lease,
             "SCHEDULER_SWEEP_SECONDS": sweep,
             "SEND_SPACING_SECONDS": spacing,
+            # A failure report is posted, and a posted message edited, at once (not gathered
+            # into a digest, nor after a quiet period: tests/bot/test_reports.py has those).
+            "REPORT_DIGEST_SECONDS": "0",
+            "EDIT_QUIET_SECONDS": "0",
             "LOG_LEVEL": "INFO",
             # Every instance runs shard 0 of 1, as these tests need: several processes all
             # connected (each interaction reaches all of them), and a process restarted after
