@@ -169,7 +169,8 @@ class PlaceDelivery:
         async def fail(tx: TransactionContext, _: object) -> bool:
             if not await record_place_failed(tx, args, reason):
                 return False  # another run ended it meanwhile
-            await enqueue_report(tx, ann.guild_id, text, message, values)
+            gather = self.announcements.report_gather
+            await enqueue_report(tx, ann.guild_id, text, message, values, gather=gather)
             return True
 
         if not await ctx.run_mutation(fail):
@@ -257,7 +258,9 @@ class PlaceUpdates:
                 )
                 values = {"id": str(ann.local_id), "channel": f"<#{args.channel_id}>"}
                 values["reason"] = reason
-                await enqueue_report(tx, ann.guild_id, message.format(**values), message, values)
+                text = message.format(**values)
+                gather = self.announcements.report_gather
+                await enqueue_report(tx, ann.guild_id, text, message, values, gather=gather)
 
         await ctx.run_mutation(failed)
         self.stats.edits_failed += 1
