@@ -536,3 +536,7 @@ class Template:
     """How long before each post the members who ask are reminded by DM (None: off)."""
     post_as: PostAs | None = None
     """Who its posts come from (``/edit as_name: as_avatar:``; None: the bot)."""
+    style: Style = Style()
+    """Its style (``/style``), applied as it is by ``/schedule template:``."""
+    thumbnail: Image | None = None
+    """Its style's thumbnail, bytes included (None: none)."""

@@ -974,6 +974,8 @@ def _template_fields(template: Template) -> list[str]:
         parts.append(t("reminders {before} before", before=lead_said(template.reminder)))
     if template.post_as is not None:
         parts.append(t("posts as **{name}**", name=_cut(template.post_as.name, 80)))
+    if not template.style.empty:
+        parts.append(t("styled"))
     fields = ("  " + " · ".join(parts)) if parts else "  " + t("(text only)")
     return [fields, f"  {_snippet(template.content)}"]
 

@@ -61,9 +61,9 @@ class Templates(AnnouncementService):
                 )  # fmt: skip
             limits = await self.limits_in(rows, template.guild_id)
             check_templates(limits, await rows.template_count(template.guild_id))
-            image = template.image
+            files = (f for f in (template.image, template.thumbnail) if f is not None)
             await self.check_room_for_files(
-                rows, template.guild_id, 0 if image is None else len(image.data)
+                rows, template.guild_id, sum(len(f.data) for f in files)
             )
             kept = replace(template, name=name, created_at=now)
             await rows.insert_template(kept)

@@ -57,6 +57,8 @@ class ExportRows:
     """How long before each post their members are reminded, of those that remind."""
     posts_as: dict[int, PostAs] = field(default_factory=dict)
     """Who their posts come from, of those that post as someone (avatars included)."""
+    thumbnails: dict[int, Image] = field(default_factory=dict)
+    """The thumbnail of each of those whose style has one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,9 +94,17 @@ class Transfer(Editing, Templates):
             events = await rows.event_specs([a.id for a in live])
             reminders = await rows.reminder_leads([a.id for a in live])
             posts_as = await rows.posts_as([a.id for a in live])
+            thumbnails = await rows.live_thumbnails(guild_id)
         live.reverse()  # oldest first: an import numbers them in the same order
         return ExportRows(
-            live, await self._next_fires(live), images, templates, events, reminders, posts_as
+            live,
+            await self._next_fires(live),
+            images,
+            templates,
+            events,
+            reminders,
+            posts_as,
+            thumbnails,
         )
 
     async def imported_keys(self, guild_id: int, keys: Sequence[str]) -> dict[str, int]:
@@ -154,7 +164,9 @@ class Transfer(Editing, Templates):
             await rows.record_imports(
                 guild_id, [(r.key, a.id) for r, (a, _) in zip(rows_in, made, strict=True)], now
             )
-            files = sum(len(t.image.data) for t in templates if t.image is not None)
+            files = sum(
+                len(f.data) for t in templates for f in (t.image, t.thumbnail) if f is not None
+            )
             await self.check_room_for_files(rows, guild_id, files)  # theirs, and the new ones'
             for template in templates:
                 await rows.insert_template(

@@ -23,6 +23,7 @@ from .. import i18n
 from ..announcements import Announcements, GuildSettings
 from ..i18n import t
 from ..limits import MAX_CHOICES, MAX_EMBED_TITLE, MAX_MESSAGE, MAX_TAGS_TEXT, MAX_TEXT_OPTION
+from ..models import Style
 from ..parsing import InputError
 from ..render import PAGE_SIZE, canceled, confirmation, listing_page
 from ..requests.checks import Refusal, can_read, hidden_channels
@@ -113,6 +114,7 @@ class AnnouncementCommands(AnswersErrors, name=COMMANDS_COG):
         stored: Image | None = None
         reminder: float | None = None
         post_as: PostAs | None = None
+        style, thumbnail = Style(), None
         if template is not None:  # its fields fill in the options left out
             who = await self.manager(interaction)
             started = started_from(
@@ -128,6 +130,7 @@ class AnnouncementCommands(AnswersErrors, name=COMMANDS_COG):
             message, title, silent = started.message, started.title, started.silent
             channel_id, mention_id, stored = started.channel_id, started.mention_id, started.image
             reminder, post_as = started.reminder, started.post_as
+            style, thumbnail = started.style, started.thumbnail
         options = AnnouncementOptions(
             when=when,
             channel_id=channel_id or (interaction.channel or discord.Object(0)).id,
@@ -147,6 +150,7 @@ class AnnouncementCommands(AnswersErrors, name=COMMANDS_COG):
             kept_reminder=reminder,
             as_name=None if post_as is None else post_as.name,
             as_avatar=post_as is not None and post_as.avatar is not None,
+            style=style,
         )
         if message is None:
             # Refused before any typing if anything else is wrong.
@@ -158,12 +162,12 @@ class AnnouncementCommands(AnswersErrors, name=COMMANDS_COG):
             ) -> None:
                 typed = options if heading is None else replace(options, title=heading)
                 asked = AnnouncementRequest(requester(submitted), typed, text)
-                await self._create(submitted, asked, image, stored, post_as)
+                await self._create(submitted, asked, image, stored, post_as, thumbnail)
 
             await interaction.response.send_modal(ScheduleModal(submit, heading=title))
             return
         asked = AnnouncementRequest(requester(interaction), options, message)
-        await self._create(interaction, asked, image, stored, post_as)
+        await self._create(interaction, asked, image, stored, post_as, thumbnail)
 
     @schedule.autocomplete("tags")
     async def tag_choices(
@@ -179,10 +183,11 @@ class AnnouncementCommands(AnswersErrors, name=COMMANDS_COG):
         image: discord.Attachment | None,
         stored: Image | None = None,
         post_as: PostAs | None = None,
+        thumbnail: Image | None = None,
     ) -> None:
         """Schedule what ``request`` asks for (its text typed), with ``image`` downloaded
-        (or a template's ``stored`` file, and the avatar of who it posts as), and answer
-        ``interaction`` with the confirmation."""
+        (or a template's ``stored`` file, the avatar of who it posts as and its style's
+        ``thumbnail``), and answer ``interaction`` with the confirmation."""
         if not request.message.strip():
             raise InputError(empty_message())
         draft, notes, upcoming = await check_request(self.announcements, self.clock, request)
@@ -193,6 +198,8 @@ class AnnouncementCommands(AnswersErrors, name=COMMANDS_COG):
             draft = replace(draft, images=(stored,))
         if post_as is not None:
             draft = with_avatar(draft, post_as.avatar)
+        if thumbnail is not None:
+            draft = replace(draft, thumbnail=thumbnail)
         announcement, first = await self.announcements.create(draft)
         log.info(
             "announcement %d (#%d) scheduled in guild %d channel %d by %d",

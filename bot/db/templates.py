@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..models import Image, PostAs, Template
+from .styles import decode_style, encode_style
 from .table import Table, optional_int
 
 if TYPE_CHECKING:
@@ -16,7 +17,7 @@ if TYPE_CHECKING:
 _COLUMNS = (
     "guild_id, name, content, title, silent, mention, channel_id, image_name, image_type, "
     "image_data, author_id, created_at, reminder_s, as_name, as_avatar_name, as_avatar_type, "
-    "as_avatar"
+    "as_avatar, style, thumbnail_name, thumbnail_type, thumbnail_data"
 )
 
 
@@ -24,6 +25,11 @@ def _template(row: Any) -> Template:
     image = None
     if row["image_name"] is not None:
         image = Image(row["image_name"], row["image_type"], bytes(row["image_data"]))
+    thumbnail = None
+    if row["thumbnail_name"] is not None:
+        thumbnail = Image(
+            row["thumbnail_name"], row["thumbnail_type"], bytes(row["thumbnail_data"])
+        )
     return Template(
         guild_id=int(row["guild_id"]),
         name=row["name"],
@@ -37,6 +43,8 @@ def _template(row: Any) -> Template:
         created_at=float(row["created_at"]),
         reminder=None if row["reminder_s"] is None else float(row["reminder_s"]),
         post_as=_post_as(row),
+        style=decode_style(row["style"]),
+        thumbnail=thumbnail,
     )
 
 
@@ -97,7 +105,8 @@ class TemplateTable(Table):
     async def template_file_bytes(self, guild_id: int) -> int:
         """The bytes the guild's templates keep in files (their recorded sizes) and avatars."""
         row = await self._one(
-            "SELECT coalesce(sum(image_size), 0) + coalesce(sum(length(as_avatar)), 0) AS total "
+            "SELECT coalesce(sum(image_size + thumbnail_size), 0) "
+            "+ coalesce(sum(length(as_avatar)), 0) AS total "
             "FROM bot_templates WHERE guild_id = ?",
             (guild_id,),
         )
@@ -111,11 +120,11 @@ class TemplateTable(Table):
 
     async def insert_template(self, t: Template) -> None:
         """Write a new template (its name must be free: UNIQUE (guild_id, name_key))."""
-        image = t.image
+        image, thumbnail = t.image, t.thumbnail
         avatar = None if t.post_as is None else t.post_as.avatar
         await self.db.execute(
-            f"INSERT INTO bot_templates ({_COLUMNS}, name_key, image_size) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT INTO bot_templates ({_COLUMNS}, name_key, image_size, thumbnail_size) "
+            f"VALUES ({', '.join('?' * 24)})",
             (
                 t.guild_id,
                 t.name,
@@ -134,8 +143,13 @@ class TemplateTable(Table):
                 None if avatar is None else avatar.filename,
                 None if avatar is None else avatar.content_type,
                 None if avatar is None else avatar.data,
+                encode_style(t.style),
+                None if thumbnail is None else thumbnail.filename,
+                None if thumbnail is None else thumbnail.content_type,
+                None if thumbnail is None else thumbnail.data,
                 name_key(t.name),
                 0 if image is None else len(image.data),
+                0 if thumbnail is None else len(thumbnail.data),
             ),
         )
 

@@ -19,7 +19,7 @@ import base64
 import binascii
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final
 
@@ -29,10 +29,32 @@ from scheduler.triggers import DateStep
 
 from ..announcements.reminders import MAX_REMINDER, MIN_REMINDER
 from ..i18n import t
-from ..models import Announcement, Destination, EventSpec, Image, PostAs, Template
-from ..parsing import RepeatRule
+from ..models import (
+    Announcement,
+    Destination,
+    EmbedField,
+    EventSpec,
+    Image,
+    LinkButton,
+    PostAs,
+    Style,
+    Template,
+)
+from ..parsing import InputError, RepeatRule
 from ..parsing.spoken import listed
 from .post_as import AVATAR_TYPES, MAX_AS_NAME, MAX_AVATAR_BYTES
+from .style import (
+    MAX_BUTTON_LABEL,
+    MAX_BUTTON_URL,
+    MAX_BUTTONS,
+    MAX_EMBED_URL,
+    MAX_FIELD_NAME,
+    MAX_FIELD_VALUE,
+    MAX_FIELDS,
+    MAX_FOOTER,
+    check_thumbnail_type,
+    parse_link,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -42,11 +64,11 @@ if TYPE_CHECKING:
 VERSION: Final = 4
 """The version ``/export`` writes: 2 added each announcement's ``event``, 3 each
 announcement's and template's ``reminder_seconds``, 4 their ``post_as`` (a name and an
-avatar)."""
+avatar) and their ``style``."""
 READ_VERSIONS: Final = (1, 2, 3, 4)
 """The versions ``/import`` reads (a version 1 file is a version 2 one without events, a
 version 2 file a version 3 one without reminders, a version 3 file a version 4 one where
-everything posts as the bot)."""
+everything posts as the bot, without styles)."""
 MAX_IMPORT_BYTES: Final = 8 * 1024 * 1024
 """The largest file ``/import`` reads: under what any member may upload (10 MiB without
 Nitro); an export of 10,000 announcements without files is about 5 MiB."""
@@ -160,6 +182,20 @@ def _seconds(lead: float | None) -> int | None:
     return None if lead is None else round(lead)
 
 
+def _style(style: Style, thumbnail: Image | None) -> dict[str, Any] | None:
+    """A style as exported (None: none), its thumbnail's bytes included."""
+    if style.empty:
+        return None
+    return {
+        "color": style.color,
+        "footer": style.footer,
+        "url": style.url,
+        "thumbnail": None if thumbnail is None or style.thumbnail is None else _file(thumbnail),
+        "fields": [{"name": f.name, "value": f.value, "inline": f.inline} for f in style.fields],
+        "buttons": [{"label": b.label, "url": b.url} for b in style.buttons],
+    }
+
+
 def export_document(guild: discord.Guild, found: ExportRows, now: datetime) -> dict[str, Any]:
     """The export of ``guild``: its live announcements (oldest first) and its templates."""
     announcements = []
@@ -186,6 +222,7 @@ def export_document(guild: discord.Guild, found: ExportRows, now: datetime) -> d
                 "event": _event(guild, found.events.get(a.id)),
                 "reminder_seconds": _seconds(found.reminders.get(a.id)),
                 "post_as": _post_as(found.posts_as.get(a.id)),
+                "style": _style(a.rich.style, found.thumbnails.get(a.id)),
             }
         )
     templates = [
@@ -199,6 +236,7 @@ def export_document(guild: discord.Guild, found: ExportRows, now: datetime) -> d
             "file": None if t.image is None else _file(t.image),
             "reminder_seconds": _seconds(t.reminder),
             "post_as": _post_as(t.post_as),
+            "style": _style(t.style, t.thumbnail),
         }
         for t in found.templates
     ]
@@ -270,6 +308,9 @@ class DocAnnouncement:
     """How long before each post the members who ask are reminded (None: not)."""
     post_as: PostAs | None = None
     """Who its posts come from (None: the bot)."""
+    style: Style | None = None
+    """Its style, still to be checked like /style's (None: none)."""
+    thumbnail: Image | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -283,6 +324,8 @@ class DocTemplate:
     file: Image | None
     reminder: float | None = None
     post_as: PostAs | None = None
+    style: Style | None = None
+    thumbnail: Image | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -585,6 +628,7 @@ def _announcement(value: Any) -> DocAnnouncement:
         event=_doc_event(value),
         reminder=_reminder(value),
         post_as=_doc_post_as(value),
+        **_doc_style(value),
     )
 
 
@@ -619,6 +663,57 @@ def _doc_post_as(row: Mapping[str, Any]) -> PostAs | None:
     return PostAs(name, avatar)
 
 
+def _doc_style(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A row's ``style`` read (``style`` and ``thumbnail``), its shape and Discord's limits
+    on each part checked (the whole is checked like /style's when it is scheduled)."""
+    value = _get(row, "style", dict, null=True)
+    if value is None:
+        return {}
+    color = _get(value, "color", int, null=True)
+    if color is not None and not 0 <= color <= 0xFFFFFF:
+        raise RowRefused(t("`style.color` must be 0 to 16777215 (0xFFFFFF)"))
+    url = _text(value, "url", MAX_EMBED_URL, null=True)
+    fields = _get(value, "fields", list, null=True) or []
+    if len(fields) > MAX_FIELDS:
+        raise RowRefused(t("`style.fields` may hold at most {limit} fields", limit=MAX_FIELDS))
+    buttons = _get(value, "buttons", list, null=True) or []
+    if len(buttons) > MAX_BUTTONS:
+        raise RowRefused(t("`style.buttons` may hold at most {limit} buttons", limit=MAX_BUTTONS))
+    for i, item in enumerate(fields + buttons):
+        if not isinstance(item, dict):
+            raise RowRefused(t("`style` has a field or button that is not an object ({n})", n=i))
+    try:
+        style = Style(
+            color=color,
+            footer=_text(value, "footer", MAX_FOOTER, null=True),
+            url=None if url is None else parse_link(url, "url", MAX_EMBED_URL),
+            fields=tuple(
+                EmbedField(
+                    _text(f, "name", MAX_FIELD_NAME) or "",
+                    _text(f, "value", MAX_FIELD_VALUE) or "",
+                    bool(_get(f, "inline", bool, null=True)),
+                )
+                for f in fields
+            ),
+            buttons=tuple(
+                LinkButton(
+                    _text(b, "label", MAX_BUTTON_LABEL) or "",
+                    parse_link(_text(b, "url", MAX_BUTTON_URL) or "", "buttons", MAX_BUTTON_URL),
+                )
+                for b in buttons
+            ),
+        )
+        raw_thumbnail = value.get("thumbnail")
+        thumbnail = None
+        if raw_thumbnail is not None:
+            thumbnail = _image(raw_thumbnail, "style.thumbnail")
+            check_thumbnail_type(thumbnail.filename, thumbnail.content_type)
+            style = replace(style, thumbnail=thumbnail.filename)
+    except InputError as refused:
+        raise RowRefused(t("`style`: {reason}", reason=str(refused))) from None
+    return {"style": style, "thumbnail": thumbnail}
+
+
 def _doc_event(row: Mapping[str, Any]) -> DocEvent | None:
     value = _get(row, "event", dict, null=True)
     if value is None:
@@ -651,6 +746,7 @@ def _template(value: Any) -> DocTemplate:
         file=None if file is None else _image(file, "file"),
         reminder=_reminder(value),
         post_as=_doc_post_as(value),
+        **_doc_style(value),
     )
 
 
@@ -669,4 +765,6 @@ def template_of(
         image=t.file,
         reminder=t.reminder,
         post_as=t.post_as,
+        style=t.style or Style(),
+        thumbnail=t.thumbnail,
     )

@@ -29,6 +29,7 @@ from .events import EventRoom
 from .export_doc import DocAnnouncement, DocMention, DocTemplate, Document, Named, template_of
 from .post_as import with_avatar
 from .request import AnnouncementOptions, AnnouncementRequest, Requester
+from .style import check_style
 from .validation import check_request, empty_message
 
 if TYPE_CHECKING:
@@ -183,7 +184,7 @@ async def _checked_row(
     zone = resolve_timezone(row.timezone)
     now = clock.now()
     start = import_start(row, zone, now)
-    for file in row.files:
+    for file in (*row.files, *([] if row.thumbnail is None else [row.thumbnail])):
         if len(file.data) > announcements.file_max_bytes:
             raise Refusal(
                 t("its file `{file}` is {size} MiB; an announcement's file may be at most "
@@ -201,17 +202,18 @@ async def _checked_row(
         silent=row.silent,
         publish=row.publish if row.kind.value == "announcement" else None,
         tags=", ".join(row.tags) or None,
-        has_files=bool(row.files),
+        has_files=bool(row.files) or row.thumbnail is not None,
         **_event_options(guild, row),
         kept_reminder=row.reminder,
         as_name=None if row.post_as is None else row.post_as.name,
         as_avatar=row.post_as is not None and row.post_as.avatar is not None,
+        style=row.style,
     )
     checked = await check_request(
         announcements, clock, AnnouncementRequest(requester, options, row.text), room=room
     )
     first = checked.upcoming[0] if checked.upcoming else checked.draft.first
-    draft = replace(checked.draft, images=row.files)
+    draft = replace(checked.draft, images=row.files, thumbnail=row.thumbnail)
     if row.post_as is not None:
         draft = with_avatar(draft, row.post_as.avatar)
     if row.repeat is None:
@@ -286,6 +288,8 @@ async def _plan_templates(
             name = checked_name(row.name)
             check_placeholders(row.text, "the text")
             check_placeholders(row.title, "the title")
+            if row.style is not None:
+                check_style(row.style, row.title, row.text)
             channel = None if row.channel is None else named_channel(guild, row.channel)
             mention = _mention_text(guild, row.mention)
         except (Refusal, InputError, TemplateRefused) as refused:

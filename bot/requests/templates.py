@@ -3,15 +3,16 @@ one applied to ``/schedule`` (its fields as defaults, each overridable by an opt
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from ..announcements import Announcements, check_template_name
 from ..i18n import t
-from ..models import Image, PostAs, Template, mention_markup
+from ..models import Image, PostAs, Style, Template, mention_markup
 from ..parsing import InputError, concerning
 from ..parsing.placeholders import check_placeholders
 from .checks import Refusal, can_read, require_manager
+from .style import check_style
 from .validation import check_widest_length, empty_message
 
 if TYPE_CHECKING:
@@ -37,6 +38,8 @@ async def template_from(
               "template.", id=local_id)
         )  # fmt: skip
     files = await announcements.images(a.id)
+    style = a.rich.style
+    thumbnail = None if style.thumbnail is None else await announcements.thumbnail(a.id)
     return Template(
         guild_id=guild.id,
         name=kept_name,
@@ -49,6 +52,8 @@ async def template_from(
         author_id=member.id,
         reminder=await announcements.reminder_lead(a.id),
         post_as=await announcements.post_as(a.id),
+        style=style if thumbnail is not None else replace(style, thumbnail=None),
+        thumbnail=thumbnail,
     )
 
 
@@ -64,6 +69,8 @@ async def template_of_form(
     channel_id: int | None,
     image: Image | None,
     reminder: float | None = None,
+    style: Style | None = None,
+    thumbnail: Image | None = None,
 ) -> Template:
     """A template named ``name`` holding what the announcement form holds (its text, title,
     silence, mention, channel, file and reminder lead), nothing scheduled; refused as /template save
@@ -81,6 +88,8 @@ async def template_of_form(
         check_placeholders(title, "the title")
     prefix = 0 if mention is None else len(mention_markup(mention)) + 1
     check_widest_length(content, prefix, title)
+    style = style or Style()
+    check_style(style, title, content)
     if channel_id is not None and not can_read(member, guild, channel_id):
         channel_id = None
     return Template(
@@ -94,6 +103,8 @@ async def template_of_form(
         image=image,
         author_id=member.id,
         reminder=reminder,
+        style=style if thumbnail is not None else replace(style, thumbnail=None),
+        thumbnail=thumbnail if style.thumbnail is not None else None,
     )
 
 
@@ -112,6 +123,10 @@ class Started:
     """The template's reminder lead (/schedule has no option for it: /edit changes it)."""
     post_as: PostAs | None = None
     """Who the template's posts come from (/schedule has no option for it either)."""
+    style: Style = field(default_factory=Style)
+    """The template's style (/schedule has no option for it: /style changes it)."""
+    thumbnail: Image | None = None
+    """Its style's thumbnail."""
 
 
 def template_mention(guild: discord.Guild, mention: str | None) -> int | None:
@@ -147,4 +162,6 @@ def started_from(
         image=None if has_image else template.image,
         reminder=template.reminder,
         post_as=template.post_as,
+        style=template.style,
+        thumbnail=template.thumbnail,
     )

@@ -399,7 +399,7 @@ async def test_an_export_carries_the_event_and_an_import_makes_it_again(
     h = await world.fake.invoke_command(world.guild, world.general, world.admin, "export")
     [file] = (await h.final_message(timeout=20)).attachments
     doc = json.loads(file.data)
-    assert doc["version"] == 3
+    assert doc["version"] == 4
     schema = json.loads((Path(__file__).parents[2] / "docs" / "export.schema.json").read_text())
     jsonschema.validate(doc, schema)
     assert [a["event"] for a in doc["announcements"]] == [

@@ -80,6 +80,10 @@ def ts(text: str) -> float:
     return datetime.strptime(text, "%Y-%m-%d %H:%M").replace(tzinfo=UTC).timestamp()
 
 
+SCHEMA = json.loads((Path(__file__).parents[2] / "docs" / "export.schema.json").read_text())
+"""What docs/export.schema.json says an export is."""
+
+
 def crew(world: World) -> Any:
     return world.guild.add_role("crew", mentionable=True)
 
@@ -420,6 +424,18 @@ def test_the_published_schema_describes_what_an_export_writes() -> None:
         jsonschema.validate({**posting_as, "announcements": no_name}, schema)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({**sample, "version": 5}, schema)
+    style = {"color": 0xED4245, "footer": "f", "url": "https://example.org", "thumbnail": None,
+             "fields": [{"name": "n", "value": "v", "inline": True}],
+             "buttons": [{"label": "Tickets", "url": "https://example.org/t"}]}  # fmt: skip
+    with_styles = {
+        **with_reminders, "version": 4,
+        "announcements": [{**with_reminders["announcements"][0], "style": style}],
+        "templates": [{**with_reminders["templates"][0], "style": None}],
+    }  # fmt: skip
+    jsonschema.validate(with_styles, schema)
+    plain = [{**sample["announcements"][0], "style": {**style, "url": "http://example.org"}}]
+    with pytest.raises(jsonschema.ValidationError):  # https only
+        jsonschema.validate({**with_styles, "announcements": plain}, schema)
     bad = [{**sample["announcements"][0], "reminder_seconds": 30}]  # under a minute
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({**with_reminders, "announcements": bad}, schema)

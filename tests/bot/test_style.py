@@ -6,11 +6,13 @@ event's and Remind me's."""
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from bot.db import BotDb
 from bot.models import Announcement, AnnouncementState, Content, EmbedField, Style
 from bot.posting.payload import post_payload
 from bot.requests.style import embed_size
@@ -238,3 +240,77 @@ def test_a_late_note_is_left_out_when_the_embed_would_pass_6000_characters() -> 
     assert noted is not None
     assert noted.description is not None
     assert "Sent late" in noted.description
+
+
+# --- templates, export and import ---------------------------------------------------------------
+
+
+async def test_a_template_keeps_the_style_and_thumbnail_and_schedule_applies_them(
+    styled: World, crier: Crier, clock: FakeClock
+) -> None:
+    world = styled
+    source = await schedule(world, when="in 1d", title="Raid", message="Bring potions")
+    await style(world, id=source, color="#57F287", thumbnail=("logo.png", PNG),
+                buttons="Sign up | https://example.org/s")  # fmt: skip
+    h = await world.fake.invoke_command(
+        world.guild, world.general, world.admin, "template save", {"name": "raid", "from": source}
+    )
+    assert "Saved" in ((await h.response()).content or "")
+    [kept] = await crier.bot.announcements.templates(world.guild.id)
+    assert kept.style.color == 0x57F287
+    assert kept.thumbnail is not None
+    assert kept.thumbnail.data == PNG
+    listed = (await run_command(world, "template list")).content or ""
+    assert "styled" in listed
+    async with crier.sched.reader() as db:  # its thumbnail counts in the server's files
+        assert await BotDb(db).template_file_bytes(world.guild.id) == len(PNG)
+    await schedule(world, template="raid", when="in 1h")
+    await advance(crier, clock, timedelta(hours=1))
+    [post] = posts(world, world.news)
+    assert post.embeds[0]["color"] == 0x57F287
+    assert [a.filename for a in post.attachments] == ["thumbnail.png"]
+    assert [b["label"] for row in post.components for b in row["components"]] == ["Sign up"]
+
+
+async def test_an_export_carries_the_style_into_another_server(
+    styled: World, other: World, crier: Crier, clock: FakeClock
+) -> None:
+    import jsonschema
+
+    from tests.bot.test_export_import import SCHEMA, buttons, export, import_file
+
+    world = styled
+    other.guild.set_bot_permissions(
+        P.VIEW_CHANNEL | P.SEND_MESSAGES | P.EMBED_LINKS | P.ATTACH_FILES
+    )
+    local = await schedule(world, when="in 2h", title="Quiz", message="Round {occurrence}")
+    await style(world, id=local, color="#ED4245", footer="Host: {weekday}",
+                url="https://example.org/quiz", thumbnail=("logo.png", PNG),
+                buttons="Rules | https://example.org/r")  # fmt: skip
+    _, data = await export(world)
+    doc = json.loads(data)
+    jsonschema.validate(doc, SCHEMA)
+    [row] = doc["announcements"]
+    assert row["style"]["color"] == 0xED4245
+    assert row["style"]["thumbnail"]["filename"] == "logo.png"
+    dry, _ = await import_file(other, data)
+    [confirm] = buttons(dry)
+    done = await (await world.fake.click_button(dry, confirm, other.admin)).final_message(20)
+    assert done.content.startswith("📥 Imported 1 announcement"), done.content
+    [made] = (await crier.bot.announcements.export_rows(other.guild.id)).announcements
+    assert made.rich.style == (await crier.bot.announcements.get(world.guild.id, local)).rich.style
+    # A styled embed without a title is refused in words, row by row.
+    row_without_title = {**row, "key": "k2", "title": None}
+    refused, _ = await import_file(
+        other, json.dumps({**doc, "announcements": [row_without_title]}).encode()
+    )
+    assert "an embed only with a title" in refused.content, refused.content
+    plain_link = {**row, "key": "k3", "style": {**row["style"], "url": "http://example.org"}}
+    refused, _ = await import_file(
+        other, json.dumps({**doc, "announcements": [plain_link]}).encode()
+    )
+    assert "starts with `https://`" in refused.content, refused.content
+    await advance(crier, clock, timedelta(hours=2))
+    [post] = other.fake.bot_messages(other.news)
+    assert post.embeds[0]["footer"]["text"] == "Host: Friday"
+    assert [a.data for a in post.attachments] == [PNG]

@@ -148,6 +148,24 @@ async def previewed_form(page: Any, s: Seeded) -> None:
     await page.locator(".preview").wait_for()
 
 
+async def styled_form(page: Any, s: Seeded) -> None:
+    """The new-announcement form with a style: two embed field rows, and its preview."""
+    await goto(page, f"{s.site.url}/g/{s.site.world.guild.id}/new?template=weekly")
+    await page.get_by_label("When", exact=True).fill("in 2 hours")
+    await page.get_by_label("Colour").fill("#ED4245")
+    await page.get_by_label("Footer").fill("Hosted by the games team")
+    await page.get_by_label("Embed link").fill("https://example.org/game-night")
+    await page.get_by_label("Link buttons").fill("Tickets | https://example.org/t")
+    for n, (name, value) in enumerate([("Where", "Hall B"), ("Seats", "40")], 1):
+        await page.get_by_role("button", name="Add a field").click()
+        row = page.locator("fieldset.embed-field-row").nth(n - 1)
+        await row.get_by_label("Name", exact=True).fill(name)
+        await row.get_by_label("Value", exact=True).fill(value)
+        await row.get_by_label("Side by side with its neighbours").check()
+    await page.get_by_role("button", name="Preview").click()
+    await page.locator(".preview .embed-fields").wait_for()
+
+
 def clicked(path: str, button: str) -> Callable[[Any, Seeded], Awaitable[None]]:
     """A visit to ``path``, then a click on ``button`` (a page reached by a form)."""
 
@@ -173,6 +191,7 @@ MANAGER_PAGES: dict[str, Callable[[Any, Seeded], Awaitable[None]]] = {
     "new form": at("/g/{g}/new"),
     "new form from a template, previewed": previewed_form,
     "new form, refused": refused_form,
+    "new form with a style, previewed": styled_form,
     "edit form": at("/g/{g}/a/1/edit"),
     "cancel, asked first": clicked("/g/{g}/a/1", "Cancel announcement"),
     "templates": at("/g/{g}/templates"),

@@ -4,6 +4,7 @@ CSRF, errors, security headers) and template rendering. The page families
 
 from __future__ import annotations
 
+import re
 import secrets
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -119,6 +120,11 @@ FIELD_LABELS: Mapping[str, str] = {
     "event_minutes": i18n.marked("Event length (minutes)"),
     "event_channel": i18n.marked("Event in voice or stage (instead of a location)"),
     "reminder": i18n.marked("Reminders by DM"),
+    "color": i18n.marked("Colour"),
+    "footer": i18n.marked("Footer"),
+    "url": i18n.marked("Embed link"),
+    "thumbnail": i18n.marked("Thumbnail"),
+    "buttons": i18n.marked("Link buttons"),
     "template": i18n.marked("Start from a template"),
     "pick": i18n.marked("Start from a template"),
     "template_name": i18n.marked("Template name"),
@@ -138,9 +144,17 @@ def field_label(name: str) -> str:
     """The label of the form field ``name`` in the viewer's language (its name when it has
     none: a hidden field, a parameter of the address)."""
     label = FIELD_LABELS.get(name)
+    row = _FIELD_ROW.fullmatch(name)
+    if row is not None:  # an embed field's name or value (the form's rows)
+        if row[1] == "name":
+            return i18n.t("Field {n}: name", n=int(row[2]))
+        return i18n.t("Field {n}: value", n=int(row[2]))
     if label is None:
         return clip(name, 30)
     return i18n.translate(label, i18n.current_locale(), context=i18n.ANSWER)
+
+
+_FIELD_ROW = re.compile(r"field_(name|value)_(\d{1,2})")
 
 
 class FieldTooLong(InputError):

@@ -19,12 +19,14 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from ...announcements import TemplateRefused
+from ...models import Style
 from ...parsing import zone_names
 from ...parsing.display import example_date
 from ...render import confirmation, edit_reply, form_template_saved
 from ...requests.checks import require_readable
 from ...requests.editing import check_edit
 from ...requests.reminders import lead_text
+from ...requests.style import MAX_FIELDS
 from ...requests.templates import Started, started_from, template_of_form
 from ...requests.validation import check_request
 from .core import FieldError, Form, Viewer, field_error, form_of
@@ -33,16 +35,22 @@ from .forms import (
     FIELD_LENGTHS,
     NEW_FORM,
     Preview,
+    add_field_row,
+    compact_fields,
     event_values,
     field_labels,
     form_values,
     new_request,
     preview_of,
+    remove_field_row,
+    rows_shown,
+    style_values,
     template_channel,
     template_mention,
     template_reminder,
     typed_edit,
     typed_message,
+    typed_style,
 )
 from .pages import ANNOUNCEMENT, GUILD, GuildPages, get, post
 
@@ -66,6 +74,23 @@ ENTER = "enter"
 RENAMED = {"name": "template_name", "template": "pick"}
 """The options the form's fields name otherwise: /template save's ``name`` is the form's
 "Template name", /schedule's ``template`` its picker."""
+
+
+ADD_FIELD = "add_field"
+"""The ``action`` of the form's "Add a field" button (one more embed field row)."""
+REMOVE_FIELD = "remove_field_"
+"""The ``action`` of an embed field row's "Remove" button, followed by the row's number."""
+
+
+def field_rows_change(action: str, values: dict[str, str]) -> dict[str, str] | None:
+    """The form's values after its "Add a field" or a row's "Remove" button (None: the
+    action is another): the form is shown again with them, nothing checked or saved."""
+    if action == ADD_FIELD:
+        return add_field_row(values)
+    number = action.removeprefix(REMOVE_FIELD)
+    if action.startswith(REMOVE_FIELD) and number.isdigit() and len(number) <= 2:
+        return remove_field_row(values, int(number))
+    return None
 
 
 def action_of(form: Form) -> str:
@@ -118,24 +143,38 @@ class FormPages(GuildPages):
         action = action_of(form)
         if action == USE_TEMPLATE:
             return await self.use_template(viewer, who, values, form.get("pick"))
+        rows = field_rows_change(action, values)
+        if rows is not None:
+            return await self.form_page(viewer, who, rows)
+        values.update(compact_fields(values))
         image = form.files.get("image")
         stored = await self.template_file(who, values["template"], has_image=image is not None)
+        # A template's thumbnail is kept (the new form has no thumbnail field of its own).
+        kept = await self.template_thumbnail(who, values["template"])
+        style = typed_style(values, None if kept is None else Style(thumbnail=kept.filename))
+        thumbnail = kept if style.thumbnail is not None else None
         if action == SAVE_TEMPLATE:
             mention = template_mention(who.guild, values["mention"])
-            return await self.save_as_template(viewer, who, values, mention, image or stored)
+            return await self.save_as_template(
+                viewer, who, values, mention, image or stored, style, thumbnail
+            )
         draft, notes, upcoming = await check_request(
             d.announcements,
             d.clock,
-            new_request(who, values, has_files=image is not None or stored is not None),
+            new_request(
+                who, values, has_files=image is not None or stored is not None, style=style
+            ),
         )
         if image is not None:
             draft = replace(draft, images=(image,))
         elif stored is not None:
             draft = replace(draft, images=(stored,))
+        draft = replace(draft, thumbnail=thumbnail)
         if action == "preview":
             preview = preview_of(
-                who.guild, draft, notes, upcoming, kept_files=image is None and stored is not None
-            )
+                who.guild, draft, notes, upcoming,
+                kept_files=image is None and stored is not None, thumbnail=thumbnail,
+            )  # fmt: skip
             return await self.form_page(viewer, who, values, preview=preview)
         announcement, first = await d.announcements.create(draft)
         log.info(
@@ -173,8 +212,19 @@ class FormPages(GuildPages):
                 merged["channel"] = filled["channel"]
             elif values["channel"] != filled["channel"]:
                 kept.append(labels["channel"])
+        for key in ("color", "footer", "url", "buttons"):
+            if not values[key].strip():
+                merged[key] = filled[key]
+        if rows_shown(values) == 0:  # its embed fields, if none were typed
+            merged.update({k: v for k, v in filled.items() if k.startswith("field")})
         merged["template"] = filled["template"]
         return await self.form_page(viewer, who, merged, kept_typed=kept)
+
+    async def template_thumbnail(self, who: Requester, name: str) -> Image | None:
+        """The thumbnail of the template the form started from (``name``; none: empty)."""
+        if not name.strip():
+            return None
+        return (await self.d.announcements.template(who.guild.id, name)).thumbnail
 
     async def template_file(self, who: Requester, name: str, *, has_image: bool) -> Image | None:
         """The file of the template the form started from (``name``; none: empty), uploaded
@@ -197,6 +247,7 @@ class FormPages(GuildPages):
             "update_posted": "on",
             **event_values(await self.d.announcements.event_spec(a.id)),
             "reminder": lead_text(await self.d.announcements.reminder_lead(a.id)),
+            **style_values(a.rich.style),
         }
         return await self.form_page(viewer, who, values, editing=a)
 
@@ -224,25 +275,40 @@ class FormPages(GuildPages):
         """Preview or save the edit the form asks for, or save it as a template."""
         d = self.d
         action = action_of(form)
+        rows = field_rows_change(action, values)
+        if rows is not None:
+            return await self.form_page(viewer, who, rows, editing=current)
+        values.update(compact_fields(values))
+        thumbnail = form.files.get("thumbnail")
         if action == SAVE_TEMPLATE:
             mention = template_mention(who.guild, values["mention"], current.mention)
             files = await d.announcements.images(current.id)
+            style = typed_style(values, current.rich.style, thumbnail)
+            if thumbnail is None and style.thumbnail is not None:
+                thumbnail = await d.announcements.thumbnail(current.id)
             return await self.save_as_template(
-                viewer, who, values, mention, files[0] if files else None, editing=current
-            )
+                viewer, who, values, mention, files[0] if files else None, style, thumbnail,
+                editing=current,
+            )  # fmt: skip
         message = typed_message(values)
         kept_event = await d.announcements.event_spec(current.id)
         kept_reminder = await d.announcements.reminder_lead(current.id)
-        options = typed_edit(current, values, kept_event, kept_reminder)
+        options = typed_edit(current, values, kept_event, kept_reminder, thumbnail)
         (draft, notes, upcoming), when_given = await check_edit(
             d.announcements, d.clock, who, current, options, message
-        )  # the files are kept: the form has no file field
+        )  # the files are kept: the form's one file field is the thumbnail's
+        if thumbnail is not None:
+            draft = replace(draft, thumbnail=thumbnail)
         if action == "preview":
             # Its next occurrence as it will post, rendered as /info renders it.
             shown = await d.announcements.as_edited_posted(
                 current, draft, when_given=when_given, upcoming=upcoming
             )
-            preview = preview_of(who.guild, draft, notes, upcoming, shown=shown)
+            if thumbnail is None and draft.rich.style.thumbnail is not None:
+                thumbnail = await d.announcements.thumbnail(current.id)
+            preview = preview_of(
+                who.guild, draft, notes, upcoming, shown=shown, thumbnail=thumbnail
+            )
             return await self.form_page(viewer, who, values, editing=current, preview=preview)
         outcome = await d.announcements.edit(
             current, draft, when_given=when_given,
@@ -264,6 +330,8 @@ class FormPages(GuildPages):
         values: dict[str, str],
         mention: str | None,
         image: Image | None,
+        style: Style,
+        thumbnail: Image | None,
         *,
         editing: Announcement | None = None,
     ) -> web.Response:
@@ -275,7 +343,7 @@ class FormPages(GuildPages):
             self.d.announcements, who, values["template_name"], content=values["message"],
             title=title, silent=values["silent"] == "on", mention=mention,
             channel_id=template_channel(values), image=image,
-            reminder=template_reminder(values, who.locale),
+            reminder=template_reminder(values, who.locale), style=style, thumbnail=thumbnail,
         )  # fmt: skip
         kept = await self.d.announcements.save_template(made)
         log.info(
@@ -359,6 +427,8 @@ class FormPages(GuildPages):
             example_date=example_date(self.d.clock.now().astimezone(viewer.zone).date()),
             labels=field_labels(),
             lengths=FIELD_LENGTHS,
+            field_rows=range(1, rows_shown(values) + 1),
+            max_fields=MAX_FIELDS,
         )  # fmt: skip
 
 
@@ -386,6 +456,7 @@ def template_values(who: Requester, template: Template) -> dict[str, str]:
         "mention": mention,
         "template": template.name,
         "reminder": lead_text(template.reminder),
+        **style_values(template.style),
     }
     if s.channel_id is not None:
         values["channel"] = str(s.channel_id)

@@ -6,26 +6,42 @@ preview of what it will post."""
 from __future__ import annotations
 
 import base64
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ...announcements import MAX_TEMPLATE_NAME
 from ...i18n import t
 from ...limits import MAX_EMBED_TITLE, MAX_MESSAGE, MAX_TEXT_OPTION, MAX_ZONE_NAME
-from ...models import EventSpec, mention_markup
+from ...models import EmbedField, EventSpec, Image, Style, mention_markup
 from ...parsing import InputError, concerning, resolve_timezone
-from ...parsing.placeholders import occurrence, render
+from ...parsing.placeholders import Occurrence, occurrence, render
 from ...requests.checks import Refusal
 from ...requests.editing import NO_TITLE, EditOptions, mention_option
 from ...requests.events import NEEDS_A_PLACE
 from ...requests.files import too_large
 from ...requests.reminders import lead_text, parse_lead
 from ...requests.request import AnnouncementOptions, AnnouncementRequest, Requester
+from ...requests.style import (
+    MAX_BUTTONS_TEXT,
+    MAX_COLOR_TEXT,
+    MAX_EMBED_URL,
+    MAX_FIELD_NAME,
+    MAX_FIELD_VALUE,
+    MAX_FIELDS,
+    MAX_FOOTER,
+    buttons_text,
+    check_thumbnail_type,
+    color_words,
+    parse_buttons,
+    parse_color,
+    parse_url,
+)
 from ...requests.validation import empty_message
 from .core import FIELD_LABELS, Fields, Upload, field_label
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from zoneinfo import ZoneInfo
 
     import discord
@@ -33,12 +49,21 @@ if TYPE_CHECKING:
     from ...announcements import Announcement, Draft
     from .core import Dashboard, Form
 
+FIELD_ROWS = tuple(range(1, MAX_FIELDS + 1))
+"""The embed fields' rows the form may post (numbered from 1)."""
+STYLE_FIELDS = (
+    "color", "footer", "url", "buttons", "fields_shown",
+    *(f"field_name_{n}" for n in FIELD_ROWS), *(f"field_value_{n}" for n in FIELD_ROWS),
+)  # fmt: skip
+"""The style's fields: a colour, a footer, the title's link, the buttons (one a line), and
+each embed field's name and value (``fields_shown``: how many rows the form shows)."""
+STYLE_CHECKBOXES = ("thumbnail_remove", *(f"field_inline_{n}" for n in FIELD_ROWS))
 FORM_FIELDS = (
     "message", "title", "channel", "when", "repeat", "timezone", "mention", "until",
     "event_location", "event_minutes", "event_channel", "template", "template_name",
-    "channel_shown", "pick", "reminder",
+    "channel_shown", "pick", "reminder", *STYLE_FIELDS,
 )  # fmt: skip
-CHECKBOXES = ("silent", "update_posted", "event")
+CHECKBOXES = ("silent", "update_posted", "event", *STYLE_CHECKBOXES)
 
 FIELD_LENGTHS: dict[str, int] = {
     **dict.fromkeys((*FORM_FIELDS, *CHECKBOXES, "action"), MAX_TEXT_OPTION),
@@ -46,10 +71,16 @@ FIELD_LENGTHS: dict[str, int] = {
     "title": MAX_EMBED_TITLE,
     "timezone": MAX_ZONE_NAME,
     "template_name": MAX_TEMPLATE_NAME,
+    "color": MAX_COLOR_TEXT,
+    "footer": MAX_FOOTER,
+    "url": MAX_EMBED_URL,
+    "buttons": MAX_BUTTONS_TEXT,
+    **{f"field_name_{n}": MAX_FIELD_NAME for n in FIELD_ROWS},
+    **{f"field_value_{n}": MAX_FIELD_VALUE for n in FIELD_ROWS},
 }
 """The most characters each field of the form holds: what the commands' options hold
 (``message`` as /schedule's, ``when`` as its text options, ``template_name`` as /template
-save's ``name``)."""
+save's ``name``, the style's as /style's and Discord's for an embed field)."""
 
 
 def _file_limit(d: Dashboard) -> float:
@@ -58,14 +89,15 @@ def _file_limit(d: Dashboard) -> float:
 
 NEW_FORM = Fields(FIELD_LENGTHS, Upload("image", _file_limit, too_large), shows_refusal=True)
 """The new-announcement form: its fields and its file."""
-EDIT_FORM = Fields(FIELD_LENGTHS, shows_refusal=True)
-"""The edit form: its fields (no file: the announcement's are kept)."""
+EDIT_FORM = Fields(FIELD_LENGTHS, Upload("thumbnail", _file_limit, too_large), shows_refusal=True)
+"""The edit form: its fields and a new thumbnail (the announcement's files are kept)."""
 
 
 def field_labels() -> dict[str, str]:
     """The forms' fields by name, as their labels say them in the viewer's language (a
     refusal names the field it is about with these words): :data:`~.core.FIELD_LABELS`."""
-    return {name: field_label(name) for name in FIELD_LABELS}
+    rows = [f"field_{part}_{n}" for n in FIELD_ROWS for part in ("name", "value")]
+    return {name: field_label(name) for name in (*FIELD_LABELS, *rows)}
 
 
 def form_values(form: Form) -> dict[str, str]:
@@ -169,9 +201,10 @@ def edit_event_options(kept: EventSpec | None, values: dict[str, str]) -> dict[s
 
 
 def new_request(
-    requester: Requester, values: dict[str, str], has_files: bool
+    requester: Requester, values: dict[str, str], has_files: bool, style: Style | None = None
 ) -> AnnouncementRequest:
-    """What the new-announcement form asks for, as /schedule would ask it."""
+    """What the new-announcement form asks for, as /schedule would ask it (``style``: its
+    style as read, :func:`typed_style`)."""
     message = typed_message(values)
     mention = values["mention"].strip()
     with concerning("mention"):
@@ -188,6 +221,7 @@ def new_request(
         has_files=has_files,
         **new_event_options(values),
         reminder=_text(values, "reminder"),
+        style=style,
     )
     return AnnouncementRequest(requester, options, message)
 
@@ -215,10 +249,11 @@ def typed_edit(
     values: dict[str, str],
     kept_event: EventSpec | None = None,
     kept_reminder: float | None = None,
+    thumbnail: Image | None = None,
 ) -> EditOptions:
     """What the edit form (prefilled with ``current``, its event ``kept_event`` and its
     reminder lead ``kept_reminder``) changes, as /edit's options: a field left as it was is
-    an option left out."""
+    an option left out; the style is the form's whole (``thumbnail``: a new one picked)."""
     channel_id = _channel(values["channel"])
     silent = values["silent"] == "on"
     return EditOptions(
@@ -232,6 +267,7 @@ def typed_edit(
         silent=None if silent == current.rich.silent else silent,
         **edit_event_options(kept_event, values),
         reminder=reminder_change(kept_reminder, values["reminder"]),
+        style=typed_style(values, current.rich.style, thumbnail),
     )
 
 
@@ -253,6 +289,99 @@ def template_reminder(values: dict[str, str], locale: str | None) -> float | Non
         return parse_lead(typed, locale)
 
 
+def rows_shown(values: Mapping[str, str]) -> int:
+    """How many embed field rows the form shows: as many as it said it showed, and every
+    filled one (at most :data:`MAX_FIELDS`)."""
+    said = values.get("fields_shown", "").strip()
+    shown = int(said) if said.isdigit() and len(said) <= 2 else 0
+    filled = [n for n in FIELD_ROWS if _row_filled(values, n)]
+    return min(MAX_FIELDS, max(shown, filled[-1] if filled else 0))
+
+
+def _row_filled(values: Mapping[str, str], n: int) -> bool:
+    return bool(values.get(f"field_name_{n}", "").strip()) or bool(
+        values.get(f"field_value_{n}", "").strip()
+    )
+
+
+def _row(values: Mapping[str, str], n: int) -> tuple[str, str, str]:
+    return (
+        values.get(f"field_name_{n}", ""),
+        values.get(f"field_value_{n}", ""),
+        values.get(f"field_inline_{n}", ""),
+    )
+
+
+def _with_rows(values: dict[str, str], rows: list[tuple[str, str, str]]) -> dict[str, str]:
+    """``values`` with its embed field rows replaced by ``rows`` (the rest emptied)."""
+    out = dict(values)
+    for n in FIELD_ROWS:
+        name, value, inline = rows[n - 1] if n <= len(rows) else ("", "", "")
+        out[f"field_name_{n}"], out[f"field_value_{n}"] = name, value
+        out[f"field_inline_{n}"] = inline
+    out["fields_shown"] = str(len(rows))
+    return out
+
+
+def compact_fields(values: dict[str, str]) -> dict[str, str]:
+    """The form's values with its empty embed field rows taken out (the filled ones move up,
+    so that a refusal's "Field 2" is the form's second row)."""
+    rows = [_row(values, n) for n in range(1, rows_shown(values) + 1)]
+    return _with_rows(values, [r for r in rows if r[0].strip() or r[1].strip()])
+
+
+def add_field_row(values: dict[str, str]) -> dict[str, str]:
+    """The form's values with one more (empty) embed field row shown, up to the limit."""
+    rows = [_row(values, n) for n in range(1, rows_shown(values) + 1)]
+    if len(rows) < MAX_FIELDS:
+        rows.append(("", "", ""))
+    return _with_rows(values, rows)
+
+
+def remove_field_row(values: dict[str, str], n: int) -> dict[str, str]:
+    """The form's values without its embed field row ``n`` (the rows after it move up)."""
+    rows = [_row(values, k) for k in range(1, rows_shown(values) + 1)]
+    return _with_rows(values, [r for k, r in enumerate(rows, 1) if k != n])
+
+
+def typed_style(
+    values: Mapping[str, str], kept: Style | None = None, thumbnail: Image | None = None
+) -> Style:
+    """The style the form holds: its colour, footer, link, buttons (one a line) and embed
+    fields, read with /style's own rules; the thumbnail ``kept`` (an edit's) stays unless
+    removed or replaced by ``thumbnail`` (a new file)."""
+    typed_color = values["color"].strip()
+    color = parse_color(typed_color) if typed_color else None
+    typed_url = values["url"].strip()
+    url = parse_url(typed_url) if typed_url else None
+    with concerning("buttons"):
+        buttons = parse_buttons(values["buttons"])
+    fields = tuple(
+        EmbedField(name.strip(), value.strip(), inline == "on")
+        for name, value, inline in (_row(values, n) for n in range(1, rows_shown(values) + 1))
+        if name.strip() or value.strip()
+    )
+    name = None if kept is None or values["thumbnail_remove"] == "on" else kept.thumbnail
+    if thumbnail is not None:
+        check_thumbnail_type(thumbnail.filename, thumbnail.content_type)
+        name = thumbnail.filename
+    footer = values["footer"].strip() or None
+    return Style(color, footer, name, url, fields, buttons)
+
+
+def style_values(style: Style) -> dict[str, str]:
+    """The style fields of a form prefilled with ``style``."""
+    values = {
+        "color": "" if style.color is None else color_words(style.color),
+        "footer": style.footer or "",
+        "url": style.url or "",
+        "buttons": buttons_text(style.buttons, "\n"),
+        "thumbnail_remove": "",
+    }
+    rows = [(f.name, f.value, "on" if f.inline else "") for f in style.fields]
+    return _with_rows(values, rows)
+
+
 def title_change(current: str | None, typed: str) -> str | None:
     """The edit's ``title`` option from the form's field, prefilled with ``current``: None
     (kept) when unchanged, ``none`` (removed) when emptied."""
@@ -271,6 +400,8 @@ class PreviewFile:
     """Uploaded with every post without being picked again (a template's file)."""
 
 
+BLURPLE = 0x5865F2
+"""The colour of an embed that has none of its own (the bot's ``EMBED_COLOUR``)."""
 INLINE_IMAGE = 2 * 1024 * 1024
 """Images up to this size are shown in the preview itself."""
 
@@ -291,6 +422,15 @@ class Preview:
     """The Discord event each occurrence gets."""
     event_place: str = ""
     """Where it takes place: its location, or its voice or stage channel's name."""
+    style: Style = field(default_factory=Style)
+    """Its style, its footer and fields as the occurrence shows them."""
+    thumbnail: str | None = None
+    """A ``data:`` URL of its embed's thumbnail (None: none)."""
+
+    @property
+    def color(self) -> str:
+        """The embed's colour as the preview paints it (crier's blurple by default)."""
+        return color_words(BLURPLE if self.style.color is None else self.style.color)
 
 
 def preview_of(
@@ -301,15 +441,17 @@ def preview_of(
     *,
     shown: Announcement | None = None,
     kept_files: bool = False,
+    thumbnail: Image | None = None,
 ) -> Preview:
     """How ``draft`` will post in ``guild``, with the notes and first times of its check.
     ``shown``: its text and title as its next occurrence posts them (an edit's, rendered by
     :meth:`~bot.announcements.reading.Reading.as_posted` like /info's, its real number and
     event link); without it, as a new announcement's first occurrence posts them.
-    ``kept_files``: its files are kept without being picked again (a template's)."""
+    ``kept_files``: its files are kept without being picked again (a template's);
+    ``thumbnail``: its embed's thumbnail (shown if its style names one)."""
     channel = guild.get_channel_or_thread(draft.channel_id)
     if shown is not None:
-        text, title = shown.content, shown.rich.title
+        text, title, style = shown.content, shown.rich.title, shown.rich.style
     else:  # As its first occurrence will post it (placeholders rendered).
         occ = occurrence(
             draft.repeat,
@@ -320,24 +462,34 @@ def preview_of(
         )
         text = render(draft.content, occ)
         title = None if draft.rich.title is None else render(draft.rich.title, occ)
+        style = rendered_style(draft.rich.style, occ)
     if draft.mention is not None:
         text = f"{mention_markup(draft.mention)} {text}"
     name = channel.name if channel else str(draft.channel_id)
-    images = [
-        PreviewFile(
-            f.filename,
-            f"data:{f.content_type};base64,{base64.b64encode(f.data).decode()}"
-            if (f.content_type or "").startswith("image/") and len(f.data) <= INLINE_IMAGE
-            else None,
-            kept_files,
-        )
-        for f in draft.images or ()
-    ]
+    images = [PreviewFile(f.filename, _inline(f), kept_files) for f in draft.images or ()]
     spec = draft.event
     place = ""
     if spec is not None:
         room = None if spec.channel_id is None else guild.get_channel(spec.channel_id)
         place = spec.location or (f"🔊 {room.name}" if room is not None else str(spec.channel_id))
+    thumb = None
+    if thumbnail is not None and style.thumbnail is not None and title is not None:
+        thumb = _inline(thumbnail)
     return Preview(
-        name, text, title, draft.rich.silent, images, notes, upcoming, spec, place
+        name, text, title, draft.rich.silent, images, notes, upcoming, spec, place, style, thumb
     )  # fmt: skip
+
+
+def rendered_style(style: Style, occ: Occurrence) -> Style:
+    """``style`` with its footer and fields as the occurrence ``occ`` shows them."""
+    footer = None if style.footer is None else render(style.footer, occ)
+    fields = tuple(replace(f, name=render(f.name, occ), value=render(f.value, occ))
+                   for f in style.fields)  # fmt: skip
+    return replace(style, footer=footer, fields=fields)
+
+
+def _inline(image: Image) -> str | None:
+    """A ``data:`` URL showing the image (None: not a small image)."""
+    if not (image.content_type or "").startswith("image/") or len(image.data) > INLINE_IMAGE:
+        return None
+    return f"data:{image.content_type};base64,{base64.b64encode(image.data).decode()}"
