@@ -39,11 +39,12 @@ if TYPE_CHECKING:
 
 FEED_DAYS = 90
 """How far ahead the feed lists occurrences."""
-FEED_PER_ANNOUNCEMENT = 250
+FEED_PER_ANNOUNCEMENT = 200
 """The most occurrences of one announcement the feed lists (the soonest): an announcement
 every minute has 129,600 in 90 days."""
-FEED_EVENTS = 2500
-"""The most occurrences one feed lists in all (the soonest)."""
+FEED_EVENTS = 1000
+"""The most occurrences one feed lists in all (the soonest): with texts of 2,000
+characters, about 4 MB of iCalendar and a second of writing."""
 TOKEN_BYTES = 32
 """The secret's randomness (``secrets.token_urlsafe``: 43 characters)."""
 

@@ -57,8 +57,9 @@ asks every few minutes at most)."""
 CACHE_SECONDS = 60.0
 """How long a feed written is served again (unless an announcement of its server changes
 before): the next occurrences move on with the time, so it is written again after this."""
-CACHE_ENTRIES = 64
-"""The most feeds kept written at once (the least recently asked for go first)."""
+CACHE_BYTES = 32 * 2**20
+"""The most bytes of feeds kept written at once (the least recently asked for go first; a
+feed is at most about 4 MB: :data:`~bot.announcements.FEED_EVENTS` occurrences)."""
 MAX_DESCRIPTION = 4000
 """The most characters of an occurrence's text in its DESCRIPTION (a post has at most 2000,
 placeholders aside)."""
@@ -156,11 +157,18 @@ class CalendarFeeds:
             notes = feed_notes(feed)
         body = await asyncio.to_thread(write_feed, feed, name, notes)
         written = _Written(version, body, '"' + hashlib.sha256(body).hexdigest()[:32] + '"')
-        self._written[key] = (now + CACHE_SECONDS, written)
-        self._written.move_to_end(key)
-        while len(self._written) > CACHE_ENTRIES:
-            self._written.popitem(last=False)
+        self._keep(key, now + CACHE_SECONDS, written)
         return written
+
+    def _keep(self, key: tuple[int, int | None], until: float, written: _Written) -> None:
+        """Keep ``written`` until ``until``, the least recently asked for dropped while all
+        of them hold more than :data:`CACHE_BYTES`."""
+        self._written.pop(key, None)
+        self._written[key] = (until, written)
+        kept = sum(len(w.body) for _, w in self._written.values())
+        while kept > CACHE_BYTES and self._written:
+            _, (_, dropped) = self._written.popitem(last=False)
+            kept -= len(dropped.body)
 
     def _name(self, feed: Feed) -> str:
         server = self.guild_name(feed.guild_id) or f"Discord server {feed.guild_id}"

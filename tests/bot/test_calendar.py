@@ -18,7 +18,9 @@ import pytest
 from bot.announcements import FEED_DAYS, FEED_PER_ANNOUNCEMENT, Feed, FeedEvent
 from bot.announcements import calendar as calendar_domain
 from bot.models import nonce_for
+from bot.web import calendar as web_calendar
 from bot.web.calendar import FEED_LIMIT, write_feed
+from scheduler.testing import FakeClock
 from tests.bot.conftest import World, db_snapshot, run_command, schedule_id
 from tests.fakediscord import Permissions as P
 
@@ -26,7 +28,6 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
     from bot.app import Crier
-    from scheduler.testing import FakeClock
     from tests.bot.conftest import CrierFactory
 
 BERLIN = ZoneInfo("Europe/Berlin")
@@ -410,3 +411,18 @@ async def test_the_feed_keeps_the_soonest_occurrences_within_its_bound(
     every.sort()
     assert starts(cal) == every[:100]
     assert "This calendar lists the next 100 occurrences only" in str(cal["X-WR-CALDESC"])
+
+
+def test_the_cache_of_written_feeds_holds_a_bounded_number_of_bytes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Past CACHE_BYTES, the feeds asked for least recently are dropped (a feed is up to a
+    few megabytes, and every server has its own)."""
+    monkeypatch.setattr(web_calendar, "CACHE_BYTES", 100)
+    feeds = web_calendar.CalendarFeeds(None, FakeClock(datetime(2030, 1, 1, tzinfo=UTC)),
+                                       behind_proxy=False)  # type: ignore[arg-type]  # fmt: skip
+    for guild in (1, 2, 3):
+        feeds._keep((guild, None), 60.0, web_calendar._Written((), b"x" * 40, f'"{guild}"'))
+    assert list(feeds._written) == [(2, None), (3, None)]
+    feeds._keep((4, None), 60.0, web_calendar._Written((), b"x" * 500, '"4"'))
+    assert list(feeds._written) == []  # larger than the bound: not kept either
