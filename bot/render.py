@@ -760,6 +760,9 @@ def _info_facts(details: Details, history: list[HistoryEntry], earlier: bool) ->
         lines.append(t("**Also in:** {channels}", channels=places))
     lines += event_lines(details)
     lines += reminder_lines(details.reminders)
+    if details.posts_as is not None:
+        lines.append(t("**Posts as:** **{name}**, through a webhook of the channel",
+                       name=_cut(details.posts_as, 80)))  # fmt: skip
     if a.failure and a.state in _SHOWS_FAILURE:
         lines.append(f"⚠️ {_cut(said_reason(a.failure))}")
     lines.append(t("**Next times:**"))

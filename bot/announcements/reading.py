@@ -120,6 +120,8 @@ class Details:
     """Its skipped dates still to come (``/skip``: part of its rule), in its zone."""
     posts_made: int = 0
     """How many posts it made (what ``times`` counts)."""
+    posts_as: str | None = None
+    """The name its posts come from (through a webhook; None: the bot)."""
     last_post: datetime | None = None
     """With ``times``: when it posts for the last time (None: nothing left, or no ``times``)."""
     places: tuple[Place, ...] = ()
@@ -309,6 +311,7 @@ class Reading(AnnouncementService):
             files = tuple(name for name, _ in await rows.image_names(a.id))
             event = await rows.event_spec(a.id)
             reminders = await reminder_info(rows, a.id)
+            posts_as = (await rows.post_as_names([a.id])).get(a.id)
             events = tuple(
                 e
                 for e in await rows.events_of(a.id)
@@ -347,6 +350,7 @@ class Reading(AnnouncementService):
             last_post=last,
             places=places,
             place_deliveries=posted,
+            posts_as=posts_as,
         )
 
     async def _places_info(

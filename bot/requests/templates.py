@@ -71,6 +71,7 @@ async def template_of_form(
     reminder: float | None = None,
     style: Style | None = None,
     thumbnail: Image | None = None,
+    post_as: PostAs | None = None,
 ) -> Template:
     """A template named ``name`` holding what the announcement form holds (its text, title,
     silence, mention, channel, file and reminder lead), nothing scheduled; refused as /template save
@@ -105,6 +106,7 @@ async def template_of_form(
         reminder=reminder,
         style=style if thumbnail is not None else replace(style, thumbnail=None),
         thumbnail=thumbnail if style.thumbnail is not None else None,
+        post_as=post_as,
     )
 
 

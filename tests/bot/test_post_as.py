@@ -65,7 +65,9 @@ async def test_posts_come_from_the_name_and_avatar_through_one_webhook(
     world: World, crier: Crier, clock: FakeClock
 ) -> None:
     can_post_as(world)
-    await as_town_hall(world, when="in 1m", repeat="daily")
+    local = await as_town_hall(world, when="in 1m", repeat="daily")
+    info = (await run_command(world, "info", id=local)).content or ""
+    assert "**Posts as:** **Town hall**, through a webhook of the channel" in info, info
     await advance(crier, clock, timedelta(minutes=1))
     await advance(crier, clock, timedelta(days=1))
 

@@ -125,6 +125,7 @@ FIELD_LABELS: Mapping[str, str] = {
     "url": i18n.marked("Embed link"),
     "thumbnail": i18n.marked("Thumbnail"),
     "buttons": i18n.marked("Link buttons"),
+    "as_name": i18n.marked("Post as"),
     "template": i18n.marked("Start from a template"),
     "pick": i18n.marked("Start from a template"),
     "template_name": i18n.marked("Template name"),

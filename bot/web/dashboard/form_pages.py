@@ -19,12 +19,13 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from ...announcements import TemplateRefused
-from ...models import Style
-from ...parsing import zone_names
+from ...models import PostAs, Style
+from ...parsing import concerning, zone_names
 from ...parsing.display import example_date
 from ...render import confirmation, edit_reply, form_template_saved
 from ...requests.checks import require_readable
 from ...requests.editing import check_edit
+from ...requests.post_as import check_as_name, with_avatar
 from ...requests.reminders import lead_text
 from ...requests.style import MAX_FIELDS
 from ...requests.templates import Started, started_from, template_of_form
@@ -59,7 +60,7 @@ if TYPE_CHECKING:
 
     import discord
 
-    from ...announcements import Announcement
+    from ...announcements import Announcement, Draft
     from ...models import Image, Template
     from ...requests.request import Requester
 
@@ -170,6 +171,7 @@ class FormPages(GuildPages):
         elif stored is not None:
             draft = replace(draft, images=(stored,))
         draft = replace(draft, thumbnail=thumbnail)
+        draft = await self.template_avatar(who, values, draft)
         if action == "preview":
             preview = preview_of(
                 who.guild, draft, notes, upcoming,
@@ -200,7 +202,7 @@ class FormPages(GuildPages):
         labels = field_labels()
         merged = dict(values)
         kept: list[str] = []
-        for key in ("message", "title", "mention", "reminder"):
+        for key in ("message", "title", "mention", "reminder", "as_name"):
             if not values[key].strip():
                 merged[key] = filled[key]
             elif filled[key] and values[key] != filled[key]:
@@ -226,6 +228,18 @@ class FormPages(GuildPages):
             return None
         return (await self.d.announcements.template(who.guild.id, name)).thumbnail
 
+    async def template_avatar(self, who: Requester, values: dict[str, str], draft: Draft) -> Draft:
+        """``draft`` with the avatar of the template the form started from, when it posts
+        under that template's name (the form has no avatar field: /edit as_avatar: sets
+        one)."""
+        name = values["template"].strip()
+        if not name or not isinstance(draft.post_as, PostAs):
+            return draft
+        template = await self.d.announcements.template(who.guild.id, name)
+        if template.post_as is None or template.post_as.name != draft.post_as.name:
+            return draft
+        return with_avatar(draft, template.post_as.avatar)
+
     async def template_file(self, who: Requester, name: str, *, has_image: bool) -> Image | None:
         """The file of the template the form started from (``name``; none: empty), uploaded
         as /schedule uploads it: unless another was picked (``has_image``)."""
@@ -248,6 +262,7 @@ class FormPages(GuildPages):
             **event_values(await self.d.announcements.event_spec(a.id)),
             "reminder": lead_text(await self.d.announcements.reminder_lead(a.id)),
             **style_values(a.rich.style),
+            "as_name": (await self.d.announcements.post_as_names([a.id])).get(a.id, ""),
         }
         return await self.form_page(viewer, who, values, editing=a)
 
@@ -293,7 +308,10 @@ class FormPages(GuildPages):
         message = typed_message(values)
         kept_event = await d.announcements.event_spec(current.id)
         kept_reminder = await d.announcements.reminder_lead(current.id)
-        options = typed_edit(current, values, kept_event, kept_reminder, thumbnail)
+        kept_as_name = (await d.announcements.post_as_names([current.id])).get(current.id)
+        options = typed_edit(
+            current, values, kept_event, kept_reminder, thumbnail, kept_as_name=kept_as_name
+        )
         (draft, notes, upcoming), when_given = await check_edit(
             d.announcements, d.clock, who, current, options, message
         )  # the files are kept: the form's one file field is the thumbnail's
@@ -344,6 +362,7 @@ class FormPages(GuildPages):
             title=title, silent=values["silent"] == "on", mention=mention,
             channel_id=template_channel(values), image=image,
             reminder=template_reminder(values, who.locale), style=style, thumbnail=thumbnail,
+            post_as=await self.template_post_as(who, values, editing),
         )  # fmt: skip
         kept = await self.d.announcements.save_template(made)
         log.info(
@@ -354,6 +373,27 @@ class FormPages(GuildPages):
             viewer, who, {**values, "template_name": ""}, editing=editing,
             saved=form_template_saved(kept),
         )  # fmt: skip
+
+    async def template_post_as(
+        self, who: Requester, values: dict[str, str], editing: Announcement | None
+    ) -> PostAs | None:
+        """Who a template saved from the form posts as: the name typed, with the avatar of
+        the announcement edited (or of the template the form started from) under that
+        name."""
+        name = " ".join(values["as_name"].split())
+        if not name:
+            return None
+        with concerning("as_name"):
+            checked = check_as_name(name)
+        if checked is None:
+            return None
+        found: PostAs | None = None
+        if editing is not None:
+            found = await self.d.announcements.post_as(editing.id)
+        elif values["template"].strip():
+            found = (await self.d.announcements.template(who.guild.id, values["template"])).post_as
+        avatar = found.avatar if found is not None and found.name == checked else None
+        return PostAs(checked, avatar)
 
     async def refused(
         self,
@@ -457,6 +497,7 @@ def template_values(who: Requester, template: Template) -> dict[str, str]:
         "template": template.name,
         "reminder": lead_text(template.reminder),
         **style_values(template.style),
+        "as_name": "" if template.post_as is None else template.post_as.name,
     }
     if s.channel_id is not None:
         values["channel"] = str(s.channel_id)

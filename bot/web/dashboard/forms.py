@@ -20,6 +20,7 @@ from ...requests.checks import Refusal
 from ...requests.editing import NO_TITLE, EditOptions, mention_option
 from ...requests.events import NEEDS_A_PLACE
 from ...requests.files import too_large
+from ...requests.post_as import MAX_AS_NAME
 from ...requests.reminders import lead_text, parse_lead
 from ...requests.request import AnnouncementOptions, AnnouncementRequest, Requester
 from ...requests.style import (
@@ -61,7 +62,7 @@ STYLE_CHECKBOXES = ("thumbnail_remove", *(f"field_inline_{n}" for n in FIELD_ROW
 FORM_FIELDS = (
     "message", "title", "channel", "when", "repeat", "timezone", "mention", "until",
     "event_location", "event_minutes", "event_channel", "template", "template_name",
-    "channel_shown", "pick", "reminder", *STYLE_FIELDS,
+    "channel_shown", "pick", "reminder", "as_name", *STYLE_FIELDS,
 )  # fmt: skip
 CHECKBOXES = ("silent", "update_posted", "event", *STYLE_CHECKBOXES)
 
@@ -77,6 +78,7 @@ FIELD_LENGTHS: dict[str, int] = {
     "buttons": MAX_BUTTONS_TEXT,
     **{f"field_name_{n}": MAX_FIELD_NAME for n in FIELD_ROWS},
     **{f"field_value_{n}": MAX_FIELD_VALUE for n in FIELD_ROWS},
+    "as_name": MAX_AS_NAME,
 }
 """The most characters each field of the form holds: what the commands' options hold
 (``message`` as /schedule's, ``when`` as its text options, ``template_name`` as /template
@@ -222,6 +224,7 @@ def new_request(
         **new_event_options(values),
         reminder=_text(values, "reminder"),
         style=style,
+        as_name=_text(values, "as_name"),
     )
     return AnnouncementRequest(requester, options, message)
 
@@ -250,10 +253,12 @@ def typed_edit(
     kept_event: EventSpec | None = None,
     kept_reminder: float | None = None,
     thumbnail: Image | None = None,
+    kept_as_name: str | None = None,
 ) -> EditOptions:
-    """What the edit form (prefilled with ``current``, its event ``kept_event`` and its
-    reminder lead ``kept_reminder``) changes, as /edit's options: a field left as it was is
-    an option left out; the style is the form's whole (``thumbnail``: a new one picked)."""
+    """What the edit form (prefilled with ``current``, its event ``kept_event``, its
+    reminder lead ``kept_reminder`` and the name it posts as ``kept_as_name``) changes, as
+    /edit's options: a field left as it was is an option left out; the style is the form's
+    whole (``thumbnail``: a new one picked)."""
     channel_id = _channel(values["channel"])
     silent = values["silent"] == "on"
     return EditOptions(
@@ -268,7 +273,17 @@ def typed_edit(
         **edit_event_options(kept_event, values),
         reminder=reminder_change(kept_reminder, values["reminder"]),
         style=typed_style(values, current.rich.style, thumbnail),
+        as_name=as_name_change(kept_as_name, values["as_name"]),
     )
+
+
+def as_name_change(kept: str | None, typed: str) -> str | None:
+    """The edit's ``as_name`` option from the form's field, prefilled with ``kept``: None
+    (kept) when unchanged, ``none`` (the bot again) when emptied."""
+    typed = " ".join(typed.split())
+    if typed == (kept or ""):
+        return None
+    return typed or ("none" if kept is not None else None)
 
 
 def reminder_change(kept: float | None, typed: str) -> str | None:
