@@ -52,14 +52,18 @@ class Stop:
     """The pause point: the first run to reach side effect ``at`` stops there until the
     test lets it go; later runs pass."""
 
-    def __init__(self, at: SideEffect) -> None:
+    def __init__(self, at: SideEffect, fn: str | None = None) -> None:
         self.at = at
+        self.fn = fn
+        """Only a run of this job (None: of any)."""
         self.reached = asyncio.Event()
         self.go_on = asyncio.Event()
         self.job_id: int | None = None
 
     async def __call__(self, ctx: ActionContext, before: SideEffect) -> None:
         if before != self.at or self.reached.is_set():
+            return
+        if self.fn is not None and ctx.job.fn != self.fn:
             return
         self.job_id = ctx.job.id
         self.reached.set()
@@ -75,11 +79,14 @@ async def until(predicate: Callable[[], Awaitable[bool]], what: str) -> None:
         await asyncio.sleep(0.01)
 
 
-async def stopped_bot(crier_factory: CrierFactory, at: SideEffect) -> tuple[Crier, Stop]:
-    """Bot A, whose runs stop at ``at`` and never heartbeat on their own."""
-    a = await crier_factory(lease=LEASE, sweep_interval=600.0)
+async def stopped_bot(
+    crier_factory: CrierFactory, at: SideEffect, *, fn: str | None = None, **settings: Any
+) -> tuple[Crier, Stop]:
+    """Bot A, whose runs (of job ``fn``, None: any) stop at ``at`` and never heartbeat on
+    their own (``settings``: more of its settings)."""
+    a = await crier_factory(lease=LEASE, sweep_interval=600.0, **settings)
     a.poster.heartbeat_every = 3600.0
-    stop = Stop(at)
+    stop = Stop(at, fn)
     a.poster.pause_point = stop
     return a, stop
 
@@ -90,16 +97,18 @@ async def take_over(
     stop: Stop,
     clock: FakeClock,
     meanwhile: Callable[[Crier], Awaitable[None]] | None = None,
+    ends: JobState = JobState.SUCCESS,
+    **settings: Any,
 ) -> Crier:
     """Once A's run is stopped: A stops claiming, B starts, the clock moves past A's lease,
-    B takes the job over and finishes it (``meanwhile(b)`` runs once B is up); then A's run
-    goes on and A's scheduler ends."""
+    B takes the job over and finishes it (``meanwhile(b)`` runs once B is up; the job ends
+    ``ends``); then A's run goes on and A's scheduler ends."""
     await asyncio.wait_for(stop.reached.wait(), DEADLINE)
     job_id = stop.job_id
     assert job_id is not None
     a_stopping = asyncio.create_task(a.sched.stop(grace=3600.0))
     await until(lambda: _no_longer_claiming(a), "bot A to stop claiming")
-    b = await crier_factory(lease=LEASE, sweep_interval=600.0)
+    b = await crier_factory(lease=LEASE, sweep_interval=600.0, **settings)
     if meanwhile is not None:
         await meanwhile(b)
     clock.advance(LEASE + 1)
@@ -108,7 +117,7 @@ async def take_over(
 
     async def finished() -> bool:
         done = await b.sched.get_job(job_id)
-        return done is not None and done.state == JobState.SUCCESS
+        return done is not None and done.state == ends
 
     await until(finished, "bot B to finish the job it took over")
     stop.go_on.set()

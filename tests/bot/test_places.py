@@ -7,16 +7,22 @@ Due times follow a FakeClock; what was posted is read back from the fake."""
 
 from __future__ import annotations
 
+import logging
 import re
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from bot.announcements.places import PLACE_SEND_FN
+from scheduler import JobState
 from tests.bot.conftest import CrierFactory, World, db_snapshot, run_command, schedule_id
 from tests.bot.test_delivery import advance, set_log_channel
+from tests.bot.test_pause_points import discarded, stopped_bot, take_over
 from tests.fakediscord import Permissions as P
 from tests.fakediscord.interactions import CB_CHANNEL_MESSAGE
 
 if TYPE_CHECKING:
+    import pytest
+
     from bot.app import Crier
     from scheduler.testing import FakeClock
     from tests.fakediscord.state import Channel, Message
@@ -178,3 +184,55 @@ async def test_also_in_is_checked_and_a_refusal_writes_nothing(world: World, cri
         answer = await edit(world, id=local, also_in=typed)
         assert says in answer, (typed, answer)
     assert await db_snapshot(crier) == before
+
+
+# --- a run stopped before a place's send (a paused process), and taken over ------------------
+
+
+async def test_a_place_run_stopped_before_its_send_sends_nothing_after_a_takeover(
+    world: World, crier_factory: CrierFactory, clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Bot A's run of a place's post stops right before its send (where a process could be
+    paused); bot B takes the job over once A's lease ran out and posts it; A's run going on
+    posts nothing: one request, one post in the place."""
+    caplog.set_level(logging.WARNING, logger="scheduler")
+    events = world.guild.add_channel("events")
+    a, stop = await stopped_bot(crier_factory, "send", fn=PLACE_SEND_FN)
+    local = await schedule_id(world, when="in 1m", message="Once there")
+    await edit(world, id=local, also_in=f"<#{events.id}>")
+    clock.advance(timedelta(minutes=1))
+    await take_over(crier_factory, a, stop, clock)
+    assert len(sends_to(world, events)) == 1
+    assert texts(world, events) == texts(world, world.news) == ["Once there"]
+    assert len(discarded(caplog)) == 1
+
+
+async def test_a_place_attempt_older_than_the_nonce_window_is_reported_not_sent_again(
+    world: World, crier_factory: CrierFactory, clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The same, with Discord's nonce memory shorter than A's lease: B finds the attempt A
+    began too old to send again safely (Discord would no longer drop a duplicate), so the
+    post in the place fails "may not have been delivered" and is reported; nothing is
+    sent in the place, and the announcement's own channel is not touched."""
+    caplog.set_level(logging.WARNING, logger="scheduler")
+    events = world.guild.add_channel("events")
+    a, stop = await stopped_bot(crier_factory, "send", fn=PLACE_SEND_FN, nonce_window=20.0)
+    await set_log_channel(world, world.general)
+    local = await schedule_id(world, when="in 1m", message="Not twice")
+    await edit(world, id=local, also_in=f"<#{events.id}>")
+    clock.advance(timedelta(minutes=1))
+    b = await take_over(crier_factory, a, stop, clock, ends=JobState.FAILED, nonce_window=20.0)
+    assert sends_to(world, events) == []
+    ann = await b.bot.announcements.get(world.guild.id, local)
+    [row] = await b.bot.announcements.place_deliveries(ann.id, [ann.first_ts])
+    assert (row.state, row.message_id) == ("failed", None)
+    assert (row.error or "").startswith("may not have been delivered")
+    [report] = [m for m in world.fake.bot_messages(world.general) if "⚠️" in m.content]
+    assert f"could not be posted in <#{events.id}>" in report.content
+    assert texts(world, world.news) == ["Not twice"]
+    assert len(discarded(caplog)) == 1
+
+
+def sends_to(world: World, channel: Channel) -> list[Any]:
+    path = f"/channels/{channel.id}/messages"
+    return [r for r in world.fake.requests if r.method == "POST" and r.path == path]
