@@ -168,10 +168,10 @@ async def test_info_reads_the_same_before_and_after_the_retention_deletes_the_ol
     crier.retention.keep_for = 0.0  # everything is past the retention but what is kept
     done = await run_job(crier)
 
+    assert await answer(world, "info", id=local) == before
     assert done["deliveries"] == 2000 + 8 - KEEP_DELIVERIES
     assert done["events"] == 20
     assert done["history"] == 14 - 1 - KEEP_HISTORY  # created, edited, 6 x pause/resume
-    assert await answer(world, "info", id=local) == before
     assert await count(crier, "bot_deliveries", ann.id) == KEEP_DELIVERIES
     assert await count(crier, "bot_events", ann.id) == 0
     async with crier.sched.reader() as db:
