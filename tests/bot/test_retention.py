@@ -342,10 +342,20 @@ async def test_two_instances_prune_once_an_hour(
     them (the occurrence of one static schedule)."""
     a = await crier_factory(database_url=db_url)
     b = await crier_factory(database_url=db_url)
+    pruned: list[str] = []
+    for name, app in (("a", a), ("b", b)):
+        prune = app.retention.prune
+
+        async def counted(*args: Any, name: str = name, prune: Any = prune) -> Any:
+            pruned.append(name)
+            return await prune(*args)
+
+        app.retention.prune = counted  # type: ignore[method-assign]
     for _ in range(3):
         clock.advance(timedelta(hours=1))
         await asyncio.gather(a.sched.wait_idle(), b.sched.wait_idle())
     await asyncio.gather(a.sched.wait_idle(), b.sched.wait_idle())
+    assert len(pruned) == 3  # by either: one run an hour in all
     runs = await a.sched.runs(fn=PRUNE_FN)
     assert len(runs) == 3
     assert all(r.outcome == "success" for r in runs)
