@@ -22,6 +22,10 @@ dashboard show, and what the bot itself reads back):
   row, in the transaction that deletes them): its ``{occurrence}`` numbers and its number of
   posts (``times``) go on as if they were there.
 
+The same run deletes what grows with use rather than with occurrences: the import dry runs
+that expired, ``/postnow``'s posts older than the retention (those that ended), and the
+command counts of past minutes of members who used no command since.
+
 Each transaction deletes at most ``batch`` rows (and looks at a bounded number of
 announcements), so a writer waits for one short transaction at most and memory stays flat;
 a run that stops half-way (a crash, a deploy) leaves whole batches done, and the next run
@@ -92,6 +96,8 @@ class Pruned:
     history: int = 0
     events: int = 0
     pending_imports: int = 0
+    extra_posts: int = 0
+    command_counts: int = 0
     transactions: int = 0
 
 
@@ -167,21 +173,41 @@ class Retention:
 
         await self._walk(DELIVERIES_WALKED, BotDb.walk_deliveries, before, occurrences, done, step)
         await self._walk(HISTORY_WALKED, BotDb.walk_history, before, history, done, step)
-        while True:  # dry runs of imports that expired (each new one deletes a few too)
-            async with self.sched.transaction() as ctx:
-                n = await BotDb(ctx.db).prune_pending_imports(now - PENDING_FOR, self.batch)
-            done.pending_imports += n
-            await step()
-            if n < self.batch:
-                break
-        if done.deliveries or done.history or done.events or done.pending_imports:
+        # What grows with use rather than with occurrences: the dry runs of imports that
+        # expired (each new one deletes a few too), /postnow's posts past the retention,
+        # and the command counts of members who used no command since their minute.
+        batch, minute = self.batch, int(now // 60)
+        done.pending_imports = await self._drain(
+            lambda rows: rows.prune_pending_imports(now - PENDING_FOR, batch), step
+        )
+        done.extra_posts = await self._drain(
+            lambda rows: rows.prune_extra_posts(before, batch), step
+        )
+        done.command_counts = await self._drain(
+            lambda rows: rows.prune_stale_command_counts(minute, batch), step
+        )
+        if done.deliveries or done.history or done.events or done.extra_posts:
             log.info(
                 "retention: deleted %d delivery record(s), %d history entr(ies), %d Discord "
-                "event record(s) older than %g day(s), and %d expired import dry run(s)",
-                done.deliveries, done.history, done.events, self.keep_for / 86400,
-                done.pending_imports,
+                "event record(s) and %d /postnow record(s) older than %g day(s)",
+                done.deliveries, done.history, done.events, done.extra_posts,
+                self.keep_for / 86400,
             )  # fmt: skip
         return done
+
+    async def _drain(
+        self, delete: Callable[[BotDb], Awaitable[int]], step: Callable[[], Awaitable[None]]
+    ) -> int:
+        """``delete`` (at most a batch) in a transaction of its own, again until it deletes
+        less than a batch; how many in all."""
+        total = 0
+        while True:
+            async with self.sched.transaction() as ctx:
+                n = await delete(BotDb(ctx.db))
+            total += n
+            await step()
+            if n < self.batch:
+                return total
 
     async def _walk(
         self,

@@ -89,12 +89,13 @@ class RetentionTable(Table):
         )  # fmt: skip
         states = [str(r["state"]) for r in await cur.fetchall()]
         if states:
-            # A post made as someone: the intent of an occurrence whose row went goes too.
+            # A post made as someone: the intent of an occurrence whose row went goes too
+            # (those rows all came before the cutoff: only the old intents are looked at).
             await self.db.execute(
-                "DELETE FROM bot_webhook_posts WHERE announcement_id = ? AND NOT EXISTS ("
-                "SELECT 1 FROM bot_deliveries d WHERE d.announcement_id = ? "
+                "DELETE FROM bot_webhook_posts WHERE announcement_id = ? AND fire_ts < ? "
+                "AND NOT EXISTS (SELECT 1 FROM bot_deliveries d WHERE d.announcement_id = ? "
                 "AND d.fire_ts = bot_webhook_posts.fire_ts)",
-                (announcement_id, announcement_id),
+                (announcement_id, before, announcement_id),
             )
             posts = sum(1 for s in states if s in _POSTED)
             await self.db.execute(
@@ -138,5 +139,28 @@ class RetentionTable(Table):
             " SELECT fire_ts FROM bot_events WHERE announcement_id = ? AND fire_ts < ?"
             " ORDER BY fire_ts LIMIT ?) RETURNING fire_ts",
             (announcement_id, announcement_id, before, limit),
+        )
+        return len(await cur.fetchall())
+
+    async def prune_extra_posts(self, before: float, limit: int) -> int:
+        """Delete up to ``limit`` of ``/postnow``'s posts (any server's) asked for before
+        ``before`` that ended (sent or failed), oldest first; how many."""
+        cur = await self.db.execute(
+            "DELETE FROM bot_extra_posts WHERE id IN (SELECT id FROM bot_extra_posts "
+            "WHERE created_at < ? AND state IN ('sent', 'failed') ORDER BY id LIMIT ?) "
+            "RETURNING id",
+            (before, limit),
+        )
+        return len(await cur.fetchall())
+
+    async def prune_stale_command_counts(self, minute: int, limit: int) -> int:
+        """Delete up to ``limit`` members' command counts of minutes before ``minute`` (the
+        count of a member who used no command since; each member's own are deleted at
+        their next command); how many."""
+        cur = await self.db.execute(
+            "DELETE FROM bot_command_counts WHERE (guild_id, user_id, minute) IN ("
+            "SELECT guild_id, user_id, minute FROM bot_command_counts WHERE minute < ? "
+            "LIMIT ?) RETURNING minute",
+            (minute, limit),
         )
         return len(await cur.fetchall())

@@ -308,8 +308,8 @@ async def test_a_run_reads_only_what_went_past_the_cutoff_since_the_last(
     world: World, crier: Crier, clock: FakeClock
 ) -> None:
     """The walk goes on from where the last run stopped: a second run with nothing new
-    past the cutoff looks at no announcement (one transaction: the expired import dry runs),
-    though the kept rows are older than the cutoff."""
+    past the cutoff looks at no announcement, though the kept rows are older than the
+    cutoff."""
     for _ in range(3):
         ann = await get(crier, world, await schedule(world, when="in 1h", message="x"))
         times = [NOW.timestamp() - 100 * DAY + 60 * i for i in range(20)]
@@ -320,19 +320,42 @@ async def test_a_run_reads_only_what_went_past_the_cutoff_since_the_last(
         assert await BotDb(db).meta_value(DELIVERIES_WALKED) is not None
     clock.advance(timedelta(seconds=1))  # another run (a trigger at one time is one job)
     again = await run_job(crier)
-    assert (again["deliveries"], again["transactions"]) == (0, 1)
+    # One transaction for each table that grows with use (nothing there): none walked.
+    assert (again["deliveries"], again["transactions"]) == (0, 3)
 
 
-async def test_expired_import_dry_runs_are_deleted_by_the_job(crier: Crier) -> None:
+async def test_what_grows_with_use_is_deleted_by_the_job(crier: Crier) -> None:
+    """Import dry runs that expired, /postnow's posts (ended) older than the retention,
+    and the command counts of past minutes of members who used no command since."""
     now = NOW.timestamp()
+    old = now - 100 * DAY
     async with crier.sched.transaction() as ctx:
         await ctx.db.executemany(
             "INSERT INTO bot_pending_imports (guild_id, user_id, token, document, created_at) "
             "VALUES (?, ?, ?, '{}', ?)",
             [(1, u, f"t{u}", now - PENDING_FOR - 1 if u < 30 else now) for u in range(40)],
         )
-    assert (await run_job(crier))["pending_imports"] == 30
+        await ctx.db.executemany(
+            "INSERT INTO bot_extra_posts (announcement_id, guild_id, request_key, fire_ts, "
+            "channel_id, nonce, state, created_at) VALUES (1, 1, ?, ?, 10, 'n', ?, ?)",
+            [
+                (f"k{i}", at, state, at)
+                for i, (at, state) in enumerate(
+                    [(old, "sent")] * 20 + [(old, "failed")] * 5 + [(old, "queued")]
+                    + [(now, "sent")] * 3
+                )
+            ],
+        )  # fmt: skip
+        minute = int(now // 60)
+        await ctx.db.executemany(
+            "INSERT INTO bot_command_counts (guild_id, user_id, minute, count) VALUES (1, ?, ?, 1)",
+            [(u, minute - 1 - u) for u in range(50)] + [(99, minute)],
+        )
+    done = await run_job(crier)
+    assert (done["pending_imports"], done["extra_posts"], done["command_counts"]) == (30, 25, 50)
     assert await count(crier, "bot_pending_imports") == 10
+    assert await count(crier, "bot_extra_posts") == 1 + 3  # one never ended, and the new
+    assert await count(crier, "bot_command_counts") == 1  # this minute's
 
 
 async def test_two_instances_prune_once_an_hour(
