@@ -597,7 +597,7 @@ class Crier:
             ExtraPosting(delivery, nonce_window=settings.nonce_window),
             PostUpdates(poster, announcements, pacer, webhooks, stats=self.stats),
             PlaceDelivery(delivery, nonce_window=settings.nonce_window, stats=self.stats),
-            PlaceUpdates(poster, announcements, pacer, stats=self.stats),
+            PlaceUpdates(poster, announcements, pacer, webhooks, stats=self.stats),
             Publisher(
                 poster,
                 announcements,

@@ -15,13 +15,19 @@ carries the channel's pace), guarded like every request that posts
 - a transient one is retried with the same nonce, then reported "may not have been
   delivered", as a delivery's is.
 
+An announcement that posts as someone (``as_name``) posts in each place through that
+place's webhook, exactly once as in its own channel (:mod:`bot.posting.webhooks`: the
+intent recorded with the place's first attempt, looked up before any re-send).
+
 ``announcements:update_place`` brings the post in a place up to date after an edit, as
-:mod:`bot.posting.updates` does for the post in the announcement's own channel.
+:mod:`bot.posting.updates` does for the post in the announcement's own channel (through the
+webhook that made it, for a post made as someone).
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from scheduler import ActionContext, NonRetryable, Registry, RetryLater, TransactionContext
@@ -33,6 +39,7 @@ from ..announcements.places import (
     PLACE_SEND_FN,
     PLACE_UPDATE_FN,
     PlaceArgs,
+    PlaceAttempt,
     PlaceDecision,
     begin_place_attempt,
     note_place_error,
@@ -53,6 +60,7 @@ if TYPE_CHECKING:
     from .pacer import ChannelPacer
     from .payload import PostPayload
     from .poster import Poster
+    from .webhooks import Posted, WebhookSender
 
 log = logging.getLogger("crier.delivery")  # tests and operators filter on this name
 
@@ -75,28 +83,46 @@ class PlaceDelivery:
         ann = await self.announcements.by_id(args.announcement_id)
         if ann is None:
             return {"skipped": "the announcement is gone"}
+        webhooks = self.delivery.webhooks
+        post_as = await self.announcements.post_as(ann.id)  # None: as the bot
+        posted: Posted | None = None
         try:
             async with self.poster.holding(ctx):
                 now = ctx.now.timestamp()
                 window = self.nonce_window
-                attempt = await ctx.run_mutation(
-                    lambda tx, _: begin_place_attempt(
+                # As someone: through the place's webhook, its intent recorded with the attempt.
+                here = None if post_as is None else await webhooks.in_place(ann, args.channel_id)
+
+                async def begin(tx: TransactionContext, _: object) -> PlaceAttempt:
+                    began = await begin_place_attempt(
                         tx, args, job_id=ctx.job.id, now=now, nonce_window=window
                     )
-                )
+                    if here is not None and began.action == PlaceDecision.SEND and not began.again:
+                        await webhooks.begin(tx, here, args.fire_ts)
+                    return began
+
+                attempt = await ctx.run_mutation(begin)
                 if attempt.action in (PlaceDecision.DONE, PlaceDecision.SKIP):
                     return {"nothing": attempt.reason}
                 if attempt.action == PlaceDecision.UNKNOWN:
                     await self._fail(ctx, ann, args, attempt.reason)
                     raise NonRetryable(attempt.reason)
                 shown, payload = await self._render(ann, args.fire_ts, now)
-                if attempt.again:
-                    self.stats.nonce_resends += 1
-                message_id = await self.poster.request(
-                    ctx,
-                    lambda: self._post(args.channel_id, attempt.nonce, payload),
-                    before="send",
+                if here is None:
+                    here = await webhooks.in_place(ann, args.channel_id)
+                posted = await webhooks.post(
+                    ctx, here, args.fire_ts, payload, again=attempt.again, post_as=post_as
                 )
+                if posted is not None:
+                    message_id = posted.message_id
+                else:
+                    if attempt.again:
+                        self.stats.nonce_resends += 1
+                    message_id = await self.poster.request(
+                        ctx,
+                        lambda: self._post(args.channel_id, attempt.nonce, payload),
+                        before="send",
+                    )
         except RequestFailed as failed:
             if failed.permanent:
                 await self._fail(ctx, ann, args, failed.reason)
@@ -104,9 +130,17 @@ class PlaceDelivery:
             await self._transient(ctx, ann, args, failed.reason)
             raise RetryLater(failed.reason) from failed
         late_by = max(0.0, now - args.fire_ts)
-        await ctx.run_mutation(
-            lambda tx, _: record_place_sent(tx, shown, args, message_id, late_by=late_by)
-        )
+        if posted is not None and posted.stale:  # it shows an earlier text: brought up to date
+            shown = replace(shown, revision=shown.revision - 1)
+
+        async def sent(tx: TransactionContext, _: object) -> None:
+            await record_place_sent(tx, shown, args, message_id, late_by=late_by)
+            if posted is not None:
+                await BotDb(tx.db).set_webhook_message(
+                    ann.id, args.fire_ts, args.channel_id, message_id, posted.thread_id
+                )
+
+        await ctx.run_mutation(sent)
         self.stats.deliveries_sent += 1
         return {"message_id": message_id, "channel_id": args.channel_id}
 
@@ -190,12 +224,15 @@ class PlaceUpdates:
         poster: Poster,
         announcements: Announcements,
         pacer: ChannelPacer,
+        webhooks: WebhookSender,
         *,
         stats: BotStats,
     ) -> None:
         self.poster = poster
         self.announcements = announcements
         self.pacer = pacer
+        self.webhooks = webhooks
+        """Edits the posts made through a webhook, through it."""
         self.stats = stats
 
     def register(self, registry: Registry) -> None:
@@ -222,8 +259,14 @@ class PlaceUpdates:
                 with i18n.speaking(locale):
                     payload = await stored_payload(self.announcements.sched, shown, late_for)
 
+                # A post made as someone is the webhook's: only it may edit it.
+                through = await self.webhooks.target(message_id)
+
                 async def patch() -> None:
                     turn.sent = True
+                    if through is not None:
+                        await self.webhooks.edit(through, payload)
+                        return
                     channel = self.poster.client.get_partial_messageable(channel_id)
                     await channel.get_partial_message(message_id).edit(**payload.edit_options())
 

@@ -38,7 +38,7 @@ import base64
 import hashlib
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -192,6 +192,15 @@ class WebhookSender:
         if post_as is None:
             return None
         return await self._execute(ctx, ann, fire_ts, payload, post_as, mark)
+
+    async def in_place(self, ann: Announcement, channel_id: int) -> Announcement:
+        """``ann`` as it posts in another of its places (``also_in``: a channel or a
+        thread), for :meth:`begin` and :meth:`post` there (its intent is the place's own)."""
+        found: Any = self.client.get_channel(channel_id)
+        if found is None:
+            found = await self.client.fetch_channel(channel_id)
+        kind = Destination.THREAD if isinstance(found, discord.Thread) else Destination.TEXT
+        return replace(ann, channel_id=channel_id, rich=replace(ann.rich, destination=kind))
 
     # --- the execute ---------------------------------------------------------------------
 

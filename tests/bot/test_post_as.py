@@ -382,3 +382,39 @@ async def test_a_template_keeps_who_it_posts_as_and_an_export_carries_it_to_anot
     [theirs] = world.fake.webhooks.of(other.news)
     assert theirs.avatar_data == PNG
     assert [m.content for m in webhook_posts(world, theirs)] == ["Doors open at six"]
+
+
+# --- several places -------------------------------------------------------------------------------
+
+
+async def test_each_place_posts_as_the_name_through_its_own_webhook_once(
+    world: World, crier: Crier, clock: FakeClock
+) -> None:
+    """also_in: the post in the other place goes through that channel's webhook (one the
+    bot made there earlier, adopted); a 502 after its execute took effect is followed by one
+    message there (found by the look-up), and an edit goes in place through it."""
+    can_post_as(world)
+    fake = world.fake
+    in_general = fake.webhooks._new(
+        world.general, "Crier", None, fake.bot_user, application_id=fake.application_id
+    )
+    local = await as_town_hall(world)
+    said = await edit(world, local, also_in=f"<#{world.general.id}>")
+    assert "Edited" in said, said
+    there = re.escape(f"/webhooks/{in_general.id}/{in_general.token}")
+    fake.faults.add(method="POST", path_regex=there, after_effect=True, status=502)
+    await advance(crier, clock, timedelta(minutes=1))
+    assert len(webhook_posts(world, in_general)) == 1  # made, and answered 502
+    for _ in range(3):  # its re-run, after its backoff
+        await advance(crier, clock, timedelta(minutes=1))
+    [in_news] = fake.webhooks.of(world.news)
+    assert fake.webhooks.of(world.general) == [in_general]
+    assert [m.content for m in webhook_posts(world, in_news)] == ["Doors open at six"]
+    [post] = webhook_posts(world, in_general)
+    assert post.author.username == "Town hall"
+    assert len(executes(world)) == 2  # one each: the 502'd one was found, not made again
+
+    said = await edit(world, local, message="Doors open at seven")
+    await advance(crier, clock, 1)
+    assert post.content.startswith("Doors open at seven")
+    assert webhook_posts(world, in_news)[0].content.startswith("Doors open at seven")
