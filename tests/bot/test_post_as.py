@@ -418,3 +418,29 @@ async def test_each_place_posts_as_the_name_through_its_own_webhook_once(
     await advance(crier, clock, 1)
     assert post.content.startswith("Doors open at seven")
     assert webhook_posts(world, in_news)[0].content.startswith("Doors open at seven")
+
+
+async def test_a_forum_post_made_before_a_502_is_found_among_the_forum_s_posts(
+    world: World, crier: Crier, clock: FakeClock
+) -> None:
+    """A new forum post through the forum's webhook (thread_name) took effect and answered
+    502: the re-run finds the post the webhook started (among the forum's threads, asked of
+    Discord) and records it; no second post."""
+    can_post_as(world)
+    forum = world.guild.add_forum("releases", tags=["news"])
+    await world.fake.wait_until(
+        lambda: crier.bot.get_channel(forum.id) is not None, what="the forum in the cache"
+    )
+    await as_town_hall(world, channel=forum, message="v2 is out", title="Release")
+    world.fake.faults.add(method="POST", path_regex=EXECUTE, after_effect=True, status=502)
+    await advance(crier, clock, timedelta(minutes=1))
+    [made] = world.fake.forum_posts(forum)
+    [row] = await deliveries(crier)
+    assert row["state"] == "sending", row
+
+    await advance_to_retry(crier, clock, int(row["job"]))
+
+    assert world.fake.forum_posts(forum) == [made]
+    [row] = await deliveries(crier)
+    assert (row["state"], row["message_id"]) == ("sent", made.id)
+    assert len(executes(world)) == 1
