@@ -66,7 +66,10 @@ class RetentionTable(Table):
         before ``before``, oldest first, keeping its ``keep`` latest occurrences up to
         ``now`` (what /info lists), its latest attempted one (what an edit brings up to
         date, and /list's publish state) and its latest post; what they counted is added
-        to the announcement's ``pruned_occurrences`` and ``pruned_posts``. How many rows."""
+        to the announcement's ``pruned_occurrences`` and ``pruned_posts``. The rows the
+        deleted occurrences left in ``bot_webhook_posts`` and ``bot_place_deliveries`` go
+        with them (at most one per place: 1 + ``MAX_PLACES`` rows per occurrence). How many
+        delivery rows."""
         cur = await self.db.execute(
             "DELETE FROM bot_deliveries WHERE id IN ("
             " SELECT d.id FROM bot_deliveries d"
@@ -89,14 +92,16 @@ class RetentionTable(Table):
         )  # fmt: skip
         states = [str(r["state"]) for r in await cur.fetchall()]
         if states:
-            # A post made as someone: the intent of an occurrence whose row went goes too
-            # (those rows all came before the cutoff: only the old intents are looked at).
-            await self.db.execute(
-                "DELETE FROM bot_webhook_posts WHERE announcement_id = ? AND fire_ts < ? "
-                "AND NOT EXISTS (SELECT 1 FROM bot_deliveries d WHERE d.announcement_id = ? "
-                "AND d.fire_ts = bot_webhook_posts.fire_ts)",
-                (announcement_id, before, announcement_id),
-            )
+            # What an occurrence whose row went left elsewhere goes too: the intents of posts
+            # made as someone, and its posts in the other places (also_in). Those rows all
+            # came before the cutoff: only the old ones are looked at.
+            for table in ("bot_webhook_posts", "bot_place_deliveries"):
+                await self.db.execute(
+                    f"DELETE FROM {table} WHERE announcement_id = ? AND fire_ts < ? "
+                    "AND NOT EXISTS (SELECT 1 FROM bot_deliveries d "
+                    f"WHERE d.announcement_id = ? AND d.fire_ts = {table}.fire_ts)",
+                    (announcement_id, before, announcement_id),
+                )
             posts = sum(1 for s in states if s in _POSTED)
             await self.db.execute(
                 "UPDATE bot_announcements SET pruned_occurrences = pruned_occurrences + ?, "

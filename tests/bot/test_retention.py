@@ -187,6 +187,43 @@ async def test_info_reads_the_same_before_and_after_the_retention_deletes_the_ol
     assert "**Ends after:** 5000 posts (809 made so far)" in page.split("\n")
 
 
+async def test_posts_in_other_places_go_with_their_occurrence_and_the_latest_edits_in_place(
+    world: World, crier: Crier, clock: FakeClock
+) -> None:
+    """An announcement also posted in #events (also_in): the retention deletes each
+    place's post record with its occurrence's, keeps those of the occurrences /info shows
+    (it reads the same), and an edit still brings the latest post up to date in both
+    places, in place."""
+    events = world.guild.add_channel("events")
+    local = await schedule(world, when="in 1m", repeat="every minute", message="v1")
+    await answer(world, "edit", id=local, also_in=f"<#{events.id}>")
+    await walk(crier, clock, 8, timedelta(minutes=1))
+    ann = await get(crier, world, local)
+    assert await count(crier, "bot_place_deliveries", ann.id) == 8
+    before = await answer(world, "info", id=local)
+    assert f"↳ <#{events.id}> — ✅ posted" in before
+    crier.retention.keep_for = 0.0
+    await run_job(crier)
+    assert await answer(world, "info", id=local) == before
+    kept = await count(crier, "bot_deliveries", ann.id)
+    assert kept == KEEP_DELIVERIES
+    async with crier.sched.reader() as db:
+        cur = await db.execute(
+            "SELECT p.fire_ts FROM bot_place_deliveries p WHERE p.announcement_id = ? AND "
+            "EXISTS (SELECT 1 FROM bot_deliveries d WHERE d.announcement_id = p.announcement_id "
+            "AND d.fire_ts = p.fire_ts)",
+            (ann.id,),
+        )
+        assert (
+            len(await cur.fetchall()) == kept == await count(crier, "bot_place_deliveries", ann.id)
+        )
+    latest = [world.fake.bot_messages(c)[-1] for c in (world.news, events)]
+    said = await answer(world, "edit", id=local, message="v2")
+    assert "in place" in said, said
+    await crier.sched.wait_idle()
+    assert [m.content for m in latest] == ["v2", "v2"]
+
+
 async def test_the_latest_attempt_post_and_resume_are_kept_whatever_came_after(
     world: World, crier: Crier, clock: FakeClock
 ) -> None:
