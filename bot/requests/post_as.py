@@ -19,11 +19,12 @@ from .checks import Refusal
 from .files import download, too_large
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Literal
 
     import discord
 
-    from ..models import Draft, Image
+    from ..models import Draft, Image, Place
     from .request import AnnouncementOptions
 
 MAX_AS_NAME = 80
@@ -90,6 +91,28 @@ def check_post_as(
     if name is not None:
         check_webhook_rights(member, me, channel, destination, publish, name)
     return result
+
+
+def check_places_post_as(
+    post_as: PostAs | Literal["kept"] | None,
+    options: AnnouncementOptions,
+    member: discord.Member,
+    guild: discord.Guild,
+    places: Sequence[Place],
+) -> None:
+    """An announcement that posts as someone posts so in each of its other places too, each
+    through that channel's webhook: the same rights are asked for there (a thread not in
+    the cache is left to its post, which says what is missing)."""
+    if isinstance(post_as, PostAs):
+        name: str | None = post_as.name
+    else:
+        name = options.kept_as_name if post_as == KEPT else None
+    if name is None:
+        return
+    for place in places:
+        found = guild.get_channel_or_thread(place.channel_id)
+        if found is not None:
+            check_webhook_rights(member, guild.me, found, place.destination, False, name)
 
 
 def check_webhook_rights(

@@ -42,7 +42,7 @@ from .checks import Refusal, plan_mentions, require_manager
 from .destinations import Target, check_destination, forum_title, resolve_tags, split_tags
 from .events import EventRoom, check_event
 from .places import check_places
-from .post_as import check_post_as
+from .post_as import check_places_post_as, check_post_as
 from .reminders import check_reminder
 from .style import check_style
 
@@ -152,6 +152,7 @@ async def check_request(
             request.requester, options, channel.id, embed=title is not None,
             files=options.has_files,
         )  # fmt: skip
+    check_places_post_as(post_as, options, member, guild, places)
     draft = Draft(
         guild_id=guild.id,
         channel_id=channel.id,

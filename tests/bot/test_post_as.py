@@ -444,3 +444,17 @@ async def test_a_forum_post_made_before_a_502_is_found_among_the_forum_s_posts(
     [row] = await deliveries(crier)
     assert (row["state"], row["message_id"]) == ("sent", made.id)
     assert len(executes(world)) == 1
+
+
+async def test_posting_as_someone_asks_for_the_same_rights_in_each_other_place(
+    world: World, crier: Crier
+) -> None:
+    can_post_as(world)
+    world.general.set_overwrite(world.guild.bot_member, deny=P.MANAGE_WEBHOOKS)
+    local = await schedule_id(world, when="in 1h", message="hi")
+    said = await edit(world, local, also_in=f"<#{world.general.id}>")
+    assert "Edited" in said, said
+    before = await db_snapshot(crier)
+    said = await edit(world, local, as_name="Town hall")
+    assert f"I need **Manage Webhooks** in <#{world.general.id}>" in said, said
+    assert await db_snapshot(crier) == before
