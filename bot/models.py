@@ -540,3 +540,5 @@ class Template:
     """Its style (``/style``), applied as it is by ``/schedule template:``."""
     thumbnail: Image | None = None
     """Its style's thumbnail, bytes included (None: none)."""
+    also_in: tuple[int, ...] = ()
+    """The other places it posts in (channels' ids; ``/schedule template:`` checks them)."""

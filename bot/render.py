@@ -965,6 +965,9 @@ def _template_fields(template: Template) -> list[str]:
     parts = []
     if template.channel_id is not None:
         parts.append(t("in {channel}", channel=f"<#{template.channel_id}>"))
+    if template.also_in:
+        places = " ".join(f"<#{c}>" for c in template.also_in)
+        parts.append(t("also in {channels}", channels=places))
     if template.title is not None:
         parts.append(t("titled **{title}**", title=_cut(template.title, 80)))
     if template.mention is not None:

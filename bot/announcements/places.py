@@ -22,11 +22,12 @@ paced, retried, reported and updated apart. The bookkeeping of those posts; thei
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from ..db import BotDb
+from ..db.templates import name_key
 from ..models import AnnouncementState, Place, PlaceDelivery, PlaceState, place_nonce
 from .jobs import channel_pace
 from .service import AnnouncementService
@@ -34,7 +35,7 @@ from .service import AnnouncementService
 if TYPE_CHECKING:
     from scheduler import TransactionContext
 
-    from ..models import Announcement
+    from ..models import Announcement, Template
 
 PLACE_SEND_FN = "announcements:send_place"
 """The durable job that posts one occurrence in one other place of its announcement."""
@@ -221,3 +222,28 @@ class Places(AnnouncementService):
         """How the occurrences at ``fire_times`` went in the other places."""
         async with self.sched.reader() as db:
             return await BotDb(db).place_deliveries_of(announcement_id, fire_times)
+
+
+# --- templates ------------------------------------------------------------------------------------
+
+
+async def keep_template_places(rows: BotDb, template: Template) -> None:
+    """Write the other places of ``template`` (just inserted, by its name) beside it."""
+    template_id = await rows.template_id(template.guild_id, name_key(template.name))
+    if template_id is not None:
+        await rows.set_template_places(template_id, template.guild_id, template.also_in)
+
+
+async def forget_template_places(rows: BotDb, guild_id: int, name: str) -> None:
+    """Before the template ``name`` is deleted: its other places go with it."""
+    template_id = await rows.template_id(guild_id, name_key(name))
+    if template_id is not None:
+        await rows.set_template_places(template_id, guild_id, ())
+
+
+async def with_template_places(rows: BotDb, templates: list[Template]) -> list[Template]:
+    """``templates`` (of one guild) with their other places read."""
+    if not templates:
+        return templates
+    found = await rows.guild_template_places(templates[0].guild_id)
+    return [replace(t, also_in=found.get(name_key(t.name), ())) for t in templates]

@@ -11,6 +11,7 @@ from ..i18n import t
 from ..limits import clip
 from ..parsing import ConcernsField
 from .guards import check_templates
+from .places import forget_template_places, keep_template_places, with_template_places
 from .service import AnnouncementService
 
 if TYPE_CHECKING:
@@ -67,11 +68,13 @@ class Templates(AnnouncementService):
             )
             kept = replace(template, name=name, created_at=now)
             await rows.insert_template(kept)
+            await keep_template_places(rows, kept)
         return kept
 
     async def templates(self, guild_id: int) -> list[Template]:
         async with self.sched.reader() as db:
-            return await BotDb(db).templates(guild_id)
+            rows = BotDb(db)
+            return await with_template_places(rows, await rows.templates(guild_id))
 
     async def template_names(self, guild_id: int) -> list[str]:
         """The server's templates' names, by name (no file is read)."""
@@ -81,7 +84,10 @@ class Templates(AnnouncementService):
     async def template(self, guild_id: int, name: str) -> Template:
         """The server's template by that name (any case); refused if there is none."""
         async with self.sched.reader() as db:
-            found = await BotDb(db).template(guild_id, name)
+            rows = BotDb(db)
+            found = await rows.template(guild_id, name)
+            if found is not None:
+                [found] = await with_template_places(rows, [found])
         if found is None:
             raise TemplateRefused(
                 t("This server has no template named `{name}`. See `/template list`.",
@@ -91,7 +97,9 @@ class Templates(AnnouncementService):
 
     async def delete_template(self, guild_id: int, name: str) -> None:
         async with self.sched.transaction() as ctx:
-            deleted = await BotDb(ctx.db).delete_template(guild_id, name)
+            rows = BotDb(ctx.db)
+            await forget_template_places(rows, guild_id, name)
+            deleted = await rows.delete_template(guild_id, name)
         if not deleted:
             raise TemplateRefused(
                 t("This server has no template named `{name}`; nothing was deleted. See "

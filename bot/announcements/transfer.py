@@ -21,11 +21,13 @@ from ..models import (
     EventSpec,
     HistoryAction,
     Image,
+    Place,
     PostAs,
     Template,
 )
 from .editing import Editing
 from .guards import check_templates
+from .places import keep_template_places, with_template_places
 from .templates import Templates
 
 if TYPE_CHECKING:
@@ -59,6 +61,8 @@ class ExportRows:
     """Who their posts come from, of those that post as someone (avatars included)."""
     thumbnails: dict[int, Image] = field(default_factory=dict)
     """The thumbnail of each of those whose style has one."""
+    places: dict[int, tuple[Place, ...]] = field(default_factory=dict)
+    """The other places of each of those that post in several."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +99,8 @@ class Transfer(Editing, Templates):
             reminders = await rows.reminder_leads([a.id for a in live])
             posts_as = await rows.posts_as([a.id for a in live])
             thumbnails = await rows.live_thumbnails(guild_id)
+            templates = await with_template_places(rows, templates)
+            places = await rows.places_of([a.id for a in live])
         live.reverse()  # oldest first: an import numbers them in the same order
         return ExportRows(
             live,
@@ -105,6 +111,7 @@ class Transfer(Editing, Templates):
             reminders,
             posts_as,
             thumbnails,
+            places,
         )
 
     async def imported_keys(self, guild_id: int, keys: Sequence[str]) -> dict[str, int]:
@@ -169,9 +176,9 @@ class Transfer(Editing, Templates):
             )
             await self.check_room_for_files(rows, guild_id, files)  # theirs, and the new ones'
             for template in templates:
-                await rows.insert_template(
-                    replace(template, guild_id=guild_id, author_id=actor_id, created_at=now)
-                )
+                kept = replace(template, guild_id=guild_id, author_id=actor_id, created_at=now)
+                await rows.insert_template(kept)
+                await keep_template_places(rows, kept)
             if pending is not None:
                 await rows.delete_pending_import(guild_id, pending)
         return ImportDone(

@@ -115,6 +115,7 @@ class AnnouncementCommands(AnswersErrors, name=COMMANDS_COG):
         reminder: float | None = None
         post_as: PostAs | None = None
         style, thumbnail = Style(), None
+        also_in: tuple[int, ...] = ()
         if template is not None:  # its fields fill in the options left out
             who = await self.manager(interaction)
             started = started_from(
@@ -131,9 +132,11 @@ class AnnouncementCommands(AnswersErrors, name=COMMANDS_COG):
             channel_id, mention_id, stored = started.channel_id, started.mention_id, started.image
             reminder, post_as = started.reminder, started.post_as
             style, thumbnail = started.style, started.thumbnail
+            also_in = started.also_in
+        channel_id = channel_id or (interaction.channel or discord.Object(0)).id
         options = AnnouncementOptions(
             when=when,
-            channel_id=channel_id or (interaction.channel or discord.Object(0)).id,
+            channel_id=channel_id,
             repeat=repeat,
             timezone=timezone,
             mention_id=mention_id,
@@ -151,6 +154,8 @@ class AnnouncementCommands(AnswersErrors, name=COMMANDS_COG):
             as_name=None if post_as is None else post_as.name,
             as_avatar=post_as is not None and post_as.avatar is not None,
             style=style,
+            # (the template's places, but the channel it posts in now: one post there)
+            kept_places=tuple(c for c in also_in if c != channel_id),
         )
         if message is None:
             # Refused before any typing if anything else is wrong.

@@ -87,6 +87,42 @@ class PlaceTable(Table):
                 (template_id, channel_id, guild_id, position),
             )
 
+    async def template_id(self, guild_id: int, name_key: str) -> int | None:
+        row = await self._one(
+            "SELECT id FROM bot_templates WHERE guild_id = ? AND name_key = ?",
+            (guild_id, name_key),
+        )
+        return None if row is None else int(row["id"])
+
+    async def guild_template_places(self, guild_id: int) -> dict[str, tuple[int, ...]]:
+        """Each of the guild's templates' other places, by the template's name key."""
+        cur = await self.db.execute(
+            "SELECT t.name_key, p.channel_id FROM bot_template_places p "
+            "JOIN bot_templates t ON t.id = p.template_id "
+            "WHERE p.guild_id = ? ORDER BY t.name_key, p.position",
+            (guild_id,),
+        )
+        found: dict[str, list[int]] = {}
+        for r in await cur.fetchall():
+            found.setdefault(str(r["name_key"]), []).append(int(r["channel_id"]))
+        return {key: tuple(ids) for key, ids in found.items()}
+
+    async def places_of(self, announcement_ids: Sequence[int]) -> dict[int, tuple[Place, ...]]:
+        """The other places of each of these announcements (those that have some)."""
+        if not announcement_ids:
+            return {}
+        marks = ", ".join("?" * len(announcement_ids))
+        cur = await self.db.execute(
+            "SELECT announcement_id, channel_id, destination FROM bot_announcement_places "
+            f"WHERE announcement_id IN ({marks}) ORDER BY announcement_id, position",
+            tuple(announcement_ids),
+        )
+        found: dict[int, list[Place]] = {}
+        for r in await cur.fetchall():
+            place = Place(int(r["channel_id"]), Destination(r["destination"]))
+            found.setdefault(int(r["announcement_id"]), []).append(place)
+        return {ann_id: tuple(places) for ann_id, places in found.items()}
+
     # --- an occurrence in each place -----------------------------------------------------------
 
     async def plan_place_delivery(

@@ -27,6 +27,7 @@ import discord
 
 from scheduler.triggers import DateStep
 
+from ..announcements.places import MAX_PLACES
 from ..announcements.reminders import MAX_REMINDER, MIN_REMINDER
 from ..i18n import t
 from ..models import (
@@ -61,14 +62,15 @@ if TYPE_CHECKING:
 
     from ..announcements import ExportRows
 
-VERSION: Final = 4
+VERSION: Final = 5
 """The version ``/export`` writes: 2 added each announcement's ``event``, 3 each
 announcement's and template's ``reminder_seconds``, 4 their ``post_as`` (a name and an
-avatar) and their ``style``."""
-READ_VERSIONS: Final = (1, 2, 3, 4)
+avatar) and their ``style``, 5 their ``also_in`` (other places, by name)."""
+READ_VERSIONS: Final = (1, 2, 3, 4, 5)
 """The versions ``/import`` reads (a version 1 file is a version 2 one without events, a
 version 2 file a version 3 one without reminders, a version 3 file a version 4 one where
-everything posts as the bot, without styles)."""
+everything posts as the bot, without styles, a version 4 file a version 5 one where each
+posts in its own channel only)."""
 MAX_IMPORT_BYTES: Final = 8 * 1024 * 1024
 """The largest file ``/import`` reads: under what any member may upload (10 MiB without
 Nitro); an export of 10,000 announcements without files is about 5 MiB."""
@@ -178,6 +180,12 @@ def _post_as(post_as: PostAs | None) -> dict[str, Any] | None:
     return {"name": post_as.name, "avatar": avatar}
 
 
+def _places(guild: discord.Guild, channel_ids: list[int]) -> list[dict[str, Any]]:
+    """The other places, each by id and name (an import finds them by name); one no
+    longer in the server is left out (it could not be found there either)."""
+    return [c for c in (_channel(guild, i) for i in channel_ids) if c is not None]
+
+
 def _seconds(lead: float | None) -> int | None:
     return None if lead is None else round(lead)
 
@@ -223,6 +231,7 @@ def export_document(guild: discord.Guild, found: ExportRows, now: datetime) -> d
                 "reminder_seconds": _seconds(found.reminders.get(a.id)),
                 "post_as": _post_as(found.posts_as.get(a.id)),
                 "style": _style(a.rich.style, found.thumbnails.get(a.id)),
+                "also_in": _places(guild, [p.channel_id for p in found.places.get(a.id, ())]),
             }
         )
     templates = [
@@ -237,6 +246,7 @@ def export_document(guild: discord.Guild, found: ExportRows, now: datetime) -> d
             "reminder_seconds": _seconds(t.reminder),
             "post_as": _post_as(t.post_as),
             "style": _style(t.style, t.thumbnail),
+            "also_in": _places(guild, list(t.also_in)),
         }
         for t in found.templates
     ]
@@ -311,6 +321,8 @@ class DocAnnouncement:
     style: Style | None = None
     """Its style, still to be checked like /style's (None: none)."""
     thumbnail: Image | None = None
+    also_in: tuple[Named, ...] = ()
+    """Its other places, by name."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -326,6 +338,7 @@ class DocTemplate:
     post_as: PostAs | None = None
     style: Style | None = None
     thumbnail: Image | None = None
+    also_in: tuple[Named, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -629,7 +642,15 @@ def _announcement(value: Any) -> DocAnnouncement:
         reminder=_reminder(value),
         post_as=_doc_post_as(value),
         **_doc_style(value),
+        also_in=_doc_places(value),
     )
+
+
+def _doc_places(row: Mapping[str, Any]) -> tuple[Named, ...]:
+    value = _get(row, "also_in", list, null=True) or []
+    if len(value) > MAX_PLACES:
+        raise RowRefused(t("`also_in` may name at most {limit} channels", limit=MAX_PLACES))
+    return tuple(_named(v, f"also_in[{i}]") for i, v in enumerate(value))
 
 
 def _reminder(row: Mapping[str, Any]) -> float | None:
@@ -747,13 +768,19 @@ def _template(value: Any) -> DocTemplate:
         reminder=_reminder(value),
         post_as=_doc_post_as(value),
         **_doc_style(value),
+        also_in=_doc_places(value),
     )
 
 
 def template_of(
-    t: DocTemplate, guild_id: int, channel_id: int | None, mention: str | None
+    t: DocTemplate,
+    guild_id: int,
+    channel_id: int | None,
+    mention: str | None,
+    also_in: tuple[int, ...] = (),
 ) -> Template:
-    """The template to keep for ``t`` in the server (its channel and mention mapped)."""
+    """The template to keep for ``t`` in the server (its channel, mention and other places
+    mapped)."""
     return Template(
         guild_id=guild_id,
         name=t.name,
@@ -767,4 +794,5 @@ def template_of(
         post_as=t.post_as,
         style=t.style or Style(),
         thumbnail=t.thumbnail,
+        also_in=also_in,
     )

@@ -208,6 +208,7 @@ async def _checked_row(
         as_name=None if row.post_as is None else row.post_as.name,
         as_avatar=row.post_as is not None and row.post_as.avatar is not None,
         style=row.style,
+        kept_places=tuple(named_channel(guild, n).id for n in row.also_in),
     )
     checked = await check_request(
         announcements, clock, AnnouncementRequest(requester, options, row.text), room=room
@@ -292,11 +293,16 @@ async def _plan_templates(
                 check_style(row.style, row.title, row.text)
             channel = None if row.channel is None else named_channel(guild, row.channel)
             mention = _mention_text(guild, row.mention)
+            places = tuple(named_channel(guild, n).id for n in row.also_in)
         except (Refusal, InputError, TemplateRefused) as refused:
             plan.templates.append(RowOutcome(label, refused=_reason(refused)))
             continue
         made = template_of(
-            replace(row, name=name), guild.id, None if channel is None else channel.id, mention
+            replace(row, name=name),
+            guild.id,
+            None if channel is None else channel.id,
+            mention,
+            places,
         )
         here = existing.get(name.casefold())
         if here is not None:

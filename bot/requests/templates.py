@@ -54,6 +54,7 @@ async def template_from(
         post_as=await announcements.post_as(a.id),
         style=style if thumbnail is not None else replace(style, thumbnail=None),
         thumbnail=thumbnail,
+        also_in=tuple(p.channel_id for p in await announcements.places(a.id)),
     )
 
 
@@ -72,6 +73,7 @@ async def template_of_form(
     style: Style | None = None,
     thumbnail: Image | None = None,
     post_as: PostAs | None = None,
+    also_in: tuple[int, ...] = (),
 ) -> Template:
     """A template named ``name`` holding what the announcement form holds (its text, title,
     silence, mention, channel, file and reminder lead), nothing scheduled; refused as /template save
@@ -107,6 +109,7 @@ async def template_of_form(
         style=style if thumbnail is not None else replace(style, thumbnail=None),
         thumbnail=thumbnail if style.thumbnail is not None else None,
         post_as=post_as,
+        also_in=tuple(c for c in also_in if can_read(member, guild, c)),
     )
 
 
@@ -129,6 +132,8 @@ class Started:
     """The template's style (/schedule has no option for it: /style changes it)."""
     thumbnail: Image | None = None
     """Its style's thumbnail."""
+    also_in: tuple[int, ...] = ()
+    """The template's other places (checked again like /edit's ``also_in``)."""
 
 
 def template_mention(guild: discord.Guild, mention: str | None) -> int | None:
@@ -166,4 +171,5 @@ def started_from(
         post_as=template.post_as,
         style=template.style,
         thumbnail=template.thumbnail,
+        also_in=template.also_in,
     )

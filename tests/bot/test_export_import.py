@@ -104,6 +104,8 @@ async def test_an_export_imported_into_another_server_reproduces_it_and_twice_cr
                    silent=True, mention=role)  # fmt: skip
     weekly = await schedule(world, when="in 3h", repeat="weekly", message="paused one")
     assert "Paused" in ((await run_command(world, "pause", id=weekly)).content or "")
+    # #2 posts in #general too: exported by name, mapped to the other server's #general.
+    await run_command(world, "edit", id=2, also_in=f"<#{world.general.id}>")
     h = await world.fake.invoke_command(
         world.guild, world.general, world.admin, "template save", {"name": "daily", "from": 2}
     )
@@ -111,7 +113,11 @@ async def test_an_export_imported_into_another_server_reproduces_it_and_twice_cr
 
     msg, data = await export(world)
     doc = json.loads(data)
-    assert doc["version"] == 4
+    assert doc["version"] == 5
+    assert [a["also_in"] for a in doc["announcements"]] == [
+        [], [{"id": str(world.general.id), "name": "general"}], []
+    ]  # fmt: skip
+    assert doc["templates"][0]["also_in"] == doc["announcements"][1]["also_in"]
     assert doc["guild"]["id"] == str(world.guild.id)
     assert [a["destination"]["name"] for a in doc["announcements"]] == ["news"] * 3
     assert doc["announcements"][1]["mention"]["name"] == "crew"
@@ -140,10 +146,14 @@ async def test_an_export_imported_into_another_server_reproduces_it_and_twice_cr
     assert await listing(crier, other.guild.id) == await listing(crier, world.guild.id)
     [daily] = await crier.bot.announcements.templates(other.guild.id)
     assert daily.channel_id == other.news.id
+    assert daily.also_in == (other.general.id,)
     assert daily.mention == f"role:{other_crew.id}"
     imported = await crier.bot.announcements.export_rows(other.guild.id)
     assert imported.announcements[1].mention == f"role:{other_crew.id}"
     assert imported.announcements[2].state.value == "paused"
+    assert [p.channel_id for p in imported.places[imported.announcements[1].id]] == [
+        other.general.id
+    ]
 
     # The same file again, and the button again: nothing more is created.
     before = await db_snapshot(crier)
@@ -423,7 +433,19 @@ def test_the_published_schema_describes_what_an_export_writes() -> None:
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({**posting_as, "announcements": no_name}, schema)
     with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate({**sample, "version": 5}, schema)
+        jsonschema.validate({**sample, "version": 6}, schema)
+    places = [{"id": "5", "name": "general"}, {"name": "weekly thread"}]
+    with_places = {
+        **posting_as, "version": 5,
+        "announcements": [{**posting_as["announcements"][0], "also_in": places}],
+        "templates": [{**posting_as["templates"][0], "also_in": []}],
+    }  # fmt: skip
+    jsonschema.validate(with_places, schema)
+    with pytest.raises(jsonschema.ValidationError):  # each by name
+        jsonschema.validate(
+            {**with_places, "announcements": [{**sample["announcements"][0],
+                                               "also_in": [{"id": "5"}]}]}, schema
+        )  # fmt: skip
     style = {"color": 0xED4245, "footer": "f", "url": "https://example.org", "thumbnail": None,
              "fields": [{"name": "n", "value": "v", "inline": True}],
              "buttons": [{"label": "Tickets", "url": "https://example.org/t"}]}  # fmt: skip

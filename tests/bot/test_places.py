@@ -236,3 +236,38 @@ async def test_a_place_attempt_older_than_the_nonce_window_is_reported_not_sent_
 def sends_to(world: World, channel: Channel) -> list[Any]:
     path = f"/channels/{channel.id}/messages"
     return [r for r in world.fake.requests if r.method == "POST" and r.path == path]
+
+
+async def test_a_template_keeps_the_places_and_schedule_template_checks_them_again(
+    world: World, crier: Crier
+) -> None:
+    events = world.guild.add_channel("events")
+    local = await schedule_id(world, when="in 1h", message="m")
+    await edit(world, id=local, also_in=f"<#{events.id}> <#{world.general.id}>")
+    h = await world.fake.invoke_command(
+        world.guild, world.general, world.admin, "template save", {"name": "weekly", "from": local}
+    )
+    saved = (await h.response()).content or ""
+    assert "Saved" in saved, saved
+    listed = (await run_command(world, "template list")).content or ""
+    assert f"also in <#{events.id}> <#{world.general.id}>" in listed, listed
+    # In the template's channel (#news): both places; picked in #general, that one is the
+    # announcement's own channel and #events the other place.
+    news_one = await schedule_id(world, template="weekly", when="in 2h")
+    general_one = await schedule_id(world, template="weekly", when="in 2h", channel=world.general)
+    announcements = crier.bot.announcements
+    for number, places in ((news_one, [events.id, world.general.id]), (general_one, [events.id])):
+        a = await announcements.get(world.guild.id, number)
+        assert [p.channel_id for p in await announcements.places(a.id)] == places
+    # A place the bot can no longer post in refuses the template's use, saying where.
+    events.set_overwrite(world.guild.bot_role, deny=P.SEND_MESSAGES)
+    refused = await run_command(world, "schedule", template="weekly", when="in 2h")
+    assert f"in <#{events.id}>" in (refused.content or ""), refused.content
+    assert "Scheduled" not in (refused.content or "")
+    h = await world.fake.invoke_command(
+        world.guild, world.general, world.admin, "template delete", {"name": "weekly"}
+    )
+    assert "weekly" in ((await h.response()).content or "")
+    async with crier.sched.reader() as db:
+        cur = await db.execute("SELECT count(*) AS n FROM bot_template_places")
+        assert (await cur.fetchone())["n"] == 0
