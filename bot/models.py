@@ -312,6 +312,21 @@ def place_nonce(announcement_id: int, fire_ts: float, channel_id: int) -> str:
     key = f"{announcement_id}:{fire_ts!r}:{channel_id}"
     digest = hashlib.blake2b(key.encode(), digest_size=12)
     return "p" + digest.hexdigest()[:24]
+class Tidy:
+    """What becomes of an announcement's posts once they are up (``/edit pin: replace:
+    delete_after:``)."""
+
+    pin: bool = False
+    """Pin each new post, and unpin the one before it."""
+    replace: bool = False
+    """Delete the post before once the new one is up."""
+    delete_after: float | None = None
+    """Delete each post this many seconds after it went up (None: never)."""
+
+    @property
+    def on(self) -> bool:
+        """Any of it is asked for."""
+        return self.pin or self.replace or self.delete_after is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -347,6 +362,9 @@ class Draft:
     or :data:`KEPT` (as it is; what any caller that does not know about it builds)."""
     places: tuple[Place, ...] = ()
     """The other places each occurrence is posted in (``also_in``)."""
+    tidy: Tidy | None = None
+    """What becomes of its posts once up (pin, replace, delete after); None: an edit that
+    leaves that as it is, or a new one with none of it."""
 
 
 @dataclass(frozen=True, slots=True)

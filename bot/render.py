@@ -51,6 +51,7 @@ from .models import (
     PublishState,
     Style,
     Template,
+    Tidy,
     mention_markup,
 )
 from .parsing import InputError, discord_timestamp
@@ -593,6 +594,9 @@ def _field_name(field: Field) -> str:
         Field.BUTTONS: t("Link buttons"),
         Field.AS_NAME: t("Posts as"),
         Field.ALSO_IN: t("Also in"),
+        Field.PIN: t("Pin each post"),
+        Field.REPLACE: t("Replace the previous post"),
+        Field.DELETE_AFTER: t("Delete each post after"),
     }.get(field, str(field))
 
 
@@ -652,6 +656,10 @@ def edit_reply(outcome: EditOutcome, notes: list[str]) -> str:
             lines.append(t("**{field}:** {before} → {after}", field=_field_name(c.field),
                            before=lead_said(outcome.reminder_before),
                            after=lead_said(outcome.reminder_after)))  # fmt: skip
+        elif c.field == Field.DELETE_AFTER:
+            lines.append(t("**{field}:** {before} → {after}", field=_field_name(c.field),
+                           before=lead_said(outcome.tidy_before.delete_after),
+                           after=lead_said(outcome.tidy_after.delete_after)))  # fmt: skip
         elif c.field == Field.REPEAT:
             lines.append(t("**{field}:** {before} → {after}", field=_field_name(c.field),
                            before=repeat_text(before), after=repeat_text(a)))  # fmt: skip
@@ -763,6 +771,7 @@ def _info_facts(details: Details, history: list[HistoryEntry], earlier: bool) ->
     if details.posts_as is not None:
         lines.append(t("**Posts as:** **{name}**, through a webhook of the channel",
                        name=_cut(details.posts_as, 80)))  # fmt: skip
+    lines += tidy_lines(details.tidy, details.post_problem)
     if a.failure and a.state in _SHOWS_FAILURE:
         lines.append(f"⚠️ {_cut(said_reason(a.failure))}")
     lines.append(t("**Next times:**"))
@@ -1244,3 +1253,26 @@ def test_not_sent(a: Announcement, closed: bool, reason: str) -> str:
         "I couldn't send you the test of announcement #{id}: {reason}. Try again in a moment.",
         id=a.local_id, reason=_cut(said_reason(reason)),
     )  # fmt: skip
+
+
+def tidy_said(tidy: Tidy) -> str:
+    """What becomes of the posts, in words: ``pinned (the previous one unpinned), the
+    previous one deleted, deleted after 24 hours``."""
+    parts = []
+    if tidy.pin:
+        parts.append(t("each pinned (the previous one unpinned)"))
+    if tidy.replace:
+        parts.append(t("the previous one deleted once the new one is up"))
+    if tidy.delete_after is not None:
+        parts.append(t("each deleted {after} after it went up", after=lead_said(tidy.delete_after)))
+    return ", ".join(parts)
+
+
+def tidy_lines(tidy: Tidy | None, problem: str | None) -> list[str]:
+    """The previous post's settings and the last refusal, for /info."""
+    lines = []
+    if tidy is not None and tidy.on:
+        lines.append(t("**Its posts:** {what}", what=tidy_said(tidy)))
+    if problem is not None:
+        lines.append("⚠️ " + t("Last refused: {reason}", reason=_cut(said_reason(problem))))
+    return lines

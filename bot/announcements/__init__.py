@@ -73,6 +73,7 @@ from .jobs import (
     REPORT_FN,
     REPORTS_FN,
     SEND_FN,
+    TIDY_FN,
     UPDATE_FN,
     EventsArgs,
     PostNowArgs,
@@ -81,6 +82,7 @@ from .jobs import (
     ReportArgs,
     ReportDigest,
     SendArgs,
+    TidyArgs,
     UpdateArgs,
     channel_pace,
     delivery_job,
@@ -95,6 +97,7 @@ from .pausing import Pausing
 from .placeholders import as_posted_at
 from .places import PLACE_SEND_FN, PLACE_UPDATE_FN, PlaceArgs, Places
 from .post_as import PostingAs, post_as_words
+from .previous import MAX_DELETE_AFTER, MIN_DELETE_AFTER, PostCare
 from .reading import (
     CHOICES_SCANNED,
     INFO_DELIVERIES,
@@ -136,8 +139,10 @@ __all__ = [
     "INFO_TIMES",
     "LIMIT_OPTIONS",
     "LIVE_STATES",
+    "MAX_DELETE_AFTER",
     "MAX_REMINDER",
     "MAX_TEMPLATE_NAME",
+    "MIN_DELETE_AFTER",
     "MIN_REMINDER",
     "MOVED",
     "OLD_NAMES",
@@ -150,6 +155,7 @@ __all__ = [
     "REPORTS_FN",
     "REPORT_FN",
     "SEND_FN",
+    "TIDY_FN",
     "UPDATE_FN",
     "Announcement",
     "AnnouncementState",
@@ -185,6 +191,7 @@ __all__ = [
     "OverLimit",
     "PlaceArgs",
     "Places",
+    "PostCare",
     "PostNow",
     "PostNowArgs",
     "PostedUpdate",
@@ -203,6 +210,7 @@ __all__ = [
     "Subscribed",
     "TemplateRefused",
     "Templates",
+    "TidyArgs",
     "TooManyCommands",
     "TooMuchStored",
     "Transfer",
@@ -249,6 +257,7 @@ class Announcements(
     PostingAs,
     Calendars,
     Places,
+    PostCare,
 ):
     """Create, list and cancel announcements, keep guild settings, limits and templates,
     and follow the servers the bot leaves and comes back to."""

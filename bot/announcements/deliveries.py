@@ -33,6 +33,7 @@ from .editing import MOVED
 from .events import sync_events_later
 from .jobs import PublishArgs, enqueue_post_update, enqueue_publish
 from .places import plan_places, update_places_later
+from .previous import post_up
 
 if TYPE_CHECKING:
     from scheduler import TransactionContext
@@ -216,6 +217,7 @@ async def record_sent(
     ann_id = sent.id
     await rows.mark_sent(ann_id, fire_ts, message_id, now, late_by, sent.revision)
     await rows.record_posted(ann_id, message_id, now)
+    await post_up(ctx, ann_id, sent.guild_id, sent.channel_id, message_id)
     if sent.rich.destination == Destination.FORUM:
         await rows.set_thread(ann_id, fire_ts, message_id)
     if sent.rich.publish:

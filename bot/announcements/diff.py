@@ -11,7 +11,7 @@ from datetime import timedelta
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from ..models import Announcement, Draft, EventSpec, Place, Style, mention_markup
+from ..models import Announcement, Draft, EventSpec, Place, Style, Tidy, mention_markup
 from ..parsing import discord_timestamp, spoken_duration
 
 if TYPE_CHECKING:
@@ -47,6 +47,9 @@ class Field(StrEnum):
     AS_NAME = "as_name"
     """Who its posts come from (a name and avatar, through a webhook; ``none``: the bot)."""
     ALSO_IN = "also_in"
+    PIN = "pin"
+    REPLACE = "replace"
+    DELETE_AFTER = "delete_after"
 
 
 TIMING = frozenset({Field.WHEN, Field.REPEAT, Field.TIMEZONE})
@@ -200,6 +203,20 @@ def places_change(before: tuple[Place, ...], after: tuple[Place, ...]) -> Change
 def places_words(places: tuple[Place, ...]) -> str:
     """``<#1> <#2>``, or ``none``."""
     return " ".join(f"<#{p.channel_id}>" for p in places) or "none"
+def tidy_changes(before: Tidy, after: Tidy) -> list[Change]:
+    """The changes of what becomes of the announcement's posts (pin, replace, delete after)."""
+    found = []
+    if before.pin != after.pin:
+        found.append(Change(Field.PIN, _yes(before.pin), _yes(after.pin)))
+    if before.replace != after.replace:
+        found.append(Change(Field.REPLACE, _yes(before.replace), _yes(after.replace)))
+    if before.delete_after != after.delete_after:
+        found.append(
+            Change(
+                Field.DELETE_AFTER, lead_words(before.delete_after), lead_words(after.delete_after)
+            )
+        )
+    return found
 
 
 def lead_words(lead: float | None) -> str:

@@ -4,7 +4,7 @@ is worked out in :mod:`bot.announcements.diff`)."""
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING
@@ -22,6 +22,7 @@ from ..models import (
     EventSpec,
     HistoryAction,
     PastDelivery,
+    Tidy,
 )
 from .course import NotFound, change_until, end_if_past_until
 from .diff import (
@@ -34,6 +35,7 @@ from .diff import (
     history_detail,
     places_change,
     reminder_change,
+    tidy_changes,
 )
 from .events import sync_events_later
 from .guards import check_repeat
@@ -41,6 +43,7 @@ from .jobs import SEND_FN, enqueue_delivery, enqueue_post_update, schedule_name
 from .lifecycle import Lifecycle
 from .places import update_places_later
 from .post_as import post_as_change, store_post_as
+from .previous import edit_tidy
 from .reading import Reading, as_edited
 from .reminders import remind_later, take_back_reminders
 
@@ -82,6 +85,9 @@ class EditOutcome:
     reminder_before: float | None = None
     reminder_after: float | None = None
     """How long before each occurrence members were reminded, and are (None: off)."""
+    tidy_before: Tidy = field(default_factory=Tidy)
+    tidy_after: Tidy = field(default_factory=Tidy)
+    """What became of its posts before the edit (pin, replace, delete after), and does."""
 
 
 MOVED = "the announcement moved to <#{}>: this post is no longer updated"
@@ -142,6 +148,9 @@ class Editing(Lifecycle, Reading):
             places = places_change(await rows.places(a.id), draft.places)
             if places is not None:
                 found.append(places)
+            tidy_before = await rows.tidy(a.id)
+            tidy_after = tidy_before if draft.tidy is None else draft.tidy
+            found += tidy_changes(tidy_before, tidy_after)
             if not found:
                 return EditOutcome(a, a, [], next_before, PostedUpdate.NONE)
             fields = {c.field for c in found}
@@ -175,6 +184,8 @@ class Editing(Lifecycle, Reading):
             await remind_later(ctx, a.id)  # its next reminders, at their new times
             if post_as is not None:
                 await store_post_as(self, rows, a.id, draft)
+            if tidy_after != tidy_before:
+                await edit_tidy(ctx, a.id, a.guild_id, tidy_before, tidy_after)
             detail = history_detail(found)
             await rows.add_history(a.id, HistoryAction.EDITED, actor_id, now, detail)
             # Nothing left before a new until: done.
@@ -186,7 +197,7 @@ class Editing(Lifecycle, Reading):
             after = await _written(rows, a.id)
         return EditOutcome(
             a, after, found, await self.next_fire(after), posted, message_id,
-            event_before, draft.event, reminder_before, draft.reminder,
+            event_before, draft.event, reminder_before, draft.reminder, tidy_before, tidy_after,
         )  # fmt: skip
 
     async def as_edited_posted(

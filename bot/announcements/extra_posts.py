@@ -20,6 +20,7 @@ from ..models import Announcement, AnnouncementState, Shown
 from .course import NotPossible, Why, live_announcement, next_scheduled_fire
 from .deliveries import FORGOTTEN, Attempt, Decision
 from .jobs import POSTNOW_FN, PostNowArgs
+from .previous import post_up
 from .reading import Reading
 
 if TYPE_CHECKING:
@@ -148,8 +149,16 @@ async def begin_extra_attempt(
 
 
 async def record_extra_sent(ctx: TransactionContext, extra_id: int, message_id: int) -> bool:
-    """The extra post is up as ``message_id`` (False: it was ended otherwise meanwhile)."""
-    return await BotDb(ctx.db).mark_extra_sent(extra_id, message_id, ctx.now.timestamp())
+    """The extra post is up as ``message_id``, and a post of its announcement like any
+    (:func:`bot.announcements.previous.post_up`: pinned, the one before replaced...). False:
+    it was ended otherwise meanwhile."""
+    rows = BotDb(ctx.db)
+    if not await rows.mark_extra_sent(extra_id, message_id, ctx.now.timestamp()):
+        return False
+    extra = await rows.extra_post(extra_id)
+    if extra is not None:
+        await post_up(ctx, extra.announcement_id, extra.guild_id, extra.channel_id, message_id)
+    return True
 
 
 async def record_extra_failed(ctx: TransactionContext, extra_id: int, error: str) -> bool:

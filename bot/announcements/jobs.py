@@ -40,6 +40,9 @@ REMIND_FN = "announcements:remind"
 occurrences, by direct message (one job at a time per announcement, not one per member)."""
 POSTNOW_FN = "announcements:postnow"
 """The durable job that makes the extra post ``/postnow`` asked for (once per use)."""
+TIDY_FN = "announcements:tidy"
+"""The durable job that pins, unpins and deletes an announcement's posts as its settings say
+(one at a time per announcement: :mod:`bot.posting.tidy`)."""
 OLD_NAMES: dict[str, tuple[str, ...]] = {
     UPDATE_FN: ("crier.update_posted",),
     PUBLISH_FN: ("crier.publish",),
@@ -104,6 +107,13 @@ class PostNowArgs:
     """Which extra post a postnow job makes: the row ``extra_id`` of ``bot_extra_posts``."""
 
     extra_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class TidyArgs:
+    """Whose posts a tidy job works on: ``announcement_id``'s, everything due when it runs."""
+
+    announcement_id: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,4 +288,18 @@ async def enqueue_report(
         key=f"guild:{guild_id}",
         max_items=REPORT_MAX_ITEMS,
         max_wait=gather,
+    )
+
+
+async def enqueue_tidy(
+    ctx: TransactionContext, announcement_id: int, key: str, *, at: float | None = None
+) -> int:
+    """In ``ctx``'s transaction: work on the announcement's posts (now, or ``at``); one job
+    per ``key`` (what asked for it: a post up, a post's time to go, an edit)."""
+    return await ctx.scheduler.enqueue(
+        TIDY_FN,
+        TidyArgs(announcement_id),
+        run_at=at,
+        idempotency_key=f"tidy:{announcement_id}:{key}",
+        name=f"the posts of announcement {announcement_id}",
     )

@@ -68,6 +68,8 @@ class Lifecycle(AnnouncementService):
             await store_post_as(self, rows, ann_id, draft)
             if draft.places:
                 await rows.set_places(ann_id, draft.guild_id, draft.places)
+            if draft.tidy is not None and draft.tidy.on:
+                await rows.set_tidy(ann_id, draft.guild_id, draft.tidy)
             ann = await rows.announcement(ann_id)
         if ann is None:
             raise RuntimeError("the announcement written above, in this transaction, is gone")
@@ -124,6 +126,8 @@ class Lifecycle(AnnouncementService):
             await store_post_as(self, rows, ann_id, draft)
             if draft.places:
                 await rows.set_places(ann_id, draft.guild_id, draft.places)
+            if draft.tidy is not None and draft.tidy.on:
+                await rows.set_tidy(ann_id, draft.guild_id, draft.tidy)
         made = await rows.announcements_by_ids(ids)
         return list(zip(made, firsts, strict=True))
 

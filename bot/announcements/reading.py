@@ -22,6 +22,7 @@ from ..models import (
     Place,
     PlaceDelivery,
     PublishState,
+    Tidy,
 )
 from ..parsing.placeholders import has_placeholders
 from ..parsing.skips import Skip, still_to_come
@@ -128,6 +129,10 @@ class Details:
     """The other places it posts in (``also_in``)."""
     place_deliveries: tuple[PlaceDelivery, ...] = ()
     """How the occurrences of ``deliveries`` went in the other places."""
+    tidy: Tidy | None = None
+    """What becomes of its posts (pin, replace, delete after; None: not read)."""
+    post_problem: str | None = None
+    """Why Discord last refused to pin, unpin or delete one of its posts (None: it didn't)."""
 
 
 def as_edited(a: Announcement, draft: Draft) -> Announcement:
@@ -312,6 +317,8 @@ class Reading(AnnouncementService):
             event = await rows.event_spec(a.id)
             reminders = await reminder_info(rows, a.id)
             posts_as = (await rows.post_as_names([a.id])).get(a.id)
+            tidy = await rows.tidy(a.id)
+            problem = await rows.post_problem(a.id)
             events = tuple(
                 e
                 for e in await rows.events_of(a.id)
@@ -351,6 +358,8 @@ class Reading(AnnouncementService):
             places=places,
             place_deliveries=posted,
             posts_as=posts_as,
+            tidy=tidy,
+            post_problem=None if problem is None else problem.error,
         )
 
     async def _places_info(

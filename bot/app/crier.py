@@ -65,6 +65,7 @@ from ..posting.places import PlaceDelivery, PlaceUpdates
 from ..posting.poster import Poster
 from ..posting.publishing import Publisher
 from ..posting.reminders import Reminding
+from ..posting.tidy import Tidying
 from ..posting.updates import PostUpdates
 from ..posting.webhook_http import WebhookRequests
 from ..posting.webhooks import WebhookSender
@@ -595,6 +596,7 @@ class Crier:
         jobs = (
             delivery,
             ExtraPosting(delivery, nonce_window=settings.nonce_window),
+            Tidying(poster, announcements),
             PostUpdates(poster, announcements, pacer, webhooks, stats=self.stats),
             PlaceDelivery(delivery, nonce_window=settings.nonce_window, stats=self.stats),
             PlaceUpdates(poster, announcements, pacer, webhooks, stats=self.stats),

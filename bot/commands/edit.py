@@ -8,8 +8,8 @@ prefilled with the current text.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
-from dataclasses import replace
 
 import discord
 from discord import app_commands
@@ -64,6 +64,9 @@ class EditCommands(AnswersErrors, name="EditCommands"):
         as_name="Post under this name (through a webhook of the channel), or none for the bot",
         as_avatar="The avatar of those posts (a PNG, JPEG, GIF or WebP image)",
         also_in="Also post each time in these channels: #news #events (or none)",
+        pin="Pin each post and unpin the previous one (true), or stop (false)",
+        replace="Delete the previous post once the new one is up (true), or stop (false)",
+        delete_after="Delete each post this long after it went up (24h, 2 days), or none",
     )
     @app_commands.autocomplete(id=announcement_ids("edit"))
     async def edit(
@@ -90,6 +93,9 @@ class EditCommands(AnswersErrors, name="EditCommands"):
         as_name: app_commands.Range[str, 1, MAX_AS_NAME] | None = None,
         as_avatar: discord.Attachment | None = None,
         also_in: app_commands.Range[str, 1, MAX_ALSO_IN] | None = None,
+        pin: bool | None = None,
+        replace: bool | None = None,
+        delete_after: app_commands.Range[str, 1, MAX_TEXT_OPTION] | None = None,
     ) -> None:
         who = await self.manager(interaction)
         current = await self.announcements.get(who.guild.id, id)
@@ -112,6 +118,9 @@ class EditCommands(AnswersErrors, name="EditCommands"):
             as_name=as_name,
             as_avatar=as_avatar,
             also_in=also_in,
+            pin=pin,
+            replace=replace,
+            delete_after=delete_after,
         )
         if message is None and options.empty:
             check_editable(current, {Field.MESSAGE})
@@ -122,7 +131,7 @@ class EditCommands(AnswersErrors, name="EditCommands"):
                 submitted: discord.Interaction, text: str, heading: str | None
             ) -> None:
                 # The form shows the title too: emptied, the post is plain text again.
-                typed = replace(options, title=heading or NO_TITLE)
+                typed = dataclasses.replace(options, title=heading or NO_TITLE)
                 await self._apply(submitted, current, typed, text, update_posted)
 
             modal = ScheduleModal(
@@ -160,10 +169,11 @@ class EditCommands(AnswersErrors, name="EditCommands"):
         )
         if options.image is not None:  # else the files are kept
             file = await download(options.image, self.announcements.file_max_bytes)
-            draft = replace(draft, images=(file,))
+            draft = dataclasses.replace(draft, images=(file,))
         if options.as_avatar is not None and isinstance(draft.post_as, PostAs):
             avatar = await read_avatar(options.as_avatar, self.announcements.file_max_bytes)
-            draft = replace(draft, post_as=replace(draft.post_as, avatar=avatar))
+            with_avatar = dataclasses.replace(draft.post_as, avatar=avatar)
+            draft = dataclasses.replace(draft, post_as=with_avatar)
         outcome = await self.announcements.edit(
             current, draft, when_given=when_given, update_posted=update_posted, actor_id=member.id
         )

@@ -18,7 +18,8 @@ announcements), ``events`` (Discord's scheduled events), ``reminders`` (reminder
 posts), ``webhooks`` (who an announcement posts as, the webhook of each channel, the intent
 of each post through one), ``calendar`` (the calendar feed's address), ``guilds`` (servers
 left, per-server limits, command counts, forgetting a server), ``retention`` (what
-``HISTORY_DAYS`` deletes) and ``places`` (the other places an announcement posts in, and
+``HISTORY_DAYS`` deletes), ``posts`` (the previous post: pins, replacing, deleting) and
+``places`` (the other places an announcement posts in, and
 each occurrence's post there).
 """
 
@@ -33,6 +34,7 @@ from .guilds import ENDED_STATES, GuildTables
 from .listing import ListingReads
 from .occurrences import OccurrenceReads
 from .places import PlaceTable
+from .posts import PostRow, PostTables
 from .reminders import ReminderCounts, ReminderRow, ReminderTable, Subscriber
 from .retention import RetentionTable, Walked
 from .settings import SettingsTables
@@ -47,6 +49,7 @@ __all__ = [
     "EventRow",
     "ExtraPost",
     "PendingImport",
+    "PostRow",
     "ReminderCounts",
     "ReminderRow",
     "Subscriber",
@@ -78,6 +81,7 @@ class BotDb(
     WebhookTable,
     CalendarTable,
     PlaceTable,
+    PostTables,
 ):
     """The bot's tables, read and written on one connection of the scheduler's store."""
 

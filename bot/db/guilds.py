@@ -155,6 +155,9 @@ class GuildTables(Table):
             "bot_announcement_places",
             "bot_template_places",
             "bot_place_deliveries",
+            "bot_post_settings",
+            "bot_posts",
+            "bot_post_claims",
         ):
             gone[table] = await self._count_deleted(
                 f"DELETE FROM {table} WHERE guild_id = ? RETURNING guild_id", (guild_id,)

@@ -35,9 +35,12 @@ PERMANENT_CODES = {
 }
 """The refusals of a send that no retry can get past, in words."""
 UNKNOWN_MESSAGE = 10008
+MAX_PINS = 30003
 KNOWN_CODES = {
     **PERMANENT_CODES,
     UNKNOWN_MESSAGE: "Unknown Message: the posted message was deleted",
+    MAX_PINS: "Maximum pins reached: the channel has the most pinned messages Discord allows "
+    "(250); unpin some",
 }
 """Every Discord error code a reason is written in words for."""
 

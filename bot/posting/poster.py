@@ -37,11 +37,13 @@ __all__ = ["PausePoint", "Poster", "SideEffect"]
 
 T = TypeVar("T")
 
-SideEffect = Literal["send", "edit", "publish", "report", "event", "remind", "webhook"]
+SideEffect = Literal[
+    "send", "edit", "publish", "report", "event", "remind", "webhook", "pin", "unpin", "delete"
+]
 """What a posting job is about to do: send an occurrence (a message or a forum post), edit a
 posted message, publish it to followers, report a failure to the guild's log channel, make
-a Discord event, remind a member by direct message, or list, make or change the channel's
-webhook that posts as someone."""
+a Discord event, remind a member by direct message, list, make or change the channel's
+webhook that posts as someone, or pin, unpin or delete a post (the previous post's steps)."""
 PausePoint = Callable[[ActionContext, SideEffect], Awaitable[None]]
 
 

@@ -40,6 +40,10 @@ _MISSED: Final = re.compile(
 _EVENTS_FULL: Final = re.compile(
     r"the server has (?P<n>[0-9]+) scheduled events, the most Discord allows"
 )
+PIN_REFUSED: Final = "Missing Permissions: the bot needs Pin Messages in the channel (50013)"
+"""Why a pin or an unpin was refused for lack of Pin Messages (as recorded)."""
+DELETE_REFUSED: Final = "Missing Permissions: the bot may not delete that message (50013)"
+"""Why the deletion of a post was refused (as recorded)."""
 PAUSED_REASON: Final = "due while the announcement was paused"
 """Why a time that came due while its announcement was paused was skipped (as recorded)."""
 
@@ -53,6 +57,10 @@ def _known(code: int) -> str | None:
         50001: t("Missing Access: the bot cannot see the channel"),
         50013: t("Missing Permissions: the bot may not post in the channel"),
         10008: t("Unknown Message: the posted message was deleted"),
+        30003: t(
+            "Maximum pins reached: the channel has the most pinned messages Discord allows "
+            "(250); unpin some"
+        ),
     }.get(code)
 
 
@@ -61,6 +69,10 @@ def said_reason(reason: str) -> str:
     English reader."""
     if current_locale() not in catalogs():
         return reason
+    if reason == PIN_REFUSED:
+        return t("Missing Permissions: the bot needs Pin Messages in the channel") + " (50013)"
+    if reason == DELETE_REFUSED:
+        return t("Missing Permissions: the bot may not delete that message") + " (50013)"
     if (m := _CODED.fullmatch(reason)) is not None:
         code = int(m["code"])
         said = _known(code) if KNOWN_CODES.get(code) == m["known"] else None

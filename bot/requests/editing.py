@@ -65,6 +65,12 @@ class EditOptions:
     """The avatar of those posts (an image)."""
     also_in: str | None = None
     """The other places it posts in (``#news #events``; ``none``: no other place)."""
+    pin: bool | None = None
+    """Pin each post and unpin the one before (None: as it is)."""
+    replace: bool | None = None
+    """Delete the post before once a new one is up (None: as it is)."""
+    delete_after: str | None = None
+    """Delete each post this long after it went up (``none``: keep them)."""
 
     @property
     def empty(self) -> bool:
@@ -89,6 +95,9 @@ class EditOptions:
                 self.as_name,
                 self.as_avatar,
                 self.also_in,
+                self.pin,
+                self.replace,
+                self.delete_after,
             )
         ) and (self.style is None or (isinstance(self.style, StyleEdit) and self.style.empty))
 
@@ -187,6 +196,10 @@ async def edit_options(
         kept_as_name=(await announcements.post_as_names([a.id])).get(a.id),
         also_in=options.also_in,
         kept_places=tuple(p.channel_id for p in await announcements.places(a.id)),
+        pin=options.pin,
+        replace=options.replace,
+        delete_after=options.delete_after,
+        kept_tidy=await announcements.tidy(a.id),
     )
     return asked, options.when is not None
 

@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo
 
 import discord
 
-from ..models import EventSpec, Style
+from ..models import EventSpec, Style, Tidy
 from ..parsing import RepeatRule
 from ..parsing.skips import Skip
 
@@ -98,6 +98,15 @@ class AnnouncementOptions:
     place; None: not said, ``kept_places`` stay)."""
     kept_places: tuple[int, ...] = ()
     """On /edit (and from a template): the other places it has, their channels' ids."""
+    pin: bool | None = None
+    """Pin each post (and unpin the one before): asked on or off (None: not said)."""
+    replace: bool | None = None
+    """Delete the post before once a new one is up (None: not said)."""
+    delete_after: str | None = None
+    """How long after it went up each post is deleted, as typed (``none``: kept; None: not
+    said)."""
+    kept_tidy: Tidy | None = None
+    """On /edit (or from a template): what becomes of its posts as it is now."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,6 +43,7 @@ from .destinations import Target, check_destination, forum_title, resolve_tags, 
 from .events import EventRoom, check_event
 from .places import check_places
 from .post_as import check_places_post_as, check_post_as
+from .previous import check_tidy
 from .reminders import check_reminder
 from .style import check_style
 
@@ -153,6 +154,8 @@ async def check_request(
             files=options.has_files,
         )  # fmt: skip
     check_places_post_as(post_as, options, member, guild, places)
+    with concerning("delete_after"):
+        tidy = check_tidy(options, channel, destination, guild.me, request.requester.locale)
     draft = Draft(
         guild_id=guild.id,
         channel_id=channel.id,
@@ -170,6 +173,7 @@ async def check_request(
         times=times,
         post_as=post_as,
         places=places,
+        tidy=tidy,
     )
     return Checked(draft, [*reading.notes, *notes], upcoming)
 

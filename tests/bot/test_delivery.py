@@ -103,7 +103,9 @@ async def advance_to_retry(crier: Crier, clock: FakeClock, job_id: int) -> None:
     job = await crier.sched.get_job(job_id)
     assert job is not None, job
     assert job.state == JobState.PENDING, job
-    await advance_to(crier, clock, job.next_at)
+    # A millisecond past it: next_at is next_ts cut to the microsecond, which may fall a
+    # fraction of one before the float next_ts (the job would not be due yet).
+    await advance_to(crier, clock, job.next_at + timedelta(milliseconds=1))
 
 
 def posts(world: World, channel: Channel) -> list[Message]:

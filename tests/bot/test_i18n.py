@@ -96,7 +96,7 @@ async def test_every_command_string_is_translated_in_every_shipped_locale(crier:
     assert ("choice", "log channel") in asked
     assert ("option", "The announcement's number (see /list)") in asked
     assert ("command", "Schedule a copy") in asked  # the message command's name
-    assert len(asked) == 163
+    assert len(asked) == 169
     answers = marked_messages()
     # The answers are found too: one of each kind of marker, and the log channel's report.
     assert (i18n.ANSWER, "✅ Scheduled announcement **#{id}** in {channel}.") in answers

@@ -439,11 +439,13 @@ async def test_autocomplete_is_filtered_to_the_states_each_command_accepts(
         "unskip": [3, 2],
         "edit": [7, 4, 3, 2, 1],  # what /edit accepts: live, sent, ended
         "info": [7, 6, 5, 4, 3, 2, 1],
+        "postnow": [2, 1],  # the next post now, or as a test: scheduled ones
+        "test": [2, 1],
     }
     assert set(expected) == set(ACCEPTS)
     for name, ids in expected.items():
         assert await values(world, f"ids-{name}") == ids, name
-    for name in ("cancel", "pause", "resume", "skip", "unskip", "edit", "info"):  # commands too
+    for name in ("cancel", "pause", "resume", "skip", "unskip", "edit", "info", "postnow", "test"):
         assert await values(world, name) == expected[name], name
     # A recurring one's label shows its next time.
     [recurring] = [c for c in await id_choices(world, "ids-skip") if c["value"] == 2]

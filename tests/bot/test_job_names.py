@@ -26,6 +26,7 @@ from bot.announcements import (
     REPORT_FN,
     REPORTS_FN,
     SEND_FN,
+    TIDY_FN,
     UPDATE_FN,
 )
 from bot.announcements.retention import PRUNE_FN
@@ -69,6 +70,7 @@ async def test_every_bot_job_is_named_alike_and_answers_to_its_old_name(crier: C
             POSTNOW_FN,
             PRUNE_FN,
             *places,
+            TIDY_FN,
         ]
     )
     assert all(re.fullmatch(r"announcements:[a-z_]+", name) for name in names), names

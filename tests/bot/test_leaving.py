@@ -446,7 +446,8 @@ async def test_forgetting_a_server_deletes_its_rows_of_every_bot_table(
     ann = await announcements.get(world.guild.id, hourly)
     await run_command(world, "edit", id=hourly, reminder="15m")  # its reminder settings
     await run_command(world, "remindme", by=world.member, id=hourly)  # who asked
-    await run_command(world, "postnow", id=hourly)  # an extra post
+    await run_command(world, "edit", id=hourly, replace=True, delete_after="2d")  # its settings
+    await run_command(world, "postnow", id=hourly)  # an extra post (and its row in bot_posts)
     await crier.sched.wait_idle()  # the edit's events job done: the claim below stays
     async with crier.sched.transaction() as ctx:  # rows only a running job holds, or a login
         await ctx.db.execute(
@@ -457,6 +458,11 @@ async def test_forgetting_a_server_deletes_its_rows_of_every_bot_table(
             "INSERT INTO bot_template_places (template_id, channel_id, guild_id, position) "
             "VALUES (1, ?, ?, 0)",
             (world.general.id, world.guild.id),
+        )
+        await ctx.db.execute(
+            "INSERT INTO bot_post_claims (announcement_id, guild_id, job_id, attempt, until_ts) "
+            "VALUES (?, ?, 1, 0, 0)",
+            (ann.id, world.guild.id),
         )
         await ctx.db.execute(  # a reminder sent, and the counts of an older occurrence
             "INSERT INTO bot_reminders (announcement_id, fire_ts, user_id, guild_id, state, "

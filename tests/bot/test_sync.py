@@ -260,7 +260,7 @@ async def test_the_synced_definitions_have_what_the_commands_promise(
         "id", "message", "when", "repeat", "channel", "timezone", "mention", "until",
         "title", "image", "silent", "update_posted", "event", "event_location",
         "event_minutes", "event_channel", "reminder", "times", "as_name", "as_avatar",
-        "also_in",
+        "also_in", "pin", "replace", "delete_after",
     ]  # fmt: skip
     assert (edit["times"]["min_value"], edit["times"]["max_value"]) == (0, 10_000)
     assert (edit["as_name"]["max_length"], edit["as_avatar"]["type"]) == (80, 11)

@@ -79,6 +79,9 @@ class Permissions:
     SEND_POLLS = 1 << 49
     USE_EXTERNAL_APPS = 1 << 50
     PIN_MESSAGES = 1 << 51
+    """Pin and unpin messages (split from MANAGE_MESSAGES in 2025; needed alone since
+    2026-02-23)."""
+    PIN_MESSAGES = 1 << 51
     BYPASS_SLOWMODE = 1 << 52
 
     ALL = 0  # filled in below

@@ -69,6 +69,7 @@ from .interactions import (
 )
 from .oauth2 import OAuth2
 from .permissions import Permissions as P
+from .pins import CHANNEL_PINNED_MESSAGE, PinRoutes
 from .ratelimit import Decision, RateLimiter
 from .shards import DEFAULT_MAX_GUILDS_PER_SHARD, IdentifyAttempt, Sharding
 from .state import (
@@ -316,6 +317,7 @@ class FakeDiscord:
         self.crossposts = CrosspostRoutes(self)
         self.webhooks = WebhookRoutes(self)
         """Channel webhooks (``fake.webhooks.of(channel)``, ``.delete(webhook)``)."""
+        self.pins = PinRoutes(self)
         self.scheduled_events = EventRoutes(self)
         """Guild scheduled events (``fake.scheduled_events.of(guild)``)."""
         self.faults = FaultInjector()
@@ -673,6 +675,7 @@ class FakeDiscord:
             for m in self.message_log
             if m.author.id == self.bot_user.id
             and m.webhook_id is None
+            and m.type != CHANNEL_PINNED_MESSAGE
             and not m.deleted
             and (channel is None or m.channel_id == _id_of(channel))
         ]
@@ -1321,6 +1324,7 @@ class FakeDiscord:
         self.forum_routes.install(add)
         self.crossposts.install(add)
         self.webhooks.install(add)
+        self.pins.install(add)
         self.scheduled_events.install(add)
 
         add("GET", "/guilds/{guild_id}", self._get_guild, major="guild_id")
