@@ -312,6 +312,9 @@ def place_nonce(announcement_id: int, fire_ts: float, channel_id: int) -> str:
     key = f"{announcement_id}:{fire_ts!r}:{channel_id}"
     digest = hashlib.blake2b(key.encode(), digest_size=12)
     return "p" + digest.hexdigest()[:24]
+
+
+@dataclass(frozen=True, slots=True)
 class Tidy:
     """What becomes of an announcement's posts once they are up (``/edit pin: replace:
     delete_after:``)."""

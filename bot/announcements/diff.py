@@ -203,6 +203,8 @@ def places_change(before: tuple[Place, ...], after: tuple[Place, ...]) -> Change
 def places_words(places: tuple[Place, ...]) -> str:
     """``<#1> <#2>``, or ``none``."""
     return " ".join(f"<#{p.channel_id}>" for p in places) or "none"
+
+
 def tidy_changes(before: Tidy, after: Tidy) -> list[Change]:
     """The changes of what becomes of the announcement's posts (pin, replace, delete after)."""
     found = []

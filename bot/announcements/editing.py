@@ -184,8 +184,7 @@ class Editing(Lifecycle, Reading):
             await remind_later(ctx, a.id)  # its next reminders, at their new times
             if post_as is not None:
                 await store_post_as(self, rows, a.id, draft)
-            if tidy_after != tidy_before:
-                await edit_tidy(ctx, a.id, a.guild_id, tidy_before, tidy_after)
+            await edit_tidy(ctx, a.id, a.guild_id, tidy_before, tidy_after)  # if changed
             detail = history_detail(found)
             await rows.add_history(a.id, HistoryAction.EDITED, actor_id, now, detail)
             # Nothing left before a new until: done.

@@ -94,7 +94,9 @@ async def edit_tidy(
     """In the transaction of an edit that changes what becomes of the announcement's posts:
     store it, and apply it to the posts already up: ``pin`` turned on pins the latest post
     (off: unpins it); a new ``delete_after`` moves the deletion of every post still up
-    (``none``: they stay); ``replace`` acts at the next post."""
+    (``none``: they stay); ``replace`` acts at the next post. Nothing when it is unchanged."""
+    if after == before:
+        return
     rows = BotDb(ctx.db)
     await rows.set_tidy(announcement_id, guild_id, after)
     posts = await rows.posts_of(announcement_id)

@@ -214,11 +214,13 @@ class Tidying:
         """Record the step refused for good, and report it (once: with the record)."""
         values = {"id": str(ann.local_id), "channel": f"<#{post.channel_id}>", "reason": reason}
         ann_id, msg_id = post.announcement_id, post.message_id
+        gather = self.announcements.report_gather
 
         async def fail(tx: TransactionContext, _: object) -> bool:
             if not await BotDb(tx.db).step_done(ann_id, msg_id, column, was, "failed", reason):
                 return False
-            await enqueue_report(tx, ann.guild_id, message.format(**values), message, values)
+            text = message.format(**values)
+            await enqueue_report(tx, ann.guild_id, text, message, values, gather=gather)
             return True
 
         if await ctx.run_mutation(fail):
