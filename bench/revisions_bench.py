@@ -12,13 +12,16 @@ round, so each round is one measurement of each). The two alternate round by rou
 first of a round taking turns, so a machine that gets busier or quieter during the run
 weighs on both alike. Printed per measurement: the median of each revision over the rounds,
 and the after/before ratio of each round (its median, min and max): the ratios are paired,
-a round's two measurements having run one after the other.
+a round's two measurements having run one after the other. ``cpu_s`` is the CPU time of each
+run's whole process (its enqueues, its passes, its handlers): the figure to read on a busy
+machine, where the wall times swing with the other work.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import resource
 import subprocess
 import sys
 import tempfile
@@ -47,11 +50,16 @@ def checkout(rev: str, folder: Path) -> Path:
 
 
 def measure(tree: Path, only: str, extra: list[str], out_json: Path) -> dict[str, float]:
-    """One run of ``tree``'s scheduler bench: every measurement's median by its path."""
+    """One run of ``tree``'s scheduler bench: every measurement's median by its path, and
+    ``cpu_s``, the CPU time (user + system) the run's process took: on a machine other work
+    keeps busy, wall times swing with it, CPU time much less."""
     cmd = [sys.executable, str(tree / "bench" / "scheduler_bench.py"), "--only", only]
     cmd += ["--runs", "1", "--json", str(out_json), *extra]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     subprocess.run(cmd, cwd=tree, check=True, stdout=subprocess.DEVNULL)
-    return dict(medians(json.loads(out_json.read_text())))
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {**dict(medians(json.loads(out_json.read_text()))), "cpu_s": cpu}
 
 
 def medians(data: Any, path: str = "") -> list[tuple[str, float]]:

@@ -47,7 +47,7 @@ from .editing import (
     being_posted,
     check_editable,
 )
-from .events import EventPlan, EventPlans, EventShape, claim_events, sync_events_later
+from .events import EventPlan, EventPlans, EventShape, sync_events_later
 from .extra_posts import ExtraPosts, PostNow, extra_nonce, next_post_time
 from .guards import (
     DEFAULT,
@@ -227,7 +227,6 @@ __all__ = [
     "check_room",
     "check_template_name",
     "check_templates",
-    "claim_events",
     "delivery_job",
     "enqueue_delivery",
     "enqueue_post_update",

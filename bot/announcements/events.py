@@ -10,7 +10,8 @@ whatever ``EVENT_LEAD_DAYS`` says and the later ones once they are within it, at
 ``EVENTS_AHEAD`` of them: the next ones are made as those pass) and makes
 Discord's match: creates the missing ones (the intent recorded first), edits the changed
 ones, cancels those no longer wanted. Only one job works on one announcement's events at
-a time (:func:`claim_events`): the others wait for it.
+a time (the scheduler's per-key concurrency, :func:`~.jobs.events_concurrency`): the others
+wait for it, holding nothing.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from ..config import default
 from ..db import BotDb, EventRow
 from ..models import Announcement, AnnouncementState, EventSpec
 from .course import coming_fires
-from .jobs import EVENTS_FN, EventsArgs
+from .jobs import EVENTS_FN, EventsArgs, events_concurrency
 from .placeholders import as_posted_at, occurrence_number
 from .reading import Reading
 
@@ -39,9 +40,6 @@ MAX_EVENT_DESCRIPTION = 1000
 EVENTS_AHEAD = default("events_ahead")
 """The most future occurrences of one announcement that have an event at once
 (``EVENTS_AHEAD``)."""
-CLAIM_SECONDS = 600.0
-"""How long a job's claim on an announcement's events holds if its run dies (longer than
-any run: a few requests, each abandoned well before)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,15 +110,8 @@ async def sync_events_later(
         EVENTS_FN,
         EventsArgs(announcement_id, edited=edited),
         name=f"events of announcement {announcement_id}",
+        concurrency=events_concurrency(announcement_id),
     )
-
-
-async def claim_events(
-    ctx: TransactionContext, announcement_id: int, job_id: int, until: float
-) -> bool:
-    """Take the announcement's events for job ``job_id`` until ``until`` (False: another
-    job holds them)."""
-    return await BotDb(ctx.db).claim_events(announcement_id, job_id, ctx.now.timestamp(), until)
 
 
 class EventPlans(Reading):

@@ -13,7 +13,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from scheduler import ActionContext, JobRequest, Pace, Registry, Retry, TransactionContext
+from scheduler import (
+    ActionContext,
+    Concurrency,
+    JobRequest,
+    Pace,
+    Registry,
+    Retry,
+    TransactionContext,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -160,6 +168,13 @@ def register_job(
     registry.action(fn, args=args, idempotent=True, retry=retry, aliases=OLD_NAMES.get(fn, ()))(
         handler
     )
+
+
+def events_concurrency(announcement_id: int) -> Concurrency:
+    """The concurrency of an announcement's events jobs: one at a time, in every instance
+    (a second waits, holding nothing, until the first ends: two never both look for an event
+    the other is making)."""
+    return Concurrency(f"events:{announcement_id}", 1)
 
 
 def channel_pace(channel_id: int, spacing: float) -> Pace | None:

@@ -153,24 +153,3 @@ class EventTable(Table):
             "WHERE announcement_id = ? AND fire_ts = ?",
             (state, event_id, shows, error, new_fire_ts, start_ts, now, ann_id, fire_ts),
         )
-
-    async def claim_events(self, ann_id: int, job_id: int, now: float, until: float) -> bool:
-        """Take the announcement's events for job ``job_id`` until ``until``: False when
-        another job holds them (its claim not expired)."""
-        await self.db.execute(
-            "DELETE FROM bot_event_claims WHERE announcement_id = ? AND (job_id = ? OR "
-            "until_ts < ?)",
-            (ann_id, job_id, now),
-        )
-        cur = await self.db.execute(
-            "INSERT INTO bot_event_claims (announcement_id, job_id, until_ts) VALUES (?, ?, ?) "
-            "ON CONFLICT (announcement_id) DO NOTHING RETURNING announcement_id",
-            (ann_id, job_id, until),
-        )
-        return bool(await cur.fetchall())
-
-    async def release_events(self, ann_id: int, job_id: int) -> None:
-        await self.db.execute(
-            "DELETE FROM bot_event_claims WHERE announcement_id = ? AND job_id = ?",
-            (ann_id, job_id),
-        )

@@ -125,7 +125,6 @@ class GuildTables(Table):
             "bot_history",
             "bot_event_settings",
             "bot_events",
-            "bot_event_claims",
         ):
             gone[table] = await self._count_deleted(
                 f"DELETE FROM {table} WHERE announcement_id IN ({of_guild}) "

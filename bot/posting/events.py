@@ -3,7 +3,8 @@ action.
 
 The job (:class:`~bot.announcements.jobs.EventsArgs`, enqueued by every change that may
 change an announcement's events: :func:`bot.announcements.events.sync_events_later`) takes
-the announcement's events for itself (one job at a time per announcement), reads what they
+the announcement's events for itself (one job at a time per announcement: the jobs carry the
+scheduler's per-key concurrency, so the next waits holding nothing), reads what they
 should be (:meth:`bot.announcements.events.EventPlans.event_plan`) and makes Discord's
 match, one request at a time:
 
@@ -39,9 +40,9 @@ import discord
 from scheduler import ActionContext, Registry, Retry, RetryLater, TransactionContext
 
 from .. import i18n
-from ..announcements import EVENTS_FN, Announcements, EventsArgs, EventShape, claim_events
-from ..announcements.events import CLAIM_SECONDS, EVENTS_AHEAD
-from ..announcements.jobs import enqueue_report, register_job
+from ..announcements import EVENTS_FN, Announcements, EventsArgs, EventShape
+from ..announcements.events import EVENTS_AHEAD
+from ..announcements.jobs import enqueue_report, events_concurrency, register_job
 from ..db import BotDb, EventRow
 from .failures import REQUEST_ERRORS, RequestFailed, classify
 from .payload import posting_locale
@@ -103,18 +104,12 @@ class EventSync:
         register_job(registry, EVENTS_FN, EventsArgs, self.sync, retry=EVENTS_RETRY)
 
     async def sync(self, ctx: ActionContext, args: EventsArgs) -> dict[str, object]:
-        ann_id, job_id = args.announcement_id, ctx.job.id
-        until = ctx.now.timestamp() + CLAIM_SECONDS
-        if not await ctx.run_mutation(lambda tx, _: claim_events(tx, ann_id, job_id, until)):
-            raise RetryLater(f"another job is making announcement {ann_id}'s events")
+        # One run at a time per announcement: its jobs carry events_concurrency.
         try:
             async with self.poster.holding(ctx):
-                done = await self._sync(ctx, args)
+                return await self._sync(ctx, args)
         except RequestFailed as failed:
             raise RetryLater(failed.reason) from failed
-        finally:
-            await ctx.run_mutation(lambda tx, _: _release(tx, ann_id, job_id))
-        return done
 
     async def _sync(self, ctx: ActionContext, args: EventsArgs) -> dict[str, object]:
         client, announcements = self.poster.client, self.announcements
@@ -351,10 +346,6 @@ class EventSync:
         log.error("announcement %d: event not created: %s", ann.id, reason)
 
 
-async def _release(tx: TransactionContext, ann_id: int, job_id: int) -> None:
-    await BotDb(tx.db).release_events(ann_id, job_id)
-
-
 async def _next_job(tx: TransactionContext, ann_id: int, at: float) -> None:
     """The job that makes the next occurrence's event, once it is within the lead time."""
     await tx.scheduler.enqueue(
@@ -363,4 +354,5 @@ async def _next_job(tx: TransactionContext, ann_id: int, at: float) -> None:
         run_at=max(at, tx.now.timestamp()),
         idempotency_key=f"events:{ann_id}:{at!r}",
         name=f"events of announcement {ann_id}",
+        concurrency=events_concurrency(ann_id),
     )

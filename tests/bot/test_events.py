@@ -7,7 +7,6 @@ scheduling with nothing written."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 import time
@@ -17,11 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from scheduler import JobState
 from tests.bot.conftest import NOW, CrierFactory, World, db_snapshot, run_command
 from tests.bot.conftest import schedule_id as schedule
 from tests.bot.test_crash_bot import DEADLINE, HOLD, Harness
 from tests.bot.test_delivery import advance, advance_to_retry, posts
 from tests.fakediscord import Permissions as P
+from tests.scheduler.helpers import settle
 from tests.support.processes import Process, procs, until
 
 if TYPE_CHECKING:
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from scheduler.testing import FakeClock
     from tests.fakediscord.events import ScheduledEvent
 
+ROOT = Path(__file__).resolve().parents[2]
 BASE = P.VIEW_CHANNEL | P.SEND_MESSAGES | P.MENTION_EVERYONE | P.EMBED_LINKS
 
 
@@ -453,8 +455,10 @@ async def test_one_job_at_a_time_makes_an_announcements_events(
     world: World, crier: Crier, clock: FakeClock
 ) -> None:
     """An edit while the first events job is inside its create (parked at the fake before
-    Discord made anything): the edit's job finds the events taken and waits; it never looks
-    for the event the other one is still making (it would find none and create a second)."""
+    Discord made anything): the edit's job waits its turn (the scheduler's per-key
+    concurrency), pending without a lease or an attempt spent, and never looks for the
+    event the other one is still making (it would find none and create a second); it starts
+    as soon as the first ends, woken by that commit (the clock stands still)."""
     gate = world.fake.scheduled_events.hold_creates()
     n = await schedule(world, when="in 2h", message="Meetup", event=True, event_location="Hall")
     await world.fake.wait_until(
@@ -467,31 +471,45 @@ async def test_one_job_at_a_time_makes_an_announcements_events(
 
     counted = lookups()  # the room check of /schedule
     await run_command(world, "edit", id=n, message="Meetup, renamed")
-
-    async def second_waits() -> bool:
-        async with crier.sched.reader() as db:
-            cur = await db.execute(
-                "SELECT count(*) AS n FROM scheduler_jobs WHERE fn = 'announcements:events' "
-                "AND state = 'pending' AND attempts >= 1"
-            )
-            row = await cur.fetchone()
-        return bool(row and row["n"] == 1)
-
-    for _ in range(1000):  # the driver runs the edit's job at once (due now): until it waited
-        if await second_waits() or lookups() > counted:
-            break
-        await asyncio.sleep(0.01)
-    else:
-        raise AssertionError("the edit's events job did not run")
+    await settle(crier.sched)  # the driver has looked at the edit's job (due now)
+    [second] = await event_jobs(crier)
+    job = await crier.sched.get_job(second)
+    assert job is not None
+    assert (job.state, job.lease_expires_at, job.attempts) == (JobState.PENDING, None, 0)
+    assert job.concurrency_key is not None
     assert lookups() == counted, "the edit's job looked for the event the other one is making"
     gate.set()
-    await advance(crier, clock, 1)
-    [job] = await event_jobs(crier)
-    await advance_to_retry(crier, clock, job)
+    await crier.sched.wait_idle()
 
     [event] = events(world)
     assert event.name == "Meetup, renamed"  # the second job edited the one event
     assert len(creates(world)) == 1
+    job = await crier.sched.get_job(second)
+    assert job is not None
+    assert (job.state, job.attempts) == (JobState.SUCCESS, 0)
+
+
+async def test_an_events_job_stored_before_takes_its_turn_after_the_upgrade(
+    world: World, crier: Crier
+) -> None:
+    """Bot migration 0023 gives the events jobs an earlier release stored (no concurrency
+    key: the claims table kept them apart) the key the new ones carry."""
+    from bot.announcements import EVENTS_FN, EventsArgs
+
+    async with crier.sched.transaction() as ctx:
+        old = await ctx.scheduler.enqueue(EVENTS_FN, EventsArgs(7), run_at=AT_2H)
+        done = await ctx.scheduler.enqueue(EVENTS_FN, EventsArgs(8), run_at=AT_2H)
+        await ctx.db.execute("UPDATE scheduler_jobs SET state = 'success' WHERE id = ?", (done,))
+    dialect = crier.sched.store.dialect
+    path = ROOT / "migrations" / "bot" / dialect / "0023_events_one_at_a_time.sql"
+    sql = "\n".join(line for line in path.read_text().splitlines() if not line.startswith("--"))
+    [update] = [part for part in sql.split(";") if "UPDATE scheduler_jobs" in part]
+    async with crier.sched.transaction() as ctx:
+        await ctx.db.execute(update)
+    for job_id, key in ((old, "events:7"), (done, None)):
+        job = await crier.sched.get_job(job_id)
+        assert job is not None
+        assert (job.concurrency_key, job.concurrency_limit) == (key, key and 1)
 
 
 async def test_paused_by_a_failed_post_its_coming_events_are_canceled(

@@ -448,12 +448,8 @@ async def test_forgetting_a_server_deletes_its_rows_of_every_bot_table(
     await run_command(world, "remindme", by=world.member, id=hourly)  # who asked
     await run_command(world, "edit", id=hourly, replace=True, delete_after="2d")  # its settings
     await run_command(world, "postnow", id=hourly)  # an extra post (and its row in bot_posts)
-    await crier.sched.wait_idle()  # the edit's events job done: the claim below stays
+    await crier.sched.wait_idle()
     async with crier.sched.transaction() as ctx:  # rows only a running job holds, or a login
-        await ctx.db.execute(
-            "INSERT INTO bot_event_claims (announcement_id, job_id, until_ts) VALUES (?, 1, 0)",
-            (ann.id,),
-        )
         await ctx.db.execute(  # a template's other place
             "INSERT INTO bot_template_places (template_id, channel_id, guild_id, position) "
             "VALUES (1, ?, ?, 0)",

@@ -1,0 +1,11 @@
+-- One job at a time makes an announcement's Discord events through the scheduler's per-key
+-- concurrency (key events:<announcement id>, limit 1): the next one waits without a lease,
+-- a worker slot or an attempt spent, and starts when the running one ends. The claims table
+-- that did it by hand goes; the events jobs not finished yet carry the key from now on.
+UPDATE scheduler_jobs AS j
+SET conc_key = 'events:' || (a.args::jsonb ->> 'announcement_id'), conc_limit = 1
+FROM scheduler_job_args AS a
+WHERE a.job_id = j.id AND j.fn = 'announcements:events'
+  AND j.state IN ('pending', 'held', 'in_progress') AND j.conc_key IS NULL;
+
+DROP TABLE bot_event_claims;
