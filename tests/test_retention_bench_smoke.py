@@ -21,7 +21,7 @@ WEEK = 7 * 1440
 def test_tiny_retention_bench_counts_what_a_week_keeps(tmp_path: Path) -> None:
     out = tmp_path / "retention.json"
     argv = [sys.executable, str(BENCH), "--announcements", "1", "--days", "10",
-            "--history-days", "7", "--json", str(out)]  # fmt: skip
+            "--history-days", "7", "--backlog", "1", "--json", str(out)]  # fmt: skip
     proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=230)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     doc = json.loads(out.read_text("utf-8"))
@@ -32,3 +32,8 @@ def test_tiny_retention_bench_counts_what_a_week_keeps(tmp_path: Path) -> None:
         assert without[table] == with_job[table] == WEEK
     assert with_job["data_mib"] > 0
     assert "rows after each day" in proc.stdout
+    # The backlog: one announcement, 3 days, all but the last half day deleted (the 5
+    # latest are the last half day's), a batch per transaction.
+    backlog = doc["backlog"]
+    assert backlog["deleted"] == 3 * 1440 - 720
+    assert backlog["transactions"] >= backlog["deleted"] // 1000

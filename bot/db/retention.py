@@ -5,7 +5,8 @@ rows newly past it.
 
 Every statement is bounded: a walk reads at most ``limit`` rows of a table by its primary
 key from where the last one stopped, and a prune deletes at most ``limit`` rows of one
-announcement by its ``(announcement_id, …)`` index, in the caller's transaction. A delete
+announcement by its ``(announcement_id, …)`` index, in the caller's transaction; what it
+keeps is found by walking that index back from the newest (``ORDER BY … DESC LIMIT 1``). A delete
 says what it deleted (``RETURNING``), so two prunes of one announcement at once (whose rows
 the second finds gone) count each row once."""
 
@@ -77,10 +78,12 @@ class RetentionTable(Table):
             "  AND d.fire_ts < (SELECT k.fire_ts FROM bot_deliveries k"
             "   WHERE k.announcement_id = ? AND k.fire_ts <= ?"
             "   ORDER BY k.fire_ts DESC LIMIT 1 OFFSET ?)"
-            "  AND d.fire_ts <> COALESCE((SELECT max(t.fire_ts) FROM bot_deliveries t"
-            "   WHERE t.announcement_id = ? AND t.state <> ?), -1)"
-            "  AND d.fire_ts <> COALESCE((SELECT max(p.fire_ts) FROM bot_deliveries p"
-            "   WHERE p.announcement_id = ? AND p.state IN (?, ?)), -1)"
+            "  AND d.fire_ts <> COALESCE((SELECT t.fire_ts FROM bot_deliveries t"
+            "   WHERE t.announcement_id = ? AND t.state <> ?"
+            "   ORDER BY t.fire_ts DESC LIMIT 1), -1)"
+            "  AND d.fire_ts <> COALESCE((SELECT p.fire_ts FROM bot_deliveries p"
+            "   WHERE p.announcement_id = ? AND p.state IN (?, ?)"
+            "   ORDER BY p.fire_ts DESC LIMIT 1), -1)"
             " ORDER BY d.fire_ts LIMIT ?) RETURNING state",
             (
                 announcement_id, before,
@@ -123,8 +126,8 @@ class RetentionTable(Table):
             " WHERE h.announcement_id = ? AND h.at < ? AND h.action <> ?"
             "  AND h.id < (SELECT k.id FROM bot_history k WHERE k.announcement_id = ?"
             "   ORDER BY k.id DESC LIMIT 1 OFFSET ?)"
-            "  AND h.id <> COALESCE((SELECT max(r.id) FROM bot_history r"
-            "   WHERE r.announcement_id = ? AND r.action = ?), -1)"
+            "  AND h.id <> COALESCE((SELECT r.id FROM bot_history r"
+            "   WHERE r.announcement_id = ? AND r.action = ? ORDER BY r.id DESC LIMIT 1), -1)"
             " ORDER BY h.id LIMIT ?) RETURNING id",
             (
                 announcement_id, before, HistoryAction.CREATED.value,
