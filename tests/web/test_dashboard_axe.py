@@ -166,6 +166,17 @@ async def styled_form(page: Any, s: Seeded) -> None:
     await page.locator(".preview .embed-fields").wait_for()
 
 
+async def places_refused(page: Any, s: Seeded) -> None:
+    """The new-announcement form refused at its other places (its own channel ticked)."""
+    await goto(page, f"{s.site.url}/g/{s.site.world.guild.id}/new?template=weekly")
+    await page.get_by_label("When", exact=True).fill("in 2 hours")
+    news = s.site.world.news
+    await page.get_by_label("Channel", exact=True).select_option(str(news.id))
+    await page.get_by_role("group", name="Also post in").get_by_label("#news").check()
+    await page.get_by_role("button", name="Schedule").click()
+    await page.locator("[role=alert]").first.wait_for()
+
+
 def clicked(path: str, button: str) -> Callable[[Any, Seeded], Awaitable[None]]:
     """A visit to ``path``, then a click on ``button`` (a page reached by a form)."""
 
@@ -192,6 +203,7 @@ MANAGER_PAGES: dict[str, Callable[[Any, Seeded], Awaitable[None]]] = {
     "new form from a template, previewed": previewed_form,
     "new form, refused": refused_form,
     "new form with a style, previewed": styled_form,
+    "new form, its other places refused": places_refused,
     "edit form": at("/g/{g}/a/1/edit"),
     "cancel, asked first": clicked("/g/{g}/a/1", "Cancel announcement"),
     "templates": at("/g/{g}/templates"),

@@ -126,6 +126,7 @@ FIELD_LABELS: Mapping[str, str] = {
     "thumbnail": i18n.marked("Thumbnail"),
     "buttons": i18n.marked("Link buttons"),
     "as_name": i18n.marked("Post as"),
+    "also_in": i18n.marked("Also post in"),
     "template": i18n.marked("Start from a template"),
     "pick": i18n.marked("Start from a template"),
     "template_name": i18n.marked("Template name"),
@@ -209,6 +210,9 @@ class Fields:
     shows_refusal: bool = False
     """Its handler answers a field too long itself (:meth:`Form.check`: the form shown
     again); otherwise the refusal is the answer, before the handler runs."""
+    several: frozenset[str] = frozenset()
+    """Fields sent once per value picked (a group of checkboxes of one name): their values
+    are kept together, separated by spaces (within the field's length)."""
 
 
 NO_FIELDS = Fields()
@@ -616,10 +620,15 @@ class _FormReading:
         self.csrf_checked = False
 
     def keep(self, name: str, value: str) -> None:
-        """A declared field's value (the first one given), or its refusal if too long; the
-        CSRF token checked as soon as it is read."""
-        if name in self.values or any(r.field == name for r in self.too_long):
+        """A declared field's value (the first one given; every one, space-separated, of a
+        field sent once per value picked), or its refusal if too long; the CSRF token
+        checked as soon as it is read."""
+        if any(r.field == name for r in self.too_long):
             return
+        if name in self.values:
+            if name not in self.fields.several:
+                return
+            value = f"{self.values.pop(name)} {value}"
         if len(value) > self.lengths[name]:
             self.too_long.append(FieldTooLong(name, self.lengths[name]))
             self.values[name] = ""

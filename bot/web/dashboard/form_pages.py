@@ -42,6 +42,7 @@ from .forms import (
     field_labels,
     form_values,
     new_request,
+    places_text,
     preview_of,
     remove_field_row,
     rows_shown,
@@ -51,6 +52,7 @@ from .forms import (
     template_reminder,
     typed_edit,
     typed_message,
+    typed_places,
     typed_style,
 )
 from .pages import ANNOUNCEMENT, GUILD, GuildPages, get, post
@@ -202,7 +204,7 @@ class FormPages(GuildPages):
         labels = field_labels()
         merged = dict(values)
         kept: list[str] = []
-        for key in ("message", "title", "mention", "reminder", "as_name"):
+        for key in ("message", "title", "mention", "reminder", "as_name", "also_in"):
             if not values[key].strip():
                 merged[key] = filled[key]
             elif filled[key] and values[key] != filled[key]:
@@ -263,8 +265,13 @@ class FormPages(GuildPages):
             "reminder": lead_text(await self.d.announcements.reminder_lead(a.id)),
             **style_values(a.rich.style),
             "as_name": (await self.d.announcements.post_as_names([a.id])).get(a.id, ""),
+            "also_in": places_text(await self.place_ids(a)),
         }
         return await self.form_page(viewer, who, values, editing=a)
+
+    async def place_ids(self, a: Announcement) -> tuple[int, ...]:
+        """The other places ``a`` posts in (their channels' ids)."""
+        return tuple(p.channel_id for p in await self.d.announcements.places(a.id))
 
     @post(ANNOUNCEMENT + "/edit", form=EDIT_FORM)
     async def edit(self, request: web.Request, viewer: Viewer) -> web.StreamResponse:
@@ -310,8 +317,9 @@ class FormPages(GuildPages):
         kept_reminder = await d.announcements.reminder_lead(current.id)
         kept_as_name = (await d.announcements.post_as_names([current.id])).get(current.id)
         options = typed_edit(
-            current, values, kept_event, kept_reminder, thumbnail, kept_as_name=kept_as_name
-        )
+            current, values, kept_event, kept_reminder, thumbnail, kept_as_name=kept_as_name,
+            kept_places=await self.place_ids(current),
+        )  # fmt: skip
         (draft, notes, upcoming), when_given = await check_edit(
             d.announcements, d.clock, who, current, options, message
         )  # the files are kept: the form's one file field is the thumbnail's
@@ -363,6 +371,7 @@ class FormPages(GuildPages):
             channel_id=template_channel(values), image=image,
             reminder=template_reminder(values, who.locale), style=style, thumbnail=thumbnail,
             post_as=await self.template_post_as(who, values, editing),
+            also_in=typed_places(values),
         )  # fmt: skip
         kept = await self.d.announcements.save_template(made)
         log.info(
@@ -438,6 +447,15 @@ class FormPages(GuildPages):
             if current is not None:
                 channels.insert(0, current)
         roles = [r for r in reversed(guild.roles) if not r.is_default()]
+        # The other places it may post in: the text channels the member can see, and the
+        # places ticked now (a thread, say, which the list of channels doesn't hold).
+        other_places: list[Any] = [
+            c for c in guild.text_channels if c.permissions_for(who.member).view_channel
+        ]
+        for ticked in values.get("also_in", "").split():
+            found = guild.get_channel_or_thread(int(ticked)) if ticked.isdigit() else None
+            if found is not None and all(c.id != found.id for c in other_places):
+                other_places.append(found)
         places: list[discord.VoiceChannel | discord.StageChannel] = [
             *guild.voice_channels,
             *guild.stage_channels,
@@ -460,7 +478,7 @@ class FormPages(GuildPages):
         return self.d.render(
             "form.html", viewer, status=400 if error else 200, guild=guild, values=values,
             editing=editing, error=error, saved=saved, preview=preview, channels=channels,
-            roles=roles,
+            roles=roles, other_places=other_places, ticked=values.get("also_in", "").split(),
             zones=zone_names(), event_channels=places, templates=templates,
             started_with=started_with, lost_channel=lost_channel, lost_role=lost_role,
             kept_typed=kept_typed or [],
@@ -498,6 +516,7 @@ def template_values(who: Requester, template: Template) -> dict[str, str]:
         "reminder": lead_text(template.reminder),
         **style_values(template.style),
         "as_name": "" if template.post_as is None else template.post_as.name,
+        "also_in": places_text(template.also_in),
     }
     if s.channel_id is not None:
         values["channel"] = str(s.channel_id)

@@ -20,6 +20,7 @@ from ...requests.checks import Refusal
 from ...requests.editing import NO_TITLE, EditOptions, mention_option
 from ...requests.events import NEEDS_A_PLACE
 from ...requests.files import too_large
+from ...requests.places import MAX_ALSO_IN
 from ...requests.post_as import MAX_AS_NAME
 from ...requests.reminders import lead_text, parse_lead
 from ...requests.request import AnnouncementOptions, AnnouncementRequest, Requester
@@ -62,7 +63,7 @@ STYLE_CHECKBOXES = ("thumbnail_remove", *(f"field_inline_{n}" for n in FIELD_ROW
 FORM_FIELDS = (
     "message", "title", "channel", "when", "repeat", "timezone", "mention", "until",
     "event_location", "event_minutes", "event_channel", "template", "template_name",
-    "channel_shown", "pick", "reminder", "as_name", *STYLE_FIELDS,
+    "channel_shown", "pick", "reminder", "as_name", "also_in", *STYLE_FIELDS,
 )  # fmt: skip
 CHECKBOXES = ("silent", "update_posted", "event", *STYLE_CHECKBOXES)
 
@@ -79,6 +80,7 @@ FIELD_LENGTHS: dict[str, int] = {
     **{f"field_name_{n}": MAX_FIELD_NAME for n in FIELD_ROWS},
     **{f"field_value_{n}": MAX_FIELD_VALUE for n in FIELD_ROWS},
     "as_name": MAX_AS_NAME,
+    "also_in": MAX_ALSO_IN,
 }
 """The most characters each field of the form holds: what the commands' options hold
 (``message`` as /schedule's, ``when`` as its text options, ``template_name`` as /template
@@ -89,9 +91,16 @@ def _file_limit(d: Dashboard) -> float:
     return d.announcements.file_max_bytes
 
 
-NEW_FORM = Fields(FIELD_LENGTHS, Upload("image", _file_limit, too_large), shows_refusal=True)
+SEVERAL = frozenset({"also_in"})
+"""The form's fields sent once per value picked: the other places' checkboxes."""
+NEW_FORM = Fields(
+    FIELD_LENGTHS, Upload("image", _file_limit, too_large), shows_refusal=True, several=SEVERAL
+)
 """The new-announcement form: its fields and its file."""
-EDIT_FORM = Fields(FIELD_LENGTHS, Upload("thumbnail", _file_limit, too_large), shows_refusal=True)
+EDIT_FORM = Fields(
+    FIELD_LENGTHS, Upload("thumbnail", _file_limit, too_large), shows_refusal=True,
+    several=SEVERAL,
+)  # fmt: skip
 """The edit form: its fields and a new thumbnail (the announcement's files are kept)."""
 
 
@@ -225,6 +234,7 @@ def new_request(
         reminder=_text(values, "reminder"),
         style=style,
         as_name=_text(values, "as_name"),
+        also_in=_text(values, "also_in"),
     )
     return AnnouncementRequest(requester, options, message)
 
@@ -254,6 +264,7 @@ def typed_edit(
     kept_reminder: float | None = None,
     thumbnail: Image | None = None,
     kept_as_name: str | None = None,
+    kept_places: tuple[int, ...] = (),
 ) -> EditOptions:
     """What the edit form (prefilled with ``current``, its event ``kept_event``, its
     reminder lead ``kept_reminder`` and the name it posts as ``kept_as_name``) changes, as
@@ -274,7 +285,26 @@ def typed_edit(
         reminder=reminder_change(kept_reminder, values["reminder"]),
         style=typed_style(values, current.rich.style, thumbnail),
         as_name=as_name_change(kept_as_name, values["as_name"]),
+        also_in=places_change(kept_places, values["also_in"]),
     )
+
+
+def places_text(channel_ids: tuple[int, ...]) -> str:
+    """The other places as the form holds them (the ids of the channels ticked)."""
+    return " ".join(str(c) for c in channel_ids)
+
+
+def places_change(kept: tuple[int, ...], typed: str) -> str | None:
+    """The edit's ``also_in`` option from the form's ticked places, prefilled with ``kept``:
+    None (kept) when the same ones are ticked, ``none`` when every one was unticked."""
+    if typed.split() == places_text(kept).split():
+        return None
+    return typed.strip() or ("none" if kept else None)
+
+
+def typed_places(values: Mapping[str, str]) -> tuple[int, ...]:
+    """The places ticked on the form, for a template saved from it (each once)."""
+    return tuple(dict.fromkeys(int(c) for c in values["also_in"].split() if c.isdigit()))
 
 
 def as_name_change(kept: str | None, typed: str) -> str | None:
