@@ -596,7 +596,7 @@ class Crier:
         jobs = (
             delivery,
             ExtraPosting(delivery, nonce_window=settings.nonce_window),
-            Tidying(poster, announcements),
+            Tidying(poster, announcements, webhooks),
             PostUpdates(poster, announcements, pacer, webhooks, stats=self.stats),
             PlaceDelivery(delivery, nonce_window=settings.nonce_window, stats=self.stats),
             PlaceUpdates(poster, announcements, pacer, webhooks, stats=self.stats),

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from ..announcements import Announcements
     from ..models import Announcement
     from .poster import Poster, SideEffect
+    from .webhooks import WebhookSender
 
 __all__ = ["MAX_PINS", "PIN_REFUSED", "TIDY_RETRY", "Tidying"]
 
@@ -84,9 +85,14 @@ def next_step(posts: list[PostRow], now: float) -> tuple[str, PostRow] | None:
 class Tidying:
     """The ``announcements:tidy`` action."""
 
-    def __init__(self, poster: Poster, announcements: Announcements) -> None:
+    def __init__(
+        self, poster: Poster, announcements: Announcements, webhooks: WebhookSender | None = None
+    ) -> None:
         self.poster = poster
         self.announcements = announcements
+        self.webhooks = webhooks
+        """Deletes the posts made as someone through their webhook (they are not the bot's
+        own messages: deleting them as the bot would need Manage Messages)."""
 
     def register(self, registry: Registry) -> None:
         register_job(registry, TIDY_FN, TidyArgs, self.tidy, retry=TIDY_RETRY)
@@ -182,7 +188,7 @@ class Tidying:
             now = ctx.now.timestamp()
             ann_id, msg_id = post.announcement_id, post.message_id
             await ctx.run_mutation(lambda tx, _: BotDb(tx.db).deleted_due(ann_id, msg_id, now))
-        failed = await self._request(ctx, self._message(post).delete, "delete")
+        failed = await self._request(ctx, lambda: self._delete_post(post), "delete")
         if failed is None:
             await self._done(ctx, post, "remove_state", "delete", "deleted")
             return "deleted"
@@ -192,6 +198,15 @@ class Tidying:
         reason = DELETE_REFUSED if failed.code == MISSING_PERMISSIONS else failed.reason
         await self._failed(ctx, ann, post, "remove_state", "delete", reason, _DELETE)
         return "failed"
+
+    async def _delete_post(self, post: PostRow) -> None:
+        """Delete the post: through the webhook that made it, when it was made as someone
+        (and the webhook is still there), else as the bot."""
+        if self.webhooks is not None:
+            through = await self.webhooks.target(post.message_id)
+            if through is not None and await self.webhooks.delete(through):
+                return
+        await self._message(post).delete()
 
     async def _done(
         self, ctx: ActionContext, post: PostRow, column: str, was: str, now_state: str

@@ -109,6 +109,12 @@ class WebhookRequests:
             query["with_components"] = "true"
         return await self._request("PATCH", hook, f"/messages/{message_id}", params, query)
 
+    async def delete(self, hook: ChannelWebhook, message_id: int, *, thread_id: int | None) -> None:
+        """``DELETE /webhooks/{id}/{token}/messages/{message_id}``: the message deleted."""
+        query = {} if thread_id is None else {"thread_id": str(thread_id)}
+        path = f"/webhooks/{hook.webhook_id}/{hook.token}/messages/{message_id}"
+        await self._call("DELETE", path, None, query, {}, webhook_id=hook.webhook_id)
+
     async def _request(
         self,
         method: str,

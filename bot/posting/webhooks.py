@@ -447,6 +447,19 @@ class WebhookSender:
                 raise
             raise RequestFailed(f"{WEBHOOK_GONE} ({UNKNOWN_WEBHOOK})", permanent=True) from gone
 
+    async def delete(self, target: WebhookTarget) -> bool:
+        """Delete the message through its webhook (no Manage Messages needed: it is the
+        webhook's own); False when the webhook is gone (the caller deletes it as the bot)."""
+        if target.hook is None:
+            return False
+        try:
+            await self.requests.delete(target.hook, target.message_id, thread_id=target.thread_id)
+        except discord.NotFound as gone:
+            if gone.code != UNKNOWN_WEBHOOK:
+                raise
+            return False
+        return True
+
     async def _edit(
         self, hook: ChannelWebhook, target: WebhookTarget, payload: PostPayload
     ) -> None:

@@ -458,3 +458,23 @@ async def test_posting_as_someone_asks_for_the_same_rights_in_each_other_place(
     said = await edit(world, local, as_name="Town hall")
     assert f"I need **Manage Webhooks** in <#{world.general.id}>" in said, said
     assert await db_snapshot(crier) == before
+
+
+async def test_replace_deletes_the_post_before_through_its_webhook(
+    world: World, crier: Crier, clock: FakeClock
+) -> None:
+    """/edit replace: with as_name: the post before is the webhook's, not the bot's: it is
+    deleted through the webhook (without Manage Messages, which the bot lacks here)."""
+    can_post_as(world)
+    local = await as_town_hall(world, repeat="daily")
+    said = await edit(world, local, replace=True)
+    assert "Edited" in said, said
+    await advance(crier, clock, timedelta(minutes=1))
+    [hook] = world.fake.webhooks.of(world.news)
+    [first] = webhook_posts(world, hook)
+    await advance(crier, clock, timedelta(days=1))
+    [second] = webhook_posts(world, hook)
+    assert first.deleted
+    assert second is not first
+    deletes = [r.path for r in world.fake.requests if r.method == "DELETE"]
+    assert deletes == [f"/webhooks/{hook.id}/{hook.token}/messages/{first.id}"], deletes
