@@ -563,3 +563,5 @@ class Template:
     """Its style's thumbnail, bytes included (None: none)."""
     also_in: tuple[int, ...] = ()
     """The other places it posts in (channels' ids; ``/schedule template:`` checks them)."""
+    tidy: Tidy = Tidy()
+    """What becomes of its posts (pin, replace, delete after), applied as it is."""

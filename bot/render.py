@@ -991,6 +991,8 @@ def _template_fields(template: Template) -> list[str]:
         parts.append(t("posts as **{name}**", name=_cut(template.post_as.name, 80)))
     if not template.style.empty:
         parts.append(t("styled"))
+    if template.tidy.on:
+        parts.append(t("its posts: {what}", what=tidy_said(template.tidy)))
     fields = ("  " + " · ".join(parts)) if parts else "  " + t("(text only)")
     return [fields, f"  {_snippet(template.content)}"]
 

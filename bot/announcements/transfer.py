@@ -24,6 +24,7 @@ from ..models import (
     Place,
     PostAs,
     Template,
+    Tidy,
 )
 from .editing import Editing
 from .guards import check_templates
@@ -63,6 +64,8 @@ class ExportRows:
     """The thumbnail of each of those whose style has one."""
     places: dict[int, tuple[Place, ...]] = field(default_factory=dict)
     """The other places of each of those that post in several."""
+    tidies: dict[int, Tidy] = field(default_factory=dict)
+    """What becomes of their posts (pin, replace, delete after), of those that set any."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +104,7 @@ class Transfer(Editing, Templates):
             thumbnails = await rows.live_thumbnails(guild_id)
             templates = await with_template_places(rows, templates)
             places = await rows.places_of([a.id for a in live])
+            tidies = await rows.tidies([a.id for a in live])
         live.reverse()  # oldest first: an import numbers them in the same order
         return ExportRows(
             live,
@@ -112,6 +116,7 @@ class Transfer(Editing, Templates):
             posts_as,
             thumbnails,
             places,
+            tidies,
         )
 
     async def imported_keys(self, guild_id: int, keys: Sequence[str]) -> dict[str, int]:

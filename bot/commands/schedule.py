@@ -23,7 +23,7 @@ from .. import i18n
 from ..announcements import Announcements, GuildSettings
 from ..i18n import t
 from ..limits import MAX_CHOICES, MAX_EMBED_TITLE, MAX_MESSAGE, MAX_TAGS_TEXT, MAX_TEXT_OPTION
-from ..models import Style
+from ..models import Style, Tidy
 from ..parsing import InputError
 from ..render import PAGE_SIZE, canceled, confirmation, listing_page
 from ..requests.checks import Refusal, can_read, hidden_channels
@@ -116,6 +116,7 @@ class AnnouncementCommands(AnswersErrors, name=COMMANDS_COG):
         post_as: PostAs | None = None
         style, thumbnail = Style(), None
         also_in: tuple[int, ...] = ()
+        tidy: Tidy | None = None
         if template is not None:  # its fields fill in the options left out
             who = await self.manager(interaction)
             started = started_from(
@@ -133,6 +134,7 @@ class AnnouncementCommands(AnswersErrors, name=COMMANDS_COG):
             reminder, post_as = started.reminder, started.post_as
             style, thumbnail = started.style, started.thumbnail
             also_in = started.also_in
+            tidy = started.tidy if started.tidy.on else None
         channel_id = channel_id or (interaction.channel or discord.Object(0)).id
         options = AnnouncementOptions(
             when=when,
@@ -156,6 +158,7 @@ class AnnouncementCommands(AnswersErrors, name=COMMANDS_COG):
             style=style,
             # (the template's places, but the channel it posts in now: one post there)
             kept_places=tuple(c for c in also_in if c != channel_id),
+            kept_tidy=tidy,
         )
         if message is None:
             # Refused before any typing if anything else is wrong.

@@ -78,6 +78,27 @@ class PostTables(Table):
             bool(row["pin"]), bool(row["replace_previous"]), None if after is None else float(after)
         )
 
+    async def tidies(self, announcement_ids: Sequence[int]) -> dict[int, Tidy]:
+        """What becomes of the posts of those of the announcements that set any of it."""
+        found: dict[int, Tidy] = {}
+        ids = list(announcement_ids)
+        for start in range(0, len(ids), 500):
+            part = ids[start : start + 500]
+            marks = ", ".join("?" * len(part))
+            cur = await self.db.execute(
+                "SELECT announcement_id, pin, replace_previous, delete_after_s "
+                f"FROM bot_post_settings WHERE announcement_id IN ({marks})",
+                tuple(part),
+            )
+            for r in await cur.fetchall():
+                after = r["delete_after_s"]
+                found[int(r["announcement_id"])] = Tidy(
+                    bool(r["pin"]),
+                    bool(r["replace_previous"]),
+                    None if after is None else float(after),
+                )
+        return found
+
     async def set_tidy(self, announcement_id: int, guild_id: int, tidy: Tidy) -> None:
         await self.db.execute(
             "DELETE FROM bot_post_settings WHERE announcement_id = ?", (announcement_id,)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..models import Image, PostAs, Template
+from ..models import Image, PostAs, Template, Tidy
 from .styles import decode_style, encode_style
 from .table import Table, optional_int
 
@@ -17,7 +17,8 @@ if TYPE_CHECKING:
 _COLUMNS = (
     "guild_id, name, content, title, silent, mention, channel_id, image_name, image_type, "
     "image_data, author_id, created_at, reminder_s, as_name, as_avatar_name, as_avatar_type, "
-    "as_avatar, style, thumbnail_name, thumbnail_type, thumbnail_data"
+    "as_avatar, style, thumbnail_name, thumbnail_type, thumbnail_data, post_pin, post_replace, "
+    "post_delete_after_s"
 )
 
 
@@ -45,6 +46,11 @@ def _template(row: Any) -> Template:
         post_as=_post_as(row),
         style=decode_style(row["style"]),
         thumbnail=thumbnail,
+        tidy=Tidy(
+            bool(row["post_pin"]),
+            bool(row["post_replace"]),
+            None if row["post_delete_after_s"] is None else float(row["post_delete_after_s"]),
+        ),
     )
 
 
@@ -124,7 +130,7 @@ class TemplateTable(Table):
         avatar = None if t.post_as is None else t.post_as.avatar
         await self.db.execute(
             f"INSERT INTO bot_templates ({_COLUMNS}, name_key, image_size, thumbnail_size) "
-            f"VALUES ({', '.join('?' * 24)})",
+            f"VALUES ({', '.join('?' * 27)})",
             (
                 t.guild_id,
                 t.name,
@@ -147,6 +153,9 @@ class TemplateTable(Table):
                 None if thumbnail is None else thumbnail.filename,
                 None if thumbnail is None else thumbnail.content_type,
                 None if thumbnail is None else thumbnail.data,
+                int(t.tidy.pin),
+                int(t.tidy.replace),
+                t.tidy.delete_after,
                 name_key(t.name),
                 0 if image is None else len(image.data),
                 0 if thumbnail is None else len(thumbnail.data),

@@ -28,6 +28,7 @@ import discord
 from scheduler.triggers import DateStep
 
 from ..announcements.places import MAX_PLACES
+from ..announcements.previous import MAX_DELETE_AFTER, MIN_DELETE_AFTER
 from ..announcements.reminders import MAX_REMINDER, MIN_REMINDER
 from ..i18n import t
 from ..models import (
@@ -40,6 +41,7 @@ from ..models import (
     PostAs,
     Style,
     Template,
+    Tidy,
 )
 from ..parsing import InputError, RepeatRule
 from ..parsing.spoken import listed
@@ -62,15 +64,17 @@ if TYPE_CHECKING:
 
     from ..announcements import ExportRows
 
-VERSION: Final = 5
+VERSION: Final = 6
 """The version ``/export`` writes: 2 added each announcement's ``event``, 3 each
 announcement's and template's ``reminder_seconds``, 4 their ``post_as`` (a name and an
-avatar) and their ``style``, 5 their ``also_in`` (other places, by name)."""
-READ_VERSIONS: Final = (1, 2, 3, 4, 5)
+avatar) and their ``style``, 5 their ``also_in`` (other places, by name), 6 their ``pin``,
+``replace`` and ``delete_after_seconds`` (what becomes of their posts)."""
+READ_VERSIONS: Final = (1, 2, 3, 4, 5, 6)
 """The versions ``/import`` reads (a version 1 file is a version 2 one without events, a
 version 2 file a version 3 one without reminders, a version 3 file a version 4 one where
 everything posts as the bot, without styles, a version 4 file a version 5 one where each
-posts in its own channel only)."""
+posts in its own channel only, a version 5 file a version 6 one whose posts stay as they
+are)."""
 MAX_IMPORT_BYTES: Final = 8 * 1024 * 1024
 """The largest file ``/import`` reads: under what any member may upload (10 MiB without
 Nitro); an export of 10,000 announcements without files is about 5 MiB."""
@@ -232,6 +236,7 @@ def export_document(guild: discord.Guild, found: ExportRows, now: datetime) -> d
                 "post_as": _post_as(found.posts_as.get(a.id)),
                 "style": _style(a.rich.style, found.thumbnails.get(a.id)),
                 "also_in": _places(guild, [p.channel_id for p in found.places.get(a.id, ())]),
+                **_tidy(found.tidies.get(a.id, Tidy())),
             }
         )
     templates = [
@@ -247,6 +252,7 @@ def export_document(guild: discord.Guild, found: ExportRows, now: datetime) -> d
             "post_as": _post_as(t.post_as),
             "style": _style(t.style, t.thumbnail),
             "also_in": _places(guild, list(t.also_in)),
+            **_tidy(t.tidy),
         }
         for t in found.templates
     ]
@@ -323,6 +329,8 @@ class DocAnnouncement:
     thumbnail: Image | None = None
     also_in: tuple[Named, ...] = ()
     """Its other places, by name."""
+    tidy: Tidy | None = None
+    """What becomes of its posts (None: nothing, as before version 6)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -339,6 +347,7 @@ class DocTemplate:
     style: Style | None = None
     thumbnail: Image | None = None
     also_in: tuple[Named, ...] = ()
+    tidy: Tidy | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -643,7 +652,33 @@ def _announcement(value: Any) -> DocAnnouncement:
         post_as=_doc_post_as(value),
         **_doc_style(value),
         also_in=_doc_places(value),
+        tidy=_doc_tidy(value),
     )
+
+
+def _tidy(tidy: Tidy) -> dict[str, Any]:
+    """What becomes of the posts, as exported."""
+    return {
+        "pin": tidy.pin,
+        "replace": tidy.replace,
+        "delete_after_seconds": _seconds(tidy.delete_after),
+    }
+
+
+def _doc_tidy(row: Mapping[str, Any]) -> Tidy | None:
+    """A row's ``pin``, ``replace`` and ``delete_after_seconds`` (None: none of it)."""
+    after = _get(row, "delete_after_seconds", int, null=True)
+    if after is not None and not MIN_DELETE_AFTER <= after <= MAX_DELETE_AFTER:
+        raise RowRefused(
+            t("`delete_after_seconds` must be {least} to {most}", least=round(MIN_DELETE_AFTER),
+              most=round(MAX_DELETE_AFTER))
+        )  # fmt: skip
+    tidy = Tidy(
+        pin=bool(_get(row, "pin", bool, null=True)),
+        replace=bool(_get(row, "replace", bool, null=True)),
+        delete_after=None if after is None else float(after),
+    )
+    return tidy if tidy.on else None
 
 
 def _doc_places(row: Mapping[str, Any]) -> tuple[Named, ...]:
@@ -769,6 +804,7 @@ def _template(value: Any) -> DocTemplate:
         post_as=_doc_post_as(value),
         **_doc_style(value),
         also_in=_doc_places(value),
+        tidy=_doc_tidy(value),
     )
 
 
@@ -795,4 +831,5 @@ def template_of(
         style=t.style or Style(),
         thumbnail=t.thumbnail,
         also_in=also_in,
+        tidy=t.tidy or Tidy(),
     )

@@ -205,6 +205,7 @@ async def _checked_row(
         has_files=bool(row.files) or row.thumbnail is not None,
         **_event_options(guild, row),
         kept_reminder=row.reminder,
+        kept_tidy=row.tidy,
         as_name=None if row.post_as is None else row.post_as.name,
         as_avatar=row.post_as is not None and row.post_as.avatar is not None,
         style=row.style,

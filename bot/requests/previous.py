@@ -72,7 +72,8 @@ def check_tidy(
 ) -> Tidy | None:
     """What becomes of the announcement's posts, as the request asks (the options left out
     keep ``kept_tidy``); None when nothing is asked nor kept. Refused on a forum, and
-    ``pin: true`` where the bot lacks Pin Messages."""
+    pinning where the bot lacks Pin Messages (checked at every change, like the bot's right
+    to post there)."""
     asked = (options.pin, options.replace, options.delete_after)
     if all(v is None for v in asked) and options.kept_tidy is None:
         return None
@@ -96,7 +97,7 @@ def check_tidy(
               "`replace: false`, `delete_after: none`)."),
             field=field,
         )  # fmt: skip
-    if options.pin and not target.permissions_for(me).pin_messages:
+    if tidy.pin and not target.permissions_for(me).pin_messages:
         raise Refusal(
             t("I need **Pin Messages** in {channel} to pin its posts. Ask an admin to grant "
               "it, then try again, or leave `pin` off.", channel=target.mention),

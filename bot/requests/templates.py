@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from ..announcements import Announcements, check_template_name
 from ..i18n import t
-from ..models import Image, PostAs, Style, Template, mention_markup
+from ..models import Image, PostAs, Style, Template, Tidy, mention_markup
 from ..parsing import InputError, concerning
 from ..parsing.placeholders import check_placeholders
 from .checks import Refusal, can_read, require_manager
@@ -55,6 +55,7 @@ async def template_from(
         style=style if thumbnail is not None else replace(style, thumbnail=None),
         thumbnail=thumbnail,
         also_in=tuple(p.channel_id for p in await announcements.places(a.id)),
+        tidy=await announcements.tidy(a.id),
     )
 
 
@@ -74,6 +75,7 @@ async def template_of_form(
     thumbnail: Image | None = None,
     post_as: PostAs | None = None,
     also_in: tuple[int, ...] = (),
+    tidy: Tidy | None = None,
 ) -> Template:
     """A template named ``name`` holding what the announcement form holds (its text, title,
     silence, mention, channel, file and reminder lead), nothing scheduled; refused as /template save
@@ -110,6 +112,7 @@ async def template_of_form(
         thumbnail=thumbnail if style.thumbnail is not None else None,
         post_as=post_as,
         also_in=tuple(c for c in also_in if can_read(member, guild, c)),
+        tidy=tidy or Tidy(),
     )
 
 
@@ -134,6 +137,8 @@ class Started:
     """Its style's thumbnail."""
     also_in: tuple[int, ...] = ()
     """The template's other places (checked again like /edit's ``also_in``)."""
+    tidy: Tidy = field(default_factory=Tidy)
+    """What becomes of the template's posts (/schedule has no option for it: /edit does)."""
 
 
 def template_mention(guild: discord.Guild, mention: str | None) -> int | None:
@@ -172,4 +177,5 @@ def started_from(
         style=template.style,
         thumbnail=template.thumbnail,
         also_in=template.also_in,
+        tidy=template.tidy,
     )

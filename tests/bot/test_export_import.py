@@ -113,7 +113,7 @@ async def test_an_export_imported_into_another_server_reproduces_it_and_twice_cr
 
     msg, data = await export(world)
     doc = json.loads(data)
-    assert doc["version"] == 5
+    assert doc["version"] == 6
     assert [a["also_in"] for a in doc["announcements"]] == [
         [], [{"id": str(world.general.id), "name": "general"}], []
     ]  # fmt: skip
@@ -433,7 +433,7 @@ def test_the_published_schema_describes_what_an_export_writes() -> None:
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({**posting_as, "announcements": no_name}, schema)
     with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate({**sample, "version": 6}, schema)
+        jsonschema.validate({**sample, "version": 7}, schema)
     places = [{"id": "5", "name": "general"}, {"name": "weekly thread"}]
     with_places = {
         **posting_as, "version": 5,
@@ -461,3 +461,13 @@ def test_the_published_schema_describes_what_an_export_writes() -> None:
     bad = [{**sample["announcements"][0], "reminder_seconds": 30}]  # under a minute
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({**with_reminders, "announcements": bad}, schema)
+    tidy = {"pin": True, "replace": False, "delete_after_seconds": 86400}
+    with_tidy = {
+        **with_places, "version": 6,
+        "announcements": [{**with_places["announcements"][0], **tidy}],
+        "templates": [{**with_places["templates"][0], **tidy, "delete_after_seconds": None}],
+    }  # fmt: skip
+    jsonschema.validate(with_tidy, schema)
+    soon = [{**with_tidy["announcements"][0], "delete_after_seconds": 30}]  # under a minute
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({**with_tidy, "announcements": soon}, schema)

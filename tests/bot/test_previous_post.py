@@ -10,15 +10,18 @@ reported (and what this announcement had pinned is unpinned first to make room).
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 import pytest
 
+from bot.models import Tidy
 from tests.bot.conftest import NOW, World, db_snapshot, run_command
 from tests.bot.conftest import schedule_id as schedule
 from tests.bot.test_delivery import advance, advance_to, advance_to_retry, idle, posts
+from tests.bot.test_export_import import export, import_file
 from tests.bot.test_pause_points import Stop, until
 from tests.fakediscord import Permissions as P
 
@@ -332,3 +335,38 @@ async def test_delete_after_is_checked(world: World, crier: Crier, clock: FakeCl
     assert "isn't a length of time I can read" in (cb.content or ""), cb.content
     cb = await run_command(world, "edit", id=n, delete_after="90 days")
     assert "`delete_after` is between 1 minute and 30 days" in (cb.content or ""), cb.content
+
+
+# --- templates, export and import ---------------------------------------------------------------
+
+
+async def test_a_template_keeps_them_and_an_export_carries_them_to_another_server(
+    pinning: World, crier: Crier, clock: FakeClock, other: World
+) -> None:
+    world = pinning
+    other.guild.set_bot_permissions(PINS)
+    n = await daily(world, crier, clock, pin=True, replace=True, delete_after="2d")
+    h = await world.fake.invoke_command(
+        world.guild, world.general, world.admin, "template save", {"name": "t", "from": n}
+    )
+    saved = (await h.response()).content or ""
+    assert "its posts: each pinned" in saved, saved
+    made = await schedule(world, template="t", when="in 2h")
+    info = (await run_command(world, "info", id=made)).content or ""
+    assert (
+        "**Its posts:** each pinned (the previous one unpinned), the previous one deleted "
+        "once the new one is up, each deleted 2 days after it went up" in info
+    ), info
+
+    _, data = await export(world)
+    doc = json.loads(data)
+    wanted = {"pin": True, "replace": True, "delete_after_seconds": 172800}
+    for row in (*doc["announcements"], *doc["templates"]):
+        assert {k: row[k] for k in wanted} == wanted, row
+    done, _ = await import_file(other, data, confirm=True)
+    assert "Imported" in done.content, done.content
+    service = crier.bot.announcements
+    imported = (await service.listing(other.guild.id, 0, 10)).items
+    tidy = Tidy(pin=True, replace=True, delete_after=172800.0)
+    assert [await service.tidy(a.id) for a in imported] == [tidy, tidy]
+    assert (await service.template(other.guild.id, "t")).tidy == tidy

@@ -79,7 +79,7 @@ async def test_export_download_then_upload_dry_run_confirm_once(
     path = tmp_path / "export.json"
     await download.save_as(path)
     doc = json.loads(path.read_text())
-    assert doc["version"] == 4
+    assert doc["version"] == 6
     assert [a["text"] for a in doc["announcements"]] == ["Exported {time}"]
     await service.cancel(world.guild.id, 1)
 
