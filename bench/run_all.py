@@ -724,6 +724,10 @@ SHARDS_INTRO = [
 ]
 
 
+REVISIONS_NOTE = Path(__file__).resolve().parent / "revisions_note.md"
+"""Changes measured before and after (kept by hand in that file: the figures of one change,
+not something this run measures again), written at the end of the page as they are."""
+
 TAKEOVER_INTRO = [
     "Real `python -m bot` processes against the fake Discord (its IDENTIFY window 1 s, the "
     "bot's `IDENTIFY_INTERVAL_SECONDS` alike, `max_concurrency` 1) with the deployment's "
@@ -922,6 +926,7 @@ def write_docs(out: Path, docs_dir: Path) -> Path:
             "```",
             "",
         ]
+    lines += [REVISIONS_NOTE.read_text("utf-8").rstrip(), ""]
     md = docs_dir / "benchmarks.md"
     md.write_text("\n".join(lines).rstrip() + "\n", "utf-8")
     return md
