@@ -100,7 +100,9 @@ class RetentionTable(Table):
             # came before the cutoff: only the old ones are looked at.
             for table in ("bot_webhook_posts", "bot_place_deliveries"):
                 await self.db.execute(
-                    f"DELETE FROM {table} WHERE announcement_id = ? AND fire_ts < ? "
+                    # (fire_ts < 0: an extra post's, /postnow's, none of an occurrence's.)
+                    f"DELETE FROM {table} WHERE announcement_id = ? AND fire_ts >= 0 "
+                    "AND fire_ts < ? "
                     "AND NOT EXISTS (SELECT 1 FROM bot_deliveries d "
                     f"WHERE d.announcement_id = ? AND d.fire_ts = {table}.fire_ts)",
                     (announcement_id, before, announcement_id),

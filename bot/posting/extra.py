@@ -11,6 +11,9 @@ buttons, in the server's language):
   back from Discord instead of a second one, while Discord remembers the nonce; later, the
   post is reported as may not have been delivered, never sent blind;
 - a forum post (no nonce) is looked up before a re-run creates one;
+- an announcement that posts as someone makes it through its channel's webhook, exactly
+  once as its occurrences are (:mod:`bot.posting.webhooks`; the intent keyed by
+  :func:`~bot.posting.webhooks.extra_key`);
 - permanent refusals fail it (reported to the log channel; nothing is paused: the schedule
   is not this post's); the message id is recorded once it is up.
 """
@@ -24,7 +27,7 @@ from scheduler import ActionContext, NonRetryable, Registry, RetryLater, Transac
 
 from .. import i18n
 from ..announcements import POSTNOW_FN, Announcements, PostNowArgs
-from ..announcements.deliveries import Decision
+from ..announcements.deliveries import Attempt, Decision
 from ..announcements.extra_posts import (
     begin_extra_attempt,
     note_extra_error,
@@ -36,10 +39,12 @@ from ..db import BotDb
 from .delivery import SEND_ATTEMPTS, SEND_RETRY
 from .failures import RequestFailed
 from .payload import posting_locale
+from .webhooks import extra_key
 
 if TYPE_CHECKING:
     from ..models import Announcement
     from .delivery import Delivery
+    from .webhooks import Posted
 
 __all__ = ["ExtraPosting"]
 
@@ -71,14 +76,24 @@ class ExtraPosting:
         poster = self.delivery.poster
         locale_now = await posting_locale(poster.client, self.announcements, ann.guild_id)
         window = self.nonce_window
+        webhooks = self.delivery.webhooks
+        post_as = await self.announcements.post_as(ann.id)  # None: as the bot
+        key = extra_key(extra.id)
+        posted: Posted | None = None
         try:
             async with poster.holding(ctx):
                 now = ctx.now.timestamp()
-                attempt = await ctx.run_mutation(
-                    lambda tx, _: begin_extra_attempt(
+
+                async def begin(tx: TransactionContext, _: object) -> Attempt:
+                    began = await begin_extra_attempt(
                         tx, extra.id, now=now, nonce_window=window, locale=locale_now
                     )
-                )
+                    # As someone: through the channel's webhook, its intent recorded with it.
+                    if post_as is not None and began.action == Decision.SEND and not began.again:
+                        await webhooks.begin(tx, ann, key)
+                    return began
+
+                attempt = await ctx.run_mutation(begin)
                 if attempt.action == Decision.DONE:
                     return {"already": attempt.reason}
                 if attempt.action == Decision.UNKNOWN:
@@ -87,9 +102,15 @@ class ExtraPosting:
                 shown, payload, _ = await self.delivery.render(
                     ann, extra.fire_ts, attempt, now, locale_now
                 )
-                message_id = await poster.request(
-                    ctx, lambda: self.delivery.post(shown, payload, attempt), before="send"
+                posted = await webhooks.post(
+                    ctx, shown, key, payload, again=attempt.again, post_as=post_as
                 )
+                if posted is not None:
+                    message_id = posted.message_id
+                else:
+                    message_id = await poster.request(
+                        ctx, lambda: self.delivery.post(shown, payload, attempt), before="send"
+                    )
         except RequestFailed as failed:
             if failed.permanent:
                 await self._fail(ctx, ann, extra.id, failed.reason)
@@ -104,7 +125,15 @@ class ExtraPosting:
             reason = failed.reason
             await ctx.run_mutation(lambda tx, _: note_extra_error(tx, extra.id, reason))
             raise RetryLater(reason) from failed
-        await ctx.run_mutation(lambda tx, _: record_extra_sent(tx, extra.id, message_id))
+
+        async def sent(tx: TransactionContext, _: object) -> None:
+            await record_extra_sent(tx, extra.id, message_id)
+            if posted is not None:
+                await BotDb(tx.db).set_webhook_message(
+                    ann.id, key, ann.channel_id, message_id, posted.thread_id
+                )
+
+        await ctx.run_mutation(sent)
         log.info("announcement %d: extra post %d is up as message %d", ann.id, extra.id, message_id)
         return {"message_id": message_id}
 

@@ -72,6 +72,7 @@ __all__ = [
     "Posted",
     "WebhookSender",
     "WebhookTarget",
+    "extra_key",
     "mark_of",
 ]
 
@@ -95,6 +96,12 @@ a re-run comes within minutes of its first attempt (``begin_attempt``'s nonce wi
 AFTER_SLACK = 300.0
 """Seconds before the first attempt the look-up starts (Discord's clock and ours may differ
 by that much)."""
+
+
+def extra_key(extra_id: int) -> float:
+    """The key an extra post (``/postnow``) has among an announcement's posts through a
+    webhook, where an occurrence's is its time: below zero, never an occurrence's."""
+    return -float(extra_id)
 
 
 def mark_of(content: str | None, embed: discord.Embed | None) -> str:

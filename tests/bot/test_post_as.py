@@ -478,3 +478,29 @@ async def test_replace_deletes_the_post_before_through_its_webhook(
     assert second is not first
     deletes = [r.path for r in world.fake.requests if r.method == "DELETE"]
     assert deletes == [f"/webhooks/{hook.id}/{hook.token}/messages/{first.id}"], deletes
+
+
+async def test_postnow_posts_as_the_name_once_across_a_502(
+    world: World, crier: Crier, clock: FakeClock
+) -> None:
+    """/postnow of an announcement that posts as someone: the extra post goes through the
+    channel's webhook; a 502 after its execute took effect is followed by one message (the
+    look-up finds it), apart from the occurrence's own post at its time."""
+    can_post_as(world)
+    local = await as_town_hall(world, when="in 2h")
+    world.fake.faults.add(method="POST", path_regex=EXECUTE, after_effect=True, status=502)
+    h = await world.fake.invoke_command(
+        world.guild, world.general, world.admin, "postnow", {"id": local}
+    )
+    assert "is being posted in" in ((await h.response(timeout=5)).content or "")
+    for _ in range(4):  # the first attempt (502), then its re-run after the backoff
+        await advance(crier, clock, timedelta(seconds=30))
+    [hook] = world.fake.webhooks.of(world.news)
+    [extra] = webhook_posts(world, hook)
+    assert extra.author.username == "Town hall"
+    assert len(executes(world)) == 1
+    async with crier.sched.reader() as db:
+        cur = await db.execute("SELECT state, message_id FROM bot_extra_posts")
+        assert [(r["state"], r["message_id"]) for r in await cur.fetchall()] == [("sent", extra.id)]
+    await advance(crier, clock, timedelta(hours=2))  # the occurrence itself, apart
+    assert len(webhook_posts(world, hook)) == 2
