@@ -176,15 +176,19 @@ class CopyCommands(AnswersErrors, name="CopyCommands"):
             timezone=None,
             mention_id=copied.mention_id,
             title=copied.title,
-            has_files=bool(copied.files),
+            has_files=bool(copied.files) or copied.thumbnail is not None,
+            style=copied.style,
         )
         request = AnnouncementRequest(requester(interaction), options, copied.text)
         draft, notes, upcoming = await check_request(self.announcements, self.clock, request)
-        if copied.files:  # downloading may take longer than Discord waits for an answer
+        if copied.files or copied.thumbnail is not None:
+            # Downloading may take longer than Discord waits for an answer.
             await interaction.response.defer(ephemeral=True, thinking=True)
             limit = self.announcements.file_max_bytes
             images = tuple([await download(f, limit) for f in copied.files])
             draft = replace(draft, images=images)
+            if copied.thumbnail is not None:
+                draft = replace(draft, thumbnail=await download(copied.thumbnail, limit))
         announcement, first = await self.announcements.create(draft)
         log.info(
             "announcement %d (#%d) scheduled in guild %d channel %d by %d, copied from a "

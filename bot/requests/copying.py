@@ -8,15 +8,17 @@ then being its description) and files, so a message is copied when it fits in th
 - one embed of its own (not a link's preview, which Discord makes again from the text): its
   title, and its description as the text; a text beside it that only pings (``@everyone``
   or a role) becomes the announcement's ``mention``; the embed's picture when it is one of
-  the message's files (crier shows the first picture inside the embed);
+  the message's files (crier shows the first picture inside the embed); its colour, footer,
+  title link, fields and thumbnail (one of the message's files) as the announcement's style
+  (``/style``), braces doubled in the footer and fields too;
 - its files, by their announced sizes within ``FILE_MAX_MB`` each (downloaded when the form
   is sent: :func:`bot.requests.files.download`).
 
 Anything else is refused with what it is: a poll, stickers, a voice message, a forwarded
 message, a system message, buttons or menus of another app, an embed without a title or with
-parts crier does not post (fields, footer, author, thumbnail, a link), a picture elsewhere
-than in the message's files, more than one embed, a text or embed past Discord's limits, no
-text at all. An embed's colour is the one part left out with a note (crier posts its own).
+parts crier does not post (an author, a video, a time), a picture or thumbnail elsewhere than
+in the message's files, more than one embed, a text or embed past Discord's limits, no text
+at all. A footer's icon is the one part left out, with a note.
 """
 
 from __future__ import annotations
@@ -29,8 +31,10 @@ import discord
 
 from ..i18n import t
 from ..limits import MAX_EMBED_DESCRIPTION, MAX_EMBED_TITLE, MAX_FILES, MAX_MESSAGE
+from ..models import EmbedField, Style
 from ..parsing.spoken import decimal
 from .checks import Refusal
+from .style import check_thumbnail_type
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -65,11 +69,15 @@ class CopiedMessage:
     """The files to download, the embed's picture first."""
     notes: tuple[str, ...] = field(default=())
     """What was left out, for the member."""
+    style: Style = field(default_factory=Style)
+    """The embed's colour, footer, link, fields and thumbnail (its file's name)."""
+    thumbnail: discord.Attachment | None = None
+    """The file the embed shows as its thumbnail (kept apart from ``files``)."""
 
     @property
     def size(self) -> int:
-        """The files' bytes together, as announced."""
-        return sum(f.size for f in self.files)
+        """The files' bytes together, as announced (the thumbnail's too)."""
+        return sum(f.size for f in self.files) + (self.thumbnail.size if self.thumbnail else 0)
 
 
 def escaped(text: str) -> str:
@@ -143,6 +151,13 @@ def embed_copy(
     leftover = embed_parts_left_over(embed)
     if leftover:
         raise cannot_copy(t("an embed with {parts}", parts=", ".join(leftover)))
+    thumbnail = None
+    if embed.thumbnail.url:
+        thumbnail = next((f for f in files if embed.thumbnail.url in (f.url, f.proxy_url)), None)
+        if thumbnail is None:
+            raise cannot_copy(t("an embed showing a thumbnail from elsewhere than its files"))
+        check_thumbnail_type(thumbnail.filename, thumbnail.content_type)
+        files = [f for f in files if f is not thumbnail]
     title = embed.title or ""
     if not title.strip():
         raise cannot_copy(t("an embed without a title"))
@@ -166,19 +181,27 @@ def embed_copy(
             raise cannot_copy(t("an embed showing a picture from elsewhere than its files"))
         files = [picture, *(f for f in files if f is not picture)]
     notes: tuple[str, ...] = ()
-    if embed.colour is not None and embed.colour.value != discord.Colour.blurple().value:
-        notes = (t("The embed's colour is left out: the copy is in crier's colour."),)
-    return CopiedMessage(escaped(description), escaped(title), mention_id, tuple(files), notes)
+    if embed.footer.icon_url:
+        notes = (t("The footer's icon is left out: crier's footers are text."),)
+    style = Style(
+        color=None if embed.colour is None else embed.colour.value,
+        footer=None if not embed.footer.text else escaped(embed.footer.text),
+        thumbnail=None if thumbnail is None else thumbnail.filename,
+        url=embed.url or None,
+        fields=tuple(
+            EmbedField(escaped(f.name or ""), escaped(f.value or ""), bool(f.inline))
+            for f in embed.fields
+        ),
+    )
+    return CopiedMessage(
+        escaped(description), escaped(title), mention_id, tuple(files), notes, style, thumbnail
+    )
 
 
 def embed_parts_left_over(embed: discord.Embed) -> list[str]:
     """The parts of ``embed`` an announcement does not post, in words."""
     parts = {
-        t("fields"): bool(embed.fields),
-        t("a footer"): bool(embed.footer.text),
         t("an author"): bool(embed.author.name),
-        t("a thumbnail"): bool(embed.thumbnail.url),
-        t("a link on its title"): bool(embed.url),
         t("a video"): bool(embed.video.url),
         t("a time"): embed.timestamp is not None,
     }

@@ -93,10 +93,12 @@ async def test_a_copy_posts_the_text_and_the_files_after_their_links_expired(
     )  # fmt: skip
 
 
-async def test_an_embed_is_copied_with_its_title_text_picture_and_ping(
+async def test_an_embed_is_copied_with_its_title_text_picture_style_and_ping(
     world: World, crier: Crier, clock: FakeClock
 ) -> None:
-    world.guild.set_bot_permissions(world.guild.bot_role.permissions | P.EMBED_LINKS)
+    world.guild.set_bot_permissions(
+        world.guild.bot_role.permissions | P.EMBED_LINKS | P.ATTACH_FILES
+    )
     raiders = world.guild.add_role("raiders", 0, mentionable=True)
     app = world.fake.add_user("Helper App", bot=True)
     world.guild.add_member(app.id)
@@ -105,25 +107,36 @@ async def test_an_embed_is_copied_with_its_title_text_picture_and_ping(
         "title": "Raid",
         "description": "Bring potions",
         "color": 0xFF0000,
+        "url": "https://example.org/raid",
+        "footer": {"text": "Hosted by {guild}", "icon_url": "https://example.org/i.png"},
+        "fields": [{"name": "Where", "value": "Hall B", "inline": True}],
         "image": {"url": "attachment://map.png"},
+        "thumbnail": {"url": "attachment://logo.png"},
     }
     original = world.fake.post_message(
         world.general,
         app,
         f"<@&{raiders.id}>",
         embeds=[embed],
-        files=[("notes.txt", b"notes"), ("map.png", PNG)],
+        files=[("notes.txt", b"notes"), ("map.png", PNG), ("logo.png", PNG)],
     )
     handle = await copy_of(world, original)
     number, answer = await scheduled(handle, when="in 2h", channel=[world.news])
-    assert "colour is left out" in answer
+    assert "footer's icon is left out" in answer
+    for attachment in original.attachments:
+        attachment.stop_serving(404)
     await advance(crier, clock, timedelta(hours=2))
     [post] = world.fake.bot_messages(world.news)
     [shown] = post.embeds
     assert (shown["title"], shown["description"]) == ("Raid", "Bring potions")
+    assert (shown["color"], shown["url"]) == (0xFF0000, "https://example.org/raid")
+    assert shown["footer"] == {"text": "Hosted by {guild}"}  # a text as it was, no icon
+    assert shown["fields"] == [{"name": "Where", "value": "Hall B", "inline": True}]
     picture = next(f for f in post.attachments if f.filename == "map.png")
     assert shown["image"]["url"] == picture.url
-    assert post.files == {"map.png": PNG, "notes.txt": b"notes"}
+    logo = next(f for f in post.attachments if f.filename == "thumbnail.png")  # crier's name
+    assert shown["thumbnail"]["url"] == logo.url
+    assert post.files == {"map.png": PNG, "notes.txt": b"notes", "thumbnail.png": PNG}
     assert post.content == f"<@&{raiders.id}>"
     assert post.pings.roles == {raiders.id}
     a = await crier.bot.announcements.get(world.guild.id, number)
@@ -150,8 +163,11 @@ async def test_what_cant_be_copied_is_refused_in_words_and_nothing_is_written(
         (fake.post_message(general, app, "", embeds=[{"title": "a"}, {"title": "b"}]),
          "2 embeds"),
         (fake.post_message(general, app, "", embeds=[
-            {"title": "t", "description": "d", "fields": [{"name": "n", "value": "v"}],
-             "footer": {"text": "f"}}]), "an embed with fields, a footer"),
+            {"title": "t", "description": "d", "author": {"name": "a"},
+             "timestamp": "2030-03-01T12:00:00+00:00"}]), "an embed with an author, a time"),
+        (fake.post_message(general, app, "", embeds=[
+            {"title": "t", "description": "d", "thumbnail": {"url": "https://example.com/t.png"}}]),
+         "a thumbnail from elsewhere"),
         (fake.post_message(general, app, "", embeds=[
             {"title": "t", "description": "d", "image": {"url": "https://example.com/x.png"}}]),
          "a picture from elsewhere"),
