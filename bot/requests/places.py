@@ -99,7 +99,14 @@ async def check_places(
                 t("The announcement already posts in <#{id}>: leave it out of `also_in`.",
                   id=place_id), field="also_in"
             )  # fmt: skip
-        found = await find_target(guild, place_id)
+        try:
+            found = await find_target(guild, place_id)
+        except Refusal:
+            raise Refusal(
+                t("<#{id}>, one of its other places, is no longer a channel of this server. "
+                  "Name its other places again with `also_in:` (or `also_in: none`).",
+                  id=place_id), field="also_in"
+            ) from None  # fmt: skip
         target, destination = check_destination(member, guild.me, found, embed=embed, files=files)
         if destination == Destination.FORUM:
             raise Refusal(

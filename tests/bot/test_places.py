@@ -271,3 +271,24 @@ async def test_a_template_keeps_the_places_and_schedule_template_checks_them_aga
     async with crier.sched.reader() as db:
         cur = await db.execute("SELECT count(*) AS n FROM bot_template_places")
         assert (await cur.fetchone())["n"] == 0
+
+
+async def test_a_place_deleted_since_fails_there_and_an_edit_says_which_one(
+    world: World, crier: Crier, clock: FakeClock
+) -> None:
+    """A place deleted after it was given: each post there fails (reported, the others
+    posted); any later edit is refused naming that place until also_in names others, and
+    ``also_in: none`` takes it away."""
+    events = world.guild.add_channel("events")
+    doomed = world.guild.add_channel("doomed")
+    local = await schedule_id(world, when="in 1h", repeat="daily", message="m")
+    await edit(world, id=local, also_in=f"<#{events.id}> <#{doomed.id}>")
+    world.fake.delete_channel(doomed)
+    await advance(crier, clock, timedelta(hours=1))
+    assert (texts(world, world.news), texts(world, events)) == (["m"], ["m"])
+    shown = await info(world, local)
+    assert f"↳ <#{doomed.id}> — ❌ failed: Unknown Channel" in shown, shown
+    answer = await edit(world, id=local, message="m2")
+    assert f"<#{doomed.id}>, one of its other places, is no longer a channel" in answer
+    answer = await edit(world, id=local, message="m2", also_in=f"<#{events.id}>")
+    assert "**Also in:**" in answer, answer
