@@ -17,7 +17,7 @@ import pytest_asyncio
 from bot.announcements import LIVE_STATES, ListFilter
 from tests.bot.conftest import db_snapshot
 
-from .conftest import Site, news_draft, serve_dashboard
+from .conftest import Site, news_draft, serve_dashboard, without_rate_limits
 from .test_dashboard_list import log_in
 
 if TYPE_CHECKING:
@@ -69,6 +69,7 @@ class Page(HTMLParser):
 async def site(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Site]:
     """One bot for the module's many refusals (each writes nothing)."""
     async with serve_dashboard(tmp_path_factory.mktemp("fields")) as s:
+        without_rate_limits(s)  # (the refusals per address: far more than a person's here)
         yield s
 
 
@@ -135,6 +136,9 @@ REFUSED_NEW = [
     ({"event": "on", "event_location": "Hall", "event_channel": "1"}, "event_location", ""),
     ({"reminder": "soonish"}, "reminder", "isn't a length of time I can read"),
     ({"reminder": "30s"}, "reminder", "between 1 minute and 1 week"),
+    ({"delete_after": "soonish"}, "delete_after", "isn't a length of time I can read"),
+    ({"delete_after": "90 days"}, "delete_after", "between 1 minute and 30 days"),
+    ({"pin": "on"}, "pin", "Pin Messages"),
     ({"action": "save_template", "template_name": " "}, "template_name", "needs a name"),
     ({"action": "save_template", "template_name": "n" * 41}, "template_name", "at most 40"),
 ]

@@ -50,6 +50,8 @@ from .forms import (
     template_channel,
     template_mention,
     template_reminder,
+    template_tidy,
+    tidy_values,
     typed_edit,
     typed_message,
     typed_places,
@@ -204,13 +206,22 @@ class FormPages(GuildPages):
         labels = field_labels()
         merged = dict(values)
         kept: list[str] = []
-        for key in ("message", "title", "mention", "reminder", "as_name", "also_in"):
+        for key in (
+            "message",
+            "title",
+            "mention",
+            "reminder",
+            "as_name",
+            "also_in",
+            "delete_after",
+        ):
             if not values[key].strip():
                 merged[key] = filled[key]
             elif filled[key] and values[key] != filled[key]:
                 kept.append(labels[key])
-        if values["silent"] != "on":
-            merged["silent"] = filled["silent"]
+        for box in ("silent", "pin", "replace"):  # ticked stays ticked
+            if values[box] != "on":
+                merged[box] = filled[box]
         if "channel" in filled:
             if values["channel"] in ("", values["channel_shown"]):
                 merged["channel"] = filled["channel"]
@@ -266,6 +277,7 @@ class FormPages(GuildPages):
             **style_values(a.rich.style),
             "as_name": (await self.d.announcements.post_as_names([a.id])).get(a.id, ""),
             "also_in": places_text(await self.place_ids(a)),
+            **tidy_values(await self.d.announcements.tidy(a.id)),
         }
         return await self.form_page(viewer, who, values, editing=a)
 
@@ -319,6 +331,7 @@ class FormPages(GuildPages):
         options = typed_edit(
             current, values, kept_event, kept_reminder, thumbnail, kept_as_name=kept_as_name,
             kept_places=await self.place_ids(current),
+            kept_tidy=await d.announcements.tidy(current.id),
         )  # fmt: skip
         (draft, notes, upcoming), when_given = await check_edit(
             d.announcements, d.clock, who, current, options, message
@@ -371,7 +384,7 @@ class FormPages(GuildPages):
             channel_id=template_channel(values), image=image,
             reminder=template_reminder(values, who.locale), style=style, thumbnail=thumbnail,
             post_as=await self.template_post_as(who, values, editing),
-            also_in=typed_places(values),
+            also_in=typed_places(values), tidy=template_tidy(values, who.locale),
         )  # fmt: skip
         kept = await self.d.announcements.save_template(made)
         log.info(
@@ -517,6 +530,7 @@ def template_values(who: Requester, template: Template) -> dict[str, str]:
         **style_values(template.style),
         "as_name": "" if template.post_as is None else template.post_as.name,
         "also_in": places_text(template.also_in),
+        **tidy_values(template.tidy),
     }
     if s.channel_id is not None:
         values["channel"] = str(s.channel_id)

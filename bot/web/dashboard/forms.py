@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from ...announcements import MAX_TEMPLATE_NAME
 from ...i18n import t
 from ...limits import MAX_EMBED_TITLE, MAX_MESSAGE, MAX_TEXT_OPTION, MAX_ZONE_NAME
-from ...models import EmbedField, EventSpec, Image, Style, mention_markup
+from ...models import EmbedField, EventSpec, Image, Style, Tidy, mention_markup
 from ...parsing import InputError, concerning, resolve_timezone
 from ...parsing.placeholders import Occurrence, occurrence, render
 from ...requests.checks import Refusal
@@ -22,6 +22,7 @@ from ...requests.events import NEEDS_A_PLACE
 from ...requests.files import too_large
 from ...requests.places import MAX_ALSO_IN
 from ...requests.post_as import MAX_AS_NAME
+from ...requests.previous import delete_after_text, parse_delete_after
 from ...requests.reminders import lead_text, parse_lead
 from ...requests.request import AnnouncementOptions, AnnouncementRequest, Requester
 from ...requests.style import (
@@ -63,9 +64,9 @@ STYLE_CHECKBOXES = ("thumbnail_remove", *(f"field_inline_{n}" for n in FIELD_ROW
 FORM_FIELDS = (
     "message", "title", "channel", "when", "repeat", "timezone", "mention", "until",
     "event_location", "event_minutes", "event_channel", "template", "template_name",
-    "channel_shown", "pick", "reminder", "as_name", "also_in", *STYLE_FIELDS,
+    "channel_shown", "pick", "reminder", "as_name", "also_in", "delete_after", *STYLE_FIELDS,
 )  # fmt: skip
-CHECKBOXES = ("silent", "update_posted", "event", *STYLE_CHECKBOXES)
+CHECKBOXES = ("silent", "update_posted", "event", "pin", "replace", *STYLE_CHECKBOXES)
 
 FIELD_LENGTHS: dict[str, int] = {
     **dict.fromkeys((*FORM_FIELDS, *CHECKBOXES, "action"), MAX_TEXT_OPTION),
@@ -235,6 +236,9 @@ def new_request(
         style=style,
         as_name=_text(values, "as_name"),
         also_in=_text(values, "also_in"),
+        pin=True if values["pin"] == "on" else None,
+        replace=True if values["replace"] == "on" else None,
+        delete_after=_text(values, "delete_after"),
     )
     return AnnouncementRequest(requester, options, message)
 
@@ -265,13 +269,16 @@ def typed_edit(
     thumbnail: Image | None = None,
     kept_as_name: str | None = None,
     kept_places: tuple[int, ...] = (),
+    kept_tidy: Tidy | None = None,
 ) -> EditOptions:
     """What the edit form (prefilled with ``current``, its event ``kept_event``, its
     reminder lead ``kept_reminder`` and the name it posts as ``kept_as_name``) changes, as
     /edit's options: a field left as it was is an option left out; the style is the form's
-    whole (``thumbnail``: a new one picked)."""
+    whole (``thumbnail``: a new one picked); ``kept_tidy``: what becomes of its posts now."""
     channel_id = _channel(values["channel"])
     silent = values["silent"] == "on"
+    kept = kept_tidy or Tidy()
+    pin, replace_ = values["pin"] == "on", values["replace"] == "on"
     return EditOptions(
         when=_text(values, "when"),
         repeat=_text(values, "repeat"),
@@ -286,7 +293,36 @@ def typed_edit(
         style=typed_style(values, current.rich.style, thumbnail),
         as_name=as_name_change(kept_as_name, values["as_name"]),
         also_in=places_change(kept_places, values["also_in"]),
+        pin=None if pin == kept.pin else pin,
+        replace=None if replace_ == kept.replace else replace_,
+        delete_after=delete_after_change(kept.delete_after, values["delete_after"]),
     )
+
+
+def tidy_values(tidy: Tidy) -> dict[str, str]:
+    """The form's fields of what becomes of the posts, prefilled with ``tidy``."""
+    return {
+        "pin": "on" if tidy.pin else "",
+        "replace": "on" if tidy.replace else "",
+        "delete_after": delete_after_text(tidy.delete_after),
+    }
+
+
+def delete_after_change(kept: float | None, typed: str) -> str | None:
+    """The edit's ``delete_after`` option from the form's field, prefilled with ``kept``:
+    None (kept) when unchanged, ``none`` (the posts stay) when emptied."""
+    typed = typed.strip()
+    if typed == delete_after_text(kept):
+        return None
+    return typed or ("none" if kept is not None else None)
+
+
+def template_tidy(values: dict[str, str], locale: str | None) -> Tidy:
+    """What becomes of the posts of a template saved from the form."""
+    typed = values["delete_after"].strip()
+    with concerning("delete_after"):
+        after = parse_delete_after(typed, locale) if typed else None
+    return Tidy(values["pin"] == "on", values["replace"] == "on", after)
 
 
 def places_text(channel_ids: tuple[int, ...]) -> str:
