@@ -238,6 +238,15 @@ class PostTables(Table):
         )
         return len(await cur.fetchall())
 
+    async def post_removed(self, announcement_id: int, message_id: int) -> bool:
+        """Whether the post was deleted (or is to be) as the announcement's settings say
+        (``replace``, ``delete_after``), or found deleted by someone else meanwhile."""
+        row = await self._one(
+            "SELECT remove_state FROM bot_posts WHERE announcement_id = ? AND message_id = ?",
+            (announcement_id, message_id),
+        )
+        return row is not None and row["remove_state"] in ("delete", "deleted", "gone")
+
     async def post_problem(self, announcement_id: int) -> PostRow | None:
         """The latest post of the announcement whose pin, unpin or deletion Discord refused."""
         return _post_or_none(

@@ -142,10 +142,17 @@ class PostUpdates:
             rows = BotDb(db)
             ann = await rows.announcement(ann_id)
             posted = await rows.past_delivery(ann_id, fire_ts)
+            removed = (
+                posted is not None
+                and posted.message_id is not None
+                and await rows.post_removed(ann_id, posted.message_id)
+            )
         if ann is None or posted is None or posted.state != DeliveryState.SENT:
             return "no posted message"
         if posted.message_id is None:
             return "no posted message"
+        if removed:  # replace: or delete_after: took it down, as asked: nothing to edit
+            return "its post was deleted (replace, delete_after)"
         if posted.update_error is not None:
             return f"not updated: {posted.update_error}"
         if posted.revision is not None and posted.revision >= ann.revision:

@@ -370,3 +370,21 @@ async def test_a_template_keeps_them_and_an_export_carries_them_to_another_serve
     tidy = Tidy(pin=True, replace=True, delete_after=172800.0)
     assert [await service.tidy(a.id) for a in imported] == [tidy, tidy]
     assert (await service.template(other.guild.id, "t")).tidy == tidy
+
+
+async def test_an_edit_after_delete_after_took_the_post_down_reports_nothing(
+    world: World, crier: Crier, clock: FakeClock
+) -> None:
+    """The post delete_after took down is not 'a message a moderator deleted': an edit of
+    the text afterwards neither reports it nor posts it again."""
+    await run_command(world, "settings", log_channel=world.general)
+    n = await daily(world, crier, clock, delete_after="1h")
+    await advance_to(crier, clock, NINE)
+    assert len(posts(world, world.news)) == 1
+    await advance_to(crier, clock, NINE + timedelta(hours=1))
+    assert posts(world, world.news) == []
+    cb = await run_command(world, "edit", id=n, message="Standup, edited {date}")
+    assert "Edited announcement" in (cb.content or ""), cb.content
+    await advance(crier, clock, 5)
+    assert posts(world, world.news) == []
+    assert world.fake.bot_messages(world.general) == []  # no report
