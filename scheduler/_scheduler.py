@@ -233,7 +233,9 @@ class Scheduler:
         if not self.crons:
             return
         report = await reconcile_crons(self._engine, self.crons)
-        log.info(
+        # Routine at every start: only a change an operator should see is logged higher.
+        log.log(
+            logging.INFO if report.changed or report.removed else logging.DEBUG,
             "crons reconciled: %d added, %d changed, %d removed, %d unchanged",
             len(report.added),
             len(report.changed),

@@ -134,6 +134,8 @@ SNAPSHOT_KEEPS = {
     # (a renewal may fall between two snapshots): its liveness, not a command's write.
     "scheduler_leases": "1 = 0",
     "scheduler_lease_members": "1 = 0",
+    # Its proof of life, refreshed on that clock too (seen_at).
+    "scheduler_holders": "1 = 0",
 }
 """The rows :func:`db_snapshot` compares, for the tables where some rows change without the
 request having written anything (every row of every other table is compared). SQLite's own

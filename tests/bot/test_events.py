@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from bot.requests.export_doc import VERSION as EXPORT_VERSION
 from scheduler import JobState
 from tests.bot.conftest import NOW, CrierFactory, World, db_snapshot, run_command
 from tests.bot.conftest import schedule_id as schedule
@@ -401,7 +402,7 @@ async def test_an_export_carries_the_event_and_an_import_makes_it_again(
     h = await world.fake.invoke_command(world.guild, world.general, world.admin, "export")
     [file] = (await h.final_message(timeout=20)).attachments
     doc = json.loads(file.data)
-    assert doc["version"] == 4
+    assert doc["version"] == EXPORT_VERSION
     schema = json.loads((Path(__file__).parents[2] / "docs" / "export.schema.json").read_text())
     jsonschema.validate(doc, schema)
     assert [a["event"] for a in doc["announcements"]] == [
