@@ -246,8 +246,10 @@ async def test_debounce_and_batch_from_an_action_and_a_mutation(
     one: tuple[Scheduler, App], clock: FakeClock
 ) -> None:
     sched, app = one
-    acted = [await sched.enqueue("t:in-action", {"from": n}) for n in (1, 2)]
-    await sched.wait_idle()
+    acted = []
+    for n in (1, 2):  # one after the other: the later call is the burst's last
+        acted.append(await sched.enqueue("t:in-action", {"from": n}))
+        await sched.wait_idle()
     outcomes = [await sched.result(j) for j in acted]
     assert outcomes[0] == outcomes[1]  # one burst: the same job id
     burst = outcomes[0]["value"]
