@@ -258,6 +258,7 @@ def reconcile(st: OpState, defs: Sequence[ScheduleDef]) -> Op[ReconcileReport]:
     edited ones take the new definition from the next time after now; new ones start;
     removed ones are deleted and their pending occurrences canceled.
     """
+    yield Q("lock_static_schedules", {}, "one")  # instances starting together: one at a time
     got = yield Q("static_fingerprints", {}, "all")
     existing = {r["name"]: (r["fingerprint"], r["source"]) for r in got}
     added: list[str] = []

@@ -929,3 +929,8 @@ INSERT INTO scheduler_pace (pace_key, next_start_ts) VALUES (:pace_key, :now::fl
 ON CONFLICT (pace_key) DO UPDATE
 SET next_start_ts = GREATEST(scheduler_pace.next_start_ts, :now::float8) + :spacing::float8
 RETURNING next_start_ts - :spacing::float8 AS start_ts;
+
+-- name: lock_static_schedules
+-- One reconcile of the static schedules at a time (instances starting together would both
+-- insert a new static cron); SQLite's write transaction already holds its one writer's lock.
+SELECT pg_advisory_xact_lock(1396921155)::text AS locked;

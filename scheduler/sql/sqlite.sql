@@ -896,3 +896,8 @@ INSERT INTO scheduler_pace (pace_key, next_start_ts) VALUES (:pace_key, :now + :
 ON CONFLICT (pace_key) DO UPDATE
 SET next_start_ts = MAX(scheduler_pace.next_start_ts, :now) + :spacing
 RETURNING next_start_ts - :spacing AS start_ts;
+
+-- name: lock_static_schedules
+-- One reconcile of the static schedules at a time (instances starting together would both
+-- insert a new static cron); SQLite's write transaction already holds its one writer's lock.
+SELECT 1 AS locked;
