@@ -51,16 +51,15 @@ from ..models import PlaceState
 from .delivery import SEND_ATTEMPTS, SEND_RETRY
 from .failures import RequestFailed
 from .payload import LATE_NOTE_AFTER, posting_locale, stored_payload
-from .updates import UPDATE_RETRY
+from .updates import UPDATE_RETRY, PostEditor
 
 if TYPE_CHECKING:
     from ..announcements import Announcement, Announcements
     from ..metrics import BotStats
     from .delivery import Delivery
-    from .pacer import ChannelPacer
     from .payload import PostPayload
     from .poster import Poster
-    from .webhooks import Posted, WebhookSender
+    from .webhooks import Posted
 
 log = logging.getLogger("crier.delivery")  # tests and operators filter on this name
 
@@ -216,24 +215,8 @@ class PlaceDelivery:
         )  # fmt: skip
 
 
-class PlaceUpdates:
+class PlaceUpdates(PostEditor):
     """The ``announcements:update_place`` action: the post in a place edited in place."""
-
-    def __init__(
-        self,
-        poster: Poster,
-        announcements: Announcements,
-        pacer: ChannelPacer,
-        webhooks: WebhookSender,
-        *,
-        stats: BotStats,
-    ) -> None:
-        self.poster = poster
-        self.announcements = announcements
-        self.pacer = pacer
-        self.webhooks = webhooks
-        """Edits the posts made through a webhook, through it."""
-        self.stats = stats
 
     def register(self, registry: Registry) -> None:
         register_job(registry, PLACE_UPDATE_FN, PlaceArgs, self.update, retry=UPDATE_RETRY)

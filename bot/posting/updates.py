@@ -57,8 +57,9 @@ log = logging.getLogger(__name__)
 UPDATE_RETRY = Retry(max_failures=50, initial_backoff=2.0, base=2.0)
 
 
-class PostUpdates:
-    """The ``announcements:update_post`` action."""
+class PostEditor:
+    """What an action that edits posted messages in place works with (:class:`PostUpdates`,
+    and the places' ``PlaceUpdates``)."""
 
     def __init__(
         self,
@@ -72,10 +73,14 @@ class PostUpdates:
         self.poster = poster
         self.announcements = announcements
         self.pacer = pacer
+        """Spaces this process's edits of posted messages in one channel."""
         self.webhooks = webhooks
         """Edits the posts made through a webhook, through it."""
-        """Spaces this process's edits of posted messages in one channel."""
         self.stats = stats
+
+
+class PostUpdates(PostEditor):
+    """The ``announcements:update_post`` action."""
 
     def register(self, registry: Registry) -> None:
         register_job(registry, UPDATE_FN, UpdateArgs, self.update, retry=UPDATE_RETRY)
