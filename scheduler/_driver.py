@@ -61,6 +61,8 @@ class Driver:
         self.monotonic = monotonic_of(engine.clock)
         self._wake = asyncio.Event()
         self._timer: TimerHandle | None = None
+        self._armed: float | None = None
+        """When the loop's timer wakes it (None: it waits for a wake-up alone)."""
         self._stopping = False
         self._passing = False
         self._saturated = False
@@ -141,6 +143,7 @@ class Driver:
             await self._wake.wait()
 
     def _arm(self, ts: float | None) -> None:
+        self._armed = ts
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
@@ -394,13 +397,23 @@ class Driver:
             await self.clock.sleep(self.settings.sweep_seconds)
 
     async def sweep_once(self) -> None:
-        """Run the sweep (see :mod:`scheduler._sweep`), then wake the loop (the backstop)."""
+        """Run the sweep (see :mod:`scheduler._sweep`), then wake the loop: the backstop for
+        work made due by a commit that was not heard (another process's, on a store that
+        does not hear them now). A store that hears them needs no such pass (what the sweep
+        itself reclaimed woke the loop with its commit), so the loop's timer is only armed
+        again: a wall clock stepped forward meanwhile is caught up with without a
+        transaction."""
         self._sweeping = True
         try:
             await _sweep.sweep(self.engine)
         finally:
             self._sweeping = False
-        self.wake()
+        if not self.store.hearing:
+            self.wake()
+            return
+        if not self._passing and not self._wake.is_set():
+            self._arm(self._armed)
+        self._changed()  # the sweep has ended: whoever waits for idleness looks again
 
     def _sweep_due(self) -> bool:
         """A sweep runs, or the sweeper's is due (its sleep ended, or is about to, and it has

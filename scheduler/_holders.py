@@ -19,7 +19,8 @@ So a holder that can be told gone loses its leases as soon as another process no
   itself the only holder, on a store that hears other processes' commits (PostgreSQL), skips
   the interval's checks (an idle process then costs the database no transaction a second)
   until a commit is heard: a new holder's registration is announced, and the check after it
-  (within an interval) finds it; its lease sweep checks as always. Gone means provably
+  (within an interval) finds it; its lease sweep skips the check as well while the store
+  hears the commits (and checks once its LISTEN connection is lost). Gone means provably
   gone: the process has exited (or its pid now names another process), the session has
   ended on a server that still runs. A stopped process, a session that is only idle, a
   holder this process cannot judge (another container's processes) are alive.
@@ -104,6 +105,8 @@ class Holders:
         """The other holders as the last check found them (None: not checked yet)."""
         self._poked = asyncio.Event()
         """Set by every commit heard since the watch's last check (see :meth:`poke`)."""
+        self._failing = False
+        """Whether the watch's last check failed."""
 
     @property
     def me(self) -> str:
@@ -256,17 +259,29 @@ class Holders:
         a new holder's registration among them): a watch waiting alone looks again."""
         self._poked.set()
 
-    def _alone(self, failing: bool) -> bool:
+    def _alone(self) -> bool:
         """Whether the watch may wait for a commit instead of an interval: this process is
         registered, its last check worked and found no other holder, and the store hears
         the other processes' commits."""
         return (
             self.store.hears_others
-            and not failing
+            and not self._failing
             and self._proof is not None
             and self._others is not None
             and not self._others
         )
+
+    def sweep_needs_check(self) -> bool:
+        """Whether the lease sweep should check the holders: not when the watch, alone,
+        waits for a commit to look again and the store hears them now (a new holder's
+        registration is such a commit; a lost LISTEN connection pokes it once it is back),
+        and this holder's row needs no mark that it was seen. So an idle process alone
+        costs the database no transaction for the check."""
+        if self.liveness is None:
+            return False
+        watching = self._watch is not None and not self._watch.done()
+        seen_due = self.clock.time() - self._seen_at >= SEEN_EVERY
+        return not (watching and self.store.hearing and self._alone() and not seen_due)
 
     async def start(self) -> None:
         """At the scheduler's start, before its driver claims anything: register (see
@@ -288,24 +303,23 @@ class Holders:
         self.watch()
 
     async def _watching(self) -> None:
-        failing = False
         while True:
-            if self._alone(failing):
+            if self._alone():
                 await self._poked.wait()
             await self.clock.sleep(self.settings.liveness_seconds)
             self._poked.clear()  # before the check: a commit during it is heard next time
             try:
                 await self.register()
                 await self.check()
-                if failing:
+                if self._failing:
                     log.info("holder checks work again")
-                failing = False
+                self._failing = False
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                if not failing:
+                if not self._failing:
                     log.warning("could not check the other lease holders (%s)", exc)
-                failing = True
+                self._failing = True
 
     async def check(self) -> set[str]:
         """Find the other holders that are gone and take their leases from them; the ones
@@ -368,13 +382,6 @@ class Holders:
             self.stats.holders_gone += 1
         self.stats.reclaimed(report.requeued, report.failed)
         return report.requeued, report.failed
-
-    async def prune(self) -> None:
-        """Forget the holder rows not seen for :data:`FORGET_AFTER` (the sweep's)."""
-        if self.liveness is None:
-            return
-        ops = self.store.at(self.clock.time())
-        await ops.run(partial(holder_ops.prune, before=ops.now - FORGET_AFTER))
 
     # --- stopping -----------------------------------------------------------------------------
 

@@ -229,6 +229,14 @@ class Store(ABC):
         holders hears a new one register, and need not look every liveness interval."""
         return False
 
+    @property
+    def hearing(self) -> bool:
+        """Whether the commit listeners hear other processes' commits right now (PostgreSQL:
+        its LISTEN connection is up; a lost one wakes every listener once it is back, for
+        what was missed meanwhile): then the driver needs no periodic pass to find work that
+        another process made due."""
+        return False
+
     # --- primitives ------------------------------------------------------------------------
 
     @abstractmethod

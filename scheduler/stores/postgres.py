@@ -318,6 +318,10 @@ class PostgresStore(Store):
     def hears_others(self) -> bool:
         return self.listen
 
+    @property
+    def hearing(self) -> bool:
+        return self.listen and self._listener.conn is not None
+
     def _kwargs(self, application_name: str) -> dict[str, Any]:
         kwargs = dict(self._connect_kwargs)
         settings = {"application_name": application_name, **kwargs.pop("server_settings", {})}
@@ -469,8 +473,10 @@ class PostgresStore(Store):
         try:
             async with self._acquire() as conn:
                 try:
-                    state.lease_offset = await self._lease_offset(conn)
                     await conn.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
+                    # Inside the transaction: a measurement of its own would be one more
+                    # transaction for the database to count (an idle process's included).
+                    state.lease_offset = await self._lease_offset(conn)
                     yield conn
                     await settle(self._commit(conn, state))
                     committed = True
@@ -518,8 +524,8 @@ class PostgresStore(Store):
     async def _read(self, now: float, op: Callable[[OpState], Op[T]]) -> T:
         async with self._acquire() as conn:
             try:
-                state = OpState(now, self.resolver, lease_offset=await self._lease_offset(conn))
                 await conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                state = OpState(now, self.resolver, lease_offset=await self._lease_offset(conn))
                 result = await self._drive(conn, op(state))
             finally:
                 await abort(conn)  # nothing to keep

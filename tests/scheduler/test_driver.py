@@ -548,6 +548,92 @@ async def test_one_sweep_prunes_every_expired_job_however_many_batches_they_take
     assert (await sched.store.at(clock.time()).count_by_state()).get(JobState.SUCCESS, 0) == 0
 
 
+# --- what an idle process costs the database ---------------------------------------------
+
+
+class Transactions:
+    """The transactions a store runs for the scheduler (its write and read operations),
+    counted by wrapping the store object's own methods."""
+
+    def __init__(self, store: Any) -> None:
+        self.writes = self.reads = 0
+        run, run_brief, read = store._run, store._run_brief, store._read
+
+        async def counted_run(now: float, op: Any) -> Any:
+            self.writes += 1
+            return await run(now, op)
+
+        async def counted_brief(now: float, op: Any) -> Any:
+            self.writes += 1
+            return await run_brief(now, op)
+
+        async def counted_read(now: float, op: Any) -> Any:
+            self.reads += 1
+            return await read(now, op)
+
+        store._run, store._run_brief, store._read = counted_run, counted_brief, counted_read
+
+
+async def test_an_idle_sweep_is_one_transaction_and_on_postgresql_no_pass(
+    make: Make, clock: FakeClock
+) -> None:
+    """With nothing to reclaim or prune, the sweep's parts (the expired leases, retention,
+    once keys, lease groups' members, forgotten holders) are one transaction. On PostgreSQL,
+    which hears other processes' commits, a lone process also skips the holders' check (its
+    watch waits for a new holder's commit) and the pass after the sweep: an idle scheduler
+    costs the database one transaction per sweep interval. SQLite checks the holders and
+    passes as the backstop for commits it cannot hear."""
+    sched = await start(
+        make(retention=timedelta(hours=1), run_retention=timedelta(days=1), sweep_interval=3600)
+    )
+    await sched.run_after(timedelta(days=2), "noop")
+    await sched.wait_idle()
+    await sched.sweep()  # the first marks this holder's row seen (once a day)
+    await sched.wait_idle()
+    driver = sched._driver
+    assert driver is not None
+    counted = Transactions(sched.store)
+    passes = driver.passes
+    await sched.sweep()
+    swept = (counted.writes, counted.reads)
+    await sched.wait_idle()  # (which reads when the next work is due: not counted)
+    if sched.store.dialect == "postgres":
+        assert (*swept, driver.passes - passes) == (1, 0, 0)
+    else:  # the holders' check (a read), the sweep, and the pass after it
+        assert (*swept, driver.passes - passes) == (1, 1, 1)
+
+
+async def test_a_sweep_that_reclaims_wakes_the_driver_for_the_job_on_every_store(
+    make: Make, stores: StoreFactory, clock: FakeClock
+) -> None:
+    """The sweep's own commit wakes the driver for what it reclaimed: no backstop pass is
+    needed for it (PostgreSQL has none while it hears)."""
+    other = stores.again()
+    await other.open()
+    try:
+        now = clock.time()
+        new = NewJob(
+            fn="log:add", kind=JobKind.MUTATION, next_ts=now, max_failures=4,
+            initial_backoff=1.0, backoff_base=2.0, idempotent=False, args_json='"again"',
+        )  # fmt: skip
+        (job_id,) = await other.at(now).run(enqueue_all([new]))
+        claim = await other.at(now).claim_due(
+            now + 5, mutation_limit=1, action_limit=0, process="stalled"
+        )
+        assert [j.id for j in claim.jobs] == [job_id]
+    finally:
+        await other.close()
+    sched = await start(make(lease=5, sweep_interval=3600))
+    await sched.wait_idle()
+    clock.advance(10)  # the lease expired; the sweeper's next sweep is an hour away
+    await sched.sweep()
+    await sched.wait_idle()
+    job = await sched.get_job(job_id)
+    assert job is not None
+    assert (job.state, job.attempts) == (JobState.SUCCESS, 1)
+    assert await log_items(sched) == ["again"]
+
+
 # --- bad input -----------------------------------------------------------------------------
 
 
