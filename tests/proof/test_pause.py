@@ -330,8 +330,15 @@ async def test_a_bot_paused_past_its_lease_posts_nothing_twice(  # noqa: C901 (o
             )
             assert (job["state"], job["run_count"]) == ("pending", 0), job
             assert len(sends()) == 1
-            # The minute passes at once: the channel's slot opens (B's sweep finds it).
+            # The minute passes at once: the channel's slot opens. B learns of it as of any
+            # commit that changed pending work: on SQLite at its sweep's pass, on PostgreSQL
+            # from the wake-up such a commit sends (B's timer is a minute away; its sweep
+            # makes no pass while it hears the others).
             await database.execute("UPDATE scheduler_pace SET next_start_ts = 0")
+            if database.kind == "postgres":
+                from scheduler.stores.postgres import DEFAULT_CHANNEL
+
+                await database.execute(f"NOTIFY {DEFAULT_CHANNEL}, 'the test'")
         else:
             assert hold is not None
             await wait(lambda: hold.parked == 1, "A's second send to reach the fake")
