@@ -19,11 +19,12 @@ They install packages and build images (a few minutes cold, about one warm), so 
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import os
 import secrets
 import shutil
 import time
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import aiohttp
 import pytest
@@ -210,11 +211,22 @@ def started_and_healthy(eng: Engine, project: str, since: str) -> dict[str, int]
     return first
 
 
+def bridge_gateway(network: dict[str, Any]) -> str:
+    """This machine's address on a docker network: its IPAM gateway, or, where the daemon
+    does not report one (Docker 28 leaves it out of the default bridge's IPAM config), the
+    first address of its subnet, which is the one the daemon gives the bridge."""
+    config = network["IPAM"]["Config"][0]
+    gateway = config.get("Gateway")
+    if gateway:
+        return str(gateway)
+    return str(next(ipaddress.ip_network(config["Subnet"]).hosts()))
+
+
 @pytest.fixture
 async def bridged_world(images: Engine) -> AsyncIterator[World]:
     """The fake Discord on the docker bridge's address of this machine, where containers on
     a compose network of their own reach it."""
-    bridge = images.inspect("bridge")["IPAM"]["Config"][0]["Gateway"]
+    bridge = bridge_gateway(images.inspect("bridge"))
     fake = FakeDiscord()
     fake.host = bridge
     async with fake:
