@@ -1,7 +1,10 @@
 """The take-over benchmark still runs: ``bench/takeover_bench.py --quick`` (one run on SQLite,
-this tree only) in a subprocess; every measurement in its JSON is there with positive
-numbers, and the cold start of three counted 8 IDENTIFYs at least. Nothing here is timed or
-compared against a floor."""
+this tree only, short leases and IDENTIFY window) in a subprocess; every measurement in its
+JSON is there with positive numbers, and the cold start of three counted 8 IDENTIFYs at
+least. Nothing here is timed or compared against a floor.
+
+The least that proves the script still works: one scenario per kind of measurement on one
+store (SIGKILLed instances taking over are proven by ``tests/proof/test_takeover.py``)."""
 
 from __future__ import annotations
 
@@ -43,5 +46,6 @@ def test_the_quick_takeover_bench_measures_every_scenario(tmp_path: Path) -> Non
             continue
         assert all(v > 0 for v in [s["median"], s["min"], s["max"], *s["runs"]]), where
     assert found["summary.sqlite.after.identifies"]["median"] >= 8
+    assert (doc["identify_window_s"], doc["lease_s"]) == (0.2, 3.0)
     [run] = doc["runs"]
     assert len(run["sqlite.after"]["takeover"]["shards_lost"]) == 3
