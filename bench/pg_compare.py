@@ -126,20 +126,20 @@ class Params:
         self.runs = args.runs if args.runs is not None else (1 if quick else 3)
         self.slow_runs = args.slow_runs if args.slow_runs is not None else (1 if quick else 3)
         self.concurrency = args.procrastinate_concurrency
-        self.tp_jobs = 200 if quick else 2_000
+        self.tp_jobs = 100 if quick else 2_000
         # raw asyncpg one job at a time commits (and so flushes the WAL) three times per job:
         # its rate does not depend on the count, so it gets fewer jobs to keep the run short.
-        self.tp_raw_one_jobs = 100 if quick else 500
+        self.tp_raw_one_jobs = 20 if quick else 500
         self.late_jobs, self.late_span, self.late_lead = (
-            (50, 0.5, 0.5) if quick else (500, 5.0, 1.0)
+            (20, 0.3, 0.5) if quick else (500, 5.0, 1.0)
         )
-        self.idle_pending = 500 if quick else 10_000
+        self.idle_pending = 100 if quick else 10_000
         # 30 s: a whole number of every peer's periods (this scheduler's lease sweep and
         # pgqueuer's dequeue timeout are 30 s, procrastinate's polls 5 s and 10 s), so the
         # window's count is the steady rate whatever the phase; shown per 10 s.
         self.idle_settle, self.idle_window = (0.5, 1.0) if quick else (11.0, 30.0)
-        self.scale_sizes = (1_000, 10_000) if quick else (1_000, 1_000_000)
-        self.pass_repeats, self.pass_due = (10, 8) if quick else (200, 8)
+        self.scale_sizes = (500, 2_000) if quick else (1_000, 1_000_000)
+        self.pass_repeats, self.pass_due = (5, 8) if quick else (200, 8)
         self.settle = 0.2 if quick else 2.0
 
 
