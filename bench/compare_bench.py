@@ -121,31 +121,31 @@ class Params:
         # with a full fsync per add and per removal; its rate does not depend on the count
         # (it never falls more than one batch behind), so it gets fewer jobs to keep the run
         # short.
-        n = 300 if quick else 10_000
+        n = 100 if quick else 10_000
         self.tp_jobs = {k: n for k in VARIANTS if k != "naive_5s"}
-        self.tp_jobs["apscheduler"] = 100 if quick else 2_000
+        self.tp_jobs["apscheduler"] = 30 if quick else 2_000
         self.tp_runs = {k: self.runs for k in ("ours", "ours_mutations", "raw")}
         self.tp_runs |= {k: slow for k in ("apscheduler", "apscheduler_wal", "naive_1s")}
         # Lateness.
-        self.late_jobs, self.late_span = (50, 0.5) if quick else (1_000, 10.0)
+        self.late_jobs, self.late_span = (20, 0.5) if quick else (1_000, 10.0)
         self.late_runs = {"ours": self.runs} | {
             k: slow for k in ("apscheduler", "apscheduler_wal", "naive_1s", "naive_5s")
         }
-        self.late_lead = 0.5 if quick else 1.0  # doubled and retried if enqueueing overruns it
+        self.late_lead = 1.0  # doubled and retried if enqueueing overruns it
         # Idle.
-        self.idle_pending, self.idle_window = (2_000, 1.0) if quick else (100_000, 30.0)
+        self.idle_pending, self.idle_window = (200, 1.0) if quick else (100_000, 30.0)
         self.idle_runs = slow
         self.idle_variants = ("ours", "apscheduler", "apscheduler_wal", "naive_1s", "naive_5s")
         # Start-up and memory.
-        self.big_pending = 5_000 if quick else 1_000_000
+        self.big_pending = 500 if quick else 1_000_000
         self.startup_runs = slow
         self.settle = 0.2 if quick else 2.0
         self.startup_variants = ("ours", "naive_1s", "apscheduler", "apscheduler_wal")
         # The dispatch pass (scheduler_bench's section).
         self.pass_params = sb.Params(quick, None, None)
         if quick:
-            self.pass_params.pass_sizes = (1_000, 10_000)
-            self.pass_params.pass_repeats = 10
+            self.pass_params.pass_sizes = (500, 2_000)
+            self.pass_params.pass_repeats = 5
 
 
 # --- workers -----------------------------------------------------------------------------------
