@@ -1,7 +1,7 @@
 """Shards benchmark: 10,000 guilds over 8 shards, three ``python -m bot`` instances (issue 25).
 
     python bench/shards_bench.py [--quick] [--runs N] [--json PATH] [--dsn DSN]
-                                 [--identify-window S] [--shard-lease S]
+                                 [--identify-window S] [--shard-lease S] [--lead S]
 
 The bench serves the fake Discord (``tests/fakediscord``: Discord's rate limits enforced per
 bot token, guilds routed to shard ``(guild_id >> 22) % 8``, at most one IDENTIFY per bucket
@@ -157,7 +157,7 @@ async def one_run(args: argparse.Namespace) -> dict[str, Any]:
                 # also serves the fake's 10,000 guilds); the floor is counted from the due
                 # instant, so the lead changes no figure. One writer per guild (each numbers
                 # its announcements in turn), all at once.
-                due = math.ceil(time.time() + 5.0 + args.announcements * 0.05)
+                due = math.ceil(time.time() + args.lead + args.announcements * 0.05)
                 first = datetime.fromtimestamp(due, UTC)
                 t0 = time.perf_counter()
 
@@ -291,6 +291,13 @@ def main() -> int:
     p.add_argument("--channels", type=int, default=None)
     p.add_argument("--identify-window", type=float, default=1.0)
     p.add_argument("--shard-lease", type=float, default=5.0, help="SHARD_LEASE_SECONDS")
+    p.add_argument(
+        "--lead",
+        type=float,
+        default=5.0,
+        help="seconds from writing the burst to its due instant, beside 0.05 per announcement "
+        "(no figure depends on it)",
+    )
     p.add_argument(
         "--dsn",
         default=os.environ.get("CRIER_TEST_POSTGRES_DSN") or DEFAULT_DSN,
