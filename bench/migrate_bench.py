@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _pg import fresh_database
 from _scale_seed import Seed, cached
 
-SEEDS = {"modest": Seed(100_000, 1_000, 20_000), "quick": Seed(10_000, 100, 2_000)}
+SEEDS = {"modest": Seed(100_000, 1_000, 20_000), "quick": Seed(3_000, 30, 1_000)}
 ROOT = Path(__file__).resolve().parent.parent
 
 

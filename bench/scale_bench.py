@@ -64,7 +64,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SIZES = {
     "full": Seed(1_000_000, 10_000, 100_000),
     "modest": Seed(100_000, 1_000, 20_000),
-    "quick": Seed(10_000, 100, 2_000),
+    "quick": Seed(3_000, 30, 1_000),
 }
 SMALL = Seed(1_000, 10, 200)
 """The peer of the dispatch pass: 1,000 announcements pending."""

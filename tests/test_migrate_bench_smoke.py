@@ -30,7 +30,7 @@ def test_quick_migrate_bench_measures_the_move_and_its_peer(tmp_path: Path) -> N
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
     doc = json.loads(out.read_text("utf-8"))
-    assert doc["seed"]["rows"]["bot_announcements"] == 10_000
+    assert doc["seed"]["rows"]["bot_announcements"] == 3_000
     [run] = doc["migrate"]["runs"]
     assert run["seconds"] > 0
     assert run["peak_rss_mib"] > 0

@@ -30,7 +30,7 @@ def test_quick_scale_bench_measures_every_section(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     doc = json.loads(out.read_text("utf-8"))
-    assert doc["seed"]["seed"]["announcements"] == 10_000
+    assert doc["seed"]["seed"]["announcements"] == 3_000
     assert not doc["seed"]["cached"]
     for section in ("startup", "latency", "pass"):
         found = summaries(doc[section], section)
