@@ -1,6 +1,7 @@
 """The reminders benchmark still runs: ``bench/reminders_bench.py`` at a tiny size (20
-members, 10 ms apart) in a subprocess; its JSON has every measurement with positive
-numbers, and every member got one DM. Nothing here is timed or compared against a floor."""
+members, 10 ms apart, due 3 s after they are written) in a subprocess; its JSON has every
+measurement with positive numbers, and every member got one DM. Nothing here is timed or
+compared against a floor."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ BENCH = ROOT / "bench" / "reminders_bench.py"
 def test_tiny_reminders_bench_measures_every_figure(tmp_path: Path) -> None:
     out = tmp_path / "reminders.json"
     argv = [sys.executable, str(BENCH), "--members", "20", "--spacing", "0.01",
-            "--json", str(out)]  # fmt: skip
+            "--ahead", "3", "--json", str(out)]  # fmt: skip
     proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=230)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     doc = json.loads(out.read_text("utf-8"))
