@@ -95,13 +95,13 @@ class Params:
         self.idle_runs = idle_runs if idle_runs is not None else min(self.runs, 3)
         self.enqueue_batch = 100
         if quick:
-            self.jobs = 1_000
-            self.raw_jobs = 1_000
-            self.aiosqlite_jobs = 300
-            self.late_jobs, self.late_span, self.late_lead = 100, 1.0, 0.5
-            self.idle_pending, self.idle_window = 10_000, 2.0
-            self.pass_sizes = (1_000, 20_000)
-            self.pass_repeats, self.pass_due = 20, 8
+            self.jobs = 500
+            self.raw_jobs = 500
+            self.aiosqlite_jobs = 200
+            self.late_jobs, self.late_span, self.late_lead = 50, 0.5, 0.5
+            self.idle_pending, self.idle_window = 2_000, 2.0
+            self.pass_sizes = (1_000, 5_000)
+            self.pass_repeats, self.pass_due = 10, 8
         else:
             self.jobs = 10_000
             self.raw_jobs = 10_000
