@@ -63,7 +63,7 @@ SUBCOMMANDS: tuple[Subcommand, ...] = (
         "run",
         "run the bot (the default with no subcommand)",
         "Run the bot: settings from the environment and .env, until SIGINT or SIGTERM.",
-        "bot.app.crier",
+        "bot.app.start",
         run="run_from_args",
         add_arguments=None,
     ),

@@ -74,10 +74,10 @@ from ..web.calendar import CalendarFeeds
 from ..web.server import WebServer
 from .endpoints import use_discord_endpoints
 from .shards import GatewayInfo, Shards
+from .start import CONFIG_ERROR, fatal
 from .waiting import DatabaseWait
 
 if TYPE_CHECKING:
-    import argparse
     from collections.abc import Awaitable, Callable, Sequence
 
     from ..web.dashboard import Dashboard
@@ -783,28 +783,14 @@ def database_name(settings: Settings) -> str:
     return where if kind == "sqlite" else without_password(where)
 
 
-CONFIG_ERROR = 2
-"""The exit status of a start refused for its settings (an unreadable one, or a database
-that refuses its connection settings)."""
-
-
-def fatal(message: str, status: int = 1) -> int:
-    print(f"crier: {message}", file=sys.stderr)
-    return status
-
-
-def run_from_args(args: argparse.Namespace) -> int:
-    """``python -m bot run`` (and ``python -m bot`` alone): :func:`main`."""
-    return main()
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the bot with the settings of the environment and ``.env`` (``argv`` is not read:
-    :func:`bot.app.cli.main` parses the command line)."""
-    try:
-        settings = load_settings()
-    except ConfigError as exc:
-        return fatal(str(exc), CONFIG_ERROR)
+def main(argv: Sequence[str] | None = None, *, settings: Settings | None = None) -> int:
+    """Run the bot with ``settings``, by default those of the environment and ``.env``
+    (``argv`` is not read: :func:`bot.app.cli.main` parses the command line)."""
+    if settings is None:
+        try:
+            settings = load_settings()
+        except ConfigError as exc:
+            return fatal(str(exc), CONFIG_ERROR)
     setup_logging(settings)
     try:
         return asyncio.run(run(settings))

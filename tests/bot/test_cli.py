@@ -123,13 +123,37 @@ def test_a_subcommand_is_registered_by_one_entry(monkeypatch: pytest.MonkeyPatch
 async def test_run_is_what_the_command_line_runs_without_a_subcommand(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """The settings are read first (a start refused for them never imports the bot), then
+    the bot runs with them."""
     import bot.app.crier as crier
+    import bot.config
 
-    ran: list[str] = []
-    monkeypatch.setattr(crier, "main", lambda argv=None: ran.append("bot") or 0)
+    settings = object()
+    ran: list[object] = []
+    monkeypatch.setattr(bot.config, "load_settings", lambda: settings)
+    monkeypatch.setattr(
+        crier, "main", lambda argv=None, *, settings=None: ran.append(settings) or 0
+    )
     assert cli.main([]) == 0
     assert cli.main(["run"]) == 0
-    assert ran == ["bot", "bot"]
+    assert ran == [settings, settings]
+
+
+async def test_a_start_refused_for_its_settings_never_imports_the_bot(tmp_path: Path) -> None:
+    """The settings are read before discord.py and the bot are imported: a start they refuse
+    (one line, exit status 2) costs a fraction of the bot's imports (a second or more of
+    CPU, which the suite's many refused starts paid each time)."""
+    code = (
+        "import sys; from bot.app import cli; status = cli.main([]); "
+        "print(status, 'discord' in sys.modules, 'bot.app.crier' in sys.modules)"
+    )
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", code, cwd=tmp_path, env=clean_env(),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await asyncio.wait_for(proc.communicate(), 30)
+    assert out.decode() == "2 False False\n", err.decode()
+    assert err.decode().startswith("crier: DISCORD_TOKEN"), err.decode()
 
 
 async def test_importing_the_main_module_runs_nothing(tmp_path: Path) -> None:
