@@ -7,6 +7,7 @@ this file (which imports the fake Discord, so discord.py) is not loaded."""
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING
 
 import pytest
@@ -32,3 +33,10 @@ def _discord_api_spec() -> Iterator[None]:
     send on purpose, inside ``fake.spec.allow_violations()``) fails the test, naming it."""
     with failing_on_violations():
         yield
+
+
+def pytest_sessionfinish() -> None:
+    """This process's pooled PostgreSQL test databases are dropped (``tests/scheduler/pg.py``)."""
+    pg = sys.modules.get("tests.scheduler.pg")
+    if pg is not None:
+        pg.drop_pool()

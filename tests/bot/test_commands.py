@@ -710,13 +710,14 @@ async def any_db_crier(
         dsn = postgres_dsn()
         if dsn is None:
             pytest.skip("needs CRIER_TEST_POSTGRES_DSN")
-        from tests.scheduler.pg import create_database, drop_database, with_database
+        from bot.app.crier import bot_migrations
+        from tests.scheduler.pg import POOL
 
-        name = await create_database(dsn)
-        url = with_database(dsn, name)
+        db = await POOL.acquire(dsn, [bot_migrations()])  # at head and empty
+        url = db.dsn
 
         async def cleanup() -> None:
-            await drop_database(dsn, name)
+            await POOL.release(db)
 
     settings = settings_for(world.fake, tmp_path / "unused.db", database_url=url)
     app = Crier(settings, clock=clock, guild_ready_timeout=0.05)

@@ -54,13 +54,14 @@ async def make_crier(
         dsn = postgres_dsn()
         if dsn is None:
             pytest.skip("needs CRIER_TEST_POSTGRES_DSN")
-        from tests.scheduler.pg import create_database, drop_database, with_database
+        from bot.app.crier import bot_migrations
+        from tests.scheduler.pg import POOL
 
-        name = await create_database(dsn)
-        url = with_database(dsn, name)
+        db = await POOL.acquire(dsn, [bot_migrations()])  # at head and empty
+        url = db.dsn
 
         async def cleanup() -> None:
-            await drop_database(dsn, name)
+            await POOL.release(db)
 
     started: list[Crier] = []
 

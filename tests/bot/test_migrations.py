@@ -149,7 +149,7 @@ async def test_postgres_database_of_the_first_release_is_migrated_with_its_rows(
     from scheduler.stores.postgres import PostgresStore
     from tests.scheduler.pg import fresh_database
 
-    async with fresh_database(require_postgres()) as dsn:
+    async with fresh_database(require_postgres(), pooled=False) as dsn:
         await upgrade(lambda: PostgresStore(dsn), tmp_path)
 
 
@@ -221,7 +221,7 @@ async def test_a_server_language_kept_by_release_9_moves_into_its_settings_row(
     from scheduler.stores.postgres import PostgresStore
     from tests.scheduler.pg import fresh_database
 
-    async with fresh_database(require_postgres()) as dsn:
+    async with fresh_database(require_postgres(), pooled=False) as dsn:
         pg = await asyncpg.connect(dsn)
         try:
             await build_postgres(pg, 9, 10)
@@ -280,7 +280,7 @@ async def test_release_11_dry_runs_are_dropped_and_template_files_measured(
     from scheduler.stores.postgres import PostgresStore
     from tests.scheduler.pg import fresh_database
 
-    async with fresh_database(require_postgres()) as dsn:
+    async with fresh_database(require_postgres(), pooled=False) as dsn:
         pg = await asyncpg.connect(dsn)
         try:
             await build_postgres(pg, 11, 10)

@@ -289,7 +289,7 @@ async def releases_database(dialect: str) -> AsyncIterator[str | None]:
         return
     from tests.scheduler.pg import fresh_database
 
-    async with fresh_database(require_postgres()) as dsn:
+    async with fresh_database(require_postgres(), pooled=False) as dsn:
         yield dsn
 
 
@@ -310,7 +310,7 @@ async def at_release(
 
     async with contextlib.AsyncExitStack() as stack:
         if pg is None:
-            dsn = await stack.enter_async_context(fresh_database(require_postgres()))
+            dsn = await stack.enter_async_context(fresh_database(require_postgres(), pooled=False))
         else:
             dsn = pg
         conn = await asyncpg.connect(dsn)
@@ -462,7 +462,7 @@ async def test_a_scheduler_only_database_gets_the_bot_tables_and_keeps_its_jobs(
         else:
             from tests.scheduler.pg import fresh_database
 
-            async with fresh_database(require_postgres()) as dsn:
+            async with fresh_database(require_postgres(), pooled=False) as dsn:
                 conn = await asyncpg.connect(dsn)
                 try:
                     await build_postgres(conn, 0, sched)
@@ -583,7 +583,7 @@ async def test_a_sigkill_inside_a_migration_leaves_it_unapplied_and_the_next_sta
     else:
         from tests.scheduler.pg import fresh_database
 
-        async with fresh_database(require_postgres()) as dsn:
+        async with fresh_database(require_postgres(), pooled=False) as dsn:
             conn = await asyncpg.connect(dsn)
             try:
                 await build_postgres(conn, bot, sched)
@@ -627,7 +627,7 @@ async def test_a_database_of_a_newer_release_is_refused_in_one_line_and_left_unt
     else:
         from tests.scheduler.pg import fresh_database
 
-        async with fresh_database(require_postgres()) as dsn:
+        async with fresh_database(require_postgres(), pooled=False) as dsn:
             conn_pg = await asyncpg.connect(dsn)
             try:
                 await build_postgres(conn_pg, bot, sched)

@@ -8,6 +8,7 @@ their imports."""
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING
 
 import pytest
@@ -43,3 +44,10 @@ async def stores(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterato
     finally:
         if factory.cleanup is not None:
             await factory.cleanup()
+
+
+def pytest_sessionfinish() -> None:
+    """This process's pooled PostgreSQL test databases are dropped (``tests/scheduler/pg.py``)."""
+    pg = sys.modules.get("tests.scheduler.pg")
+    if pg is not None:
+        pg.drop_pool()

@@ -107,7 +107,7 @@ async def _postgres_at_previous_schema(tmp_path: Path) -> AsyncIterator[Store]:
     from scheduler.stores.postgres import PostgresStore
     from tests.scheduler.pg import fresh_database
 
-    async with fresh_database(require_postgres()) as dsn:
+    async with fresh_database(require_postgres(), pooled=False) as dsn:
         conn: Any = await asyncpg.connect(dsn)
         try:
             await conn.execute(_version_table("DOUBLE PRECISION"))

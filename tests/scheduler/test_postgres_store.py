@@ -172,12 +172,18 @@ def test_importing_scheduler_does_not_import_asyncpg() -> None:
 
 
 @pytest.fixture
-async def dsn() -> AsyncIterator[str]:
-    """A fresh database of its own."""
+def never_used() -> None:
+    """Asked for by the migration tests: :func:`dsn` is then a database created for the
+    test, not a pooled one emptied (see ``tests/scheduler/pg.py``)."""
+
+
+@pytest.fixture
+async def dsn(request: pytest.FixtureRequest) -> AsyncIterator[str]:
+    """A database of its own, as new."""
     base = postgres_dsn()
     if base is None:
         pytest.skip("PostgreSQL tests need CRIER_TEST_POSTGRES_DSN (.ci/run sets it)")
-    async with fresh_database(base) as dsn:
+    async with fresh_database(base, pooled="never_used" not in request.fixturenames) as dsn:
         yield dsn
 
 
@@ -242,6 +248,7 @@ async def versions(conn: Any) -> list[tuple[str, int, str, str]]:
 
 
 @needs_server
+@pytest.mark.usefixtures("never_used")
 async def test_a_fresh_database_gets_every_migration_recorded_with_its_checksum(
     dsn: str, conn: Any, opened: list[PostgresStore]
 ) -> None:
@@ -283,6 +290,7 @@ async def test_a_fresh_database_gets_every_migration_recorded_with_its_checksum(
 
 
 @needs_server
+@pytest.mark.usefixtures("never_used")
 async def test_opening_again_applies_nothing(
     dsn: str, conn: Any, opened: list[PostgresStore]
 ) -> None:
@@ -294,6 +302,7 @@ async def test_opening_again_applies_nothing(
 
 
 @needs_server
+@pytest.mark.usefixtures("never_used")
 async def test_concurrent_first_opens_apply_each_migration_once(
     dsn: str, conn: Any, opened: list[PostgresStore], tmp_path: Path
 ) -> None:
@@ -311,6 +320,7 @@ async def test_concurrent_first_opens_apply_each_migration_once(
 
 
 @needs_server
+@pytest.mark.usefixtures("never_used")
 async def test_application_migrations_apply_in_order_after_the_scheduler_s(
     dsn: str, conn: Any, opened: list[PostgresStore], tmp_path: Path
 ) -> None:
@@ -337,6 +347,7 @@ async def test_application_migrations_apply_in_order_after_the_scheduler_s(
 
 
 @needs_server
+@pytest.mark.usefixtures("never_used")
 async def test_a_newer_scheduler_schema_is_refused_before_anything_is_written(
     dsn: str, conn: Any, tmp_path: Path
 ) -> None:
@@ -361,6 +372,7 @@ async def test_a_newer_scheduler_schema_is_refused_before_anything_is_written(
 
 
 @needs_server
+@pytest.mark.usefixtures("never_used")
 async def test_a_newer_application_schema_is_refused_untouched(
     dsn: str, conn: Any, opened: list[PostgresStore], tmp_path: Path
 ) -> None:
@@ -375,6 +387,7 @@ async def test_a_newer_application_schema_is_refused_untouched(
 
 
 @needs_server
+@pytest.mark.usefixtures("never_used")
 async def test_an_edited_migration_is_refused(
     dsn: str, conn: Any, opened: list[PostgresStore], tmp_path: Path
 ) -> None:
@@ -399,6 +412,7 @@ async def test_an_edited_migration_is_refused(
 
 
 @needs_server
+@pytest.mark.usefixtures("never_used")
 async def test_a_failing_migration_is_rolled_back_whole_and_can_be_fixed(
     dsn: str, conn: Any, opened: list[PostgresStore], tmp_path: Path
 ) -> None:

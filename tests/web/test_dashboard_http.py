@@ -58,18 +58,18 @@ async def test_a_callback_whose_state_is_not_ours_is_refused(tmp_path: Path) -> 
 
 @contextlib.asynccontextmanager
 async def database_url(kind: str, tmp_path: Path) -> AsyncIterator[str]:
-    """A fresh database of ``kind`` (PostgreSQL only if a server is configured)."""
+    """A fresh database of ``kind`` (PostgreSQL only if a server is configured): on
+    PostgreSQL a pooled one, at the head of the scheduler's and the bot's migrations and
+    empty, as the bot leaves a new database when it starts (see ``tests/scheduler/pg.py``)."""
     if kind == "sqlite":
         yield f"sqlite:///{tmp_path / 'crier.db'}"
         return
     dsn = require_postgres()
-    from tests.scheduler.pg import create_database, drop_database, with_database
+    from bot.app.crier import bot_migrations
+    from tests.scheduler.pg import pooled_database
 
-    name = await create_database(dsn)
-    try:
-        yield with_database(dsn, name)
-    finally:
-        await drop_database(dsn, name)
+    async with pooled_database(dsn, [bot_migrations()]) as url:
+        yield url
 
 
 @pytest.mark.parametrize("kind", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
