@@ -173,32 +173,33 @@ async def test_wakes_during_a_pass_coalesce_into_one_more_pass(
     assert driver.passes - before == 2
 
 
-async def test_wait_idle_waits_for_a_sweep_the_clock_made_due(
-    make: Make, stores: StoreFactory, clock: FakeClock
-) -> None:
-    # A run of another process that died holding its lease (until START + 5): only the sweep
-    # can make the job due again.
+async def stalled_job(stores: StoreFactory, clock: FakeClock, item: str, process: str) -> int:
+    """A ``log:add`` of ``item`` claimed now by another ``process`` under a 5 s lease that
+    it never ends (it died or stalled): only a sweep can make it due again."""
     other = stores.again()
     await other.open()
     try:
         now = clock.time()
         new = NewJob(
-            fn="log:add",
-            kind=JobKind.MUTATION,
-            next_ts=now,
-            max_failures=4,
-            initial_backoff=1.0,
-            backoff_base=2.0,
-            idempotent=False,
-            args_json='"reclaimed"',
-        )
+            fn="log:add", kind=JobKind.MUTATION, next_ts=now, max_failures=4,
+            initial_backoff=1.0, backoff_base=2.0, idempotent=False, args_json=f'"{item}"',
+        )  # fmt: skip
         (job_id,) = await other.at(now).run(enqueue_all([new]))
         claim = await other.at(now).claim_due(
-            now + 5, mutation_limit=1, action_limit=0, process="gone"
+            now + 5, mutation_limit=1, action_limit=0, process=process
         )
         assert [j.id for j in claim.jobs] == [job_id]
     finally:
         await other.close()
+    return job_id
+
+
+async def test_wait_idle_waits_for_a_sweep_the_clock_made_due(
+    make: Make, stores: StoreFactory, clock: FakeClock
+) -> None:
+    # A run of another process that died holding its lease (until START + 5): only the sweep
+    # can make the job due again.
+    job_id = await stalled_job(stores, clock, "reclaimed", "gone")
     sched = await start(make(lease=5, sweep_interval=60))
     await sched.wait_idle()  # the start-up sweep: the lease has not expired yet
     assert (await sched.get_job(job_id)).state is JobState.IN_PROGRESS  # type: ignore[union-attr]
@@ -608,21 +609,7 @@ async def test_a_sweep_that_reclaims_wakes_the_driver_for_the_job_on_every_store
 ) -> None:
     """The sweep's own commit wakes the driver for what it reclaimed: no backstop pass is
     needed for it (PostgreSQL has none while it hears)."""
-    other = stores.again()
-    await other.open()
-    try:
-        now = clock.time()
-        new = NewJob(
-            fn="log:add", kind=JobKind.MUTATION, next_ts=now, max_failures=4,
-            initial_backoff=1.0, backoff_base=2.0, idempotent=False, args_json='"again"',
-        )  # fmt: skip
-        (job_id,) = await other.at(now).run(enqueue_all([new]))
-        claim = await other.at(now).claim_due(
-            now + 5, mutation_limit=1, action_limit=0, process="stalled"
-        )
-        assert [j.id for j in claim.jobs] == [job_id]
-    finally:
-        await other.close()
+    job_id = await stalled_job(stores, clock, "again", "stalled")
     sched = await start(make(lease=5, sweep_interval=3600))
     await sched.wait_idle()
     clock.advance(10)  # the lease expired; the sweeper's next sweep is an hour away

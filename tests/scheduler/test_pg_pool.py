@@ -177,14 +177,9 @@ async def test_what_a_reset_cannot_undo_costs_the_database(change: str) -> None:
         await POOL.release(other)
 
 
-def test_the_pool_s_databases_are_dropped_when_the_process_exits() -> None:
-    server = require_postgres()
-    code = (
-        "import asyncio, sys\n"
-        "from tests.scheduler.pg import POOL\n"
-        "db = asyncio.run(POOL.acquire(sys.argv[1], ()))\n"
-        "print(db.name)\n"
-    )
+def python_prints(code: str, server: str) -> str:
+    """What ``code`` prints, run by a new Python process from the repository's root with
+    the server's dsn as its argument."""
     done = subprocess.run(
         [sys.executable, "-c", code, server],
         cwd=Path(__file__).parents[2],
@@ -193,7 +188,18 @@ def test_the_pool_s_databases_are_dropped_when_the_process_exits() -> None:
         check=True,
         timeout=120,
     )
-    name = done.stdout.strip()
+    return done.stdout.strip()
+
+
+def test_the_pool_s_databases_are_dropped_when_the_process_exits() -> None:
+    server = require_postgres()
+    code = (
+        "import asyncio, sys\n"
+        "from tests.scheduler.pg import POOL\n"
+        "db = asyncio.run(POOL.acquire(sys.argv[1], ()))\n"
+        "print(db.name)\n"
+    )
+    name = python_prints(code, server)
     assert name.startswith("crier_test_")
 
     found = asyncio.run(_exists(server, name))
@@ -211,15 +217,7 @@ def test_the_databases_of_a_killed_run_are_dropped_by_the_next() -> None:
         "print(db.name, flush=True)\n"
         "os._exit(0)  # as if killed: no session end, no atexit\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code, server],
-        cwd=Path(__file__).parents[2],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-    )
-    name = done.stdout.strip()
+    name = python_prints(code, server)
     try:
         assert asyncio.run(_exists(server, name))  # left behind
         asyncio.run(sweep_leftovers(server))  # (another process's first use may sweep too)
