@@ -4,8 +4,8 @@ Three ``python -m bot`` processes run on one fresh PostgreSQL database against o
 Discord. The test process writes the announcements through the bot's own ``Announcements``
 service (the code ``/schedule`` ends in) while the bots run: one-offs due evenly over a
 window, and recurring ones every few seconds for the whole window. Midway, one bot is
-SIGKILLed and a new one started in its place; the other two take over its deliveries once
-their leases expire.
+SIGKILLed and a new one started in its place; the other two take over its deliveries (at once:
+its database session is gone, so its leases are).
 
 "Posted exactly once" means, for a one-off, one message for the announcement; for a
 recurring announcement, one message for each *occurrence*: each fire time for which the
@@ -74,7 +74,10 @@ EVERY = 3.0
 """The recurring announcements' period."""
 LEAD = 10.0 if FULL else 6.0
 """Seconds from the first write to the first due time (writing takes ~3-7 ms each)."""
-LEASE = 2.0
+LEASE = 6.0
+"""The job lease. A SIGKILLed instance's leases are taken at once (its session is gone); the
+lease only has to outlast a loaded machine's delays between heartbeats (2 s did not: on a CI
+run at a load near 7 one delivery's run was reclaimed four times and the wait ran out)."""
 SWEEP = 0.5
 SEND_DELAY = 1.0
 """The fake answers each send this long after creating the message: at 30-50 sends a second,
