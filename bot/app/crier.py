@@ -239,8 +239,9 @@ class CrierBot(commands.Bot):
         self.web_base = web_base or (lambda: None)
         """Where this process's web server is reached (``/calendar``'s address), and whether
         that is its public address; None: it serves none."""
-        self.identify_turn_taken = False
-        """Set when this shard's first IDENTIFY already waited its turn (see ``Shards``)."""
+        self.identify_deadline: float | None = None
+        """Until when (on ``clock``) the turn this shard's first IDENTIFY waited before
+        connecting still holds (see ``ShardSession``); cleared when that IDENTIFY goes."""
         self.interactions_in_flight: dict[int, tuple[float, asyncio.Task[Any] | None]] = {}
         """Interactions this client received and is still handling, by id: when it came
         (``time.monotonic()``) and the task handling it (None until that task starts, see
@@ -272,10 +273,17 @@ class CrierBot(commands.Bot):
 
     async def before_identify_hook(self, shard_id: int | None, *, initial: bool = False) -> None:
         """Every IDENTIFY waits its bucket's turn across the instances (``IdentifyGate``);
-        the first one already waited before connecting."""
-        if self.identify_turn_taken:
-            self.identify_turn_taken = False
-            return
+        the first one already waited before connecting, and goes if it is still in time
+        (connecting took no longer than the gate's margin past the turn)."""
+        deadline, self.identify_deadline = self.identify_deadline, None
+        if deadline is not None:
+            late = self.clock.time() - deadline
+            if late <= 0:
+                return
+            logging.getLogger("crier.shards").info(
+                "shard %s connected %.2f s past its IDENTIFY turn's margin: waiting for a new "
+                "turn instead of crowding the next one", shard_id, late,
+            )  # fmt: skip
         if self._identify is None:
             await super().before_identify_hook(shard_id, initial=initial)
             return

@@ -57,6 +57,9 @@ class IdentifyGate:
         self.max_concurrency = max(1, max_concurrency)
         self.identified = 0
         """IDENTIFY turns this process reserved."""
+        self.waiting: set[int] = set()
+        """Shards whose re-IDENTIFY waits for its turn in :meth:`wait` (tests drive the clock
+        until every shard is ready or waiting)."""
 
     def bucket(self, shard_id: int) -> int:
         return shard_id % self.max_concurrency
@@ -91,15 +94,45 @@ class IdentifyGate:
         return (await self.sched.reserve_slot(pace)).timestamp()
 
     @property
+    def margin(self) -> float:
+        """How late after its turn an IDENTIFY may still go: a fifth of the interval, at
+        least 0.25 s. A turn is a time on this process's clock; the IDENTIFY reaches Discord
+        after its connection is set up, which takes longer for one shard than for another (a
+        loaded machine, a slow TLS handshake)."""
+        return max(self.interval / 5, 0.25)
+
+    @property
     def spacing(self) -> float:
-        """How far apart two turns of one bucket are reserved: the interval and a margin
-        (a fifth of it, at least 0.25 s). A turn is a time on this process's clock; the
-        IDENTIFY reaches Discord after its connection is set up, which takes longer for one
-        shard than for another (a loaded machine, a slow TLS handshake): without the margin
-        the first of two IDENTIFYs may arrive late and the next on time, closer than Discord
-        allows, and be refused with op 9."""
-        return self.interval + max(self.interval / 5, 0.25)
+        """How far apart two turns of one bucket are reserved: the interval and the margin.
+        Without the margin the first of two IDENTIFYs may arrive late and the next on time,
+        closer than Discord allows, and be refused with op 9."""
+        return self.interval + self.margin
+
+    def in_time(self, turn: float) -> bool:
+        """Whether an IDENTIFY sent now still keeps turn ``turn``: no later than the margin
+        after it. One sent later may come within the interval of the bucket's next turn,
+        which another instance is entitled to."""
+        return self.interval <= 0 or self.clock.time() <= turn + self.margin
 
     async def wait(self, shard_id: int) -> None:
-        """Wait until shard ``shard_id`` may IDENTIFY (see :meth:`turn`)."""
-        await sleep_until(self.clock, await self.turn(shard_id))
+        """Wait until shard ``shard_id`` may IDENTIFY (see :meth:`turn`). A turn reached
+        later than the margin (the process was stalled past it) is given up and a new one
+        reserved, rather than identifying into the next turn's window."""
+        while True:
+            turn = await self.turn(shard_id)
+            self.waiting.add(shard_id)
+            try:
+                await sleep_until(self.clock, turn)
+            finally:
+                self.waiting.discard(shard_id)
+            if self.in_time(turn):
+                return
+            self.missed(shard_id, turn)
+
+    def missed(self, shard_id: int, turn: float) -> None:
+        """Log a turn given up for being reached too late."""
+        log.info(
+            "shard %d reached its IDENTIFY turn %.2f s late (more than the %.2f s margin): "
+            "waiting for a new turn instead of crowding the next one",
+            shard_id, self.clock.time() - turn, self.margin,
+        )  # fmt: skip

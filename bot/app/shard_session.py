@@ -46,7 +46,7 @@ class ShardingRequired(ConfigError):
 class ShardClient(Protocol):
     """What :class:`Shards` needs of a shard's client (a ``CrierBot``)."""
 
-    identify_turn_taken: bool
+    identify_deadline: float | None
 
     @property
     def ws(self) -> Any: ...
@@ -90,12 +90,18 @@ class ShardSession:
         self.stopping = False
         self.watch: asyncio.Task[None] | None = None
         """Calls ``on_ready`` once the session is ready."""
-        self.waiting_turn = False
-        """Waiting for its first IDENTIFY's turn (tests drive the clock until none is)."""
+        self.waiting_first_turn = False
+        """Waiting for its first IDENTIFY's turn."""
 
     @property
     def name(self) -> str:
         return f"shard {self.shard_id} of {self.count}"
+
+    @property
+    def waiting_turn(self) -> bool:
+        """Waiting for an IDENTIFY's turn, its first or a later one (tests drive the clock
+        until every session is ready or waiting)."""
+        return self.waiting_first_turn or self.shard_id in self.gate.waiting
 
     @property
     def ready(self) -> bool:
@@ -130,12 +136,12 @@ class ShardSession:
             # The first IDENTIFY's turn is waited here, outside discord.py's 60 s limit on
             # connecting (a shard far back in its bucket's queue would time out in it).
             turn = await self.gate.turn(self.shard_id)
-            self.waiting_turn = True
+            self.waiting_first_turn = True
             try:
                 await sleep_until(self.clock, turn)
             finally:
-                self.waiting_turn = False
-            self.client.identify_turn_taken = True
+                self.waiting_first_turn = False
+            self.client.identify_deadline = turn + self.gate.margin
             await self.client.connect()
         except asyncio.CancelledError:
             raise

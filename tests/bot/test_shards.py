@@ -13,15 +13,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import logging
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from bot.app import Crier
+from bot.app.identify import IdentifyGate
 from bot.app.shards import IdentifyRefused, ShardingRequired
 from bot.web.gateway import ShardState
-from scheduler import LeaseShare, Pace
+from scheduler import LeaseShare, Pace, Registry, Scheduler
+from scheduler.stores.sqlite import SqliteStore
 from scheduler.testing import FakeClock
 from tests.bot.conftest import NOW, World, restore_discord_endpoints, settings_for
 from tests.bot.test_export_import import export
@@ -514,6 +517,93 @@ async def test_an_identify_that_reaches_discord_late_does_not_push_the_next_one_
         finally:
             await app.close()
             restore_discord_endpoints()
+
+
+async def test_a_turn_reached_later_than_its_margin_is_given_up_for_a_new_one(
+    paced: FakeDiscord, tmp_path: Path, clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Shards 0 and 2 (both of bucket 0) reserve turns 6 s apart (the 5 s window and its
+    1 s margin). Shard 0's connection stalls 3 s past its turn (the fake's clock moves on
+    when it accepts the socket, before the IDENTIFY is sent): sent then, its IDENTIFY would
+    come 3 s before shard 2's, inside the window, and one would get op 9. Shard 0 gives its
+    turn up and waits a new one behind shard 2: both are accepted, 5 s apart or more."""
+    caplog.set_level(logging.INFO, "crier")
+    stall = 3.0
+    handle = paced.gateway.handle
+    stalled: list[float] = []
+
+    async def slow_first(request: Any) -> Any:
+        if not stalled:
+            stalled.append(clock.time())
+            clock.advance(stall)
+        return await handle(request)
+
+    paced.gateway.handle = slow_first  # type: ignore[method-assign]
+    async with paced:
+        for k in range(COUNT):
+            sharded_world(paced, k)
+        cluster = Cluster(paced, tmp_path / "crier.db", clock)
+        app = cluster.make(shard_ids=(0, 2), identify_interval=5.0)
+        starting = asyncio.create_task(app.start())
+        try:
+            while not starting.done():
+                await paced.wait_until(
+                    lambda: (
+                        starting.done()
+                        or cluster.settled()
+                        or not all(x.accepted for x in paced.identify_log)
+                    ),
+                    timeout=20,
+                    what="every shard connected or waiting its turn",
+                )
+                if not all(x.accepted for x in paced.identify_log):
+                    break
+                clock.advance(0.25)
+                await asyncio.sleep(0)
+            log = paced.identify_log
+            assert stalled
+            assert [x.outcome for x in log] == ["accepted"] * 2, log
+            starting.result()
+            assert [x.shard[0] for x in log] == [2, 0]  # shard 0 went behind shard 2
+            assert log[1].at - log[0].at >= 5.0
+            assert "past its IDENTIFY turn's margin" in caplog.text
+        finally:
+            await app.close()
+            restore_discord_endpoints()
+
+
+async def test_a_re_identify_woken_past_its_margin_waits_a_new_turn(tmp_path: Path) -> None:
+    """The gate's own wait (a running shard's re-IDENTIFY): a process stalled past its turn
+    by more than the margin wakes too late to keep it, so it reserves the bucket's next turn
+    (6 s after the one reserved last: the 5 s window and its 1 s margin) and waits for it."""
+    clock = FakeClock(NOW)
+    limit = {"total": 1000, "remaining": 1000, "reset_after": 0, "max_concurrency": 1}
+
+    async def fetch() -> dict[str, int]:
+        return limit
+
+    async with Scheduler(SqliteStore(tmp_path / "db.sqlite"), Registry(), clock=clock) as sched:
+        gate = IdentifyGate(sched, clock, fetch, interval=5.0, kept=1, max_concurrency=1)
+        start = clock.time()
+        await gate.wait(0)  # the bucket's first turn: now
+        waiting = asyncio.create_task(gate.wait(1))  # its turn: start + 6
+        await settle(lambda: 1 in gate.waiting)
+        clock.advance(10)  # woken 4 s past its turn, 3 s past the margin
+        await settle(lambda: gate.identified == 3 and 1 in gate.waiting)  # a new turn
+        clock.advance(start + 12 - clock.time() - 0.01)
+        await settle(lambda: waiting.done(), settles=False)  # not before start + 12
+        clock.advance(0.01)
+        await asyncio.wait_for(waiting, 5)
+
+
+async def settle(done: Callable[[], bool], *, settles: bool = True) -> None:
+    """Yield to the loop until ``done()`` (a database round trip takes a few turns), or,
+    with ``settles=False``, check that it does not come within those turns."""
+    for _ in range(200 if settles else 20):
+        if done():
+            break
+        await asyncio.sleep(0.005)
+    assert done() is settles
 
 
 async def test_the_session_start_budget_floor_refuses_to_identify(
