@@ -5,6 +5,7 @@ whatever is open in a way no cancellation can interrupt."""
 from __future__ import annotations
 
 import logging
+import socket
 from collections.abc import Mapping, Sequence
 from contextlib import suppress
 from typing import Any
@@ -36,6 +37,46 @@ def rowcount(status: str | None) -> int:
         return -1
     head, _, last = status.rpartition(" ")
     return int(last) if head and last.isdigit() else -1
+
+
+# --- a long-lived connection's watch ----------------------------------------------------------
+
+KEEPALIVE_PROBES = 3
+"""Unanswered TCP keepalive probes after which the kernel gives a connection up."""
+
+
+def keep_alive(conn: Connection, idle: float) -> bool:
+    """Have the kernel watch ``conn``'s socket, so a connection that dies without a word (a
+    host gone, a network cut) ends within about twice ``idle`` seconds of silence, and
+    asyncpg's termination callbacks run, without a query: keepalive probes after ``idle``
+    seconds of silence, ``idle / 3`` apart, three unanswered ending it. A local (Unix)
+    socket needs none: its peer is this machine's server, which closes it when its session
+    ends. False when the socket cannot be reached (not an asyncpg connection as this knows
+    it): the caller then asks the connection itself every so often."""
+    transport = getattr(conn, "_transport", None)
+    sock = transport.get_extra_info("socket") if transport is not None else None
+    if sock is None:
+        return False
+    if sock.family == getattr(socket, "AF_UNIX", None):
+        return True
+    if sock.family not in (socket.AF_INET, socket.AF_INET6):
+        return False
+    quiet = max(1, round(idle))
+    apart = max(1, round(idle / KEEPALIVE_PROBES))
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+        for name, value in (
+            ("TCP_KEEPIDLE", quiet),  # Linux, BSDs
+            ("TCP_KEEPALIVE", quiet),  # macOS's name for it
+            ("TCP_KEEPINTVL", apart),
+            ("TCP_KEEPCNT", KEEPALIVE_PROBES),
+        ):
+            option = getattr(socket, name, None)
+            if option is not None:
+                sock.setsockopt(socket.IPPROTO_TCP, option, value)
+    except OSError:
+        return False
+    return True
 
 
 # --- application SQL -----------------------------------------------------------------------

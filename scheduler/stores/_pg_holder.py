@@ -20,8 +20,13 @@ terminated backend) learns it at once (asyncpg's termination callback): its proo
 lapsed (:attr:`Liveness.on_lapse`, :attr:`Liveness.epoch`), and it proves itself again with
 a new key, hence a new proof; another process that found the old proof gone in between has
 taken its leases (fenced by that old proof), which the process finds out before it acts on
-them (see :mod:`scheduler._holders`). The connection is also asked ``SELECT 1`` every
-``check_interval`` seconds (a connection can die without a word).
+them (see :mod:`scheduler._holders`). A connection can also die without a word (a host
+gone, a network cut): both ends keep TCP keepalive on it, so the process learns it within
+about twice ``check_interval`` seconds of silence (its socket's keepalive probes), and the
+server ends the session of a process whose host vanished as soon (``tcp_keepalives_*`` of
+the session; PostgreSQL's default is the system's, often two hours), so that others find
+it gone. No query is sent for it: an idle process costs its database no transactions.
+Only where the socket cannot be reached is the connection asked ``SELECT 1`` instead.
 
 The application must not take two-key advisory locks whose first key is
 :data:`HOLDER_LOCK_CLASS`. Behind a connection pooler the holder's connection needs a
@@ -37,6 +42,7 @@ import secrets
 from typing import TYPE_CHECKING, Any
 
 from ..abc import Liveness
+from ._pg_connection import keep_alive
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Mapping
@@ -57,6 +63,17 @@ SELECT objid::int8 AS key FROM pg_locks
 WHERE locktype = 'advisory' AND classid = $1::int8 AND objsubid = 2 AND granted
   AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
 """
+
+
+def _server_keepalives(idle: float) -> str:
+    """The session settings that have the server probe this end of the connection after
+    ``idle`` seconds of silence, three probes ``idle / 3`` apart (numbers only)."""
+    quiet = max(1, round(idle))
+    apart = max(1, round(idle / 3))
+    return (
+        f"SET tcp_keepalives_idle = {quiet}; SET tcp_keepalives_interval = {apart}; "
+        "SET tcp_keepalives_count = 3"
+    )
 
 
 class SessionLiveness(Liveness):
@@ -91,6 +108,8 @@ class SessionLiveness(Liveness):
         try:
             with contextlib.suppress(Exception):  # PostgreSQL 14+: never end it for idling
                 await conn.execute("SET idle_session_timeout = 0")
+            with contextlib.suppress(Exception):  # the server's watch of this end (TCP only)
+                await conn.execute(_server_keepalives(self._check_interval))
             started = str(await conn.fetchval(_SERVER_START))
             while True:
                 key = 1 + secrets.randbelow(2**31 - 2)
@@ -103,7 +122,8 @@ class SessionLiveness(Liveness):
         self._conn, self._proof = conn, proof
         self.backend_pid = conn.get_server_pid()
         conn.add_termination_listener(self._terminated)
-        self._watch = asyncio.create_task(self._check(conn), name="scheduler-holder-session")
+        if not keep_alive(conn, self._check_interval):  # else the kernel ends a dead one
+            self._watch = asyncio.create_task(self._check(conn), name="scheduler-holder-session")
         return proof
 
     def _terminated(self, conn: Connection) -> None:
@@ -121,6 +141,7 @@ class SessionLiveness(Liveness):
             self.on_lapse()
 
     async def _check(self, conn: Connection) -> None:
+        """Ask the connection ``SELECT 1`` every interval (where keepalive cannot be set)."""
         while conn is self._conn:
             await asyncio.sleep(self._check_interval)
             if conn is not self._conn:

@@ -3,10 +3,13 @@
 One dedicated connection (outside the pool) listens on the deployment's channel; a
 notification whose payload is not this store's own token wakes the store's drivers, and one
 that says which jobs ended (:func:`ended_payload`) wakes whoever awaits their results. The
-connection is checked every ``check_interval`` seconds (a connection can die silently) and,
+connection is checked after ``check_interval`` seconds of silence (a connection can die
+silently) and,
 once lost, re-established in the background with exponential backoff up to ``retry_max``;
 meanwhile the drivers' lease sweep keeps work moving, and the wake-up after reconnecting
-covers the commits made while it was down.
+covers the commits made while it was down. The check is TCP keepalive on the connection's
+socket (the kernel's probes, no query: an idle deployment's database counts no transactions
+for it); only where the socket cannot be reached is the connection asked ``SELECT 1``.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ import asyncio
 import logging
 import random
 from typing import TYPE_CHECKING, Any
+
+from ._pg_connection import keep_alive
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Sequence
@@ -88,6 +93,8 @@ class WakeListener:
         self.reconnects = 0
         """How many times the connection was lost and re-established."""
         self._task: asyncio.Task[None] | None = None
+        self._kept_alive = False
+        """Whether the current connection is watched by TCP keepalive (else by queries)."""
 
     async def start(self) -> None:
         """Connect (an error here is the caller's) and supervise the connection from now on."""
@@ -114,6 +121,7 @@ class WakeListener:
             conn.terminate()
             raise
         self.conn = conn
+        self._kept_alive = keep_alive(conn, self._check_interval)
         return conn
 
     def _on_notification(self, conn: Connection, pid: int, channel: str, payload: str) -> None:
@@ -143,6 +151,11 @@ class WakeListener:
     async def _watch(self, conn: Connection) -> None:
         lost = asyncio.Event()
         conn.add_termination_listener(lambda _conn: lost.set())
+        if conn.is_closed():
+            return
+        if self._kept_alive:
+            await lost.wait()  # the kernel's keepalive ends a connection that died silently
+            return
         while not lost.is_set() and not conn.is_closed():
             try:
                 await asyncio.wait_for(lost.wait(), self._check_interval)

@@ -213,8 +213,10 @@ class PostgresStore(Store):
     a driver).
 
     ``channel`` is the NOTIFY channel shared by every process of a deployment. The LISTEN
-    connection is checked every ``listen_check_interval`` seconds and, once lost, retried
-    with exponential backoff up to ``listen_retry_max`` seconds. The offset of the database's
+    connection and the holder session's are watched by TCP keepalive (probes after
+    ``listen_check_interval`` seconds of silence; no query, so an idle process costs the
+    database no transactions for them) and, once lost, re-established with exponential
+    backoff up to ``listen_retry_max`` seconds. The offset of the database's
     clock from this machine's, which leases are corrected by, is measured at open and again
     every ``clock_check_interval`` seconds (and at once after this machine's clock stepped).
     Other keyword arguments go

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -481,6 +482,54 @@ async def test_a_commit_in_one_store_wakes_another_through_notify(
     await a.at(T0 - 100).claim_due(T0, mutation_limit=5, action_limit=5)
     await b.at(T0).enqueue(new_job())  # a marker: once a hears it, anything earlier arrived too
     assert await heard_a.reach(3) == 3
+
+
+def keepalive_of(connection: Any) -> tuple[int, int, int, int]:
+    """SO_KEEPALIVE and the idle, interval and count of a connection's TCP keepalive."""
+    sock = connection._transport.get_extra_info("socket")
+    return (
+        sock.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE),
+        sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE),
+        sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL),
+        sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT),
+    )
+
+
+@needs_server
+@pytest.mark.skipif(not hasattr(socket, "TCP_KEEPIDLE"), reason="Linux's keepalive options")
+async def test_the_long_lived_connections_are_watched_by_keepalive_not_by_queries(
+    dsn: str, conn: Any, opened: list[PostgresStore]
+) -> None:
+    """The LISTEN and holder connections of an idle store: TCP keepalive on both ends (the
+    kernel ends one that died silently), and no query over many check intervals, so an idle
+    deployment's database counts no transactions for them. (Asked ``SELECT 1`` instead, each
+    would show it as its last query within one interval.)"""
+    if "@127.0.0.1" not in dsn and "@localhost" not in dsn:
+        pytest.skip("the keepalive of a TCP connection (this server is reached otherwise)")
+    store = await open_store(dsn, opened, listen_check_interval=0.2)
+    await store.holder_session.prove()
+    listener, holder = store._listener.conn, store.holder_session._conn
+    assert listener is not None
+    assert holder is not None
+    assert keepalive_of(listener) == (1, 1, 1, 3)
+    assert keepalive_of(holder) == (1, 1, 1, 3)
+    pids = [listener.get_server_pid(), holder.get_server_pid()]
+    watched = (
+        "SELECT pid, query, state_change FROM pg_stat_activity WHERE pid = ANY($1) ORDER BY pid"
+    )
+    before = [tuple(r) for r in await conn.fetch(watched, pids)]
+    assert len(before) == 2
+    assert not any(q == "SELECT 1" for _, q, _ in before)
+    await asyncio.sleep(1.0)  # five check intervals
+    assert [tuple(r) for r in await conn.fetch(watched, pids)] == before
+    settings = await holder.fetch(
+        "SELECT name, setting FROM pg_settings WHERE name LIKE 'tcp_keepalives_%' ORDER BY name"
+    )
+    assert {r["name"]: r["setting"] for r in settings} == {
+        "tcp_keepalives_count": "3",
+        "tcp_keepalives_idle": "1",
+        "tcp_keepalives_interval": "1",
+    }
 
 
 @needs_server
