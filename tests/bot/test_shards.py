@@ -431,6 +431,27 @@ def paced(clock: FakeClock) -> FakeDiscord:
     return FakeDiscord(identify_window=5.0, gateway_clock=clock.monotonic, max_concurrency=2)
 
 
+async def drive_starts(
+    paced: FakeDiscord, cluster: Cluster, starting: list[asyncio.Task[None]], step: float
+) -> None:
+    """Move the clock ``step`` at a time while ``starting`` run, each time once every shard
+    is connected or waits for its turn; stop early once an IDENTIFY is refused."""
+
+    def refused() -> bool:
+        return not all(x.accepted for x in paced.identify_log)
+
+    while not all(t.done() for t in starting):
+        await paced.wait_until(
+            lambda: all(t.done() for t in starting) or cluster.settled() or refused(),
+            timeout=20,
+            what="every shard connected or waiting its turn",
+        )
+        if refused():
+            return
+        cluster.clock.advance(step)
+        await asyncio.sleep(0)
+
+
 async def test_identify_never_goes_over_the_bucket_rate_across_instances(
     paced: FakeDiscord, tmp_path: Path, clock: FakeClock
 ) -> None:
@@ -443,18 +464,7 @@ async def test_identify_never_goes_over_the_bucket_rate_across_instances(
         apps = [cluster.make(shard_ids=(0, 1, 2, 3), identify_interval=5.0) for _ in range(2)]
         starting = [asyncio.create_task(app.start()) for app in apps]
         try:
-            while not all(t.done() for t in starting):
-                await paced.wait_until(
-                    lambda: (
-                        all(t.done() for t in starting)
-                        or cluster.settled()
-                        or not all(x.accepted for x in paced.identify_log)
-                    ),
-                    timeout=20,
-                    what="every shard connected or waiting its turn",
-                )
-                clock.advance(1)
-                await asyncio.sleep(0)
+            await drive_starts(paced, cluster, starting, 1)
             log = paced.identify_log
             assert [x.outcome for x in log] == ["accepted"] * 8, log
             for t in starting:
@@ -495,20 +505,8 @@ async def test_an_identify_that_reaches_discord_late_does_not_push_the_next_one_
         app = cluster.make(shard_ids=(0, 2), identify_interval=5.0)  # both of bucket 0
         starting = asyncio.create_task(app.start())
         try:
-            while not starting.done():
-                await paced.wait_until(
-                    lambda: (
-                        starting.done()
-                        or cluster.settled()
-                        or not all(x.accepted for x in paced.identify_log)
-                    ),
-                    timeout=20,
-                    what="every shard connected or waiting its turn",
-                )
-                if not all(x.accepted for x in paced.identify_log):
-                    break
-                clock.advance(0.25)  # wakes a turn at its very time: no drift for the second
-                await asyncio.sleep(0)
+            # (0.25 s steps wake a turn at its very time: no drift for the second)
+            await drive_starts(paced, cluster, [starting], 0.25)
             log = paced.identify_log
             assert drifted
             assert [x.outcome for x in log] == ["accepted"] * 2, log
@@ -546,20 +544,7 @@ async def test_a_turn_reached_later_than_its_margin_is_given_up_for_a_new_one(
         app = cluster.make(shard_ids=(0, 2), identify_interval=5.0)
         starting = asyncio.create_task(app.start())
         try:
-            while not starting.done():
-                await paced.wait_until(
-                    lambda: (
-                        starting.done()
-                        or cluster.settled()
-                        or not all(x.accepted for x in paced.identify_log)
-                    ),
-                    timeout=20,
-                    what="every shard connected or waiting its turn",
-                )
-                if not all(x.accepted for x in paced.identify_log):
-                    break
-                clock.advance(0.25)
-                await asyncio.sleep(0)
+            await drive_starts(paced, cluster, [starting], 0.25)
             log = paced.identify_log
             assert stalled
             assert [x.outcome for x in log] == ["accepted"] * 2, log
