@@ -15,6 +15,10 @@ paced, retried, reported and updated apart. The bookkeeping of those posts; thei
   own, the occurrence's and the place's) before it sends, and ``sent`` with the message's id
   after; a re-run re-sends with the same nonce while Discord still remembers it, else records
   the post "may not have been delivered" and reports it, as a delivery does.
+- **Tidied in place.** Each place's post is recorded as a post of the announcement
+  (:func:`~bot.announcements.previous.post_up`), so ``pin``, ``replace`` and
+  ``delete_after`` act in each place as in its own channel: the latest post pinned in each,
+  the one before deleted in each, each post deleted that long after it went up.
 - **Edits in place.** An edit that updates the occurrence's posted message updates each
   place's post too (``announcements:update_place``, one job per place and revision); a post
   an edit overtook while it was being sent is brought up to date once it is recorded.
@@ -30,6 +34,7 @@ from ..db import BotDb
 from ..db.templates import name_key
 from ..models import AnnouncementState, Place, PlaceDelivery, PlaceState, place_nonce
 from .jobs import channel_pace
+from .previous import post_up
 from .service import AnnouncementService
 
 if TYPE_CHECKING:
@@ -160,6 +165,8 @@ async def record_place_sent(
         ann_id, fire_ts, channel_id, PlaceState.SENT,
         message_id=message_id, sent_at=now, late_by=late_by, revision=sent.revision,
     )  # fmt: skip
+    if ended:  # what becomes of it (pin, replace, delete after), as of the post in its own
+        await post_up(ctx, ann_id, sent.guild_id, channel_id, message_id)  # channel
     ann = await rows.announcement(ann_id)
     if ended and ann is not None and ann.revision > sent.revision:
         await enqueue_place_update(ctx, args, ann.revision)

@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..db import BotDb, PostRow
+from ..db.posts import latest_in_each_channel
 from .jobs import enqueue_tidy
 from .reading import Reading
 
@@ -69,7 +70,10 @@ async def post_up(
     now = ctx.now.timestamp()
     tidy = await rows.tidy(announcement_id)
     kept = [p for p in await rows.posts_of(announcement_id) if p.message_id != message_id]
-    previous = kept[-1] if kept else None
+    # Each place (its own channel, each of also_in) has posts of its own: the one before
+    # this post is the one before it in its channel.
+    here = [p for p in kept if p.channel_id == channel_id]
+    previous = here[-1] if here else None
     delete_at = None if tidy.delete_after is None else now + tidy.delete_after
     added = await rows.add_post(
         announcement_id, message_id, guild_id, channel_id, now, pin=tidy.pin, delete_at=delete_at
@@ -78,14 +82,15 @@ async def post_up(
         return  # recorded already (this transaction's work was done)
     steps = tidy.pin
     if tidy.pin:
-        await rows.unpin_others(announcement_id, keep=message_id)
+        await rows.unpin_others(announcement_id, keep=message_id, channel_id=channel_id)
     if tidy.replace and previous is not None:
         steps = await rows.mark_delete(announcement_id, previous.message_id) or steps
     if steps:
         await enqueue_tidy(ctx, announcement_id, f"up:{message_id}")
     if delete_at is not None:
         await enqueue_tidy(ctx, announcement_id, f"at:{message_id}:{delete_at!r}", at=delete_at)
-    await rows.prune_posts(announcement_id, keep=[message_id])
+    others = [p.message_id for p in latest_in_each_channel(kept) if p.channel_id != channel_id]
+    await rows.prune_posts(announcement_id, keep=[message_id, *others])
 
 
 async def edit_tidy(
@@ -93,18 +98,19 @@ async def edit_tidy(
 ) -> None:
     """In the transaction of an edit that changes what becomes of the announcement's posts:
     store it, and apply it to the posts already up: ``pin`` turned on pins the latest post
-    (off: unpins it); a new ``delete_after`` moves the deletion of every post still up
-    (``none``: they stay); ``replace`` acts at the next post. Nothing when it is unchanged."""
+    in each of its places (off: unpins them); a new ``delete_after`` moves the deletion of
+    every post still up (``none``: they stay); ``replace`` acts at the next post. Nothing
+    when it is unchanged."""
     if after == before:
         return
     rows = BotDb(ctx.db)
     await rows.set_tidy(announcement_id, guild_id, after)
     posts = await rows.posts_of(announcement_id)
-    latest = _latest_up(posts)
     now = ctx.now.timestamp()
     if after.pin != before.pin:
-        if after.pin and latest is not None and latest.pin_state != "pinned":
-            await rows.pin_again(announcement_id, latest.message_id)
+        for latest in _latest_up(posts) if after.pin else []:
+            if latest.pin_state != "pinned":
+                await rows.pin_again(announcement_id, latest.message_id)
         if not after.pin:
             await rows.unpin_others(announcement_id, keep=None)
         await enqueue_tidy(ctx, announcement_id, f"edit:{now!r}")
@@ -115,10 +121,9 @@ async def edit_tidy(
                 await enqueue_tidy(ctx, announcement_id, f"at:{post.message_id}:{at!r}", at=at)
 
 
-def _latest_up(posts: list[PostRow]) -> PostRow | None:
-    """The latest post not deleted (nor to be)."""
-    up = [p for p in posts if p.remove_state is None]
-    return up[-1] if up else None
+def _latest_up(posts: list[PostRow]) -> list[PostRow]:
+    """The latest post not deleted (nor to be) in each channel it was posted in."""
+    return latest_in_each_channel([p for p in posts if p.remove_state is None])
 
 
 async def claim_posts(

@@ -43,6 +43,15 @@ _COLUMNS = (
 )
 
 
+def latest_in_each_channel(posts: Sequence[PostRow]) -> list[PostRow]:
+    """Of ``posts`` (oldest first), the latest in each channel: the announcement's own and
+    each of its other places (``also_in``) have a latest post of their own."""
+    latest: dict[int, PostRow] = {}
+    for post in posts:
+        latest[post.channel_id] = post
+    return sorted(latest.values(), key=lambda p: (p.posted_at, p.message_id))
+
+
 def _post(r: Any) -> PostRow:
     return PostRow(
         announcement_id=int(r["announcement_id"]),
@@ -149,13 +158,20 @@ class PostTables(Table):
         )
         return bool(await cur.fetchall())
 
-    async def unpin_others(self, announcement_id: int, keep: int | None) -> int:
-        """Every post of the announcement but ``keep`` that is pinned or to be pinned: to be
+    async def unpin_others(
+        self, announcement_id: int, keep: int | None, *, channel_id: int | None = None
+    ) -> int:
+        """Every post of the announcement but ``keep`` (in ``channel_id``, if given: each
+        place keeps its own latest post pinned) that is pinned or to be pinned: to be
         unpinned (a pin still to come may be under way: unpinning it after is harmless)."""
+        where, params = "", [announcement_id, keep if keep is not None else -1]
+        if channel_id is not None:
+            where = " AND channel_id = ?"
+            params.append(channel_id)
         cur = await self.db.execute(
             "UPDATE bot_posts SET pin_state = 'unpin' WHERE announcement_id = ? "
-            "AND message_id != ? AND pin_state IN ('pin', 'pinned') RETURNING message_id",
-            (announcement_id, keep if keep is not None else -1),
+            f"AND message_id != ? AND pin_state IN ('pin', 'pinned'){where} RETURNING message_id",
+            tuple(params),
         )
         return len(await cur.fetchall())
 

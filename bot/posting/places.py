@@ -235,6 +235,10 @@ class PlaceUpdates(PostEditor):
                     return {"nothing": f"not updated: {posted.update_error}"}
                 if posted.revision is not None and posted.revision >= ann.revision:
                     return {"nothing": f"already shows revision {posted.revision}"}
+                async with self.announcements.sched.reader() as db:
+                    if await BotDb(db).post_removed(ann_id, posted.message_id):
+                        # replace: or delete_after: took it down, as asked: nothing to edit
+                        return {"nothing": "its post was deleted (replace, delete_after)"}
                 message_id = posted.message_id
                 late_for = fire_ts if (posted.late_by or 0.0) >= LATE_NOTE_AFTER else None
                 locale = await posting_locale(self.poster.client, self.announcements, ann.guild_id)

@@ -33,6 +33,7 @@ from .. import i18n
 from ..announcements.jobs import TIDY_FN, TidyArgs, enqueue_report, register_job
 from ..announcements.previous import claim_posts, release_posts
 from ..db import BotDb, PostRow
+from ..db.posts import latest_in_each_channel
 from .failures import REQUEST_ERRORS, RequestFailed, classify
 from .reasons import DELETE_REFUSED, PIN_REFUSED
 
@@ -249,4 +250,5 @@ async def _prune(ctx: TransactionContext, ann_id: int) -> None:
     rows = BotDb(ctx.db)
     posts = await rows.posts_of(ann_id)
     if posts:
-        await rows.prune_posts(ann_id, keep=[posts[-1].message_id])
+        keep = [p.message_id for p in latest_in_each_channel(posts)]
+        await rows.prune_posts(ann_id, keep=keep)

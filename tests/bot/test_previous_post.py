@@ -329,6 +329,46 @@ async def test_delete_after_deletes_each_post_that_long_after_it_went_up(
     assert len(posts(world, world.news)) == 2  # kept
 
 
+async def test_pin_replace_and_delete_after_act_in_each_place_as_in_its_own_channel(
+    pinning: World, crier: Crier, clock: FakeClock
+) -> None:
+    """``also_in``: each place's post is tidied as the post in the announcement's own channel
+    is: the latest post pinned in each (a new one unpins only the one before it in its own
+    place), the one before deleted in each, and each post deleted that long after it went
+    up; an edit turning the pin off unpins them all."""
+    world = pinning
+    events = world.guild.add_channel("events")
+    n = await daily(world, crier, clock, pin=True, replace=True, also_in=f"<#{events.id}>")
+    await advance_to(crier, clock, NINE)
+    [news_1], [events_1] = posts(world, world.news), posts(world, events)
+    assert (pinned(world, world.news), pinned(world, events)) == ([news_1], [events_1])
+    await advance_to(crier, clock, NINE + DAY)
+    [news_2], [events_2] = posts(world, world.news), posts(world, events)
+    assert news_1.deleted
+    assert events_1.deleted
+    assert (pinned(world, world.news), pinned(world, events)) == ([news_2], [events_2])
+    cb = await run_command(world, "edit", id=n, pin=False, replace=False, delete_after="2h")
+    assert "Edited announcement" in (cb.content or ""), cb.content
+    await advance(crier, clock, 1)
+    assert (pinned(world, world.news), pinned(world, events)) == ([], [])
+    await advance_to(crier, clock, NINE + DAY + timedelta(hours=2))
+    assert news_2.deleted
+    assert events_2.deleted
+    await advance_to(crier, clock, NINE + 2 * DAY)
+    [news_3], [events_3] = posts(world, world.news), posts(world, events)
+    await advance_to(crier, clock, NINE + 2 * DAY + timedelta(hours=2))
+    assert news_3.deleted
+    assert events_3.deleted
+    # Nothing else was deleted or unpinned: each request is for a post of its own place.
+    deletes = [
+        r.path for r in world.fake.requests if r.method == "DELETE" and "/pins/" not in r.path
+    ]
+    assert sorted(deletes) == sorted(
+        f"/channels/{m.channel_id}/messages/{m.id}"
+        for m in (news_1, events_1, news_2, events_2, news_3, events_3)
+    )
+
+
 async def test_delete_after_is_checked(world: World, crier: Crier, clock: FakeClock) -> None:
     n = await schedule(world, repeat="daily at 09:00", message="Standup")
     cb = await run_command(world, "edit", id=n, delete_after="soon")
@@ -376,15 +416,18 @@ async def test_an_edit_after_delete_after_took_the_post_down_reports_nothing(
     world: World, crier: Crier, clock: FakeClock
 ) -> None:
     """The post delete_after took down is not 'a message a moderator deleted': an edit of
-    the text afterwards neither reports it nor posts it again."""
+    the text afterwards neither reports it nor posts it again, in its own channel or in
+    another place (``also_in``)."""
+    events = world.guild.add_channel("events")
     await run_command(world, "settings", log_channel=world.general)
-    n = await daily(world, crier, clock, delete_after="1h")
+    n = await daily(world, crier, clock, delete_after="1h", also_in=f"<#{events.id}>")
     await advance_to(crier, clock, NINE)
-    assert len(posts(world, world.news)) == 1
+    assert (len(posts(world, world.news)), len(posts(world, events))) == (1, 1)
     await advance_to(crier, clock, NINE + timedelta(hours=1))
-    assert posts(world, world.news) == []
+    assert (posts(world, world.news), posts(world, events)) == ([], [])
     cb = await run_command(world, "edit", id=n, message="Standup, edited {date}")
     assert "Edited announcement" in (cb.content or ""), cb.content
     await advance(crier, clock, 5)
-    assert posts(world, world.news) == []
+    assert (posts(world, world.news), posts(world, events)) == ([], [])
+    assert [r.path for r in world.fake.requests if r.method == "PATCH"] == []
     assert world.fake.bot_messages(world.general) == []  # no report
