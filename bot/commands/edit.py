@@ -170,7 +170,7 @@ class EditCommands(AnswersErrors, name="EditCommands"):
         if options.image is not None:  # else the files are kept
             file = await download(options.image, self.announcements.file_max_bytes)
             draft = dataclasses.replace(draft, images=(file,))
-        if options.as_avatar is not None and isinstance(draft.post_as, PostAs):
+        if isinstance(options.as_avatar, discord.Attachment) and isinstance(draft.post_as, PostAs):
             avatar = await read_avatar(options.as_avatar, self.announcements.file_max_bytes)
             with_avatar = dataclasses.replace(draft.post_as, avatar=avatar)
             draft = dataclasses.replace(draft, post_as=with_avatar)

@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo
 import discord
 
 from ..i18n import t
-from ..models import Style
+from ..models import Image, Style
 from ..parsing import concerning, resolve_timezone
 from .checks import Refusal, require_readable
 from .request import AnnouncementOptions, AnnouncementRequest, KeptMentions, Requester
@@ -61,8 +61,9 @@ class EditOptions:
     as it is)."""
     as_name: str | None = None
     """Post as this name from now on (``none``: as the bot again)."""
-    as_avatar: discord.Attachment | None = None
-    """The avatar of those posts (an image)."""
+    as_avatar: discord.Attachment | Image | None = None
+    """The avatar of those posts (an image: attached to /edit, or uploaded on the
+    dashboard's form)."""
     also_in: str | None = None
     """The other places it posts in (``#news #events``; ``none``: no other place)."""
     pin: bool | None = None

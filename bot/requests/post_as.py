@@ -161,14 +161,27 @@ def with_avatar(draft: Draft, avatar: Image | None) -> Draft:
     return replace(draft, post_as=replace(draft.post_as, avatar=avatar, keep_avatar=False))
 
 
-async def read_avatar(attachment: discord.Attachment, limit: float) -> Image:
-    """The avatar's bytes: a PNG, JPEG, GIF or WebP image of at most ``limit`` (and 8 MiB)."""
-    kind = (attachment.content_type or "").split(";")[0].strip().lower()
+def check_avatar_type(filename: str, content_type: str | None) -> None:
+    """Refused unless the file is a PNG, JPEG, GIF or WebP image (what Discord takes as an
+    avatar), by the type it was sent with."""
+    kind = (content_type or "").split(";")[0].strip().lower()
     if kind not in AVATAR_TYPES:
         raise Refusal(
             t("`{file}` is not an image Discord takes as an avatar: attach a PNG, JPEG, GIF "
-              "or WebP image.", file=clip(attachment.filename)), field="as_avatar"
+              "or WebP image.", file=clip(filename)), field="as_avatar"
         )  # fmt: skip
+
+
+def checked_avatar(image: Image) -> Image:
+    """An avatar uploaded on the dashboard (its size already bounded by the form: the file
+    limit and 8 MiB), refused as ``/edit as_avatar:`` refuses one."""
+    check_avatar_type(image.filename, image.content_type)
+    return image
+
+
+async def read_avatar(attachment: discord.Attachment, limit: float) -> Image:
+    """The avatar's bytes: a PNG, JPEG, GIF or WebP image of at most ``limit`` (and 8 MiB)."""
+    check_avatar_type(attachment.filename, attachment.content_type)
     most = min(limit, MAX_AVATAR_BYTES)
     if attachment.size > most:
         raise too_large(attachment.size, most)

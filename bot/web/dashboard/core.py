@@ -129,6 +129,7 @@ FIELD_LABELS: Mapping[str, str] = {
     "thumbnail": i18n.marked("Thumbnail"),
     "buttons": i18n.marked("Link buttons"),
     "as_name": i18n.marked("Post as"),
+    "as_avatar": i18n.marked("Avatar to post with"),
     "also_in": i18n.marked("Also post in"),
     "template": i18n.marked("Start from a template"),
     "pick": i18n.marked("Start from a template"),
@@ -195,7 +196,7 @@ class CsrfRefused(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Upload:
-    """A form's one file field: its name, the most bytes it takes (from the dashboard's
+    """A form's file field: its name, the most bytes it takes (from the dashboard's
     settings) and the refusal of a larger file (its size and the limit, in bytes)."""
 
     name: str
@@ -206,10 +207,11 @@ class Upload:
 @dataclass(frozen=True, slots=True)
 class Fields:
     """What a form posts, the only fields read of it: each text field with the most
-    characters it may hold, and at most one file (its CSRF token is always read, first)."""
+    characters it may hold, and its file fields (each read once, within its own limit; all
+    of the body within ``HTTP_MAX_BODY_MB``; its CSRF token is always read, first)."""
 
     text: Mapping[str, int] = field(default_factory=dict)
-    upload: Upload | None = None
+    uploads: tuple[Upload, ...] = ()
     shows_refusal: bool = False
     """Its handler answers a field too long itself (:meth:`Form.check`: the form shown
     again); otherwise the refusal is the answer, before the handler runs."""
@@ -229,7 +231,7 @@ from the confirmation page."""
 
 @dataclass(frozen=True, slots=True)
 class Form:
-    """A posted form: its declared fields (a field too long left empty), the file uploaded
+    """A posted form: its declared fields (a field too long left empty), the files uploaded
     with it, and the refusals of the fields too long."""
 
     fields: dict[str, str]
@@ -658,15 +660,19 @@ class _FormReading:
     async def multipart(self, authorize: Authorize) -> None:
         """A form sent as ``multipart/form-data``, part by part."""
         reader = await self.request.multipart()
-        upload = self.fields.upload
+        uploads = {u.name: u for u in self.fields.uploads}
+        authorized = False
         while (part := await reader.next()) is not None:
             if not isinstance(part, BodyPartReader):
                 raise ValueError("a part holds parts of its own")
             name = part.name or ""
-            if upload is not None and name == upload.name and upload.name not in self.files:
+            upload = uploads.pop(name, None)  # each file field read once: a repeat is dropped
+            if upload is not None:
                 if not self.csrf_checked:
-                    raise CsrfRefused()  # nothing of the file is read before the token
-                await authorize()
+                    raise CsrfRefused()  # nothing of a file is read before the token
+                if not authorized:
+                    await authorize()
+                    authorized = True
                 await self.file(part, upload)
             elif name in self.lengths and part.filename is None:
                 await self.text(part, name)

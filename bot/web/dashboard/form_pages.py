@@ -25,7 +25,7 @@ from ...parsing.display import example_date
 from ...render import confirmation, edit_reply, form_template_saved
 from ...requests.checks import require_readable
 from ...requests.editing import check_edit
-from ...requests.post_as import check_as_name, with_avatar
+from ...requests.post_as import check_as_name, checked_avatar, with_avatar
 from ...requests.reminders import lead_text
 from ...requests.style import MAX_FIELDS
 from ...requests.templates import Started, started_from, template_of_form
@@ -153,6 +153,9 @@ class FormPages(GuildPages):
             return await self.form_page(viewer, who, rows)
         values.update(compact_fields(values))
         image = form.files.get("image")
+        avatar = form.files.get("as_avatar")
+        if avatar is not None:
+            avatar = checked_avatar(avatar)
         stored = await self.template_file(who, values["template"], has_image=image is not None)
         # A template's thumbnail is kept (the new form has no thumbnail field of its own).
         kept = await self.template_thumbnail(who, values["template"])
@@ -161,21 +164,24 @@ class FormPages(GuildPages):
         if action == SAVE_TEMPLATE:
             mention = template_mention(who.guild, values["mention"])
             return await self.save_as_template(
-                viewer, who, values, mention, image or stored, style, thumbnail
+                viewer, who, values, mention, image or stored, style, thumbnail, avatar=avatar
             )
         draft, notes, upcoming = await check_request(
             d.announcements,
             d.clock,
             new_request(
-                who, values, has_files=image is not None or stored is not None, style=style
+                who, values, has_files=image is not None or stored is not None, style=style,
+                as_avatar=avatar is not None,
             ),
-        )
+        )  # fmt: skip
         if image is not None:
             draft = replace(draft, images=(image,))
         elif stored is not None:
             draft = replace(draft, images=(stored,))
         draft = replace(draft, thumbnail=thumbnail)
         draft = await self.template_avatar(who, values, draft)
+        if avatar is not None:
+            draft = with_avatar(draft, avatar)
         if action == "preview":
             preview = preview_of(
                 who.guild, draft, notes, upcoming,
@@ -243,8 +249,7 @@ class FormPages(GuildPages):
 
     async def template_avatar(self, who: Requester, values: dict[str, str], draft: Draft) -> Draft:
         """``draft`` with the avatar of the template the form started from, when it posts
-        under that template's name (the form has no avatar field: /edit as_avatar: sets
-        one)."""
+        under that template's name (an avatar uploaded with the form replaces it)."""
         name = values["template"].strip()
         if not name or not isinstance(draft.post_as, PostAs):
             return draft
@@ -314,6 +319,9 @@ class FormPages(GuildPages):
             return await self.form_page(viewer, who, rows, editing=current)
         values.update(compact_fields(values))
         thumbnail = form.files.get("thumbnail")
+        avatar = form.files.get("as_avatar")
+        if avatar is not None:
+            avatar = checked_avatar(avatar)
         if action == SAVE_TEMPLATE:
             mention = template_mention(who.guild, values["mention"], current.mention)
             files = await d.announcements.images(current.id)
@@ -322,7 +330,7 @@ class FormPages(GuildPages):
                 thumbnail = await d.announcements.thumbnail(current.id)
             return await self.save_as_template(
                 viewer, who, values, mention, files[0] if files else None, style, thumbnail,
-                editing=current,
+                editing=current, avatar=avatar,
             )  # fmt: skip
         message = typed_message(values)
         kept_event = await d.announcements.event_spec(current.id)
@@ -331,13 +339,15 @@ class FormPages(GuildPages):
         options = typed_edit(
             current, values, kept_event, kept_reminder, thumbnail, kept_as_name=kept_as_name,
             kept_places=await self.place_ids(current),
-            kept_tidy=await d.announcements.tidy(current.id),
+            kept_tidy=await d.announcements.tidy(current.id), as_avatar=avatar,
         )  # fmt: skip
         (draft, notes, upcoming), when_given = await check_edit(
             d.announcements, d.clock, who, current, options, message
         )  # the files are kept: the form's one file field is the thumbnail's
         if thumbnail is not None:
             draft = replace(draft, thumbnail=thumbnail)
+        if avatar is not None:
+            draft = with_avatar(draft, avatar)
         if action == "preview":
             # Its next occurrence as it will post, rendered as /info renders it.
             shown = await d.announcements.as_edited_posted(
@@ -373,17 +383,19 @@ class FormPages(GuildPages):
         thumbnail: Image | None,
         *,
         editing: Announcement | None = None,
+        avatar: Image | None = None,
     ) -> web.Response:
         """The "Save as template" button: what the form holds kept as a template of the
         server, through /template save's own checks (rights, name, the server's limit),
-        nothing scheduled nor edited; the form again as it was, with what was saved."""
+        nothing scheduled nor edited; the form again as it was, with what was saved
+        (``avatar``: one uploaded with the form)."""
         title = values["title"].strip() or None
         made = await template_of_form(
             self.d.announcements, who, values["template_name"], content=values["message"],
             title=title, silent=values["silent"] == "on", mention=mention,
             channel_id=template_channel(values), image=image,
             reminder=template_reminder(values, who.locale), style=style, thumbnail=thumbnail,
-            post_as=await self.template_post_as(who, values, editing),
+            post_as=await self.template_post_as(who, values, editing, avatar),
             also_in=typed_places(values), tidy=template_tidy(values, who.locale),
         )  # fmt: skip
         kept = await self.d.announcements.save_template(made)
@@ -397,11 +409,15 @@ class FormPages(GuildPages):
         )  # fmt: skip
 
     async def template_post_as(
-        self, who: Requester, values: dict[str, str], editing: Announcement | None
+        self,
+        who: Requester,
+        values: dict[str, str],
+        editing: Announcement | None,
+        uploaded: Image | None = None,
     ) -> PostAs | None:
-        """Who a template saved from the form posts as: the name typed, with the avatar of
-        the announcement edited (or of the template the form started from) under that
-        name."""
+        """Who a template saved from the form posts as: the name typed, with the avatar
+        ``uploaded`` with the form, else that of the announcement edited (or of the template
+        the form started from) under that name."""
         name = " ".join(values["as_name"].split())
         if not name:
             return None
@@ -409,6 +425,8 @@ class FormPages(GuildPages):
             checked = check_as_name(name)
         if checked is None:
             return None
+        if uploaded is not None:
+            return PostAs(checked, uploaded)
         found: PostAs | None = None
         if editing is not None:
             found = await self.d.announcements.post_as(editing.id)

@@ -21,7 +21,7 @@ from ...requests.editing import NO_TITLE, EditOptions, mention_option
 from ...requests.events import NEEDS_A_PLACE
 from ...requests.files import too_large
 from ...requests.places import MAX_ALSO_IN
-from ...requests.post_as import MAX_AS_NAME
+from ...requests.post_as import MAX_AS_NAME, MAX_AVATAR_BYTES
 from ...requests.previous import delete_after_text, parse_delete_after
 from ...requests.reminders import lead_text, parse_lead
 from ...requests.request import AnnouncementOptions, AnnouncementRequest, Requester
@@ -94,15 +94,25 @@ def _file_limit(d: Dashboard) -> float:
 
 SEVERAL = frozenset({"also_in"})
 """The form's fields sent once per value picked: the other places' checkboxes."""
+
+
+def _avatar_limit(d: Dashboard) -> float:
+    return min(d.announcements.file_max_bytes, MAX_AVATAR_BYTES)
+
+
+AVATAR_UPLOAD = Upload("as_avatar", _avatar_limit, too_large)
+"""The avatar the posts come with under the "Post as" name (as ``/edit as_avatar:``)."""
 NEW_FORM = Fields(
-    FIELD_LENGTHS, Upload("image", _file_limit, too_large), shows_refusal=True, several=SEVERAL
-)
-"""The new-announcement form: its fields and its file."""
-EDIT_FORM = Fields(
-    FIELD_LENGTHS, Upload("thumbnail", _file_limit, too_large), shows_refusal=True,
-    several=SEVERAL,
+    FIELD_LENGTHS, (Upload("image", _file_limit, too_large), AVATAR_UPLOAD),
+    shows_refusal=True, several=SEVERAL,
 )  # fmt: skip
-"""The edit form: its fields and a new thumbnail (the announcement's files are kept)."""
+"""The new-announcement form: its fields, its file and an avatar."""
+EDIT_FORM = Fields(
+    FIELD_LENGTHS, (Upload("thumbnail", _file_limit, too_large), AVATAR_UPLOAD),
+    shows_refusal=True, several=SEVERAL,
+)  # fmt: skip
+"""The edit form: its fields, a new thumbnail (the announcement's files are kept) and a new
+avatar."""
 
 
 def field_labels() -> dict[str, str]:
@@ -213,10 +223,15 @@ def edit_event_options(kept: EventSpec | None, values: dict[str, str]) -> dict[s
 
 
 def new_request(
-    requester: Requester, values: dict[str, str], has_files: bool, style: Style | None = None
+    requester: Requester,
+    values: dict[str, str],
+    has_files: bool,
+    style: Style | None = None,
+    *,
+    as_avatar: bool = False,
 ) -> AnnouncementRequest:
     """What the new-announcement form asks for, as /schedule would ask it (``style``: its
-    style as read, :func:`typed_style`)."""
+    style as read, :func:`typed_style`; ``as_avatar``: an avatar was uploaded)."""
     message = typed_message(values)
     mention = values["mention"].strip()
     with concerning("mention"):
@@ -235,6 +250,7 @@ def new_request(
         reminder=_text(values, "reminder"),
         style=style,
         as_name=_text(values, "as_name"),
+        as_avatar=as_avatar,
         also_in=_text(values, "also_in"),
         pin=True if values["pin"] == "on" else None,
         replace=True if values["replace"] == "on" else None,
@@ -270,11 +286,13 @@ def typed_edit(
     kept_as_name: str | None = None,
     kept_places: tuple[int, ...] = (),
     kept_tidy: Tidy | None = None,
+    as_avatar: Image | None = None,
 ) -> EditOptions:
     """What the edit form (prefilled with ``current``, its event ``kept_event``, its
     reminder lead ``kept_reminder`` and the name it posts as ``kept_as_name``) changes, as
     /edit's options: a field left as it was is an option left out; the style is the form's
-    whole (``thumbnail``: a new one picked); ``kept_tidy``: what becomes of its posts now."""
+    whole (``thumbnail``: a new one picked); ``kept_tidy``: what becomes of its posts now;
+    ``as_avatar``: a new avatar uploaded."""
     channel_id = _channel(values["channel"])
     silent = values["silent"] == "on"
     kept = kept_tidy or Tidy()
@@ -292,6 +310,7 @@ def typed_edit(
         reminder=reminder_change(kept_reminder, values["reminder"]),
         style=typed_style(values, current.rich.style, thumbnail),
         as_name=as_name_change(kept_as_name, values["as_name"]),
+        as_avatar=as_avatar,
         also_in=places_change(kept_places, values["also_in"]),
         pin=None if pin == kept.pin else pin,
         replace=None if replace_ == kept.replace else replace_,

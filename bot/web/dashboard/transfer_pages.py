@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 IMPORT_FORM = Fields(
-    upload=Upload("file", lambda _: MAX_IMPORT_BYTES, lambda size, _: import_too_large(size))
+    uploads=(Upload("file", lambda _: MAX_IMPORT_BYTES, lambda size, _: import_too_large(size)),)
 )
 """The import's form: its file, no larger than an import may be."""
 
