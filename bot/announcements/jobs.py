@@ -310,11 +310,21 @@ async def enqueue_tidy(
     ctx: TransactionContext, announcement_id: int, key: str, *, at: float | None = None
 ) -> int:
     """In ``ctx``'s transaction: work on the announcement's posts (now, or ``at``); one job
-    per ``key`` (what asked for it: a post up, a post's time to go, an edit)."""
+    per ``key`` (what asked for it: a post up, a post's time to go, an edit). One of an
+    announcement's jobs runs at a time, in every instance (:func:`tidy_concurrency`)."""
     return await ctx.scheduler.enqueue(
         TIDY_FN,
         TidyArgs(announcement_id),
         run_at=at,
         idempotency_key=f"tidy:{announcement_id}:{key}",
         name=f"the posts of announcement {announcement_id}",
+        concurrency=tidy_concurrency(announcement_id),
     )
+
+
+def tidy_concurrency(announcement_id: int) -> Concurrency:
+    """The concurrency of an announcement's tidying jobs: one at a time (a second, e.g. for
+    the post in another place that went up at the same moment, waits holding nothing and
+    starts once the first ends, instead of finding the posts claimed and retrying later;
+    the claim on the posts stays, for jobs enqueued before this)."""
+    return Concurrency(f"tidy:{announcement_id}", 1)

@@ -20,7 +20,7 @@ import pytest
 from bot.models import Tidy
 from tests.bot.conftest import NOW, World, db_snapshot, run_command
 from tests.bot.conftest import schedule_id as schedule
-from tests.bot.test_delivery import advance, advance_to, advance_to_retry, idle, posts
+from tests.bot.test_delivery import advance, advance_to, idle, posts
 from tests.bot.test_export_import import export, import_file
 from tests.bot.test_pause_points import Stop, until
 from tests.fakediscord import Permissions as P
@@ -269,8 +269,9 @@ async def test_one_job_at_a_time_works_on_an_announcements_posts(
     pinning: World, crier: Crier, clock: FakeClock
 ) -> None:
     """A run stopped right before it pins the first post while the second post goes up:
-    the second post's job waits for it (its claim refused) instead of pinning the second and
-    unpinning the first before the first is even pinned (two pinned posts in the end)."""
+    the second post's job waits for it (it does not start: one of an announcement's tidying
+    jobs at a time) instead of pinning the second and unpinning the first before the first
+    is even pinned (two pinned posts in the end), and starts once it ends."""
     world = pinning
     n = await daily(world, crier, clock, pin=True)
     stop = Stop("pin")
@@ -282,18 +283,32 @@ async def test_one_job_at_a_time_works_on_an_announcements_posts(
     await run_command(world, "postnow", id=n)
     clock.advance(1)
 
-    async def second_job_ran() -> bool:
-        jobs = await crier.sched.list_jobs(fn="announcements:tidy")
-        return len(posts(world, world.news)) == 2 and any(
-            j.id != stop.job_id and j.run_count >= 1 for j in jobs
-        )
+    async def second_job_waits() -> bool:
+        jobs = await crier.sched.list_jobs(fn="announcements:tidy", state="pending")
+        return len(posts(world, world.news)) == 2 and any(j.id != stop.job_id for j in jobs)
 
-    await until(second_job_ran, "the second post's job to run")
+    await until(second_job_waits, "the second post's job to be due")
+    driver = crier.sched._driver
+    assert driver is not None
+
+    async def between_passes() -> bool:
+        return not driver._passing
+
+    await until(between_passes, "the dispatch loop between passes")
+    passes = driver.passes
+    clock.advance(10)  # due, and past any retry: it still does not start
+    driver.wake()
+
+    async def passed() -> bool:
+        return driver.passes > passes  # a pass that started after the clock moved, ended
+
+    await until(passed, "a dispatch pass after the clock moved")
+    waiting = await crier.sched.list_jobs(fn="announcements:tidy", state="pending")
+    [second_job] = [j for j in waiting if j.id != stop.job_id]
+    assert second_job.run_count == 0
     assert pinned(world, world.news) == []  # nothing pinned while the first run is stopped
     stop.go_on.set()
     await idle(crier)
-    for job in await crier.sched.list_jobs(fn="announcements:tidy", state="pending"):
-        await advance_to_retry(crier, clock, job.id)
     [_, second] = posts(world, world.news)
     assert pinned(world, world.news) == [second]
     assert first.id != second.id
