@@ -250,6 +250,8 @@ async def child_main(opts: argparse.Namespace) -> None:
         lease=opts.lease,
         sweep_interval=opts.sweep,
         shutdown_grace=1.0,
+        # race: batches smaller than a third of the due work, so each of three finds some
+        **({"batch_size": 64, "max_concurrency": 64} if opts.mode == "race" else {}),
         migrations=[MigrationSet(APP_COMPONENT, Path(opts.migrations))],
     )
     async with sched:
