@@ -266,6 +266,10 @@ async def race_main(opts: argparse.Namespace) -> int:
         lease=opts.lease,
         sweep_interval=opts.sweep,
         shutdown_grace=5.0,
+        # batches smaller than a racer's share of the due work, so each finds some of both
+        # kinds (the scheduler's default, 256, would let the first take every mutation)
+        batch_size=64,
+        max_concurrency=64,
         migrations=[MigrationSet(APP_COMPONENT, Path(opts.migrations))],
     )
     stop = asyncio.Event()
