@@ -21,7 +21,7 @@ from .clock import Clock, SystemClock, system_time_of
 from .errors import InvalidArgument, SchedulerClosed
 from .models import Concurrency, Pace, Retry, check_priority
 from .registry import Registry
-from .settings import Settings, Tunables
+from .settings import SERVER_BATCH, Settings, Tunables
 from .stats import SchedulerStats
 from .store_types import NewJob
 
@@ -92,6 +92,9 @@ class Engine:
             raise InvalidArgument(f"store must be a scheduler Store, got {store!r}")
         if not isinstance(registry, Registry):
             raise InvalidArgument(f"registry must be a scheduler Registry, got {registry!r}")
+        if store.dialect == "postgres":  # many writers: larger batches by default
+            tunables.setdefault("batch_size", SERVER_BATCH)
+            tunables.setdefault("max_concurrency", SERVER_BATCH)
         self.settings = Settings.of(**tunables)
         self.store = store
         self.registry = registry

@@ -153,6 +153,24 @@ def test_bad_settings_are_refused() -> None:
         PostgresStore("postgresql://x/y", channel="no spaces; or quotes'")
 
 
+def test_a_postgresql_store_batches_256_by_default_and_sqlite_64(tmp_path: Path) -> None:
+    """Claims and completions of 256 jobs on PostgreSQL (many writers), 64 on SQLite (one
+    writer: a larger claim holds the file longer); what the application gives wins."""
+    from scheduler import Registry, Scheduler, SqliteStore
+
+    def sizes(sched: Scheduler) -> tuple[int, int]:
+        settings = sched._engine.settings
+        return settings.batch_size, settings.max_concurrency
+
+    pg = PostgresStore("postgresql://x/y")
+    assert sizes(Scheduler(pg, Registry())) == (256, 256)
+    assert sizes(Scheduler(pg, Registry(), batch_size=32)) == (32, 256)
+    assert sizes(Scheduler(pg, Registry(), max_concurrency=8)) == (256, 8)
+    sqlite = SqliteStore(tmp_path / "db.sqlite")
+    assert sizes(Scheduler(sqlite, Registry())) == (64, 64)
+    assert sizes(Scheduler(sqlite, Registry(), batch_size=256)) == (256, 64)
+
+
 def test_the_password_stays_out_of_the_repr() -> None:
     shown = repr(PostgresStore("postgresql://me:secret@db.example:5433/app"))
     assert "secret" not in shown
