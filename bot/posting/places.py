@@ -229,16 +229,19 @@ class PlaceUpdates(PostEditor):
                     rows = BotDb(db)
                     ann = await rows.announcement(ann_id)
                     posted = await rows.place_delivery(ann_id, fire_ts, channel_id)
+                    removed = (
+                        posted is not None
+                        and posted.message_id is not None
+                        and await rows.post_removed(ann_id, posted.message_id)
+                    )
                 if ann is None or posted is None or posted.state != PlaceState.SENT:
                     return {"nothing": "no posted message"}
                 if posted.message_id is None or posted.update_error is not None:
                     return {"nothing": f"not updated: {posted.update_error}"}
                 if posted.revision is not None and posted.revision >= ann.revision:
                     return {"nothing": f"already shows revision {posted.revision}"}
-                async with self.announcements.sched.reader() as db:
-                    if await BotDb(db).post_removed(ann_id, posted.message_id):
-                        # replace: or delete_after: took it down, as asked: nothing to edit
-                        return {"nothing": "its post was deleted (replace, delete_after)"}
+                if removed:  # replace: or delete_after: took it down, as asked
+                    return {"nothing": "its post was deleted (replace, delete_after)"}
                 message_id = posted.message_id
                 late_for = fire_ts if (posted.late_by or 0.0) >= LATE_NOTE_AFTER else None
                 locale = await posting_locale(self.poster.client, self.announcements, ann.guild_id)

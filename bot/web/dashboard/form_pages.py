@@ -153,9 +153,7 @@ class FormPages(GuildPages):
             return await self.form_page(viewer, who, rows)
         values.update(compact_fields(values))
         image = form.files.get("image")
-        avatar = form.files.get("as_avatar")
-        if avatar is not None:
-            avatar = checked_avatar(avatar)
+        avatar = uploaded_avatar(form)
         stored = await self.template_file(who, values["template"], has_image=image is not None)
         # A template's thumbnail is kept (the new form has no thumbnail field of its own).
         kept = await self.template_thumbnail(who, values["template"])
@@ -319,9 +317,7 @@ class FormPages(GuildPages):
             return await self.form_page(viewer, who, rows, editing=current)
         values.update(compact_fields(values))
         thumbnail = form.files.get("thumbnail")
-        avatar = form.files.get("as_avatar")
-        if avatar is not None:
-            avatar = checked_avatar(avatar)
+        avatar = uploaded_avatar(form)
         if action == SAVE_TEMPLATE:
             mention = template_mention(who.guild, values["mention"], current.mention)
             files = await d.announcements.images(current.id)
@@ -553,3 +549,10 @@ def template_values(who: Requester, template: Template) -> dict[str, str]:
     if s.channel_id is not None:
         values["channel"] = str(s.channel_id)
     return values
+
+
+def uploaded_avatar(form: Form) -> Image | None:
+    """The avatar uploaded with the form (None: none picked), refused at its field as
+    ``/edit as_avatar:`` refuses one."""
+    avatar = form.files.get("as_avatar")
+    return None if avatar is None else checked_avatar(avatar)
