@@ -582,9 +582,12 @@ async def test_a_re_identify_woken_past_its_margin_waits_a_new_turn(tmp_path: Pa
 
 
 async def settle(done: Callable[[], bool], *, settles: bool = True) -> None:
-    """Yield to the loop until ``done()`` (a database round trip takes a few turns), or,
-    with ``settles=False``, check that it does not come within those turns."""
-    for _ in range(200 if settles else 20):
+    """Yield to the loop until ``done()`` (a database round trip takes a few turns; up to
+    10 s on a loaded machine), or, with ``settles=False``, check that it does not come
+    within 0.1 s (the clock is the test's: nothing would make it come)."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + (10.0 if settles else 0.1)
+    while loop.time() < end:
         if done():
             break
         await asyncio.sleep(0.005)
